@@ -1,0 +1,30 @@
+// Command clawconnect connects AI clients to agent runtimes: an MCP server
+// in front of OpenClaw Gateway agents, an executor over OpenClaw, Claude Code
+// and Codex, and the agent-session seam. See the README for the quick start.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/clawconnect/clawconnect/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := cli.Run(ctx, cli.Env{
+		Args:   os.Args[1:],
+		Stdin:  os.Stdin,
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		Getenv: os.Getenv,
+	})
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "clawconnect:", err)
+		os.Exit(cli.ExitCode(err))
+	}
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The project's test command: installs what the tests need (idempotently),
+# starts PostgreSQL, then runs the checks and the whole suite, end-to-end
+# tests against the real peers included. Usage: ./scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+source scripts/setup/env.sh
+scripts/setup/system.sh
+scripts/setup/gotools.sh
+source scripts/setup/postgres.sh
+scripts/setup/peers.sh
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+echo "== go vet"
+go vet ./...
+echo "== staticcheck"
+"$CLAWCONNECT_TOOLS/staticcheck" ./...
+echo "== go test -race (end-to-end tests included)"
+CLAWCONNECT_E2E=1 go test -race -count=1 -timeout 45m -coverprofile="$CLAWCONNECT_CACHE/cover.out" ./...
+echo "== coverage"
+go tool cover -func="$CLAWCONNECT_CACHE/cover.out" | awk '/^total:/ {print "total coverage:", $3}'
+scripts/coverage.sh "$CLAWCONNECT_CACHE/cover.out"
