@@ -1,0 +1,313 @@
+// Package store defines the durable state of the task bridge — tasks in every
+// state with their logs and prompts, sessions, agent-session attachments with
+// their lineage, and the leases that give one replica ownership of a running
+// task — behind one interface with two implementations (sqlite, postgres)
+// pinned by one conformance suite (storetest).
+//
+// Every method is a keyed lookup or a bounded, indexed page: nothing on a
+// request path scans all tasks or sessions. Times are Unix milliseconds (UTC).
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors callers branch on with errors.Is.
+var (
+	// ErrNotFound reports that the keyed record does not exist (in the
+	// requested agent's scope).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict reports a lost compare-and-set: the record changed since it
+	// was read. Re-read and retry, or give up.
+	ErrConflict = errors.New("conflict: record changed concurrently")
+	// ErrExists reports that a record with that key already exists.
+	ErrExists = errors.New("already exists")
+	// ErrLeaseLost reports that the caller no longer owns the task's lease.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrIncompatible reports that the database holds data this build must
+	// not touch (foreign, corrupt, or written by a newer schema). The store
+	// refuses to start rather than overwrite evidence.
+	ErrIncompatible = errors.New("incompatible database")
+	// ErrLocked reports that another process already owns an embedded
+	// (single-process) database.
+	ErrLocked = errors.New("database in use by another process")
+)
+
+// SessionBusyError is returned by CreateTask when the session's latest task
+// is still running. It matches ErrSessionBusy with errors.Is.
+type SessionBusyError struct {
+	// JobID is the running task that holds the session.
+	JobID string
+}
+
+// ErrSessionBusy is the sentinel matched by *SessionBusyError.
+var ErrSessionBusy = errors.New("session busy")
+
+func (e *SessionBusyError) Error() string {
+	return fmt.Sprintf("session busy: task %s is still running", e.JobID)
+}
+
+// Is reports whether target is ErrSessionBusy.
+func (e *SessionBusyError) Is(target error) bool { return target == ErrSessionBusy }
+
+// Status is a task's outcome state.
+type Status string
+
+// The task statuses of the reference's JobStatus.
+const (
+	StatusRunning            Status = "running"
+	StatusCompleted          Status = "completed"
+	StatusCompletedNoSummary Status = "completed_no_summary"
+	StatusError              Status = "error"
+	StatusCancelled          Status = "cancelled"
+)
+
+// Valid reports whether s is one of the five statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusRunning, StatusCompleted, StatusCompletedNoSummary, StatusError, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Terminal reports whether s is not running.
+func (s Status) Terminal() bool { return s != StatusRunning }
+
+// Prompt is what the caller asked: the task, the context after the handoff
+// was stripped, and the optional sender name.
+type Prompt struct {
+	Task       string `json:"task"`
+	Context    string `json:"context,omitempty"`
+	SenderName string `json:"senderName,omitempty"`
+}
+
+// ErrorInfo classifies a failed task.
+type ErrorInfo struct {
+	Category          string `json:"category"`
+	Message           string `json:"message"`
+	SuggestedRecovery string `json:"suggestedRecovery"`
+}
+
+// Artifacts are the facts derived from a task's tool events and summary.
+type Artifacts struct {
+	FilesChanged       []string `json:"filesChanged"`
+	CommandsRun        []string `json:"commandsRun"`
+	BranchName         string   `json:"branchName,omitempty"`
+	CommitSHA          string   `json:"commitSha,omitempty"`
+	PRURL              string   `json:"prUrl,omitempty"`
+	NeedsHumanDecision bool     `json:"needsHumanDecision"`
+	Provenance         string   `json:"provenance,omitempty"`
+}
+
+// Recovery describes a running late-recovery watch.
+type Recovery struct {
+	Reason        string `json:"reason"`
+	StartedAt     int64  `json:"startedAt"`
+	IdleTimeoutMs int64  `json:"idleTimeoutMs"`
+	HardCapMs     int64  `json:"hardCapMs"`
+}
+
+// Liveness is the last upstream liveness probe of a running task.
+type Liveness struct {
+	CheckedAt int64  `json:"checkedAt"`
+	Upstream  string `json:"upstream"`
+	Producing bool   `json:"producing"`
+}
+
+// Task is one execution (jobId == taskId). Fields other than the keys are
+// written by the task manager's single outcome writer through UpdateTask;
+// PollCount/LastPollAt by TouchPoll; LogCount by AppendLogs; Owner and
+// LeaseUntil by the lease methods.
+type Task struct {
+	ID         string `json:"id"`
+	Agent      string `json:"agent"`
+	SessionKey string `json:"sessionKey"`
+	Status     Status `json:"status"`
+	Prompt     Prompt `json:"prompt"`
+	// Message is the exact text sent to the agent; a restart re-sends it
+	// under the same idempotency key when the run id was never recorded.
+	Message     string `json:"message"`
+	StartedAt   int64  `json:"startedAt"`
+	LastEventAt int64  `json:"lastEventAt"`
+	EndedAt     int64  `json:"endedAt,omitempty"`
+
+	Summary        string     `json:"summary,omitempty"`
+	Error          string     `json:"error,omitempty"`
+	ErrorInfo      *ErrorInfo `json:"errorInfo,omitempty"`
+	TerminalReason string     `json:"terminalReason,omitempty"`
+	ResultSource   string     `json:"resultSource,omitempty"`
+	// Provisional marks an outcome (reconciled or tier-3) that a later real
+	// final or parent transcript read may replace.
+	Provisional    bool  `json:"provisional,omitempty"`
+	OutcomeVersion int64 `json:"outcomeVersion"`
+
+	ParentRunID      string `json:"parentRunId,omitempty"`
+	LastSeenSequence int64  `json:"lastSeenSequence,omitempty"`
+	PayloadPath      string `json:"payloadPath,omitempty"`
+	Upstream         string `json:"upstream"`
+	Transcript       string `json:"transcript"`
+	Cancellation     string `json:"cancellation"`
+	// NewThread records that the submit minted the session key.
+	NewThread bool `json:"newThread,omitempty"`
+
+	Artifacts Artifacts `json:"artifacts"`
+	Recovery  *Recovery `json:"recovery,omitempty"`
+	Liveness  *Liveness `json:"liveness,omitempty"`
+
+	LogCount   int64  `json:"logCount"`
+	PollCount  int64  `json:"pollCount"`
+	LastPollAt int64  `json:"lastPollAt"`
+	Owner      string `json:"owner,omitempty"`
+	LeaseUntil int64  `json:"leaseUntil,omitempty"`
+	// Version is the row version for compare-and-set; UpdateTask bumps it.
+	Version int64 `json:"version"`
+}
+
+// LogEntry is one line of a task's log. Seq is 1-based and dense per task.
+type LogEntry struct {
+	Seq     int64  `json:"seq"`
+	TS      int64  `json:"ts"`
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	IsError bool   `json:"isError,omitempty"`
+}
+
+// Session is one conversation (agent, session key) and its latest task.
+type Session struct {
+	Agent      string
+	SessionKey string
+	LastJobID  string
+	CreatedAt  int64
+	UpdatedAt  int64
+}
+
+// SessionTask is a session joined with its latest task, for list pages.
+type SessionTask struct {
+	Session Session
+	// Task is the latest task; nil if it was swept by retention.
+	Task *Task
+}
+
+// Page bounds a list read. Limit is clamped by the store to [1, MaxPage];
+// Before is an opaque cursor from a previous page ("" = newest).
+type Page struct {
+	Limit  int
+	Before string
+}
+
+// MaxPage is the largest page any list method returns.
+const MaxPage = 500
+
+// AttachmentRecord is one agent-session attachment record, stored opaquely
+// (Data is the JSON the agentsession package owns). Records are never
+// deleted: the lineage is every record of the session, in Seq order.
+type AttachmentRecord struct {
+	ID string
+	// Seq orders the lineage (1 = first ever attached to the session).
+	Seq              int64
+	ObservationToken int64
+	Data             []byte
+}
+
+// AttachmentState is a session's attachment book: the current record (if
+// any) and every record ever attached.
+type AttachmentState struct {
+	Agent      string
+	SessionKey string
+	// CurrentID is "" when nothing is attached.
+	CurrentID string
+	Records   []AttachmentRecord
+	// Version is the compare-and-set version of the state; 0 = never saved.
+	Version int64
+}
+
+// Claim asks for running tasks whose lease is free or expired.
+type Claim struct {
+	Agent string
+	Owner string
+	Now   int64
+	// Until is the new lease expiry of claimed tasks.
+	Until int64
+	Limit int
+}
+
+// SweepResult counts what a retention sweep deleted.
+type SweepResult struct {
+	Tasks    int
+	Logs     int
+	Sessions int
+}
+
+// Store is the durable state of the task bridge. Implementations are safe
+// for concurrent use. Records are returned as fresh copies.
+type Store interface {
+	// CreateTask inserts a new running task and makes it the latest of its
+	// session, atomically refusing with *SessionBusyError when the session's
+	// latest task is still running, and ErrExists for a duplicate id.
+	CreateTask(ctx context.Context, t *Task) error
+	// GetTask returns the task with id in agent's scope, or ErrNotFound.
+	GetTask(ctx context.Context, agent, id string) (*Task, error)
+	// UpdateTask writes the manager-owned fields of t if t.Version matches
+	// the stored version (else ErrConflict) and increments t.Version.
+	UpdateTask(ctx context.Context, t *Task) error
+	// TouchPoll increments the task's poll count, sets LastPollAt, and
+	// returns the new count.
+	TouchPoll(ctx context.Context, agent, id string, at int64) (int64, error)
+
+	// AppendLogs stores entries (their Seq must continue the task's log
+	// densely) and advances the task's LogCount.
+	AppendLogs(ctx context.Context, taskID string, entries []LogEntry) error
+	// Logs returns up to limit entries with Seq > after, oldest first.
+	Logs(ctx context.Context, taskID string, after int64, limit int) ([]LogEntry, error)
+	// TailLogs returns the last n entries, oldest first.
+	TailLogs(ctx context.Context, taskID string, n int) ([]LogEntry, error)
+
+	// GetSession returns the session or ErrNotFound.
+	GetSession(ctx context.Context, agent, sessionKey string) (*Session, error)
+	// ListSessions returns the most recently updated sessions of agent, each
+	// with its latest task, and the cursor of the next page ("" at the end).
+	ListSessions(ctx context.Context, agent string, p Page) ([]SessionTask, string, error)
+	// SessionTasks returns the session's tasks, newest first, and the next
+	// page's cursor.
+	SessionTasks(ctx context.Context, agent, sessionKey string, p Page) ([]*Task, string, error)
+
+	// ClaimTasks leases to c.Owner up to c.Limit running tasks of c.Agent
+	// that are unowned, owned by c.Owner, or whose lease expired before
+	// c.Now, and returns them.
+	ClaimTasks(ctx context.Context, c Claim) ([]*Task, error)
+	// RenewLeases extends every lease held by owner (of agent's running
+	// tasks) to until and returns how many were renewed.
+	RenewLeases(ctx context.Context, agent, owner string, until int64) (int, error)
+	// CheckLease returns nil if owner holds task id's lease at now, else
+	// ErrLeaseLost (or ErrNotFound).
+	CheckLease(ctx context.Context, id, owner string, now int64) error
+
+	// LoadAttachments returns the session's attachment state; a session that
+	// never attached yields an empty state with Version 0.
+	LoadAttachments(ctx context.Context, agent, sessionKey string) (*AttachmentState, error)
+	// SaveAttachments writes the whole state if s.Version matches the stored
+	// version (else ErrConflict), then increments s.Version. Records are
+	// upserted by id; none is ever deleted.
+	SaveAttachments(ctx context.Context, s *AttachmentState) error
+	// MaxObservationToken returns the highest observation token of any
+	// stored attachment record (0 if none).
+	MaxObservationToken(ctx context.Context) (int64, error)
+
+	// Sweep deletes up to limit terminal tasks that ended before cutoff,
+	// their logs, and sessions whose latest task was deleted.
+	Sweep(ctx context.Context, cutoff int64, limit int) (SweepResult, error)
+
+	// Close releases the database. It is idempotent.
+	Close() error
+}
+
+// ClampPage returns p's limit clamped to [1, MaxPage], defaulting to def.
+func ClampPage(limit, def int) int {
+	if limit <= 0 {
+		limit = def
+	}
+	return min(max(limit, 1), MaxPage)
+}
