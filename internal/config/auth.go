@@ -1,0 +1,223 @@
+package config
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Identity is who an HTTP request authenticated as. User is empty for an
+// anonymous caller; Legacy is set when the shared PUBLIC_MCP_PASS was used.
+type Identity struct {
+	User   string
+	Legacy bool
+}
+
+// AuthOptions configures an Authenticator. The zero value means an open
+// server (no credential required).
+type AuthOptions struct {
+	// UserTokens is MCP_USER_TOKENS: "Name:token,Name2:token2".
+	UserTokens string
+	// TokensFile is MCP_USER_TOKENS_FILE, a JSON file of personal tokens in
+	// one of three shapes: {"Name":"token"}, {"tokens":{"Name":"token"}} or
+	// [{"name":"Name","token":"token"}]. It is re-read when its modification
+	// time or size changes.
+	TokensFile string
+	// PublicPass is PUBLIC_MCP_PASS, the legacy shared password.
+	PublicPass string
+	// Logger receives warnings (duplicate tokens, unreadable file); nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// AuthFromEnv reads MCP_USER_TOKENS, MCP_USER_TOKENS_FILE and PUBLIC_MCP_PASS.
+func AuthFromEnv(getenv func(string) string) AuthOptions {
+	getenv = orEmpty(getenv)
+	return AuthOptions{
+		UserTokens: getenv("MCP_USER_TOKENS"),
+		TokensFile: strings.TrimSpace(getenv("MCP_USER_TOKENS_FILE")),
+		PublicPass: strings.TrimSpace(getenv("PUBLIC_MCP_PASS")),
+	}
+}
+
+// UserToken is one personal credential: requests that present Token act as
+// Name.
+type UserToken struct {
+	Name, Token string
+}
+
+// Authenticator checks HTTP credentials. It is safe for concurrent use.
+type Authenticator struct {
+	opts   AuthOptions
+	logger *slog.Logger
+	env    []UserToken
+
+	mu        sync.Mutex
+	fileStamp fileStamp
+	tokens    []UserToken // env tokens followed by file tokens, duplicates removed
+}
+
+type fileStamp struct {
+	mod    time.Time
+	size   int64
+	exists bool
+}
+
+// NewAuthenticator builds an Authenticator and loads the token file once.
+func NewAuthenticator(opts AuthOptions) *Authenticator {
+	a := &Authenticator{opts: opts, logger: opts.Logger}
+	if a.logger == nil {
+		a.logger = slog.New(slog.DiscardHandler)
+	}
+	for _, pair := range strings.Split(opts.UserTokens, ",") {
+		name, tok, ok := strings.Cut(pair, ":")
+		name, tok = strings.TrimSpace(name), strings.TrimSpace(tok)
+		if !ok || name == "" || tok == "" {
+			if strings.TrimSpace(pair) != "" {
+				a.logger.Warn("MCP_USER_TOKENS entry is not Name:token; skipped")
+			}
+			continue
+		}
+		a.env = append(a.env, UserToken{Name: name, Token: tok})
+	}
+	a.mu.Lock()
+	a.refreshLocked()
+	a.mu.Unlock()
+	return a
+}
+
+// refreshLocked re-reads the token file when its stamp changed.
+func (a *Authenticator) refreshLocked() {
+	var fileTokens []UserToken
+	if a.opts.TokensFile != "" {
+		st, err := os.Stat(a.opts.TokensFile)
+		stamp := fileStamp{}
+		if err == nil {
+			stamp = fileStamp{mod: st.ModTime(), size: st.Size(), exists: true}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			a.logger.Warn("stat MCP_USER_TOKENS_FILE", "err", err)
+		}
+		if a.tokens != nil && stamp == a.fileStamp {
+			return
+		}
+		a.fileStamp = stamp
+		if stamp.exists {
+			data, err := os.ReadFile(a.opts.TokensFile)
+			if err == nil {
+				fileTokens, err = ParseTokensFile(data)
+			}
+			if err != nil {
+				a.logger.Warn("read MCP_USER_TOKENS_FILE", "err", err)
+			}
+		}
+	} else if a.tokens != nil {
+		return
+	}
+	merged := make([]UserToken, 0, len(a.env)+len(fileTokens))
+	seen := make(map[string]bool)
+	for _, t := range append(append([]UserToken(nil), a.env...), fileTokens...) {
+		if seen[t.Token] {
+			a.logger.Warn("duplicate MCP user token skipped", "user", t.Name)
+			continue
+		}
+		seen[t.Token] = true
+		merged = append(merged, t)
+	}
+	a.tokens = merged
+}
+
+// Required reports whether any credential is configured; when false the
+// server is open and every request is anonymous.
+func (a *Authenticator) Required() bool {
+	if a.opts.PublicPass != "" {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.refreshLocked()
+	return len(a.tokens) > 0
+}
+
+// Authenticate checks the ?pass= value first and then the bearer token. It
+// returns the identity and true when the request may proceed: always when no
+// credential is configured, otherwise when either value is a personal token
+// (Identity.User set) or the PUBLIC_MCP_PASS (Identity.Legacy set).
+func (a *Authenticator) Authenticate(pass, bearer string) (Identity, bool) {
+	a.mu.Lock()
+	a.refreshLocked()
+	tokens := a.tokens
+	a.mu.Unlock()
+	if a.opts.PublicPass == "" && len(tokens) == 0 {
+		return Identity{}, true
+	}
+	for _, cand := range []string{pass, bearer} {
+		if cand == "" {
+			continue
+		}
+		var user string
+		for _, t := range tokens {
+			if subtle.ConstantTimeCompare([]byte(cand), []byte(t.Token)) == 1 {
+				user = t.Name
+			}
+		}
+		if user != "" {
+			return Identity{User: user}, true
+		}
+		if a.opts.PublicPass != "" && subtle.ConstantTimeCompare([]byte(cand), []byte(a.opts.PublicPass)) == 1 {
+			return Identity{Legacy: true}, true
+		}
+	}
+	return Identity{}, false
+}
+
+// ParseTokensFile decodes an MCP_USER_TOKENS_FILE document in any of its
+// three shapes. Entries with an empty name or token are skipped; the order is
+// by name for the object shapes and file order for the array shape.
+func ParseTokensFile(data []byte) ([]UserToken, error) {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("parse tokens file: %w", err)
+	}
+	var out []UserToken
+	add := func(name, tok any) {
+		n, t := str(name), str(tok)
+		if n != "" && t != "" {
+			out = append(out, UserToken{Name: n, Token: t})
+		}
+	}
+	switch doc := v.(type) {
+	case []any:
+		for _, e := range doc {
+			if m, ok := e.(map[string]any); ok {
+				add(m["name"], m["token"])
+			}
+		}
+	case map[string]any:
+		if inner, ok := doc["tokens"].(map[string]any); ok {
+			doc = inner
+		}
+		for _, name := range sortedKeys(doc) {
+			add(name, doc[name])
+		}
+	default:
+		return nil, errors.New("parse tokens file: want an object or an array")
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

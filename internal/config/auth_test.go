@@ -1,0 +1,156 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseTokensFile(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      []UserToken
+		wantErr   bool
+	}{
+		{"flat object", `{"bob":"t2","alice":"t1"}`, []UserToken{{"alice", "t1"}, {"bob", "t2"}}, false},
+		{"tokens object", `{"tokens":{"alice":"t1"}}`, []UserToken{{"alice", "t1"}}, false},
+		{"array", `[{"name":"zed","token":"t9"},{"name":"","token":"x"},{"name":"amy","token":7}]`, []UserToken{{"zed", "t9"}}, false},
+		{"not json", `nope`, nil, true},
+		{"scalar", `"x"`, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseTokensFile([]byte(tt.doc))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("tokens mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	tests := []struct {
+		name         string
+		opts         AuthOptions
+		pass, bearer string
+		want         Identity
+		ok, required bool
+	}{
+		{"open", AuthOptions{}, "", "", Identity{}, true, false},
+		{"open ignores junk", AuthOptions{}, "junk", "junk", Identity{}, true, false},
+		{"user via bearer", AuthOptions{UserTokens: "Alice:a1, Bob:b:2"}, "", "b:2", Identity{User: "Bob"}, true, true},
+		{"user via pass", AuthOptions{UserTokens: "Alice:a1"}, "a1", "", Identity{User: "Alice"}, true, true},
+		{"pass checked before bearer", AuthOptions{UserTokens: "Alice:a1,Bob:b1"}, "a1", "b1", Identity{User: "Alice"}, true, true},
+		{"wrong pass falls to bearer", AuthOptions{UserTokens: "Alice:a1"}, "zz", "a1", Identity{User: "Alice"}, true, true},
+		{"legacy", AuthOptions{PublicPass: "shared"}, "shared", "", Identity{Legacy: true}, true, true},
+		{"missing token", AuthOptions{PublicPass: "shared"}, "", "", Identity{}, false, true},
+		{"wrong token", AuthOptions{UserTokens: "Alice:a1", PublicPass: "shared"}, "", "nope", Identity{}, false, true},
+		{"duplicate token keeps first", AuthOptions{UserTokens: "Alice:same,Bob:same"}, "", "same", Identity{User: "Alice"}, true, true},
+		{"malformed entries skipped", AuthOptions{UserTokens: "justtext,:x,y:"}, "", "", Identity{}, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := NewAuthenticator(tt.opts)
+			got, ok := a.Authenticate(tt.pass, tt.bearer)
+			if ok != tt.ok {
+				t.Fatalf("ok = %v, want %v", ok, tt.ok)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("identity mismatch (-want +got):\n%s", diff)
+			}
+			if r := a.Required(); r != tt.required {
+				t.Errorf("Required = %v, want %v", r, tt.required)
+			}
+		})
+	}
+}
+
+func TestAuthTokensFileReloads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	a := NewAuthenticator(AuthOptions{TokensFile: path})
+	if a.Required() {
+		t.Fatal("missing file should leave the server open")
+	}
+	write := func(body string, mod time.Time) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	write(`{"carol":"c1"}`, base)
+	if id, ok := a.Authenticate("", "c1"); !ok || id.User != "carol" {
+		t.Fatalf("after first write: %+v %v", id, ok)
+	}
+	write(`[{"name":"dave","token":"d1"}]`, base.Add(time.Second))
+	if _, ok := a.Authenticate("", "c1"); ok {
+		t.Error("old token still accepted after the file changed")
+	}
+	if id, ok := a.Authenticate("", "d1"); !ok || id.User != "dave" {
+		t.Errorf("new token: %+v %v", id, ok)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if a.Required() {
+		t.Error("removed file should reopen the server")
+	}
+}
+
+func TestAuthFromEnv(t *testing.T) {
+	got := AuthFromEnv(envOf(map[string]string{"MCP_USER_TOKENS": "a:b", "MCP_USER_TOKENS_FILE": " /f ", "PUBLIC_MCP_PASS": " p "}))
+	want := AuthOptions{UserTokens: "a:b", TokensFile: "/f", PublicPass: "p"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("AuthFromEnv mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func FuzzParseRegistry(f *testing.F) {
+	seed, err := os.ReadFile("testdata/agents.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{"agents":[{"id":"a","url":"u","password":"p"}],"groups":{"g":["a","a"]}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := ParseRegistry(data)
+		if err != nil {
+			return
+		}
+		if _, ok := r.Lookup(r.Default); !ok {
+			t.Fatalf("default %q is not an agent", r.Default)
+		}
+		for _, g := range r.Groups {
+			if len(g.Members) == 0 {
+				t.Fatalf("empty group %q kept", g.Name)
+			}
+		}
+	})
+}
+
+func FuzzParseTokensFile(f *testing.F) {
+	f.Add([]byte(`{"a":"b"}`))
+	f.Add([]byte(`{"tokens":{"a":"b"}}`))
+	f.Add([]byte(`[{"name":"a","token":"b"}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		toks, err := ParseTokensFile(data)
+		if err != nil {
+			return
+		}
+		for _, tk := range toks {
+			if tk.Name == "" || tk.Token == "" {
+				t.Fatalf("empty token kept: %+v", tk)
+			}
+		}
+	})
+}

@@ -1,0 +1,275 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestParseRegistryErrors(t *testing.T) {
+	tests := []struct {
+		name, json, want string
+	}{
+		{"invalid json", `{`, "agents.json: invalid JSON: unexpected EOF"},
+		{"no agents", `{}`, `agents.json: "agents" must be a non-empty array`},
+		{"agents not array", `{"agents":{"id":"a"}}`, `agents.json: "agents" must be a non-empty array`},
+		{"empty agents", `{"agents":[]}`, `agents.json: "agents" must be a non-empty array`},
+		{"entry not object", `{"agents":[7]}`, `agents.json: entry #0 is not an object`},
+		{"missing id", `{"agents":[{"id":"a","url":"u","password":"p"},{"url":"u","password":"p"}]}`, `agents.json: entry #1 missing "id"`},
+		{"blank id", `{"agents":[{"id":"  ","url":"u","password":"p"}]}`, `agents.json: entry #0 missing "id"`},
+		{"non-string id", `{"agents":[{"id":3,"url":"u","password":"p"}]}`, `agents.json: entry #0 missing "id"`},
+		{"missing url", `{"agents":[{"id":"a","password":"p"}]}`, `agents.json: entry "a" missing "url"`},
+		{"missing password", `{"agents":[{"id":"a","url":"u","password":""}]}`, `agents.json: entry "a" missing "password"`},
+		{"duplicate", `{"agents":[{"id":"a","url":"u","password":"p"},{"id":"a","url":"u","password":"p"}]}`, `agents.json: duplicate agent id "a"`},
+		{"unknown default", `{"default":"zz","agents":[{"id":"a","url":"u","password":"p"}]}`, `agents.json: default "zz" is not a configured agent id`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseRegistry([]byte(tt.json))
+			if err == nil {
+				t.Fatalf("ParseRegistry succeeded, want %q", tt.want)
+			}
+			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
+				t.Errorf("error mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseRegistryFull(t *testing.T) {
+	data, err := os.ReadFile("testdata/agents.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ParseRegistry(data)
+	if err != nil {
+		t.Fatalf("ParseRegistry: %v", err)
+	}
+	want := &Registry{
+		Default: "helper",
+		Agents: []Agent{
+			{ID: "assistant", URL: "ws://127.0.0.1:18789", Password: "pw", OpenClawAgentID: "main", Emoji: "🦀", Role: "generalist", Collections: []string{"notes"}},
+			{ID: "helper", URL: "ws://127.0.0.1:18790", Password: "pw2", OpenClawAgentID: "helper-agent", QMDToken: "qmd-x"},
+			{ID: "third", URL: "ws://127.0.0.1:18791", Password: "pw3", OpenClawAgentID: "main"},
+		},
+		Groups: []Group{
+			{Name: "lab", Label: "Bakery ClawConnect", Members: []string{"assistant", "helper"}},
+			{Name: "solo", Members: []string{"third"}},
+		},
+		Source: SourceFile,
+		Warnings: []string{
+			`agents.json: group "empty" names unknown agent "ghost"; dropped`,
+			`agents.json: group "empty" is empty; dropped`,
+			`agents.json: group "lab" names unknown agent "nobody"; dropped`,
+			`agents.json: group "notarray" is not an array; skipped`,
+		},
+	}
+	if diff := cmp.Diff(want, r); diff != "" {
+		t.Errorf("registry mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func writeAgents(t *testing.T, home, body string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(home, "agents.json"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadRegistry(t *testing.T) {
+	t.Run("file wins over env", func(t *testing.T) {
+		home := t.TempDir()
+		writeAgents(t, home, `{"agents":[{"id":"a","url":"ws://x","password":"p"}]}`)
+		r, err := LoadRegistry(envOf(map[string]string{"CLAWCONNECT_HOME": home, "OPENCLAW_URL": "ws://y", "OPENCLAW_PASSWORD": "q"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"a"}, r.IDs()); diff != "" || r.Source != SourceFile || r.Path != filepath.Join(home, "agents.json") {
+			t.Errorf("ids diff %s; source %q path %q", diff, r.Source, r.Path)
+		}
+	})
+	t.Run("invalid file is an error, not a fallback", func(t *testing.T) {
+		home := t.TempDir()
+		writeAgents(t, home, `{"agents":[]}`)
+		_, err := LoadRegistry(envOf(map[string]string{"CLAWCONNECT_HOME": home, "OPENCLAW_URL": "ws://y", "OPENCLAW_PASSWORD": "q"}))
+		if err == nil || errors.Is(err, ErrNoConfig) {
+			t.Fatalf("err = %v, want a parse error", err)
+		}
+	})
+	t.Run("default home under HOME", func(t *testing.T) {
+		home := t.TempDir()
+		if err := os.Mkdir(filepath.Join(home, ".clawconnect"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writeAgents(t, filepath.Join(home, ".clawconnect"), `{"agents":[{"id":"h","url":"ws://x","password":"p"}]}`)
+		r, err := LoadRegistry(envOf(map[string]string{"HOME": home}))
+		if err != nil || r.Default != "h" {
+			t.Fatalf("LoadRegistry = %+v, %v", r, err)
+		}
+	})
+	tests := []struct {
+		name string
+		env  map[string]string
+		want *Registry
+		err  error
+	}{
+		{"nothing", map[string]string{}, nil, ErrNoConfig},
+		{"url only", map[string]string{"OPENCLAW_URL": "ws://x"}, nil, ErrNoConfig},
+		{"password only", map[string]string{"OPENCLAW_PASSWORD": "p"}, nil, ErrNoConfig},
+		{"env defaults", map[string]string{"OPENCLAW_URL": "ws://x", "OPENCLAW_PASSWORD": "p"},
+			&Registry{Default: "main", Agents: []Agent{{ID: "main", URL: "ws://x", Password: "p", OpenClawAgentID: "main"}}, Source: SourceEnv}, nil},
+		{"env alias and agent id", map[string]string{"OPENCLAW_URL": "ws://x", "OPENCLAW_PASSWORD": "p", "OPENCLAW_AGENT_ID": "ops", "CLAWCONNECT_AGENT_ALIAS": "crab"},
+			&Registry{Default: "crab", Agents: []Agent{{ID: "crab", URL: "ws://x", Password: "p", OpenClawAgentID: "ops"}}, Source: SourceEnv}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.env["CLAWCONNECT_HOME"] = t.TempDir()
+			r, err := LoadRegistry(envOf(tt.env))
+			if !errors.Is(err, tt.err) {
+				t.Fatalf("err = %v, want %v", err, tt.err)
+			}
+			if diff := cmp.Diff(tt.want, r); diff != "" {
+				t.Errorf("registry mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got, want := ErrNoConfig.Error(), "No ClawConnect agent config found. Create ~/.clawconnect/agents.json or set OPENCLAW_URL + OPENCLAW_PASSWORD."; got != want {
+		t.Errorf("ErrNoConfig = %q, want %q", got, want)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	r, err := ParseRegistry([]byte(`{"default":"b","agents":[{"id":"a","url":"u","password":"p"},{"id":"b","url":"u","password":"p"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ id, want, err string }{
+		{"", "b", ""}, {"a", "a", ""}, {" a ", "a", ""},
+		{"x", "", `Unknown agent "x". Configured agents: a, b`},
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			a, err := r.Resolve(tt.id)
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err || !errors.Is(err, ErrUnknownAgent) {
+					t.Fatalf("Resolve(%q) err = %v, want %q wrapping ErrUnknownAgent", tt.id, err, tt.err)
+				}
+				return
+			}
+			if err != nil || a.ID != tt.want {
+				t.Fatalf("Resolve(%q) = %q, %v; want %q", tt.id, a.ID, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestScope(t *testing.T) {
+	data, err := os.ReadFile("testdata/agents.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ParseRegistry(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"assistant", "helper", "third"}
+	tests := []struct {
+		name           string
+		groups, agents []string
+		want           Scope
+		warnings       int
+	}{
+		{"none", nil, nil, Scope{Allowed: all, Default: "helper", ServerName: "ClawConnect"}, 0},
+		{"labelled group", []string{"lab"}, nil, Scope{Allowed: []string{"assistant", "helper"}, Default: "helper", ServerName: "Bakery ClawConnect"}, 0},
+		{"unlabelled group keeps name", []string{"solo"}, nil, Scope{Allowed: []string{"third"}, Default: "third", ServerName: "ClawConnect"}, 0},
+		{"union comma joined", []string{"solo"}, []string{"assistant,third"}, Scope{Allowed: []string{"assistant", "third"}, Default: "assistant", ServerName: "ClawConnect"}, 0},
+		{"repeated agents", nil, []string{"third", "helper"}, Scope{Allowed: []string{"helper", "third"}, Default: "helper", ServerName: "ClawConnect"}, 0},
+		{"unknown dropped", []string{"nope"}, []string{"ghost", "third"}, Scope{Allowed: []string{"third"}, Default: "third", ServerName: "ClawConnect"}, 2},
+		{"nothing resolves", []string{"nope"}, []string{"ghost"}, Scope{Allowed: all, Default: "helper", ServerName: "ClawConnect"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, warnings := r.Scope(tt.groups, tt.agents)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("scope mismatch (-want +got):\n%s", diff)
+			}
+			if len(warnings) != tt.warnings {
+				t.Errorf("warnings = %q, want %d", warnings, tt.warnings)
+			}
+		})
+	}
+}
+
+func TestLoadTimeouts(t *testing.T) {
+	def := DefaultTimeouts()
+	custom := def
+	custom.CheckWait = 1500 * time.Millisecond
+	custom.Chat = 2500 * time.Microsecond
+	custom.LogEntryTextMax = 100
+	tests := []struct {
+		name string
+		env  map[string]string
+		want Timeouts
+	}{
+		{"defaults", nil, def},
+		{"valid", map[string]string{"CLAWCONNECT_CHECK_WAIT_MS": " 1500 ", "CLAWCONNECT_TIMEOUT_MS": "2.5", "CLAWCONNECT_LOG_ENTRY_TEXT_MAX": "100"}, custom},
+		{"invalid fall back", map[string]string{
+			"CLAWCONNECT_CHECK_WAIT_MS": "0", "CLAWCONNECT_TIMEOUT_MS": "-5", "CLAWCONNECT_RECOVERY_TIMEOUT_MS": "abc",
+			"CLAWCONNECT_CHECK_MAX_WAIT_MS": "NaN", "CLAWCONNECT_RECONCILE_QUIET_MS": "Inf", "CLAWCONNECT_STREAM_CLOSE_GRACE_MS": "1e300",
+			"CLAWCONNECT_LOG_ENTRY_TEXT_MAX": "",
+		}, def},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, LoadTimeouts(envOf(tt.env))); diff != "" {
+				t.Errorf("timeouts mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClampCheckWait(t *testing.T) {
+	tm := DefaultTimeouts()
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name string
+		in   *float64
+		want time.Duration
+	}{
+		{"missing", nil, 45 * time.Second},
+		{"negative", f(-5), time.Second},
+		{"zero", f(0), time.Second},
+		{"small", f(10), time.Second},
+		{"normal", f(2500), 2500 * time.Millisecond},
+		{"huge", f(1e300), 120 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tm.ClampCheckWait(tt.in); got != tt.want {
+				t.Errorf("ClampCheckWait = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHomeAndBuildSHA(t *testing.T) {
+	if got := Home(envOf(map[string]string{"HOME": "/h"})); got != filepath.Join("/h", ".clawconnect") {
+		t.Errorf("Home = %q", got)
+	}
+	if got := Home(envOf(map[string]string{"HOME": "/h", "CLAWCONNECT_HOME": "/c"})); got != "/c" {
+		t.Errorf("Home = %q", got)
+	}
+	if got := BuildSHA(nil); got != "unknown" {
+		t.Errorf("BuildSHA = %q", got)
+	}
+	if got := BuildSHA(envOf(map[string]string{"CLAWCONNECT_BUILD_SHA": "abc"})); got != "abc" {
+		t.Errorf("BuildSHA = %q", got)
+	}
+}
