@@ -1,0 +1,60 @@
+// Package gateway is a client for the OpenClaw Gateway WebSocket protocol
+// (protocol version 4): it dials and authenticates, makes RPC calls, receives
+// events, keeps the connection alive and reconnects, and follows agent runs
+// from submission to a final outcome.
+//
+// # Connecting
+//
+// [Dial] opens a connection, waits for the gateway's connect.challenge,
+// sends connect (protocol 4, client id "gateway-client", mode "backend",
+// role "operator", read/write/admin scopes, token or password, optionally a
+// signed Ed25519 [Device]) and returns a [*Client] once hello-ok arrives.
+// While the gateway is starting it answers UNAVAILABLE; Dial retries after
+// the advertised retryAfterMs until its context ends. A refusal it cannot fix
+// by waiting comes back as a [*ConnectError] that says what to fix; test it
+// with errors.Is against [ErrUnauthorized], [ErrNotPaired],
+// [ErrProtocolMismatch].
+//
+// After Dial the Client owns one background supervisor goroutine. When the
+// socket drops (or stays silent for two tick intervals) every pending call
+// fails at once with an error matching [ErrDisconnected], and the supervisor
+// reconnects with backoff min(1s·2^(n-1), 30s). Event subscriptions made with
+// [Client.Subscribe] and session subscriptions made with
+// [Client.SubscribeSession] carry over to the new connection. [Client.Close]
+// stops everything and waits for every goroutine the Client started.
+//
+// # Calls
+//
+// [Client.Call] sends any method (including plugin methods) and returns the
+// raw JSON payload. [Client.CallWith] adds a per-call timeout and support for
+// methods that answer twice (agent: "accepted", then the final result). Calls
+// made while the Client is reconnecting wait for the new connection, bounded
+// by their context and timeout.
+//
+// # Runs
+//
+// [Client.StartRun] submits a message to a session with a stable idempotency
+// key (the gateway uses it as the run id, and a resubmit with the same key
+// never starts a second run). The Run listens before it submits, so no event
+// is lost; frames that arrive before the run id is confirmed are buffered
+// (at most [MaxPreRunFrames]) and replayed. The Run normalizes the gateway's
+// chat and agent events into [RunEvent] values (cumulative assistant text,
+// tool start/result, lifecycle, status) and ends with an [Outcome]: final
+// text, error, aborted, or steered. A reply sent through the agent's
+// "message" tool counts as the answer. If the stream ends without a terminal
+// event the Run falls back to agent.wait and chat.history; if the gateway
+// restarted and forgot the run, it resubmits the same idempotency key.
+//
+// # Busy sessions
+//
+// The gateway treats a message sent to a session that is already running a
+// turn differently by method (see [ModeAgent] and [ModeChatSend]). With the
+// default [ModeAgent] the message is queued and answered by its own run. With
+// [ModeChatSend] the gateway folds the message into the active run and ends
+// the new run id at once with an empty final; the Run reports that as
+// [StatusSteered] rather than as an empty answer.
+//
+// # Concurrency
+//
+// A Client and a Run are safe for concurrent use by multiple goroutines.
+package gateway

@@ -1,0 +1,936 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// NoResponseText is the answer text of a run that ended with nothing to
+// show: no final message, no message-tool reply, no stream text and nothing
+// in the transcript. It is byte-compatible with the Node bridge.
+const NoResponseText = "Stream finished with no response collected."
+
+// MaxPreRunFrames bounds the frames buffered for a run before its run id is
+// confirmed. When full, the oldest agent frame is evicted first, then the
+// oldest chat frame.
+const MaxPreRunFrames = 500
+
+// maxQueued bounds the unprocessed items of a run whose id is known. Beyond
+// it non-terminal events are dropped (counted in Stats.DroppedEvents).
+const maxQueued = 1 << 14
+
+// Mode selects the method used to submit a run.
+type Mode int
+
+const (
+	// ModeAgent submits with the agent method (the default). In a busy
+	// session the message is queued in the session lane and answered by its
+	// own run after the active one ends; the run id is the idempotency key.
+	ModeAgent Mode = iota
+	// ModeChatSend submits with chat.send, like a chat UI. In a busy session
+	// the gateway steers the message into the active run and ends this run at
+	// once with an empty final: the Outcome is StatusSteered and the reply
+	// arrives in the other run.
+	ModeChatSend
+)
+
+// RunRequest is a message to submit to a session.
+type RunRequest struct {
+	// SessionKey of the target session, e.g. "agent:main:task-42". A key
+	// without the "agent:" prefix is canonicalized with the gateway's
+	// default agent id. Required.
+	SessionKey string
+	// Message is the user message. Required.
+	Message string
+	// IdempotencyKey must be stable for one logical submission (derive it
+	// from your task id): the gateway uses it as the run id, and a resubmit
+	// with the same key joins the existing run instead of starting a second
+	// one. Required.
+	IdempotencyKey string
+	// AgentID optionally targets a specific agent.
+	AgentID string
+	// Mode selects agent (default) or chat.send submission.
+	Mode Mode
+	// OnEvent, if set, receives the run's normalized events in order. It is
+	// called from the run's own goroutine; it must not block for long and
+	// must not call Wait on the same run.
+	OnEvent func(RunEvent)
+	// NoResubmit disables resubmitting the idempotency key after a gateway
+	// restart made the gateway forget the run.
+	NoResubmit bool
+}
+
+// EventKind classifies a RunEvent.
+type EventKind string
+
+// Event kinds.
+const (
+	EventStatus     EventKind = "status"      // preparation phase (Phase)
+	EventLifecycle  EventKind = "lifecycle"   // run lifecycle phase (Phase): start, model, finishing, end, error
+	EventAssistant  EventKind = "assistant"   // assistant text so far (Text is cumulative)
+	EventToolStart  EventKind = "tool_start"  // a tool call began (Tool, Args)
+	EventToolResult EventKind = "tool_result" // a tool call finished (Tool, IsError)
+	EventRecovering EventKind = "recovering"  // the stream broke; Phase says what the run is doing about it
+)
+
+// RunEvent is one normalized event of a run.
+type RunEvent struct {
+	Kind  EventKind
+	RunID string
+	Seq   int64  // payload sequence of the gateway event (0 for synthetic events)
+	Phase string // status/lifecycle/recovering phase
+	// Text is the cumulative assistant text for EventAssistant (never a
+	// delta), and a short human summary for the other kinds.
+	Text    string
+	Tool    string
+	Args    json.RawMessage
+	IsError bool
+}
+
+// Status is how a run ended.
+type Status string
+
+// Run outcomes.
+const (
+	StatusOK      Status = "ok"      // the run completed; Text is the answer
+	StatusError   Status = "error"   // the run failed; Error says why
+	StatusAborted Status = "aborted" // the run was aborted; Text is the partial answer
+	// StatusSteered: a ModeChatSend message was folded into another run that
+	// was active in the session; this run id carries no answer.
+	StatusSteered Status = "steered"
+)
+
+// Source says where an Outcome's text came from.
+type Source string
+
+// Outcome text sources.
+const (
+	SourceMessageTool Source = "message_tool"  // the agent's message tool reply
+	SourceChatFinal   Source = "chat_final"    // the final chat message
+	SourceTerminal    Source = "terminal"      // lifecycle end terminalReply
+	SourceStream      Source = "stream"        // the last cumulative assistant text
+	SourceAgentResult Source = "agent_result"  // the agent method's final result payloads
+	SourceAgentWait   Source = "agent_wait"    // agent.wait terminalReply
+	SourceHistory     Source = "history"       // the session transcript
+	SourceNone        Source = "none"          // nothing: Text is NoResponseText
+)
+
+// Outcome is the final result of a run.
+type Outcome struct {
+	RunID      string
+	SessionKey string
+	Status     Status
+	Text       string
+	Error      string // for StatusError (and the abort message, if any)
+	StopReason string
+	Source     Source
+	// Resubmitted counts resubmissions after the gateway forgot the run.
+	Resubmitted int
+}
+
+// Run follows one submitted run. Its goroutines stop when the run ends, on
+// Close, or when the Client closes. Safe for concurrent use.
+type Run struct {
+	c       *Client
+	req     RunRequest
+	key     string // canonical session key
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	done    chan struct{}
+	notify  chan struct{}
+	stopped sync.Once
+
+	mu      sync.Mutex
+	id      string // confirmed run id, "" until the submit answer
+	queue   []runItem
+	outcome Outcome
+	err     error
+	ended   bool
+}
+
+type itemKind int
+
+const (
+	itemEvent itemKind = iota
+	itemAccepted
+	itemFinalRes
+	itemSubmitErr
+	itemWait
+	itemDisconnected
+	itemReconnected
+	itemUnknownRun
+)
+
+type runItem struct {
+	kind    itemKind
+	event   string // chat or agent
+	p       *runPayload
+	payload json.RawMessage
+	err     error
+}
+
+// ErrInvalidRunRequest is returned by StartRun for a request missing a
+// required field.
+var ErrInvalidRunRequest = errors.New("invalid run request")
+
+// StartRun subscribes to the session's events, submits req and returns once
+// the gateway has acknowledged it (or the submit failed). The returned Run
+// then follows the run in the background; call Wait for the Outcome and
+// Close when no longer interested. ctx bounds only the submission.
+func (c *Client) StartRun(ctx context.Context, req RunRequest) (*Run, error) {
+	if req.SessionKey == "" || req.Message == "" || req.IdempotencyKey == "" {
+		return nil, fmt.Errorf("start run: %w: sessionKey, message and idempotencyKey are required", ErrInvalidRunRequest)
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	r := &Run{
+		c: c, req: req, key: c.CanonicalSessionKey(req.SessionKey), cancel: cancel,
+		done: make(chan struct{}), notify: make(chan struct{}, 1),
+	}
+	// Listen before submitting: register by expected run id and by session.
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		cancel()
+		return nil, fmt.Errorf("start run: %w", ErrClosed)
+	}
+	c.allRuns[r] = struct{}{}
+	c.runsByID[req.IdempotencyKey] = append(c.runsByID[req.IdempotencyKey], r)
+	c.runsBySess[r.key] = append(c.runsBySess[r.key], r)
+	c.mu.Unlock()
+
+	accepted := make(chan string, 1)
+	failed := make(chan error, 1)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.submit(rctx, accepted, failed)
+	}()
+	select {
+	case id := <-accepted:
+		r.confirm(id)
+	case err := <-failed:
+		r.stop(err)
+		r.wg.Wait()
+		return nil, fmt.Errorf("start run: %w", err)
+	case <-ctx.Done():
+		r.stop(ctx.Err())
+		r.wg.Wait()
+		return nil, fmt.Errorf("start run: %w", ctx.Err())
+	}
+	r.wg.Add(2)
+	go func() {
+		defer r.wg.Done()
+		r.loop(rctx)
+	}()
+	go func() {
+		defer r.wg.Done()
+		r.waiter(rctx)
+	}()
+	return r, nil
+}
+
+// submitParams builds the params of the submit call.
+func (r *Run) submitParams() (string, map[string]any) {
+	p := map[string]any{"message": r.req.Message, "idempotencyKey": r.req.IdempotencyKey}
+	if r.req.AgentID != "" {
+		p["agentId"] = r.req.AgentID
+	}
+	p["sessionKey"] = r.key
+	if r.req.Mode == ModeChatSend {
+		return "chat.send", p
+	}
+	return "agent", p
+}
+
+// submit sends the run. The first answer's run id goes to accepted (once);
+// a failure before any answer goes to failed. For the agent method the final
+// answer is posted to the run as itemFinalRes.
+func (r *Run) submit(ctx context.Context, accepted chan<- string, failed chan<- error) {
+	method, params := r.submitParams()
+	var once sync.Once
+	ack := func(payload json.RawMessage) {
+		var a struct {
+			RunID string `json:"runId"`
+		}
+		_ = json.Unmarshal(payload, &a)
+		if a.RunID == "" {
+			a.RunID = r.req.IdempotencyKey
+		}
+		once.Do(func() {
+			if accepted != nil {
+				accepted <- a.RunID
+			} else {
+				r.post(runItem{kind: itemAccepted, payload: payload})
+			}
+		})
+	}
+	o := CallOptions{ExpectFinal: method == "agent", OnAccepted: ack, Timeout: -1}
+	if method != "agent" {
+		o.Timeout = 0
+	}
+	payload, err := r.c.CallWith(ctx, method, params, o)
+	if err != nil {
+		var re *RPCError
+		if errors.As(err, &re) && len(re.Payload) > 0 && onceDone(&once) {
+			// agent: a failed run's final answer carries error and payload.
+			r.post(runItem{kind: itemFinalRes, payload: re.Payload, err: err})
+			return
+		}
+		if onceDone(&once) {
+			r.post(runItem{kind: itemSubmitErr, err: err})
+			return
+		}
+		if failed != nil {
+			failed <- err
+		} else {
+			r.post(runItem{kind: itemSubmitErr, err: err})
+		}
+		return
+	}
+	wasAcked := onceDone(&once)
+	ack(payload)
+	if method == "agent" || wasAcked {
+		r.post(runItem{kind: itemFinalRes, payload: payload})
+	} else if method == "chat.send" {
+		var s struct {
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(payload, &s)
+		if s.Status == "ok" { // resubmit of a finished chat.send run
+			r.post(runItem{kind: itemFinalRes, payload: payload})
+		}
+	}
+}
+
+// onceDone reports whether once has already run.
+func onceDone(once *sync.Once) bool {
+	done := true
+	once.Do(func() { done = false })
+	return done
+}
+
+// confirm records the run id and re-indexes the run under it.
+func (r *Run) confirm(id string) {
+	c := r.c
+	c.mu.Lock()
+	r.mu.Lock()
+	r.id = id
+	r.mu.Unlock()
+	removeRun(c.runsBySess, r.key, r)
+	if id != r.req.IdempotencyKey {
+		removeRun(c.runsByID, r.req.IdempotencyKey, r)
+		c.runsByID[id] = append(c.runsByID[id], r)
+	}
+	c.mu.Unlock()
+	r.signal()
+}
+
+func removeRun(m map[string][]*Run, k string, r *Run) {
+	s := m[k]
+	for i, x := range s {
+		if x == r {
+			s = append(s[:i], s[i+1:]...)
+			break
+		}
+	}
+	if len(s) == 0 {
+		delete(m, k)
+	} else {
+		m[k] = s
+	}
+}
+
+// post queues an item for the run loop. It never blocks.
+func (r *Run) post(it runItem) {
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		return
+	}
+	if it.kind == itemEvent {
+		if r.id == "" && len(r.queue) >= MaxPreRunFrames {
+			r.evictOldest()
+		} else if len(r.queue) >= maxQueued && !isTerminalEvent(it) {
+			r.mu.Unlock()
+			r.c.dropped.Add(1)
+			return
+		}
+	}
+	r.queue = append(r.queue, it)
+	r.mu.Unlock()
+	r.signal()
+}
+
+// evictOldest drops the oldest agent event, else the oldest event. r.mu held.
+func (r *Run) evictOldest() {
+	idx := -1
+	for i, it := range r.queue {
+		if it.kind == itemEvent && it.event == "agent" {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		for i, it := range r.queue {
+			if it.kind == itemEvent {
+				idx = i
+				break
+			}
+		}
+	}
+	if idx >= 0 {
+		r.queue = append(r.queue[:idx], r.queue[idx+1:]...)
+		r.c.dropped.Add(1)
+	}
+}
+
+func isTerminalEvent(it runItem) bool {
+	if it.kind != itemEvent || it.p == nil {
+		return true
+	}
+	switch it.p.State {
+	case "final", "error", "aborted":
+		return true
+	}
+	return it.p.Stream == "lifecycle"
+}
+
+func (r *Run) signal() {
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+// ID returns the run id (the idempotency key unless the gateway chose
+// another).
+func (r *Run) ID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.id
+}
+
+// SessionKey returns the canonical session key of the run.
+func (r *Run) SessionKey() string { return r.key }
+
+// Done is closed when the run has ended or stopped being followed.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Wait blocks until the run ends and returns its Outcome. An aborted or
+// failed run is an Outcome (Status), not an error; the error is non-nil only
+// when ctx ends (ctx.Err()), the Run was closed (ErrRunClosed) or the
+// Client was closed (ErrClosed).
+func (r *Run) Wait(ctx context.Context) (Outcome, error) {
+	select {
+	case <-r.done:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.outcome, r.err
+	case <-ctx.Done():
+		return Outcome{}, fmt.Errorf("wait run: %w", ctx.Err())
+	}
+}
+
+// Abort asks the gateway to abort this run (sessions.abort). The run then
+// normally ends with StatusAborted.
+func (r *Run) Abort(ctx context.Context) (AbortResult, error) {
+	id := r.ID()
+	if id == "" {
+		id = r.req.IdempotencyKey
+	}
+	return r.c.Abort(ctx, AbortRequest{SessionKey: r.key, RunID: id})
+}
+
+// Close stops following the run (it does not abort it upstream) and waits
+// for the run's goroutines. Wait then returns ErrRunClosed unless the run
+// had already ended. Idempotent.
+func (r *Run) Close() {
+	r.stop(ErrRunClosed)
+	r.wg.Wait()
+}
+
+// stop ends the run without an outcome (unless it already has one).
+func (r *Run) stop(err error) {
+	r.end(Outcome{}, err)
+}
+
+// end records the result once, unregisters the run and stops its
+// goroutines. It does not wait for them.
+func (r *Run) end(o Outcome, err error) {
+	r.stopped.Do(func() {
+		r.mu.Lock()
+		r.outcome, r.err, r.ended = o, err, true
+		r.queue = nil
+		r.mu.Unlock()
+		c := r.c
+		c.mu.Lock()
+		delete(c.allRuns, r)
+		removeRun(c.runsBySess, r.key, r)
+		removeRun(c.runsByID, r.req.IdempotencyKey, r)
+		if r.id != "" {
+			removeRun(c.runsByID, r.id, r)
+		}
+		c.mu.Unlock()
+		r.cancel()
+		close(r.done)
+	})
+}
+
+// runState is owned by the loop goroutine.
+type runState struct {
+	id                                                string
+	chatText, agentText, toolReply, terminal, lastOut string
+	activity                                          bool // saw lifecycle start or any text
+	seen                                              map[seenKey]struct{}
+	resubmits                                         int
+	bootID                                            string
+}
+
+type seenKey struct {
+	event, sub string
+	seq        int64
+}
+
+func (r *Run) loop(ctx context.Context) {
+	st := &runState{seen: map[seenKey]struct{}{}}
+	if h := r.c.Hello(); h != nil {
+		st.bootID = h.BootID
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.notify:
+		}
+		r.mu.Lock()
+		items := r.queue
+		r.queue = nil
+		st.id = r.id
+		r.mu.Unlock()
+		for _, it := range items {
+			if o, ok := r.handle(ctx, st, it); ok {
+				r.end(o, nil)
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+func (r *Run) emit(ev RunEvent) {
+	if r.req.OnEvent != nil {
+		r.req.OnEvent(ev)
+	}
+}
+
+// handle processes one item; it returns the outcome when the run ended.
+func (r *Run) handle(ctx context.Context, st *runState, it runItem) (Outcome, bool) {
+	switch it.kind {
+	case itemEvent:
+		p := it.p
+		if p.RunID != st.id {
+			return Outcome{}, false // another run of the same session
+		}
+		sub := p.State
+		if it.event == "agent" {
+			sub = p.Stream
+		}
+		k := seenKey{it.event, sub, p.Seq}
+		if p.Seq > 0 && sub != "delta" && sub != "assistant" {
+			if _, dup := r.seenOrAdd(st, k); dup {
+				return Outcome{}, false
+			}
+		}
+		if it.event == "chat" {
+			return r.handleChat(ctx, st, p)
+		}
+		return r.handleAgent(ctx, st, p)
+	case itemFinalRes:
+		return r.handleFinalRes(ctx, st, it)
+	case itemSubmitErr:
+		if errors.Is(it.err, ErrDisconnected) || errors.Is(it.err, context.Canceled) {
+			return Outcome{}, false // the waiter recovers after reconnect
+		}
+		return r.outcome0(st, StatusError, "", "", SourceNone, it.err.Error()), true
+	case itemAccepted:
+		return Outcome{}, false
+	case itemWait:
+		return r.handleWait(ctx, st, it.payload)
+	case itemDisconnected:
+		r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "disconnected", Text: "gateway connection lost; waiting to reconnect"})
+	case itemReconnected:
+		r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "reconnected", Text: "gateway reconnected; checking run state"})
+	case itemUnknownRun:
+		return r.handleUnknown(ctx, st)
+	}
+	return Outcome{}, false
+}
+
+func (r *Run) seenOrAdd(st *runState, k seenKey) (struct{}, bool) {
+	if _, ok := st.seen[k]; ok {
+		return struct{}{}, true
+	}
+	st.seen[k] = struct{}{}
+	return struct{}{}, false
+}
+
+func (r *Run) handleChat(ctx context.Context, st *runState, p *runPayload) (Outcome, bool) {
+	switch p.State {
+	case "status":
+		r.emit(RunEvent{Kind: EventStatus, RunID: st.id, Seq: p.Seq, Phase: p.Phase, Text: "status: " + p.Phase})
+	case "delta":
+		if t := contentText(p.Message); t != "" {
+			st.chatText = t
+			st.activity = true
+			r.emitText(st, p.Seq, t)
+		}
+	case "final":
+		text := contentText(p.Message)
+		if text == "" && len(p.Message) == 0 && !st.activity && r.req.Mode == ModeChatSend {
+			return r.outcome0(st, StatusSteered, "", p.StopReason, SourceNone, ""), true
+		}
+		return r.finishOK(ctx, st, text, SourceChatFinal, p.StopReason)
+	case "aborted":
+		text := contentText(p.Message)
+		if text == "" {
+			text = st.chatText
+		}
+		return r.outcome0(st, StatusAborted, text, p.StopReason, SourceChatFinal, p.ErrorMessage), true
+	case "error":
+		msg := p.ErrorMessage
+		if msg == "" {
+			msg = "OpenClaw task error"
+		}
+		return r.outcome0(st, StatusError, "", p.StopReason, SourceNone, msg), true
+	}
+	return Outcome{}, false
+}
+
+func (r *Run) emitText(st *runState, seq int64, t string) {
+	if t == st.lastOut {
+		return
+	}
+	st.lastOut = t
+	r.emit(RunEvent{Kind: EventAssistant, RunID: st.id, Seq: seq, Text: t})
+}
+
+func (r *Run) handleAgent(ctx context.Context, st *runState, p *runPayload) (Outcome, bool) {
+	var d agentData
+	if len(p.Data) > 0 {
+		if err := json.Unmarshal(p.Data, &d); err != nil {
+			r.c.badFrames.Add(1)
+			return Outcome{}, false
+		}
+	}
+	switch p.Stream {
+	case "assistant":
+		if d.Text != "" {
+			st.agentText = d.Text
+			st.activity = true
+			r.emitText(st, p.Seq, d.Text)
+		}
+	case "run_status":
+		r.emit(RunEvent{Kind: EventStatus, RunID: st.id, Seq: p.Seq, Phase: d.Phase, Text: "status: " + d.Phase})
+	case "tool":
+		switch d.Phase {
+		case "start":
+			st.activity = true
+			if d.Name == "message" {
+				if t := messageToolText(d.Args); t != "" {
+					st.toolReply = t
+				}
+			}
+			r.emit(RunEvent{Kind: EventToolStart, RunID: st.id, Seq: p.Seq, Phase: d.Phase, Tool: d.Name, Args: d.Args,
+				Text: truncate(d.Name+": "+toolSummary(d.Args), 80)})
+		case "result":
+			word := "done"
+			if d.IsError {
+				word = "failed"
+			}
+			r.emit(RunEvent{Kind: EventToolResult, RunID: st.id, Seq: p.Seq, Phase: d.Phase, Tool: d.Name, IsError: d.IsError,
+				Text: d.Name + " " + word})
+		}
+	case "lifecycle":
+		phase := d.Phase
+		if phase == "" {
+			phase = "unknown"
+		}
+		if phase == "start" {
+			st.activity = true
+		}
+		r.emit(RunEvent{Kind: EventLifecycle, RunID: st.id, Seq: p.Seq, Phase: phase, Text: "Agent lifecycle: " + phase})
+		if d.TerminalReply != nil && d.TerminalReply.Text != "" {
+			st.terminal = d.TerminalReply.Text
+		}
+		switch phase {
+		case "end":
+			if d.Aborted {
+				return r.outcome0(st, StatusAborted, st.best(), d.StopReason, SourceStream, ""), true
+			}
+			if len(d.Error) > 0 && string(d.Error) != "null" {
+				return r.outcome0(st, StatusError, "", d.StopReason, SourceNone, errorText(d.Error)), true
+			}
+			return r.finishOK(ctx, st, "", SourceTerminal, d.StopReason)
+		case "error":
+			return r.outcome0(st, StatusError, "", d.StopReason, SourceNone, errorText(d.Error)), true
+		}
+	}
+	return Outcome{}, false
+}
+
+func errorText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "OpenClaw task error"
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var m struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &m) == nil && m.Message != "" {
+		return m.Message
+	}
+	return string(raw)
+}
+
+// best is the text to use for a partial answer.
+func (st *runState) best() string {
+	for _, t := range []string{st.toolReply, st.chatText, st.agentText} {
+		if t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+func messageToolText(args json.RawMessage) string {
+	var a struct {
+		Message *string `json:"message"`
+		Content *string `json:"content"`
+		Text    *string `json:"text"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return ""
+	}
+	for _, p := range []*string{a.Message, a.Content, a.Text} {
+		if p != nil {
+			return strings.TrimSpace(*p)
+		}
+	}
+	return ""
+}
+
+func toolSummary(args json.RawMessage) string {
+	var a map[string]any
+	if json.Unmarshal(args, &a) != nil {
+		return ""
+	}
+	for _, k := range []string{"command", "file_path", "pattern", "query"} {
+		if v, ok := a[k]; ok && v != nil {
+			return fmt.Sprint(v)
+		}
+	}
+	return ""
+}
+
+// finishOK picks the answer text in priority order (message tool, the
+// given final text, lifecycle terminal reply, stream text) and falls back
+// to the transcript and finally NoResponseText.
+func (r *Run) finishOK(ctx context.Context, st *runState, text string, src Source, stop string) (Outcome, bool) {
+	switch {
+	case st.toolReply != "":
+		text, src = st.toolReply, SourceMessageTool
+	case text != "":
+	case st.terminal != "":
+		text, src = st.terminal, SourceTerminal
+	case st.chatText != "":
+		text, src = st.chatText, SourceStream
+	case st.agentText != "":
+		text, src = st.agentText, SourceStream
+	default:
+		text, src = r.historyText(ctx, st.id), SourceHistory
+		if text == "" {
+			text, src = NoResponseText, SourceNone
+		}
+	}
+	return r.outcome0(st, StatusOK, text, stop, src, ""), true
+}
+
+func (r *Run) outcome0(st *runState, s Status, text, stop string, src Source, errMsg string) Outcome {
+	return Outcome{RunID: st.id, SessionKey: r.key, Status: s, Text: text, Error: errMsg, StopReason: stop,
+		Source: src, Resubmitted: st.resubmits}
+}
+
+// historyText reads the transcript for an assistant row of runID. It polls
+// a few times because the transcript may commit just after the final.
+func (r *Run) historyText(ctx context.Context, runID string) string {
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			t := time.NewTimer(time.Duration(attempt) * 300 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ""
+			case <-t.C:
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		h, err := r.c.History(cctx, HistoryRequest{SessionKey: r.key, Limit: 20})
+		cancel()
+		if err != nil {
+			continue
+		}
+		if t := h.RunText(runID); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+func (r *Run) handleFinalRes(ctx context.Context, st *runState, it runItem) (Outcome, bool) {
+	var res struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Result struct {
+			Payloads []struct {
+				Text string `json:"text"`
+			} `json:"payloads"`
+			Meta struct {
+				Aborted bool `json:"aborted"`
+			} `json:"meta"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(it.payload, &res)
+	var parts []string
+	for _, p := range res.Result.Payloads {
+		if p.Text != "" {
+			parts = append(parts, p.Text)
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if it.err != nil {
+		msg := res.Error
+		if msg == "" {
+			msg = it.err.Error()
+		}
+		return r.outcome0(st, StatusError, "", "", SourceNone, msg), true
+	}
+	switch res.Status {
+	case "ok":
+		if st.toolReply == "" && text != "" {
+			return r.outcome0(st, StatusOK, text, "", SourceAgentResult, ""), true
+		}
+		return r.finishOK(ctx, st, "", SourceAgentResult, "")
+	case "error":
+		return r.outcome0(st, StatusError, "", "", SourceNone, res.Error), true
+	case "timeout", "aborted":
+		if res.Result.Meta.Aborted || res.Status == "aborted" {
+			return r.outcome0(st, StatusAborted, st.best(), "", SourceStream, ""), true
+		}
+	}
+	// in_flight / accepted-like answers: keep following events.
+	return Outcome{}, false
+}
+
+func (r *Run) handleWait(ctx context.Context, st *runState, payload json.RawMessage) (Outcome, bool) {
+	w, err := parseWait(payload)
+	if err != nil {
+		return Outcome{}, false
+	}
+	switch w.Status {
+	case "ok":
+		if w.ReplyText != "" && st.toolReply == "" {
+			return r.outcome0(st, StatusOK, w.ReplyText, "", SourceAgentWait, ""), true
+		}
+		return r.finishOK(ctx, st, "", SourceAgentWait, "")
+	case "error":
+		if w.Error == "aborted" {
+			return r.outcome0(st, StatusAborted, st.best(), w.StopReason, SourceAgentWait, ""), true
+		}
+		return r.outcome0(st, StatusError, "", w.StopReason, SourceNone, w.Error), true
+	}
+	return Outcome{}, false
+}
+
+// handleUnknown runs when agent.wait does not know the run. It reads the
+// transcript; if the run is neither there nor active and the gateway has
+// restarted since submission, it resubmits the same idempotency key.
+func (r *Run) handleUnknown(ctx context.Context, st *runState) (Outcome, bool) {
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	h, err := r.c.History(cctx, HistoryRequest{SessionKey: r.key, Limit: 20})
+	cancel()
+	if err != nil {
+		return Outcome{}, false
+	}
+	if t := h.RunText(st.id); t != "" {
+		return r.outcome0(st, StatusOK, t, "", SourceHistory, ""), true
+	}
+	for _, id := range h.Session.ActiveRunIDs {
+		if id == st.id {
+			return Outcome{}, false
+		}
+	}
+	hello := r.c.Hello()
+	if hello == nil || hello.BootID == "" || hello.BootID == st.bootID || r.req.NoResubmit || st.resubmits >= 3 {
+		return Outcome{}, false
+	}
+	st.bootID = hello.BootID
+	st.resubmits++
+	r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "resubmitting",
+		Text: "gateway restarted and lost the run; resubmitting the same idempotency key"})
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.submit(ctx, nil, nil)
+	}()
+	return Outcome{}, false
+}
+
+// waiter long-polls agent.wait until the run ends, so that a dropped final
+// event or a broken stream still yields an outcome. A quick "timeout" means
+// the gateway does not know the run (yet); it is reported as itemUnknownRun
+// and the waiter backs off.
+func (r *Run) waiter(ctx context.Context) {
+	const poll = 30 * time.Second
+	unknownDelay := 250 * time.Millisecond
+	for ctx.Err() == nil {
+		id := r.ID()
+		start := time.Now()
+		res, err := r.c.CallWith(ctx, "agent.wait", map[string]any{"runId": id, "timeoutMs": poll.Milliseconds()},
+			CallOptions{Timeout: poll + 10*time.Second})
+		if ctx.Err() != nil {
+			return
+		}
+		quick := time.Since(start) < poll/2
+		if err == nil {
+			w, perr := parseWait(res)
+			if perr == nil && (w.Status == "ok" || w.Status == "error") {
+				r.post(runItem{kind: itemWait, payload: res})
+				return
+			}
+			if !quick {
+				unknownDelay = 250 * time.Millisecond
+				continue
+			}
+			r.post(runItem{kind: itemUnknownRun})
+		}
+		// Back off after errors and unknown-run answers.
+		t := time.NewTimer(unknownDelay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		unknownDelay = min(unknownDelay*2, 15*time.Second)
+	}
+}
