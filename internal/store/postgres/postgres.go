@@ -1,0 +1,108 @@
+// Package postgres is the shared store for several replicas: the same schema
+// as the SQLite store in its own PostgreSQL schema (default "clawconnect"),
+// reached through pgx. Running tasks are owned through leases (see
+// store.Store.ClaimTasks), so any replica can take over a dead one's tasks.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
+)
+
+// DefaultSchema is the schema the store lives in.
+const DefaultSchema = "clawconnect"
+
+// Options configures Open.
+type Options struct {
+	// URL is a postgres:// or postgresql:// connection URL; required.
+	URL string
+	// Schema is the schema to use; "" means DefaultSchema. It is created if
+	// missing.
+	Schema string
+	// MaxConns bounds the pool; 0 means 8.
+	MaxConns int
+}
+
+// IsURL reports whether s is a PostgreSQL connection URL.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Open connects, creates the schema if needed, migrates it, and returns the
+// store. It refuses a schema that holds foreign tables or a newer schema
+// version (store.ErrIncompatible).
+func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
+	schema := o.Schema
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	if !schemaRE.MatchString(schema) {
+		return nil, fmt.Errorf("open postgres store: invalid schema name %q", schema)
+	}
+	if !IsURL(o.URL) {
+		return nil, errors.New("open postgres store: the URL must start with postgres:// or postgresql://")
+	}
+	cfg, err := pgx.ParseConfig(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	cfg.RuntimeParams["search_path"] = schema
+	db := stdlib.OpenDB(*cfg)
+	n := o.MaxConns
+	if n <= 0 {
+		n = 8
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	fail := func(err error) (*sqlstore.DB, error) {
+		_ = db.Close()
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+		return fail(err)
+	}
+	err = sqlstore.Migrate(ctx, db, sqlstore.MigrateOptions{
+		Lock:   `SELECT pg_advisory_xact_lock(4242017)`,
+		Dollar: true,
+		Tables: func(ctx context.Context, tx *sql.Tx) ([]string, error) {
+			rows, err := tx.QueryContext(ctx, `SELECT table_name FROM information_schema.tables
+				WHERE table_schema = current_schema() ORDER BY table_name`)
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			var out []string
+			for rows.Next() {
+				var t string
+				if err := rows.Scan(&t); err != nil {
+					return nil, err
+				}
+				out = append(out, t)
+			}
+			return out, rows.Err()
+		},
+	})
+	if err != nil {
+		return fail(err)
+	}
+	d := sqlstore.Dialect{
+		Name: "postgres", Dollar: true, ForUpdate: " FOR UPDATE", SkipLocked: " FOR UPDATE SKIP LOCKED",
+		IsUniqueViolation: func(err error) bool {
+			var pe *pgconn.PgError
+			return errors.As(err, &pe) && pe.Code == "23505"
+		},
+	}
+	return sqlstore.New(db, db, d, nil), nil
+}

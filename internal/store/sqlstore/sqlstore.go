@@ -1,0 +1,719 @@
+// Package sqlstore implements store.Store over database/sql for both
+// backends (SQLite and PostgreSQL). The backends differ only in their
+// Dialect: placeholder style, row locking, and how a database is opened and
+// migrated (their own packages).
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// Dialect is what differs between the SQL backends.
+type Dialect struct {
+	// Name is "sqlite" or "postgres" (for messages).
+	Name string
+	// Dollar selects $1-style placeholders instead of ?.
+	Dollar bool
+	// ForUpdate is appended to row-locking selects ("" where the whole
+	// transaction already holds the write lock).
+	ForUpdate string
+	// SkipLocked is appended to the lease-claim subquery.
+	SkipLocked string
+	// IsUniqueViolation reports a primary-key/unique violation.
+	IsUniqueViolation func(error) bool
+}
+
+// DB is a store.Store over a writer pool and a reader pool (they may be the
+// same *sql.DB).
+type DB struct {
+	w, r    *sql.DB
+	d       Dialect
+	onClose func() error
+
+	closeOnce sync.Once
+	closeErr  error
+	stmts     sync.Map // query text -> rebound text
+}
+
+var _ store.Store = (*DB)(nil)
+
+// New returns a store over writer and reader; onClose (may be nil) runs after
+// both pools are closed.
+func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
+	return &DB{w: writer, r: reader, d: d, onClose: onClose}
+}
+
+// Writer returns the writer pool (for benchmark seeding and tests).
+func (db *DB) Writer() *sql.DB { return db.w }
+
+// Q rebinds a query written with ? placeholders for the dialect.
+func (db *DB) Q(q string) string {
+	if !db.d.Dollar {
+		return q
+	}
+	if v, ok := db.stmts.Load(q); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range q {
+		if c == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	out := b.String()
+	db.stmts.Store(q, out)
+	return out
+}
+
+// Close closes both pools; it is idempotent.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		err := db.w.Close()
+		if db.r != db.w {
+			err = errors.Join(err, db.r.Close())
+		}
+		if db.onClose != nil {
+			err = errors.Join(err, db.onClose())
+		}
+		db.closeErr = err
+	})
+	return db.closeErr
+}
+
+// taskData is the JSON column of a task: every field that is never a key.
+type taskData struct {
+	Prompt           store.Prompt     `json:"prompt"`
+	Message          string           `json:"message,omitempty"`
+	LastEventAt      int64            `json:"lastEventAt"`
+	Summary          string           `json:"summary,omitempty"`
+	Error            string           `json:"error,omitempty"`
+	ErrorInfo        *store.ErrorInfo `json:"errorInfo,omitempty"`
+	TerminalReason   string           `json:"terminalReason,omitempty"`
+	ResultSource     string           `json:"resultSource,omitempty"`
+	Provisional      bool             `json:"provisional,omitempty"`
+	OutcomeVersion   int64            `json:"outcomeVersion,omitempty"`
+	ParentRunID      string           `json:"parentRunId,omitempty"`
+	LastSeenSequence int64            `json:"lastSeenSequence,omitempty"`
+	PayloadPath      string           `json:"payloadPath,omitempty"`
+	Upstream         string           `json:"upstream,omitempty"`
+	Transcript       string           `json:"transcript,omitempty"`
+	Cancellation     string           `json:"cancellation,omitempty"`
+	NewThread        bool             `json:"newThread,omitempty"`
+	Artifacts        store.Artifacts  `json:"artifacts"`
+	Recovery         *store.Recovery  `json:"recovery,omitempty"`
+	Liveness         *store.Liveness  `json:"liveness,omitempty"`
+}
+
+func encodeTask(t *store.Task) (string, error) {
+	b, err := json.Marshal(taskData{
+		Prompt: t.Prompt, Message: t.Message, LastEventAt: t.LastEventAt, Summary: t.Summary,
+		Error: t.Error, ErrorInfo: t.ErrorInfo, TerminalReason: t.TerminalReason,
+		ResultSource: t.ResultSource, Provisional: t.Provisional, OutcomeVersion: t.OutcomeVersion,
+		ParentRunID: t.ParentRunID, LastSeenSequence: t.LastSeenSequence, PayloadPath: t.PayloadPath,
+		Upstream: t.Upstream, Transcript: t.Transcript, Cancellation: t.Cancellation,
+		NewThread: t.NewThread, Artifacts: t.Artifacts, Recovery: t.Recovery, Liveness: t.Liveness,
+	})
+	if err != nil {
+		return "", fmt.Errorf("encode task %s: %w", t.ID, err)
+	}
+	return string(b), nil
+}
+
+// taskCols is the column list every task read selects, in scanTask order.
+const taskCols = "id, agent, session_key, status, started_at, ended_at, owner, lease_until, version, log_count, poll_count, last_poll_at, data"
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanTask(s scanner) (*store.Task, error) {
+	var t store.Task
+	var status, data string
+	if err := s.Scan(&t.ID, &t.Agent, &t.SessionKey, &status, &t.StartedAt, &t.EndedAt, &t.Owner,
+		&t.LeaseUntil, &t.Version, &t.LogCount, &t.PollCount, &t.LastPollAt, &data); err != nil {
+		return nil, err
+	}
+	t.Status = store.Status(status)
+	if !t.Status.Valid() {
+		return nil, fmt.Errorf("task %s has unknown status %q: %w", t.ID, status, store.ErrIncompatible)
+	}
+	var d taskData
+	if err := json.Unmarshal([]byte(data), &d); err != nil {
+		return nil, fmt.Errorf("task %s has an unreadable data column: %v: %w", t.ID, err, store.ErrIncompatible)
+	}
+	t.Prompt, t.Message, t.LastEventAt, t.Summary = d.Prompt, d.Message, d.LastEventAt, d.Summary
+	t.Error, t.ErrorInfo, t.TerminalReason, t.ResultSource = d.Error, d.ErrorInfo, d.TerminalReason, d.ResultSource
+	t.Provisional, t.OutcomeVersion, t.ParentRunID = d.Provisional, d.OutcomeVersion, d.ParentRunID
+	t.LastSeenSequence, t.PayloadPath, t.Upstream = d.LastSeenSequence, d.PayloadPath, d.Upstream
+	t.Transcript, t.Cancellation, t.NewThread = d.Transcript, d.Cancellation, d.NewThread
+	t.Artifacts, t.Recovery, t.Liveness = d.Artifacts, d.Recovery, d.Liveness
+	return &t, nil
+}
+
+func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// CreateTask implements store.Store.
+func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
+	if t.ID == "" || t.Agent == "" || t.SessionKey == "" {
+		return fmt.Errorf("create task: id, agent and session key are required")
+	}
+	if t.Status != store.StatusRunning {
+		return fmt.Errorf("create task %s: a new task must be running, not %q", t.ID, t.Status)
+	}
+	data, err := encodeTask(t)
+	if err != nil {
+		return fmt.Errorf("create task: %w", err)
+	}
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		// The session row is the lock that serializes submits on one session.
+		if _, err := tx.ExecContext(ctx, db.Q(`INSERT INTO sessions (agent, session_key, last_job_id, created_at, updated_at)
+			VALUES (?, ?, '', ?, ?) ON CONFLICT (agent, session_key) DO NOTHING`),
+			t.Agent, t.SessionKey, t.StartedAt, t.StartedAt); err != nil {
+			return err
+		}
+		var last string
+		if err := tx.QueryRowContext(ctx, db.Q(`SELECT last_job_id FROM sessions WHERE agent = ? AND session_key = ?`+db.d.ForUpdate),
+			t.Agent, t.SessionKey).Scan(&last); err != nil {
+			return err
+		}
+		if last != "" {
+			var status string
+			err := tx.QueryRowContext(ctx, db.Q(`SELECT status FROM tasks WHERE id = ?`), last).Scan(&status)
+			if err == nil && status == string(store.StatusRunning) {
+				return &store.SessionBusyError{JobID: last}
+			}
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, db.Q(`INSERT INTO tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, 0, ?, ?, 1, 0, 0, 0, ?)`),
+			t.ID, t.Agent, t.SessionKey, string(t.Status), t.StartedAt, t.Owner, t.LeaseUntil, data); err != nil {
+			if db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
+				return fmt.Errorf("task %s: %w", t.ID, store.ErrExists)
+			}
+			return err
+		}
+		_, err := tx.ExecContext(ctx, db.Q(`UPDATE sessions SET last_job_id = ?, updated_at = ? WHERE agent = ? AND session_key = ?`),
+			t.ID, t.StartedAt, t.Agent, t.SessionKey)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create task: %w", err)
+	}
+	t.Version, t.LogCount, t.PollCount, t.LastPollAt, t.EndedAt = 1, 0, 0, 0, 0
+	return nil
+}
+
+// GetTask implements store.Store.
+func (db *DB) GetTask(ctx context.Context, agent, id string) (*store.Task, error) {
+	t, err := scanTask(db.r.QueryRowContext(ctx, db.Q(`SELECT `+taskCols+` FROM tasks WHERE id = ? AND agent = ?`), id, agent))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get task %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// UpdateTask implements store.Store.
+func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
+	if !t.Status.Valid() {
+		return fmt.Errorf("update task %s: invalid status %q", t.ID, t.Status)
+	}
+	data, err := encodeTask(t)
+	if err != nil {
+		return fmt.Errorf("update task: %w", err)
+	}
+	res, err := db.w.ExecContext(ctx, db.Q(`UPDATE tasks SET status = ?, ended_at = ?, data = ?, version = version + 1
+		WHERE id = ? AND agent = ? AND version = ?`), string(t.Status), t.EndedAt, data, t.ID, t.Agent, t.Version)
+	if err != nil {
+		return fmt.Errorf("update task %s: %w", t.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("update task %s: %w", t.ID, err)
+	}
+	if n == 0 {
+		if _, gerr := db.GetTask(ctx, t.Agent, t.ID); errors.Is(gerr, store.ErrNotFound) {
+			return fmt.Errorf("update task %s: %w", t.ID, store.ErrNotFound)
+		}
+		return fmt.Errorf("update task %s: %w", t.ID, store.ErrConflict)
+	}
+	t.Version++
+	return nil
+}
+
+// TouchPoll implements store.Store.
+func (db *DB) TouchPoll(ctx context.Context, agent, id string, at int64) (int64, error) {
+	var n int64
+	err := db.w.QueryRowContext(ctx, db.Q(`UPDATE tasks SET poll_count = poll_count + 1, last_poll_at = ?
+		WHERE id = ? AND agent = ? RETURNING poll_count`), at, id, agent).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("touch poll %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("touch poll %s: %w", id, err)
+	}
+	return n, nil
+}
+
+// AppendLogs implements store.Store.
+func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.LogEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var count int64
+		if err := tx.QueryRowContext(ctx, db.Q(`SELECT log_count FROM tasks WHERE id = ?`+db.d.ForUpdate), taskID).Scan(&count); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			}
+			return err
+		}
+		for i, e := range entries {
+			if e.Seq != count+int64(i)+1 {
+				return fmt.Errorf("log seq %d does not follow %d: %w", e.Seq, count+int64(i), store.ErrConflict)
+			}
+			isErr := 0
+			if e.IsError {
+				isErr = 1
+			}
+			if _, err := tx.ExecContext(ctx, db.Q(`INSERT INTO task_logs (task_id, seq, ts, type, text, is_error) VALUES (?, ?, ?, ?, ?, ?)`),
+				taskID, e.Seq, e.TS, e.Type, e.Text, isErr); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, db.Q(`UPDATE tasks SET log_count = ? WHERE id = ?`), count+int64(len(entries)), taskID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("append logs %s: %w", taskID, err)
+	}
+	return nil
+}
+
+func (db *DB) queryLogs(ctx context.Context, q string, args ...any) ([]store.LogEntry, error) {
+	rows, err := db.r.QueryContext(ctx, db.Q(q), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.LogEntry
+	for rows.Next() {
+		var e store.LogEntry
+		var isErr int
+		if err := rows.Scan(&e.Seq, &e.TS, &e.Type, &e.Text, &isErr); err != nil {
+			return nil, err
+		}
+		e.IsError = isErr != 0
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Logs implements store.Store.
+func (db *DB) Logs(ctx context.Context, taskID string, after int64, limit int) ([]store.LogEntry, error) {
+	limit = store.ClampPage(limit, store.MaxPage)
+	out, err := db.queryLogs(ctx, `SELECT seq, ts, type, text, is_error FROM task_logs WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		taskID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("logs %s: %w", taskID, err)
+	}
+	return out, nil
+}
+
+// TailLogs implements store.Store.
+func (db *DB) TailLogs(ctx context.Context, taskID string, n int) ([]store.LogEntry, error) {
+	n = store.ClampPage(n, 8)
+	out, err := db.queryLogs(ctx, `SELECT seq, ts, type, text, is_error FROM task_logs WHERE task_id = ? ORDER BY seq DESC LIMIT ?`, taskID, n)
+	if err != nil {
+		return nil, fmt.Errorf("tail logs %s: %w", taskID, err)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// GetSession implements store.Store.
+func (db *DB) GetSession(ctx context.Context, agent, sessionKey string) (*store.Session, error) {
+	s := store.Session{Agent: agent, SessionKey: sessionKey}
+	err := db.r.QueryRowContext(ctx, db.Q(`SELECT last_job_id, created_at, updated_at FROM sessions WHERE agent = ? AND session_key = ?`),
+		agent, sessionKey).Scan(&s.LastJobID, &s.CreatedAt, &s.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && s.LastJobID == "") {
+		return nil, fmt.Errorf("get session: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get session: %w", err)
+	}
+	return &s, nil
+}
+
+func encodeCursor(n int64, key string) string {
+	return strconv.FormatInt(n, 10) + "." + base64.RawURLEncoding.EncodeToString([]byte(key))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	num, key, ok := strings.Cut(c, ".")
+	if !ok {
+		return 0, "", fmt.Errorf("malformed page cursor %q", c)
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, "", fmt.Errorf("malformed page cursor %q", c)
+	}
+	k, err := base64.RawURLEncoding.DecodeString(key)
+	if err != nil {
+		return 0, "", fmt.Errorf("malformed page cursor %q", c)
+	}
+	return n, string(k), nil
+}
+
+// ListSessions implements store.Store.
+func (db *DB) ListSessions(ctx context.Context, agent string, p store.Page) ([]store.SessionTask, string, error) {
+	limit := store.ClampPage(p.Limit, 100)
+	q := `SELECT s.session_key, s.last_job_id, s.created_at, s.updated_at, ` + prefixed("t", taskCols) + `
+		FROM sessions s LEFT JOIN tasks t ON t.id = s.last_job_id
+		WHERE s.agent = ? AND s.last_job_id <> ''`
+	args := []any{agent}
+	if p.Before != "" {
+		n, key, err := decodeCursor(p.Before)
+		if err != nil {
+			return nil, "", fmt.Errorf("list sessions: %w", err)
+		}
+		q += ` AND (s.updated_at < ? OR (s.updated_at = ? AND s.session_key < ?))`
+		args = append(args, n, n, key)
+	}
+	q += ` ORDER BY s.updated_at DESC, s.session_key DESC LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := db.r.QueryContext(ctx, db.Q(q), args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []store.SessionTask
+	for rows.Next() {
+		var st store.SessionTask
+		st.Session.Agent = agent
+		var tc nullTaskCols
+		if err := rows.Scan(append([]any{&st.Session.SessionKey, &st.Session.LastJobID, &st.Session.CreatedAt, &st.Session.UpdatedAt}, tc.dest()...)...); err != nil {
+			return nil, "", fmt.Errorf("list sessions: %w", err)
+		}
+		if tc.id.Valid {
+			t, err := tc.task()
+			if err != nil {
+				return nil, "", fmt.Errorf("list sessions: %w", err)
+			}
+			st.Task = t
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list sessions: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1].Session
+		next = encodeCursor(last.UpdatedAt, last.SessionKey)
+	}
+	return out, next, nil
+}
+
+func prefixed(alias, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i, p := range parts {
+		parts[i] = alias + "." + p
+	}
+	return strings.Join(parts, ", ")
+}
+
+// nullTaskCols scans a LEFT JOINed task.
+type nullTaskCols struct {
+	id, agent, key, status, owner, data                                sql.NullString
+	started, ended, lease, version, logCount, pollCount, lastPoll sql.NullInt64
+}
+
+func (c *nullTaskCols) dest() []any {
+	return []any{&c.id, &c.agent, &c.key, &c.status, &c.started, &c.ended, &c.owner, &c.lease, &c.version,
+		&c.logCount, &c.pollCount, &c.lastPoll, &c.data}
+}
+
+func (c *nullTaskCols) task() (*store.Task, error) {
+	return scanTask(valuesScanner{c.id.String, c.agent.String, c.key.String, c.status.String, c.started.Int64,
+		c.ended.Int64, c.owner.String, c.lease.Int64, c.version.Int64, c.logCount.Int64, c.pollCount.Int64,
+		c.lastPoll.Int64, c.data.String})
+}
+
+// valuesScanner replays already-scanned values into scanTask.
+type valuesScanner []any
+
+func (v valuesScanner) Scan(dest ...any) error {
+	for i, d := range dest {
+		switch p := d.(type) {
+		case *string:
+			*p = v[i].(string)
+		case *int64:
+			*p = v[i].(int64)
+		default:
+			return fmt.Errorf("unexpected scan destination %T", d)
+		}
+	}
+	return nil
+}
+
+// SessionTasks implements store.Store.
+func (db *DB) SessionTasks(ctx context.Context, agent, sessionKey string, p store.Page) ([]*store.Task, string, error) {
+	limit := store.ClampPage(p.Limit, 50)
+	q := `SELECT ` + taskCols + ` FROM tasks WHERE agent = ? AND session_key = ?`
+	args := []any{agent, sessionKey}
+	if p.Before != "" {
+		n, id, err := decodeCursor(p.Before)
+		if err != nil {
+			return nil, "", fmt.Errorf("session tasks: %w", err)
+		}
+		q += ` AND (started_at < ? OR (started_at = ? AND id < ?))`
+		args = append(args, n, n, id)
+	}
+	q += ` ORDER BY started_at DESC, id DESC LIMIT ?`
+	args = append(args, limit+1)
+	out, err := db.queryTasks(ctx, db.r, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("session tasks: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = encodeCursor(out[limit-1].StartedAt, out[limit-1].ID)
+	}
+	return out, next, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+func (db *DB) queryTasks(ctx context.Context, qr querier, q string, args ...any) ([]*store.Task, error) {
+	rows, err := qr.QueryContext(ctx, db.Q(q), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// ClaimTasks implements store.Store.
+func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, error) {
+	if c.Owner == "" {
+		return nil, fmt.Errorf("claim tasks: owner is required")
+	}
+	limit := store.ClampPage(c.Limit, store.MaxPage)
+	out, err := db.queryTasks(ctx, db.w, `UPDATE tasks SET owner = ?, lease_until = ? WHERE id IN (
+		SELECT id FROM tasks WHERE agent = ? AND status = 'running' AND (owner = ? OR lease_until < ?)
+		ORDER BY lease_until, id LIMIT ?`+db.d.SkipLocked+`) RETURNING `+taskCols,
+		c.Owner, c.Until, c.Agent, c.Owner, c.Now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+	return out, nil
+}
+
+// RenewLeases implements store.Store.
+func (db *DB) RenewLeases(ctx context.Context, agent, owner string, until int64) (int, error) {
+	res, err := db.w.ExecContext(ctx, db.Q(`UPDATE tasks SET lease_until = ? WHERE agent = ? AND owner = ? AND status = 'running'`),
+		until, agent, owner)
+	if err != nil {
+		return 0, fmt.Errorf("renew leases: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("renew leases: %w", err)
+	}
+	return int(n), nil
+}
+
+// CheckLease implements store.Store.
+func (db *DB) CheckLease(ctx context.Context, id, owner string, now int64) error {
+	var o string
+	var until int64
+	err := db.w.QueryRowContext(ctx, db.Q(`SELECT owner, lease_until FROM tasks WHERE id = ?`), id).Scan(&o, &until)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("check lease %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("check lease %s: %w", id, err)
+	}
+	if o != owner || until < now {
+		return fmt.Errorf("check lease %s: %w", id, store.ErrLeaseLost)
+	}
+	return nil
+}
+
+// LoadAttachments implements store.Store.
+func (db *DB) LoadAttachments(ctx context.Context, agent, sessionKey string) (*store.AttachmentState, error) {
+	s := &store.AttachmentState{Agent: agent, SessionKey: sessionKey}
+	err := db.r.QueryRowContext(ctx, db.Q(`SELECT current_id, version FROM attachment_sessions WHERE agent = ? AND session_key = ?`),
+		agent, sessionKey).Scan(&s.CurrentID, &s.Version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load attachments: %w", err)
+	}
+	rows, err := db.r.QueryContext(ctx, db.Q(`SELECT id, seq, observation_token, data FROM attachments
+		WHERE agent = ? AND session_key = ? ORDER BY seq`), agent, sessionKey)
+	if err != nil {
+		return nil, fmt.Errorf("load attachments: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r store.AttachmentRecord
+		var data string
+		if err := rows.Scan(&r.ID, &r.Seq, &r.ObservationToken, &data); err != nil {
+			return nil, fmt.Errorf("load attachments: %w", err)
+		}
+		r.Data = []byte(data)
+		s.Records = append(s.Records, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load attachments: %w", err)
+	}
+	return s, nil
+}
+
+// SaveAttachments implements store.Store.
+func (db *DB) SaveAttachments(ctx context.Context, s *store.AttachmentState) error {
+	if s.CurrentID != "" {
+		found := false
+		for _, r := range s.Records {
+			found = found || r.ID == s.CurrentID
+		}
+		if !found {
+			return fmt.Errorf("save attachments: current id %q names no record", s.CurrentID)
+		}
+	}
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var res sql.Result
+		var err error
+		if s.Version == 0 {
+			res, err = tx.ExecContext(ctx, db.Q(`INSERT INTO attachment_sessions (agent, session_key, current_id, version)
+				VALUES (?, ?, ?, 1) ON CONFLICT (agent, session_key) DO NOTHING`), s.Agent, s.SessionKey, s.CurrentID)
+		} else {
+			res, err = tx.ExecContext(ctx, db.Q(`UPDATE attachment_sessions SET current_id = ?, version = version + 1
+				WHERE agent = ? AND session_key = ? AND version = ?`), s.CurrentID, s.Agent, s.SessionKey, s.Version)
+		}
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrConflict
+		}
+		for _, r := range s.Records {
+			if _, err := tx.ExecContext(ctx, db.Q(`INSERT INTO attachments (agent, session_key, id, seq, observation_token, data)
+				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent, session_key, id)
+				DO UPDATE SET seq = excluded.seq, observation_token = excluded.observation_token, data = excluded.data`),
+				s.Agent, s.SessionKey, r.ID, r.Seq, r.ObservationToken, string(r.Data)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save attachments: %w", err)
+	}
+	s.Version++
+	return nil
+}
+
+// MaxObservationToken implements store.Store.
+func (db *DB) MaxObservationToken(ctx context.Context) (int64, error) {
+	var n sql.NullInt64
+	if err := db.r.QueryRowContext(ctx, `SELECT MAX(observation_token) FROM attachments`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("max observation token: %w", err)
+	}
+	return n.Int64, nil
+}
+
+// Sweep implements store.Store.
+func (db *DB) Sweep(ctx context.Context, cutoff int64, limit int) (store.SweepResult, error) {
+	var res store.SweepResult
+	limit = store.ClampPage(limit, store.MaxPage)
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, db.Q(`SELECT id, agent, session_key FROM tasks
+			WHERE status <> 'running' AND ended_at < ? ORDER BY ended_at LIMIT ?`), cutoff, limit)
+		if err != nil {
+			return err
+		}
+		type key struct{ id, agent, session string }
+		var victims []key
+		for rows.Next() {
+			var k key
+			if err := rows.Scan(&k.id, &k.agent, &k.session); err != nil {
+				rows.Close()
+				return err
+			}
+			victims = append(victims, k)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, k := range victims {
+			r, err := tx.ExecContext(ctx, db.Q(`DELETE FROM task_logs WHERE task_id = ?`), k.id)
+			if err != nil {
+				return err
+			}
+			n, _ := r.RowsAffected()
+			res.Logs += int(n)
+			if _, err := tx.ExecContext(ctx, db.Q(`DELETE FROM tasks WHERE id = ?`), k.id); err != nil {
+				return err
+			}
+			res.Tasks++
+			r, err = tx.ExecContext(ctx, db.Q(`DELETE FROM sessions WHERE agent = ? AND session_key = ? AND last_job_id = ?`),
+				k.agent, k.session, k.id)
+			if err != nil {
+				return err
+			}
+			n, _ = r.RowsAffected()
+			res.Sessions += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.SweepResult{}, fmt.Errorf("sweep: %w", err)
+	}
+	return res, nil
+}

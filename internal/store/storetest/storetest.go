@@ -1,0 +1,527 @@
+// Package storetest is the one conformance suite every store.Store
+// implementation passes: SQLite always, PostgreSQL when TEST_DATABASE_URL is
+// set. Backends call Run from their own tests with a constructor that
+// returns a fresh, empty store.
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// NewStore returns a fresh, empty store for one test; it registers its own
+// cleanup.
+type NewStore func(t *testing.T) store.Store
+
+// Task returns a valid running task for tests.
+func Task(id, agent, session string, startedAt int64) *store.Task {
+	return &store.Task{
+		ID: id, Agent: agent, SessionKey: session, Status: store.StatusRunning,
+		Prompt:  store.Prompt{Task: "do " + id, Context: "ctx", SenderName: "tester"},
+		Message: "msg " + id, StartedAt: startedAt, LastEventAt: startedAt,
+		Upstream: "reconnecting", Transcript: "detached", Cancellation: "none",
+		Artifacts: store.Artifacts{FilesChanged: []string{}, CommandsRun: []string{}},
+	}
+}
+
+// Run runs the whole suite.
+func Run(t *testing.T, newStore NewStore) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"CreateGetRoundTrip", testRoundTrip},
+		{"Scope", testScope},
+		{"SessionBusy", testSessionBusy},
+		{"ConcurrentSubmitsOneWins", testConcurrentSubmits},
+		{"DuplicateID", testDuplicateID},
+		{"UpdateCompareAndSet", testUpdateCAS},
+		{"TouchPoll", testTouchPoll},
+		{"Logs", testLogs},
+		{"ListSessionsPages", testListSessions},
+		{"SessionTasksPages", testSessionTasks},
+		{"Leases", testLeases},
+		{"Attachments", testAttachments},
+		{"Sweep", testSweep},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+func testRoundTrip(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	want := Task("t1", "main", "agent:main:s1", 1000)
+	want.PayloadPath = "/p/t1.payload"
+	want.NewThread = true
+	if err := s.CreateTask(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetTask(ctx, "main", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("created task (-want +got):\n%s", diff)
+	}
+	got.Status = store.StatusCompleted
+	got.Summary = "done ✓"
+	got.EndedAt = 2000
+	got.TerminalReason = "live-final"
+	got.ResultSource = "parent"
+	got.OutcomeVersion = 1
+	got.ErrorInfo = &store.ErrorInfo{Category: "unknown", Message: "m", SuggestedRecovery: "r"}
+	got.Recovery = &store.Recovery{Reason: "no_live_final_text", StartedAt: 1, IdleTimeoutMs: 2, HardCapMs: 3}
+	got.Liveness = &store.Liveness{CheckedAt: 5, Upstream: "active", Producing: true}
+	got.Artifacts = store.Artifacts{FilesChanged: []string{"a.go"}, CommandsRun: []string{"go test"}, PRURL: "u", NeedsHumanDecision: true}
+	if err := s.UpdateTask(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.GetTask(ctx, "main", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got, again); diff != "" {
+		t.Fatalf("updated task (-want +got):\n%s", diff)
+	}
+	if _, err := s.GetTask(ctx, "main", "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetTask(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func testScope(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	if err := s.CreateTask(ctx, Task("t1", "a", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetTask(ctx, "b", "t1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetTask(other agent) = %v, want ErrNotFound", err)
+	}
+	if _, err := s.TouchPoll(ctx, "b", "t1", 5); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("TouchPoll(other agent) = %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetSession(ctx, "b", "k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetSession(other agent) = %v, want ErrNotFound", err)
+	}
+	// The same session key under another agent is another session.
+	if err := s.CreateTask(ctx, Task("t2", "b", "k", 2)); err != nil {
+		t.Fatalf("same key, other agent: %v", err)
+	}
+}
+
+func testSessionBusy(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	first := Task("t1", "main", "k", 1)
+	if err := s.CreateTask(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	err := s.CreateTask(ctx, Task("t2", "main", "k", 2))
+	var busy *store.SessionBusyError
+	if !errors.As(err, &busy) || !errors.Is(err, store.ErrSessionBusy) || busy.JobID != "t1" {
+		t.Fatalf("second CreateTask = %v, want SessionBusyError{t1}", err)
+	}
+	if _, err := s.GetTask(ctx, "main", "t2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused task was written: %v", err)
+	}
+	first.Status, first.EndedAt = store.StatusCompleted, 3
+	if err := s.UpdateTask(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateTask(ctx, Task("t3", "main", "k", 4)); err != nil {
+		t.Fatalf("CreateTask after the first finished: %v", err)
+	}
+	sess, err := s.GetSession(ctx, "main", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(store.Session{Agent: "main", SessionKey: "k", LastJobID: "t3", CreatedAt: 1, UpdatedAt: 4}, *sess); diff != "" {
+		t.Fatalf("session (-want +got):\n%s", diff)
+	}
+}
+
+func testConcurrentSubmits(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = s.CreateTask(ctx, Task(fmt.Sprintf("c%d", i), "main", "shared", int64(i+1)))
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, store.ErrSessionBusy):
+		default:
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d concurrent submits on one session succeeded, want exactly 1", ok)
+	}
+}
+
+func testDuplicateID(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	if err := s.CreateTask(ctx, Task("t1", "main", "k1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateTask(ctx, Task("t1", "main", "k2", 2)); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("duplicate id = %v, want ErrExists", err)
+	}
+}
+
+func testUpdateCAS(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	a := Task("t1", "main", "k", 1)
+	if err := s.CreateTask(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.GetTask(ctx, "main", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Summary = "first"
+	if err := s.UpdateTask(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	b.Summary = "stale"
+	if err := s.UpdateTask(ctx, b); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale update = %v, want ErrConflict", err)
+	}
+	ghost := Task("ghost", "main", "k", 1)
+	if err := s.UpdateTask(ctx, ghost); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("update of unknown task = %v, want ErrNotFound", err)
+	}
+	got, err := s.GetTask(ctx, "main", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Summary != "first" || got.Version != a.Version {
+		t.Fatalf("got summary %q version %d, want %q %d", got.Summary, got.Version, "first", a.Version)
+	}
+}
+
+func testTouchPoll(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	a := Task("t1", "main", "k", 1)
+	if err := s.CreateTask(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	for want := int64(1); want <= 3; want++ {
+		n, err := s.TouchPoll(ctx, "main", "t1", 100+want)
+		if err != nil || n != want {
+			t.Fatalf("TouchPoll = %d, %v; want %d", n, err, want)
+		}
+	}
+	// The manager's own writes do not clobber the counter.
+	a.Summary = "x"
+	if err := s.UpdateTask(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetTask(ctx, "main", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.PollCount != 3 || got.LastPollAt != 103 {
+		t.Fatalf("poll count %d at %d, want 3 at 103", got.PollCount, got.LastPollAt)
+	}
+}
+
+func testLogs(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	if err := s.CreateTask(ctx, Task("t1", "main", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	var all []store.LogEntry
+	for i := int64(1); i <= 12; i++ {
+		e := store.LogEntry{Seq: i, TS: 10 + i, Type: "tool", Text: fmt.Sprintf("line %d", i), IsError: i%5 == 0}
+		all = append(all, e)
+		if err := s.AppendLogs(ctx, "t1", []store.LogEntry{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AppendLogs(ctx, "t1", []store.LogEntry{{Seq: 20, Type: "x"}}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("gap in seq = %v, want ErrConflict", err)
+	}
+	if err := s.AppendLogs(ctx, "nope", []store.LogEntry{{Seq: 1}}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("logs of unknown task = %v, want ErrNotFound", err)
+	}
+	got, err := s.Logs(ctx, "t1", 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(all[3:7], got); diff != "" {
+		t.Fatalf("Logs(after 3, 4) (-want +got):\n%s", diff)
+	}
+	tail, err := s.TailLogs(ctx, "t1", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(all[7:], tail); diff != "" {
+		t.Fatalf("TailLogs(5) (-want +got):\n%s", diff)
+	}
+	task, err := s.GetTask(ctx, "main", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.LogCount != 12 {
+		t.Fatalf("LogCount = %d, want 12", task.LogCount)
+	}
+}
+
+func finish(t *testing.T, s store.Store, task *store.Task, status store.Status, at int64) {
+	t.Helper()
+	task.Status, task.EndedAt = status, at
+	if err := s.UpdateTask(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testListSessions(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	var want []string
+	for i := range 7 {
+		key := fmt.Sprintf("s%d", i)
+		task := Task("t"+key, "main", key, int64(100+i))
+		if err := s.CreateTask(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			finish(t, s, task, store.StatusCompleted, int64(200+i))
+		}
+		want = append([]string{key}, want...)
+	}
+	if err := s.CreateTask(ctx, Task("other", "other-agent", "sX", 500)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	cursor := ""
+	pages := 0
+	for {
+		rows, next, err := s.ListSessions(ctx, "main", store.Page{Limit: 3, Before: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, r := range rows {
+			if r.Task == nil || r.Task.ID != "t"+r.Session.SessionKey {
+				t.Fatalf("row %s has latest task %+v", r.Session.SessionKey, r.Task)
+			}
+			got = append(got, r.Session.SessionKey)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if diff := cmp.Diff(want, got); diff != "" || pages != 3 {
+		t.Fatalf("sessions over %d pages (-want +got):\n%s", pages, diff)
+	}
+	if _, _, err := s.ListSessions(ctx, "main", store.Page{Before: "garbage"}); err == nil {
+		t.Fatal("a malformed cursor was accepted")
+	}
+}
+
+func testSessionTasks(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	var want []string
+	for i := range 5 {
+		task := Task(fmt.Sprintf("t%d", i), "main", "k", int64(10+i))
+		if err := s.CreateTask(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+		finish(t, s, task, store.StatusCompleted, int64(10+i))
+		want = append([]string{task.ID}, want...)
+	}
+	var got []string
+	cursor := ""
+	for {
+		tasks, next, err := s.SessionTasks(ctx, "main", "k", store.Page{Limit: 2, Before: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			got = append(got, task.ID)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("session tasks (-want +got):\n%s", diff)
+	}
+}
+
+func ids(ts []*store.Task) []string {
+	out := []string{}
+	for _, t := range ts {
+		out = append(out, t.ID)
+	}
+	return out
+}
+
+func testLeases(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for i := range 3 {
+		if err := s.CreateTask(ctx, Task(fmt.Sprintf("t%d", i), "main", fmt.Sprintf("k%d", i), 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := Task("done", "main", "kd", 1)
+	if err := s.CreateTask(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, s, done, store.StatusCompleted, 2)
+
+	a, err := s.ClaimTasks(ctx, store.Claim{Agent: "main", Owner: "A", Now: 1000, Until: 31000, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"t0", "t1", "t2"}, sortedIDs(a)); diff != "" {
+		t.Fatalf("A claimed (-want +got):\n%s", diff)
+	}
+	b, err := s.ClaimTasks(ctx, store.Claim{Agent: "main", Owner: "B", Now: 2000, Until: 32000, Limit: 10})
+	if err != nil || len(b) != 0 {
+		t.Fatalf("B claimed %v, %v while A's leases are live", ids(b), err)
+	}
+	if err := s.CheckLease(ctx, "t0", "A", 2000); err != nil {
+		t.Fatalf("A's lease: %v", err)
+	}
+	if n, err := s.RenewLeases(ctx, "main", "A", 40000); err != nil || n != 3 {
+		t.Fatalf("RenewLeases = %d, %v; want 3", n, err)
+	}
+	b, err = s.ClaimTasks(ctx, store.Claim{Agent: "main", Owner: "B", Now: 35000, Until: 65000, Limit: 10})
+	if err != nil || len(b) != 0 {
+		t.Fatalf("B claimed %v, %v before the renewed lease expired", ids(b), err)
+	}
+	b, err = s.ClaimTasks(ctx, store.Claim{Agent: "main", Owner: "B", Now: 40001, Until: 70000, Limit: 2})
+	if err != nil || len(b) != 2 {
+		t.Fatalf("B claimed %v, %v after expiry, want 2 (limit)", ids(b), err)
+	}
+	for _, task := range b {
+		if task.Owner != "B" || task.LeaseUntil != 70000 {
+			t.Fatalf("claimed task %s owner %q until %d", task.ID, task.Owner, task.LeaseUntil)
+		}
+		if err := s.CheckLease(ctx, task.ID, "A", 40001); !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("A's lease on %s after takeover = %v, want ErrLeaseLost", task.ID, err)
+		}
+	}
+	if err := s.CheckLease(ctx, "nope", "A", 1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("CheckLease(unknown) = %v", err)
+	}
+}
+
+func sortedIDs(ts []*store.Task) []string {
+	out := ids(ts)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func testAttachments(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	empty, err := s.LoadAttachments(ctx, "main", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&store.AttachmentState{Agent: "main", SessionKey: "k"}, empty); diff != "" {
+		t.Fatalf("empty state (-want +got):\n%s", diff)
+	}
+	st := &store.AttachmentState{Agent: "main", SessionKey: "k", CurrentID: "a1",
+		Records: []store.AttachmentRecord{{ID: "a1", Seq: 1, ObservationToken: 3, Data: []byte(`{"id":"a1"}`)}}}
+	stale := *st
+	if err := s.SaveAttachments(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveAttachments(ctx, &stale); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("second first-save = %v, want ErrConflict", err)
+	}
+	// Replace: a1 superseded, a2 current; the lineage keeps both.
+	st.Records[0].Data = []byte(`{"id":"a1","status":"superseded"}`)
+	st.Records = append(st.Records, store.AttachmentRecord{ID: "a2", Seq: 2, ObservationToken: 9, Data: []byte(`{"id":"a2"}`)})
+	st.CurrentID = "a2"
+	if err := s.SaveAttachments(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LoadAttachments(ctx, "main", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(st, got); diff != "" {
+		t.Fatalf("state (-want +got):\n%s", diff)
+	}
+	if n, err := s.MaxObservationToken(ctx); err != nil || n != 9 {
+		t.Fatalf("MaxObservationToken = %d, %v; want 9", n, err)
+	}
+	bad := &store.AttachmentState{Agent: "main", SessionKey: "k2", CurrentID: "zzz"}
+	if err := s.SaveAttachments(ctx, bad); err == nil {
+		t.Fatal("a current id naming no record was accepted")
+	}
+	// A detach leaves no current record but keeps the lineage.
+	got.CurrentID = ""
+	if err := s.SaveAttachments(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.LoadAttachments(ctx, "main", "k")
+	if err != nil || again.CurrentID != "" || len(again.Records) != 2 {
+		t.Fatalf("after detach: %+v, %v", again, err)
+	}
+}
+
+func testSweep(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	old := Task("old", "main", "k-old", 1)
+	if err := s.CreateTask(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendLogs(ctx, "old", []store.LogEntry{{Seq: 1, Type: "x", Text: "a"}, {Seq: 2, Type: "x", Text: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, s, old, store.StatusCompleted, 10)
+	recent := Task("recent", "main", "k-recent", 1)
+	if err := s.CreateTask(ctx, recent); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, s, recent, store.StatusError, 1000)
+	running := Task("running", "main", "k-run", 1)
+	if err := s.CreateTask(ctx, running); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Sweep(ctx, 500, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(store.SweepResult{Tasks: 1, Logs: 2, Sessions: 1}, res); diff != "" {
+		t.Fatalf("sweep (-want +got):\n%s", diff)
+	}
+	if _, err := s.GetTask(ctx, "main", "old"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("old task survived: %v", err)
+	}
+	if _, err := s.GetSession(ctx, "main", "k-old"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("old session survived: %v", err)
+	}
+	for _, id := range []string{"recent", "running"} {
+		if _, err := s.GetTask(ctx, "main", id); err != nil {
+			t.Fatalf("%s was swept: %v", id, err)
+		}
+	}
+}
