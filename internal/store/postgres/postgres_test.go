@@ -16,7 +16,6 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
 )
 
-
 // testURL returns TEST_DATABASE_URL or skips.
 func testURL(t testing.TB) string {
 	u := os.Getenv("TEST_DATABASE_URL")

@@ -177,4 +177,3 @@ func splitSQL(s string) []string {
 	}
 	return out
 }
-

@@ -453,7 +453,7 @@ func prefixed(alias, cols string) string {
 
 // nullTaskCols scans a LEFT JOINed task.
 type nullTaskCols struct {
-	id, agent, key, status, owner, data                                sql.NullString
+	id, agent, key, status, owner, data                           sql.NullString
 	started, ended, lease, version, logCount, pollCount, lastPoll sql.NullInt64
 }
 
