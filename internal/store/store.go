@@ -206,7 +206,8 @@ const MaxPage = 500
 // deleted: the lineage is every record of the session, in Seq order.
 type AttachmentRecord struct {
 	ID string
-	// Seq orders the lineage (1 = first ever attached to the session).
+	// Seq orders the lineage (1 = first saved for the session). The store
+	// assigns it on a record's first save; it is ignored on writes.
 	Seq              int64
 	ObservationToken int64
 	Data             []byte
@@ -222,6 +223,20 @@ type AttachmentState struct {
 	Records   []AttachmentRecord
 	// Version is the compare-and-set version of the state; 0 = never saved.
 	Version int64
+}
+
+// AttachmentWrite is one atomic change of a session's attachment state.
+type AttachmentWrite struct {
+	Agent      string
+	SessionKey string
+	// ExpectVersion is the version the change was computed from; a
+	// mismatch fails with ErrConflict.
+	ExpectVersion int64
+	// CurrentID is the new current record id ("" for none). An id naming
+	// no record reads back as "no current attachment".
+	CurrentID string
+	// Records are upserted by id (new ones get the next Seq).
+	Records []AttachmentRecord
 }
 
 // Claim asks for running tasks whose lease is free or expired.
@@ -288,10 +303,10 @@ type Store interface {
 	// LoadAttachments returns the session's attachment state; a session that
 	// never attached yields an empty state with Version 0.
 	LoadAttachments(ctx context.Context, agent, sessionKey string) (*AttachmentState, error)
-	// SaveAttachments writes the whole state if s.Version matches the stored
-	// version (else ErrConflict), then increments s.Version. Records are
-	// upserted by id; none is ever deleted.
-	SaveAttachments(ctx context.Context, s *AttachmentState) error
+	// SaveAttachments applies w atomically if w.ExpectVersion matches the
+	// stored version (else ErrConflict) and returns the new version.
+	// Records are upserted by id; none is ever deleted.
+	SaveAttachments(ctx context.Context, w AttachmentWrite) (int64, error)
 	// MaxObservationToken returns the highest observation token of any
 	// stored attachment record (0 if none).
 	MaxObservationToken(ctx context.Context) (int64, error)

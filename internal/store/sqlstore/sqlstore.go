@@ -613,25 +613,16 @@ func (db *DB) LoadAttachments(ctx context.Context, agent, sessionKey string) (*s
 }
 
 // SaveAttachments implements store.Store.
-func (db *DB) SaveAttachments(ctx context.Context, s *store.AttachmentState) error {
-	if s.CurrentID != "" {
-		found := false
-		for _, r := range s.Records {
-			found = found || r.ID == s.CurrentID
-		}
-		if !found {
-			return fmt.Errorf("save attachments: current id %q names no record", s.CurrentID)
-		}
-	}
+func (db *DB) SaveAttachments(ctx context.Context, w store.AttachmentWrite) (int64, error) {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		var res sql.Result
 		var err error
-		if s.Version == 0 {
+		if w.ExpectVersion == 0 {
 			res, err = tx.ExecContext(ctx, db.Q(`INSERT INTO attachment_sessions (agent, session_key, current_id, version)
-				VALUES (?, ?, ?, 1) ON CONFLICT (agent, session_key) DO NOTHING`), s.Agent, s.SessionKey, s.CurrentID)
+				VALUES (?, ?, ?, 1) ON CONFLICT (agent, session_key) DO NOTHING`), w.Agent, w.SessionKey, w.CurrentID)
 		} else {
 			res, err = tx.ExecContext(ctx, db.Q(`UPDATE attachment_sessions SET current_id = ?, version = version + 1
-				WHERE agent = ? AND session_key = ? AND version = ?`), s.CurrentID, s.Agent, s.SessionKey, s.Version)
+				WHERE agent = ? AND session_key = ? AND version = ?`), w.CurrentID, w.Agent, w.SessionKey, w.ExpectVersion)
 		}
 		if err != nil {
 			return err
@@ -641,21 +632,21 @@ func (db *DB) SaveAttachments(ctx context.Context, s *store.AttachmentState) err
 		} else if n == 0 {
 			return store.ErrConflict
 		}
-		for _, r := range s.Records {
+		for _, r := range w.Records {
 			if _, err := tx.ExecContext(ctx, db.Q(`INSERT INTO attachments (agent, session_key, id, seq, observation_token, data)
-				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent, session_key, id)
-				DO UPDATE SET seq = excluded.seq, observation_token = excluded.observation_token, data = excluded.data`),
-				s.Agent, s.SessionKey, r.ID, r.Seq, r.ObservationToken, string(r.Data)); err != nil {
+				VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM attachments WHERE agent = ? AND session_key = ?), ?, ?)
+				ON CONFLICT (agent, session_key, id)
+				DO UPDATE SET observation_token = excluded.observation_token, data = excluded.data`),
+				w.Agent, w.SessionKey, r.ID, w.Agent, w.SessionKey, r.ObservationToken, string(r.Data)); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("save attachments: %w", err)
+		return 0, fmt.Errorf("save attachments: %w", err)
 	}
-	s.Version++
-	return nil
+	return w.ExpectVersion + 1, nil
 }
 
 // MaxObservationToken implements store.Store.
