@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the npm-installed peers the end-to-end tests run against (pinned
-# Node, the OpenClaw gateway, Claude Code, Codex, MCP clients) into the cache.
+# Node, the OpenClaw gateway, Claude Code, Codex, MCP clients) into the cache
+# ($CLAWCONNECT_CACHE/peers), reusing what is already there. Needs npm on
+# PATH (scripts/setup/system.sh installs it). Usage: scripts/setup/peers.sh [peer ...]
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
-: # filled in by the testbed
+cd "$(dirname "$0")/../.."
+echo "== peers"
+go run ./internal/testbed/cmd/installpeers "$@"
