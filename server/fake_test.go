@@ -1,0 +1,274 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/task"
+)
+
+// fakeTasks is an in-memory Tasks for tests: jobs finish when the test says
+// so, and a waiting Check wakes on every change.
+type fakeTasks struct {
+	mu       sync.Mutex
+	n        int
+	jobs     map[string]*fakeJob
+	latest   map[string]string // sessionKey -> jobID
+	changed  chan struct{}     // closed and replaced on every change
+	waiting  chan string       // receives the jobID each time a Check starts waiting
+	runErr   error
+	runs     []RunRequest
+	cancels  []string
+	finished bool // whether new jobs start finished ("instant gateway")
+}
+
+type fakeJob struct {
+	snap   task.Snapshot
+	prompt task.Prompt
+}
+
+func newFakeTasks() *fakeTasks {
+	return &fakeTasks{
+		jobs:    make(map[string]*fakeJob),
+		latest:  make(map[string]string),
+		changed: make(chan struct{}),
+		waiting: make(chan string, 16),
+	}
+}
+
+func (f *fakeTasks) notifyLocked() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeTasks) Run(_ context.Context, req RunRequest) (task.RunResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.runErr != nil {
+		return task.RunResult{}, f.runErr
+	}
+	f.runs = append(f.runs, req)
+	f.n++
+	id := fmt.Sprintf("job-%d", f.n)
+	key := req.SessionKey
+	if key == "" {
+		key = fmt.Sprintf("agent:%s:clawconnect:%d", req.Agent, f.n)
+	}
+	if prev, ok := f.latest[key]; ok && !f.jobs[prev].snap.IsTerminal {
+		return task.RunResult{}, fmt.Errorf("A task is already running on this session (jobId %s).", prev)
+	}
+	next := &task.NextAction{Tool: "check_task", Args: task.NextActionArgs{JobID: id, SessionKey: key}}
+	j := &fakeJob{
+		snap: task.Snapshot{
+			JobID: id, TaskID: id, SessionKey: key, Status: "running", Execution: "running", Upstream: "connected",
+			Transcript: "live", Cancellation: "none", StartedAt: 1, LastEventAt: 1, Agent: req.Agent,
+			Logs: []task.LogEntry{}, ContinuePolling: true, NextAction: next,
+		},
+		prompt: task.Prompt{Task: req.Task, Context: req.Context, SenderName: req.SenderName},
+	}
+	f.jobs[id] = j
+	f.latest[key] = id
+	if f.finished {
+		f.finishLocked(id, "completed", "done: "+req.Task)
+	}
+	return task.RunResult{JobID: id, TaskID: id, SessionKey: key, Status: "running", Execution: "running",
+		Upstream: "connected", Transcript: "live", Cancellation: "none", Agent: req.Agent, NextAction: next}, nil
+}
+
+func (f *fakeTasks) finishLocked(id, status, text string) {
+	j := f.jobs[id]
+	j.snap.Status = status
+	j.snap.IsTerminal = true
+	j.snap.ContinuePolling = false
+	j.snap.NextAction = nil
+	switch status {
+	case "error":
+		j.snap.Error, j.snap.IsError, j.snap.Execution = text, true, "failed"
+	case "cancelled":
+		j.snap.Execution, j.snap.Cancellation = "cancelled", "acknowledged"
+	default:
+		j.snap.Summary, j.snap.Execution = text, "completed"
+	}
+	f.notifyLocked()
+}
+
+// finish ends a job.
+func (f *fakeTasks) finish(id, status, text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finishLocked(id, status, text)
+}
+
+// log appends a log entry to a job.
+func (f *fakeTasks) log(id, text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j := f.jobs[id]
+	j.snap.LogCursor++
+	j.snap.LogEventCount++
+	j.snap.Logs = append(j.snap.Logs, task.LogEntry{TS: 2, Type: "assistant", Text: text, Seq: j.snap.LogCursor})
+	f.notifyLocked()
+}
+
+func (f *fakeTasks) resolveLocked(jobID, sessionKey string) (*fakeJob, bool) {
+	if j, ok := f.jobs[jobID]; ok {
+		return j, true
+	}
+	if id, ok := f.latest[sessionKey]; ok {
+		return f.jobs[id], true
+	}
+	return nil, false
+}
+
+func (f *fakeTasks) Check(ctx context.Context, req CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error) {
+	timer := time.NewTimer(req.Wait)
+	defer timer.Stop()
+	f.mu.Lock()
+	j, ok := f.resolveLocked(req.JobID, req.SessionKey)
+	if !ok {
+		f.mu.Unlock()
+		return task.Snapshot{}, ErrNotFound
+	}
+	j.snap.PollCount++
+	signalled := false
+	for {
+		snap := j.snap
+		if snap.IsTerminal || (req.Mode == ModePoll && snap.LogCursor > req.KnownLogCount) {
+			f.mu.Unlock()
+			return snap, nil
+		}
+		changed := f.changed
+		f.mu.Unlock()
+		if !signalled {
+			signalled = true
+			select {
+			case f.waiting <- snap.JobID:
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return task.Snapshot{}, ctx.Err()
+		case <-timer.C:
+			return snap, nil
+		case <-changed:
+		}
+		f.mu.Lock()
+		if onUpdate != nil && !j.snap.IsTerminal {
+			onUpdate(j.snap)
+		}
+	}
+}
+
+func (f *fakeTasks) GetTask(_ context.Context, id string, detail task.Detail, _ int64) (task.TaskDetail, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j, ok := f.jobs[id]
+	if !ok {
+		return task.TaskDetail{}, ErrNotFound
+	}
+	s := j.snap
+	d := task.TaskDetail{TaskID: s.TaskID, JobID: s.JobID, SessionKey: s.SessionKey, Agent: s.Agent, Status: s.Status,
+		Execution: s.Execution, Upstream: s.Upstream, Transcript: s.Transcript, Cancellation: s.Cancellation,
+		StartedAt: s.StartedAt, LastEventAt: s.LastEventAt, PollCount: s.PollCount, ContinuePolling: s.ContinuePolling,
+		NextAction: s.NextAction, IsTerminal: s.IsTerminal, IsError: s.IsError}
+	if detail != task.DetailCore {
+		d.Summary = s.Summary
+	}
+	return d, nil
+}
+
+func (f *fakeTasks) GetPrompt(_ context.Context, id string) (task.PromptResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j, ok := f.jobs[id]
+	if !ok {
+		return task.PromptResult{}, ErrNotFound
+	}
+	return task.PromptResult{TaskID: id, Prompt: j.prompt}, nil
+}
+
+func (f *fakeTasks) ListTasks(_ context.Context, view task.ListView) ([]task.TaskSummary, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []task.TaskSummary
+	for i := f.n; i >= 1; i-- {
+		j := f.jobs[fmt.Sprintf("job-%d", i)]
+		if j == nil || f.latest[j.snap.SessionKey] != j.snap.JobID {
+			continue
+		}
+		st := task.TaskDone
+		if !j.snap.IsTerminal {
+			st = task.TaskRunning
+		} else if j.snap.IsError {
+			st = task.TaskFailed
+		}
+		if view == task.ViewActive && st != task.TaskRunning {
+			continue
+		}
+		out = append(out, task.TaskSummary{TaskID: j.snap.TaskID, JobID: j.snap.JobID, SessionKey: j.snap.SessionKey, Agent: j.snap.Agent, Status: st})
+	}
+	return out, nil
+}
+
+func (f *fakeTasks) GetSession(_ context.Context, req SessionRequest) (task.SessionResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id, ok := f.latest[req.SessionID]
+	if !ok {
+		return task.SessionResult{}, ErrNotFound
+	}
+	s := f.jobs[id].snap
+	r := task.SessionResult{Found: true, SessionKey: s.SessionKey, Agent: s.Agent, JobID: s.JobID, Status: s.Status, Summary: s.Summary}
+	if req.Mode == task.ModeEvents || req.Mode == task.ModeTail {
+		logs := s.Logs[min(req.After, len(s.Logs)):]
+		logs = logs[:min(req.Limit, len(logs))]
+		r.Events = logs
+		if req.Mode == task.ModeTail {
+			n := int64(req.After + len(logs))
+			r.NextAfter = &n
+		}
+	}
+	return r, nil
+}
+
+func (f *fakeTasks) ListSessions(context.Context) ([]task.ContinuationState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []task.ContinuationState{}
+	for key, id := range f.latest {
+		out = append(out, task.ContinuationState{SessionKey: key, LastJobID: id, LastSummary: f.jobs[id].snap.Summary, Agent: f.jobs[id].snap.Agent})
+	}
+	return out, nil
+}
+
+func (f *fakeTasks) Cancel(_ context.Context, id string) (task.CancelResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j, ok := f.jobs[id]
+	if !ok {
+		return task.CancelResult{}, ErrNotFound
+	}
+	f.cancels = append(f.cancels, id)
+	if j.snap.IsTerminal {
+		return task.CancelResult{Found: true, AlreadyTerminal: true, Status: j.snap.Status, JobID: id}, nil
+	}
+	f.finishLocked(id, "cancelled", "")
+	return task.CancelResult{Found: true, Requested: true, Status: "running", JobID: id}, nil
+}
+
+func (f *fakeTasks) CountByStatus(context.Context) (map[string]int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for _, j := range f.jobs {
+		out[j.snap.Status]++
+	}
+	return out, nil
+}
+
+func (f *fakeTasks) GatewayStates() map[string]string {
+	return map[string]string{"alpha": "connected", "beta": "reconnecting"}
+}

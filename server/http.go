@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/clawconnect/clawconnect/internal/config"
+)
+
+// forbiddenBody is the reference's answer to a request without a valid
+// credential.
+const forbiddenBody = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Forbidden: token required via ?pass= or Authorization: Bearer"}}`
+
+// ErrInsecureRemote is returned by ListenAndServe when asked to listen
+// beyond loopback while no credential is configured.
+var ErrInsecureRemote = errors.New("refusing to listen beyond loopback without authentication: set MCP_USER_TOKENS, MCP_USER_TOKENS_FILE or PUBLIC_MCP_PASS, or allow it explicitly")
+
+// MaxRequestBytes bounds one HTTP request body on /mcp.
+const MaxRequestBytes = 4 << 20
+
+type ctxKey int
+
+const connKey ctxKey = 0
+
+// connParams is what the auth and scope layer decided for one request.
+type connParams struct {
+	scope    config.Scope
+	identity config.Identity
+}
+
+// Handler returns the HTTP handler: /mcp (stateless streamable HTTP, with
+// CORS and authentication), /health, /metrics and / (plain "OK").
+func (s *Server) Handler() http.Handler {
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		p, ok := r.Context().Value(connKey).(connParams)
+		if !ok {
+			return nil
+		}
+		return s.MCPServer(p.scope, p.identity)
+	}, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		Logger:              s.logger,
+		MaxRequestBodyBytes: MaxRequestBytes,
+		// A client that goes away cancels its waiting check_task.
+		PropagateRequestCancellation: true,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.withCORS(s.withAuth(mcpHandler)))
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	})
+	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("OK"))
+	})
+	return mux
+}
+
+// withCORS adds the /mcp CORS headers and answers preflights with 204.
+func (s *Server) withCORS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+		h.Set("Access-Control-Allow-Headers", "Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Authorization")
+		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id")
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// withAuth authenticates the request and resolves its agent scope.
+func (s *Server) withAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		var bearer string
+		if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+			bearer = strings.TrimSpace(v[7:])
+		}
+		id, ok := s.auth.Authenticate(q.Get("pass"), bearer)
+		if !ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(forbiddenBody))
+			return
+		}
+		agents := append(q["agents"], q["agent"]...)
+		scope, warnings := s.registry.Scope(q["group"], agents)
+		for _, w := range warnings {
+			s.logger.Warn("scope", "warning", w)
+		}
+		ctx := context.WithValue(r.Context(), connKey, connParams{scope: scope, identity: id})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// CheckListen returns ErrInsecureRemote when addr is not a loopback address
+// and no credential is configured, unless Options.AllowUnauthenticatedRemote
+// is set.
+func (s *Server) CheckListen(addr string) error {
+	if s.allowRem || s.auth.Required() {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("check listen address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return ErrInsecureRemote
+}
+
+// ListenAndServe serves Handler on addr until ctx is cancelled, then shuts
+// down gracefully, giving in-flight requests up to grace to finish. ready,
+// when non-nil, receives the bound address once the listener is open. It
+// returns nil after a clean shutdown.
+func (s *Server) ListenAndServe(ctx context.Context, addr string, grace time.Duration, ready func(net.Addr)) error {
+	if err := s.CheckListen(addr); err != nil {
+		return err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	// Request contexts derive from base, which is cancelled when shutdown
+	// starts, so waiting check_task calls return at once instead of holding
+	// the shutdown for up to two minutes.
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http: %w", err)
+	case <-ctx.Done():
+	}
+	cancelBase()
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	shutdownErr := srv.Shutdown(sctx)
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve http: %w", err)
+	}
+	if shutdownErr != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown http: %w", shutdownErr)
+	}
+	return nil
+}

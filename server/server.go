@@ -1,0 +1,177 @@
+// Package server is ClawConnect's MCP server: the nine task-bridge tools,
+// declared once and served identically over stdio and stateless streamable
+// HTTP, with HTTP authentication, per-connection agent scopes, CORS, a
+// health endpoint and Prometheus metrics. It is public so that a host can
+// embed the bridge with its own task service and runtime registry.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/clawconnect/clawconnect/internal/config"
+)
+
+// DefaultVersion is reported when Options.Version is empty.
+const DefaultVersion = "0.2.0"
+
+// Options configures a Server. Tasks and Registry are required; every other
+// zero value is a documented default.
+type Options struct {
+	// Tasks is the task service behind the tools.
+	Tasks Tasks
+	// Registry is the agent configuration (agents.json or the env fallback).
+	Registry *config.Registry
+	// Timeouts supplies the check_task wait window; the zero value means
+	// config.DefaultTimeouts().
+	Timeouts *config.Timeouts
+	// Auth checks HTTP credentials; nil means an open HTTP server. stdio
+	// never authenticates.
+	Auth *config.Authenticator
+	// AllowUnauthenticatedRemote lets ListenAndServe bind a non-loopback
+	// address while Auth requires nothing. Off by default.
+	AllowUnauthenticatedRemote bool
+	// Version is reported as serverVersion; empty means DefaultVersion.
+	Version string
+	// Build is reported as build (CLAWCONNECT_BUILD_SHA); empty means "unknown".
+	Build string
+	// Logger receives operational logs; nil discards them. Never stdout.
+	Logger *slog.Logger
+}
+
+// Server serves the tools. It is safe for concurrent use by any number of
+// connections; it owns no goroutines of its own.
+type Server struct {
+	tasks    Tasks
+	registry *config.Registry
+	timeouts config.Timeouts
+	auth     *config.Authenticator
+	allowRem bool
+	version  string
+	build    string
+	logger   *slog.Logger
+	metrics  *metrics
+
+	mu    sync.Mutex
+	cache map[string]*mcp.Server // per scope+identity, bounded by maxCachedServers
+}
+
+// maxCachedServers bounds the per-scope MCP server cache of the HTTP handler.
+const maxCachedServers = 64
+
+// New validates opts and returns a Server.
+func New(opts Options) (*Server, error) {
+	if opts.Tasks == nil {
+		return nil, errors.New("server: Options.Tasks is required")
+	}
+	if opts.Registry == nil || len(opts.Registry.Agents) == 0 {
+		return nil, errors.New("server: Options.Registry with at least one agent is required")
+	}
+	s := &Server{
+		tasks:    opts.Tasks,
+		registry: opts.Registry,
+		timeouts: config.DefaultTimeouts(),
+		auth:     opts.Auth,
+		allowRem: opts.AllowUnauthenticatedRemote,
+		version:  opts.Version,
+		build:    opts.Build,
+		logger:   opts.Logger,
+		cache:    make(map[string]*mcp.Server),
+	}
+	if opts.Timeouts != nil {
+		s.timeouts = *opts.Timeouts
+	}
+	if s.version == "" {
+		s.version = DefaultVersion
+	}
+	if s.build == "" {
+		s.build = "unknown"
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.auth == nil {
+		s.auth = config.NewAuthenticator(config.AuthOptions{})
+	}
+	s.metrics = newMetrics(s.tasks)
+	return s, nil
+}
+
+// MCPServer returns the MCP server for a connection with the given scope and
+// identity. Servers are cached, so repeated calls with the same arguments
+// return the same value.
+func (s *Server) MCPServer(scope config.Scope, id config.Identity) *mcp.Server {
+	key := strings.Join(scope.Allowed, ",") + "|" + scope.Default + "|" + scope.ServerName + "|" + id.User + fmt.Sprintf("|%t", id.Legacy)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ms, ok := s.cache[key]; ok {
+		return ms
+	}
+	if len(s.cache) >= maxCachedServers {
+		for k := range s.cache { // evict an arbitrary entry
+			delete(s.cache, k)
+			break
+		}
+	}
+	ms := s.newMCPServer(&conn{s: s, scope: scope, identity: id})
+	s.cache[key] = ms
+	return ms
+}
+
+func (s *Server) newMCPServer(c *conn) *mcp.Server {
+	ms := mcp.NewServer(&mcp.Implementation{Name: c.serverName(), Title: "ClawConnect", Version: s.version}, &mcp.ServerOptions{
+		Logger:       s.logger,
+		Instructions: "Hand tasks to OpenClaw agents: run_task returns at once with a jobId; check_task waits for the result. list_agents shows who can help.",
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	for _, d := range c.tools() {
+		d.add(ms, d.tool)
+	}
+	ms.AddReceivingMiddleware(s.metrics.middleware)
+	return ms
+}
+
+// Tools returns the tool declarations of a connection with the full scope
+// and no identity, in declaration order. The result is a copy.
+func (s *Server) Tools() []*mcp.Tool {
+	c := &conn{s: s, scope: s.registry.FullScope()}
+	var out []*mcp.Tool
+	for _, d := range c.tools() {
+		t := *d.tool
+		out = append(out, &t)
+	}
+	return out
+}
+
+// ToolsetVersion returns the toolset hash that get_connection_info reports
+// for a full-scope, anonymous connection.
+func (s *Server) ToolsetVersion() string {
+	return toolsetVersion((&conn{s: s, scope: s.registry.FullScope()}).tools())
+}
+
+// ServeStdio serves one MCP connection over newline-delimited JSON on r and
+// w with every agent in scope. It returns nil when r reaches end of file
+// (the client closed stdin) or ctx is cancelled; w carries only protocol.
+func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	ms := s.MCPServer(s.registry.FullScope(), config.Identity{})
+	err := ms.Run(ctx, &mcp.IOTransport{Reader: nopReadCloser{r}, Writer: nopWriteCloser{w}})
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return nil
+	}
+	return fmt.Errorf("serve stdio: %w", err)
+}
+
+type nopReadCloser struct{ io.Reader }
+
+func (nopReadCloser) Close() error { return nil }
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

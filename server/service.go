@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/task"
+)
+
+// ErrNotFound is returned by a Tasks implementation when the job, task or
+// session does not exist. The tools turn it into their not-found results.
+var ErrNotFound = errors.New("not found")
+
+// Tasks is what the MCP tools need from the task manager. Implementations
+// must be safe for concurrent use; every method honours ctx.
+type Tasks interface {
+	// Run submits a task and returns at once; it never waits for the run.
+	Run(ctx context.Context, req RunRequest) (task.RunResult, error)
+	// Check resolves the job (by JobID, else by the session's latest job),
+	// counts a poll and, unless the job is already finished, blocks until it
+	// finishes, the wait elapses, ctx ends or (in poll mode) new log entries
+	// beyond KnownLogCount appear. onUpdate, when non-nil, is called with
+	// each intermediate snapshot while waiting; it must not block for long.
+	Check(ctx context.Context, req CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error)
+	// GetTask returns a task at the given detail preset (never "prompt")
+	// without waiting and without counting a poll.
+	GetTask(ctx context.Context, taskID string, detail task.Detail, knownLogCount int64) (task.TaskDetail, error)
+	// GetPrompt returns what the caller asked for a task.
+	GetPrompt(ctx context.Context, taskID string) (task.PromptResult, error)
+	// ListTasks returns one row per known session: its latest job.
+	ListTasks(ctx context.Context, view task.ListView) ([]task.TaskSummary, error)
+	// GetSession inspects a session. A missing session is ErrNotFound.
+	GetSession(ctx context.Context, req SessionRequest) (task.SessionResult, error)
+	// ListSessions returns the continuation state of every known session.
+	ListSessions(ctx context.Context) ([]task.ContinuationState, error)
+	// Cancel asks the gateway to stop a job; it is idempotent.
+	Cancel(ctx context.Context, jobID string) (task.CancelResult, error)
+}
+
+// StatusCounter is optionally implemented by a Tasks value to feed the
+// clawconnect_tasks gauge of /metrics. It is called once per scrape.
+type StatusCounter interface {
+	CountByStatus(ctx context.Context) (map[string]int, error)
+}
+
+// GatewayStater is optionally implemented by a Tasks value to feed the
+// clawconnect_gateway_connected gauge of /metrics: agent id → state
+// ("connected", "reconnecting", "unavailable").
+type GatewayStater interface {
+	GatewayStates() map[string]string
+}
+
+// RunRequest is a validated run_task call. Agent is always a configured,
+// in-scope agent id.
+type RunRequest struct {
+	Agent      string
+	Task       string
+	Context    string
+	SessionKey string
+	SenderName string
+	Payload    string
+}
+
+// Check modes.
+const (
+	ModeWait = "wait"
+	ModePoll = "poll"
+)
+
+// CheckRequest is a validated check_task call.
+type CheckRequest struct {
+	JobID         string
+	SessionKey    string
+	Agent         string // may be empty: any agent
+	KnownLogCount int64
+	Mode          string        // ModeWait or ModePoll
+	Wait          time.Duration // already clamped
+}
+
+// SessionRequest is a validated get_session call.
+type SessionRequest struct {
+	SessionID string
+	Agent     string // may be empty: any agent
+	Mode      task.SessionMode
+	Limit     int // 1..200
+	After     int // >= 0
+}
