@@ -88,7 +88,7 @@ type sessionInfoWire struct {
 }
 
 func (w sessionInfoWire) info() SessionInfo {
-	return SessionInfo{Status: w.Status, HasActiveRun: w.HasActiveRun, ActiveRunIDs: w.ActiveRunIDs, LastRunID: w.LastRunID}
+	return SessionInfo(w)
 }
 
 // History reads a session's transcript with chat.history.

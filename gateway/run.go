@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -110,14 +111,14 @@ type Source string
 
 // Outcome text sources.
 const (
-	SourceMessageTool Source = "message_tool"  // the agent's message tool reply
-	SourceChatFinal   Source = "chat_final"    // the final chat message
-	SourceTerminal    Source = "terminal"      // lifecycle end terminalReply
-	SourceStream      Source = "stream"        // the last cumulative assistant text
-	SourceAgentResult Source = "agent_result"  // the agent method's final result payloads
-	SourceAgentWait   Source = "agent_wait"    // agent.wait terminalReply
-	SourceHistory     Source = "history"       // the session transcript
-	SourceNone        Source = "none"          // nothing: Text is NoResponseText
+	SourceMessageTool Source = "message_tool" // the agent's message tool reply
+	SourceChatFinal   Source = "chat_final"   // the final chat message
+	SourceTerminal    Source = "terminal"     // lifecycle end terminalReply
+	SourceStream      Source = "stream"       // the last cumulative assistant text
+	SourceAgentResult Source = "agent_result" // the agent method's final result payloads
+	SourceAgentWait   Source = "agent_wait"   // agent.wait terminalReply
+	SourceHistory     Source = "history"      // the session transcript
+	SourceNone        Source = "none"         // nothing: Text is NoResponseText
 )
 
 // Outcome is the final result of a run.
@@ -248,12 +249,16 @@ func (r *Run) submitParams() (string, map[string]any) {
 }
 
 // submit sends the run. The first answer's run id goes to accepted (once);
-// a failure before any answer goes to failed. For the agent method the final
-// answer is posted to the run as itemFinalRes.
+// a failure before any answer goes to failed. When accepted is nil (a
+// resubmission) everything is posted to the run instead. For the agent
+// method the final answer is posted to the run as itemFinalRes.
 func (r *Run) submit(ctx context.Context, accepted chan<- string, failed chan<- error) {
 	method, params := r.submitParams()
-	var once sync.Once
+	var acked atomic.Bool
 	ack := func(payload json.RawMessage) {
+		if acked.Swap(true) {
+			return
+		}
 		var a struct {
 			RunID string `json:"runId"`
 		}
@@ -261,57 +266,43 @@ func (r *Run) submit(ctx context.Context, accepted chan<- string, failed chan<- 
 		if a.RunID == "" {
 			a.RunID = r.req.IdempotencyKey
 		}
-		once.Do(func() {
-			if accepted != nil {
-				accepted <- a.RunID
-			} else {
-				r.post(runItem{kind: itemAccepted, payload: payload})
-			}
-		})
+		if accepted != nil {
+			accepted <- a.RunID
+		}
 	}
-	o := CallOptions{ExpectFinal: method == "agent", OnAccepted: ack, Timeout: -1}
-	if method != "agent" {
-		o.Timeout = 0
+	o := CallOptions{ExpectFinal: method == "agent", OnAccepted: ack}
+	if method == "agent" {
+		o.Timeout = -1 // the final answer comes when the run ends
 	}
 	payload, err := r.c.CallWith(ctx, method, params, o)
 	if err != nil {
 		var re *RPCError
-		if errors.As(err, &re) && len(re.Payload) > 0 && onceDone(&once) {
+		switch {
+		case errors.As(err, &re) && len(re.Payload) > 0 && acked.Load():
 			// agent: a failed run's final answer carries error and payload.
 			r.post(runItem{kind: itemFinalRes, payload: re.Payload, err: err})
-			return
-		}
-		if onceDone(&once) {
+		case acked.Load() || failed == nil:
 			r.post(runItem{kind: itemSubmitErr, err: err})
-			return
-		}
-		if failed != nil {
+		default:
 			failed <- err
-		} else {
-			r.post(runItem{kind: itemSubmitErr, err: err})
 		}
 		return
 	}
-	wasAcked := onceDone(&once)
+	wasAcked := acked.Load()
 	ack(payload)
-	if method == "agent" || wasAcked {
+	if method == "agent" && wasAcked {
 		r.post(runItem{kind: itemFinalRes, payload: payload})
-	} else if method == "chat.send" {
-		var s struct {
-			Status string `json:"status"`
-		}
-		_ = json.Unmarshal(payload, &s)
-		if s.Status == "ok" { // resubmit of a finished chat.send run
-			r.post(runItem{kind: itemFinalRes, payload: payload})
-		}
+		return
 	}
-}
-
-// onceDone reports whether once has already run.
-func onceDone(once *sync.Once) bool {
-	done := true
-	once.Do(func() { done = false })
-	return done
+	// A single answer: "started"/"in_flight" (keep following events) or the
+	// stored result of a run that already ended ("ok").
+	var st struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(payload, &st)
+	if st.Status == "ok" || st.Status == "error" {
+		r.post(runItem{kind: itemFinalRes, payload: payload})
+	}
 }
 
 // confirm records the run id and re-indexes the run under it.
@@ -669,6 +660,8 @@ func (r *Run) handleAgent(ctx context.Context, st *runState, p *runPayload) (Out
 		if d.TerminalReply != nil && d.TerminalReply.Text != "" {
 			st.terminal = d.TerminalReply.Text
 		}
+		// lifecycle end is not terminal by itself: the chat final (with the
+		// authoritative message) follows at once, and agent.wait backs it up.
 		switch phase {
 		case "end":
 			if d.Aborted {
@@ -677,7 +670,6 @@ func (r *Run) handleAgent(ctx context.Context, st *runState, p *runPayload) (Out
 			if len(d.Error) > 0 && string(d.Error) != "null" {
 				return r.outcome0(st, StatusError, "", d.StopReason, SourceNone, errorText(d.Error)), true
 			}
-			return r.finishOK(ctx, st, "", SourceTerminal, d.StopReason)
 		case "error":
 			return r.outcome0(st, StatusError, "", d.StopReason, SourceNone, errorText(d.Error)), true
 		}
