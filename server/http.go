@@ -160,6 +160,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, grace time.Dur
 	case <-ctx.Done():
 	}
 	cancelBase()
+	s.Drain()
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	shutdownErr := srv.Shutdown(sctx)

@@ -61,6 +61,9 @@ type Server struct {
 
 	mu    sync.Mutex
 	cache map[string]*mcp.Server // per scope+identity, bounded by maxCachedServers
+
+	drainOnce sync.Once
+	draining  chan struct{} // closed by Drain
 }
 
 // maxCachedServers bounds the per-scope MCP server cache of the HTTP handler.
@@ -84,6 +87,7 @@ func New(opts Options) (*Server, error) {
 		build:    opts.Build,
 		logger:   opts.Logger,
 		cache:    make(map[string]*mcp.Server),
+		draining: make(chan struct{}),
 	}
 	if opts.Timeouts != nil {
 		s.timeouts = *opts.Timeouts
@@ -102,6 +106,14 @@ func New(opts Options) (*Server, error) {
 	}
 	s.metrics = newMetrics(s.tasks)
 	return s, nil
+}
+
+// Drain makes every waiting check_task return at once (asking the client to
+// check again) and every later wait return immediately. ListenAndServe
+// calls it when shutdown starts; it is idempotent and safe to call from any
+// goroutine.
+func (s *Server) Drain() {
+	s.drainOnce.Do(func() { close(s.draining) })
 }
 
 // MCPServer returns the MCP server for a connection with the given scope and

@@ -25,18 +25,19 @@ const MaxTextBytes = 1 << 20
 
 // Model-facing texts. They are part of the contract with existing clients.
 const (
-	textSubmitted      = "Task submitted. Use check_task to poll for progress."
-	textTokenHint      = "This connection uses the shared password. Ask the operator for a personal token so your tasks carry your name."
-	textJobNotFound    = "Job not found. The server may have restarted."
+	textSubmitted       = "Task submitted. Use check_task to poll for progress."
+	textTokenHint       = "This connection uses the shared password. Ask the operator for a personal token so your tasks carry your name."
+	textJobNotFound     = "Job not found. The server may have restarted."
 	textJobNotFoundBare = "Job not found."
-	textSessionJobGone = "Task state not found for that session. The server may have restarted."
-	textTaskNotFound   = "Task not found. The server may have restarted."
-	textTaskNotFoundSC = "Task not found."
-	textSessionMissing = "Session not found."
-	textCancelMissing  = "Task not found — nothing to cancel. The server may have restarted."
-	textCancelNeedsArg = "Pass taskId (or sessionKey) to say which task to stop."
-	textStopRequested  = "Stop requested. Check get_task for the terminal cancellation result."
-	textCheckNeedsArg  = "Pass jobId (or sessionKey) to say which task to check. run_task returns both."
+	textSessionJobGone  = "Task state not found for that session. The server may have restarted."
+	textTaskNotFound    = "Task not found. The server may have restarted."
+	textTaskNotFoundSC  = "Task not found."
+	textSessionMissing  = "Session not found."
+	textCancelMissing   = "Task not found — nothing to cancel. The server may have restarted."
+	textCancelNeedsArg  = "Pass taskId (or sessionKey) to say which task to stop."
+	textStopRequested   = "Stop requested. Check get_task for the terminal cancellation result."
+	textDraining        = "The server is restarting; the task keeps running. Call check_task again in a few seconds."
+	textCheckNeedsArg   = "Pass jobId (or sessionKey) to say which task to check. run_task returns both."
 )
 
 // RunTaskInput is the input of run_task.
@@ -414,11 +415,12 @@ func (c *conn) inScope(agent string) bool {
 // narrowed reports whether the connection sees fewer than all agents.
 func (c *conn) narrowed() bool { return len(c.scope.Allowed) < len(c.s.registry.Agents) }
 
-func tooLong(field, v string) error {
+// tooLong returns the refusal for an oversized argument, or "".
+func tooLong(field, v string) string {
 	if len(v) > MaxTextBytes {
-		return fmt.Errorf("%s is too long (%d bytes; at most %d). Shorten it, or pass large data as payload in pieces across tasks.", field, len(v), MaxTextBytes)
+		return fmt.Sprintf("%s is too long (%d bytes; at most %d). Shorten it, or split the work across several tasks.", field, len(v), MaxTextBytes)
 	}
-	return nil
+	return ""
 }
 
 func (c *conn) runTask(ctx context.Context, _ *mcp.CallToolRequest, in RunTaskInput) (*mcp.CallToolResult, any, error) {
@@ -426,8 +428,8 @@ func (c *conn) runTask(ctx context.Context, _ *mcp.CallToolRequest, in RunTaskIn
 		return nil, nil, errors.New("task must not be empty: say what the agent should do")
 	}
 	for _, f := range []struct{ name, v string }{{"task", in.Task}, {"context", in.Context}, {"payload", in.Payload}} {
-		if err := tooLong(f.name, f.v); err != nil {
-			return nil, nil, err
+		if msg := tooLong(f.name, f.v); msg != "" {
+			return errorResult(msg), nil, nil
 		}
 	}
 	agent := strings.TrimSpace(in.Agent)
@@ -468,7 +470,7 @@ type checkNotFound struct {
 func (c *conn) checkTask(ctx context.Context, req *mcp.CallToolRequest, in CheckTaskInput) (*mcp.CallToolResult, any, error) {
 	jobID, sessionKey := strings.TrimSpace(in.JobID), strings.TrimSpace(in.SessionKey)
 	if jobID == "" && sessionKey == "" {
-		return nil, nil, errors.New(textCheckNeedsArg)
+		return errorResult(textCheckNeedsArg), nil, nil
 	}
 	if msg := c.refuseAgent(in.Agent); msg != "" {
 		return errorResult(msg), nil, nil
@@ -508,13 +510,25 @@ func (c *conn) checkTask(ctx context.Context, req *mcp.CallToolRequest, in Check
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
 		}
 	}
-	snap, err := c.s.tasks.Check(ctx, CheckRequest{
+	// A shutdown (Drain) ends the wait early; the client is told to ask again.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.s.draining:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	snap, err := c.s.tasks.Check(wctx, CheckRequest{
 		JobID: jobID, SessionKey: sessionKey, Agent: in.Agent, KnownLogCount: max(in.KnownLogCount, 0),
 		Mode: mode, Wait: c.s.timeouts.ClampCheckWait(in.WaitMs),
 	}, onUpdate)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return notFound(missing)
+	case err != nil && ctx.Err() == nil && wctx.Err() != nil:
+		return errorResult(textDraining), nil, nil
 	case err != nil:
 		return nil, nil, fmt.Errorf("check task: %w", err)
 	case !c.inScope(snap.Agent):
@@ -684,7 +698,7 @@ func (c *conn) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ Empty
 func (c *conn) cancelTask(ctx context.Context, _ *mcp.CallToolRequest, in CancelTaskInput) (*mcp.CallToolResult, any, error) {
 	id, sessionKey := strings.TrimSpace(in.TaskID), strings.TrimSpace(in.SessionKey)
 	if id == "" && sessionKey == "" {
-		return nil, nil, errors.New(textCancelNeedsArg)
+		return errorResult(textCancelNeedsArg), nil, nil
 	}
 	notFound := func() (*mcp.CallToolResult, any, error) {
 		return errorResult(textCancelMissing), task.CancelResult{}, nil
