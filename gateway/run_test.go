@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -301,5 +302,66 @@ func TestClientCloseEndsRuns(t *testing.T) {
 	}
 	if _, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: "c", Message: "m", IdempotencyKey: "c-2"}); !errors.Is(err, gateway.ErrClosed) {
 		t.Errorf("StartRun after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestFramesBeforeRunIDAreReplayed: the gateway streams the whole run,
+// under a run id of its own choosing, before it acknowledges the submit.
+func TestFramesBeforeRunIDAreReplayed(t *testing.T) {
+	gw := newGW(t, nil)
+	gw.Handle("agent", func(_ context.Context, _ json.RawMessage) (any, error) {
+		gw.Broadcast([]byte(`{"type":"event","event":"chat","payload":{"runId":"other","sessionKey":"agent:main:pre","seq":1,"state":"final","message":{"content":[{"type":"text","text":"not mine"}]}}}`))
+		gw.Broadcast([]byte(`{"type":"event","event":"chat","payload":{"runId":"srv-1","sessionKey":"agent:main:pre","seq":1,"state":"delta","message":{"content":[{"type":"text","text":"ea"}]}}}`))
+		gw.Broadcast([]byte(`{"type":"event","event":"chat","payload":{"runId":"srv-1","sessionKey":"agent:main:pre","seq":2,"state":"final","message":{"content":[{"type":"text","text":"early"}]}}}`))
+		return map[string]any{"runId": "srv-1", "status": "accepted"}, nil
+	})
+	c := dial(t, gw)
+	ctx := waitCtx(t)
+	run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: "pre", Message: "m", IdempotencyKey: "idem-pre"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	got, err := run.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := gateway.Outcome{RunID: "srv-1", SessionKey: "agent:main:pre", Status: gateway.StatusOK, Text: "early", Source: gateway.SourceChatFinal}
+	if diff := cmp.Diff(want, got, ignoreVolatile); diff != "" {
+		t.Errorf("outcome (-want +got):\n%s", diff)
+	}
+}
+
+func TestEmptyFinalFallsBackToHistoryThenSentinel(t *testing.T) {
+	tests := []struct {
+		name string
+		turn fakegateway.Turn
+		want gateway.Outcome
+	}{
+		// The final and the stream carry no text; only the transcript has it.
+		{"history", fakegateway.Turn{Reply: "only in transcript", EmptyFinal: true, NoStream: true},
+			gateway.Outcome{Status: gateway.StatusOK, Text: "only in transcript", Source: gateway.SourceHistory}},
+		{"sentinel", fakegateway.Turn{Reply: "", EmptyFinal: true},
+			gateway.Outcome{Status: gateway.StatusOK, Text: gateway.NoResponseText, Source: gateway.SourceNone}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gw := newGW(t, func(fakegateway.Submit) fakegateway.Turn { return tt.turn })
+			c := dial(t, gw)
+			ctx := waitCtx(t)
+			run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: "e", Message: "m", IdempotencyKey: "e-" + tt.name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer run.Close()
+			got, err := run.Wait(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.want.RunID, tt.want.SessionKey = "e-"+tt.name, "agent:main:e"
+			if diff := cmp.Diff(tt.want, got, ignoreVolatile); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -268,7 +268,7 @@ func (s *Server) execute(ctx context.Context, r *frun) {
 	chunks := max(t.Chunks, 1)
 	runes := []rune(reply)
 	text := ""
-	for i := 1; i <= chunks && len(runes) > 0; i++ {
+	for i := 1; i <= chunks && len(runes) > 0 && !t.NoStream; i++ {
 		text = string(runes[:len(runes)*i/chunks])
 		n := next()
 		emit("agent", map[string]any{"runId": r.id, "sessionKey": r.session, "seq": n, "stream": "assistant",

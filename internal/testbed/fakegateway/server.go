@@ -63,6 +63,9 @@ type Turn struct {
 	Reply string
 	// Chunks splits Reply into that many cumulative deltas (default 1).
 	Chunks int
+	// NoStream sends no delta/assistant events (the text is then only in
+	// the final, the transcript and agent.wait).
+	NoStream bool
 	// Delay before the run ends (after the deltas).
 	Delay time.Duration
 	// Hold keeps the run going until Server.Release(runID) or an abort.
