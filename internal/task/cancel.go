@@ -1,0 +1,128 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// abortTimeout bounds the gateway abort of a cancel.
+const abortTimeout = 15 * time.Second
+
+// Cancel is cancel_task: it asks OpenClaw to stop the task's run and waits
+// for the gateway's answer (at most 15 s). A confirmed abort ends the task
+// cancelled (cancelled-by-request); an unconfirmed one ends it in error
+// (cancellation-not-confirmed). Idempotent: a second call while an abort is
+// in flight waits on the same operation.
+func (m *Manager) Cancel(ctx context.Context, taskID, sessionKey string) (*CancelResult, error) {
+	if taskID == "" && sessionKey == "" {
+		return nil, fmt.Errorf("cancel task: %w: %s", ErrInvalidInput, MsgCancelNeedsTarget)
+	}
+	t, err := m.resolve(ctx, taskID, sessionKey, MsgCancelNotFound)
+	if err != nil {
+		var nf *NotFoundError
+		if errors.As(err, &nf) {
+			return nil, fmt.Errorf("cancel task: %w", &NotFoundError{Message: MsgCancelNotFound})
+		}
+		return nil, fmt.Errorf("cancel task: %w", err)
+	}
+	terminal := func(t *store.Task) *CancelResult {
+		return &CancelResult{Found: true, AlreadyTerminal: true, Status: string(t.Status), JobID: t.ID,
+			Note: fmt.Sprintf("Task already finished with status %q — nothing to stop.", t.Status)}
+	}
+	if t.Status.Terminal() {
+		return terminal(t), nil
+	}
+	l := m.getLive(t.ID)
+	if l == nil {
+		return m.cancelForeign(ctx, t)
+	}
+	l.mu.Lock()
+	if l.t.Status.Terminal() {
+		c := *l.t
+		l.mu.Unlock()
+		return terminal(&c), nil
+	}
+	if wait := l.cancelling; wait != nil {
+		l.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cancel task: %w", ctx.Err())
+		}
+		l.mu.Lock()
+		res := *l.cancelRes
+		l.mu.Unlock()
+		return &res, nil
+	}
+	wait := make(chan struct{})
+	l.cancelling = wait
+	if err := m.updateLocked(ctx, l, func(t *store.Task) bool {
+		t.Cancellation = "requested"
+		return !t.Status.Terminal()
+	}); err != nil {
+		m.o.Logger.Warn("persist cancellation request failed", "job_id", l.id, "err", err)
+	}
+	m.appendLogLocked(ctx, l, "lifecycle", "Stop requested by the caller.", false, "", nil)
+	runID, key := l.t.ParentRunID, l.t.SessionKey
+	l.mu.Unlock()
+
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	aborted, aerr := m.gw.Abort(actx, key, runID)
+	cancel()
+	m.finish(context.WithoutCancel(ctx), l, cancelOutcome(key, aborted, aerr))
+	res := &CancelResult{Found: true, Requested: true, JobID: t.ID}
+	l.mu.Lock()
+	res.Status = string(l.t.Status)
+	l.cancelRes = res
+	l.cancelling = nil
+	close(wait)
+	l.mu.Unlock()
+	return res, nil
+}
+
+func cancelOutcome(key string, aborted bool, err error) outcome {
+	if aborted && err == nil {
+		return outcome{status: store.StatusCancelled, summary: "Cancelled by request.", reason: "cancelled-by-request",
+			source: "parent", cancellation: "acknowledged"}
+	}
+	msg := "Cancellation was requested, but OpenClaw reported no active run for session " + key + "."
+	if err != nil {
+		msg = "Cancellation request failed before OpenClaw confirmed the stop: " + err.Error()
+	}
+	return outcome{status: store.StatusError, err: msg, reason: "cancellation-not-confirmed", source: "parent",
+		cancellation: "reconciled", errInfo: &store.ErrorInfo{Category: "timeout", Message: msg,
+			SuggestedRecovery: "Check get_task or get_session; the run may have already ended."}}
+}
+
+// cancelForeign cancels a running task that another replica follows: the
+// abort goes to the gateway, the outcome through the store's
+// compare-and-set (the owner adopts it on its next write).
+func (m *Manager) cancelForeign(ctx context.Context, t *store.Task) (*CancelResult, error) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	aborted, aerr := m.gw.Abort(actx, t.SessionKey, t.ParentRunID)
+	cancel()
+	o := cancelOutcome(t.SessionKey, aborted, aerr)
+	for range 4 {
+		if t.Status.Terminal() {
+			break
+		}
+		next := *t
+		applyOutcome(&next, o, m.nowMs(), false)
+		err := m.st.UpdateTask(ctx, &next)
+		if err == nil {
+			t = &next
+			break
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return nil, fmt.Errorf("cancel task: %w", err)
+		}
+		if t, err = m.st.GetTask(ctx, m.o.Agent, t.ID); err != nil {
+			return nil, fmt.Errorf("cancel task: %w", err)
+		}
+	}
+	return &CancelResult{Found: true, Requested: true, Status: string(t.Status), JobID: t.ID}, nil
+}

@@ -1,0 +1,302 @@
+package task
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// live is the in-memory state of a task this process follows. Its record
+// is written through to the store on every change; it is dropped when the
+// task's follower returns.
+type live struct {
+	id string
+
+	mu         sync.Mutex
+	t          *store.Task
+	done       chan struct{} // closed at the first terminal outcome
+	ended      bool
+	changed    chan struct{} // closed and replaced when a log entry lands
+	urgentSeq  int64         // seq of the newest non-tool entry
+	recent     []recentEntry // the last 6 entries, for echo suppression
+	lastEvent  time.Time
+	eventGen   uint64
+	openTools  int
+	cancelling chan struct{} // non-nil while a cancel is in flight; closed when it ends
+	cancelRes  *CancelResult
+
+	stop     chan struct{} // closed to stop following without an outcome
+	stopOnce sync.Once
+}
+
+type recentEntry struct {
+	typ, tool string
+	args      json.RawMessage
+}
+
+func newLive(t *store.Task) *live {
+	return &live{
+		id: t.ID, t: t, done: make(chan struct{}), changed: make(chan struct{}),
+		lastEvent: time.UnixMilli(t.LastEventAt), stop: make(chan struct{}),
+	}
+}
+
+func (l *live) isDone() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// abandon stops following without writing anything.
+func (l *live) abandon() { l.stopOnce.Do(func() { close(l.stop) }) }
+
+// copyTask returns a copy of the record (slices shared read-only).
+func (l *live) copyTask() *store.Task {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := *l.t
+	return &c
+}
+
+// getLive returns the live state of id, if followed here.
+func (m *Manager) getLive(id string) *live {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live[id]
+}
+
+func (m *Manager) forget(l *live) {
+	m.mu.Lock()
+	if m.live[l.id] == l {
+		delete(m.live, l.id)
+	}
+	m.mu.Unlock()
+}
+
+// update applies fn to the task's record and writes it (compare-and-set).
+// On a conflict it reloads the record and re-applies fn; a record that
+// became terminal elsewhere is adopted. fn returns false to write nothing.
+// Called with l.mu held.
+func (m *Manager) updateLocked(ctx context.Context, l *live, fn func(t *store.Task) bool) error {
+	for range 4 {
+		next := *l.t
+		if !fn(&next) {
+			return nil
+		}
+		err := m.st.UpdateTask(ctx, &next)
+		if err == nil {
+			l.t = &next
+			if next.Status.Terminal() {
+				l.markDoneLocked()
+			}
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		fresh, gerr := m.st.GetTask(ctx, m.o.Agent, l.id)
+		if gerr != nil {
+			return gerr
+		}
+		fresh.LogCount = max(fresh.LogCount, l.t.LogCount)
+		l.t = fresh
+		if fresh.Status.Terminal() {
+			l.markDoneLocked()
+		}
+	}
+	return fmt.Errorf("update task %s: %w", l.id, store.ErrConflict)
+}
+
+func (m *Manager) update(ctx context.Context, l *live, fn func(t *store.Task) bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return m.updateLocked(ctx, l, fn)
+}
+
+func (l *live) markDoneLocked() {
+	if !l.ended {
+		l.ended = true
+		close(l.done)
+	}
+}
+
+// appendLog stores one log entry (text capped) and wakes pollers.
+func (m *Manager) appendLog(ctx context.Context, l *live, typ, text string, isErr bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m.appendLogLocked(ctx, l, typ, text, isErr, "", nil)
+}
+
+func (m *Manager) appendLogLocked(ctx context.Context, l *live, typ, text string, isErr bool, tool string, args json.RawMessage) {
+	e := store.LogEntry{Seq: l.t.LogCount + 1, TS: m.nowMs(), Type: typ, Text: capLogText(text, m.o.LogEntryTextMax), IsError: isErr}
+	if err := m.st.AppendLogs(ctx, l.id, []store.LogEntry{e}); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			// Another writer appended (a takeover): resync the count.
+			if fresh, gerr := m.st.GetTask(ctx, m.o.Agent, l.id); gerr == nil {
+				l.t.LogCount = fresh.LogCount
+			}
+		}
+		m.o.Logger.Warn("append log failed", "job_id", l.id, "err", err)
+		return
+	}
+	l.t.LogCount = e.Seq
+	if typ != "tool" && typ != "tool-result" {
+		l.urgentSeq = e.Seq
+	}
+	l.recent = append(l.recent, recentEntry{typ: typ, tool: tool, args: args})
+	if len(l.recent) > 6 {
+		l.recent = l.recent[len(l.recent)-6:]
+	}
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// isEcho reports whether a tool row repeats one of the last 6 entries: the
+// same tool name with equal arguments, or with empty incoming arguments.
+func (l *live) isEcho(tool string, args json.RawMessage) bool {
+	empty := len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "{}" || string(bytes.TrimSpace(args)) == "null"
+	for _, r := range l.recent {
+		if r.typ == "tool" && r.tool == tool && (empty || jsonEqual(r.args, args)) {
+			return true
+		}
+	}
+	return false
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// onEvent turns one live event into log entries and artifacts.
+func (m *Manager) onEvent(l *live, e Event) {
+	ctx := m.ctx
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastEvent = m.now()
+	l.eventGen++
+	l.t.LastEventAt = l.lastEvent.UnixMilli()
+	if e.Seq > l.t.LastSeenSequence {
+		l.t.LastSeenSequence = e.Seq
+	}
+	switch e.Kind {
+	case EventLifecycle:
+		phase := e.Phase
+		if phase == "" {
+			phase = "unknown"
+		}
+		m.appendLogLocked(ctx, l, "lifecycle", "Agent lifecycle: "+phase, false, "", nil)
+	case EventToolStart:
+		l.openTools++
+		if l.isEcho(e.Tool, e.Args) {
+			return
+		}
+		summary := argString(e.Args, "command", "file_path", "pattern", "query")
+		summary, _ = capRunes(summary, 80)
+		m.appendLogLocked(ctx, l, "tool", e.Tool+": "+summary, false, e.Tool, e.Args)
+		before := l.t.Artifacts
+		a := before
+		a.FilesChanged = append([]string(nil), before.FilesChanged...)
+		a.CommandsRun = append([]string(nil), before.CommandsRun...)
+		addToolArtifacts(&a, e.Tool, e.Args)
+		if len(a.FilesChanged) != len(before.FilesChanged) || len(a.CommandsRun) != len(before.CommandsRun) {
+			if err := m.updateLocked(ctx, l, func(t *store.Task) bool {
+				t.Artifacts = a
+				t.LastEventAt = l.t.LastEventAt
+				return true
+			}); err != nil {
+				m.o.Logger.Warn("persist artifacts failed", "job_id", l.id, "err", err)
+			}
+		}
+	case EventToolResult:
+		if l.openTools > 0 {
+			l.openTools--
+		}
+		word := "done"
+		if e.IsError {
+			word = "failed"
+		}
+		m.appendLogLocked(ctx, l, "tool-result", e.Tool+" "+word, e.IsError, e.Tool, nil)
+	case EventRecovering:
+		m.appendLogLocked(ctx, l, "recovery", "Connection to OpenClaw interrupted; recovering ("+e.Phase+").", false, "", nil)
+	}
+}
+
+// outcome is one terminal result, written only through applyOutcome.
+type outcome struct {
+	status       store.Status
+	summary      string
+	err          string
+	errInfo      *store.ErrorInfo
+	reason       string
+	source       string
+	provisional  bool
+	cancellation string
+}
+
+// applyOutcome is the single outcome writer: it stamps o on t and bumps
+// OutcomeVersion. It refuses to overwrite a final (non-provisional) outcome
+// unless force is set by a caller that verified OutcomeVersion itself.
+func applyOutcome(t *store.Task, o outcome, now int64, force bool) bool {
+	if t.Status.Terminal() && !t.Provisional && !force {
+		return false
+	}
+	t.Status = o.status
+	t.Summary = o.summary
+	t.Error = o.err
+	t.ErrorInfo = o.errInfo
+	if o.status == store.StatusError && t.ErrorInfo == nil {
+		t.ErrorInfo = classifyError(o.err)
+	}
+	if o.status != store.StatusError {
+		t.ErrorInfo = nil
+	}
+	t.TerminalReason = o.reason
+	t.ResultSource = o.source
+	t.Provisional = o.provisional
+	t.OutcomeVersion++
+	t.EndedAt = now
+	t.Transcript = "complete"
+	if o.cancellation != "" {
+		t.Cancellation = o.cancellation
+	}
+	if o.status == store.StatusCompleted {
+		a := t.Artifacts
+		a.FilesChanged = append([]string{}, a.FilesChanged...)
+		a.CommandsRun = append([]string{}, a.CommandsRun...)
+		addSummaryArtifacts(&a, o.summary)
+		t.Artifacts = a
+	}
+	return true
+}
+
+// finish writes an outcome on a followed task. It reports whether it won.
+func (m *Manager) finish(ctx context.Context, l *live, o outcome) bool {
+	won := false
+	err := m.update(ctx, l, func(t *store.Task) bool {
+		won = applyOutcome(t, o, m.nowMs(), false)
+		return won
+	})
+	if err != nil {
+		m.o.Logger.Error("writing the task outcome failed", "job_id", l.id, "err", err)
+		return false
+	}
+	if won {
+		m.o.Logger.Info("task finished", "job_id", l.id, "status", string(o.status), "terminal_reason", o.reason)
+	}
+	return won
+}

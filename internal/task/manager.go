@@ -1,0 +1,506 @@
+package task
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/clawconnect/clawconnect/agentsession"
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNotFound: no such task or session in this agent's scope. Its
+	// NotFoundError carries the model-facing message.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalidInput: a request argument was rejected; nothing was written.
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrPayloadNotStored: the payload could not be written; nothing runs.
+	ErrPayloadNotStored = errors.New("payload could not be stored")
+	// ErrClosed: the manager was closed.
+	ErrClosed = errors.New("task manager closed")
+)
+
+// NotFoundError is a lookup miss with the reference's message.
+type NotFoundError struct{ Message string }
+
+func (e *NotFoundError) Error() string { return e.Message }
+
+// Is matches ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// The reference's not-found messages.
+const (
+	MsgJobNotFound       = "Job not found. The server may have restarted."
+	MsgSessionJobMissing = "Task state not found for that session. The server may have restarted."
+	MsgTaskNotFound      = "Task not found. The server may have restarted."
+	MsgSessionNotFound   = "Session not found."
+	MsgCancelNotFound    = "Task not found — nothing to cancel. The server may have restarted."
+	MsgCancelNeedsTarget = "Pass taskId (or sessionKey) to say which task to stop."
+)
+
+// SessionBusyError refuses a second task on a session whose latest task is
+// still running. It matches store.ErrSessionBusy.
+type SessionBusyError struct{ JobID string }
+
+func (e *SessionBusyError) Error() string {
+	return "A task is already running on this session (jobId " + e.JobID + "). Poll check_task until it " +
+		"finishes before sending another message to this session, or omit sessionKey to start a fresh thread."
+}
+
+// Is matches store.ErrSessionBusy.
+func (e *SessionBusyError) Is(target error) bool { return target == store.ErrSessionBusy }
+
+// Manager runs and answers for the tasks of one agent. It is safe for
+// concurrent use. Start it once; Close stops its goroutines and leaves
+// running tasks running in the store for the next process.
+type Manager struct {
+	o    Options
+	st   store.Store
+	gw   Gateway
+	book *agentsession.Book
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	live    map[string]*live
+	closed  bool
+	started bool
+
+	seed        maphash.Seed
+	submitLocks [64]sync.Mutex
+
+	recheckMu   sync.Mutex
+	recheckLast map[string]time.Time
+	recheckBusy map[string]bool
+}
+
+// New returns a manager; call Start to rehydrate and follow running tasks.
+func New(o Options) (*Manager, error) {
+	if o.Agent == "" || o.Store == nil || o.Gateway == nil {
+		return nil, errors.New("new task manager: Agent, Store and Gateway are required")
+	}
+	o = o.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Manager{
+		o: o, st: o.Store, gw: o.Gateway, book: o.Book,
+		ctx: ctx, cancel: cancel,
+		live: map[string]*live{}, seed: maphash.MakeSeed(),
+		recheckLast: map[string]time.Time{}, recheckBusy: map[string]bool{},
+	}, nil
+}
+
+// Agent returns the agent id the manager serves.
+func (m *Manager) Agent() string { return m.o.Agent }
+
+func (m *Manager) now() time.Time { return m.o.Now() }
+func (m *Manager) nowMs() int64   { return m.o.Now().UnixMilli() }
+
+// Start claims the agent's running tasks (those this owner held before a
+// restart, and any whose lease expired) and follows each again, then keeps
+// leases renewed, takes over expired leases and sweeps old tasks until
+// Close. ctx bounds only the initial claim.
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	if m.started {
+		m.mu.Unlock()
+		return errors.New("start task manager: already started")
+	}
+	m.started = true
+	m.mu.Unlock()
+	if _, err := m.claim(ctx); err != nil {
+		return fmt.Errorf("start task manager: %w", err)
+	}
+	m.wg.Add(1)
+	go m.maintain()
+	return nil
+}
+
+// claim leases claimable running tasks in pages and follows each.
+func (m *Manager) claim(ctx context.Context) (int, error) {
+	now := m.now()
+	until := now.Add(m.o.Lease).UnixMilli()
+	total := 0
+	for {
+		ts, err := m.st.ClaimTasks(ctx, store.Claim{Agent: m.o.Agent, Owner: m.o.Owner, Now: now.UnixMilli(), Until: until, Limit: store.MaxPage})
+		if err != nil {
+			return total, err
+		}
+		for _, t := range ts {
+			if m.adopt(t) {
+				total++
+			}
+		}
+		if len(ts) < store.MaxPage {
+			return total, nil
+		}
+	}
+}
+
+// adopt starts following a claimed running task unless it is already
+// followed here.
+func (m *Manager) adopt(t *store.Task) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.live[t.ID] != nil {
+		return false
+	}
+	if t.Transcript == "live" || t.Transcript == "detached" {
+		t.Transcript = "replaying"
+	}
+	t.Upstream = "reconnecting"
+	l := newLive(t)
+	m.live[t.ID] = l
+	m.wg.Add(1)
+	go m.follow(l, true)
+	m.o.Logger.Info("rehydrated running task", "job_id", t.ID, "session_key", t.SessionKey)
+	return true
+}
+
+// maintain renews leases, takes over expired ones and sweeps, until Close.
+func (m *Manager) maintain() {
+	defer m.wg.Done()
+	renew := time.NewTicker(max(m.o.Lease/3, 10*time.Millisecond))
+	defer renew.Stop()
+	var sweepC <-chan time.Time
+	if m.o.Retention > 0 {
+		sweep := time.NewTicker(m.o.SweepInterval)
+		defer sweep.Stop()
+		sweepC = sweep.C
+		m.sweep()
+	}
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-renew.C:
+			m.renew()
+		case <-sweepC:
+			m.sweep()
+		}
+	}
+}
+
+func (m *Manager) renew() {
+	ctx, cancel := context.WithTimeout(m.ctx, m.o.Lease)
+	defer cancel()
+	m.mu.Lock()
+	n := len(m.live)
+	m.mu.Unlock()
+	got, err := m.st.RenewLeases(ctx, m.o.Agent, m.o.Owner, m.now().Add(m.o.Lease).UnixMilli())
+	if err != nil {
+		m.o.Logger.Warn("renew leases failed", "err", err)
+		return
+	}
+	if got < n {
+		m.dropLostLeases(ctx)
+	}
+	if _, err := m.claim(ctx); err != nil && ctx.Err() == nil {
+		m.o.Logger.Warn("claim expired leases failed", "err", err)
+	}
+}
+
+// dropLostLeases stops following tasks another owner took over.
+func (m *Manager) dropLostLeases(ctx context.Context) {
+	m.mu.Lock()
+	ls := make([]*live, 0, len(m.live))
+	for _, l := range m.live {
+		ls = append(ls, l)
+	}
+	m.mu.Unlock()
+	for _, l := range ls {
+		if l.isDone() {
+			continue
+		}
+		if err := m.st.CheckLease(ctx, l.id, m.o.Owner, m.nowMs()); errors.Is(err, store.ErrLeaseLost) {
+			m.o.Logger.Warn("lease lost; another replica follows the task now", "job_id", l.id)
+			l.abandon()
+		}
+	}
+}
+
+func (m *Manager) sweep() {
+	ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
+	defer cancel()
+	cutoff := m.now().Add(-m.o.Retention).UnixMilli()
+	for {
+		res, err := m.st.Sweep(ctx, cutoff, store.MaxPage)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.o.Logger.Warn("retention sweep failed", "err", err)
+			}
+			return
+		}
+		if res.Tasks < store.MaxPage {
+			break
+		}
+	}
+	m.sweepPayloads()
+}
+
+func (m *Manager) sweepPayloads() {
+	if m.o.PayloadDir == "" {
+		return
+	}
+	ents, err := os.ReadDir(m.o.PayloadDir)
+	if err != nil {
+		return
+	}
+	cutoff := m.now().Add(-m.o.PayloadTTL)
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".payload") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+			_ = os.Remove(filepath.Join(m.o.PayloadDir, e.Name()))
+		}
+	}
+}
+
+// Close stops every goroutine of the manager and waits for them. Running
+// tasks stay running in the store (a restart resumes them). Idempotent.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+}
+
+// ---------------------------------------------------------------- submit
+
+// SubmitRequest is run_task's input.
+type SubmitRequest struct {
+	Task       string
+	Context    string
+	SessionKey string
+	SenderName string
+	// Payload is an opaque blob written to a 0600 file; only its path
+	// reaches the agent. Empty means none.
+	Payload string
+}
+
+var legacyPrefix = "agent:chatgpt:"
+
+// validText rejects invalid UTF-8 and NUL bytes.
+func validText(field, s string, maxBytes int) error {
+	if len(s) > maxBytes {
+		return fmt.Errorf("%w: %s is %d bytes; the limit is %d bytes. Shorten it (large material belongs in payload, or in a file the agent can read)",
+			ErrInvalidInput, field, len(s), maxBytes)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidInput, field)
+	}
+	if strings.ContainsRune(s, 0) {
+		return fmt.Errorf("%w: %s contains a NUL character", ErrInvalidInput, field)
+	}
+	return nil
+}
+
+// ValidateSessionKey rejects keys the gateway or a log line could
+// misread: empty after trimming, over 512 bytes, invalid UTF-8, or
+// containing control or whitespace-only characters.
+func ValidateSessionKey(k string) error {
+	if err := validText("sessionKey", k, MaxSessionKeyBytes); err != nil {
+		return err
+	}
+	if strings.TrimSpace(k) != k || k == "" {
+		return fmt.Errorf("%w: sessionKey must not be empty or have surrounding whitespace", ErrInvalidInput)
+	}
+	for _, r := range k {
+		if unicode.IsControl(r) || r == utf8.RuneError || unicode.Is(unicode.Cf, r) {
+			return fmt.Errorf("%w: sessionKey contains a control or format character (%U); pass the key exactly as a previous result returned it", ErrInvalidInput, r)
+		}
+	}
+	return nil
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+func (m *Manager) validate(req *SubmitRequest) error {
+	if strings.TrimSpace(req.Task) == "" {
+		return fmt.Errorf("%w: task is required: say what the agent should do", ErrInvalidInput)
+	}
+	if err := validText("task", req.Task, MaxTaskBytes); err != nil {
+		return err
+	}
+	if err := validText("context", req.Context, MaxContextBytes); err != nil {
+		return err
+	}
+	if err := validText("senderName", req.SenderName, MaxSenderNameBytes); err != nil {
+		return err
+	}
+	if len(req.Payload) > MaxPayloadBytes {
+		return fmt.Errorf("%w: payload is %d bytes; the limit is %d bytes", ErrInvalidInput, len(req.Payload), MaxPayloadBytes)
+	}
+	if req.SessionKey != "" {
+		if err := ValidateSessionKey(req.SessionKey); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Manager) lockSession(key string) func() {
+	mu := &m.submitLocks[maphash.String(m.seed, key)%uint64(len(m.submitLocks))]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// Submit is run_task: validate, resolve the session key, strip the handoff,
+// refuse a busy session (applying nothing), write the payload, build the
+// message, apply the attachment transition, persist, then dispatch — in
+// that order, so a crash at any point leaves a state a restart finishes
+// (the persisted task is re-sent under the same idempotency key). It
+// returns as soon as the task is persisted.
+func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (*RunResult, error) {
+	if err := m.validate(&req); err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("submit: %w", ErrClosed)
+	}
+	key, newThread := req.SessionKey, false
+	if key == "" || strings.HasPrefix(key, legacyPrefix) {
+		if key != "" {
+			m.o.Logger.Info("Migrated legacy ChatGPT session to new thread", "session_key", key)
+		}
+		key, newThread = m.newThreadKey(), true
+	}
+	h := agentsession.ParseHandoff(req.Context)
+	if h.Err != nil {
+		m.o.Logger.Warn("ignored a malformed agent-session handoff", "session_key", key, "err", h.Err)
+	}
+	unlock := m.lockSession(key)
+	defer unlock()
+
+	// Busy guard, before anything is written or applied.
+	if !newThread {
+		if s, err := m.st.GetSession(ctx, m.o.Agent, key); err == nil {
+			if last, err := m.st.GetTask(ctx, m.o.Agent, s.LastJobID); err == nil && last.Status == store.StatusRunning {
+				return nil, fmt.Errorf("submit: %w", &SessionBusyError{JobID: last.ID})
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("submit: %w", err)
+		}
+	}
+	id := m.o.NewID()
+	if !idRE.MatchString(id) {
+		return nil, fmt.Errorf("submit: generated task id %q is not safe", id)
+	}
+	var payloadPath string
+	if req.Payload != "" {
+		p, err := m.writePayload(id, req.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("submit: %w", err)
+		}
+		payloadPath = p
+	}
+	message := buildMessage(req.Task, h.Text, req.SenderName, payloadPath)
+	if h.Directive != nil && m.book != nil {
+		if _, err := m.book.Apply(ctx, key, id, h.Directive); err != nil {
+			// A delegation never fails a task.
+			m.o.Logger.Warn("applying the agent-session directive failed", "session_key", key, "job_id", id, "err", err)
+		}
+	}
+	now := m.nowMs()
+	t := &store.Task{
+		ID: id, Agent: m.o.Agent, SessionKey: key, Status: store.StatusRunning,
+		Prompt:  store.Prompt{Task: req.Task, Context: h.Text, SenderName: strings.TrimSpace(req.SenderName)},
+		Message: message, StartedAt: now, LastEventAt: now, PayloadPath: payloadPath,
+		Upstream: "reconnecting", Transcript: "detached", Cancellation: "none", NewThread: newThread,
+		Artifacts: store.Artifacts{FilesChanged: []string{}, CommandsRun: []string{}},
+		Owner:     m.o.Owner, LeaseUntil: m.now().Add(m.o.Lease).UnixMilli(),
+	}
+	if err := m.st.CreateTask(ctx, t); err != nil {
+		if payloadPath != "" {
+			_ = os.Remove(payloadPath)
+		}
+		var busy *store.SessionBusyError
+		if errors.As(err, &busy) {
+			return nil, fmt.Errorf("submit: %w", &SessionBusyError{JobID: busy.JobID})
+		}
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	l := newLive(t)
+	if newThread {
+		m.appendLog(ctx, l, "lifecycle", "Started new thread session: "+key, false)
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		// Persisted: the next process resumes it.
+		return runResult(t, m.o.Agent), nil
+	}
+	m.live[id] = l
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go m.follow(l, false)
+	return runResult(t, m.o.Agent), nil
+}
+
+func runResult(t *store.Task, agent string) *RunResult {
+	return &RunResult{
+		JobID: t.ID, TaskID: t.ID, SessionKey: t.SessionKey, Status: "running", Execution: "running",
+		Upstream: t.Upstream, Transcript: t.Transcript, Cancellation: t.Cancellation, Agent: agent,
+		NextAction: &NextAction{Tool: "check_task", Args: NextActionArgs{JobID: t.ID, SessionKey: t.SessionKey}},
+	}
+}
+
+func (m *Manager) newThreadKey() string {
+	return fmt.Sprintf("agent:%s:main:thread:mcp-%d-%s", m.o.OpenClawAgentID, m.nowMs(), newUUID()[:8])
+}
+
+func (m *Manager) writePayload(id, payload string) (string, error) {
+	fail := func(err error) (string, error) {
+		return "", fmt.Errorf("%w: The task was not dispatched: its payload could not be stored. %v. "+
+			"Nothing is running, so retrying is not a duplicate submit", ErrPayloadNotStored, err)
+	}
+	if m.o.PayloadDir == "" {
+		return fail(errors.New("no payload directory is configured"))
+	}
+	if err := os.MkdirAll(m.o.PayloadDir, 0o700); err != nil {
+		return fail(err)
+	}
+	path := filepath.Join(m.o.PayloadDir, id+".payload")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fail(err)
+	}
+	_, werr := f.WriteString(payload)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		_ = os.Remove(path)
+		return fail(err)
+	}
+	return path, nil
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,179 @@
+package task
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/clawconnect/clawconnect/agentsession"
+	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// Input limits (documented; a violation is a clear error and writes
+// nothing).
+const (
+	MaxTaskBytes       = 256 << 10 // run_task.task
+	MaxContextBytes    = 1 << 20   // run_task.context
+	MaxPayloadBytes    = 8 << 20   // run_task.payload
+	MaxSessionKeyBytes = 512       // the gateway's own limit
+	MaxSenderNameBytes = 256
+	MaxIDBytes         = 128 // task ids
+)
+
+// Options configures a Manager. Zero durations mean the reference defaults
+// (see DefaultOptions).
+type Options struct {
+	// Agent is the configured agent id this manager serves (its scope);
+	// required.
+	Agent string
+	// OpenClawAgentID names the agent in new thread keys; "" means "main".
+	OpenClawAgentID string
+	// Store is the durable state; required.
+	Store store.Store
+	// Gateway runs tasks; required.
+	Gateway Gateway
+	// Book is the attachment book (open it over AttachmentStore(Store,
+	// Agent)); nil means no agent-session seam: directives are stripped and
+	// ignored, and tier 3 never answers.
+	Book *agentsession.Book
+	// PayloadDir receives run_task payloads (<dir>/<jobId>.payload, 0600);
+	// "" rejects any payload ("payload could not be stored").
+	PayloadDir string
+	// Owner identifies this process for leases. SQLite (single process)
+	// may use the zero value "local"; replicas sharing PostgreSQL must each
+	// use a unique owner.
+	Owner string
+	// Lease is the ownership lease of a running task (default 30 s).
+	Lease time.Duration
+
+	// ChatTimeout is the live wait window (CLAWCONNECT_TIMEOUT_MS, 30 min).
+	ChatTimeout time.Duration
+	// RecoveryTimeout is the hard cap of late recovery
+	// (CLAWCONNECT_RECOVERY_TIMEOUT_MS, 90 min).
+	RecoveryTimeout time.Duration
+	// RecoveryIdleTimeout ends late recovery when the transcript does not
+	// change (300 s).
+	RecoveryIdleTimeout time.Duration
+	// RecoveryInterval is the late-recovery transcript poll spacing (10 s).
+	RecoveryInterval time.Duration
+	// CheckWait is the default check_task wait (CLAWCONNECT_CHECK_WAIT_MS,
+	// 45 s); CheckMaxWait its ceiling (CLAWCONNECT_CHECK_MAX_WAIT_MS,
+	// 120 s); the floor is 1 s.
+	CheckWait, CheckMaxWait time.Duration
+	// PollDebounce is how long tool-only chatter must persist before a poll
+	// returns (CLAWCONNECT_COSMETIC_POLL_DEBOUNCE_MS, 400 ms).
+	PollDebounce time.Duration
+	// ReconcileQuiet is the silence before the quiet watchdog reads the
+	// transcript (CLAWCONNECT_RECONCILE_QUIET_MS, 120 s).
+	ReconcileQuiet time.Duration
+	// ReconcileSampleInterval separates the watchdog's two samples
+	// (CLAWCONNECT_RECONCILE_SAMPLE_INTERVAL_MS, 15 s).
+	ReconcileSampleInterval time.Duration
+	// LazyRecheckSpacing is the minimum gap between two lazy re-checks of
+	// one task (20 s); LazyRecheckInterval the gap between its reads (3 s).
+	LazyRecheckSpacing, LazyRecheckInterval time.Duration
+	// ForeignPollInterval is how often a check_task waiting on a task owned
+	// by another replica re-reads the store (250 ms).
+	ForeignPollInterval time.Duration
+	// LogEntryTextMax caps each log entry's text
+	// (CLAWCONNECT_LOG_ENTRY_TEXT_MAX, 8000 characters).
+	LogEntryTextMax int
+	// Retention keeps terminal tasks this long (30 days); negative disables
+	// the sweep. SweepInterval is the sweep period (1 h).
+	Retention, SweepInterval time.Duration
+	// PayloadTTL is how long payload files are kept (24 h).
+	PayloadTTL time.Duration
+
+	// Logger receives operational logs; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// NewID mints task ids; nil means random UUIDv4 strings.
+	NewID func() string
+}
+
+// DefaultOptions returns the reference defaults of every timing.
+func DefaultOptions() Options {
+	return Options{
+		OpenClawAgentID:         "main",
+		Owner:                   "local",
+		Lease:                   30 * time.Second,
+		ChatTimeout:             30 * time.Minute,
+		RecoveryTimeout:         90 * time.Minute,
+		RecoveryIdleTimeout:     300 * time.Second,
+		RecoveryInterval:        10 * time.Second,
+		CheckWait:               45 * time.Second,
+		CheckMaxWait:            120 * time.Second,
+		PollDebounce:            400 * time.Millisecond,
+		ReconcileQuiet:          120 * time.Second,
+		ReconcileSampleInterval: 15 * time.Second,
+		LazyRecheckSpacing:      20 * time.Second,
+		LazyRecheckInterval:     3 * time.Second,
+		ForeignPollInterval:     250 * time.Millisecond,
+		LogEntryTextMax:         8000,
+		Retention:               30 * 24 * time.Hour,
+		SweepInterval:           time.Hour,
+		PayloadTTL:              24 * time.Hour,
+	}
+}
+
+// ApplyTimeouts copies the CLAWCONNECT_*_MS values (config.LoadTimeouts,
+// which applies the reference defaults and invalid-value fallback) into o.
+func (o *Options) ApplyTimeouts(t config.Timeouts) {
+	o.ChatTimeout = t.Chat
+	o.RecoveryTimeout = t.Recovery
+	o.CheckWait = t.CheckWait
+	o.CheckMaxWait = t.CheckMaxWait
+	o.PollDebounce = t.CosmeticPollDebounce
+	o.ReconcileQuiet = t.ReconcileQuiet
+	o.ReconcileSampleInterval = t.ReconcileSampleInterval
+	o.LogEntryTextMax = t.LogEntryTextMax
+}
+
+// withDefaults fills zero fields.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	str := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
+	}
+	dur := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	str(&o.OpenClawAgentID, d.OpenClawAgentID)
+	str(&o.Owner, d.Owner)
+	dur(&o.Lease, d.Lease)
+	dur(&o.ChatTimeout, d.ChatTimeout)
+	dur(&o.RecoveryTimeout, d.RecoveryTimeout)
+	dur(&o.RecoveryIdleTimeout, d.RecoveryIdleTimeout)
+	dur(&o.RecoveryInterval, d.RecoveryInterval)
+	dur(&o.CheckWait, d.CheckWait)
+	dur(&o.CheckMaxWait, d.CheckMaxWait)
+	dur(&o.PollDebounce, d.PollDebounce)
+	dur(&o.ReconcileQuiet, d.ReconcileQuiet)
+	dur(&o.ReconcileSampleInterval, d.ReconcileSampleInterval)
+	dur(&o.LazyRecheckSpacing, d.LazyRecheckSpacing)
+	dur(&o.LazyRecheckInterval, d.LazyRecheckInterval)
+	dur(&o.ForeignPollInterval, d.ForeignPollInterval)
+	dur(&o.SweepInterval, d.SweepInterval)
+	dur(&o.PayloadTTL, d.PayloadTTL)
+	if o.Retention == 0 {
+		o.Retention = d.Retention
+	}
+	if o.LogEntryTextMax <= 0 {
+		o.LogEntryTextMax = d.LogEntryTextMax
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewID == nil {
+		o.NewID = newUUID
+	}
+	return o
+}

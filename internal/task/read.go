@@ -1,0 +1,539 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/clawconnect/clawconnect/agentsession"
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// CheckMode is check_task's mode.
+type CheckMode string
+
+// check_task modes; the default is wait.
+const (
+	CheckWait CheckMode = "wait"
+	CheckPoll CheckMode = "poll"
+)
+
+// CheckRequest is check_task's input.
+type CheckRequest struct {
+	JobID      string
+	SessionKey string
+	// KnownLogCount is the previous response's logCursor (0 = none).
+	KnownLogCount int64
+	Mode          CheckMode
+	// WaitMs is the requested wait; nil means the default. It is clamped to
+	// [1 s, CheckMaxWait].
+	WaitMs *float64
+}
+
+// resolve finds a task by id, else by the session's latest task.
+func (m *Manager) resolve(ctx context.Context, jobID, sessionKey, notFoundMsg string) (*store.Task, error) {
+	if jobID != "" {
+		t, err := m.st.GetTask(ctx, m.o.Agent, jobID)
+		if err == nil {
+			return t, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+	}
+	if sessionKey != "" {
+		s, err := m.st.GetSession(ctx, m.o.Agent, sessionKey)
+		if err == nil {
+			t, err := m.st.GetTask(ctx, m.o.Agent, s.LastJobID)
+			if err == nil {
+				return t, nil
+			}
+			if !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		if jobID == "" {
+			return nil, &NotFoundError{Message: MsgSessionJobMissing}
+		}
+	}
+	return nil, &NotFoundError{Message: notFoundMsg}
+}
+
+// current returns the task's freshest record: the live copy if followed
+// here, else the store's.
+func (m *Manager) current(ctx context.Context, id string) (*store.Task, *live, error) {
+	if l := m.getLive(id); l != nil {
+		return l.copyTask(), l, nil
+	}
+	t, err := m.st.GetTask(ctx, m.o.Agent, id)
+	return t, nil, err
+}
+
+// clampWait applies the check_task wait rule.
+func (m *Manager) clampWait(waitMs *float64) time.Duration {
+	d := m.o.CheckWait
+	if waitMs != nil && *waitMs == *waitMs && *waitMs < 1e15 && *waitMs > -1e15 {
+		d = time.Duration(*waitMs * float64(time.Millisecond))
+	}
+	return max(time.Second, min(d, max(m.o.CheckMaxWait, time.Second)))
+}
+
+// Check is check_task: it bumps pollCount, then in wait mode blocks until
+// the task ends or the wait elapses (returning the moment the outcome is
+// written — no polling interval for tasks followed here); in poll mode it
+// also returns when new log entries arrive beyond KnownLogCount (a
+// lifecycle/recovery entry at once, tool chatter after PollDebounce). A
+// terminal completed_no_summary, error or provisional task gets the lazy
+// transcript re-check first.
+func (m *Manager) Check(ctx context.Context, req CheckRequest) (*Snapshot, error) {
+	if req.JobID == "" && req.SessionKey == "" {
+		return nil, fmt.Errorf("check task: %w: pass jobId (or sessionKey)", ErrInvalidInput)
+	}
+	t, err := m.resolve(ctx, req.JobID, req.SessionKey, MsgJobNotFound)
+	if err != nil {
+		return nil, fmt.Errorf("check task: %w", err)
+	}
+	if _, err := m.st.TouchPoll(ctx, m.o.Agent, t.ID, m.nowMs()); err != nil {
+		return nil, fmt.Errorf("check task: %w", err)
+	}
+	if t.Status.Terminal() {
+		m.lazyRecheck(ctx, t)
+		return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
+	}
+	deadline := time.NewTimer(m.clampWait(req.WaitMs))
+	defer deadline.Stop()
+	var debounce <-chan time.Time
+	for {
+		t, l, err := m.current(ctx, t.ID)
+		if err != nil {
+			return nil, fmt.Errorf("check task: %w", err)
+		}
+		if t.Status.Terminal() {
+			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
+		}
+		var changed, done <-chan struct{}
+		var poll <-chan time.Time
+		if l != nil {
+			l.mu.Lock()
+			changed, done = l.changed, l.done
+			urgent, count := l.urgentSeq, l.t.LogCount
+			l.mu.Unlock()
+			if req.Mode == CheckPoll && count > req.KnownLogCount {
+				if urgent > req.KnownLogCount {
+					return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
+				}
+				if debounce == nil {
+					debounce = time.After(m.o.PollDebounce)
+				}
+			}
+		} else {
+			// Followed by another replica: re-read the store.
+			if req.Mode == CheckPoll && t.LogCount > req.KnownLogCount {
+				return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
+			}
+			poll = time.After(m.o.ForeignPollInterval)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("check task: %w", ctx.Err())
+		case <-deadline.C:
+			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
+		case <-debounce:
+			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
+		case <-done:
+		case <-changed:
+		case <-poll:
+		}
+	}
+}
+
+func (m *Manager) snapshotByID(ctx context.Context, id string, cursor int64) (*Snapshot, error) {
+	t, _, err := m.current(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	return m.snapshot(ctx, t, cursor)
+}
+
+// logsFor returns the raw entries the projection needs.
+func (m *Manager) logsFor(ctx context.Context, t *store.Task, cursor int64) ([]store.LogEntry, error) {
+	if t.LogCount == 0 || (cursor > 0 && cursor >= t.LogCount) {
+		return nil, nil
+	}
+	n := 2 * InitialWindowMax
+	if cursor > 0 {
+		n = int(min(t.LogCount-cursor+1, 2*DeltaWindowMax+1))
+	}
+	return m.st.TailLogs(ctx, t.ID, n)
+}
+
+func (m *Manager) attachment(ctx context.Context, sessionKey string) *agentsession.Attachment {
+	if m.book == nil {
+		return nil
+	}
+	a, err := m.book.Current(ctx, sessionKey)
+	if err != nil {
+		m.o.Logger.Warn("read attachment failed", "session_key", sessionKey, "err", err)
+		return nil
+	}
+	return a
+}
+
+func blocked(t *store.Task, a *agentsession.Attachment) *BlockedDelegation {
+	b, ok := agentsession.BlockedDelegationFor(t.ID, t.Status == store.StatusRunning, a)
+	if !ok {
+		return nil
+	}
+	return &BlockedDelegation{Runtime: b.Runtime, Handle: b.Handle, State: string(b.State), RemoteURL: b.RemoteURL, Active: b.Active, Notice: b.Notice}
+}
+
+func nextAction(t *store.Task) *NextAction {
+	if t.Status.Terminal() {
+		return nil
+	}
+	return &NextAction{Tool: "check_task", Args: NextActionArgs{JobID: t.ID, SessionKey: t.SessionKey}}
+}
+
+func retryAfter(t *store.Task) int64 {
+	if t.Status == store.StatusRunning && t.Recovery != nil {
+		return 10000
+	}
+	return 0
+}
+
+func artifactsOf(t *store.Task) Artifacts {
+	a := t.Artifacts
+	if a.FilesChanged == nil {
+		a.FilesChanged = []string{}
+	}
+	if a.CommandsRun == nil {
+		a.CommandsRun = []string{}
+	}
+	return a
+}
+
+// continuation returns the session's continuation state when t is its
+// latest task.
+func (m *Manager) continuation(ctx context.Context, t *store.Task) *ContinuationState {
+	s, err := m.st.GetSession(ctx, m.o.Agent, t.SessionKey)
+	if err != nil || s.LastJobID != t.ID {
+		return nil
+	}
+	c := continuationOf(t, m.o.Agent)
+	return &c
+}
+
+func continuationOf(t *store.Task, agent string) ContinuationState {
+	sum := ""
+	if t.Status.Terminal() {
+		sum, _ = capRunes(t.Summary, ContinuationSummaryMax)
+	}
+	return ContinuationState{SessionKey: t.SessionKey, LastJobID: t.ID, LastSummary: sum, Artifacts: artifactsOf(t),
+		RecommendedNextStep: nextStep(t), Agent: agent}
+}
+
+func (m *Manager) snapshot(ctx context.Context, t *store.Task, cursor int64) (*Snapshot, error) {
+	raw, err := m.logsFor(ctx, t, cursor)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	logCursor := t.LogCount
+	if t.LogCount == 0 {
+		logCursor = cursor
+	}
+	s := &Snapshot{
+		JobID: t.ID, TaskID: t.ID, SessionKey: t.SessionKey, Status: string(t.Status), Execution: execution(t.Status),
+		Upstream: t.Upstream, Transcript: t.Transcript, Cancellation: t.Cancellation, LastSeenSequence: t.LastSeenSequence,
+		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, LastPollAt: t.LastPollAt, Summary: t.Summary, Error: t.Error,
+		ErrorInfo: t.ErrorInfo, Logs: project(raw, cursor), LogCursor: logCursor, LogEventCount: t.LogCount,
+		Artifacts: artifactsOf(t), Recovery: t.Recovery, Liveness: t.Liveness, ResultSource: t.ResultSource,
+		TerminalReason: t.TerminalReason, PayloadPath: t.PayloadPath, ParentRunID: t.ParentRunID, Agent: m.o.Agent,
+		PollCount: t.PollCount, ContinuePolling: t.Status == store.StatusRunning, RetryAfterMs: retryAfter(t),
+		NextAction: nextAction(t), IsTerminal: t.Status.Terminal(), IsError: t.Status == store.StatusError,
+	}
+	if t.Status.Terminal() {
+		s.ContinuationState = m.continuation(ctx, t)
+	}
+	if a := m.attachment(ctx, t.SessionKey); a != nil {
+		s.AgentSession = a
+		s.BlockedDelegation = blocked(t, a)
+	}
+	return s, nil
+}
+
+// CheckText is the model-facing text of a check_task result: the blocked
+// notice first, then the summary or error when terminal, or the
+// keep-polling instruction.
+func CheckText(s *Snapshot) string {
+	var text string
+	switch {
+	case s.IsTerminal && s.Error != "":
+		text = s.Error
+	case s.IsTerminal:
+		text = s.Summary
+	case s.Recovery != nil:
+		text = fmt.Sprintf("Recovering late transcript final text. Poll again with knownLogCount=%d.", s.LogCursor)
+	default:
+		text = fmt.Sprintf("Still running. Poll again with knownLogCount=%d.", s.LogCursor)
+	}
+	if s.BlockedDelegation != nil && s.BlockedDelegation.Notice != text {
+		text = s.BlockedDelegation.Notice + "\n\n" + text
+	}
+	return text
+}
+
+// ------------------------------------------------------------ get_task
+
+// GetTask is get_task for every preset but "prompt" (use GetPrompt). It
+// never waits and does not bump pollCount. An unknown detail is refused.
+func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, knownLogCount int64) (*TaskDetail, error) {
+	if detail == "" {
+		detail = DetailSummary
+	}
+	sum, upd, art, diag := false, false, false, false
+	switch detail {
+	case DetailCore:
+	case DetailSummary:
+		sum = true
+	case DetailUpdates:
+		upd = true
+	case DetailArtifacts:
+		art = true
+	case DetailDiagnostics:
+		diag = true
+	case DetailFull:
+		sum, upd, art = true, true, true
+	case DetailFullWithDiagnostics:
+		sum, upd, art, diag = true, true, true, true
+	default:
+		return nil, fmt.Errorf("get task: %w: unknown detail %q", ErrInvalidInput, detail)
+	}
+	if taskID == "" {
+		return nil, fmt.Errorf("get task: %w: taskId is required", ErrInvalidInput)
+	}
+	t, _, err := m.current(ctx, taskID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("get task: %w", &NotFoundError{Message: MsgTaskNotFound})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task: %w", err)
+	}
+	d := &TaskDetail{
+		TaskID: t.ID, JobID: t.ID, SessionKey: t.SessionKey, Agent: m.o.Agent, Status: string(t.Status),
+		Execution: execution(t.Status), Upstream: t.Upstream, Transcript: t.Transcript, Cancellation: t.Cancellation,
+		LastSeenSequence: t.LastSeenSequence, StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, Recovery: t.Recovery,
+		PollCount: t.PollCount, ContinuePolling: t.Status == store.StatusRunning, RetryAfterMs: retryAfter(t),
+		NextAction: nextAction(t), IsTerminal: t.Status.Terminal(), IsError: t.Status == store.StatusError,
+		ResultSource: t.ResultSource, TerminalReason: t.TerminalReason, Liveness: t.Liveness, ParentRunID: t.ParentRunID,
+		PayloadPath: t.PayloadPath,
+	}
+	if a := m.attachment(ctx, t.SessionKey); a != nil {
+		d.AgentSession = a
+		d.Blocked = blocked(t, a)
+	}
+	if sum {
+		d.Summary = t.Summary
+	}
+	if upd {
+		raw, err := m.logsFor(ctx, t, knownLogCount)
+		if err != nil {
+			return nil, fmt.Errorf("get task: %w", err)
+		}
+		d.Updates = project(raw, knownLogCount)
+		c, n := t.LogCount, t.LogCount
+		if c == 0 {
+			c = knownLogCount
+		}
+		d.LogCursor, d.LogEventCount = &c, &n
+	}
+	if art {
+		a := artifactsOf(t)
+		d.Artifacts = &a
+	}
+	if diag {
+		d.Diagnostics = &Diagnostics{Error: t.Error, ErrorInfo: t.ErrorInfo, Recovery: t.Recovery}
+		if t.Status.Terminal() {
+			d.Diagnostics.ContinuationState = m.continuation(ctx, t)
+		}
+	}
+	return d, nil
+}
+
+// GetPrompt is get_task's "prompt" preset: the only read path of a task's
+// prompt, scoped like every other read.
+func (m *Manager) GetPrompt(ctx context.Context, taskID string) (*PromptResult, error) {
+	t, err := m.st.GetTask(ctx, m.o.Agent, taskID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("get prompt: %w", &NotFoundError{Message: MsgTaskNotFound})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get prompt: %w", err)
+	}
+	return &PromptResult{TaskID: t.ID, Prompt: t.Prompt}, nil
+}
+
+// ---------------------------------------------------------- list_tasks
+
+// deriveStatus is deriveTaskStatus (reference §3.5).
+func deriveStatus(t *store.Task, b *BlockedDelegation) TaskStatus {
+	switch {
+	case b != nil:
+		return TaskNeedsHuman
+	case t.Status == store.StatusRunning:
+		return TaskRunning
+	case t.Status == store.StatusCancelled:
+		return TaskCancelled
+	case agentsession.IsDelegateBlockedReason(t.TerminalReason):
+		return TaskNeedsHuman
+	case t.Status == store.StatusCompleted || t.Status == store.StatusCompletedNoSummary:
+		return TaskDone
+	case t.Artifacts.NeedsHumanDecision:
+		return TaskNeedsHuman
+	case strings.Contains(t.Error, "session busy"):
+		return TaskBlocked
+	}
+	return TaskFailed
+}
+
+func (m *Manager) summaryRow(ctx context.Context, t *store.Task) TaskSummary {
+	var b *BlockedDelegation
+	if a := m.attachment(ctx, t.SessionKey); a != nil {
+		b = blocked(t, a)
+	}
+	if b != nil {
+		b.Notice, _ = capRunes(b.Notice, SummaryPreviewMax)
+	}
+	sum, trunc := capRunes(t.Summary, SummaryPreviewMax)
+	return TaskSummary{TaskID: t.ID, JobID: t.ID, SessionKey: t.SessionKey, Agent: m.o.Agent, Status: deriveStatus(t, b),
+		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, Liveness: t.Liveness, Summary: sum, SummaryTruncated: trunc,
+		Error: t.Error, BlockedDelegation: b}
+}
+
+// ListTasks is list_tasks: one row per session (its latest task), most
+// recently active first, one bounded page (limit ≤ store.MaxPage; 0 means
+// 100). The active view keeps queued, running, blocked and needs-human.
+func (m *Manager) ListTasks(ctx context.Context, view ListView, limit int) ([]TaskSummary, error) {
+	if view == "" {
+		view = ViewAll
+	}
+	if view != ViewAll && view != ViewActive {
+		return nil, fmt.Errorf("list tasks: %w: unknown view %q", ErrInvalidInput, view)
+	}
+	rows, _, err := m.st.ListSessions(ctx, m.o.Agent, store.Page{Limit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	out := []TaskSummary{}
+	for _, r := range rows {
+		if r.Task == nil {
+			continue
+		}
+		t := r.Task
+		if l := m.getLive(t.ID); l != nil {
+			t = l.copyTask()
+		}
+		row := m.summaryRow(ctx, t)
+		if view == ViewActive {
+			switch row.Status {
+			case TaskQueued, TaskRunning, TaskBlocked, TaskNeedsHuman:
+			default:
+				continue
+			}
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// --------------------------------------------------------- get_session
+
+// SessionRequest is get_session's input.
+type SessionRequest struct {
+	SessionID string
+	Mode      SessionMode
+	Limit     int   // default 50, clamped to [1, 200]
+	After     int64 // default 0
+}
+
+// GetSession is get_session over the session's latest task.
+func (m *Manager) GetSession(ctx context.Context, req SessionRequest) (*SessionResult, error) {
+	if req.Mode == "" {
+		req.Mode = ModeSnapshot
+	}
+	switch req.Mode {
+	case ModeSnapshot, ModeEvents, ModeTail, ModeTasks:
+	default:
+		return nil, fmt.Errorf("get session: %w: unknown mode %q", ErrInvalidInput, req.Mode)
+	}
+	limit := req.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, 200)
+	after := max(req.After, 0)
+	if req.SessionID == "" || ValidateSessionKey(req.SessionID) != nil {
+		return nil, fmt.Errorf("get session: %w", &NotFoundError{Message: MsgSessionNotFound})
+	}
+	s, err := m.st.GetSession(ctx, m.o.Agent, req.SessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("get session: %w", &NotFoundError{Message: MsgSessionNotFound})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get session: %w", err)
+	}
+	t, _, err := m.current(ctx, s.LastJobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("get session: %w", &NotFoundError{Message: MsgSessionNotFound})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get session: %w", err)
+	}
+	res := &SessionResult{Found: true, SessionKey: t.SessionKey, Agent: m.o.Agent, JobID: t.ID, Status: string(t.Status),
+		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, Summary: t.Summary, Error: t.Error}
+	if a := m.attachment(ctx, t.SessionKey); a != nil {
+		res.AgentSession = a
+	}
+	switch req.Mode {
+	case ModeEvents, ModeTail:
+		es, err := m.st.Logs(ctx, t.ID, after, limit)
+		if err != nil {
+			return nil, fmt.Errorf("get session: %w", err)
+		}
+		res.Events = toLogEntries(es)
+		if req.Mode == ModeTail {
+			n := after + int64(len(es))
+			res.NextAfter = &n
+		}
+	case ModeTasks:
+		ts, _, err := m.st.SessionTasks(ctx, m.o.Agent, t.SessionKey, store.Page{Limit: limit})
+		if err != nil {
+			return nil, fmt.Errorf("get session: %w", err)
+		}
+		res.Tasks = []TaskSummary{}
+		for _, x := range ts {
+			res.Tasks = append(res.Tasks, m.summaryRow(ctx, x))
+		}
+	}
+	return res, nil
+}
+
+// ListSessions is list_sessions: the continuation state of the agent's
+// most recently active sessions (one bounded page; 0 means 100), finished
+// ones included.
+func (m *Manager) ListSessions(ctx context.Context, limit int) (*SessionList, error) {
+	rows, _, err := m.st.ListSessions(ctx, m.o.Agent, store.Page{Limit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	out := &SessionList{Sessions: []ContinuationState{}, ConfiguredAgents: []string{m.o.Agent}}
+	for _, r := range rows {
+		if r.Task != nil {
+			out.Sessions = append(out.Sessions, continuationOf(r.Task, m.o.Agent))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,312 @@
+package task
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// Texts and limits that are part of the contract.
+const (
+	// NoSummarySentinel is the summary of a turn that produced no text.
+	NoSummarySentinel = "Stream finished with no response collected."
+	// SummaryPreviewMax caps list_tasks summaries and blocked notices.
+	SummaryPreviewMax = 500
+	// ContinuationSummaryMax caps list_sessions' lastSummary.
+	ContinuationSummaryMax = 500
+	// ProjectionTextMax caps the text of projected log rows.
+	ProjectionTextMax = 240
+	// InitialWindowMax is the number of projected rows without a cursor.
+	InitialWindowMax = 8
+	// DeltaWindowMax is the number of projected rows after a cursor.
+	DeltaWindowMax = 5
+	// ArtifactListMax caps filesChanged and commandsRun.
+	ArtifactListMax = 50
+)
+
+// messageToolVeto opens every message sent to the agent.
+const messageToolVeto = "You are answering a task handed over by ClawConnect. Only your final assistant " +
+	"message is returned to the caller: put the complete answer there. Do not use the `message` tool to " +
+	"reply — anything sent through it is not seen by the caller."
+
+// buildMessage is the text the agent receives (reference §2.6).
+func buildMessage(task, context, senderName, payloadPath string) string {
+	var b strings.Builder
+	b.WriteString(messageToolVeto)
+	b.WriteString("\n\n---\n\n")
+	if s := strings.TrimSpace(senderName); s != "" {
+		b.WriteString("[Message from: " + s + "]\n\n")
+	}
+	if context != "" {
+		b.WriteString(context + "\n\n" + task)
+	} else {
+		b.WriteString(task)
+	}
+	if payloadPath != "" {
+		b.WriteString("\n\n---\n\n")
+		b.WriteString("The caller attached an opaque payload to this task. It is stored, unparsed, in the file " +
+			payloadPath + " — read it from there if the task needs it.")
+	}
+	return b.String()
+}
+
+// capRunes returns s if it has at most n characters, else its first n-1
+// characters followed by "…" (n characters in all).
+func capRunes(s string, n int) (string, bool) {
+	if utf8.RuneCountInString(s) <= n {
+		return s, false
+	}
+	i, c := 0, 0
+	for i = range s {
+		if c == n-1 {
+			break
+		}
+		c++
+	}
+	return s[:i] + "…", true
+}
+
+// capLogText applies the per-entry cap: text[0:max-1] + "…[<n> more chars]".
+func capLogText(s string, limit int) string {
+	n := utf8.RuneCountInString(s)
+	if n <= limit {
+		return s
+	}
+	i, c := 0, 0
+	for i = range s {
+		if c == limit-1 {
+			break
+		}
+		c++
+	}
+	return s[:i] + fmt.Sprintf("…[%d more chars]", n-(limit-1))
+}
+
+// project is the bounded log projection (reference §3.10): tool+result
+// pairs collapsed, the last 8 rows without a cursor or the last 5 after it,
+// texts capped at 240. entries must be in seq order.
+func project(entries []store.LogEntry, cursor int64) []LogEntry {
+	var rows []LogEntry
+	for i := 0; i < len(entries); i++ {
+		e := entries[i]
+		if e.Seq <= cursor {
+			continue
+		}
+		row := LogEntry{TS: e.TS, Type: e.Type, Text: e.Text, IsError: e.IsError, Seq: e.Seq}
+		if e.Type == "tool" && i+1 < len(entries) && entries[i+1].Type == "tool-result" && !entries[i+1].IsError {
+			r := entries[i+1]
+			row.TS, row.Seq = r.TS, r.Seq
+			i++
+		}
+		row.Text, _ = capRunes(row.Text, ProjectionTextMax)
+		rows = append(rows, row)
+	}
+	keep := InitialWindowMax
+	if cursor > 0 {
+		keep = DeltaWindowMax
+	}
+	if len(rows) > keep {
+		rows = rows[len(rows)-keep:]
+	}
+	if rows == nil {
+		rows = []LogEntry{}
+	}
+	return rows
+}
+
+func toLogEntries(es []store.LogEntry) []LogEntry {
+	out := make([]LogEntry, 0, len(es))
+	for _, e := range es {
+		out = append(out, LogEntry{TS: e.TS, Type: e.Type, Text: e.Text, IsError: e.IsError, Seq: e.Seq})
+	}
+	return out
+}
+
+// argString returns the first non-empty string among keys of a JSON object.
+func argString(args json.RawMessage, keys ...string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil {
+		return ""
+	}
+	for _, k := range keys {
+		if s, ok := m[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func appendCapped(list []string, v string) []string {
+	if v == "" || len(list) >= ArtifactListMax {
+		return list
+	}
+	for _, x := range list {
+		if x == v {
+			return list
+		}
+	}
+	return append(list, v)
+}
+
+var patchFileRE = regexp.MustCompile(`(?m)^(?:\*\*\* (?:Add|Update|Delete) File: (.+)|\+\+\+ b/(.+))$`)
+
+// addToolArtifacts folds one tool-start event into a.
+func addToolArtifacts(a *store.Artifacts, tool string, args json.RawMessage) {
+	switch tool {
+	case "Bash", "exec":
+		cmd, _ := capRunes(argString(args, "command"), 121)
+		cmd = strings.TrimSuffix(cmd, "…")
+		a.CommandsRun = appendCapped(a.CommandsRun, cmd)
+	case "Edit", "Write", "edit", "write":
+		a.FilesChanged = appendCapped(a.FilesChanged, argString(args, "file_path", "filePath", "path", "file"))
+	case "ApplyPatch", "apply_patch":
+		for _, m := range patchFileRE.FindAllStringSubmatch(argString(args, "input", "patch", "content"), -1) {
+			f := m[1]
+			if f == "" {
+				f = m[2]
+			}
+			a.FilesChanged = appendCapped(a.FilesChanged, strings.TrimSpace(f))
+		}
+	}
+}
+
+var (
+	prURLRE     = regexp.MustCompile(`https://github\.com/[^\s/]+/[^\s/]+/pull/\d+`)
+	commitRE    = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+	branchRE    = regexp.MustCompile(`(?:\bbranch|checkout -b|switch -c)\s+` + "[`'\"]?" + `([A-Za-z0-9._/-]+)`)
+	needsHumanR = regexp.MustCompile(`(?i)please confirm|which option|waiting for|choose between`)
+)
+
+// addSummaryArtifacts derives PR, commit, branch and needs-human from a
+// final summary.
+func addSummaryArtifacts(a *store.Artifacts, summary string) {
+	if summary == "" {
+		return
+	}
+	if m := prURLRE.FindString(summary); m != "" {
+		a.PRURL = m
+	}
+	if m := commitRE.FindString(summary); m != "" {
+		a.CommitSHA = m
+	}
+	if m := branchRE.FindStringSubmatch(summary); m != nil {
+		a.BranchName = m[1]
+	}
+	tail := summary
+	if n := utf8.RuneCountInString(tail); n > 200 {
+		r := []rune(tail)
+		tail = string(r[n-200:])
+	}
+	t := strings.TrimSpace(tail)
+	a.NeedsHumanDecision = strings.HasSuffix(t, "?") || needsHumanR.MatchString(tail)
+}
+
+// nextStep is deriveNextStep (reference §3.10).
+func nextStep(t *store.Task) string {
+	switch {
+	case t.Status == store.StatusError:
+		return "Fix the issue and retry."
+	case t.Artifacts.PRURL != "":
+		return "Review or merge the PR."
+	case t.Artifacts.NeedsHumanDecision:
+		return "Answer the pending question to continue."
+	case len(t.Artifacts.FilesChanged) > 0 && t.Artifacts.CommitSHA == "":
+		return "Review changes and commit."
+	case len(t.Artifacts.FilesChanged) > 0:
+		return "Review the changes or continue with the next task."
+	}
+	return ""
+}
+
+var errorClasses = []struct {
+	category, recovery string
+	re                 *regexp.Regexp
+}{
+	{"auth", "Check the agent's credentials or permissions, then retry.", regexp.MustCompile(`(?i)authenticat|401|403|permission denied|unauthorized`)},
+	{"timeout", "Poll check_task again or retry the task; the agent may still be working.", regexp.MustCompile(`(?i)timed?\s?out|ETIMEDOUT`)},
+	{"merge_conflict", "Resolve the merge conflict, then retry.", regexp.MustCompile(`merge conflict|CONFLICT`)},
+	{"test_failure", "Fix the failing tests, then retry.", regexp.MustCompile(`(?i)test fail|tests? failed|assertion|expect.*received`)},
+	{"tooling", "Install or fix the missing tool, then retry.", regexp.MustCompile(`ENOENT|command not found|module not found|Cannot find`)},
+}
+
+// classifyError is classifyError (reference §3.10).
+func classifyError(msg string) *store.ErrorInfo {
+	for _, c := range errorClasses {
+		if c.re.MatchString(msg) {
+			return &store.ErrorInfo{Category: c.category, Message: msg, SuggestedRecovery: c.recovery}
+		}
+	}
+	return &store.ErrorInfo{Category: "unknown", Message: msg, SuggestedRecovery: "Fix the issue and retry."}
+}
+
+// execution maps a status to the snapshot's execution field.
+func execution(s store.Status) string {
+	switch s {
+	case store.StatusRunning:
+		return "running"
+	case store.StatusCancelled:
+		return "cancelled"
+	case store.StatusError:
+		return "failed"
+	}
+	return "completed"
+}
+
+// transcriptKey is transcriptSnapshotKey.
+func transcriptKey(h *History) string {
+	if len(h.Messages) == 0 {
+		return "empty:0"
+	}
+	last := h.Messages[len(h.Messages)-1]
+	return fmt.Sprintf("%s:%d:%d", last.Role, utf8.RuneCountInString(last.Text), len(h.Messages))
+}
+
+// runText returns the run's newest visible assistant text, or — when the
+// run id is unknown — the trailing assistant text of the session.
+func runText(h *History, runID string) string {
+	if runID != "" {
+		for i := len(h.Messages) - 1; i >= 0; i-- {
+			m := h.Messages[i]
+			if m.Role == "assistant" && m.RunID == runID && m.Text != "" {
+				return m.Text
+			}
+		}
+		// Transcripts that do not tag rows with run ids: fall back to the
+		// trailing text.
+		for _, m := range h.Messages {
+			if m.RunID != "" {
+				return ""
+			}
+		}
+	}
+	for i := len(h.Messages) - 1; i >= 0; i-- {
+		m := h.Messages[i]
+		if m.Role != "assistant" {
+			return ""
+		}
+		if m.Text != "" {
+			return m.Text
+		}
+	}
+	return ""
+}
+
+// upstreamActive is classifyUpstreamRun == "active".
+func upstreamActive(h *History, runID string) bool {
+	if h.HasActiveRun {
+		return true
+	}
+	for _, id := range h.ActiveRunIDs {
+		if id == runID && runID != "" {
+			return true
+		}
+	}
+	return false
+}
