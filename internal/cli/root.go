@@ -79,6 +79,7 @@ system manages.`,
 	})
 	root.AddCommand(
 		newVersionCmd(env),
+		newGatewayCmd(env),
 	)
 	return root
 }
