@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/server"
 )
 
 const legacyVersion = "2025-11-25"
@@ -77,7 +78,7 @@ const toolsListReq = `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}
 
 // stdioToolsList runs ServeStdio over pipes and returns the raw tools/list
 // result.
-func stdioToolsList(t *testing.T, s *Server) json.RawMessage {
+func stdioToolsList(t *testing.T, s *server.Server) json.RawMessage {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -127,7 +128,7 @@ func TestStdioAndHTTPServeIdenticalToolsList(t *testing.T) {
 }
 
 func TestHTTPAuth(t *testing.T) {
-	b := setup(t, func(o *Options) {
+	b := setup(t, func(o *server.Options) {
 		o.Auth = config.NewAuthenticator(config.AuthOptions{UserTokens: "Dana:tok-d", PublicPass: "shared"})
 	})
 	ts := httptest.NewServer(b.srv.Handler())
@@ -153,7 +154,7 @@ func TestHTTPAuth(t *testing.T) {
 				t.Fatalf("status = %d, want %d: %s", code, tt.wantCode, body)
 			}
 			if code == http.StatusForbidden {
-				if body != forbiddenBody {
+				if body != `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Forbidden: token required via ?pass= or Authorization: Bearer"}}` {
 					t.Errorf("403 body = %s", body)
 				}
 				if hdr.Get("Access-Control-Allow-Origin") != "*" {
@@ -194,7 +195,7 @@ func TestHTTPRoutesAndCORS(t *testing.T) {
 	}
 	// A tool call, so the latency histogram has a sample.
 	rpc(t, ts.URL+"/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_agents","arguments":{}}}`, nil)
-	b.tasks.Run(t.Context(), RunRequest{Agent: "alpha", Task: "x"})
+	b.tasks.Run(t.Context(), server.RunRequest{Agent: "alpha", Task: "x"})
 	code, _, body := get("/metrics")
 	for _, want := range []string{
 		`clawconnect_tool_call_duration_seconds_count{outcome="ok",tool="list_agents"} 1`,
@@ -242,7 +243,7 @@ func TestHTTPBadRequests(t *testing.T) {
 		{"malformed json", `{"jsonrpc":"2.0","id":1,`, http.StatusBadRequest, ""},
 		{"not json-rpc", `[1,2,3]`, http.StatusBadRequest, ""},
 		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"tasks/explode","params":{}}`, http.StatusBadRequest, "unsupported"},
-		{"oversized", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_task","arguments":{"task":"` + strings.Repeat("x", MaxRequestBytes) + `"}}}`, http.StatusRequestEntityTooLarge, ""},
+		{"oversized", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_task","arguments":{"task":"` + strings.Repeat("x", server.MaxRequestBytes) + `"}}}`, http.StatusRequestEntityTooLarge, ""},
 		{"wrong argument type", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"check_task","arguments":{"jobId":7}}}`, http.StatusOK, `"isError":true`},
 	}
 	for _, tt := range tests {
@@ -300,20 +301,20 @@ func TestHTTPScopeQuery(t *testing.T) {
 
 func TestCheckListen(t *testing.T) {
 	open := setup(t, nil).srv
-	authed := setup(t, func(o *Options) { o.Auth = config.NewAuthenticator(config.AuthOptions{PublicPass: "p"}) }).srv
-	allowed := setup(t, func(o *Options) { o.AllowUnauthenticatedRemote = true }).srv
+	authed := setup(t, func(o *server.Options) { o.Auth = config.NewAuthenticator(config.AuthOptions{PublicPass: "p"}) }).srv
+	allowed := setup(t, func(o *server.Options) { o.AllowUnauthenticatedRemote = true }).srv
 	tests := []struct {
 		name string
-		s    *Server
+		s    *server.Server
 		addr string
 		want error
 	}{
 		{"loopback v4", open, "127.0.0.1:7331", nil},
 		{"loopback v6", open, "[::1]:7331", nil},
 		{"localhost", open, "localhost:7331", nil},
-		{"all interfaces", open, "0.0.0.0:7331", ErrInsecureRemote},
-		{"empty host", open, ":7331", ErrInsecureRemote},
-		{"named host", open, "example.internal:7331", ErrInsecureRemote},
+		{"all interfaces", open, "0.0.0.0:7331", server.ErrInsecureRemote},
+		{"empty host", open, ":7331", server.ErrInsecureRemote},
+		{"named host", open, "example.internal:7331", server.ErrInsecureRemote},
 		{"authenticated remote", authed, "0.0.0.0:7331", nil},
 		{"explicitly allowed", allowed, "0.0.0.0:7331", nil},
 	}
@@ -360,7 +361,7 @@ func TestListenAndServeGracefulShutdown(t *testing.T) {
 		defer close(waitDone)
 		rpc(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"check_task","arguments":{"jobId":"`+jobID+`","waitMs":120000}}}`, nil)
 	}()
-	<-b.tasks.waiting
+	<-b.tasks.Waiting
 	cancel()
 	select {
 	case err := <-errc:
@@ -375,8 +376,8 @@ func TestListenAndServeGracefulShutdown(t *testing.T) {
 
 func TestListenAndServeRefusesInsecureRemote(t *testing.T) {
 	b := setup(t, nil)
-	if err := b.srv.ListenAndServe(t.Context(), "0.0.0.0:0", time.Second, nil); !errors.Is(err, ErrInsecureRemote) {
-		t.Fatalf("ListenAndServe(0.0.0.0) = %v, want ErrInsecureRemote", err)
+	if err := b.srv.ListenAndServe(t.Context(), "0.0.0.0:0", time.Second, nil); !errors.Is(err, server.ErrInsecureRemote) {
+		t.Fatalf("ListenAndServe(0.0.0.0) = %v, want server.ErrInsecureRemote", err)
 	}
 }
 
@@ -385,7 +386,7 @@ func TestHTTPTokenFileReload(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"tokens":{"Eve":"e1"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := setup(t, func(o *Options) { o.Auth = config.NewAuthenticator(config.AuthOptions{TokensFile: path}) })
+	b := setup(t, func(o *server.Options) { o.Auth = config.NewAuthenticator(config.AuthOptions{TokensFile: path}) })
 	ts := httptest.NewServer(b.srv.Handler())
 	defer ts.Close()
 	if code, _, _ := rpc(t, ts.URL+"/mcp?pass=e1", toolsListReq, nil); code != 200 {

@@ -1,4 +1,7 @@
-package server
+// Package servertest provides an in-memory implementation of server.Tasks
+// for tests and benchmarks of the MCP server and the CLI: tasks finish when
+// the test says so, and a waiting Check wakes on every change.
+package servertest
 
 import (
 	"context"
@@ -7,21 +10,24 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/task"
+	"github.com/clawconnect/clawconnect/server"
 )
 
-// fakeTasks is an in-memory Tasks for tests: jobs finish when the test says
-// so, and a waiting Check wakes on every change.
-type fakeTasks struct {
-	mu       sync.Mutex
-	n        int
-	jobs     map[string]*fakeJob
-	latest   map[string]string // sessionKey -> jobID
-	changed  chan struct{}     // closed and replaced on every change
-	waiting  chan string       // receives the jobID each time a Check starts waiting
-	runErr   error
-	runs     []RunRequest
-	cancels  []string
-	finished bool // whether new jobs start finished ("instant gateway")
+// Tasks is an in-memory server.Tasks. It is safe for concurrent use.
+type Tasks struct {
+	mu      sync.Mutex
+	n       int
+	jobs    map[string]*fakeJob
+	latest  map[string]string // sessionKey -> jobID
+	changed chan struct{}     // closed and replaced on every change
+	// Waiting receives the jobID each time a Check starts waiting.
+	Waiting chan string
+	// RunErr, when set, fails every Run.
+	RunErr  error
+	runs    []server.RunRequest
+	cancels []string
+	// Instant makes new jobs finish at once ("instant gateway").
+	Instant bool
 }
 
 type fakeJob struct {
@@ -29,25 +35,34 @@ type fakeJob struct {
 	prompt task.Prompt
 }
 
-func newFakeTasks() *fakeTasks {
-	return &fakeTasks{
+// New returns an empty Tasks.
+func New() *Tasks {
+	return &Tasks{
 		jobs:    make(map[string]*fakeJob),
 		latest:  make(map[string]string),
 		changed: make(chan struct{}),
-		waiting: make(chan string, 16),
+		Waiting: make(chan string, 16),
 	}
 }
 
-func (f *fakeTasks) notifyLocked() {
+// Runs returns the accepted run requests in order.
+func (f *Tasks) Runs() []server.RunRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]server.RunRequest(nil), f.runs...)
+}
+
+func (f *Tasks) notifyLocked() {
 	close(f.changed)
 	f.changed = make(chan struct{})
 }
 
-func (f *fakeTasks) Run(_ context.Context, req RunRequest) (task.RunResult, error) {
+// Run implements server.Tasks.
+func (f *Tasks) Run(_ context.Context, req server.RunRequest) (task.RunResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.runErr != nil {
-		return task.RunResult{}, f.runErr
+	if f.RunErr != nil {
+		return task.RunResult{}, f.RunErr
 	}
 	f.runs = append(f.runs, req)
 	f.n++
@@ -57,7 +72,7 @@ func (f *fakeTasks) Run(_ context.Context, req RunRequest) (task.RunResult, erro
 		key = fmt.Sprintf("agent:%s:clawconnect:%d", req.Agent, f.n)
 	}
 	if prev, ok := f.latest[key]; ok && !f.jobs[prev].snap.IsTerminal {
-		return task.RunResult{}, fmt.Errorf("A task is already running on this session (jobId %s).", prev)
+		return task.RunResult{}, &busyError{jobID: prev}
 	}
 	next := &task.NextAction{Tool: "check_task", Args: task.NextActionArgs{JobID: id, SessionKey: key}}
 	j := &fakeJob{
@@ -70,14 +85,14 @@ func (f *fakeTasks) Run(_ context.Context, req RunRequest) (task.RunResult, erro
 	}
 	f.jobs[id] = j
 	f.latest[key] = id
-	if f.finished {
+	if f.Instant {
 		f.finishLocked(id, "completed", "done: "+req.Task)
 	}
 	return task.RunResult{JobID: id, TaskID: id, SessionKey: key, Status: "running", Execution: "running",
 		Upstream: "connected", Transcript: "live", Cancellation: "none", Agent: req.Agent, NextAction: next}, nil
 }
 
-func (f *fakeTasks) finishLocked(id, status, text string) {
+func (f *Tasks) finishLocked(id, status, text string) {
 	j := f.jobs[id]
 	j.snap.Status = status
 	j.snap.IsTerminal = true
@@ -94,15 +109,16 @@ func (f *fakeTasks) finishLocked(id, status, text string) {
 	f.notifyLocked()
 }
 
-// finish ends a job.
-func (f *fakeTasks) finish(id, status, text string) {
+// Finish ends a job with status ("completed", "error", "cancelled") and
+// the summary or error text.
+func (f *Tasks) Finish(id, status, text string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.finishLocked(id, status, text)
 }
 
-// log appends a log entry to a job.
-func (f *fakeTasks) log(id, text string) {
+// Log appends a log entry to a job.
+func (f *Tasks) Log(id, text string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j := f.jobs[id]
@@ -112,7 +128,7 @@ func (f *fakeTasks) log(id, text string) {
 	f.notifyLocked()
 }
 
-func (f *fakeTasks) resolveLocked(jobID, sessionKey string) (*fakeJob, bool) {
+func (f *Tasks) resolveLocked(jobID, sessionKey string) (*fakeJob, bool) {
 	if j, ok := f.jobs[jobID]; ok {
 		return j, true
 	}
@@ -122,20 +138,21 @@ func (f *fakeTasks) resolveLocked(jobID, sessionKey string) (*fakeJob, bool) {
 	return nil, false
 }
 
-func (f *fakeTasks) Check(ctx context.Context, req CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error) {
+// Check implements server.Tasks.
+func (f *Tasks) Check(ctx context.Context, req server.CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error) {
 	timer := time.NewTimer(req.Wait)
 	defer timer.Stop()
 	f.mu.Lock()
 	j, ok := f.resolveLocked(req.JobID, req.SessionKey)
 	if !ok {
 		f.mu.Unlock()
-		return task.Snapshot{}, ErrNotFound
+		return task.Snapshot{}, server.ErrNotFound
 	}
 	j.snap.PollCount++
 	signalled := false
 	for {
 		snap := j.snap
-		if snap.IsTerminal || (req.Mode == ModePoll && snap.LogCursor > req.KnownLogCount) {
+		if snap.IsTerminal || (req.Mode == server.ModePoll && snap.LogCursor > req.KnownLogCount) {
 			f.mu.Unlock()
 			return snap, nil
 		}
@@ -144,7 +161,7 @@ func (f *fakeTasks) Check(ctx context.Context, req CheckRequest, onUpdate func(t
 		if !signalled {
 			signalled = true
 			select {
-			case f.waiting <- snap.JobID:
+			case f.Waiting <- snap.JobID:
 			default:
 			}
 		}
@@ -162,12 +179,13 @@ func (f *fakeTasks) Check(ctx context.Context, req CheckRequest, onUpdate func(t
 	}
 }
 
-func (f *fakeTasks) GetTask(_ context.Context, id string, detail task.Detail, _ int64) (task.TaskDetail, error) {
+// GetTask implements server.Tasks.
+func (f *Tasks) GetTask(_ context.Context, id string, detail task.Detail, _ int64) (task.TaskDetail, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j, ok := f.jobs[id]
 	if !ok {
-		return task.TaskDetail{}, ErrNotFound
+		return task.TaskDetail{}, server.ErrNotFound
 	}
 	s := j.snap
 	d := task.TaskDetail{TaskID: s.TaskID, JobID: s.JobID, SessionKey: s.SessionKey, Agent: s.Agent, Status: s.Status,
@@ -180,17 +198,19 @@ func (f *fakeTasks) GetTask(_ context.Context, id string, detail task.Detail, _ 
 	return d, nil
 }
 
-func (f *fakeTasks) GetPrompt(_ context.Context, id string) (task.PromptResult, error) {
+// GetPrompt implements server.Tasks.
+func (f *Tasks) GetPrompt(_ context.Context, id string) (task.PromptResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j, ok := f.jobs[id]
 	if !ok {
-		return task.PromptResult{}, ErrNotFound
+		return task.PromptResult{}, server.ErrNotFound
 	}
 	return task.PromptResult{TaskID: id, Prompt: j.prompt}, nil
 }
 
-func (f *fakeTasks) ListTasks(_ context.Context, view task.ListView) ([]task.TaskSummary, error) {
+// ListTasks implements server.Tasks.
+func (f *Tasks) ListTasks(_ context.Context, view task.ListView) ([]task.TaskSummary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []task.TaskSummary
@@ -213,12 +233,13 @@ func (f *fakeTasks) ListTasks(_ context.Context, view task.ListView) ([]task.Tas
 	return out, nil
 }
 
-func (f *fakeTasks) GetSession(_ context.Context, req SessionRequest) (task.SessionResult, error) {
+// GetSession implements server.Tasks.
+func (f *Tasks) GetSession(_ context.Context, req server.SessionRequest) (task.SessionResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id, ok := f.latest[req.SessionID]
 	if !ok {
-		return task.SessionResult{}, ErrNotFound
+		return task.SessionResult{}, server.ErrNotFound
 	}
 	s := f.jobs[id].snap
 	r := task.SessionResult{Found: true, SessionKey: s.SessionKey, Agent: s.Agent, JobID: s.JobID, Status: s.Status, Summary: s.Summary}
@@ -234,7 +255,8 @@ func (f *fakeTasks) GetSession(_ context.Context, req SessionRequest) (task.Sess
 	return r, nil
 }
 
-func (f *fakeTasks) ListSessions(context.Context) ([]task.ContinuationState, error) {
+// ListSessions implements server.Tasks.
+func (f *Tasks) ListSessions(context.Context) ([]task.ContinuationState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := []task.ContinuationState{}
@@ -244,12 +266,13 @@ func (f *fakeTasks) ListSessions(context.Context) ([]task.ContinuationState, err
 	return out, nil
 }
 
-func (f *fakeTasks) Cancel(_ context.Context, id string) (task.CancelResult, error) {
+// Cancel implements server.Tasks.
+func (f *Tasks) Cancel(_ context.Context, id string) (task.CancelResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j, ok := f.jobs[id]
 	if !ok {
-		return task.CancelResult{}, ErrNotFound
+		return task.CancelResult{}, server.ErrNotFound
 	}
 	f.cancels = append(f.cancels, id)
 	if j.snap.IsTerminal {
@@ -259,7 +282,8 @@ func (f *fakeTasks) Cancel(_ context.Context, id string) (task.CancelResult, err
 	return task.CancelResult{Found: true, Requested: true, Status: "running", JobID: id}, nil
 }
 
-func (f *fakeTasks) CountByStatus(context.Context) (map[string]int, error) {
+// CountByStatus implements server.StatusCounter.
+func (f *Tasks) CountByStatus(context.Context) (map[string]int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[string]int{}
@@ -269,6 +293,14 @@ func (f *fakeTasks) CountByStatus(context.Context) (map[string]int, error) {
 	return out, nil
 }
 
-func (f *fakeTasks) GatewayStates() map[string]string {
+// GatewayStates implements server.GatewayStater.
+func (f *Tasks) GatewayStates() map[string]string {
 	return map[string]string{"alpha": "connected", "beta": "reconnecting"}
+}
+
+// busyError mimics the task manager's session-busy rejection text.
+type busyError struct{ jobID string }
+
+func (e *busyError) Error() string {
+	return "A task is already running on this session (jobId " + e.jobID + ")."
 }
