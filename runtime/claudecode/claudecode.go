@@ -1,0 +1,182 @@
+// Package claudecode is the executor adapter for Claude Code: each run is a
+// `claude -p --output-format stream-json --verbose` process whose lines are
+// normalized into executor events (text and thinking deltas, tool calls and
+// results, the result with its real USD cost, max turns), with exactly one
+// terminal event per run.
+package claudecode
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/clawconnect/clawconnect/executor"
+	"github.com/clawconnect/clawconnect/runtime/internal/oneshot"
+)
+
+// ID is the adapter's runtime id.
+const ID = executor.RuntimeClaudeCode
+
+// Options configure the adapter. Zero values are the documented defaults.
+type Options struct {
+	// Binary is the claude executable; empty means "claude" on PATH.
+	Binary string
+	// Environ is the environment runs inherit before scrubbing; nil means
+	// the process environment. ClawConnect's own secrets are always removed
+	// (see oneshot.ScrubEnv); the runtime's own configuration passes.
+	Environ []string
+	// ExtraEnv is laid over the scrubbed environment (KEY=value).
+	ExtraEnv []string
+	// Dir is the working directory when StartOptions.Cwd is empty; empty
+	// means the current directory.
+	Dir string
+	// PermissionMode is passed as --permission-mode (for example
+	// "bypassPermissions", "acceptEdits"); empty leaves the CLI default.
+	PermissionMode string
+	// MaxTurns is passed as --max-turns when positive.
+	MaxTurns int
+	// WholeMessages turns off --include-partial-messages: each assistant
+	// message then arrives as one synthetic text delta and the capabilities
+	// report no streaming. By default text streams as true deltas.
+	WholeMessages bool
+	// Engine tunes the subprocess engine (logger, kill grace, line limit).
+	Engine oneshot.Options
+}
+
+// Adapter drives Claude Code. It implements executor.RuntimeAdapter,
+// executor.SessionCodec and executor.Disposer, and is safe for concurrent
+// use.
+type Adapter struct {
+	e *oneshot.Engine
+}
+
+// New returns an adapter.
+func New(o Options) *Adapter {
+	bin := o.Binary
+	if bin == "" {
+		bin = "claude"
+	}
+	environ := o.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	spec := oneshot.Spec{
+		ID:   ID,
+		Name: "claude",
+		Caps: executor.Capabilities{
+			Streaming: !o.WholeMessages, MCP: true, Worktrees: true, Resume: true, ToolApproval: true,
+			Models:              []string{"sonnet", "opus", "haiku"},
+			ContextWindowTokens: 200_000,
+			RuntimeClass:        executor.ClassWrappedOneshot,
+			NativeSkills:        executor.PreserveNone,
+			NativeMemory:        executor.PreserveNone,
+			NativeChannels:      executor.ChannelsNone,
+		},
+		Command: func(opts executor.StartOptions, model string) (oneshot.Command, error) {
+			path, err := oneshot.LookPath(bin, oneshot.ScrubEnv(environ, o.ExtraEnv))
+			if err != nil {
+				return oneshot.Command{}, err
+			}
+			dir := opts.Cwd
+			if dir == "" {
+				dir = o.Dir
+			}
+			return oneshot.Command{
+				Path:  path,
+				Args:  Args(opts, model, o),
+				Dir:   dir,
+				Env:   oneshot.ScrubEnv(environ, o.ExtraEnv),
+				Stdin: opts.Prompt(),
+			}, nil
+		},
+		NewDecoder: func(executor.StartOptions, string) oneshot.Decoder { return newDecoder() },
+		LookPath:   func() (string, error) { return oneshot.LookPath(bin, oneshot.ScrubEnv(environ, o.ExtraEnv)) },
+	}
+	return &Adapter{e: oneshot.New(spec, o.Engine)}
+}
+
+// Args returns the claude arguments of a run (the prompt goes to stdin, so
+// no prompt text can be mistaken for a flag).
+func Args(opts executor.StartOptions, model string, o Options) []string {
+	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	if !o.WholeMessages {
+		args = append(args, "--include-partial-messages")
+	}
+	if model != "" {
+		args = append(args, "--model", model)
+	}
+	if opts.Resume != "" {
+		args = append(args, "--resume", opts.Resume)
+	}
+	if o.PermissionMode != "" {
+		args = append(args, "--permission-mode", o.PermissionMode)
+	}
+	if o.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(o.MaxTurns))
+	}
+	if len(opts.ChildToolBlocklist) > 0 {
+		args = append(args, "--disallowedTools", strings.Join(opts.ChildToolBlocklist, ","))
+	}
+	return args
+}
+
+// ID implements executor.RuntimeAdapter.
+func (a *Adapter) ID() executor.RuntimeID { return a.e.ID() }
+
+// ParticipantKind implements executor.RuntimeAdapter.
+func (a *Adapter) ParticipantKind() executor.ParticipantKind { return a.e.ParticipantKind() }
+
+// Capabilities implements executor.RuntimeAdapter.
+func (a *Adapter) Capabilities() executor.Capabilities { return a.e.Capabilities() }
+
+// Health implements executor.RuntimeAdapter: healthy when the claude binary
+// resolves to an executable.
+func (a *Adapter) Health(ctx context.Context) executor.Health { return a.e.Health(ctx) }
+
+// Start implements executor.RuntimeAdapter: it spawns claude in its own
+// process group and returns with the run id unbound (it binds to Claude's
+// session id from the init line).
+func (a *Adapter) Start(ctx context.Context, task executor.Task, opts executor.StartOptions) (*executor.RunHandle, error) {
+	return a.e.Start(ctx, task, opts)
+}
+
+// Events implements executor.RuntimeAdapter.
+func (a *Adapter) Events(ctx context.Context, run *executor.RunHandle) (*executor.Stream, error) {
+	return a.e.Events(ctx, run)
+}
+
+// Abort implements executor.RuntimeAdapter: SIGTERM to the process group,
+// SIGKILL after the grace period.
+func (a *Adapter) Abort(ctx context.Context, run *executor.RunHandle) error {
+	return a.e.Abort(ctx, run)
+}
+
+// SetModel implements executor.RuntimeAdapter; the model applies to the
+// session's next run.
+func (a *Adapter) SetModel(ctx context.Context, run *executor.RunHandle, model string) error {
+	return a.e.SetModel(ctx, run, model)
+}
+
+// WriteContext implements executor.RuntimeAdapter by writing key as a file
+// in the run's working directory.
+func (a *Adapter) WriteContext(ctx context.Context, run *executor.RunHandle, key, value string) error {
+	return a.e.WriteContext(ctx, run, key, value)
+}
+
+// SerializeSession implements executor.SessionCodec.
+func (a *Adapter) SerializeSession(ctx context.Context, run *executor.RunHandle) (string, error) {
+	return a.e.SerializeSession(ctx, run)
+}
+
+// RestoreSession implements executor.SessionCodec.
+func (a *Adapter) RestoreSession(ctx context.Context, blob string) (*executor.RunHandle, error) {
+	return a.e.RestoreSession(ctx, blob)
+}
+
+// Dispose implements executor.Disposer: it aborts every live run and waits
+// for the processes to exit.
+func (a *Adapter) Dispose(ctx context.Context) error { return a.e.Dispose(ctx) }
+
+// Wait blocks until no run is live or ctx ends.
+func (a *Adapter) Wait(ctx context.Context) error { return a.e.Wait(ctx) }

@@ -1,0 +1,399 @@
+package claudecode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/executor"
+	"github.com/clawconnect/clawconnect/executor/contract"
+	"github.com/clawconnect/clawconnect/runtime/internal/fakecli"
+	"github.com/clawconnect/clawconnect/runtime/internal/oneshot"
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	fakecli.MaybeRun()
+	goleak.VerifyTestMain(m)
+}
+
+const fakeSession = "a3ecc4a9-0000-4000-8000-000000000001"
+
+func initLine() string {
+	return `{"type":"system","subtype":"init","cwd":"/w","session_id":"` + fakeSession + `","tools":["Bash"],"model":"claude-opus-5-5","permissionMode":"default","claude_code_version":"2.1.332"}`
+}
+
+func assistantText(text string) string {
+	b, _ := json.Marshal(text)
+	return `{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-5-5","content":[{"type":"text","text":` + string(b) + `}],"stop_reason":null},"parent_tool_use_id":null,"session_id":"` + fakeSession + `"}`
+}
+
+func resultLine(subtype, result string, isError bool) string {
+	b, _ := json.Marshal(result)
+	return fmt.Sprintf(`{"type":"result","subtype":%q,"is_error":%v,"num_turns":1,"result":%s,"stop_reason":"end_turn","session_id":%q,"total_cost_usd":0.00016,"usage":{"input_tokens":10,"output_tokens":6,"cache_read_input_tokens":2}}`, subtype, isError, b, fakeSession)
+}
+
+// translate renders abstract contract frames as the stream-json lines
+// Claude Code prints.
+func translate(fr contract.Frame, n int) []fakecli.Directive {
+	switch fr.Kind {
+	case contract.FrameDelta:
+		return []fakecli.Directive{fakecli.Out(assistantText(fr.Text))}
+	case contract.FrameToolCall:
+		id := fmt.Sprintf("toolu_fake_%d", n)
+		input, _ := json.Marshal(fr.Input)
+		out, _ := json.Marshal(fr.Text)
+		return []fakecli.Directive{
+			fakecli.Out(`{"type":"assistant","message":{"id":"msg_t","content":[{"type":"tool_use","id":"` + id + `","name":"` + fr.Tool + `","input":` + string(input) + `}]},"session_id":"` + fakeSession + `"}`),
+			fakecli.Out(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"` + id + `","type":"tool_result","content":` + string(out) + `,"is_error":false}]},"session_id":"` + fakeSession + `"}`),
+		}
+	case contract.FrameFinal:
+		return []fakecli.Directive{fakecli.Out(resultLine("success", fr.Text, false)), fakecli.Exit(0)}
+	case contract.FrameError:
+		return []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["` + fr.Text + `"]}`), fakecli.Exit(1)}
+	case contract.FrameAborted:
+		// The abort signal already ended the process; Claude prints nothing.
+	}
+	return nil
+}
+
+func newFakeAdapter(t *testing.T, f *fakecli.Fake, o Options) *Adapter {
+	o.Binary = f.Binary(t)
+	o.Environ = f.Environ(o.Environ...)
+	o.Engine.Logger = f.Logs.Logger()
+	if o.Engine.KillGrace == 0 {
+		o.Engine.KillGrace = 5 * time.Second
+	}
+	return New(o)
+}
+
+func TestContractWithFakeCLI(t *testing.T) {
+	contract.RunAdapterContract(t, fakecli.Harness(fakecli.HarnessConfig{
+		Label:     "claude-code fake CLI",
+		New:       func(t *testing.T, f *fakecli.Fake) executor.RuntimeAdapter { return newFakeAdapter(t, f, Options{}) },
+		Prelude:   []fakecli.Directive{fakecli.Out(initLine())},
+		Translate: translate,
+	}))
+}
+
+// startFake starts one run against a fresh fake and subscribes.
+func startFake(t *testing.T, o Options, opts executor.StartOptions) (*fakecli.Fake, *Adapter, *executor.RunHandle, *executor.Stream) {
+	t.Helper()
+	f := fakecli.New(t)
+	a := newFakeAdapter(t, f, o)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.Dispose(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	if opts.SessionKey == "" {
+		opts.SessionKey = "k"
+	}
+	if opts.Message == "" {
+		opts.Message = "say hello"
+	}
+	opts.Cwd = f.Work
+	run, err := a.Start(t.Context(), executor.Task{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.Events(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return f, a, run, s
+}
+
+func drainAll(t *testing.T, s *executor.Stream) []executor.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	evs, err := contract.Drain(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func payloads(evs []executor.Event) []executor.Payload {
+	out := make([]executor.Payload, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Payload
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestArgvStdinAndScrubbedEnv(t *testing.T) {
+	f, _, _, s := startFake(t, Options{
+		Environ:        []string{"OPENCLAW_PASSWORD=pw", "OPENCLAW_GATEWAY_TOKEN=tok", "MCP_USER_TOKENS=a:b", "PUBLIC_MCP_PASS=p", "CLAWCONNECT_HTTP_TOKEN=t", "ANTHROPIC_BASE_URL=http://127.0.0.1:1", "ANTHROPIC_API_KEY=dummy", "CLAWCONNECT_TIMEOUT_MS=5"},
+		ExtraEnv:       []string{"ANTHROPIC_MODEL=granted"},
+		PermissionMode: "bypassPermissions",
+		MaxTurns:       3,
+	}, executor.StartOptions{Message: "--not-a-flag", Context: "ctx", Model: "fake-model", Resume: "sess-1", ChildToolBlocklist: []string{"Task", "WebFetch"}})
+	f.Send(t, fakecli.Out(initLine()), fakecli.Out(resultLine("success", "ok", false)), fakecli.Exit(0))
+	drainAll(t, s)
+	rec := f.Recorded(t)
+	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--model", "fake-model", "--resume", "sess-1", "--permission-mode", "bypassPermissions", "--max-turns", "3", "--disallowedTools", "Task,WebFetch"}
+	if diff := cmp.Diff(want, rec.Args); diff != "" {
+		t.Errorf("argv (-want +got):\n%s", diff)
+	}
+	if rec.Stdin != "ctx\n\n--not-a-flag" {
+		t.Errorf("stdin = %q, want the prompt", rec.Stdin)
+	}
+	env := strings.Join(rec.Env, "\n")
+	for _, gone := range []string{"OPENCLAW_PASSWORD=", "OPENCLAW_GATEWAY_TOKEN=", "MCP_USER_TOKENS=", "PUBLIC_MCP_PASS=", "CLAWCONNECT_HTTP_TOKEN="} {
+		if strings.Contains(env, gone) {
+			t.Errorf("child environment kept %s", gone)
+		}
+	}
+	for _, kept := range []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:1", "ANTHROPIC_API_KEY=dummy", "ANTHROPIC_MODEL=granted", "CLAWCONNECT_TIMEOUT_MS=5", "PATH="} {
+		if !strings.Contains(env, kept) {
+			t.Errorf("child environment lost %s", kept)
+		}
+	}
+	if rec.Dir != f.Work {
+		t.Errorf("cwd = %q, want %q", rec.Dir, f.Work)
+	}
+}
+
+func TestFullStreamMapping(t *testing.T) {
+	f, a, run, s := startFake(t, Options{}, executor.StartOptions{})
+	f.Send(t,
+		fakecli.Out(initLine()),
+		fakecli.Out(`{"type":"system","subtype":"status","status":"requesting"}`),
+		fakecli.Out(`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_2"}},"session_id":"`+fakeSession+`"}`),
+		fakecli.Out(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}}`),
+		fakecli.Out(`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"FAKE-"}}}`),
+		fakecli.Out(`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"REPLY"}}}`),
+		fakecli.Out(`{"type":"assistant","message":{"id":"msg_2","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"FAKE-REPLY"},{"type":"tool_use","id":"toolu_5","name":"Bash","input":{"command":"echo hi"}}]},"session_id":"`+fakeSession+`"}`),
+		fakecli.Out(`{"type":"system","subtype":"permission_denied","tool_name":"Write"}`),
+		fakecli.Out(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_5","type":"tool_result","content":[{"type":"text","text":"hi"},{"type":"text","text":"!"}],"is_error":false}]},"tool_use_result":{"stdout":"hi"}}`),
+		fakecli.Out(`{"type":"assistant","message":{"id":"msg_3","content":[{"type":"text","text":"done"}]}}`),
+		fakecli.Out(`{"type":"rate_limit_event","info":{}}`),
+		fakecli.Out(resultLine("success", "done", false)),
+		fakecli.Exit(0),
+	)
+	evs := drainAll(t, s)
+	want := []executor.Payload{
+		executor.Status{Phase: executor.PhaseInit, Model: "claude-opus-5-5"},
+		executor.Status{Phase: executor.PhaseRunning, Detail: "requesting"},
+		executor.TextDelta{Text: "hmm", Channel: executor.ChannelReasoning},
+		executor.TextDelta{Text: "FAKE-", Channel: executor.ChannelAssistant},
+		executor.TextDelta{Text: "REPLY", Channel: executor.ChannelAssistant},
+		executor.ToolCall{ToolCallID: "toolu_5", Name: "Bash", Input: json.RawMessage(`{"command":"echo hi"}`)},
+		executor.Error{Code: "permission_denied", Message: "claude: permission denied for Write"},
+		executor.ToolResult{ToolCallID: "toolu_5", Name: "Bash", Output: "hi!"},
+		executor.TextDelta{Text: "done", Channel: executor.ChannelAssistant},
+		executor.Cost{CostUSD: ptr(0.00016), Usage: executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 2}},
+		executor.Done{Reason: executor.DoneSuccess, Summary: "done", Usage: &executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 2}, CostUSD: ptr(0.00016)},
+	}
+	if diff := cmp.Diff(want, payloads(evs)); diff != "" {
+		t.Errorf("payloads (-want +got):\n%s", diff)
+	}
+	for _, ev := range evs {
+		if ev.RunID != fakeSession || ev.SessionID != "k" {
+			t.Fatalf("envelope runId=%q sessionId=%q, want %q and k", ev.RunID, ev.SessionID, fakeSession)
+		}
+	}
+	blob, err := a.SerializeSession(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := a.RestoreSession(t.Context(), blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := back.RunID(); id != fakeSession || back.SessionKey != "k" {
+		t.Errorf("restored handle %q/%q from %s", back.SessionKey, id, blob)
+	}
+}
+
+func TestTerminalRules(t *testing.T) {
+	tests := []struct {
+		name  string
+		lines []fakecli.Directive
+		want  []executor.Payload
+	}{
+		{"max turns", []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s"}`), fakecli.Exit(0)},
+			[]executor.Payload{executor.Done{Reason: executor.DoneMaxTurns}}},
+		{"error result then nonzero exit gives one terminal", []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["overloaded"]}`), {Err: "boom\n"}, fakecli.Exit(1)},
+			[]executor.Payload{executor.Error{Code: "error_during_execution", Message: "overloaded", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "overloaded"}}},
+		{"success subtype flagged as error", []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500"}`), fakecli.Exit(1)},
+			[]executor.Payload{executor.Error{Code: "success", Message: "API Error: 500", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "API Error: 500"}}},
+		{"clean exit without result", []fakecli.Directive{fakecli.Out(assistantText("partial answer")), fakecli.Exit(0)},
+			[]executor.Payload{executor.TextDelta{Text: "partial answer", Channel: executor.ChannelAssistant}, executor.Done{Reason: executor.DoneSuccess, Summary: "partial answer"}}},
+		{"crash with stderr", []fakecli.Directive{{Err: "fatal: cannot reach model\n"}, fakecli.Exit(2)},
+			[]executor.Payload{executor.Error{Code: "exit_2", Message: "fatal: cannot reach model", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "fatal: cannot reach model"}}},
+		{"second result ignored", []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"success","result":"one"}`), fakecli.Out(`{"type":"result","subtype":"success","result":"two"}`), fakecli.Exit(0)},
+			[]executor.Payload{executor.Done{Reason: executor.DoneSuccess, Summary: "one"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _, _, s := startFake(t, Options{}, executor.StartOptions{})
+			f.Send(t, tt.lines...)
+			if diff := cmp.Diff(tt.want, payloads(drainAll(t, s))); diff != "" {
+				t.Errorf("payloads (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBadLines(t *testing.T) {
+	f, _, _, s := startFake(t, Options{Engine: oneshot.Options{MaxLineBytes: 1024}}, executor.StartOptions{})
+	huge := `{"type":"assistant","message":{"content":[{"type":"text","text":"` + strings.Repeat("x", 200_000) + `"}]}}`
+	f.Send(t,
+		fakecli.Out(`{"type":"assistant","message":{"content":[{"type":"te`), // truncated
+		fakecli.Out(`{"type":"hologram","payload":1}`),                       // unknown type
+		fakecli.Out(`not json at all`),
+		fakecli.Out(huge),
+		fakecli.Out(""),
+		fakecli.Out(assistantText("still alive")),
+		fakecli.Directive{Raw: resultLine("success", "tail without newline", false)},
+		fakecli.Exit(0),
+	)
+	got := payloads(drainAll(t, s))
+	want := []executor.Payload{
+		executor.Error{Code: "bad_line", Message: "claude: unparseable stdout line: " + fmt.Sprintf("%q", `{"type":"assistant","message":{"content":[{"type":"te`)},
+		executor.Error{Code: "bad_line", Message: `claude: unparseable stdout line: "not json at all"`},
+		executor.Error{Code: "line_too_long", Message: "claude: skipped a stdout line longer than 1024 bytes"},
+		executor.TextDelta{Text: "still alive", Channel: executor.ChannelAssistant},
+		executor.Cost{CostUSD: ptr(0.00016), Usage: executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 2}},
+		executor.Done{Reason: executor.DoneSuccess, Summary: "tail without newline", Usage: &executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 2}, CostUSD: ptr(0.00016)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("payloads (-want +got):\n%s", diff)
+	}
+}
+
+func TestMissingBinary(t *testing.T) {
+	a := New(Options{Binary: "claude-definitely-missing", Environ: []string{"PATH=" + t.TempDir()}})
+	h := a.Health(t.Context())
+	if h.OK || !strings.Contains(h.Message, "claude-definitely-missing not found on PATH") {
+		t.Errorf("Health = %+v, want a not-found verdict", h)
+	}
+	if _, err := a.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "k", Message: "m"}); err == nil || !strings.Contains(err.Error(), "not found on PATH") {
+		t.Errorf("Start error = %v, want not found", err)
+	}
+	b := New(Options{Binary: "/nonexistent/claude"})
+	if h := b.Health(t.Context()); h.OK {
+		t.Errorf("Health of a missing absolute path = %+v", h)
+	}
+}
+
+func TestAbortEscalatesWhenSIGTERMIgnored(t *testing.T) {
+	f, a, run, s := startFake(t, Options{Environ: []string{"FAKECLI_IGNORE_TERM=1"}, Engine: oneshot.Options{KillGrace: 200 * time.Millisecond}}, executor.StartOptions{})
+	f.Send(t, fakecli.Out(initLine()), fakecli.Out(assistantText("working")))
+	for {
+		ev, err := s.Next(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind() == executor.KindTextDelta {
+			break
+		}
+	}
+	if err := a.Abort(t.Context(), run); err != nil {
+		t.Fatal(err)
+	}
+	evs := drainAll(t, s)
+	if diff := cmp.Diff([]executor.Payload{executor.Done{Reason: executor.DoneAborted, Summary: "working"}}, payloads(evs)); diff != "" {
+		t.Errorf("after abort (-want +got):\n%s", diff)
+	}
+	var escalated bool
+	for _, c := range f.Logs.Calls() {
+		if c.Method == "abort escalated" {
+			escalated = true
+		}
+	}
+	if !escalated {
+		t.Error("SIGKILL escalation not logged")
+	}
+}
+
+func TestLateSubscriberGetsBacklogAndSecondGetsLive(t *testing.T) {
+	f := fakecli.New(t)
+	a := newFakeAdapter(t, f, Options{})
+	defer a.Dispose(context.Background())
+	run, err := a.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "k", Message: "m", Cwd: f.Work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Send(t, fakecli.Out(initLine()), fakecli.Out(resultLine("success", "early", false)), fakecli.Exit(0))
+	if err := a.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.Events(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs := drainAll(t, s)
+	if len(evs) != 3 || evs[2].Kind() != executor.KindDone || evs[0].Seq != 1 {
+		t.Errorf("late first subscriber got %v", payloads(evs))
+	}
+	s2, err := a.Events(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if evs := drainAll(t, s2); len(evs) != 0 {
+		t.Errorf("second subscriber after the end got %v, want nothing", payloads(evs))
+	}
+}
+
+func TestUnknownSession(t *testing.T) {
+	a := New(Options{})
+	run := executor.NewRunHandle(ID, "nope")
+	for name, err := range map[string]error{
+		"abort":         a.Abort(t.Context(), run),
+		"set model":     a.SetModel(t.Context(), run, "m"),
+		"write context": a.WriteContext(t.Context(), run, "k", "v"),
+	} {
+		if !errorsIs(err, executor.ErrNoSession) {
+			t.Errorf("%s on an unknown session = %v, want ErrNoSession", name, err)
+		}
+	}
+	if _, err := a.Events(t.Context(), run); !errorsIs(err, executor.ErrNoSession) {
+		t.Errorf("Events on an unknown session = %v", err)
+	}
+}
+
+func TestSetModelAppliesToNextRunAndWriteContextStaysLocal(t *testing.T) {
+	f, a, run, s := startFake(t, Options{}, executor.StartOptions{})
+	if err := a.SetModel(t.Context(), run, "opus"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WriteContext(t.Context(), run, "../escape.md", "x"); err == nil {
+		t.Error("WriteContext outside the working directory succeeded")
+	}
+	f.Send(t, fakecli.Out(initLine()), fakecli.Out(resultLine("success", "ok", false)), fakecli.Exit(0))
+	drainAll(t, s)
+	got := Args(executor.StartOptions{}, "opus", Options{WholeMessages: true})
+	if diff := cmp.Diff([]string{"-p", "--output-format", "stream-json", "--verbose", "--model", "opus"}, got); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	// The next run of the session uses the model set on it.
+	run2, err := a.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "k", Message: "again", Cwd: f.Work, Resume: fakeSession})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := a.Events(t.Context(), run2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	f.Send(t, fakecli.Out(resultLine("success", "ok", false)), fakecli.Exit(0))
+	drainAll(t, s2)
+	if args := strings.Join(f.Recorded(t).Args, " "); !strings.Contains(args, "--model opus --resume "+fakeSession) {
+		t.Errorf("next run args %q lack the set model", args)
+	}
+}
