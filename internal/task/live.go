@@ -33,6 +33,7 @@ type live struct {
 
 	stop     chan struct{} // closed to stop following without an outcome
 	stopOnce sync.Once
+	exited   chan struct{} // closed when the follower returned
 }
 
 type recentEntry struct {
@@ -43,7 +44,7 @@ type recentEntry struct {
 func newLive(t *store.Task) *live {
 	return &live{
 		id: t.ID, t: t, done: make(chan struct{}), changed: make(chan struct{}),
-		lastEvent: time.UnixMilli(t.LastEventAt), stop: make(chan struct{}),
+		lastEvent: time.UnixMilli(t.LastEventAt), stop: make(chan struct{}), exited: make(chan struct{}),
 	}
 }
 
@@ -80,6 +81,7 @@ func (m *Manager) forget(l *live) {
 		delete(m.live, l.id)
 	}
 	m.mu.Unlock()
+	close(l.exited)
 }
 
 // update applies fn to the task's record and writes it (compare-and-set).
