@@ -27,6 +27,9 @@ type fakeGW struct {
 	startErr error
 	starts   map[string]int
 	messages map[string]string
+	// instant, if set, answers every run inside StartRun: events first
+	// (before StartRun returns), then the outcome.
+	instant func(req RunRequest) Outcome
 }
 
 type fakeRunState struct {
@@ -63,7 +66,13 @@ func (g *fakeGW) StartRun(ctx context.Context, req RunRequest) (Run, error) {
 	st.req = req
 	g.starts[req.IdempotencyKey]++
 	g.messages[req.IdempotencyKey] = req.Message
+	instant := g.instant
 	g.mu.Unlock()
+	if instant != nil {
+		req.OnEvent(Event{Kind: EventLifecycle, Phase: "start", Seq: 1})
+		g.end(req.IdempotencyKey, instant(req))
+		return &fakeRun{gw: g, st: st, closed: make(chan struct{})}, nil
+	}
 	g.started <- req.IdempotencyKey
 	return &fakeRun{gw: g, st: st, closed: make(chan struct{})}, nil
 }
@@ -245,6 +254,6 @@ func await(t *testing.T, m *Manager, id string) *Snapshot {
 
 type contextT = context.Context
 
-const timeMs = time.Millisecond
+const millis = time.Millisecond
 
 func timeNowPlus(ms int) time.Time { return time.Now().Add(time.Duration(ms) * time.Millisecond) }

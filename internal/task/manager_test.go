@@ -458,8 +458,10 @@ func TestTier3AndBlockedDelegation(t *testing.T) {
 			status: "completed", source: "agent-session", reason: "agent-session-recovery", summary: "answer from the session", list: TaskDone,
 		},
 		{
-			name:   "blocked on input",
-			obs:    func() *agentsession.Observation { return &agentsession.Observation{State: "needs_input", LatestResponse: "Which DB?"} },
+			name: "blocked on input",
+			obs: func() *agentsession.Observation {
+				return &agentsession.Observation{State: "needs_input", LatestResponse: "Which DB?"}
+			},
 			marker: `<agent-session>{"runtime":"test-rt","sessionId":"sess-2","state":"needs_input","remoteUrl":"https://r/x"}</agent-session>`,
 			status: "completed_no_summary", source: "parent", reason: "delegate-blocked:needs_input",
 			summary: "This turn produced no result of its own: the delegated session test-rt/sess-2 is waiting for input.",
@@ -507,7 +509,7 @@ func TestTier3AndBlockedDelegation(t *testing.T) {
 
 func TestQuietWatchdogThenLateFinal(t *testing.T) {
 	e := newEnv(t)
-	m := e.manager(func(o *Options) { o.ReconcileQuiet = 30 * timeMs })
+	m := e.manager(func(o *Options) { o.ReconcileQuiet = 30 * millis })
 	res, err := m.Submit(t.Context(), SubmitRequest{Task: "x"})
 	if err != nil {
 		t.Fatal(err)

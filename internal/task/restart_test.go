@@ -1,0 +1,129 @@
+package task
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/storetest"
+)
+
+// TestRestartResumesRunningTask simulates kill -9 at each phase: the old
+// manager's goroutines stop without writing anything (as a killed process
+// would), and a fresh manager over the same store finishes the task under
+// the same idempotency key, so the run is joined, not started twice.
+func TestRestartResumesRunningTask(t *testing.T) {
+	tests := []struct {
+		name string
+		// crash prepares a running task as a process killed at that phase
+		// leaves it, and returns its id.
+		crash func(t *testing.T, e *env) string
+	}{
+		{"after persist, before dispatch", func(t *testing.T, e *env) string {
+			task := storetest.Task("job-persisted", "main", "agent:main:k1", time.Now().UnixMilli())
+			task.Owner, task.LeaseUntil = "local", time.Now().Add(time.Hour).UnixMilli()
+			if err := e.st.CreateTask(t.Context(), task); err != nil {
+				t.Fatal(err)
+			}
+			return task.ID
+		}},
+		{"mid-run, with events and a run id", func(t *testing.T, e *env) string {
+			m := e.manager(nil)
+			res, err := m.Submit(t.Context(), SubmitRequest{Task: "long job", SessionKey: "agent:main:k2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.gw.waitStarted(t, res.JobID)
+			e.gw.emit(res.JobID, Event{Kind: EventLifecycle, Phase: "start", Seq: 3})
+			m.Close() // "kill -9": nothing is written on the way down
+			return res.JobID
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			id := tc.crash(t, e)
+			before, err := e.st.GetTask(t.Context(), "main", id)
+			if err != nil || before.Status != store.StatusRunning {
+				t.Fatalf("after the crash: %+v %v", before, err)
+			}
+			fresh := e.manager(nil)
+			e.gw.waitStarted(t, id)
+			if got := e.gw.messages[id]; got != before.Message {
+				t.Fatalf("resumed with another message:\n%s\nwant\n%s", got, before.Message)
+			}
+			e.gw.end(id, Outcome{Status: OutcomeOK, Text: "finished after restart"})
+			s := await(t, fresh, id)
+			if s.Status != "completed" || s.Summary != "finished after restart" || s.TerminalReason != "live-final" {
+				t.Fatalf("resumed task: %s %q %s", s.Status, s.Summary, s.TerminalReason)
+			}
+			if s.Logs[len(s.Logs)-1].Text != "Resumed after a restart; observing the OpenClaw run again." {
+				t.Fatalf("logs %+v", s.Logs)
+			}
+		})
+	}
+}
+
+// TestRestartKeepsFinishedTasks: finished tasks, sessions and continuation
+// survive a restart (they live in the store, not in memory).
+func TestRestartKeepsFinishedTasks(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(nil)
+	res, err := m.Submit(t.Context(), SubmitRequest{Task: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.waitStarted(t, res.JobID)
+	e.gw.end(res.JobID, Outcome{Status: OutcomeOK, Text: "kept"})
+	want := await(t, m, res.JobID)
+	m.Close()
+	fresh := e.manager(nil)
+	got, err := fresh.Check(t.Context(), CheckRequest{SessionKey: res.SessionKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.PollCount++
+	want.LastPollAt = got.LastPollAt // this poll's time
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("snapshot across restart (-want +got):\n%s", diff)
+	}
+	sessions, err := fresh.ListSessions(t.Context(), 0)
+	if err != nil || len(sessions.Sessions) != 1 || sessions.Sessions[0].LastSummary != "kept" {
+		t.Fatalf("sessions %+v %v", sessions, err)
+	}
+	if e.gw.startCount(res.JobID) != 1 {
+		t.Fatalf("a finished task was dispatched again")
+	}
+}
+
+// TestLeaseTakeover: two owners share one store; the first dies holding the
+// lease; the second takes the task over once the lease expires and
+// finishes it, while answering reads for it all along.
+func TestLeaseTakeover(t *testing.T) {
+	e := newEnv(t)
+	a := e.manager(func(o *Options) { o.Owner = "replica-a"; o.Lease = 200 * time.Millisecond })
+	res, err := a.Submit(t.Context(), SubmitRequest{Task: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.waitStarted(t, res.JobID)
+	a.Close() // replica a dies; its lease runs out
+	b := e.manager(func(o *Options) { o.Owner = "replica-b"; o.Lease = 200 * time.Millisecond })
+	// b answers reads for a task it does not follow yet.
+	g, err := b.GetTask(t.Context(), res.JobID, DetailCore, 0)
+	if err != nil || g.Status != "running" {
+		t.Fatalf("read through b: %+v %v", g, err)
+	}
+	e.gw.waitStarted(t, res.JobID) // b resubmits under the same key after the lease expired
+	e.gw.end(res.JobID, Outcome{Status: OutcomeOK, Text: "taken over"})
+	s := await(t, b, res.JobID)
+	if s.Summary != "taken over" {
+		t.Fatalf("snapshot %+v", s)
+	}
+	task, err := e.st.GetTask(t.Context(), "main", res.JobID)
+	if err != nil || task.Owner != "replica-b" {
+		t.Fatalf("owner after takeover: %+v %v", task, err)
+	}
+}
