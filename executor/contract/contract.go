@@ -130,6 +130,7 @@ func (h Harness) collect(t *testing.T, s *executor.Stream) []executor.Event {
 	if err != nil {
 		t.Fatalf("collect events: %v (got %s)", err, kinds(evs))
 	}
+	t.Logf("events: %s", kinds(evs))
 	return evs
 }
 
@@ -353,20 +354,15 @@ func RunAdapterContract(t *testing.T, h Harness) {
 		run := h.start(t, a, Delta("partial"), Aborted())
 		s := h.events(t, a, run)
 		h.emit(t, Delta("partial"))
-		// Wait until the run is visibly live before aborting.
+		// Wait until the run is visibly live (its first event) before
+		// aborting.
 		ctx, cancel := context.WithTimeout(t.Context(), h.timeout())
 		defer cancel()
-		var evs []executor.Event
-		for {
-			ev, err := s.Next(ctx)
-			if err != nil {
-				t.Fatalf("waiting for the partial text: %v (got %s)", err, kinds(evs))
-			}
-			evs = append(evs, ev)
-			if ev.Kind() == executor.KindTextDelta || ev.Kind() == executor.KindDone {
-				break
-			}
+		first, err := s.Next(ctx)
+		if err != nil {
+			t.Fatalf("waiting for the run's first event: %v", err)
 		}
+		evs := []executor.Event{first}
 		if err := a.Abort(t.Context(), run); err != nil {
 			t.Fatalf("Abort: %v", err)
 		}

@@ -22,6 +22,9 @@ const ID = executor.RuntimeClaudeCode
 type Options struct {
 	// Binary is the claude executable; empty means "claude" on PATH.
 	Binary string
+	// BinaryArgs come before the run's own arguments (for example the
+	// script when Binary is node).
+	BinaryArgs []string
 	// Environ is the environment runs inherit before scrubbing; nil means
 	// the process environment. ClawConnect's own secrets are always removed
 	// (see oneshot.ScrubEnv); the runtime's own configuration passes.
@@ -84,7 +87,7 @@ func New(o Options) *Adapter {
 			}
 			return oneshot.Command{
 				Path:  path,
-				Args:  Args(opts, model, o),
+				Args:  append(append([]string{}, o.BinaryArgs...), Args(opts, model, o)...),
 				Dir:   dir,
 				Env:   oneshot.ScrubEnv(environ, o.ExtraEnv),
 				Stdin: opts.Prompt(),

@@ -20,6 +20,9 @@ const ID = executor.RuntimeCodex
 type Options struct {
 	// Binary is the codex executable; empty means "codex" on PATH.
 	Binary string
+	// BinaryArgs come before the run's own arguments (for example the
+	// script when Binary is node).
+	BinaryArgs []string
 	// Environ is the environment runs inherit before scrubbing; nil means
 	// the process environment. ClawConnect's own secrets are always removed
 	// (see oneshot.ScrubEnv); the runtime's own configuration passes.
@@ -85,7 +88,7 @@ func New(o Options) *Adapter {
 			if dir == "" {
 				dir = o.Dir
 			}
-			return oneshot.Command{Path: path, Args: Args(opts, model, o), Dir: dir, Env: env()}, nil
+			return oneshot.Command{Path: path, Args: append(append([]string{}, o.BinaryArgs...), Args(opts, model, o)...), Dir: dir, Env: env()}, nil
 		},
 		NewDecoder: func(_ executor.StartOptions, model string) oneshot.Decoder { return newDecoder(model) },
 		LookPath:   func() (string, error) { return oneshot.LookPath(bin, env()) },

@@ -325,3 +325,72 @@ func Harness(cfg HarnessConfig) contract.Harness {
 		RecordedCalls: func(t *testing.T) []contract.RecordedCall { return fake.Calls(t) },
 	}
 }
+
+// RealHarnessConfig describes a subprocess adapter over a real CLI talking
+// to the fake model server.
+type RealHarnessConfig struct {
+	Label string
+	// New builds the adapter with logger recording its side effects.
+	New func(t *testing.T, logger *slog.Logger) executor.RuntimeAdapter
+	// WorkDir is the CLI's working directory (files written there count as
+	// side effects).
+	WorkDir string
+}
+
+// PromptFor turns a contract script into a prompt for the fake model
+// server's trigger words: a tool call asks for one shell command, an abort
+// holds the reply open until the client goes away, anything else gets the
+// default echo reply.
+func PromptFor(script []contract.Frame) string {
+	for _, f := range script {
+		switch f.Kind {
+		case contract.FrameToolCall:
+			return "TOOLCALL: echo tool-probe"
+		case contract.FrameAborted:
+			return "HANG"
+		case contract.FrameDelta, contract.FrameFinal, contract.FrameError:
+		}
+	}
+	return "say hello"
+}
+
+// RealHarness returns a contract harness over a real CLI: frames are not
+// emitted but produced by the CLI from the prompt PromptFor builds.
+func RealHarness(cfg RealHarnessConfig) contract.Harness {
+	var logs *LogRecorder
+	n := 0
+	return contract.Harness{
+		Label:   cfg.Label,
+		Timeout: 3 * time.Minute,
+		New: func(t *testing.T) executor.RuntimeAdapter {
+			logs = &LogRecorder{store: &recStore{}}
+			a := cfg.New(t, logs.Logger())
+			if d, ok := a.(executor.Disposer); ok {
+				t.Cleanup(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					if err := d.Dispose(ctx); err != nil {
+						t.Errorf("dispose: %v", err)
+					}
+				})
+			}
+			return a
+		},
+		Start: func(t *testing.T, a executor.RuntimeAdapter, script []contract.Frame) (*executor.RunHandle, error) {
+			n++
+			return a.Start(t.Context(), executor.Task{}, executor.StartOptions{
+				SessionKey: fmt.Sprintf("e2e-%d", n), Message: PromptFor(script), Cwd: cfg.WorkDir,
+			})
+		},
+		RecordedCalls: func(t *testing.T) []contract.RecordedCall {
+			calls := logs.Calls()
+			entries, _ := os.ReadDir(cfg.WorkDir)
+			for _, e := range entries {
+				if b, err := os.ReadFile(filepath.Join(cfg.WorkDir, e.Name())); err == nil && !e.IsDir() {
+					calls = append(calls, contract.RecordedCall{Method: "file", Params: map[string]string{"name": e.Name(), "content": string(b)}})
+				}
+			}
+			return calls
+		},
+	}
+}

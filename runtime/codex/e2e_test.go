@@ -1,0 +1,31 @@
+package codex
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/clawconnect/clawconnect/executor"
+	"github.com/clawconnect/clawconnect/executor/contract"
+	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/runtime/internal/fakecli"
+	"github.com/clawconnect/clawconnect/runtime/internal/oneshot"
+)
+
+// TestContractWithRealCLI runs the contract suite against the real Codex
+// CLI talking to the fake model server: a turn with text, a tool call (a
+// real command execution), an abort. Gated by CLAWCONNECT_E2E=1.
+func TestContractWithRealCLI(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	cli := realcli.Require(t, realcli.Codex, model)
+	contract.RunAdapterContract(t, fakecli.RealHarness(fakecli.RealHarnessConfig{
+		Label:   "codex real CLI",
+		WorkDir: cli.WorkDir,
+		New: func(t *testing.T, logger *slog.Logger) executor.RuntimeAdapter {
+			return New(Options{
+				Binary: cli.Path, BinaryArgs: cli.Args, Environ: cli.Env, Dir: cli.WorkDir,
+				Engine: oneshot.Options{Logger: logger},
+			})
+		},
+	}))
+}
