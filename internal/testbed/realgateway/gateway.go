@@ -86,8 +86,9 @@ type Options struct {
 	// Installer provides the installed peers; default peers.NewInstaller
 	// with the default cache. Start installs Node and OpenClaw if missing.
 	Installer *peers.Installer
-	// StartTimeout bounds the wait for hello-ok on each start; default 3 min
-	// (the gateway needs 15–25 s alone, more when the machine is busy).
+	// StartTimeout bounds the wait for hello-ok on each start; default 5 min
+	// (the gateway needs 15–25 s on an idle 2-core machine, and was seen
+	// taking two minutes when several ran at once).
 	StartTimeout time.Duration
 	// ExtraEnv is appended to the gateway's environment.
 	ExtraEnv []string
@@ -126,7 +127,7 @@ func Start(ctx context.Context, opts Options) (_ *Gateway, err error) {
 		g.logger = slog.New(slog.DiscardHandler)
 	}
 	if g.startTimeout <= 0 {
-		g.startTimeout = 3 * time.Minute
+		g.startTimeout = 5 * time.Minute
 	}
 	defer func() {
 		if err != nil {
@@ -239,6 +240,17 @@ func (g *Gateway) PID() int {
 	return g.proc.Pid
 }
 
+// Exited returns a channel that is closed when the current gateway process
+// ends (by Stop or on its own); nil when no process is running.
+func (g *Gateway) Exited() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.proc == nil {
+		return nil
+	}
+	return g.exited
+}
+
 // Dial opens a Probe connection to the gateway with its token.
 func (g *Gateway) Dial(ctx context.Context) (*Probe, error) { return DialProbe(ctx, g.URL(), g.token) }
 
@@ -277,6 +289,7 @@ func (g *Gateway) Stop() error {
 		return nil
 	}
 	pgid := proc.Pid // the gateway leads its own process group
+	helpers := descendants(pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	t := time.NewTimer(stopGrace)
 	select {
@@ -287,8 +300,12 @@ func (g *Gateway) Stop() error {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-exited
 	}
-	// Auxiliary processes exit with the gateway; make sure of it.
+	// Auxiliary processes exit with the gateway; make sure of it, also for
+	// those that left its process group.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	for _, h := range helpers {
+		h.kill()
+	}
 	g.mu.Lock()
 	if g.proc == proc {
 		g.proc = nil
