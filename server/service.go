@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/task"
@@ -10,7 +9,7 @@ import (
 
 // ErrNotFound is returned by a Tasks implementation when the job, task or
 // session does not exist. The tools turn it into their not-found results.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = task.ErrNotFound
 
 // Tasks is what the MCP tools need from the task manager. Implementations
 // must be safe for concurrent use; every method honours ctx.

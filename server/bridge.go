@@ -1,0 +1,496 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/clawconnect/clawconnect/agentsession"
+	"github.com/clawconnect/clawconnect/gateway"
+	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/postgres"
+	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/task"
+)
+
+// BridgeOptions configures Open.
+type BridgeOptions struct {
+	// Getenv supplies the environment (agents.json location, OPENCLAW_*,
+	// CLAWCONNECT_* timeouts, CLAWCONNECT_DATABASE_URL,
+	// CLAWCONNECT_GATEWAY_HEADERS); nil means an empty environment.
+	Getenv func(string) string
+	// Runtimes are the agent-session runtimes the attachment book may call;
+	// nil means none.
+	Runtimes *agentsession.Registry
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// PrivateStoreWhenLocked makes Open fall back to a temporary private
+	// SQLite store when another process holds the shared one (tasks of
+	// this process then do not survive it). Meant for stdio servers, which
+	// every MCP client starts on its own.
+	PrivateStoreWhenLocked bool
+	// DialTimeout bounds each lazy gateway connect; zero means 15 s.
+	DialTimeout time.Duration
+}
+
+// Bridge is the running task bridge: the agent configuration, the store,
+// one lazily dialled gateway connection and one task manager per agent. It
+// implements Tasks (plus StatusCounter and GatewayStater) over all agents
+// and is safe for concurrent use. Close it when done.
+type Bridge struct {
+	registry *config.Registry
+	timeouts config.Timeouts
+	st       interface{ Close() error }
+	tempDir  string
+	private  bool
+	managers map[string]*task.Manager
+	gateways map[string]*lazyGateway
+	order    []string
+}
+
+var (
+	_ Tasks         = (*Bridge)(nil)
+	_ StatusCounter = (*Bridge)(nil)
+	_ GatewayStater = (*Bridge)(nil)
+)
+
+// Open loads the configuration, opens the store (SQLite under
+// CLAWCONNECT_HOME, or PostgreSQL at CLAWCONNECT_DATABASE_URL) and starts
+// one task manager per agent, which resumes that agent's running tasks.
+// Gateways are dialled on first use, so Open does not wait for them.
+func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	reg, err := config.LoadRegistry(getenv)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bridge{
+		registry: reg, timeouts: config.LoadTimeouts(getenv),
+		managers: map[string]*task.Manager{}, gateways: map[string]*lazyGateway{},
+	}
+	st, err := b.openStore(ctx, getenv, o.PrivateStoreWhenLocked, logger)
+	if err != nil {
+		return nil, err
+	}
+	headers, err := gateway.ParseHeaders(getenv("CLAWCONNECT_GATEWAY_HEADERS"))
+	if err != nil {
+		logger.Warn("ignoring CLAWCONNECT_GATEWAY_HEADERS", "err", err)
+		headers = nil
+	}
+	home := config.Home(getenv)
+	for _, a := range reg.Agents {
+		gopts := gateway.Options{URL: a.URL, Password: a.Password, Headers: headers, Logger: logger.With("component", "gateway", "agent", a.ID)}
+		if !loopbackURL(a.URL) {
+			dev, err := gateway.LoadOrCreateDevice(home)
+			if err != nil {
+				b.Close()
+				return nil, fmt.Errorf("open bridge: %w", err)
+			}
+			gopts.Device = dev
+		}
+		gw := &lazyGateway{opts: gopts, timeout: cmp.Or(o.DialTimeout, 15*time.Second)}
+		book, err := agentsession.NewBook(ctx, task.AttachmentStore(st, a.ID), agentsession.BookOptions{Registry: o.Runtimes, Logger: logger})
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("open bridge: %w", err)
+		}
+		mo := task.Options{
+			Agent: a.ID, OpenClawAgentID: a.OpenClawAgentID, Store: st, Gateway: gw, Book: book,
+			PayloadDir: filepath.Join(home, "payloads"), Logger: logger.With("component", "task", "agent", a.ID),
+		}
+		mo.ApplyTimeouts(b.timeouts)
+		m, err := task.New(mo)
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("open bridge: %w", err)
+		}
+		b.gateways[a.ID] = gw
+		b.managers[a.ID] = m
+		b.order = append(b.order, a.ID)
+		if err := m.Start(ctx); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("open bridge: agent %s: %w", a.ID, err)
+		}
+	}
+	return b, nil
+}
+
+func (b *Bridge) openStore(ctx context.Context, getenv func(string) string, private bool, logger *slog.Logger) (store.Store, error) {
+	if u := strings.TrimSpace(getenv("CLAWCONNECT_DATABASE_URL")); u != "" {
+		if !postgres.IsURL(u) {
+			return nil, errors.New("open bridge: CLAWCONNECT_DATABASE_URL must be a postgres:// or postgresql:// URL")
+		}
+		db, err := postgres.Open(ctx, postgres.Options{URL: u})
+		if err != nil {
+			return nil, fmt.Errorf("open bridge: %w", err)
+		}
+		b.st = db
+		return db, nil
+	}
+	path := filepath.Join(config.Home(getenv), sqlite.FileName)
+	db, err := sqlite.Open(ctx, sqlite.Options{Path: path})
+	if errors.Is(err, store.ErrLocked) && private {
+		dir, derr := os.MkdirTemp("", "clawconnect-private-")
+		if derr != nil {
+			return nil, fmt.Errorf("open bridge: %w (and no private store: %w)", err, derr)
+		}
+		logger.Warn("shared store in use by another process; this session keeps its tasks in a private store that ends with it", "store", path)
+		b.tempDir, b.private = dir, true
+		db, err = sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, sqlite.FileName)})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open bridge: %w", err)
+	}
+	b.st = db
+	return db, nil
+}
+
+// Registry returns the agent configuration.
+func (b *Bridge) Registry() *config.Registry { return b.registry }
+
+// Timeouts returns the effective timeouts.
+func (b *Bridge) Timeouts() config.Timeouts { return b.timeouts }
+
+// PrivateStore reports whether Open fell back to a private store.
+func (b *Bridge) PrivateStore() bool { return b.private }
+
+// Close stops the task managers (running tasks stay running in the store
+// for the next process), closes the gateway connections and the store.
+// It is idempotent.
+func (b *Bridge) Close() {
+	for _, m := range b.managers {
+		m.Close()
+	}
+	for _, g := range b.gateways {
+		g.close()
+	}
+	if b.st != nil {
+		_ = b.st.Close()
+		b.st = nil
+	}
+	if b.tempDir != "" {
+		_ = os.RemoveAll(b.tempDir)
+		b.tempDir = ""
+	}
+}
+
+// loopbackURL reports whether a gateway URL points at this machine.
+func loopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		if h, _, err := net.SplitHostPort(raw); err == nil {
+			return h == "localhost" || isLoopbackIP(h)
+		}
+		return false
+	}
+	return u.Hostname() == "localhost" || isLoopbackIP(u.Hostname())
+}
+
+func isLoopbackIP(h string) bool {
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// mapErr turns the task manager's not-found into ErrNotFound (they are the
+// same sentinel) and drops the manager's operation prefix from messages
+// meant for a model.
+func mapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var busy *task.SessionBusyError
+	if errors.As(err, &busy) {
+		return busy
+	}
+	if errors.Is(err, task.ErrInvalidInput) || errors.Is(err, task.ErrPayloadNotStored) {
+		return errors.New(strings.TrimPrefix(err.Error(), op+": "))
+	}
+	return err
+}
+
+// owner finds the manager that holds a task (by id, else by the session's
+// latest task). agent, when set, names it directly.
+func (b *Bridge) owner(ctx context.Context, agent, taskID, sessionKey string) (*task.Manager, error) {
+	if agent != "" {
+		m, ok := b.managers[agent]
+		if !ok {
+			return nil, ErrNotFound
+		}
+		return m, nil
+	}
+	if len(b.order) == 1 {
+		return b.managers[b.order[0]], nil
+	}
+	for _, id := range b.order {
+		m := b.managers[id]
+		if taskID != "" {
+			if _, err := m.GetTask(ctx, taskID, task.DetailCore, 0); err == nil {
+				return m, nil
+			} else if !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+		}
+		if sessionKey != "" {
+			if _, err := m.GetSession(ctx, task.SessionRequest{SessionID: sessionKey, Mode: task.ModeSnapshot, Limit: 1}); err == nil {
+				return m, nil
+			} else if !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// Run implements Tasks.
+func (b *Bridge) Run(ctx context.Context, req RunRequest) (task.RunResult, error) {
+	m, ok := b.managers[req.Agent]
+	if !ok {
+		return task.RunResult{}, fmt.Errorf("unknown agent %q", req.Agent)
+	}
+	res, err := m.Submit(ctx, task.SubmitRequest{Task: req.Task, Context: req.Context, SessionKey: req.SessionKey, SenderName: req.SenderName, Payload: req.Payload})
+	if err != nil {
+		return task.RunResult{}, mapErr("submit", err)
+	}
+	return *res, nil
+}
+
+// Check implements Tasks. When onUpdate is set in wait mode it waits in poll
+// mode steps, reporting each intermediate snapshot, until the task ends or
+// the wait elapses.
+func (b *Bridge) Check(ctx context.Context, req CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error) {
+	m, err := b.owner(ctx, req.Agent, req.JobID, req.SessionKey)
+	if err != nil {
+		return task.Snapshot{}, err
+	}
+	ms := func(d time.Duration) *float64 { v := float64(d.Milliseconds()); return &v }
+	creq := task.CheckRequest{JobID: req.JobID, SessionKey: req.SessionKey, KnownLogCount: req.KnownLogCount, Mode: task.CheckMode(req.Mode), WaitMs: ms(req.Wait)}
+	if onUpdate == nil || req.Mode != ModeWait {
+		s, err := m.Check(ctx, creq)
+		if err != nil {
+			return task.Snapshot{}, mapErr("check task", err)
+		}
+		return *s, nil
+	}
+	deadline := time.Now().Add(req.Wait)
+	creq.Mode = task.CheckMode(ModePoll)
+	for {
+		creq.WaitMs = ms(max(time.Until(deadline), 0))
+		s, err := m.Check(ctx, creq)
+		if err != nil {
+			return task.Snapshot{}, mapErr("check task", err)
+		}
+		if s.IsTerminal || !time.Now().Before(deadline) {
+			return *s, nil
+		}
+		if s.LogCursor > creq.KnownLogCount {
+			onUpdate(*s)
+		}
+		creq.JobID, creq.KnownLogCount = s.JobID, max(creq.KnownLogCount, s.LogCursor)
+	}
+}
+
+// GetTask implements Tasks.
+func (b *Bridge) GetTask(ctx context.Context, taskID string, detail task.Detail, knownLogCount int64) (task.TaskDetail, error) {
+	m, err := b.owner(ctx, "", taskID, "")
+	if err != nil {
+		return task.TaskDetail{}, err
+	}
+	d, err := m.GetTask(ctx, taskID, detail, knownLogCount)
+	if err != nil {
+		return task.TaskDetail{}, mapErr("get task", err)
+	}
+	return *d, nil
+}
+
+// GetPrompt implements Tasks.
+func (b *Bridge) GetPrompt(ctx context.Context, taskID string) (task.PromptResult, error) {
+	m, err := b.owner(ctx, "", taskID, "")
+	if err != nil {
+		return task.PromptResult{}, err
+	}
+	p, err := m.GetPrompt(ctx, taskID)
+	if err != nil {
+		return task.PromptResult{}, mapErr("get prompt", err)
+	}
+	return *p, nil
+}
+
+// ListTasks implements Tasks: each agent's latest page, merged by recent
+// activity.
+func (b *Bridge) ListTasks(ctx context.Context, view task.ListView) ([]task.TaskSummary, error) {
+	var out []task.TaskSummary
+	for _, id := range b.order {
+		rows, err := b.managers[id].ListTasks(ctx, view, 0)
+		if err != nil {
+			return nil, mapErr("list tasks", err)
+		}
+		out = append(out, rows...)
+	}
+	slices.SortStableFunc(out, func(x, y task.TaskSummary) int { return cmp.Compare(y.LastEventAt, x.LastEventAt) })
+	return out, nil
+}
+
+// GetSession implements Tasks.
+func (b *Bridge) GetSession(ctx context.Context, req SessionRequest) (task.SessionResult, error) {
+	m, err := b.owner(ctx, req.Agent, "", req.SessionID)
+	if err != nil {
+		return task.SessionResult{}, err
+	}
+	r, err := m.GetSession(ctx, task.SessionRequest{SessionID: req.SessionID, Mode: req.Mode, Limit: req.Limit, After: int64(req.After)})
+	if err != nil {
+		return task.SessionResult{}, mapErr("get session", err)
+	}
+	return *r, nil
+}
+
+// ListSessions implements Tasks.
+func (b *Bridge) ListSessions(ctx context.Context) ([]task.ContinuationState, error) {
+	var out []task.ContinuationState
+	for _, id := range b.order {
+		l, err := b.managers[id].ListSessions(ctx, 0)
+		if err != nil {
+			return nil, mapErr("list sessions", err)
+		}
+		out = append(out, l.Sessions...)
+	}
+	return out, nil
+}
+
+// Cancel implements Tasks.
+func (b *Bridge) Cancel(ctx context.Context, jobID string) (task.CancelResult, error) {
+	m, err := b.owner(ctx, "", jobID, "")
+	if err != nil {
+		return task.CancelResult{}, err
+	}
+	r, err := m.Cancel(ctx, jobID, "")
+	if err != nil {
+		return task.CancelResult{}, mapErr("cancel task", err)
+	}
+	return *r, nil
+}
+
+// CountByStatus implements StatusCounter over each agent's most recently
+// active sessions (one bounded page per agent, at scrape time only).
+func (b *Bridge) CountByStatus(ctx context.Context) (map[string]int, error) {
+	out := map[string]int{}
+	for _, id := range b.order {
+		rows, err := b.managers[id].ListTasks(ctx, task.ViewAll, store.MaxPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			out[string(r.Status)]++
+		}
+	}
+	return out, nil
+}
+
+// GatewayStates implements GatewayStater.
+func (b *Bridge) GatewayStates() map[string]string {
+	out := make(map[string]string, len(b.gateways))
+	for id, g := range b.gateways {
+		out[id] = g.state()
+	}
+	return out
+}
+
+// lazyGateway is a task.Gateway that dials on first use and redials after
+// a failed dial, so a server starts without waiting for its gateways. The
+// dialled client reconnects by itself.
+type lazyGateway struct {
+	opts    gateway.Options
+	timeout time.Duration
+
+	mu     sync.Mutex
+	c      *gateway.Client
+	closed bool
+}
+
+func (g *lazyGateway) client(ctx context.Context) (*gateway.Client, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, errors.New("gateway connection closed")
+	}
+	if g.c != nil {
+		return g.c, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	c, err := gateway.Dial(dctx, g.opts)
+	if err != nil {
+		return nil, err
+	}
+	g.c = c
+	return c, nil
+}
+
+func (g *lazyGateway) state() string {
+	if !g.mu.TryLock() {
+		return "connecting" // a dial is in progress
+	}
+	defer g.mu.Unlock()
+	switch {
+	case g.c == nil:
+		return "unavailable"
+	case g.c.Connected():
+		return "connected"
+	default:
+		return "reconnecting"
+	}
+}
+
+func (g *lazyGateway) close() {
+	g.mu.Lock()
+	c := g.c
+	g.c, g.closed = nil, true
+	g.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+}
+
+// StartRun implements task.Gateway.
+func (g *lazyGateway) StartRun(ctx context.Context, req task.RunRequest) (task.Run, error) {
+	c, err := g.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return task.GatewayClient(c).StartRun(ctx, req)
+}
+
+// History implements task.Gateway.
+func (g *lazyGateway) History(ctx context.Context, sessionKey string) (*task.History, error) {
+	c, err := g.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return task.GatewayClient(c).History(ctx, sessionKey)
+}
+
+// Abort implements task.Gateway.
+func (g *lazyGateway) Abort(ctx context.Context, sessionKey, runID string) (bool, error) {
+	c, err := g.client(ctx)
+	if err != nil {
+		return false, err
+	}
+	return task.GatewayClient(c).Abort(ctx, sessionKey, runID)
+}
