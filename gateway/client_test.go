@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -323,5 +324,29 @@ func TestLoadOrCreateDevice(t *testing.T) {
 	d2, err := gateway.LoadOrCreateDevice(home)
 	if err != nil || d2.ID != d1.ID || len(d1.ID) != 64 {
 		t.Errorf("reload gave %v, %v (first %s)", d2, err, d1.ID)
+	}
+}
+
+// TestOversizedFrameDoesNotLoseRun: a frame above the read limit kills the
+// socket (1009); the client reconnects and the run still gets its outcome.
+func TestOversizedFrameDoesNotLoseRun(t *testing.T) {
+	gw := newGW(t, func(fakegateway.Submit) fakegateway.Turn { return fakegateway.Turn{Reply: "kept", Hold: true} })
+	c := dial(t, gw, func(o *gateway.Options) { o.ReadLimit = 4096 })
+	ctx := waitCtx(t)
+	run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: "big", Message: "m", IdempotencyKey: "big-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if err := gw.AwaitRun(ctx, "big-1"); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"type":"event","event":"chat","payload":{"runId":"big-1","pad":"` + strings.Repeat("x", 8192) + `"}}`
+	gw.Broadcast([]byte(big))
+	eventually(t, "reconnect after the oversized frame", func() bool { return c.Stats().Reconnects >= 1 })
+	gw.Release("big-1")
+	got, err := run.Wait(ctx)
+	if err != nil || got.Status != gateway.StatusOK || got.Text != "kept" {
+		t.Errorf("outcome = %+v, %v", got, err)
 	}
 }

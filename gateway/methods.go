@@ -32,6 +32,8 @@ type HistoryMessage struct {
 	RunID     string // __openclaw.runId, on assistant rows
 	Seq       int64  // __openclaw.seq
 	ID        string // __openclaw.id
+	// IdempotencyKey is set on user rows: "<runId>:user".
+	IdempotencyKey string
 	Timestamp int64  // ms since epoch
 	Raw       json.RawMessage
 }
@@ -54,6 +56,30 @@ func (h *History) RunText(runID string) string {
 		}
 	}
 	return ""
+}
+
+// AnswerAfter finds the user row submitted as runID (idempotencyKey
+// "<runID>:user") and returns the visible text of the assistant rows that
+// follow it up to the next user row (the newest non-empty one). found
+// reports whether the user row is in h at all. It finds answers that the
+// gateway produced under another run id, as after a restart.
+func (h *History) AnswerAfter(runID string) (text string, found bool) {
+	want := runID + ":user"
+	for i, m := range h.Messages {
+		if m.Role != "user" || m.IdempotencyKey != want {
+			continue
+		}
+		for _, n := range h.Messages[i+1:] {
+			if n.Role == "user" {
+				break
+			}
+			if n.Role == "assistant" && n.Text != "" {
+				text = n.Text
+			}
+		}
+		return text, true
+	}
+	return "", false
 }
 
 // TrailingAssistantText returns the text of the trailing assistant rows
@@ -121,6 +147,7 @@ func parseHistory(raw json.RawMessage) (*History, error) {
 		var row struct {
 			Role      string `json:"role"`
 			Timestamp int64  `json:"timestamp"`
+			IdemKey   string `json:"idempotencyKey"`
 			Meta      struct {
 				RunID string `json:"runId"`
 				ID    string `json:"id"`
@@ -131,7 +158,7 @@ func parseHistory(raw json.RawMessage) (*History, error) {
 			continue
 		}
 		h.Messages = append(h.Messages, HistoryMessage{Role: row.Role, Text: contentText(m), RunID: row.Meta.RunID,
-			Seq: row.Meta.Seq, ID: row.Meta.ID, Timestamp: row.Timestamp, Raw: m})
+			Seq: row.Meta.Seq, ID: row.Meta.ID, Timestamp: row.Timestamp, IdempotencyKey: row.IdemKey, Raw: m})
 	}
 	return h, nil
 }

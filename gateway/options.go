@@ -36,6 +36,7 @@ const (
 	DefaultMinReconnectDelay = time.Second
 	DefaultMaxReconnectDelay = 30 * time.Second
 	DefaultWriteTimeout      = 10 * time.Second
+	DefaultRestartGrace      = 2 * time.Minute
 )
 
 // Options configures Dial. The zero value of each field is a documented
@@ -93,6 +94,12 @@ type Options struct {
 	// considered dead; default 2 × hello-ok policy.tickIntervalMs.
 	TickTimeout time.Duration
 
+	// RestartGrace is how long a run interrupted by a gateway restart waits
+	// for the restarted gateway to re-run it (OpenClaw recovers the main
+	// session's interrupted turn under a new run id) before resubmitting its
+	// idempotency key; default 2 minutes.
+	RestartGrace time.Duration
+
 	// Logger receives connection and bad-frame logs; nil discards.
 	Logger *slog.Logger
 }
@@ -130,6 +137,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxReconnectDelay <= 0 {
 		o.MaxReconnectDelay = DefaultMaxReconnectDelay
+	}
+	if o.RestartGrace <= 0 {
+		o.RestartGrace = DefaultRestartGrace
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

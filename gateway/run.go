@@ -169,6 +169,7 @@ const (
 
 type runItem struct {
 	kind    itemKind
+	final   bool // itemUnknownRun: the restart grace has passed; resubmit if still nothing
 	event   string // chat or agent
 	p       *runPayload
 	payload json.RawMessage
@@ -479,7 +480,8 @@ type runState struct {
 	activity                                          bool // saw lifecycle start or any text
 	seen                                              map[seenKey]struct{}
 	resubmits                                         int
-	bootID                                            string
+	bootID                                            string // boot id of the gateway process that has the run
+	recovering                                        bool   // the gateway restarted since; watching the session
 }
 
 type seenKey struct {
@@ -527,7 +529,13 @@ func (r *Run) handle(ctx context.Context, st *runState, it runItem) (Outcome, bo
 	case itemEvent:
 		p := it.p
 		if p.RunID != st.id {
-			return Outcome{}, false // another run of the same session
+			// Another run of the same session. While recovering from a
+			// gateway restart, its end may be the gateway's own re-run of
+			// our message: look at the transcript.
+			if st.recovering && it.event == "chat" && (p.State == "final" || p.State == "error" || p.State == "aborted") {
+				return r.reconcile(ctx, st, false)
+			}
+			return Outcome{}, false
 		}
 		sub := p.State
 		if it.event == "agent" {
@@ -558,8 +566,12 @@ func (r *Run) handle(ctx context.Context, st *runState, it runItem) (Outcome, bo
 		r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "disconnected", Text: "gateway connection lost; waiting to reconnect"})
 	case itemReconnected:
 		r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "reconnected", Text: "gateway reconnected; checking run state"})
+		if h := r.c.Hello(); h != nil && h.BootID != "" && h.BootID != st.bootID && !st.recovering {
+			r.startRecovery(st)
+		}
+		return r.reconcile(ctx, st, false)
 	case itemUnknownRun:
-		return r.handleUnknown(ctx, st)
+		return r.reconcile(ctx, st, it.final)
 	}
 	return Outcome{}, false
 }
@@ -845,7 +857,7 @@ func (r *Run) handleWait(ctx context.Context, st *runState, payload json.RawMess
 		}
 		return r.finishOK(ctx, st, "", SourceAgentWait, "")
 	case "error":
-		if w.Error == "aborted" {
+		if w.Error == "aborted" || w.StopReason == "rpc" { // the agent method reports an abort as stopReason rpc
 			return r.outcome0(st, StatusAborted, st.best(), w.StopReason, SourceAgentWait, ""), true
 		}
 		return r.outcome0(st, StatusError, "", w.StopReason, SourceNone, w.Error), true
@@ -853,32 +865,66 @@ func (r *Run) handleWait(ctx context.Context, st *runState, payload json.RawMess
 	return Outcome{}, false
 }
 
-// handleUnknown runs when agent.wait does not know the run. It reads the
-// transcript; if the run is neither there nor active and the gateway has
-// restarted since submission, it resubmits the same idempotency key.
-func (r *Run) handleUnknown(ctx context.Context, st *runState) (Outcome, bool) {
+// startRecovery begins watching the whole session after the gateway
+// restarted: the new process may re-run our message under another run id
+// (OpenClaw's main-session restart recovery), or may have lost it. After
+// RestartGrace the run resubmits its idempotency key if the transcript
+// still shows no answer and the session is idle.
+func (r *Run) startRecovery(st *runState) {
+	st.recovering = true
+	c := r.c
+	c.mu.Lock()
+	c.runsBySess[r.key] = append(c.runsBySess[r.key], r)
+	c.mu.Unlock()
+	r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "gateway_restarted",
+		Text: "the gateway restarted during the run; watching the session for its answer"})
+	time.AfterFunc(c.opts.RestartGrace, func() { r.post(runItem{kind: itemUnknownRun, final: true}) })
+}
+
+// reconcile decides a run's fate from the transcript: an assistant row of
+// the run, or (after a restart) the answer that follows the run's user
+// message. With resubmit set and the session idle without an answer, it
+// resubmits the same idempotency key to the restarted gateway.
+func (r *Run) reconcile(ctx context.Context, st *runState, resubmit bool) (Outcome, bool) {
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	h, err := r.c.History(cctx, HistoryRequest{SessionKey: r.key, Limit: 20})
+	h, err := r.c.History(cctx, HistoryRequest{SessionKey: r.key, Limit: 50})
 	cancel()
 	if err != nil {
+		if resubmit {
+			time.AfterFunc(time.Second, func() { r.post(runItem{kind: itemUnknownRun, final: true}) })
+		}
 		return Outcome{}, false
 	}
 	if t := h.RunText(st.id); t != "" {
 		return r.outcome0(st, StatusOK, t, "", SourceHistory, ""), true
 	}
-	for _, id := range h.Session.ActiveRunIDs {
-		if id == st.id {
-			return Outcome{}, false
-		}
-	}
-	hello := r.c.Hello()
-	if hello == nil || hello.BootID == "" || hello.BootID == st.bootID || r.req.NoResubmit || st.resubmits >= 3 {
+	if !st.recovering {
 		return Outcome{}, false
 	}
-	st.bootID = hello.BootID
+	active := h.Session.HasActiveRun
+	answer, found := h.AnswerAfter(st.id)
+	if found && answer != "" && !active {
+		return r.outcome0(st, StatusOK, answer, "", SourceHistory, ""), true
+	}
+	if !resubmit || active {
+		if resubmit { // still running: look again after another grace period
+			time.AfterFunc(r.c.opts.RestartGrace, func() { r.post(runItem{kind: itemUnknownRun, final: true}) })
+		}
+		return Outcome{}, false
+	}
+	if r.req.NoResubmit || st.resubmits >= 3 {
+		return Outcome{}, false
+	}
 	st.resubmits++
+	if h := r.c.Hello(); h != nil {
+		st.bootID = h.BootID
+	}
+	st.recovering = false
+	r.c.mu.Lock()
+	removeRun(r.c.runsBySess, r.key, r)
+	r.c.mu.Unlock()
 	r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "resubmitting",
-		Text: "gateway restarted and lost the run; resubmitting the same idempotency key"})
+		Text: "the restarted gateway has no answer for the run; resubmitting the same idempotency key"})
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -888,41 +934,35 @@ func (r *Run) handleUnknown(ctx context.Context, st *runState) (Outcome, bool) {
 }
 
 // waiter long-polls agent.wait until the run ends, so that a dropped final
-// event or a broken stream still yields an outcome. A quick "timeout" means
-// the gateway does not know the run (yet); it is reported as itemUnknownRun
-// and the waiter backs off.
+// event or a broken stream still yields an outcome. It stops with the run.
 func (r *Run) waiter(ctx context.Context) {
 	const poll = 30 * time.Second
-	unknownDelay := 250 * time.Millisecond
+	delay := 250 * time.Millisecond
 	for ctx.Err() == nil {
-		id := r.ID()
 		start := time.Now()
-		res, err := r.c.CallWith(ctx, "agent.wait", map[string]any{"runId": id, "timeoutMs": poll.Milliseconds()},
+		res, err := r.c.CallWith(ctx, "agent.wait", map[string]any{"runId": r.ID(), "timeoutMs": poll.Milliseconds()},
 			CallOptions{Timeout: poll + 10*time.Second})
 		if ctx.Err() != nil {
 			return
 		}
-		quick := time.Since(start) < poll/2
 		if err == nil {
-			w, perr := parseWait(res)
-			if perr == nil && (w.Status == "ok" || w.Status == "error") {
+			if w, perr := parseWait(res); perr == nil && (w.Status == "ok" || w.Status == "error") {
 				r.post(runItem{kind: itemWait, payload: res})
 				return
 			}
-			if !quick {
-				unknownDelay = 250 * time.Millisecond
-				continue
-			}
-			r.post(runItem{kind: itemUnknownRun})
 		}
-		// Back off after errors and unknown-run answers.
-		t := time.NewTimer(unknownDelay)
+		if time.Since(start) >= poll/2 {
+			delay = 250 * time.Millisecond
+			continue
+		}
+		// Errors and quick answers: back off so as not to spin.
+		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		unknownDelay = min(unknownDelay*2, 15*time.Second)
+		delay = min(delay*2, 15*time.Second)
 	}
 }

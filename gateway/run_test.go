@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,29 +49,31 @@ func TestRunOutcomes(t *testing.T) {
 		turn fakegateway.Turn
 		mode gateway.Mode
 		want gateway.Outcome
+		// alt is another acceptable Source when two fallbacks race.
+		alt gateway.Source
 	}{
 		{"echo", fakegateway.Turn{Reply: "hello back"}, gateway.ModeAgent,
-			gateway.Outcome{Status: gateway.StatusOK, Text: "hello back", Source: gateway.SourceChatFinal}},
+			gateway.Outcome{Status: gateway.StatusOK, Text: "hello back", Source: gateway.SourceChatFinal}, ""},
 		{"chunks", fakegateway.Turn{Reply: "one two three four", Chunks: 4}, gateway.ModeAgent,
-			gateway.Outcome{Status: gateway.StatusOK, Text: "one two three four", Source: gateway.SourceChatFinal}},
+			gateway.Outcome{Status: gateway.StatusOK, Text: "one two three four", Source: gateway.SourceChatFinal}, ""},
 		{"message tool wins", fakegateway.Turn{Reply: "plain", MessageTool: "  via tool  "}, gateway.ModeAgent,
-			gateway.Outcome{Status: gateway.StatusOK, Text: "via tool", Source: gateway.SourceMessageTool}},
+			gateway.Outcome{Status: gateway.StatusOK, Text: "via tool", Source: gateway.SourceMessageTool}, ""},
 		{"empty final uses stream text", fakegateway.Turn{Reply: "streamed", EmptyFinal: true}, gateway.ModeAgent,
-			gateway.Outcome{Status: gateway.StatusOK, Text: "streamed", Source: gateway.SourceStream}},
+			gateway.Outcome{Status: gateway.StatusOK, Text: "streamed", Source: gateway.SourceStream}, ""},
 		{"dropped final", fakegateway.Turn{Reply: "late", DropFinal: true}, gateway.ModeChatSend,
-			gateway.Outcome{Status: gateway.StatusOK, Text: "late", Source: gateway.SourceAgentWait}},
+			gateway.Outcome{Status: gateway.StatusOK, Text: "late", Source: gateway.SourceAgentWait}, ""},
 		{"dropped final agent", fakegateway.Turn{Reply: "late", DropFinal: true}, gateway.ModeAgent,
-			gateway.Outcome{Status: gateway.StatusOK, Text: "late", Source: gateway.SourceAgentResult}},
+			gateway.Outcome{Status: gateway.StatusOK, Text: "late", Source: gateway.SourceAgentResult}, gateway.SourceAgentWait},
 		{"error", fakegateway.Turn{Error: "LLM request failed"}, gateway.ModeAgent,
-			gateway.Outcome{Status: gateway.StatusError, Error: "LLM request failed", Source: gateway.SourceNone}},
+			gateway.Outcome{Status: gateway.StatusError, Error: "LLM request failed", Source: gateway.SourceNone}, ""},
 		{"duplicates", fakegateway.Turn{Reply: "dup", Chunks: 3, Duplicate: true}, gateway.ModeAgent,
-			gateway.Outcome{Status: gateway.StatusOK, Text: "dup", Source: gateway.SourceChatFinal}},
+			gateway.Outcome{Status: gateway.StatusOK, Text: "dup", Source: gateway.SourceChatFinal}, ""},
 		{"malformed frames", fakegateway.Turn{Reply: "survived", Malformed: true}, gateway.ModeAgent,
-			gateway.Outcome{Status: gateway.StatusOK, Text: "survived", Source: gateway.SourceChatFinal}},
+			gateway.Outcome{Status: gateway.StatusOK, Text: "survived", Source: gateway.SourceChatFinal}, ""},
 		{"chat.send", fakegateway.Turn{Reply: "via chat"}, gateway.ModeChatSend,
-			gateway.Outcome{Status: gateway.StatusOK, Text: "via chat", Source: gateway.SourceChatFinal}},
+			gateway.Outcome{Status: gateway.StatusOK, Text: "via chat", Source: gateway.SourceChatFinal}, ""},
 		{"disconnect mid-run", fakegateway.Turn{Reply: "after reconnect", Chunks: 2, DisconnectMidRun: true}, gateway.ModeChatSend,
-			gateway.Outcome{Status: gateway.StatusOK, Text: "after reconnect", Source: gateway.SourceAgentWait}},
+			gateway.Outcome{Status: gateway.StatusOK, Text: "after reconnect", Source: gateway.SourceAgentWait}, gateway.SourceHistory},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +91,9 @@ func TestRunOutcomes(t *testing.T) {
 			}
 			tt.want.RunID = "k-" + tt.name
 			tt.want.SessionKey = "agent:main:s1"
+			if tt.alt != "" && got.Source == tt.alt {
+				tt.want.Source = tt.alt
+			}
 			if diff := cmp.Diff(tt.want, got, ignoreVolatile); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s", diff)
 			}
@@ -259,32 +265,59 @@ func TestBusySession(t *testing.T) {
 	})
 }
 
-func TestRestartMidRunResubmits(t *testing.T) {
-	gw := newGW(t, nil)
-	hold := true
-	gw.SetScript(func(s fakegateway.Submit) fakegateway.Turn {
-		return fakegateway.Turn{Reply: "survived restart", Hold: hold}
-	})
-	c := dial(t, gw)
-	ctx := waitCtx(t)
-	run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: "rs", Message: "m", IdempotencyKey: "rs-1"})
-	if err != nil {
-		t.Fatal(err)
+func TestRestartMidRun(t *testing.T) {
+	tests := []struct {
+		name    string
+		restart func(*fakegateway.Server)
+		want    gateway.Outcome
+	}{
+		// The restarted gateway re-runs the turn under a new run id; the
+		// answer is found after the run's user row in the transcript.
+		{"recovered by the gateway", (*fakegateway.Server).Restart,
+			gateway.Outcome{Status: gateway.StatusOK, Text: "survived restart", Source: gateway.SourceHistory}},
+		// The restarted gateway lost the run: after the grace period the
+		// client resubmits the same idempotency key.
+		{"lost by the gateway", (*fakegateway.Server).RestartLosingRuns,
+			gateway.Outcome{Status: gateway.StatusOK, Text: "survived restart", Source: gateway.SourceChatFinal, Resubmitted: 1}},
 	}
-	defer run.Close()
-	if err := gw.AwaitRun(ctx, "rs-1"); err != nil {
-		t.Fatal(err)
-	}
-	hold = false // the resubmitted run answers at once (script runs on the gateway goroutine after Restart)
-	gw.Restart()
-	got, err := run.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := gateway.Outcome{RunID: "rs-1", SessionKey: "agent:main:rs", Status: gateway.StatusOK, Text: "survived restart",
-		Source: gateway.SourceChatFinal, Resubmitted: 1}
-	if diff := cmp.Diff(want, got, ignoreVolatile); diff != "" {
-		t.Errorf("outcome (-want +got):\n%s", diff)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gw := newGW(t, nil)
+			var hold atomic.Bool
+			hold.Store(true)
+			gw.SetScript(func(s fakegateway.Submit) fakegateway.Turn {
+				return fakegateway.Turn{Reply: "survived restart", Hold: hold.Load()}
+			})
+			c := dial(t, gw, func(o *gateway.Options) { o.RestartGrace = 20 * time.Millisecond })
+			ctx := waitCtx(t)
+			var phases []string
+			run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: "rs", Message: "m", IdempotencyKey: "rs-1",
+				OnEvent: func(e gateway.RunEvent) {
+					if e.Kind == gateway.EventRecovering {
+						phases = append(phases, e.Phase)
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer run.Close()
+			if err := gw.AwaitRun(ctx, "rs-1"); err != nil {
+				t.Fatal(err)
+			}
+			hold.Store(false) // runs started after the restart answer at once
+			tt.restart(gw)
+			got, err := run.Wait(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.want.RunID, tt.want.SessionKey = "rs-1", "agent:main:rs"
+			if diff := cmp.Diff(tt.want, got, ignoreVolatile); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s (recovery phases %v)", diff, phases)
+			}
+			if len(phases) == 0 || phases[0] != "disconnected" {
+				t.Errorf("recovery phases = %v", phases)
+			}
+		})
 	}
 }
 

@@ -128,11 +128,19 @@ func (s *Server) submit(c *fconn, reqID, method string, params json.RawMessage) 
 			return map[string]any{"runId": r.id, "status": "in_flight"}, nil
 		}
 	}
+	s.mu.Unlock()
+	return s.startRun(c, reqID, method, key, *p.Message, p.IdempotencyKey, true)
+}
+
+// startRun creates and starts a run. c and reqID identify the submitting
+// request (nil for a recovery run); logUser writes the user row.
+func (s *Server) startRun(c *fconn, reqID, method, key, message, id string, logUser bool) (any, error) {
+	s.mu.Lock()
 	script := s.script
 	if script == nil {
 		script = Echo
 	}
-	sub := Submit{Method: method, SessionKey: key, Message: *p.Message, IdempotencyKey: p.IdempotencyKey}
+	sub := Submit{Method: method, SessionKey: key, Message: message, IdempotencyKey: id}
 	s.mu.Unlock()
 	turn := script(sub) // outside the lock: scripts may call the Server
 	s.mu.Lock()
@@ -141,13 +149,15 @@ func (s *Server) submit(c *fconn, reqID, method string, params json.RawMessage) 
 		return nil, &Error{Code: "UNAVAILABLE", Message: "gateway shutting down"}
 	}
 	rctx, cancel := context.WithCancel(s.ctx)
-	r := &frun{id: p.IdempotencyKey, session: key, message: *p.Message, method: method, turn: turn,
+	r := &frun{id: id, session: key, message: message, method: method, turn: turn,
 		cancel: cancel, done: make(chan struct{}), release: make(chan struct{}), startedAt: time.Now().UnixMilli()}
 	prev := s.lanes[key]
 	busy := prev != nil && !isDone(prev)
 	s.runs[r.id] = r
-	s.appendTranscript(key, map[string]any{"role": "user", "content": r.message, "timestamp": r.startedAt,
-		"idempotencyKey": r.id + ":user"})
+	if logUser {
+		s.appendTranscript(key, map[string]any{"role": "user", "content": r.message, "timestamp": r.startedAt,
+			"idempotencyKey": r.id + ":user"})
+	}
 	if busy && method == "chat.send" {
 		// Steer: fold into the active run; this run id ends at once, empty.
 		r.status = "ok"
@@ -168,15 +178,17 @@ func (s *Server) submit(c *fconn, reqID, method string, params json.RawMessage) 
 		ack = map[string]any{"runId": r.id, "sessionKey": key, "agentId": s.opts.DefaultAgentID,
 			"status": "accepted", "acceptedAt": r.startedAt}
 	}
-	c.send(resOK(reqID, ack))
+	if c != nil {
+		c.send(resOK(reqID, ack))
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
 		s.execute(rctx, r)
-		if method == "agent" {
+		if method == "agent" && c != nil {
 			final := r.agentFinal()
-			if r.status == "error" {
+			if r.status == "error" && !r.aborted {
 				c.send(map[string]any{"type": "res", "id": reqID, "ok": false, "payload": final,
 					"error": map[string]any{"code": "UNAVAILABLE", "message": r.errMsg}})
 			} else if r.status != "" {
@@ -380,14 +392,20 @@ func (s *Server) agentWait(ctx context.Context, params json.RawMessage) (any, er
 	if p.TimeoutMs != nil {
 		timeout = time.Duration(*p.TimeoutMs) * time.Millisecond
 	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	s.mu.Lock()
 	r := s.runs[p.RunID]
 	s.mu.Unlock()
 	if r == nil {
+		// Like the real gateway: an unknown run id waits out the timeout.
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ErrNoReply
+		}
 		return map[string]any{"runId": p.RunID, "status": "timeout"}, nil
 	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
 	select {
 	case <-r.done:
 	case <-t.C:

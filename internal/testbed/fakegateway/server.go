@@ -352,21 +352,41 @@ func (s *Server) DisconnectAll() {
 	}
 }
 
-// Restart simulates a gateway restart: sockets close, in-flight runs die
-// silently, runs and idempotency keys are forgotten (agent.wait answers
-// timeout at once), the boot id changes. Transcripts survive.
-func (s *Server) Restart() {
+// Restart simulates a real gateway restart: sockets close (1012), the boot
+// id changes, runs and idempotency keys are forgotten (agent.wait no longer
+// knows them), transcripts survive, and every run that was in flight is
+// re-run by the new process under a new run id ("recovered-<old id>"),
+// with a fresh Turn from the script, as OpenClaw's restart recovery does.
+func (s *Server) Restart() { s.restart(true) }
+
+// RestartLosingRuns is Restart without the recovery: in-flight runs are
+// simply gone (their user message stays in the transcript).
+func (s *Server) RestartLosingRuns() { s.restart(false) }
+
+func (s *Server) restart(recover bool) {
 	s.mu.Lock()
 	runs := s.runs
 	s.runs = map[string]*frun{}
 	s.lanes = map[string]*frun{}
 	s.started = map[string]chan struct{}{}
 	s.newBoot()
+	var lost []*frun
+	for _, r := range runs {
+		if !isDone(r) {
+			lost = append(lost, r)
+		}
+	}
 	s.mu.Unlock()
 	for _, r := range runs {
 		r.cancel()
 	}
 	s.DisconnectAll()
+	if !recover {
+		return
+	}
+	for _, r := range lost {
+		s.startRun(nil, "", "recovery", r.session, r.message, "recovered-"+r.id, false)
+	}
 }
 
 // Broadcast sends a raw frame to every connection (malformed ones too).
