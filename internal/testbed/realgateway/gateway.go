@@ -86,9 +86,9 @@ type Options struct {
 	// Installer provides the installed peers; default peers.NewInstaller
 	// with the default cache. Start installs Node and OpenClaw if missing.
 	Installer *peers.Installer
-	// StartTimeout bounds the wait for hello-ok on each start; default 5 min
+	// StartTimeout bounds the wait for hello-ok on each start; default 10 min
 	// (the gateway needs 15–25 s on an idle 2-core machine, and was seen
-	// taking two minutes when several ran at once).
+	// taking over three minutes when several ran at once).
 	StartTimeout time.Duration
 	// ExtraEnv is appended to the gateway's environment.
 	ExtraEnv []string
@@ -127,7 +127,7 @@ func Start(ctx context.Context, opts Options) (_ *Gateway, err error) {
 		g.logger = slog.New(slog.DiscardHandler)
 	}
 	if g.startTimeout <= 0 {
-		g.startTimeout = 5 * time.Minute
+		g.startTimeout = 10 * time.Minute
 	}
 	defer func() {
 		if err != nil {
