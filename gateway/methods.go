@@ -27,15 +27,15 @@ type History struct {
 
 // HistoryMessage is one transcript row.
 type HistoryMessage struct {
-	Role      string
-	Text      string // visible text (text blocks joined, or string content)
-	RunID     string // __openclaw.runId, on assistant rows
-	Seq       int64  // __openclaw.seq
-	ID        string // __openclaw.id
+	Role  string
+	Text  string // visible text (text blocks joined, or string content)
+	RunID string // __openclaw.runId, on assistant rows
+	Seq   int64  // __openclaw.seq
+	ID    string // __openclaw.id
 	// IdempotencyKey is set on user rows: "<runId>:user".
 	IdempotencyKey string
-	Timestamp int64  // ms since epoch
-	Raw       json.RawMessage
+	Timestamp      int64 // ms since epoch
+	Raw            json.RawMessage
 }
 
 // SessionInfo is the liveness part of a history read.

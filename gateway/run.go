@@ -169,7 +169,7 @@ const (
 
 type runItem struct {
 	kind    itemKind
-	final   bool // itemUnknownRun: the restart grace has passed; resubmit if still nothing
+	final   bool   // itemUnknownRun: the restart grace has passed; resubmit if still nothing
 	event   string // chat or agent
 	p       *runPayload
 	payload json.RawMessage
