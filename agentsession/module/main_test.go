@@ -86,8 +86,8 @@ type logRecorder struct {
 func newLogRecorder() *logRecorder { return &logRecorder{added: make(chan struct{}, 1)} }
 
 func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler      { return r }
-func (r *logRecorder) WithGroup(string) slog.Handler           { return r }
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler            { return r }
 func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
 	var sb strings.Builder
 	sb.WriteString(rec.Level.String() + " " + rec.Message)
