@@ -80,6 +80,7 @@ system manages.`,
 	root.AddCommand(
 		newVersionCmd(env),
 		newGatewayCmd(env),
+		newMCPCmd(env), newServeCmd(env), newRunCmd(env), newStatusCmd(env), newLogsCmd(env), newSessionsCmd(env), newAgentsCmd(env), newDoctorCmd(env),
 	)
 	return root
 }

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/server"
+)
+
+// Exit codes of the task-bridge commands, beyond ExitOK, ExitFailure (the
+// task failed or was cancelled, or the operation failed) and ExitUsage.
+const (
+	ExitConfig   = 3 // no agent configuration, or an invalid one
+	ExitNotFound = 4 // the job or session does not exist
+	ExitPending  = 5 // --timeout elapsed while the task is still running
+)
+
+// configHint is printed when no agent configuration is found.
+const configHint = "Create ~/.clawconnect/agents.json or set OPENCLAW_URL + OPENCLAW_PASSWORD."
+
+// backend is what the task-bridge commands run against: the task service
+// and the agent configuration behind it.
+type backend struct {
+	tasks    server.Tasks
+	registry *config.Registry
+	timeouts config.Timeouts
+	runtimes []string // registered agent-session runtimes, for doctor and logs
+	close    func()
+}
+
+// opener builds the backend of a command. Tests pass one over an in-memory
+// task service; the binary uses openBridge.
+type opener func(ctx context.Context, env Env, logger *slog.Logger) (*backend, error)
+
+// getenv returns env.Getenv, or an empty environment.
+func getenv(env Env) func(string) string {
+	if env.Getenv == nil {
+		return func(string) string { return "" }
+	}
+	return env.Getenv
+}
+
+// newLogger logs to stderr at CLAWCONNECT_LOG_LEVEL (debug, info, warn,
+// error; default warn). Stdout never carries logs.
+func newLogger(env Env) *slog.Logger {
+	var level slog.Level
+	switch strings.ToLower(strings.TrimSpace(getenv(env)("CLAWCONNECT_LOG_LEVEL"))) {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	case "error":
+		level = slog.LevelError
+	default:
+		level = slog.LevelWarn
+	}
+	w := env.Stderr
+	if w == nil {
+		w = io.Discard
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// loadRegistry loads the agent configuration, mapping its failures to
+// ExitConfig with the reference's hint.
+func loadRegistry(env Env) (*config.Registry, error) {
+	r, err := config.LoadRegistry(getenv(env))
+	switch {
+	case errors.Is(err, config.ErrNoConfig):
+		return nil, &ExitError{Code: ExitConfig, Err: err}
+	case err != nil:
+		return nil, &ExitError{Code: ExitConfig, Err: fmt.Errorf("%w\n%s", err, configHint)}
+	}
+	return r, nil
+}
+
+// describeRegistry is the one-line summary logged at start.
+func describeRegistry(r *config.Registry) string {
+	src := r.Source
+	if r.Path != "" {
+		src = r.Path
+	}
+	return fmt.Sprintf("loaded %d agent(s) from %s (default=%s, agents=%s)", len(r.Agents), src, r.Default, strings.Join(r.IDs(), ","))
+}
+
+// notFound maps server.ErrNotFound to ExitNotFound.
+func notFound(what, id string, err error) error {
+	if errors.Is(err, server.ErrNotFound) {
+		return &ExitError{Code: ExitNotFound, Err: fmt.Errorf("%s %q not found (the store may have been reset, or it belongs to another CLAWCONNECT_HOME)", what, id)}
+	}
+	return err
+}
+
+// openBridge is the binary's opener: the full task bridge over the store
+// and the configured gateways.
+func openBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
+	return openBridgeWith(ctx, env, logger, false)
+}
+
+// openStdioBridge is openBridge for stdio servers, which fall back to a
+// private store when another process holds the shared one.
+func openStdioBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
+	return openBridgeWith(ctx, env, logger, true)
+}
+
+func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, private bool) (*backend, error) {
+	if _, err := loadRegistry(env); err != nil {
+		return nil, err
+	}
+	runtimes, names, err := loadRuntimes(ctx, env, logger)
+	if err != nil {
+		return nil, err
+	}
+	b, err := server.Open(ctx, server.BridgeOptions{Getenv: getenv(env), Runtimes: runtimes, Logger: logger, PrivateStoreWhenLocked: private})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return nil, fmt.Errorf("%w\nAnother clawconnect process (serve or mcp) holds the store; stop it, or point CLAWCONNECT_HOME elsewhere", err)
+		}
+		return nil, err
+	}
+	return &backend{tasks: b, registry: b.Registry(), timeouts: b.Timeouts(), runtimes: names, close: b.Close}, nil
+}

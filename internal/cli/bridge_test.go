@@ -1,0 +1,391 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+)
+
+// bridgeEnv is a CLAWCONNECT_HOME with an agents.json pointing at a fake
+// gateway.
+type bridgeEnv struct {
+	home string
+	fg   *fakegateway.Server
+	vars map[string]string
+}
+
+func newBridgeEnv(t *testing.T, script func(fakegateway.Submit) fakegateway.Turn) *bridgeEnv {
+	t.Helper()
+	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: script})
+	home := t.TempDir()
+	agents := `{"default":"alpha","agents":[
+	  {"id":"alpha","url":"` + fg.URL() + `","password":"pw","emoji":"🦀","role":"generalist"},
+	  {"id":"beta","url":"` + fg.URL() + `","password":"pw"}]}`
+	if err := os.WriteFile(filepath.Join(home, "agents.json"), []byte(agents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &bridgeEnv{home: home, fg: fg, vars: map[string]string{"CLAWCONNECT_HOME": home}}
+}
+
+func (e *bridgeEnv) run(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err = Run(t.Context(), Env{Args: args, Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return e.vars[k] }})
+	return out.String(), errOut.String(), err
+}
+
+func TestRunWaitPrintsResult(t *testing.T) {
+	e := newBridgeEnv(t, nil)
+	out, errOut, err := e.run(t, "", "run", "say", "hello", "--wait")
+	if err != nil {
+		t.Fatalf("run --wait: %v\nstderr: %s", err, errOut)
+	}
+	if !strings.Contains(out, "FAKE-REPLY: ") || !strings.Contains(out, "say hello") {
+		t.Errorf("stdout = %q, want the agent's reply", out)
+	}
+	if !strings.Contains(errOut, "submitted ") {
+		t.Errorf("stderr = %q, want progress lines", errOut)
+	}
+}
+
+func TestRunStdinContextAndJSON(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	e := newBridgeEnv(t, func(s fakegateway.Submit) fakegateway.Turn {
+		mu.Lock()
+		got = append(got, s.Message)
+		mu.Unlock()
+		return fakegateway.Echo(s)
+	})
+	out, errOut, err := e.run(t, "the diff body", "run", "review", "--stdin", "--wait", "--json", "--agent", "beta")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut)
+	}
+	var snap struct {
+		Status string `json:"status"`
+		Agent  string `json:"agent"`
+	}
+	if err := json.Unmarshal([]byte(out), &snap); err != nil || snap.Status != "completed" || snap.Agent != "beta" {
+		t.Fatalf("stdout = %q (%v)", out, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || !strings.Contains(got[0], "the diff body") || !strings.Contains(got[0], "review") {
+		t.Errorf("gateway got %q, want the task and the stdin context", got)
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	tests := []struct {
+		name   string
+		script func(fakegateway.Submit) fakegateway.Turn
+		args   []string
+		want   int
+	}{
+		{"no task", nil, []string{"run"}, ExitUsage},
+		{"context and stdin", nil, []string{"run", "x", "--context", "c", "--stdin"}, ExitUsage},
+		{"unknown agent", nil, []string{"run", "x", "--agent", "zeta"}, ExitUsage},
+		{"task fails", func(fakegateway.Submit) fakegateway.Turn { return fakegateway.Turn{Error: "model exploded"} }, []string{"run", "x", "--wait"}, ExitFailure},
+		{"timeout while running", func(fakegateway.Submit) fakegateway.Turn { return fakegateway.Turn{Reply: "later", Hold: true} }, []string{"run", "x", "--wait", "--timeout", "1500ms"}, ExitPending},
+		{"submitted", nil, []string{"run", "x"}, ExitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newBridgeEnv(t, tt.script)
+			_, errOut, err := e.run(t, "", tt.args...)
+			if got := ExitCode(err); got != tt.want {
+				t.Errorf("exit code = %d, want %d (err %v)\nstderr: %s", got, tt.want, err, errOut)
+			}
+		})
+	}
+}
+
+func TestNoConfigExit3(t *testing.T) {
+	for _, cmd := range [][]string{{"agents"}, {"run", "x"}, {"status", "j"}, {"sessions"}} {
+		t.Run(cmd[0], func(t *testing.T) {
+			e := &bridgeEnv{vars: map[string]string{"CLAWCONNECT_HOME": t.TempDir()}}
+			_, _, err := e.run(t, "", cmd...)
+			if ExitCode(err) != ExitConfig || !strings.Contains(err.Error(), "OPENCLAW_URL + OPENCLAW_PASSWORD") {
+				t.Errorf("%v: exit %d err %v", cmd, ExitCode(err), err)
+			}
+		})
+	}
+}
+
+func TestStatusLogsSessions(t *testing.T) {
+	e := newBridgeEnv(t, func(s fakegateway.Submit) fakegateway.Turn {
+		return fakegateway.Turn{Reply: "all done", Chunks: 2}
+	})
+	out, errOut, err := e.run(t, "", "run", "do", "it", "--wait", "--json")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut)
+	}
+	var snap struct {
+		JobID      string `json:"jobId"`
+		SessionKey string `json:"sessionKey"`
+	}
+	if err := json.Unmarshal([]byte(out), &snap); err != nil || snap.JobID == "" {
+		t.Fatalf("run --json = %q", out)
+	}
+	out, _, err = e.run(t, "", "status", snap.JobID)
+	if err != nil || !strings.Contains(out, "completed") || !strings.Contains(out, "all done") || !strings.Contains(out, snap.SessionKey) {
+		t.Errorf("status = %q, %v", out, err)
+	}
+	out, _, err = e.run(t, "", "status", snap.JobID, "--json")
+	if err != nil || !json.Valid([]byte(out)) {
+		t.Errorf("status --json = %q, %v", out, err)
+	}
+	out, _, err = e.run(t, "", "logs", snap.JobID)
+	if err != nil || strings.Count(out, "\n") < 1 {
+		t.Errorf("logs = %q, %v", out, err)
+	}
+	out, _, err = e.run(t, "", "sessions")
+	if err != nil || !strings.Contains(out, snap.SessionKey) || !strings.Contains(out, "SESSION") {
+		t.Errorf("sessions = %q, %v", out, err)
+	}
+	_, _, err = e.run(t, "", "status", "no-such-job")
+	if ExitCode(err) != ExitNotFound {
+		t.Errorf("status unknown: exit %d (%v)", ExitCode(err), err)
+	}
+	_, _, err = e.run(t, "", "logs", "no-such-job")
+	if ExitCode(err) != ExitNotFound {
+		t.Errorf("logs unknown: exit %d (%v)", ExitCode(err), err)
+	}
+	_, _, err = e.run(t, "", "status")
+	if ExitCode(err) != ExitUsage {
+		t.Errorf("status without job: exit %d", ExitCode(err))
+	}
+}
+
+func TestLogsFollow(t *testing.T) {
+	e := newBridgeEnv(t, func(s fakegateway.Submit) fakegateway.Turn {
+		return fakegateway.Turn{Reply: "followed to the end", Hold: true}
+	})
+	out, _, err := e.run(t, "", "run", "long", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		JobID string `json:"jobId"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// run returns only once the gateway acknowledged the run.
+	if err := e.fg.AwaitRun(ctx, res.JobID); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var logOut bytes.Buffer
+	go func() {
+		done <- Run(ctx, Env{Args: []string{"logs", res.JobID, "--follow"}, Stdout: &logOut, Stderr: io.Discard, Getenv: func(k string) string { return e.vars[k] }})
+	}()
+	e.fg.Release(res.JobID)
+	if err := <-done; err != nil {
+		t.Fatalf("logs --follow: %v", err)
+	}
+	if logOut.Len() == 0 {
+		t.Error("logs --follow printed nothing")
+	}
+}
+
+func TestAgentsCommand(t *testing.T) {
+	e := newBridgeEnv(t, nil)
+	out, _, err := e.run(t, "", "agents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "*") || !strings.Contains(out, "🦀 alpha") || !strings.Contains(out, "beta") || strings.Contains(out, "pw") {
+		t.Errorf("agents = %q", out)
+	}
+	out, _, err = e.run(t, "", "agents", "--json")
+	var doc struct {
+		Default string `json:"default"`
+		Agents  []struct {
+			ID string `json:"id"`
+		} `json:"agents"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &doc) != nil || doc.Default != "alpha" || len(doc.Agents) != 2 {
+		t.Errorf("agents --json = %q, %v", out, err)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	t.Run("healthy", func(t *testing.T) {
+		e := newBridgeEnv(t, nil)
+		out, _, err := e.run(t, "", "doctor", "--timeout", "10s")
+		if err != nil {
+			t.Fatalf("doctor: %v\n%s", err, out)
+		}
+		for _, want := range []string{"[ok]   config", "[ok]   store", "[ok]   gateway alpha", "[ok]   gateway beta", "[ok]   runtimes", "[ok]   http auth"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("doctor output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+	t.Run("wrong password", func(t *testing.T) {
+		e := newBridgeEnv(t, nil)
+		agents := `{"agents":[{"id":"alpha","url":"` + e.fg.URL() + `","password":"wrong"}]}`
+		if err := os.WriteFile(filepath.Join(e.home, "agents.json"), []byte(agents), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := e.run(t, "", "doctor", "--timeout", "10s")
+		if ExitCode(err) != ExitFailure || !strings.Contains(out, "[FAIL] gateway alpha") || !strings.Contains(out, "fix: ") {
+			t.Errorf("doctor = exit %d\n%s", ExitCode(err), out)
+		}
+	})
+	t.Run("unreachable gateway", func(t *testing.T) {
+		e := &bridgeEnv{vars: map[string]string{"CLAWCONNECT_HOME": t.TempDir(), "OPENCLAW_URL": "ws://127.0.0.1:1", "OPENCLAW_PASSWORD": "x"}}
+		out, _, err := e.run(t, "", "doctor", "--timeout", "5s")
+		if ExitCode(err) != ExitFailure || !strings.Contains(out, "openclaw gateway run") {
+			t.Errorf("doctor = exit %d\n%s", ExitCode(err), out)
+		}
+	})
+	t.Run("no config", func(t *testing.T) {
+		e := &bridgeEnv{vars: map[string]string{"CLAWCONNECT_HOME": t.TempDir()}}
+		out, _, err := e.run(t, "", "doctor")
+		if ExitCode(err) != ExitFailure || !strings.Contains(out, "[FAIL] config") || !strings.Contains(out, configHint) {
+			t.Errorf("doctor = exit %d\n%s", ExitCode(err), out)
+		}
+	})
+}
+
+func TestMCPStdio(t *testing.T) {
+	e := newBridgeEnv(t, nil)
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}
+{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}
+`
+	// A pipe keeps stdin open until the answers are read, then closes it.
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	var errOut bytes.Buffer
+	go func() {
+		done <- Run(t.Context(), Env{Args: []string{"mcp"}, Stdin: inR, Stdout: outW, Stderr: &errOut, Getenv: func(k string) string { return e.vars[k] }})
+		_ = outW.Close()
+	}()
+	go func() { _, _ = io.WriteString(inW, in) }()
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(nil, 1<<24)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), `"id":2`) {
+			break
+		}
+	}
+	_ = inW.Close()
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("mcp: %v\nstderr: %s", err, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("mcp did not exit within 30s of stdin closing")
+	}
+	if len(lines) != 2 {
+		t.Fatalf("stdout lines = %d, want 2: %q", len(lines), lines)
+	}
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("stdout carries a non-JSON line: %q", l)
+		}
+	}
+	if !strings.Contains(lines[1], `"run_task"`) {
+		t.Errorf("tools/list = %.200s", lines[1])
+	}
+	if !strings.Contains(errOut.String(), "loaded 2 agent(s)") {
+		t.Errorf("stderr = %q", errOut.String())
+	}
+}
+
+// signalWriter forwards writes and reports the first one containing want.
+type signalWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	want  string
+	seen  chan string // buffered, receives once
+	fired bool
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.fired && strings.Contains(w.buf.String(), w.want) {
+		w.fired = true
+		w.seen <- w.buf.String()
+	}
+	return len(p), nil
+}
+
+func TestServeGracefulShutdown(t *testing.T) {
+	e := newBridgeEnv(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w := &signalWriter{want: "listening on http://", seen: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Env{Args: []string{"serve", "--addr", "127.0.0.1:0"}, Stdout: io.Discard, Stderr: w, Getenv: func(k string) string { return e.vars[k] }})
+	}()
+	var line string
+	select {
+	case line = <-w.seen:
+	case err := <-done:
+		t.Fatalf("serve exited early: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start listening within 30s")
+	}
+	i := strings.Index(line, "http://")
+	addr := strings.Fields(line[i+len("http://"):])[0]
+	resp, err := httpGet("http://" + strings.TrimSuffix(addr, "/mcp") + "/health")
+	if err != nil || resp != `{"ok":true}` {
+		t.Errorf("/health = %q, %v", resp, err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop within 30s")
+	}
+}
+
+func TestServeRefusesOpenRemote(t *testing.T) {
+	e := newBridgeEnv(t, nil)
+	_, _, err := e.run(t, "", "serve", "--addr", "0.0.0.0:0")
+	if err == nil || !strings.Contains(err.Error(), "refusing to listen beyond loopback") {
+		t.Errorf("serve 0.0.0.0 = %v", err)
+	}
+	_, _, err = e.run(t, "", "serve", "--addr", "nonsense")
+	if ExitCode(err) != ExitUsage {
+		t.Errorf("serve --addr nonsense: exit %d", ExitCode(err))
+	}
+}
+
+func httpGet(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}

@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clawconnect/clawconnect/gateway"
+	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/postgres"
+	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+)
+
+// verdict is one doctor finding.
+type verdict struct {
+	ok     bool
+	area   string
+	detail string
+	fix    string
+}
+
+func newDoctorCmd(env Env) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the configuration, the store, the gateways and the runtimes",
+		Long: `Check everything the task bridge needs and print one verdict per check, with
+the fix when something is wrong: the agent configuration, the task store, that
+every agent's OpenClaw Gateway answers (a real handshake), the registered
+agent-session runtimes and the HTTP authentication of "clawconnect serve".
+
+Exit codes: 0 every check passed, 1 at least one failed.`,
+		Example: `  clawconnect doctor
+  clawconnect doctor --timeout 15s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			vs := runDoctor(cmd.Context(), env, timeout)
+			failed := printVerdicts(env.Stdout, vs)
+			if failed > 0 {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("doctor: %d check(s) failed", failed)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long each gateway may take to answer")
+	return cmd
+}
+
+func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
+	get := getenv(env)
+	var vs []verdict
+	reg, err := config.LoadRegistry(get)
+	switch {
+	case errors.Is(err, config.ErrNoConfig):
+		vs = append(vs, verdict{area: "config", detail: "no agent configuration (" + config.AgentsPath(get) + " is missing and OPENCLAW_URL/OPENCLAW_PASSWORD are unset)", fix: configHint})
+	case err != nil:
+		vs = append(vs, verdict{area: "config", detail: err.Error(), fix: "Fix " + config.AgentsPath(get) + " (see the message), or remove it to use OPENCLAW_URL + OPENCLAW_PASSWORD."})
+	default:
+		src := "the environment (OPENCLAW_URL)"
+		if reg.Path != "" {
+			src = reg.Path
+		}
+		vs = append(vs, verdict{ok: true, area: "config", detail: fmt.Sprintf("%d agent(s) from %s, default %s", len(reg.Agents), src, reg.Default)})
+		for _, w := range reg.Warnings {
+			vs = append(vs, verdict{ok: true, area: "config", detail: "warning: " + w})
+		}
+	}
+	vs = append(vs, checkStore(ctx, get))
+	if reg != nil {
+		for _, a := range reg.Agents {
+			vs = append(vs, checkGateway(ctx, get, a, timeout))
+		}
+	}
+	_, names, err := loadRuntimes(ctx, env, newLogger(Env{Stderr: io.Discard}))
+	switch {
+	case err != nil:
+		vs = append(vs, verdict{area: "runtimes", detail: err.Error(), fix: "Fix CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES: each entry must be an executable runtime module."})
+	case len(names) == 0:
+		vs = append(vs, verdict{ok: true, area: "runtimes", detail: "no agent-session runtime registered (optional; set CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES to attach tasks to managed sessions)"})
+	default:
+		vs = append(vs, verdict{ok: true, area: "runtimes", detail: "registered: " + strings.Join(names, ", ")})
+	}
+	authn := config.NewAuthenticator(config.AuthFromEnv(get))
+	if authn.Required() {
+		vs = append(vs, verdict{ok: true, area: "http auth", detail: "serve requires a token (MCP_USER_TOKENS / MCP_USER_TOKENS_FILE / PUBLIC_MCP_PASS)"})
+	} else {
+		vs = append(vs, verdict{ok: true, area: "http auth", detail: "serve is open (loopback only unless --allow-unauthenticated-remote); set MCP_USER_TOKENS to expose it"})
+	}
+	return vs
+}
+
+func checkStore(ctx context.Context, get func(string) string) verdict {
+	if u := strings.TrimSpace(get("CLAWCONNECT_DATABASE_URL")); u != "" {
+		if !postgres.IsURL(u) {
+			return verdict{area: "store", detail: "CLAWCONNECT_DATABASE_URL is not a postgres:// URL", fix: "Set CLAWCONNECT_DATABASE_URL=postgres://user:pass@host/db, or unset it to use the embedded SQLite store."}
+		}
+		db, err := postgres.Open(ctx, postgres.Options{URL: u})
+		if err != nil {
+			return verdict{area: "store", detail: err.Error(), fix: "Check that PostgreSQL runs and that CLAWCONNECT_DATABASE_URL's user may create tables."}
+		}
+		_ = db.Close()
+		return verdict{ok: true, area: "store", detail: "PostgreSQL reachable and migrated"}
+	}
+	path := filepath.Join(config.Home(get), sqlite.FileName)
+	db, err := sqlite.Open(ctx, sqlite.Options{Path: path})
+	switch {
+	case errors.Is(err, store.ErrLocked):
+		return verdict{ok: true, area: "store", detail: path + " is in use by a running clawconnect (serve or mcp)"}
+	case errors.Is(err, store.ErrIncompatible):
+		return verdict{area: "store", detail: err.Error(), fix: "Move " + path + " aside (a newer build or another program wrote it), or set CLAWCONNECT_HOME to another directory."}
+	case err != nil:
+		return verdict{area: "store", detail: err.Error(), fix: "Make " + filepath.Dir(path) + " writable, or set CLAWCONNECT_HOME to a writable directory."}
+	}
+	_ = db.Close()
+	return verdict{ok: true, area: "store", detail: "SQLite at " + path}
+}
+
+func checkGateway(ctx context.Context, get func(string) string, a config.Agent, timeout time.Duration) verdict {
+	area := "gateway " + a.ID
+	opts := gateway.Options{URL: a.URL, Password: a.Password, HandshakeTimeout: timeout}
+	if h, err := gateway.ParseHeaders(get("CLAWCONNECT_GATEWAY_HEADERS")); err == nil {
+		opts.Headers = h
+	}
+	if !isLoopbackURL(a.URL) {
+		dev, err := gateway.LoadOrCreateDevice(config.Home(get))
+		if err != nil {
+			return verdict{area: area, detail: err.Error(), fix: "Make CLAWCONNECT_HOME writable so clawconnect can keep its device identity."}
+		}
+		opts.Device = dev
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := gateway.Dial(dctx, opts)
+	if err != nil {
+		fix := "Start the gateway (openclaw gateway run) and check the agent's url in agents.json or OPENCLAW_URL."
+		var ce *gateway.ConnectError
+		if errors.As(err, &ce) {
+			fix = "The gateway refused the connect: check the agent's password in agents.json or OPENCLAW_PASSWORD."
+		}
+		return verdict{area: area, detail: a.URL + ": " + err.Error(), fix: fix}
+	}
+	defer c.Close()
+	return verdict{ok: true, area: area, detail: a.URL + " answered the handshake (OpenClaw agent " + a.OpenClawAgentID + ")"}
+}
+
+// isLoopbackURL reports whether a gateway URL points at this machine.
+func isLoopbackURL(raw string) bool {
+	host := ""
+	if u, err := url.Parse(raw); err == nil {
+		host = u.Hostname()
+	}
+	if host == "" {
+		host, _, _ = net.SplitHostPort(raw)
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func printVerdicts(w io.Writer, vs []verdict) (failed int) {
+	for _, v := range vs {
+		mark := "[ok]  "
+		if !v.ok {
+			mark = "[FAIL]"
+			failed++
+		}
+		fmt.Fprintf(w, "%s %-16s %s\n", mark, v.area, v.detail)
+		if v.fix != "" {
+			fmt.Fprintf(w, "       %-16s fix: %s\n", "", v.fix)
+		}
+	}
+	return failed
+}

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clawconnect/clawconnect/internal/task"
+	"github.com/clawconnect/clawconnect/server"
+)
+
+func newLogsCmd(env Env) *cobra.Command { return logsCmd(env, openBridge) }
+
+func logsCmd(env Env, open opener) *cobra.Command {
+	var followFlag bool
+	cmd := &cobra.Command{
+		Use:   "logs JOB",
+		Short: "Print a task's log; --follow keeps printing until it ends",
+		Long: `Print the log of a task: the agent's messages, tool calls and lifecycle
+events, one per line. With --follow it keeps printing new entries as they
+arrive and returns when the task ends.
+
+Exit codes: 0 printed, 1 failure, 2 bad arguments, 3 no or invalid agent
+configuration, 4 no such job.`,
+		Example: `  clawconnect logs 5f0c2a9e-5b7d-4f53-9a55-0d1f3b6c2e11
+  clawconnect logs 5f0c2a9e-5b7d-4f53-9a55-0d1f3b6c2e11 --follow`,
+		Args: exactArgs(1, "logs: pass one job id (from clawconnect run)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			b, err := open(ctx, env, newLogger(env))
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			return printLogs(ctx, env.Stdout, b.tasks, args[0], followFlag)
+		},
+	}
+	cmd.Flags().BoolVarP(&followFlag, "follow", "f", false, "keep printing new entries until the task ends")
+	return cmd
+}
+
+// printLogs pages the raw log of the job's session (when the job is the
+// session's latest) and, with follow, waits for more in poll mode.
+func printLogs(ctx context.Context, w io.Writer, tasks server.Tasks, jobID string, followFlag bool) error {
+	d, err := tasks.GetTask(ctx, jobID, task.DetailCore, 0)
+	if err != nil {
+		return notFound("job", jobID, err)
+	}
+	var printed int64
+	page := func() (latest bool, err error) {
+		for {
+			r, err := tasks.GetSession(ctx, server.SessionRequest{SessionID: d.SessionKey, Agent: d.Agent, Mode: task.ModeEvents, Limit: 200, After: int(printed)})
+			if err != nil {
+				return false, fmt.Errorf("logs: read session: %w", err)
+			}
+			if r.JobID != jobID {
+				return false, nil
+			}
+			for _, e := range r.Events {
+				printEntry(w, e)
+			}
+			printed += int64(len(r.Events))
+			if len(r.Events) < 200 {
+				return true, nil
+			}
+		}
+	}
+	latest, err := page()
+	if err != nil {
+		return err
+	}
+	if !latest {
+		// A later task took over the session: the full preset's bounded
+		// projection is the best view of this one.
+		full, err := tasks.GetTask(ctx, jobID, task.DetailFull, 0)
+		if err != nil {
+			return notFound("job", jobID, err)
+		}
+		for _, e := range full.Updates {
+			printEntry(w, e)
+		}
+		return nil
+	}
+	if !followFlag || d.IsTerminal {
+		return nil
+	}
+	var cursor int64
+	for {
+		snap, err := tasks.Check(ctx, server.CheckRequest{JobID: jobID, Agent: d.Agent, KnownLogCount: cursor, Mode: server.ModePoll, Wait: 30 * time.Second}, nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("logs: follow: %w", err)
+		}
+		cursor = max(cursor, snap.LogCursor)
+		if _, err := page(); err != nil {
+			return err
+		}
+		if snap.IsTerminal {
+			return nil
+		}
+	}
+}
+
+func printEntry(w io.Writer, e task.LogEntry) {
+	ts := ""
+	if e.TS > 0 {
+		ts = time.UnixMilli(e.TS).UTC().Format("15:04:05") + " "
+	}
+	mark := ""
+	if e.IsError {
+		mark = " (error)"
+	}
+	fmt.Fprintf(w, "%s%s%s: %s\n", ts, e.Type, mark, e.Text)
+}

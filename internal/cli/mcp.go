@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/server"
+)
+
+func newMCPCmd(env Env) *cobra.Command { return mcpCmd(env, openStdioBridge) }
+
+func mcpCmd(env Env, open opener) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the task-bridge MCP tools over stdio",
+		Long: `Serve the task-bridge MCP tools (run_task, check_task, get_task, list_tasks,
+get_session, list_sessions, cancel_task, list_agents, get_connection_info)
+over stdio, for MCP clients that start a local command.
+
+Standard output carries only the MCP protocol; logs go to standard error
+(level from CLAWCONNECT_LOG_LEVEL). The command exits when the client closes
+standard input. Agents come from CLAWCONNECT_HOME/agents.json or from
+OPENCLAW_URL + OPENCLAW_PASSWORD.
+
+Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
+		Example: `  # Claude Code (~/.claude.json or .mcp.json):
+  #   {"mcpServers": {"clawconnect": {"command": "clawconnect", "args": ["mcp"]}}}
+  OPENCLAW_URL=ws://127.0.0.1:18789 OPENCLAW_PASSWORD=secret clawconnect mcp
+
+  # Inspect the tools with the MCP Inspector:
+  npx @modelcontextprotocol/inspector --cli clawconnect mcp --method tools/list`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			logger := newLogger(env)
+			b, err := open(ctx, env, logger)
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			fmt.Fprintf(env.Stderr, "clawconnect mcp: %s\n", describeRegistry(b.registry))
+			srv, err := server.New(server.Options{
+				Tasks: b.tasks, Registry: b.registry, Timeouts: &b.timeouts,
+				Version: version(), Build: config.BuildSHA(getenv(env)), Logger: logger,
+			})
+			if err != nil {
+				return err
+			}
+			return srv.ServeStdio(ctx, env.Stdin, env.Stdout)
+		},
+	}
+}
