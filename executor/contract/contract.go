@@ -84,6 +84,10 @@ type Harness struct {
 	// Timeout bounds each case's wait for events; 0 means 10 s (real
 	// runtimes need more).
 	Timeout time.Duration
+	// ContextKey is the key the write-context case writes; empty means
+	// "NOTES.md". Runtimes that accept only known names (OpenClaw's agent
+	// files) set one of theirs.
+	ContextKey string
 }
 
 func (h Harness) emit(t *testing.T, f Frame) {
@@ -393,7 +397,11 @@ func RunAdapterContract(t *testing.T, h Harness) {
 		a := h.New(t)
 		run := h.start(t, a, Final("ok"))
 		s := h.events(t, a, run)
-		if err := a.WriteContext(t.Context(), run, "NOTES.md", "contract-context-y"); err != nil {
+		key := h.ContextKey
+		if key == "" {
+			key = "NOTES.md"
+		}
+		if err := a.WriteContext(t.Context(), run, key, "contract-context-y"); err != nil {
 			t.Fatalf("WriteContext: %v", err)
 		}
 		if !recordedContains(t, h, nil, "contract-context-y") {
