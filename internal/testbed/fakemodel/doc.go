@@ -50,6 +50,8 @@
 //	TOOLCALL: <cmd>   ask the client to run the shell command <cmd> (rest of
 //	                  the line) with its shell tool: "exec" for OpenClaw,
 //	                  "Bash" for Claude Code, "exec_command" for Codex
+//	                  (each verified end to end: the command runs and its
+//	                  output comes back to the model)
 //
 // When the newest input is a tool result, the reply is
 // ToolResultPrefix + the tool's output (first line, trimmed), and no

@@ -355,3 +355,69 @@ func TestRealRestart(t *testing.T) {
 		t.Errorf("final text after restart = %q", got)
 	}
 }
+
+// waitRun submits message with the agent RPC and returns agent.wait's answer.
+func waitRun(t *testing.T, p *Probe, params map[string]any) (status, text, errText string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	key := fmt.Sprintf("rg-%d", time.Now().UnixNano())
+	params["idempotencyKey"] = key
+	if _, err := p.Call(ctx, "agent", params); err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	res, err := p.Call(ctx, "agent.wait", map[string]any{"runId": key, "timeoutMs": 120000})
+	if err != nil {
+		t.Fatalf("agent.wait: %v", err)
+	}
+	var w struct {
+		Status        string `json:"status"`
+		Error         string `json:"error"`
+		TerminalReply struct {
+			Text string `json:"text"`
+		} `json:"terminalReply"`
+	}
+	if err := json.Unmarshal(res, &w); err != nil {
+		t.Fatalf("agent.wait = %s: %v", res, err)
+	}
+	return w.Status, w.TerminalReply.Text, w.Error
+}
+
+func TestRealAnthropicProvider(t *testing.T) {
+	g := Shared(t)
+	p := dial(t, g)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	key := "agent:main:realgateway-anthropic"
+	if _, err := p.Call(ctx, "sessions.create", map[string]any{"key": key, "model": AnthropicProvider + "/" + AnthropicModel}); err != nil {
+		t.Fatalf("sessions.create: %v", err)
+	}
+	status, text, errText := waitRun(t, p, map[string]any{"message": "ECHO=via-anthropic", "sessionKey": key})
+	if status != "ok" || text != "via-anthropic" {
+		t.Errorf("run = %s %q %q, want ok via-anthropic", status, text, errText)
+	}
+	r := g.ModelServer().MustWaitRequest(t, time.Minute, fakemodel.PromptContains("ECHO=via-anthropic"))
+	if r.API != fakemodel.APIMessages || r.Model != AnthropicModel {
+		t.Errorf("model request api=%s model=%s", r.API, r.Model)
+	}
+}
+
+func TestRealModelFailureFailsRun(t *testing.T) {
+	g := Shared(t)
+	p := dial(t, g)
+	status, _, errText := waitRun(t, p, map[string]any{"message": "FAIL400 please", "sessionKey": "agent:main:realgateway-fail"})
+	if status != "error" || errText == "" {
+		t.Errorf("run = %s %q, want status error with a message", status, errText)
+	}
+}
+
+func TestRealToolCall(t *testing.T) {
+	g := Shared(t)
+	p := dial(t, g)
+	status, text, errText := waitRun(t, p, map[string]any{"message": "TOOLCALL: echo hi-from-openclaw-tool", "sessionKey": "agent:main:realgateway-tool"})
+	if want := fakemodel.ToolResultPrefix + "hi-from-openclaw-tool"; status != "ok" || text != want {
+		t.Errorf("run = %s %q %q, want ok %q", status, text, errText, want)
+	}
+	r := g.ModelServer().MustWaitRequest(t, time.Minute, func(r fakemodel.Request) bool { return r.Done && r.IsToolResult })
+	t.Logf("tool output the model saw: %q", r.ToolOutput)
+}
