@@ -297,7 +297,11 @@ func TestLoaderAgainstShellModule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := agentsession.NewRegistry()
 			rec := newLogRecorder()
-			l := Load(t.Context(), tc.spec, reg, LoadOptions{Logger: rec.logger(), DescribeTimeout: 300 * time.Millisecond,
+			describe := 10 * time.Second
+			if !tc.wantLoaded {
+				describe = 300 * time.Millisecond // the silent modules wait it out
+			}
+			l := Load(t.Context(), tc.spec, reg, LoadOptions{Logger: rec.logger(), DescribeTimeout: describe,
 				MaxLineBytes: 1 << 20, RestartBackoff: time.Hour})
 			defer l.Close()
 			if got := reg.Has("sh-rt"); got != tc.wantLoaded {
@@ -341,7 +345,7 @@ func TestLoadSeveralModules(t *testing.T) {
 	spec := script + " silent,\n" + script + " ok\n,./nope"
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	l := Load(ctx, spec, reg, LoadOptions{Logger: rec.logger(), DescribeTimeout: 300 * time.Millisecond})
+	l := Load(ctx, spec, reg, LoadOptions{Logger: rec.logger(), DescribeTimeout: 3 * time.Second})
 	defer l.Close()
 	if diff := cmp.Diff([]string{"sh-rt"}, l.Runtimes()); diff != "" {
 		t.Errorf("runtimes (-want +got):\n%s\n%s", diff, rec.all())
