@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/server"
@@ -97,32 +98,47 @@ func notFound(what, id string, err error) error {
 	return err
 }
 
-// openBridge is the binary's opener: the full task bridge over the store
-// and the configured gateways.
+// openBridge is the opener of the people commands (run, status, logs,
+// sessions): the task bridge over the store and the configured gateways,
+// without runtime modules (as the reference CLI).
 func openBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, false)
+	return openBridgeWith(ctx, env, logger, false, false)
 }
 
-// openStdioBridge is openBridge for stdio servers, which fall back to a
-// private store when another process holds the shared one.
+// openServerBridge is the opener of serve: the bridge with the runtime
+// modules of CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES.
+func openServerBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
+	return openBridgeWith(ctx, env, logger, true, false)
+}
+
+// openStdioBridge is openServerBridge for stdio servers, which fall back to
+// a private store when another process holds the shared one.
 func openStdioBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, true)
+	return openBridgeWith(ctx, env, logger, true, true)
 }
 
-func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, private bool) (*backend, error) {
+func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, modules, private bool) (*backend, error) {
 	if _, err := loadRegistry(env); err != nil {
 		return nil, err
 	}
-	runtimes, names, err := loadRuntimes(ctx, env, logger)
-	if err != nil {
-		return nil, err
+	var (
+		runtimes *agentsession.Registry
+		names    []string
+		stop     = func() {}
+	)
+	if modules {
+		runtimes, names, stop = loadRuntimes(ctx, env, logger)
 	}
 	b, err := server.Open(ctx, server.BridgeOptions{Getenv: getenv(env), Runtimes: runtimes, Logger: logger, PrivateStoreWhenLocked: private})
 	if err != nil {
+		stop()
 		if errors.Is(err, store.ErrLocked) {
 			return nil, fmt.Errorf("%w\nAnother clawconnect process (serve or mcp) holds the store; stop it, or point CLAWCONNECT_HOME elsewhere", err)
 		}
 		return nil, err
 	}
-	return &backend{tasks: b, registry: b.Registry(), timeouts: b.Timeouts(), runtimes: names, close: b.Close}, nil
+	return &backend{tasks: b, registry: b.Registry(), timeouts: b.Timeouts(), runtimes: names, close: func() {
+		b.Close()
+		stop()
+	}}, nil
 }

@@ -236,6 +236,23 @@ func TestDoctor(t *testing.T) {
 			}
 		}
 	})
+	t.Run("runtime module", func(t *testing.T) {
+		e := newBridgeEnv(t, nil)
+		mod, err := filepath.Abs("testdata/rtmodule.sh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.vars[runtimeModulesVar] = mod
+		out, _, err := e.run(t, "", "doctor", "--timeout", "10s")
+		if err != nil || !strings.Contains(out, "registered: cli-rt") {
+			t.Errorf("doctor = %v\n%s", err, out)
+		}
+		e.vars[runtimeModulesVar] = filepath.Join(t.TempDir(), "missing-module")
+		out, _, err = e.run(t, "", "doctor", "--timeout", "10s")
+		if ExitCode(err) != ExitFailure || !strings.Contains(out, "[FAIL] runtimes") {
+			t.Errorf("doctor with a missing module = exit %d\n%s", ExitCode(err), out)
+		}
+	})
 	t.Run("wrong password", func(t *testing.T) {
 		e := newBridgeEnv(t, nil)
 		agents := `{"agents":[{"id":"alpha","url":"` + e.fg.URL() + `","password":"wrong"}]}`
@@ -265,6 +282,11 @@ func TestDoctor(t *testing.T) {
 
 func TestMCPStdio(t *testing.T) {
 	e := newBridgeEnv(t, nil)
+	mod, err := filepath.Abs("testdata/rtmodule.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.vars[runtimeModulesVar] = mod
 	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized","params":{}}
 {"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}
@@ -309,7 +331,7 @@ func TestMCPStdio(t *testing.T) {
 	if !strings.Contains(lines[1], `"run_task"`) {
 		t.Errorf("tools/list = %.200s", lines[1])
 	}
-	if !strings.Contains(errOut.String(), "loaded 2 agent(s)") {
+	if !strings.Contains(errOut.String(), "loaded 2 agent(s)") || !strings.Contains(errOut.String(), "agent-session runtimes: cli-rt") {
 		t.Errorf("stderr = %q", errOut.String())
 	}
 }

@@ -80,10 +80,12 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 			vs = append(vs, checkGateway(ctx, get, a, timeout))
 		}
 	}
-	_, names, err := loadRuntimes(ctx, env, newLogger(Env{Stderr: io.Discard}))
+	_, names, stop := loadRuntimes(ctx, env, newLogger(Env{Stderr: io.Discard}))
+	stop()
 	switch {
-	case err != nil:
-		vs = append(vs, verdict{area: "runtimes", detail: err.Error(), fix: "Fix CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES: each entry must be an executable runtime module."})
+	case len(names) == 0 && get(runtimeModulesVar) != "":
+		vs = append(vs, verdict{area: "runtimes", detail: runtimeModulesVar + " is set but no module registered a runtime",
+			fix: "Each entry must be an executable that answers the runtime-module protocol (describe); run it by hand and read its stderr."})
 	case len(names) == 0:
 		vs = append(vs, verdict{ok: true, area: "runtimes", detail: "no agent-session runtime registered (optional; set CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES to attach tasks to managed sessions)"})
 	default:

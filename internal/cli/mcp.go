@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -41,6 +42,9 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 			}
 			defer b.close()
 			fmt.Fprintf(env.Stderr, "clawconnect mcp: %s\n", describeRegistry(b.registry))
+			if len(b.runtimes) > 0 {
+				fmt.Fprintf(env.Stderr, "clawconnect mcp: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))
+			}
 			srv, err := server.New(server.Options{
 				Tasks: b.tasks, Registry: b.registry, Timeouts: &b.timeouts,
 				Version: version(), Build: config.BuildSHA(getenv(env)), Logger: logger,

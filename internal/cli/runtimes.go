@@ -5,14 +5,23 @@ import (
 	"log/slog"
 
 	"github.com/clawconnect/clawconnect/agentsession"
+	"github.com/clawconnect/clawconnect/agentsession/module"
 )
 
-// loadRuntimes builds the agent-session runtime registry of the bridge and
-// returns it with the names of the registered runtimes.
-func loadRuntimes(_ context.Context, env Env, logger *slog.Logger) (*agentsession.Registry, []string, error) {
+// runtimeModulesVar names the operator's runtime modules.
+const runtimeModulesVar = "CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES"
+
+// loadRuntimes starts the runtime modules named by
+// CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES and returns the registry they
+// registered into, the registered runtime ids and a function that stops
+// the modules. A module that fails to start is logged and skipped (it
+// never fails the command). The modules inherit the process environment.
+func loadRuntimes(ctx context.Context, env Env, logger *slog.Logger) (*agentsession.Registry, []string, func()) {
 	reg := agentsession.NewRegistry()
-	if spec := getenv(env)("CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES"); spec != "" {
-		logger.Warn("CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES is set but this build has no runtime-module loader yet; no runtime registered", "value", spec)
+	spec := getenv(env)(runtimeModulesVar)
+	if spec == "" {
+		return reg, nil, func() {}
 	}
-	return reg, nil, nil
+	loaded := module.Load(ctx, spec, reg, module.LoadOptions{Logger: logger.With("component", "runtime_module")})
+	return reg, loaded.Runtimes(), loaded.Close
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +15,7 @@ import (
 // DefaultServeAddr is where serve listens unless --addr says otherwise.
 const DefaultServeAddr = "127.0.0.1:7331"
 
-func newServeCmd(env Env) *cobra.Command { return serveCmd(env, openBridge) }
+func newServeCmd(env Env) *cobra.Command { return serveCmd(env, openServerBridge) }
 
 func serveCmd(env Env, open opener) *cobra.Command {
 	var (
@@ -60,6 +61,9 @@ configuration.`,
 			}
 			defer b.close()
 			fmt.Fprintf(env.Stderr, "clawconnect serve: %s\n", describeRegistry(b.registry))
+			if len(b.runtimes) > 0 {
+				fmt.Fprintf(env.Stderr, "clawconnect serve: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))
+			}
 			srv, err := server.New(server.Options{
 				Tasks: b.tasks, Registry: b.registry, Timeouts: &b.timeouts, Auth: authn,
 				AllowUnauthenticatedRemote: allowRemote,
