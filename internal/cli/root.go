@@ -79,6 +79,7 @@ system manages.`,
 	})
 	root.AddCommand(
 		newVersionCmd(env),
+		newExecCmd(env),
 		newGatewayCmd(env),
 		newMCPCmd(env), newServeCmd(env), newRunCmd(env), newStatusCmd(env), newLogsCmd(env), newSessionsCmd(env), newAgentsCmd(env), newDoctorCmd(env),
 	)

@@ -7,9 +7,11 @@ package claudecode
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clawconnect/clawconnect/executor"
 	"github.com/clawconnect/clawconnect/runtime/internal/oneshot"
@@ -27,7 +29,10 @@ type Options struct {
 	BinaryArgs []string
 	// Environ is the environment runs inherit before scrubbing; nil means
 	// the process environment. ClawConnect's own secrets are always removed
-	// (see oneshot.ScrubEnv); the runtime's own configuration passes.
+	// (OPENCLAW_PASSWORD, OPENCLAW_GATEWAY_TOKEN, MCP_USER_TOKENS,
+	// PUBLIC_MCP_PASS, CLAWCONNECT_* tokens and passwords); the runtime's own
+	// configuration (PATH, HOME, ANTHROPIC_*, OPENAI_*, CODEX_HOME, provider
+	// keys) passes.
 	Environ []string
 	// ExtraEnv is laid over the scrubbed environment (KEY=value).
 	ExtraEnv []string
@@ -43,8 +48,17 @@ type Options struct {
 	// message then arrives as one synthetic text delta and the capabilities
 	// report no streaming. By default text streams as true deltas.
 	WholeMessages bool
-	// Engine tunes the subprocess engine (logger, kill grace, line limit).
-	Engine oneshot.Options
+	// Logger receives one record per side effect (abort, set model, write
+	// context) and per process start and end; nil discards.
+	Logger *slog.Logger
+	// KillGrace is the wait between SIGTERM and SIGKILL on abort; 0 means
+	// 3 s.
+	KillGrace time.Duration
+	// MaxLineBytes bounds one stdout line; longer lines are skipped and
+	// reported as a non-fatal error event. 0 means 16 MiB.
+	MaxLineBytes int
+	// QueueMax bounds each event stream; 0 means executor.DefaultQueueMax.
+	QueueMax int
 }
 
 // Adapter drives Claude Code. It implements executor.RuntimeAdapter,
@@ -96,7 +110,7 @@ func New(o Options) *Adapter {
 		NewDecoder: func(executor.StartOptions, string) oneshot.Decoder { return newDecoder() },
 		LookPath:   func() (string, error) { return oneshot.LookPath(bin, oneshot.ScrubEnv(environ, o.ExtraEnv)) },
 	}
-	return &Adapter{e: oneshot.New(spec, o.Engine)}
+	return &Adapter{e: oneshot.New(spec, oneshot.Options{Logger: o.Logger, KillGrace: o.KillGrace, MaxLineBytes: o.MaxLineBytes, QueueMax: o.QueueMax})}
 }
 
 // Args returns the claude arguments of a run (the prompt goes to stdin, so

@@ -7,7 +7,9 @@ package codex
 
 import (
 	"context"
+	"log/slog"
 	"os"
+	"time"
 
 	"github.com/clawconnect/clawconnect/executor"
 	"github.com/clawconnect/clawconnect/runtime/internal/oneshot"
@@ -25,7 +27,10 @@ type Options struct {
 	BinaryArgs []string
 	// Environ is the environment runs inherit before scrubbing; nil means
 	// the process environment. ClawConnect's own secrets are always removed
-	// (see oneshot.ScrubEnv); the runtime's own configuration passes.
+	// (OPENCLAW_PASSWORD, OPENCLAW_GATEWAY_TOKEN, MCP_USER_TOKENS,
+	// PUBLIC_MCP_PASS, CLAWCONNECT_* tokens and passwords); the runtime's own
+	// configuration (PATH, HOME, ANTHROPIC_*, OPENAI_*, CODEX_HOME, provider
+	// keys) passes.
 	Environ []string
 	// ExtraEnv is laid over the scrubbed environment (KEY=value).
 	ExtraEnv []string
@@ -41,8 +46,17 @@ type Options struct {
 	// Sandbox is passed as -s (read-only, workspace-write,
 	// danger-full-access) when Bypass is false; empty leaves the CLI default.
 	Sandbox string
-	// Engine tunes the subprocess engine (logger, kill grace, line limit).
-	Engine oneshot.Options
+	// Logger receives one record per side effect (abort, set model, write
+	// context) and per process start and end; nil discards.
+	Logger *slog.Logger
+	// KillGrace is the wait between SIGTERM and SIGKILL on abort; 0 means
+	// 3 s.
+	KillGrace time.Duration
+	// MaxLineBytes bounds one stdout line; longer lines are skipped and
+	// reported as a non-fatal error event. 0 means 16 MiB.
+	MaxLineBytes int
+	// QueueMax bounds each event stream; 0 means executor.DefaultQueueMax.
+	QueueMax int
 }
 
 // Adapter drives Codex. It implements executor.RuntimeAdapter,
@@ -93,7 +107,7 @@ func New(o Options) *Adapter {
 		NewDecoder: func(_ executor.StartOptions, model string) oneshot.Decoder { return newDecoder(model) },
 		LookPath:   func() (string, error) { return oneshot.LookPath(bin, env()) },
 	}
-	return &Adapter{e: oneshot.New(spec, o.Engine)}
+	return &Adapter{e: oneshot.New(spec, oneshot.Options{Logger: o.Logger, KillGrace: o.KillGrace, MaxLineBytes: o.MaxLineBytes, QueueMax: o.QueueMax})}
 }
 
 // Args returns the codex arguments of a run, the prompt last (after "--",

@@ -12,7 +12,6 @@ import (
 	"github.com/clawconnect/clawconnect/executor"
 	"github.com/clawconnect/clawconnect/executor/contract"
 	"github.com/clawconnect/clawconnect/runtime/internal/fakecli"
-	"github.com/clawconnect/clawconnect/runtime/internal/oneshot"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 )
@@ -61,9 +60,9 @@ func translate(fr contract.Frame, n int) []fakecli.Directive {
 func newFakeAdapter(t *testing.T, f *fakecli.Fake, o Options) *Adapter {
 	o.Binary = f.Binary(t)
 	o.Environ = f.Environ(o.Environ...)
-	o.Engine.Logger = f.Logs.Logger()
-	if o.Engine.KillGrace == 0 {
-		o.Engine.KillGrace = 5 * time.Second
+	o.Logger = f.Logs.Logger()
+	if o.KillGrace == 0 {
+		o.KillGrace = 5 * time.Second
 	}
 	return New(o)
 }
@@ -240,7 +239,7 @@ func TestTerminalRules(t *testing.T) {
 }
 
 func TestBadLines(t *testing.T) {
-	f, _, _, s := startFake(t, Options{Engine: oneshot.Options{MaxLineBytes: 512}}, executor.StartOptions{})
+	f, _, _, s := startFake(t, Options{MaxLineBytes: 512}, executor.StartOptions{})
 	f.Send(t,
 		fakecli.Out(`{"type":"item.completed","item":{"id":"i","type":"agent_mes`),
 		fakecli.Out(`{"type":"turn.teleported"}`),
@@ -275,7 +274,7 @@ func TestMissingBinary(t *testing.T) {
 }
 
 func TestAbortEscalatesWhenSIGTERMIgnored(t *testing.T) {
-	f, a, run, s := startFake(t, Options{Environ: []string{"FAKECLI_IGNORE_TERM=1"}, Engine: oneshot.Options{KillGrace: 200 * time.Millisecond}}, executor.StartOptions{})
+	f, a, run, s := startFake(t, Options{Environ: []string{"FAKECLI_IGNORE_TERM=1"}, KillGrace: 200 * time.Millisecond}, executor.StartOptions{})
 	f.Send(t, prelude...)
 	f.Send(t, fakecli.Out(agentMessage("i", "working")))
 	for {

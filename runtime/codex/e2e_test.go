@@ -9,7 +9,6 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/runtime/internal/fakecli"
-	"github.com/clawconnect/clawconnect/runtime/internal/oneshot"
 )
 
 // TestContractWithRealCLI runs the contract suite against the real Codex
@@ -24,7 +23,7 @@ func TestContractWithRealCLI(t *testing.T) {
 		New: func(t *testing.T, logger *slog.Logger) executor.RuntimeAdapter {
 			return New(Options{
 				Binary: cli.Path, BinaryArgs: cli.Args, Environ: cli.Env, Dir: cli.WorkDir,
-				Engine: oneshot.Options{Logger: logger},
+				Logger: logger,
 			})
 		},
 	}))

@@ -1,0 +1,337 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clawconnect/clawconnect/executor"
+	"github.com/clawconnect/clawconnect/runtime/claudecode"
+	"github.com/clawconnect/clawconnect/runtime/codex"
+	"github.com/clawconnect/clawconnect/runtime/openclaw"
+)
+
+// Exit codes of exec beyond the shared ones.
+const (
+	ExitMaxTurns = 6   // the run stopped at its turn limit
+	ExitAborted  = 130 // the run was aborted (Ctrl-C), as a shell reports SIGINT
+)
+
+// execAbortWait bounds how long exec waits for the aborted terminal after
+// Ctrl-C (the subprocess adapters escalate to SIGKILL after 3 s).
+const execAbortWait = 15 * time.Second
+
+// execPassEnv are the variables a CLI runtime inherits from the
+// environment (besides CLAWCONNECT_EXEC_PASSENV): what the runtimes need to
+// find their binaries, homes, credentials and proxies. ClawConnect's own
+// secrets are never among them.
+var execPassEnv = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
+	"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "NODE_OPTIONS",
+	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
+	"ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_DEFAULT_OPUS_MODEL",
+	"ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_VERTEX_PROJECT_ID",
+	"CLAUDE_CONFIG_DIR", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
+	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER", "DISABLE_TELEMETRY",
+	"DISABLE_ERROR_REPORTING", "IS_SANDBOX", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS",
+	"AWS_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+	"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "CODEX_HOME",
+	"OPENROUTER_API_KEY", "AZURE_OPENAI_API_KEY", "GEMINI_API_KEY", "MISTRAL_API_KEY",
+}
+
+// execEnviron builds a CLI runtime's environment from get: the names in
+// execPassEnv plus those listed (comma or space separated) in
+// CLAWCONNECT_EXEC_PASSENV, for example a custom provider's key.
+func execEnviron(get func(string) string) []string {
+	names := append([]string(nil), execPassEnv...)
+	names = append(names, strings.FieldsFunc(get("CLAWCONNECT_EXEC_PASSENV"), func(r rune) bool { return r == ',' || r == ' ' })...)
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if v := get(n); v != "" {
+			out = append(out, n+"="+v)
+		}
+	}
+	return out
+}
+
+type execFlags struct {
+	runtime, model, resume, cwd, session string
+	asJSON                               bool
+	gw                                   gatewayFlags
+}
+
+func newExecCmd(env Env) *cobra.Command {
+	f := &execFlags{}
+	cmd := &cobra.Command{
+		Use:   "exec --runtime openclaw|claude-code|codex [flags] PROMPT...",
+		Short: "Run one prompt on a runtime and stream its normalized events",
+		Long: `Run one prompt on an agent runtime through the executor and stream what it
+does: assistant text as it arrives on standard output, tool calls, status and
+the final result on standard error. With --json every normalized event is one
+JSON line on standard output (fields kind, runId, sessionId, ts, seq and the
+kind's payload, such as text, toolCallId or reason).
+
+Runtimes:
+  openclaw     an agent on an OpenClaw Gateway (OPENCLAW_URL,
+               OPENCLAW_GATEWAY_TOKEN or OPENCLAW_PASSWORD; --session or
+               --resume names the session key)
+  claude-code  the claude CLI (CLAWCONNECT_CLAUDE_BIN, default claude on PATH)
+  codex        the codex CLI (CLAWCONNECT_CODEX_BIN, default codex on PATH)
+
+The CLI runtimes inherit PATH, HOME, their provider settings and the names
+listed in CLAWCONNECT_EXEC_PASSENV, never ClawConnect's own secrets.
+
+Ctrl-C aborts the run; the stream then ends with done: aborted. The exit
+code follows the done reason: 0 success, 1 error, 6 max_turns, 130 aborted.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return &ExitError{Code: ExitUsage, Err: errors.New("exec needs a PROMPT")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExec(cmd.Context(), env, f, strings.Join(args, " "))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.runtime, "runtime", "", "runtime: openclaw, claude-code or codex (required)")
+	fl.StringVar(&f.model, "model", "", "model for the run (default: the runtime's)")
+	fl.StringVar(&f.resume, "resume", "", "continue a session: the native session/thread id (claude-code, codex) or session key (openclaw)")
+	fl.StringVar(&f.cwd, "cwd", "", "working directory of a CLI runtime (default: the current directory)")
+	fl.StringVar(&f.session, "session", "", "openclaw session key (default: a new agent:<OPENCLAW_AGENT_ID or main>:exec-<id>)")
+	fl.BoolVar(&f.asJSON, "json", false, "print normalized events as JSON lines")
+	fl.StringVar(&f.gw.url, "url", "", "openclaw gateway URL (default OPENCLAW_URL, then "+DefaultGatewayURL+")")
+	fl.DurationVar(&f.gw.timeout, "connect-timeout", 30*time.Second, "openclaw: bound on connecting and on each gateway call")
+	return cmd
+}
+
+// execRuntime builds the adapter for f.runtime and the session key to use,
+// plus a cleanup to run when done.
+func execRuntime(ctx context.Context, env Env, f *execFlags) (executor.RuntimeAdapter, string, func(), error) {
+	get := getenv(env)
+	logger := newLogger(env)
+	environ := execEnviron(get)
+	switch executor.RuntimeID(f.runtime) {
+	case claudecode.ID:
+		a := claudecode.New(claudecode.Options{Binary: get("CLAWCONNECT_CLAUDE_BIN"), Environ: environ, Dir: f.cwd,
+			Logger: logger})
+		return a, "exec", func() { dispose(a) }, nil
+	case codex.ID:
+		a := codex.New(codex.Options{Binary: get("CLAWCONNECT_CODEX_BIN"), Environ: environ, Dir: f.cwd,
+			Logger: logger})
+		return a, "exec", func() { dispose(a) }, nil
+	case openclaw.ID:
+		c, err := f.gw.dial(ctx, env)
+		if err != nil {
+			return nil, "", nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("connect to the gateway: %w", err)}
+		}
+		a := openclaw.New(c, openclaw.Options{Logger: logger})
+		key := f.session
+		if key == "" {
+			key = f.resume
+		}
+		if key == "" {
+			agent := strings.TrimSpace(get("OPENCLAW_AGENT_ID"))
+			if agent == "" {
+				agent = "main"
+			}
+			b := make([]byte, 6)
+			_, _ = rand.Read(b)
+			key = "agent:" + agent + ":exec-" + hex.EncodeToString(b)
+		}
+		return a, key, func() { dispose(a); c.Close() }, nil
+	case "":
+		return nil, "", nil, &ExitError{Code: ExitUsage, Err: errors.New("--runtime is required: openclaw, claude-code or codex")}
+	default:
+		return nil, "", nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("unknown runtime %q: use openclaw, claude-code or codex", f.runtime)}
+	}
+}
+
+func dispose(a executor.RuntimeAdapter) {
+	if d, ok := a.(executor.Disposer); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), execAbortWait)
+		defer cancel()
+		_ = d.Dispose(ctx)
+	}
+}
+
+func runExec(ctx context.Context, env Env, f *execFlags, prompt string) error {
+	a, key, cleanup, err := execRuntime(ctx, env, f)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if h := executor.CheckHealth(ctx, a); !h.OK {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s is not available: %s", a.ID(), h.Message)}
+	}
+	opts := executor.StartOptions{SessionKey: key, Message: prompt, Model: f.model, Cwd: f.cwd}
+	if a.ID() != openclaw.ID {
+		opts.Resume = f.resume
+	}
+	run, err := a.Start(ctx, executor.Task{}, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &ExitError{Code: ExitAborted, Err: errors.New("aborted before the run started")}
+		}
+		return fmt.Errorf("start %s: %w", a.ID(), err)
+	}
+	s, err := a.Events(context.WithoutCancel(ctx), run)
+	if err != nil {
+		return fmt.Errorf("events: %w", err)
+	}
+	defer s.Close()
+
+	// Ctrl-C cancels ctx: abort the run and keep reading until its
+	// terminal, bounded by execAbortWait.
+	readCtx, stopRead := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRead()
+	var wg sync.WaitGroup
+	finished := make(chan struct{})
+	defer func() { close(finished); wg.Wait() }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
+		actx, cancel := context.WithTimeout(context.Background(), execAbortWait)
+		defer cancel()
+		if err := a.Abort(actx, run); err != nil {
+			fmt.Fprintf(env.Stderr, "abort: %v\n", err)
+		}
+		t := time.NewTimer(execAbortWait)
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+			stopRead()
+		}
+	}()
+
+	out := newExecPrinter(env, f.asJSON)
+	for {
+		ev, err := s.Next(readCtx)
+		if err != nil {
+			out.flush()
+			if ctx.Err() != nil {
+				return &ExitError{Code: ExitAborted, Err: errors.New("aborted; the runtime did not confirm in time")}
+			}
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("the %s stream ended without a result", a.ID())}
+		}
+		if err := out.event(ev); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		d, ok := ev.Payload.(executor.Done)
+		if !ok {
+			continue
+		}
+		out.flush()
+		switch d.Reason {
+		case executor.DoneSuccess:
+			return nil
+		case executor.DoneAborted:
+			return &ExitError{Code: ExitAborted, Err: errors.New("aborted")}
+		case executor.DoneMaxTurns:
+			return &ExitError{Code: ExitMaxTurns, Err: errors.New("the run stopped at its turn limit")}
+		default:
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("run failed: %s", firstLine(d.Summary))}
+		}
+	}
+}
+
+// execPrinter renders events: JSON lines, or text on stdout with the other
+// events as short lines on stderr.
+type execPrinter struct {
+	stdout, stderr io.Writer
+	asJSON         bool
+	midLine        bool // stdout text without its final newline yet
+}
+
+func newExecPrinter(env Env, asJSON bool) *execPrinter {
+	p := &execPrinter{stdout: env.Stdout, stderr: env.Stderr, asJSON: asJSON}
+	if p.stdout == nil {
+		p.stdout = io.Discard
+	}
+	if p.stderr == nil {
+		p.stderr = io.Discard
+	}
+	return p
+}
+
+func (p *execPrinter) flush() {
+	if p.midLine && !p.asJSON {
+		fmt.Fprintln(p.stdout)
+		p.midLine = false
+	}
+}
+
+func (p *execPrinter) note(format string, args ...any) {
+	p.flush()
+	fmt.Fprintf(p.stderr, "· "+format+"\n", args...)
+}
+
+func (p *execPrinter) event(ev executor.Event) error {
+	if p.asJSON {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		_, err = p.stdout.Write(append(b, '\n'))
+		return err
+	}
+	switch e := ev.Payload.(type) {
+	case executor.TextDelta:
+		if e.Channel == executor.ChannelReasoning {
+			p.note("thinking: %s", truncate(firstLine(e.Text), 160))
+			return nil
+		}
+		if _, err := io.WriteString(p.stdout, e.Text); err != nil {
+			return err
+		}
+		p.midLine = !strings.HasSuffix(e.Text, "\n")
+	case executor.ToolCall:
+		p.note("tool %s %s", e.Name, truncate(string(e.Input), 120))
+	case executor.ToolResult:
+		word := "ok"
+		if e.IsError {
+			word = "failed"
+		}
+		p.note("tool %s %s: %s", e.Name, word, truncate(firstLine(e.Output), 120))
+	case executor.Status:
+		detail := strings.TrimSpace(string(e.Phase) + " " + e.Model + " " + e.Detail)
+		p.note("status %s", detail)
+	case executor.Cost:
+		usd := "n/a"
+		if e.CostUSD != nil {
+			usd = fmt.Sprintf("$%.4f", *e.CostUSD)
+		}
+		p.note("cost %s (%d in, %d out tokens)", usd, e.Usage.InputTokens, e.Usage.OutputTokens)
+	case executor.Error:
+		level := "warning"
+		if e.Fatal {
+			level = "error"
+		}
+		p.note("%s: %s", level, e.Message)
+	case executor.Done:
+		p.note("done: %s (run %s)", e.Reason, ev.RunID)
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+)
+
+// TestExecRealCLIs runs `clawconnect exec` against the real Claude Code and
+// Codex CLIs talking to the fake model server (CLAWCONNECT_E2E=1), with the
+// environment passed only through Env.Getenv.
+func TestExecRealCLIs(t *testing.T) {
+	for _, kind := range []realcli.Kind{realcli.ClaudeCode, realcli.Codex} {
+		t.Run(string(kind), func(t *testing.T) {
+			model := fakemodel.New(t, fakemodel.Options{})
+			cli := realcli.Require(t, kind, model)
+			envm := map[string]string{"CLAWCONNECT_EXEC_PASSENV": "FAKE_API_KEY"}
+			for _, kv := range cli.Env {
+				k, v, _ := strings.Cut(kv, "=")
+				envm[k] = v
+			}
+			bin := cli.Path
+			if len(cli.Args) > 0 { // node + script: run the script's bin shim instead
+				bin = cli.Args[0]
+			}
+			envm["CLAWCONNECT_CLAUDE_BIN"], envm["CLAWCONNECT_CODEX_BIN"] = bin, bin
+			var out bytes.Buffer
+			stderr, err := runExecCmd(t.Context(), t, envm, &out, "--runtime", string(kind), "--cwd", cli.WorkDir, "ECHO=exec-e2e-ok")
+			if err != nil {
+				t.Fatalf("exec: %v\nstderr:\n%s", err, stderr)
+			}
+			if strings.TrimSpace(out.String()) != "exec-e2e-ok" {
+				t.Errorf("stdout = %q, want the echoed token", out.String())
+			}
+			if !strings.Contains(stderr, "done: success") {
+				t.Errorf("stderr lacks the done line:\n%s", stderr)
+			}
+		})
+	}
+}
