@@ -247,6 +247,10 @@ type Claim struct {
 	// Until is the new lease expiry of claimed tasks.
 	Until int64
 	Limit int
+	// IncludeOwn also claims tasks c.Owner already holds whose lease ends
+	// before Until (a restarted process taking back its own tasks). A
+	// repeated claim with the same Until returns each task once.
+	IncludeOwn bool
 }
 
 // SweepResult counts what a retention sweep deleted.
@@ -289,9 +293,10 @@ type Store interface {
 	// page's cursor.
 	SessionTasks(ctx context.Context, agent, sessionKey string, p Page) ([]*Task, string, error)
 
-	// ClaimTasks leases to c.Owner up to c.Limit running tasks of c.Agent
-	// that are unowned, owned by c.Owner, or whose lease expired before
-	// c.Now, and returns them.
+	// ClaimTasks leases to c.Owner (until c.Until) up to c.Limit running
+	// tasks of c.Agent whose lease expired before c.Now (unowned tasks have
+	// expired leases), plus, with c.IncludeOwn, those c.Owner holds with a
+	// lease ending before c.Until; it returns them.
 	ClaimTasks(ctx context.Context, c Claim) ([]*Task, error)
 	// RenewLeases extends every lease held by owner (of agent's running
 	// tasks) to until and returns how many were renewed.

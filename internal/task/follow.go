@@ -138,9 +138,14 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // task provisionally.
 func (m *Manager) watchdog(ctx context.Context, l *live, sessionKey, runID string) {
 	prevKey, prevText := "", ""
+	lastRound := m.now() // the quiet clock starts when following starts
 	for {
 		l.mu.Lock()
-		wait := m.o.ReconcileQuiet - m.now().Sub(l.lastEvent)
+		quietSince := l.lastEvent
+		if lastRound.After(quietSince) {
+			quietSince = lastRound
+		}
+		wait := m.o.ReconcileQuiet - m.now().Sub(quietSince)
 		tools := l.openTools
 		terminal := l.t.Status.Terminal()
 		l.mu.Unlock()
@@ -161,6 +166,7 @@ func (m *Manager) watchdog(ctx context.Context, l *live, sessionKey, runID strin
 			return
 		}
 		h2, err2 := m.gw.History(ctx, sessionKey)
+		lastRound = m.now()
 		l.mu.Lock()
 		interrupted := l.eventGen != gen
 		if err2 == nil {

@@ -125,7 +125,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.started = true
 	m.mu.Unlock()
-	if _, err := m.claim(ctx); err != nil {
+	if _, err := m.claim(ctx, true); err != nil {
 		return fmt.Errorf("start task manager: %w", err)
 	}
 	m.wg.Add(1)
@@ -133,13 +133,14 @@ func (m *Manager) Start(ctx context.Context) error {
 	return nil
 }
 
-// claim leases claimable running tasks in pages and follows each.
-func (m *Manager) claim(ctx context.Context) (int, error) {
+// claim leases claimable running tasks in pages and follows each; own
+// also takes back tasks this owner held before a restart.
+func (m *Manager) claim(ctx context.Context, own bool) (int, error) {
 	now := m.now()
 	until := now.Add(m.o.Lease).UnixMilli()
 	total := 0
 	for {
-		ts, err := m.st.ClaimTasks(ctx, store.Claim{Agent: m.o.Agent, Owner: m.o.Owner, Now: now.UnixMilli(), Until: until, Limit: store.MaxPage})
+		ts, err := m.st.ClaimTasks(ctx, store.Claim{Agent: m.o.Agent, Owner: m.o.Owner, Now: now.UnixMilli(), Until: until, Limit: store.MaxPage, IncludeOwn: own})
 		if err != nil {
 			return total, err
 		}
@@ -212,7 +213,7 @@ func (m *Manager) renew() {
 	if got < n {
 		m.dropLostLeases(ctx)
 	}
-	if _, err := m.claim(ctx); err != nil && ctx.Err() == nil {
+	if _, err := m.claim(ctx, false); err != nil && ctx.Err() == nil {
 		m.o.Logger.Warn("claim expired leases failed", "err", err)
 	}
 }

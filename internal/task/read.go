@@ -97,12 +97,17 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (*Snapshot, error
 	if err != nil {
 		return nil, fmt.Errorf("check task: %w", err)
 	}
-	if _, err := m.st.TouchPoll(ctx, m.o.Agent, t.ID, m.nowMs()); err != nil {
+	polledAt := m.nowMs()
+	polls, err := m.st.TouchPoll(ctx, m.o.Agent, t.ID, polledAt)
+	if err != nil {
 		return nil, fmt.Errorf("check task: %w", err)
 	}
 	if t.Status.Terminal() {
-		m.lazyRecheck(ctx, t)
-		return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
+		if m.lazyRecheck(ctx, t) {
+			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
+		}
+		t.PollCount, t.LastPollAt = polls, polledAt
+		return m.snapshot(ctx, t, req.KnownLogCount)
 	}
 	deadline := time.NewTimer(m.clampWait(req.WaitMs))
 	defer deadline.Stop()

@@ -21,20 +21,20 @@ const (
 // once per LazyRecheckSpacing). Text found replaces the outcome
 // (lazy-recheck-transcript) unless the outcome changed meanwhile; for
 // completed_no_summary it then tries tier 3, then relabels a blocked
-// delegation.
-func (m *Manager) lazyRecheck(ctx context.Context, t *store.Task) {
+// delegation. It reports whether it rewrote the outcome.
+func (m *Manager) lazyRecheck(ctx context.Context, t *store.Task) (rewrote bool) {
 	eligible := t.Status == store.StatusCompletedNoSummary || t.Status == store.StatusError || t.Provisional
 	if !eligible || t.ParentRunID == "" || t.TerminalReason == "cancellation-not-confirmed" {
-		return
+		return false
 	}
 	if s, err := m.st.GetSession(ctx, m.o.Agent, t.SessionKey); err != nil || s.LastJobID != t.ID {
-		return
+		return false
 	}
 	now := m.now()
 	m.recheckMu.Lock()
 	if m.recheckBusy[t.ID] || now.Sub(m.recheckLast[t.ID]) < m.o.LazyRecheckSpacing {
 		m.recheckMu.Unlock()
-		return
+		return false
 	}
 	m.recheckBusy[t.ID] = true
 	m.recheckLast[t.ID] = now
@@ -55,21 +55,21 @@ func (m *Manager) lazyRecheck(ctx context.Context, t *store.Task) {
 	text := m.readStable(ctx, t.SessionKey, t.ParentRunID)
 	if text != "" {
 		if text == t.Summary && t.ResultSource != agentsession.ResultSourceAgentSession && !t.Provisional {
-			return
+			return false
 		}
-		m.rewrite(ctx, t, outcome{status: store.StatusCompleted, summary: text, reason: "lazy-recheck-transcript",
+		return m.rewrite(ctx, t, outcome{status: store.StatusCompleted, summary: text, reason: "lazy-recheck-transcript",
 			source: agentsession.ResultSourceParent})
-		return
 	}
 	if t.Status != store.StatusCompletedNoSummary {
-		return
+		return false
 	}
 	if o, ok := m.tier3(ctx, t, false); ok {
 		if o.reason == t.TerminalReason && o.summary == t.Summary {
-			return // already labelled: idempotent
+			return false // already labelled: idempotent
 		}
-		m.rewrite(ctx, t, o)
+		return m.rewrite(ctx, t, o)
 	}
+	return false
 }
 
 // readStable reads the transcript up to lazyRecheckReads times and returns
@@ -100,13 +100,14 @@ func (m *Manager) readStable(ctx context.Context, sessionKey, runID string) stri
 
 // rewrite replaces a terminal outcome if it has not changed since t was
 // read (OutcomeVersion compare).
-func (m *Manager) rewrite(ctx context.Context, t *store.Task, o outcome) {
+func (m *Manager) rewrite(ctx context.Context, t *store.Task, o outcome) bool {
 	fresh, err := m.st.GetTask(ctx, m.o.Agent, t.ID)
 	if err != nil || fresh.OutcomeVersion != t.OutcomeVersion {
-		return
+		return true // changed meanwhile: the caller re-reads
 	}
 	applyOutcome(fresh, o, m.nowMs(), true)
 	if err := m.st.UpdateTask(ctx, fresh); err != nil && !errors.Is(err, store.ErrConflict) {
 		m.o.Logger.Warn("lazy re-check write failed", "job_id", t.ID, "err", err)
 	}
+	return true
 }

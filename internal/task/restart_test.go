@@ -23,7 +23,7 @@ func TestRestartResumesRunningTask(t *testing.T) {
 	}{
 		{"after persist, before dispatch", func(t *testing.T, e *env) string {
 			task := storetest.Task("job-persisted", "main", "agent:main:k1", time.Now().UnixMilli())
-			task.Owner, task.LeaseUntil = "local", time.Now().Add(time.Hour).UnixMilli()
+			task.Owner, task.LeaseUntil = "local", time.Now().Add(20*time.Second).UnixMilli() // a live lease of the dead process
 			if err := e.st.CreateTask(t.Context(), task); err != nil {
 				t.Fatal(err)
 			}

@@ -539,10 +539,14 @@ func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, err
 		return nil, fmt.Errorf("claim tasks: owner is required")
 	}
 	limit := store.ClampPage(c.Limit, store.MaxPage)
+	ownUntil := int64(0)
+	if c.IncludeOwn {
+		ownUntil = c.Until
+	}
 	out, err := db.queryTasks(ctx, db.w, `UPDATE tasks SET owner = ?, lease_until = ? WHERE id IN (
-		SELECT id FROM tasks WHERE agent = ? AND status = 'running' AND (owner = ? OR lease_until < ?)
+		SELECT id FROM tasks WHERE agent = ? AND status = 'running' AND (lease_until < ? OR (owner = ? AND lease_until < ?))
 		ORDER BY lease_until, id LIMIT ?`+db.d.SkipLocked+`) RETURNING `+taskCols,
-		c.Owner, c.Until, c.Agent, c.Owner, c.Now, limit)
+		c.Owner, c.Until, c.Agent, c.Now, c.Owner, ownUntil, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
 	}

@@ -387,14 +387,26 @@ func testLeases(t *testing.T, s store.Store) {
 	}
 	finish(t, s, done, store.StatusCompleted, 2)
 
-	a, err := s.ClaimTasks(ctx, store.Claim{Agent: "main", Owner: "A", Now: 1000, Until: 31000, Limit: 10})
+	a, err := s.ClaimTasks(ctx, store.Claim{Agent: "main", Owner: "A", Now: 1000, Until: 31000, Limit: 10, IncludeOwn: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"t0", "t1", "t2"}, sortedIDs(a)); diff != "" {
 		t.Fatalf("A claimed (-want +got):\n%s", diff)
 	}
-	b, err := s.ClaimTasks(ctx, store.Claim{Agent: "main", Owner: "B", Now: 2000, Until: 32000, Limit: 10})
+	again, err := s.ClaimTasks(ctx, store.Claim{Agent: "main", Owner: "A", Now: 1000, Until: 31000, Limit: 10, IncludeOwn: true})
+	if err != nil || len(again) != 0 {
+		t.Fatalf("a repeated claim with the same Until returned %v, %v", ids(again), err)
+	}
+	// A restarted owner takes its own live-leased tasks back with a later Until.
+	own, err := s.ClaimTasks(ctx, store.Claim{Agent: "main", Owner: "A", Now: 1500, Until: 31500, Limit: 1, IncludeOwn: true})
+	if err != nil || len(own) != 1 {
+		t.Fatalf("own re-claim returned %v, %v", ids(own), err)
+	}
+	if others, err := s.ClaimTasks(ctx, store.Claim{Agent: "main", Owner: "A", Now: 1500, Until: 40000, Limit: 10}); err != nil || len(others) != 0 {
+		t.Fatalf("a claim without IncludeOwn took live leases: %v, %v", ids(others), err)
+	}
+	b, err := s.ClaimTasks(ctx, store.Claim{Agent: "main", Owner: "B", Now: 2000, Until: 32000, Limit: 10, IncludeOwn: true})
 	if err != nil || len(b) != 0 {
 		t.Fatalf("B claimed %v, %v while A's leases are live", ids(b), err)
 	}
