@@ -1,8 +1,11 @@
 package codex
 
 import (
+	"context"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/executor"
 	"github.com/clawconnect/clawconnect/executor/contract"
@@ -27,4 +30,48 @@ func TestContractWithRealCLI(t *testing.T) {
 			})
 		},
 	}))
+}
+
+// TestResumeWithRealCLI runs a turn, then resumes its thread with a second
+// prompt: the second run binds to the same thread id and the model sees the
+// first exchange in its input (CLAWCONNECT_E2E=1).
+func TestResumeWithRealCLI(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	cli := realcli.Require(t, realcli.Codex, model)
+	a := New(Options{Binary: cli.Path, BinaryArgs: cli.Args, Environ: cli.Env, Dir: cli.WorkDir})
+	defer a.Dispose(context.Background())
+	first := runOnce(t, a, executor.StartOptions{SessionKey: "resume", Message: "ECHO=first-turn-token"})
+	second := runOnce(t, a, executor.StartOptions{SessionKey: "resume", Message: "ECHO=second-turn-token", Resume: first})
+	if second != first {
+		t.Errorf("resumed run bound to thread %q, want %q", second, first)
+	}
+	reqs := model.Requests()
+	if len(reqs) == 0 || !strings.Contains(string(reqs[len(reqs)-1].Body), "first-turn-token") {
+		t.Errorf("the resumed request does not carry the first turn")
+	}
+}
+
+// runOnce runs one turn to its end and returns the run id it bound to.
+func runOnce(t *testing.T, a *Adapter, opts executor.StartOptions) string {
+	t.Helper()
+	run, err := a.Start(t.Context(), executor.Task{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.Events(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	evs, err := executor.CollectUntilDone(ctx, s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := evs[len(evs)-1].Payload.(executor.Done); !ok || d.Reason != executor.DoneSuccess {
+		t.Fatalf("run ended with %+v", evs[len(evs)-1].Payload)
+	}
+	id, _ := run.RunID()
+	return id
 }
