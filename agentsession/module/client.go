@@ -300,6 +300,8 @@ func isJSONNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) 
 
 // close stops the module's process and waits for its goroutines.
 func (c *moduleClient) close() {
+	c.startSem <- struct{}{} // no (re)start in progress; one started later sees closed
+	defer func() { <-c.startSem }()
 	c.mu.Lock()
 	c.closed = true
 	p := c.cur
