@@ -231,3 +231,70 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		t.Error("run accepted an unknown flag")
 	}
 }
+
+// TestTier3RecoveryThroughModule is the seam-level form of the issue's
+// acceptance check: a task whose context carries a marker for a claude-fleet
+// session, and whose parent turn ended with no text, is answered from the
+// ended pane's transcript with resultSource "agent-session"; with no module
+// configured the same read records unknown_runtime, keeps the status, and
+// answers nothing (the task completes on its own terms).
+func TestTier3RecoveryThroughModule(t *testing.T) {
+	tmux := privateTmux(t)
+	bin := filepath.Join(t.TempDir(), "local-tmux-runtime")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	home := t.TempDir()
+	writeSession(t, home, "worker-1", "worker-1/t.jsonl", goodTranscript)
+	jobStarted := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC).UnixMilli()
+	taskContext := "Summarize the run.\n" + `<agent-session>{"runtime":"` + RuntimeID + `","sessionId":"worker-1","state":"running"}</agent-session>`
+
+	for _, tc := range []struct {
+		name    string
+		spec    string
+		want    *agentsession.Recovery
+		code    agentsession.ErrorCode
+		summary string
+	}{
+		{name: "module configured", spec: fmt.Sprintf("%s -fleet-home %s -tmux-socket %s", bin, home, tmux[2]),
+			want: &agentsession.Recovery{Summary: "the final answer", ResultSource: agentsession.ResultSourceAgentSession}},
+		{name: "variable unset", spec: "", code: agentsession.CodeUnknownRuntime},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := agentsession.NewRegistry()
+			l := module.Load(t.Context(), tc.spec, reg, module.LoadOptions{})
+			defer l.Close()
+			book, err := agentsession.NewBook(t.Context(), agentsession.NewMemoryStore(), agentsession.BookOptions{Registry: reg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer book.Close()
+			h := agentsession.ParseHandoff(taskContext)
+			if h.Text != "Summarize the run." {
+				t.Errorf("agent sees %q", h.Text)
+			}
+			att, err := book.Apply(t.Context(), "agent:main:t1", "job-1", h.Directive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := book.Recover(t.Context(), "agent:main:t1", "job-1", jobStarted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want != nil {
+				tc.want.AttachmentID = att.ID
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Recover mismatch (-want +got):\n%s", diff)
+			}
+			cur, _ := book.Current(t.Context(), "agent:main:t1")
+			if tc.code != "" {
+				if cur.Error == nil || cur.Error.Code != tc.code || cur.Status != "running" {
+					t.Errorf("record after an unknown-runtime read: %+v", cur)
+				}
+			} else if cur.Status != "completed" || cur.LastResult == nil || cur.Error != nil {
+				t.Errorf("record after recovery: %+v", cur)
+			}
+		})
+	}
+}
