@@ -97,7 +97,9 @@ func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 	}
 	home := config.Home(getenv)
 	for _, a := range reg.Agents {
-		gopts := gateway.Options{URL: a.URL, Password: a.Password, Headers: headers, Logger: logger.With("component", "gateway", "agent", a.ID)}
+		// As the reference client, the agent password is sent as both the
+		// shared password and the shared token.
+		gopts := gateway.Options{URL: a.URL, Token: a.Password, Password: a.Password, Headers: headers, Logger: logger.With("component", "gateway", "agent", a.ID)}
 		if !loopbackURL(a.URL) {
 			dev, err := gateway.LoadOrCreateDevice(home)
 			if err != nil {

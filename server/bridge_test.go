@@ -80,17 +80,10 @@ func TestBridgeCancel(t *testing.T) {
 	})
 	sc := structured(t, call(t, cs, "run_task", map[string]any{"task": "long job"}))
 	jobID := sc["jobId"].(string)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	for fg.RunCount() == 0 {
-		// The manager dispatches right after persisting; wait for the run
-		// through check_task in poll mode rather than sleeping.
-		if r := call(t, cs, "check_task", map[string]any{"jobId": jobID, "mode": "poll", "waitMs": 1000}); r.IsError {
-			t.Fatalf("check_task: %s", text(r))
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the run never reached the gateway")
-		}
+	if err := fg.AwaitRun(ctx, jobID); err != nil {
+		t.Fatal(err)
 	}
 	r := call(t, cs, "cancel_task", map[string]any{"taskId": jobID})
 	if r.IsError {
@@ -144,6 +137,11 @@ func TestBridgeProgress(t *testing.T) {
 		t.Fatalf("check_task returned before any progress: %q", text(r))
 	case <-time.After(30 * time.Second):
 		t.Fatal("no progress notification within 30s")
+	}
+	actx, acancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer acancel()
+	if err := fg.AwaitRun(actx, jobID); err != nil {
+		t.Fatal(err)
 	}
 	fg.Release(jobID)
 	select {

@@ -128,7 +128,7 @@ func checkStore(ctx context.Context, get func(string) string) verdict {
 
 func checkGateway(ctx context.Context, get func(string) string, a config.Agent, timeout time.Duration) verdict {
 	area := "gateway " + a.ID
-	opts := gateway.Options{URL: a.URL, Password: a.Password, HandshakeTimeout: timeout}
+	opts := gateway.Options{URL: a.URL, Token: a.Password, Password: a.Password, HandshakeTimeout: timeout}
 	if h, err := gateway.ParseHeaders(get("CLAWCONNECT_GATEWAY_HEADERS")); err == nil {
 		opts.Headers = h
 	}
