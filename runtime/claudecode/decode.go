@@ -74,16 +74,16 @@ func (d *decoder) Decode(raw []byte, emit func(executor.Payload)) string {
 		emit(executor.Error{Code: "bad_line", Message: "claude: unparseable stdout line: " + preview(raw), Fatal: false})
 		return ""
 	}
-	switch str(f.typ) {
-	case "system":
+	switch {
+	case jsonscan.Is(f.typ, "system"):
 		return d.system(&f, emit)
-	case "stream_event":
+	case jsonscan.Is(f.typ, "stream_event"):
 		d.streamEvent(f.event, emit)
-	case "assistant":
+	case jsonscan.Is(f.typ, "assistant"):
 		d.assistant(f.message, emit)
-	case "user":
+	case jsonscan.Is(f.typ, "user"):
 		d.user(f.message, emit)
-	case "result":
+	case jsonscan.Is(f.typ, "result"):
 		d.result(&f, emit)
 		return str(f.sessionID)
 	}
@@ -124,10 +124,10 @@ func (d *decoder) streamEvent(ev []byte, emit func(executor.Payload)) {
 	}) != nil {
 		return
 	}
-	switch str(typ) {
-	case "message_start":
+	switch {
+	case jsonscan.Is(typ, "message_start"):
 		d.streamed = false
-	case "content_block_delta":
+	case jsonscan.Is(typ, "content_block_delta"):
 		var dt, text, thinking []byte
 		if jsonscan.Object(delta, func(k, v []byte) bool {
 			switch string(k) {
@@ -142,13 +142,13 @@ func (d *decoder) streamEvent(ev []byte, emit func(executor.Payload)) {
 		}) != nil {
 			return
 		}
-		switch str(dt) {
-		case "text_delta":
+		switch {
+		case jsonscan.Is(dt, "text_delta"):
 			if t := str(text); t != "" {
 				d.streamed = true
 				emit(executor.TextDelta{Text: t, Channel: executor.ChannelAssistant})
 			}
-		case "thinking_delta":
+		case jsonscan.Is(dt, "thinking_delta"):
 			if t := str(thinking); t != "" {
 				d.streamed = true
 				emit(executor.TextDelta{Text: t, Channel: executor.ChannelReasoning})
@@ -213,16 +213,16 @@ func blocks(message []byte, fn func(b *block)) {
 
 func (d *decoder) assistant(message []byte, emit func(executor.Payload)) {
 	blocks(message, func(b *block) {
-		switch str(b.typ) {
-		case "text":
+		switch {
+		case jsonscan.Is(b.typ, "text"):
 			if t := str(b.text); t != "" && !d.streamed {
 				emit(executor.TextDelta{Text: t, Channel: executor.ChannelAssistant})
 			}
-		case "thinking":
+		case jsonscan.Is(b.typ, "thinking"):
 			if t := str(b.thinking); t != "" && !d.streamed {
 				emit(executor.TextDelta{Text: t, Channel: executor.ChannelReasoning})
 			}
-		case "tool_use":
+		case jsonscan.Is(b.typ, "tool_use"):
 			id, name := str(b.id), str(b.name)
 			d.toolNames[id] = name
 			input := json.RawMessage("{}")
@@ -237,7 +237,7 @@ func (d *decoder) assistant(message []byte, emit func(executor.Payload)) {
 
 func (d *decoder) user(message []byte, emit func(executor.Payload)) {
 	blocks(message, func(b *block) {
-		if str(b.typ) != "tool_result" {
+		if !jsonscan.Is(b.typ, "tool_result") {
 			return
 		}
 		id := str(b.toolUseID)

@@ -179,7 +179,7 @@ func (d *decoder) item(it *item, completed bool, emit func(executor.Payload)) {
 			emit(executor.TextDelta{Text: it.text, Channel: executor.ChannelReasoning})
 		}
 	case "command_execution":
-		d.call(it, "command_execution", mustJSON(map[string]string{"command": it.command}), emit)
+		d.call(it, "command_execution", oneField("command", it.command), emit)
 		if completed {
 			failed := it.status == "failed" || (it.exitCode != nil && *it.exitCode != 0)
 			emit(executor.ToolResult{ToolCallID: it.id, Name: "command_execution", Output: it.aggregatedOutput, IsError: failed})
@@ -207,7 +207,7 @@ func (d *decoder) item(it *item, completed bool, emit func(executor.Payload)) {
 			emit(executor.ToolResult{ToolCallID: it.id, Name: name, Output: out, IsError: failed})
 		}
 	case "web_search":
-		d.call(it, "web_search", mustJSON(map[string]string{"query": it.query}), emit)
+		d.call(it, "web_search", oneField("query", it.query), emit)
 		if completed {
 			emit(executor.ToolResult{ToolCallID: it.id, Name: "web_search", Output: it.query})
 		}
@@ -246,6 +246,21 @@ func validOr(raw []byte, empty string) json.RawMessage {
 		return json.RawMessage(empty)
 	}
 	return bytes.Clone(raw)
+}
+
+// oneField renders {"<key>":<value as a JSON string>}; key needs no
+// escaping.
+func oneField(key, value string) json.RawMessage {
+	v, err := json.Marshal(value)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	out := make([]byte, 0, len(key)+len(v)+5)
+	out = append(out, `{"`...)
+	out = append(out, key...)
+	out = append(out, `":`...)
+	out = append(out, v...)
+	return append(out, '}')
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -180,24 +180,28 @@ func parseMessage(raw []byte) (*message, bool) {
 				}
 				return true
 			})
-			switch str(typ) {
-			case "text":
+			switch {
+			case jsonscan.Is(typ, "text"):
 				if t, ok := jsonscan.String(text); ok {
 					texts = append(texts, t)
 				}
-			case "thinking", "analysis", "reasoning":
+			case jsonscan.Is(typ, "thinking"), jsonscan.Is(typ, "analysis"), jsonscan.Is(typ, "reasoning"):
 				for _, v := range [][]byte{thinking, analysis, reasoning, text} {
 					if t := str(v); t != "" {
 						thinks = append(thinks, t)
 						break
 					}
 				}
-			case "toolCall":
+			case jsonscan.Is(typ, "toolCall"):
 				m.toolCalls = append(m.toolCalls, toolCallBlock{ID: str(id), Name: str(name), Arguments: args})
 			}
 			return true
 		})
-		m.text = strings.Join(texts, "\n")
+		if len(texts) == 1 {
+			m.text = texts[0]
+		} else {
+			m.text = strings.Join(texts, "\n")
+		}
 		if len(thinks) > 0 {
 			m.thinking = strings.Join(thinks, "\n")
 		}

@@ -319,3 +319,9 @@ func Float(val []byte) *float64 {
 
 // IsNull reports whether val is absent or the JSON null.
 func IsNull(val []byte) bool { return len(val) == 0 || string(val) == "null" }
+
+// Is reports whether the raw JSON value val is the string s, for an s
+// without characters JSON escapes. It does not allocate.
+func Is(val []byte, s string) bool {
+	return len(val) == len(s)+2 && val[0] == '"' && val[len(val)-1] == '"' && string(val[1:len(val)-1]) == s
+}
