@@ -31,6 +31,10 @@ type Dialect struct {
 	SkipLocked string
 	// IsUniqueViolation reports a primary-key/unique violation.
 	IsUniqueViolation func(error) bool
+	// RelaxedCommit, if set, runs first in the transaction of a write whose
+	// loss in a crash is harmless (poll counters), e.g. Postgres's
+	// "SET LOCAL synchronous_commit = off".
+	RelaxedCommit string
 }
 
 // DB is a store.Store over a writer pool and a reader pool (they may be the
@@ -269,8 +273,19 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 // TouchPoll implements store.Store.
 func (db *DB) TouchPoll(ctx context.Context, agent, id string, at int64) (int64, error) {
 	var n int64
-	err := db.w.QueryRowContext(ctx, db.Q(`UPDATE tasks SET poll_count = poll_count + 1, last_poll_at = ?
-		WHERE id = ? AND agent = ? RETURNING poll_count`), at, id, agent).Scan(&n)
+	q := db.Q(`UPDATE tasks SET poll_count = poll_count + 1, last_poll_at = ?
+		WHERE id = ? AND agent = ? RETURNING poll_count`)
+	var err error
+	if db.d.RelaxedCommit == "" {
+		err = db.w.QueryRowContext(ctx, q, at, id, agent).Scan(&n)
+	} else {
+		err = db.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, db.d.RelaxedCommit); err != nil {
+				return err
+			}
+			return tx.QueryRowContext(ctx, q, at, id, agent).Scan(&n)
+		})
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("touch poll %s: %w", id, store.ErrNotFound)
 	}
@@ -286,6 +301,13 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.Log
 		return nil
 	}
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		// Log lines are progress, not outcome: a database crash may lose the
+		// newest ones, never a task or its result.
+		if db.d.RelaxedCommit != "" {
+			if _, err := tx.ExecContext(ctx, db.d.RelaxedCommit); err != nil {
+				return err
+			}
+		}
 		var count int64
 		if err := tx.QueryRowContext(ctx, db.Q(`SELECT log_count FROM tasks WHERE id = ?`+db.d.ForUpdate), taskID).Scan(&count); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
