@@ -162,12 +162,23 @@ func enumOf(values ...string) []any {
 	return out
 }
 
-// prop is shorthand for an output property schema.
-func prop(types ...string) *jsonschema.Schema {
-	if len(types) == 1 {
-		return &jsonschema.Schema{Type: types[0]}
+// prop is shorthand for an output property schema of one type.
+func prop(typ string) *jsonschema.Schema { return &jsonschema.Schema{Type: typ} }
+
+// nextActionProp is the nextAction output property: an object or null,
+// spelled as anyOf branches of one type each (a type array is poorly
+// portable across clients).
+func nextActionProp() *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Description: "The tool call to make next ({tool, args}), or null when the task is finished.",
+		AnyOf:       []*jsonschema.Schema{{Type: "object"}, {Type: "null"}},
 	}
-	return &jsonschema.Schema{Types: types}
+}
+
+// singleType replaces the ["null", T] type that a pointer field infers with
+// T alone: absent means the default, and a type array is poorly portable.
+func singleType(p *jsonschema.Schema, typ string) {
+	p.Types, p.Type = nil, typ
 }
 
 // outputSchema is an open object schema: additionalProperties true and only
@@ -191,7 +202,7 @@ func chainingProps() map[string]*jsonschema.Schema {
 		"logEventCount":   prop("integer"),
 		"summary":         prop("string"),
 		"error":           prop("string"),
-		"nextAction":      prop("object", "null"),
+		"nextAction":      nextActionProp(),
 	}
 }
 
@@ -224,7 +235,7 @@ func (c *conn) tools() []toolDef {
 					"jobId": prop("string"), "taskId": prop("string"), "sessionKey": prop("string"),
 					"status":     {Type: "string", Enum: enumOf("running")},
 					"agent":      prop("string"),
-					"nextAction": prop("object", "null"),
+					"nextAction": nextActionProp(),
 				}),
 				Annotations: &mcp.ToolAnnotations{Title: "Run a task on an agent", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(true)},
 			},
@@ -240,6 +251,7 @@ func (c *conn) tools() []toolDef {
 				InputSchema: inputSchema[CheckTaskInput](func(p map[string]*jsonschema.Schema) {
 					agentEnum(p)
 					p["mode"].Enum = enumOf(ModePoll, ModeWait)
+					singleType(p["waitMs"], "number")
 				}),
 				OutputSchema: outputSchema([]string{"status"}, chainingProps()),
 				Annotations:  readOnly("Check a task"),
@@ -284,6 +296,8 @@ func (c *conn) tools() []toolDef {
 				InputSchema: inputSchema[GetSessionInput](func(p map[string]*jsonschema.Schema) {
 					agentEnum(p)
 					p["mode"].Enum = enumOf(string(task.ModeSnapshot), string(task.ModeEvents), string(task.ModeTail), string(task.ModeTasks))
+					singleType(p["limit"], "integer")
+					singleType(p["after"], "integer")
 				}),
 				OutputSchema: outputSchema([]string{"found"}, map[string]*jsonschema.Schema{
 					"found": prop("boolean"), "sessionKey": prop("string"), "agent": prop("string"), "jobId": prop("string"),
