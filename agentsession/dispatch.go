@@ -135,8 +135,12 @@ func (r *Registry) Dispatch(ctx context.Context, ref Ref, req Request, opts Call
 	}
 	if res.err != nil {
 		cause := context.Cause(callCtx)
+		dl, hasDeadline := callCtx.Deadline()
 		switch {
-		case errors.Is(cause, errCallTimeout) || errors.Is(cause, context.DeadlineExceeded):
+		// The deadline counts even when its timer has not fired yet: a callback
+		// (or a module honouring timeoutMs) may notice it first on a busy machine.
+		case errors.Is(cause, errCallTimeout) || errors.Is(cause, context.DeadlineExceeded) ||
+			(hasDeadline && !time.Now().Before(dl)):
 			return unavailableStatus(ref, now, TimeoutCode(op),
 				fmt.Sprintf("No answer within %dms.", budget.Milliseconds()),
 				fmt.Sprintf("Runtime \"%s\" did not answer the %s in time and was abandoned — the session itself may be fine.", ref.Runtime, op))

@@ -279,3 +279,20 @@ func TestParseCallTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestDispatchErrorAtTheDeadlineIsATimeout covers a callback that fails
+// exactly when the deadline passes (a module honouring timeoutMs): that is
+// a timeout whichever of the two the scheduler sees first.
+func TestDispatchErrorAtTheDeadlineIsATimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := NewRegistry()
+		mustRegister(t, reg, Runtime{ID: "late", Inspect: func(ctx context.Context, _ Ref) (*Observation, error) {
+			time.Sleep(time.Second)
+			return nil, errors.New("module: context deadline exceeded")
+		}})
+		got := reg.Dispatch(t.Context(), Ref{Runtime: "late", SessionID: "s"}, Request{Op: OpInspect}, CallOptions{Timeout: time.Second})
+		if got.Error == nil || got.Error.Code != "inspect_timeout" {
+			t.Errorf("got %+v", got.Error)
+		}
+	})
+}
