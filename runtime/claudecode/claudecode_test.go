@@ -396,3 +396,18 @@ func TestSetModelAppliesToNextRunAndWriteContextStaysLocal(t *testing.T) {
 		t.Errorf("next run args %q lack the set model", args)
 	}
 }
+
+func TestRunIDRebindsFromFallback(t *testing.T) {
+	f, _, run, s := startFake(t, Options{}, executor.StartOptions{SessionKey: "fallback"})
+	f.Send(t, fakecli.Out(`garbage before init`), fakecli.Out(initLine()), fakecli.Out(resultLine("success", "ok", false)), fakecli.Exit(0))
+	evs := drainAll(t, s)
+	if evs[0].RunID != "fallback" {
+		t.Errorf("first event runId = %q, want the session key stand-in", evs[0].RunID)
+	}
+	if last := evs[len(evs)-1]; last.RunID != fakeSession {
+		t.Errorf("last event runId = %q, want the native session id", last.RunID)
+	}
+	if id, _ := run.RunID(); id != fakeSession {
+		t.Errorf("handle run id = %q, want %q", id, fakeSession)
+	}
+}

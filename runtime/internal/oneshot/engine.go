@@ -394,16 +394,19 @@ type proc struct {
 	done           chan struct{} // closed when the run is finished
 	waitErr        error
 
-	mu          sync.Mutex
-	subs        map[*executor.Stream]struct{}
-	backlog     []item
-	attached    bool
-	finished    bool
-	aborted     bool
-	terminal    bool
-	accumulated strings.Builder
-	killTimer   *time.Timer
-	stderrTail  []byte
+	mu       sync.Mutex
+	subs     map[*executor.Stream]struct{}
+	backlog  []item
+	attached bool
+	finished bool
+	aborted  bool
+	terminal bool
+	// fallbackBound is set while the run id is the session key standing in
+	// for a native id not seen yet.
+	fallbackBound bool
+	accumulated   strings.Builder
+	killTimer     *time.Timer
+	stderrTail    []byte
 }
 
 func (p *proc) spawn(c Command) error {
@@ -572,12 +575,22 @@ func (p *proc) deliver(it item) {
 }
 
 func (p *proc) emitLocked(it item) {
-	if it.nativeID != "" {
+	switch {
+	case it.nativeID != "" && p.fallbackBound:
+		// The first events came before the native id: replace the
+		// session-key stand-in once the real id is known.
+		p.run.BindRunID(it.nativeID)
+		p.fallbackBound = false
+	case it.nativeID != "":
 		p.run.BindRunIDOnce(it.nativeID)
 	}
 	runID := p.run.RunIDOr("")
 	if runID == "" {
-		p.run.BindRunIDOnce(p.run.SessionKey)
+		// Never an empty envelope: stand in with the session key until the
+		// runtime names its session.
+		if p.run.BindRunIDOnce(p.run.SessionKey) {
+			p.fallbackBound = true
+		}
 		runID = p.run.RunIDOr(p.run.SessionKey)
 	}
 	for s := range p.subs {
