@@ -41,7 +41,7 @@ type Frame struct {
 	Input map[string]any
 }
 
-// Delta, ToolCall, Final, Aborted and ErrorFrame build frames.
+// Delta builds an incremental-text frame.
 func Delta(text string) Frame { return Frame{Kind: FrameDelta, Text: text} }
 
 // ToolCall builds a tool-call frame whose result output is output.
