@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,6 +120,7 @@ type Client struct {
 	nextID atomic.Uint64
 
 	framesIn, badFrames, lateRes, dropped, reconnects, connFail atomic.Uint64
+	rawRunSubs                                                  atomic.Int32 // subscriptions that want raw agent/chat events
 
 	mu          sync.Mutex
 	closed      bool
@@ -529,7 +531,8 @@ func (c *Client) dropConn(cn *conn, cause error) {
 
 // Close stops the Client: it closes the socket, fails pending calls with
 // ErrClosed, ends every followed run (Wait returns ErrClosed) and waits for
-// all goroutines the Client started. It is idempotent.
+// all goroutines the Client and its runs started. It is idempotent. Do not
+// call it from a RunRequest.OnEvent or Subscribe callback.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -563,6 +566,9 @@ func (c *Client) Close() error {
 	}
 	c.cancel()
 	c.wg.Wait()
+	for _, r := range runs {
+		r.wg.Wait()
+	}
 	return nil
 }
 
@@ -617,15 +623,25 @@ func (c *Client) Subscribe(fn func(Event), names ...string) (cancel func()) {
 			s.names[n] = true
 		}
 	}
+	raw := s.names == nil || s.names["agent"] || s.names["chat"]
 	c.mu.Lock()
 	id := c.nextSub
 	c.nextSub++
 	c.subs[id] = s
+	if raw {
+		c.rawRunSubs.Add(1)
+	}
 	c.mu.Unlock()
+	var once sync.Once
 	return func() {
-		c.mu.Lock()
-		delete(c.subs, id)
-		c.mu.Unlock()
+		once.Do(func() {
+			c.mu.Lock()
+			delete(c.subs, id)
+			if raw {
+				c.rawRunSubs.Add(-1)
+			}
+			c.mu.Unlock()
+		})
 	}
 }
 
@@ -658,6 +674,24 @@ func (c *Client) UnsubscribeSession(ctx context.Context, key string) error {
 // goroutine and never blocks.
 func (c *Client) handleFrame(cn *conn, data []byte) {
 	c.framesIn.Add(1)
+	// Fast path for the bulk of the traffic: run events as the gateway
+	// serializes them ({"type":"event","event":"agent"|"chat",…}) are decoded
+	// in one pass straight into the run payload, unless someone subscribed
+	// to their raw form. Anything else takes the generic path.
+	isAgent := bytes.HasPrefix(data, agentPrefix)
+	if c.rawRunSubs.Load() == 0 && (isAgent || bytes.HasPrefix(data, chatPrefix)) {
+		var f struct {
+			Payload runPayload `json:"payload"`
+		}
+		if json.Unmarshal(data, &f) == nil && f.Payload.RunID != "" {
+			name := "chat"
+			if isAgent {
+				name = "agent"
+			}
+			c.routeRun(name, &f.Payload)
+			return
+		}
+	}
 	f, err := decodeFrame(data)
 	if err != nil {
 		c.badFrames.Add(1)
@@ -728,6 +762,11 @@ func (c *Client) handleEvent(f inFrame) {
 	}
 }
 
+var (
+	agentPrefix = []byte(`{"type":"event","event":"agent",`)
+	chatPrefix  = []byte(`{"type":"event","event":"chat",`)
+)
+
 func (c *Client) routeRunEvent(f inFrame) {
 	var p runPayload
 	if err := json.Unmarshal(f.Payload, &p); err != nil || p.RunID == "" {
@@ -735,6 +774,11 @@ func (c *Client) routeRunEvent(f inFrame) {
 		c.log.Warn("bad run event payload", "event", f.Event, "err", err)
 		return
 	}
+	c.routeRun(f.Event, &p)
+}
+
+// routeRun hands a decoded run event to the runs that follow it.
+func (c *Client) routeRun(event string, p *runPayload) {
 	c.mu.Lock()
 	targets := c.runsByID[p.RunID]
 	if len(targets) == 0 && p.SessionKey != "" {
@@ -745,9 +789,11 @@ func (c *Client) routeRunEvent(f inFrame) {
 		c.dropped.Add(1)
 		return
 	}
-	targets = append([]*Run(nil), targets...)
+	if len(targets) > 1 {
+		targets = append([]*Run(nil), targets...)
+	}
 	c.mu.Unlock()
-	item := runItem{kind: itemEvent, event: f.Event, p: &p}
+	item := runItem{kind: itemEvent, event: event, p: p}
 	for _, r := range targets {
 		r.post(item)
 	}

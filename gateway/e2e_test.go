@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,10 @@ func TestE2ERealGateway(t *testing.T) {
 	defer cancel()
 
 	c, err := gateway.Dial(ctx, gateway.Options{URL: g.HTTPURL(), Token: g.Token(),
-		MinReconnectDelay: 250 * time.Millisecond, MaxReconnectDelay: 2 * time.Second})
+		MinReconnectDelay: 250 * time.Millisecond, MaxReconnectDelay: 2 * time.Second,
+		// The real gateway re-runs the interrupted turn itself after a
+		// restart (slowly on a busy machine); never race it with a resubmit.
+		RestartGrace: 15 * time.Minute})
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
@@ -232,8 +236,9 @@ func TestE2ERealGateway(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != gateway.StatusOK || got.Text != "restart-"+nonce {
+		if got.Status != gateway.StatusOK || got.Text != "restart-"+nonce || got.Resubmitted != 0 {
 			t.Errorf("outcome = %+v", got)
+			logGatewayLines(t, g, "restart", "recovery")
 		}
 		if c.Hello().BootID == oldBoot || c.Stats().Reconnects < 1 {
 			t.Errorf("no reconnect to a new gateway process: boot %s→%s, stats %+v", oldBoot, c.Hello().BootID, c.Stats())
@@ -244,6 +249,30 @@ func TestE2ERealGateway(t *testing.T) {
 			t.Errorf("health after restart: %v", err)
 		}
 	})
+}
+
+// logGatewayLines logs the gateway log lines that mention any of words.
+func logGatewayLines(t *testing.T, g *realgateway.Gateway, words ...string) {
+	data, err := os.ReadFile(g.LogPath())
+	if err != nil {
+		t.Logf("read gateway log: %v", err)
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				t.Log(truncateLine(line))
+				break
+			}
+		}
+	}
+}
+
+func truncateLine(s string) string {
+	if len(s) > 400 {
+		return s[:400] + "…"
+	}
+	return s
 }
 
 func containsKind(ks []gateway.EventKind, k gateway.EventKind) bool {

@@ -77,18 +77,18 @@ func decodeFrame(data []byte) (inFrame, error) {
 }
 
 // runPayload is the union of the chat and agent event payloads, decoded
-// once per frame.
+// in one pass per frame (agent data and chat message included).
 type runPayload struct {
-	RunID        string          `json:"runId"`
-	SessionKey   string          `json:"sessionKey"`
-	Seq          int64           `json:"seq"`
-	State        string          `json:"state"`  // chat
-	Phase        string          `json:"phase"`  // chat status
-	Stream       string          `json:"stream"` // agent
-	Data         json.RawMessage `json:"data"`   // agent
-	Message      json.RawMessage `json:"message"`
-	ErrorMessage string          `json:"errorMessage"`
-	StopReason   string          `json:"stopReason"`
+	RunID        string    `json:"runId"`
+	SessionKey   string    `json:"sessionKey"`
+	Seq          int64     `json:"seq"`
+	State        string    `json:"state"`  // chat
+	Phase        string    `json:"phase"`  // chat status
+	Stream       string    `json:"stream"` // agent
+	Data         agentData `json:"data"`   // agent
+	Message      *message  `json:"message"`
+	ErrorMessage string    `json:"errorMessage"`
+	StopReason   string    `json:"stopReason"`
 }
 
 // agentData is the data object of agent events (all streams).
@@ -107,6 +107,61 @@ type agentData struct {
 	} `json:"terminalReply"`
 }
 
+// message is a chat message: content is a string or an array of blocks.
+type message struct {
+	Content content `json:"content"`
+	Text    string  `json:"text"`
+}
+
+// text returns the visible text of m ("" for nil).
+func (m *message) text() string {
+	if m == nil {
+		return ""
+	}
+	if m.Content.text != "" {
+		return m.Content.text
+	}
+	return m.Text
+}
+
+// content decodes a message content: a string, or the text blocks of an
+// array joined with newlines. Other shapes decode to "".
+type content struct{ text string }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *content) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	switch b[0] {
+	case '"':
+		return json.Unmarshal(b, &c.text)
+	case '[':
+		var blocks []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(b, &blocks) != nil {
+			return nil
+		}
+		if len(blocks) == 1 && blocks[0].Type == "text" {
+			c.text = blocks[0].Text
+			return nil
+		}
+		var out []byte
+		for _, bl := range blocks {
+			if bl.Type == "text" && bl.Text != "" {
+				if len(out) > 0 {
+					out = append(out, '\n')
+				}
+				out = append(out, bl.Text...)
+			}
+		}
+		c.text = string(out)
+	}
+	return nil
+}
+
 // contentText returns the visible text of a transcript or chat message:
 // the text blocks of an array content joined, a string content, or a
 // top-level text field.
@@ -114,40 +169,11 @@ func contentText(msg json.RawMessage) string {
 	if len(msg) == 0 || msg[0] != '{' {
 		return ""
 	}
-	var m struct {
-		Content json.RawMessage `json:"content"`
-		Text    string          `json:"text"`
-	}
+	var m message
 	if json.Unmarshal(msg, &m) != nil {
 		return ""
 	}
-	if len(m.Content) > 0 {
-		switch m.Content[0] {
-		case '"':
-			var s string
-			if json.Unmarshal(m.Content, &s) == nil {
-				return s
-			}
-		case '[':
-			var blocks []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}
-			if json.Unmarshal(m.Content, &blocks) == nil {
-				var b []byte
-				for _, bl := range blocks {
-					if bl.Type == "text" && bl.Text != "" {
-						if len(b) > 0 {
-							b = append(b, '\n')
-						}
-						b = append(b, bl.Text...)
-					}
-				}
-				return string(b)
-			}
-		}
-	}
-	return m.Text
+	return m.text()
 }
 
 func truncate(s string, n int) string {

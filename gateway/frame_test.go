@@ -3,6 +3,7 @@ package gateway
 import (
 	"crypto/ed25519"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -58,10 +59,28 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"event","event":"chat","payload":{"runId":"r","state":"final","message":{"content":[{"type":"text","text":"x"}]}}}`,
 		`{"type":"event","event":"agent","payload":{"runId":"r","stream":"tool","data":{"phase":"start","name":"message","args":{"message":"m"}}}}`,
 		`not json`, `{"type":1}`, `{}`,
+		`{"type":"event","event":"agent","payload":{"runId":"r","data":{"aborted":"x"}}}`,
+		`{"type":"event","event":"chat","payload":{"runId":"r","message":{"content":7}}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The client's whole frame handler must not panic either.
+		c := &Client{log: slog.New(slog.DiscardHandler), pending: map[string]*pendingCall{},
+			runsByID: map[string][]*Run{}, runsBySess: map[string][]*Run{}, subs: map[int]*subscription{}}
+		r := &Run{c: c, id: "r", notify: make(chan struct{}, 1)}
+		c.runsByID["r"] = []*Run{r}
+		c.handleFrame(nil, data)
+		for _, it := range r.queue {
+			if it.kind == itemEvent && it.event == "chat" {
+				_ = it.p.Message.text()
+			}
+			if it.kind == itemEvent && it.event == "agent" {
+				_ = messageToolText(it.p.Data.Args)
+				_ = toolSummary(it.p.Data.Args)
+				_ = errorText(it.p.Data.Error)
+			}
+		}
 		fr, err := decodeFrame(data)
 		if err != nil {
 			return

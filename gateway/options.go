@@ -36,7 +36,7 @@ const (
 	DefaultMinReconnectDelay = time.Second
 	DefaultMaxReconnectDelay = 30 * time.Second
 	DefaultWriteTimeout      = 10 * time.Second
-	DefaultRestartGrace      = 2 * time.Minute
+	DefaultRestartGrace      = 5 * time.Minute
 )
 
 // Options configures Dial. The zero value of each field is a documented
@@ -97,7 +97,7 @@ type Options struct {
 	// RestartGrace is how long a run interrupted by a gateway restart waits
 	// for the restarted gateway to re-run it (OpenClaw recovers the main
 	// session's interrupted turn under a new run id) before resubmitting its
-	// idempotency key; default 2 minutes.
+	// idempotency key; default 5 minutes.
 	RestartGrace time.Duration
 
 	// Logger receives connection and bad-frame logs; nil discards.

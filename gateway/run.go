@@ -59,7 +59,7 @@ type RunRequest struct {
 	Mode Mode
 	// OnEvent, if set, receives the run's normalized events in order. It is
 	// called from the run's own goroutine; it must not block for long and
-	// must not call Wait on the same run.
+	// must not call Wait or Close on the same run.
 	OnEvent func(RunEvent)
 	// NoResubmit disables resubmitting the idempotency key after a gateway
 	// restart made the gateway forget the run.
@@ -566,10 +566,13 @@ func (r *Run) handle(ctx context.Context, st *runState, it runItem) (Outcome, bo
 		r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "disconnected", Text: "gateway connection lost; waiting to reconnect"})
 	case itemReconnected:
 		r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "reconnected", Text: "gateway reconnected; checking run state"})
+		// After a plain reconnect the waiter's agent.wait picks the run up
+		// again. A new boot id means a restarted gateway process that may
+		// have re-run or lost the run: watch the session and reconcile.
 		if h := r.c.Hello(); h != nil && h.BootID != "" && h.BootID != st.bootID && !st.recovering {
 			r.startRecovery(st)
+			return r.reconcile(ctx, st, false)
 		}
-		return r.reconcile(ctx, st, false)
 	case itemUnknownRun:
 		return r.reconcile(ctx, st, it.final)
 	}
@@ -589,19 +592,19 @@ func (r *Run) handleChat(ctx context.Context, st *runState, p *runPayload) (Outc
 	case "status":
 		r.emit(RunEvent{Kind: EventStatus, RunID: st.id, Seq: p.Seq, Phase: p.Phase, Text: "status: " + p.Phase})
 	case "delta":
-		if t := contentText(p.Message); t != "" {
+		if t := p.Message.text(); t != "" {
 			st.chatText = t
 			st.activity = true
 			r.emitText(st, p.Seq, t)
 		}
 	case "final":
-		text := contentText(p.Message)
-		if text == "" && len(p.Message) == 0 && !st.activity && r.req.Mode == ModeChatSend {
+		text := p.Message.text()
+		if text == "" && p.Message == nil && !st.activity && r.req.Mode == ModeChatSend {
 			return r.outcome0(st, StatusSteered, "", p.StopReason, SourceNone, ""), true
 		}
 		return r.finishOK(ctx, st, text, SourceChatFinal, p.StopReason)
 	case "aborted":
-		text := contentText(p.Message)
+		text := p.Message.text()
 		if text == "" {
 			text = st.chatText
 		}
@@ -625,13 +628,7 @@ func (r *Run) emitText(st *runState, seq int64, t string) {
 }
 
 func (r *Run) handleAgent(ctx context.Context, st *runState, p *runPayload) (Outcome, bool) {
-	var d agentData
-	if len(p.Data) > 0 {
-		if err := json.Unmarshal(p.Data, &d); err != nil {
-			r.c.badFrames.Add(1)
-			return Outcome{}, false
-		}
-	}
+	d := &p.Data
 	switch p.Stream {
 	case "assistant":
 		if d.Text != "" {
@@ -734,14 +731,27 @@ func messageToolText(args json.RawMessage) string {
 }
 
 func toolSummary(args json.RawMessage) string {
-	var a map[string]any
+	if len(args) == 0 || args[0] != '{' {
+		return ""
+	}
+	var a struct {
+		Command  json.RawMessage `json:"command"`
+		FilePath json.RawMessage `json:"file_path"`
+		Pattern  json.RawMessage `json:"pattern"`
+		Query    json.RawMessage `json:"query"`
+	}
 	if json.Unmarshal(args, &a) != nil {
 		return ""
 	}
-	for _, k := range []string{"command", "file_path", "pattern", "query"} {
-		if v, ok := a[k]; ok && v != nil {
-			return fmt.Sprint(v)
+	for _, v := range []json.RawMessage{a.Command, a.FilePath, a.Pattern, a.Query} {
+		if len(v) == 0 || string(v) == "null" {
+			continue
 		}
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return s
+		}
+		return string(v)
 	}
 	return ""
 }
