@@ -99,7 +99,7 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	}
 	d := sqlstore.Dialect{
 		Name: "postgres", Dollar: true, ForUpdate: " FOR UPDATE", SkipLocked: " FOR UPDATE SKIP LOCKED",
-		RelaxedCommit: "SET LOCAL synchronous_commit = off",
+		RelaxedCommit: "SET LOCAL synchronous_commit = off", AfterBulk: "ANALYZE",
 		IsUniqueViolation: func(err error) bool {
 			var pe *pgconn.PgError
 			return errors.As(err, &pe) && pe.Code == "23505"

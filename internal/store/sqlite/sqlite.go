@@ -87,7 +87,7 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 		n = 4
 	}
 	r.SetMaxOpenConns(n)
-	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation}
+	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation, AfterBulk: "PRAGMA wal_checkpoint(TRUNCATE)"}
 	return sqlstore.New(w, r, d, lock.Close), nil
 }
 

@@ -24,5 +24,10 @@ func (db *DB) SeedTasks(ctx context.Context, agent, prefix string, n int, runnin
 		SELECT CAST(? AS TEXT), CAST(? AS TEXT) || 's' || CAST(x AS TEXT), CAST(? AS TEXT) || CAST(x AS TEXT), x, x FROM c`), agent, prefix, prefix); err != nil {
 		return fmt.Errorf("seed sessions: %w", err)
 	}
+	if db.d.AfterBulk != "" {
+		if _, err := db.w.ExecContext(ctx, db.d.AfterBulk); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
 	return nil
 }

@@ -31,6 +31,9 @@ type Dialect struct {
 	SkipLocked string
 	// IsUniqueViolation reports a primary-key/unique violation.
 	IsUniqueViolation func(error) bool
+	// AfterBulk runs after a bulk load (SeedTasks): a WAL checkpoint on
+	// SQLite, ANALYZE on Postgres.
+	AfterBulk string
 	// RelaxedCommit, if set, runs first in the transaction of a write whose
 	// loss in a crash is harmless (poll counters), e.g. Postgres's
 	// "SET LOCAL synchronous_commit = off".

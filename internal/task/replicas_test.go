@@ -1,0 +1,91 @@
+package task
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/postgres"
+)
+
+// pgReplicaStores opens n stores (separate pools, like separate processes)
+// on one fresh PostgreSQL schema, or skips without TEST_DATABASE_URL.
+func pgReplicaStores(t *testing.T, n int) []store.Store {
+	url := os.Getenv("TEST_DATABASE_URL")
+	if url == "" {
+		t.Skip("TEST_DATABASE_URL is not set; source scripts/setup/postgres.sh to run the replica tests")
+	}
+	r := make([]byte, 6)
+	_, _ = rand.Read(r)
+	schema := "cctask_" + hex.EncodeToString(r)
+	t.Cleanup(func() {
+		if db, err := sql.Open("pgx", url); err == nil {
+			_, _ = db.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`)
+			_ = db.Close()
+		}
+	})
+	var out []store.Store
+	for range n {
+		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestReplicasOnPostgres: two replicas share PostgreSQL. Either answers
+// reads for any task; a cancel through the replica that does not follow
+// the task wins over the follower; and when the following replica dies,
+// the other takes its task over after the lease and finishes it.
+func TestReplicasOnPostgres(t *testing.T) {
+	stores := pgReplicaStores(t, 2)
+	e := newEnv(t)
+	lease := func(owner string, st store.Store) func(o *Options) {
+		return func(o *Options) { o.Owner, o.Lease, o.Store = owner, 300*time.Millisecond, st }
+	}
+	a := e.manager(lease("replica-a", stores[0]))
+	b := e.manager(lease("replica-b", stores[1]))
+
+	// Reads and cancel through the other replica.
+	e.gw.abortOK = true
+	res, err := a.Submit(t.Context(), SubmitRequest{Task: "to cancel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.waitStarted(t, res.JobID)
+	if g, err := b.GetTask(t.Context(), res.JobID, DetailCore, 0); err != nil || g.Status != "running" {
+		t.Fatalf("read via b: %+v %v", g, err)
+	}
+	c, err := b.Cancel(t.Context(), res.JobID, "")
+	if err != nil || !c.Requested || c.Status != "cancelled" {
+		t.Fatalf("cancel via b: %+v %v", c, err)
+	}
+	if s := await(t, a, res.JobID); s.Status != "cancelled" || s.TerminalReason != "cancelled-by-request" {
+		t.Fatalf("seen by a: %s %s", s.Status, s.TerminalReason)
+	}
+
+	// Takeover after the owner dies.
+	res, err = a.Submit(t.Context(), SubmitRequest{Task: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.waitStarted(t, res.JobID)
+	a.Close() // replica a is gone; its lease lapses
+	e.gw.waitStarted(t, res.JobID)
+	e.gw.end(res.JobID, Outcome{Status: OutcomeOK, Text: "finished by b"})
+	s := await(t, b, res.JobID)
+	if s.Summary != "finished by b" {
+		t.Fatalf("after takeover: %+v", s)
+	}
+	task, err := stores[1].GetTask(t.Context(), "main", res.JobID)
+	if err != nil || task.Owner != "replica-b" {
+		t.Fatalf("owner %+v %v", task, err)
+	}
+}
