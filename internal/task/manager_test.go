@@ -3,6 +3,7 @@ package task
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -13,9 +14,25 @@ import (
 
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests, stops the shared real gateway (started only by
+// the e2e tests, when CLAWCONNECT_E2E=1) and then checks for goroutine leaks.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := realgateway.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop shared real gateway:", err)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 func TestSubmitFollowComplete(t *testing.T) {
 	e := newEnv(t)
