@@ -184,10 +184,7 @@ func TestReadTail(t *testing.T) {
 // answer through the host's registry.
 func TestModuleEndToEnd(t *testing.T) {
 	tmux := privateTmux(t)
-	bin := filepath.Join(t.TempDir(), "local-tmux-runtime")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := moduleBinary(t)
 	home := t.TempDir()
 	writeSession(t, home, "worker-1", "worker-1/t.jsonl", goodTranscript)
 	tmuxRun(t, tmux, "new-session", "-d", "-s", "worker-2")
@@ -240,10 +237,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 // answers nothing (the task completes on its own terms).
 func TestTier3RecoveryThroughModule(t *testing.T) {
 	tmux := privateTmux(t)
-	bin := filepath.Join(t.TempDir(), "local-tmux-runtime")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := moduleBinary(t)
 	home := t.TempDir()
 	writeSession(t, home, "worker-1", "worker-1/t.jsonl", goodTranscript)
 	jobStarted := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC).UnixMilli()
