@@ -1,7 +1,10 @@
 package task
 
 import (
+	"fmt"
 	"log/slog"
+	"math"
+	"os"
 	"time"
 
 	"github.com/clawconnect/clawconnect/agentsession"
@@ -39,9 +42,10 @@ type Options struct {
 	// PayloadDir receives run_task payloads (<dir>/<jobId>.payload, 0600);
 	// "" rejects any payload ("payload could not be stored").
 	PayloadDir string
-	// Owner identifies this process for leases. SQLite (single process)
-	// may use the zero value "local"; replicas sharing PostgreSQL must each
-	// use a unique owner.
+	// Owner identifies this process for leases. "" means "local" for a
+	// store owned by one process (SQLite: a restarted process takes its
+	// tasks back at once), and a unique host/pid/random id otherwise (each
+	// replica sharing PostgreSQL must own its leases).
 	Owner string
 	// Lease is the ownership lease of a running task (default 30 s).
 	Lease time.Duration
@@ -96,7 +100,6 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		OpenClawAgentID:         "main",
-		Owner:                   "local",
 		Lease:                   30 * time.Second,
 		ChatTimeout:             30 * time.Minute,
 		RecoveryTimeout:         90 * time.Minute,
@@ -144,7 +147,9 @@ func (o Options) withDefaults() Options {
 		}
 	}
 	str(&o.OpenClawAgentID, d.OpenClawAgentID)
-	str(&o.Owner, d.Owner)
+	if o.Owner == "" {
+		o.Owner = defaultOwner(o.Store)
+	}
 	dur(&o.Lease, d.Lease)
 	dur(&o.ChatTimeout, d.ChatTimeout)
 	dur(&o.RecoveryTimeout, d.RecoveryTimeout)
@@ -176,4 +181,46 @@ func (o Options) withDefaults() Options {
 		o.NewID = newUUID
 	}
 	return o
+}
+
+// defaultOwner is "local" for an exclusive (single-process) store and a
+// unique id otherwise.
+func defaultOwner(st store.Store) string {
+	if ex, ok := st.(interface{ Exclusive() bool }); ok && ex.Exclusive() {
+		return "local"
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), newUUID()[:8])
+}
+
+// ApplyEnv reads every timing and limit of the task service from the
+// environment: the reference's CLAWCONNECT_*_MS variables (through
+// config.LoadTimeouts) and this service's own, each in milliseconds with the
+// same rule (a finite number greater than zero, else the default):
+//
+//	CLAWCONNECT_LEASE_MS                 lease of a running task (30000)
+//	CLAWCONNECT_RETENTION_MS             keep terminal tasks this long (30 days)
+//	CLAWCONNECT_RECOVERY_IDLE_MS         late-recovery idle timeout (300000)
+//	CLAWCONNECT_RECOVERY_INTERVAL_MS     late-recovery poll spacing (10000)
+//	CLAWCONNECT_LAZY_RECHECK_SPACING_MS  gap between lazy re-checks of a task (20000)
+//	CLAWCONNECT_LAZY_RECHECK_INTERVAL_MS gap between a lazy re-check's reads (3000)
+func (o *Options) ApplyEnv(getenv func(string) string) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	o.ApplyTimeouts(config.LoadTimeouts(getenv))
+	d := DefaultOptions()
+	ms := func(name string, def time.Duration) time.Duration {
+		v, ok := config.PositiveNumber(getenv(name))
+		if !ok || v > float64(math.MaxInt64/int64(time.Millisecond)) {
+			return def
+		}
+		return time.Duration(v * float64(time.Millisecond))
+	}
+	o.Lease = ms("CLAWCONNECT_LEASE_MS", d.Lease)
+	o.Retention = ms("CLAWCONNECT_RETENTION_MS", d.Retention)
+	o.RecoveryIdleTimeout = ms("CLAWCONNECT_RECOVERY_IDLE_MS", d.RecoveryIdleTimeout)
+	o.RecoveryInterval = ms("CLAWCONNECT_RECOVERY_INTERVAL_MS", d.RecoveryInterval)
+	o.LazyRecheckSpacing = ms("CLAWCONNECT_LAZY_RECHECK_SPACING_MS", d.LazyRecheckSpacing)
+	o.LazyRecheckInterval = ms("CLAWCONNECT_LAZY_RECHECK_INTERVAL_MS", d.LazyRecheckInterval)
 }

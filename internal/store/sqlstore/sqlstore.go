@@ -60,6 +60,11 @@ func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
 	return &DB{w: writer, r: reader, d: d, onClose: onClose}
 }
 
+// Exclusive reports whether the database is owned by this process alone
+// (SQLite, guarded by its lock file), so every running task in it is this
+// process's to follow.
+func (db *DB) Exclusive() bool { return db.d.Name == "sqlite" }
+
 // Writer returns the writer pool (for benchmark seeding and tests).
 func (db *DB) Writer() *sql.DB { return db.w }
 
