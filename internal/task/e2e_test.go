@@ -60,14 +60,16 @@ func startE2EBridge(t *testing.T, g *realgateway.Gateway, st store.Store, mod fu
 // upstream).
 func awaitRunID(t *testing.T, m *Manager, id string) {
 	t.Helper()
+	cursor := int64(0)
 	for range 120 {
-		s, err := m.Check(t.Context(), CheckRequest{JobID: id, Mode: CheckPoll, WaitMs: waitMs(1000)})
+		s, err := m.Check(t.Context(), CheckRequest{JobID: id, Mode: CheckPoll, KnownLogCount: cursor, WaitMs: waitMs(1000)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if s.ParentRunID != "" || s.IsTerminal {
 			return
 		}
+		cursor = s.LogCursor
 	}
 	t.Fatalf("task %s never recorded a run id", id)
 }
@@ -174,8 +176,15 @@ func TestE2ERealGateway(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer book.Close()
-		b := startE2EBridge(t, g, st, func(o *Options) { o.Book = book })
-		res, err := b.m.Submit(t.Context(), SubmitRequest{Task: "EMPTY",
+		// OpenClaw 2026.9.6 re-prompts the model itself after an empty reply,
+		// so the parent turn cannot be made to end empty through the fake
+		// model; instead the parent stays silent past the live window and the
+		// late-recovery hard cap (WAIT), and the transcript never gets text.
+		b := startE2EBridge(t, g, st, func(o *Options) {
+			o.Book = book
+			o.ChatTimeout, o.RecoveryTimeout, o.RecoveryIdleTimeout = 3*time.Second, 6*time.Second, 2*time.Second
+		})
+		res, err := b.m.Submit(t.Context(), SubmitRequest{Task: "WAIT=120000 ECHO=too-late",
 			Context: `<agent-session>{"runtime":"e2e-rt","sessionId":"worker-1","state":"running"}</agent-session>`})
 		if err != nil {
 			t.Fatal(err)
@@ -184,8 +193,8 @@ func TestE2ERealGateway(t *testing.T) {
 		if s.Status != "completed" || s.ResultSource != "agent-session" || s.TerminalReason != "agent-session-recovery" || s.Summary != answer {
 			t.Fatalf("tier 3: %s %s %s %q %s", s.Status, s.ResultSource, s.TerminalReason, s.Summary, s.Error)
 		}
-		if s.AgentSession == nil {
-			t.Fatal("no agentSession on the snapshot")
+		if s.AgentSession == nil || s.Recovery == nil || s.Recovery.Reason != "parent_observation_timeout" {
+			t.Fatalf("agentSession %v recovery %+v", s.AgentSession, s.Recovery)
 		}
 	})
 }

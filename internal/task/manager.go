@@ -447,17 +447,18 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (*RunResult, er
 	if newThread {
 		m.appendLog(ctx, l, "lifecycle", "Started new thread session: "+key, false)
 	}
+	result := runResult(t, m.o.Agent)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		// Persisted: the next process resumes it.
-		return runResult(t, m.o.Agent), nil
+		return result, nil
 	}
 	m.live[id] = l
 	m.wg.Add(1)
 	m.mu.Unlock()
 	go m.follow(l, false)
-	return runResult(t, m.o.Agent), nil
+	return result, nil
 }
 
 func runResult(t *store.Task, agent string) *RunResult {
