@@ -52,8 +52,9 @@ type Adapter struct {
 	opts Options
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	pending map[string]*backlog // session key → frames since Start, until the first Events
+	mu        sync.Mutex
+	pending   map[string]*backlog // session key → frames since Start, until the first Events
+	observers map[string]int      // session key → open streams
 }
 
 // New returns an adapter over c.
@@ -62,7 +63,7 @@ func New(c Client, o Options) *Adapter {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Adapter{c: c, opts: o, log: log, pending: map[string]*backlog{}}
+	return &Adapter{c: c, opts: o, log: log, pending: map[string]*backlog{}, observers: map[string]int{}}
 }
 
 // ID implements executor.RuntimeAdapter.
@@ -105,7 +106,8 @@ var noRunStatuses = []string{"no-active-run", "no_active_run", "dropped", "rejec
 // Start implements executor.RuntimeAdapter. It sets the model first when
 // opts.Model is given, then sends the message (Context first) with
 // chat.send under a fresh idempotency key. Frames of the session that
-// arrive before the first Events call are kept for it.
+// arrive before the first Events call are kept for it (unless a stream of
+// the session is already open: it sees them).
 func (a *Adapter) Start(ctx context.Context, _ executor.Task, opts executor.StartOptions) (*executor.RunHandle, error) {
 	if opts.SessionKey == "" {
 		return nil, fmt.Errorf("start openclaw: empty session key")
@@ -185,6 +187,9 @@ func (a *Adapter) ensureBacklog(key string) *backlog {
 	if bl := a.pending[key]; bl != nil {
 		return bl
 	}
+	if a.observers[key] > 0 {
+		return nil // an open stream already observes the session
+	}
 	bl := &backlog{key: key}
 	bl.cancel = a.c.Subscribe(bl.add, "chat", "agent")
 	a.pending[key] = bl
@@ -192,6 +197,9 @@ func (a *Adapter) ensureBacklog(key string) *backlog {
 }
 
 func (a *Adapter) dropBacklog(key string, bl *backlog) {
+	if bl == nil {
+		return
+	}
 	a.mu.Lock()
 	if a.pending[key] == bl {
 		delete(a.pending, key)
@@ -224,11 +232,21 @@ func (a *Adapter) Events(_ context.Context, run *executor.RunHandle) (*executor.
 		m.mapEvent(ev.Name, &f, func(p executor.Payload) { s.Emit(f.RunID, key, p) })
 	}
 	var once sync.Once
-	s = executor.NewStream(executor.StreamOptions{Max: a.opts.QueueMax, Release: func() { once.Do(func() { cancel() }) }})
+	s = executor.NewStream(executor.StreamOptions{Max: a.opts.QueueMax, Release: func() {
+		once.Do(func() {
+			cancel()
+			a.mu.Lock()
+			if a.observers[key]--; a.observers[key] <= 0 {
+				delete(a.observers, key)
+			}
+			a.mu.Unlock()
+		})
+	}})
 
 	a.mu.Lock()
 	bl := a.pending[key]
 	delete(a.pending, key)
+	a.observers[key]++
 	a.mu.Unlock()
 	if bl == nil {
 		cancel = a.c.Subscribe(handle, "chat", "agent")

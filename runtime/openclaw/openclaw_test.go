@@ -469,3 +469,47 @@ func errorsIs(err, target error) bool {
 	}
 	return false
 }
+
+// TestContinuousObserverAcrossRuns keeps one stream open over two runs of a
+// session: the second run's events reach it with the new run id, and the
+// second Start buffers nothing on the side (no second subscription).
+func TestContinuousObserverAcrossRuns(t *testing.T) {
+	env := newFakeEnv(t)
+	env.gw.SetScript(nil) // Echo: each run answers at once
+	a := New(env.c, Options{})
+	defer a.Dispose(context.Background())
+	run, err := a.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "agent:main:long", Message: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.Events(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first := collect(t, s)
+	id1, _ := run.RunID()
+	if d := first[len(first)-1].Payload.(executor.Done); d.Summary != "FAKE-REPLY: one" {
+		t.Errorf("first run summary %q", d.Summary)
+	}
+	if _, err := a.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "agent:main:long", Message: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	pending := len(a.pending)
+	a.mu.Unlock()
+	if pending != 0 {
+		t.Errorf("second Start buffered on the side although a stream is open")
+	}
+	second := collect(t, s)
+	id2, _ := run.RunID()
+	if d := second[len(second)-1].Payload.(executor.Done); d.Summary != "FAKE-REPLY: two" {
+		t.Errorf("second run summary %q", d.Summary)
+	}
+	if id1 == id2 || second[len(second)-1].RunID != id2 {
+		t.Errorf("run ids %q then %q; the handle must track the latest run", id1, id2)
+	}
+	if second[0].Seq != first[len(first)-1].Seq+1 {
+		t.Errorf("seq restarted across runs: %d after %d", second[0].Seq, first[len(first)-1].Seq)
+	}
+}
