@@ -195,5 +195,10 @@ func (a *Adapter) RestoreSession(ctx context.Context, blob string) (*executor.Ru
 // for the processes to exit.
 func (a *Adapter) Dispose(ctx context.Context) error { return a.e.Dispose(ctx) }
 
+// Forget drops what the adapter keeps about a session (its last run and
+// buffered events, the model set on it, its native id); call it when the
+// host is done with the session. A live run is not stopped.
+func (a *Adapter) Forget(sessionKey string) { a.e.Forget(sessionKey) }
+
 // Wait blocks until no run is live or ctx ends.
 func (a *Adapter) Wait(ctx context.Context) error { return a.e.Wait(ctx) }

@@ -342,6 +342,16 @@ func (e *Engine) Dispose(ctx context.Context) error {
 	}
 }
 
+// Forget drops what the engine keeps about a session (its last run and
+// buffered events, the model set on it, its native id). A live run is not
+// stopped; Abort it first. Later calls naming the session fail with
+// executor.ErrNoSession.
+func (e *Engine) Forget(sessionKey string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.sessions, sessionKey)
+}
+
 // Wait blocks until no run of the engine is live or ctx ends.
 func (e *Engine) Wait(ctx context.Context) error {
 	for {
@@ -638,6 +648,9 @@ func (p *proc) finish() {
 	for s := range p.subs {
 		s.Finish()
 	}
+	// Keep only what a late first subscriber still needs (the backlog).
+	p.dec, p.stderrTail = nil, nil
+	p.accumulated = strings.Builder{}
 	if p.killTimer != nil && !groupAlive(p.pid) {
 		p.killTimer.Stop()
 	}

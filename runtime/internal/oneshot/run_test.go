@@ -153,6 +153,10 @@ func TestEngineAbortGroupAndCodec(t *testing.T) {
 	if _, err := e.RestoreSession(t.Context(), "not json"); err == nil {
 		t.Error("RestoreSession accepted garbage")
 	}
+	e.Forget("k")
+	if _, err := e.Events(t.Context(), run); !errors.Is(err, executor.ErrNoSession) {
+		t.Errorf("Events after Forget = %v, want ErrNoSession", err)
+	}
 }
 
 func TestEngineDisposeKillsLiveRuns(t *testing.T) {
