@@ -262,7 +262,8 @@ func runExec(ctx context.Context, env Env, f *execFlags, prompt string) error {
 type execPrinter struct {
 	stdout, stderr io.Writer
 	asJSON         bool
-	midLine        bool // stdout text without its final newline yet
+	midLine        bool            // stdout text without its final newline yet
+	thinking       strings.Builder // reasoning deltas not shown yet
 }
 
 func newExecPrinter(env Env, asJSON bool) *execPrinter {
@@ -276,10 +277,19 @@ func newExecPrinter(env Env, asJSON bool) *execPrinter {
 	return p
 }
 
+// flush ends a pending stdout line and shows pending reasoning as one
+// line.
 func (p *execPrinter) flush() {
-	if p.midLine && !p.asJSON {
+	if p.asJSON {
+		return
+	}
+	if p.midLine {
 		fmt.Fprintln(p.stdout)
 		p.midLine = false
+	}
+	if p.thinking.Len() > 0 {
+		fmt.Fprintf(p.stderr, "· thinking: %s\n", truncate(strings.Join(strings.Fields(p.thinking.String()), " "), 160))
+		p.thinking.Reset()
 	}
 }
 
@@ -300,8 +310,13 @@ func (p *execPrinter) event(ev executor.Event) error {
 	switch e := ev.Payload.(type) {
 	case executor.TextDelta:
 		if e.Channel == executor.ChannelReasoning {
-			p.note("thinking: %s", truncate(firstLine(e.Text), 160))
+			if p.thinking.Len() < 4096 {
+				p.thinking.WriteString(e.Text)
+			}
 			return nil
+		}
+		if p.thinking.Len() > 0 {
+			p.flush()
 		}
 		if _, err := io.WriteString(p.stdout, e.Text); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/peers"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 )
 
@@ -13,6 +14,7 @@ import (
 // Codex CLIs talking to the fake model server (CLAWCONNECT_E2E=1), with the
 // environment passed only through Env.Getenv.
 func TestExecRealCLIs(t *testing.T) {
+	peers.RequireE2E(t)
 	for _, kind := range []realcli.Kind{realcli.ClaudeCode, realcli.Codex} {
 		t.Run(string(kind), func(t *testing.T) {
 			model := fakemodel.New(t, fakemodel.Options{})

@@ -108,6 +108,11 @@ func TestExecHumanOutputAndExitCodes(t *testing.T) {
 		wantErr  string
 	}{
 		{"success", lines(ccInit, ccText, ccSuccess), "claude-code", ExitOK, "FAKE-REPLY: hi\n", "done: success"},
+		{"reasoning deltas shown as one line", lines(ccInit,
+			`{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"thinking_delta","thinking":"let me "}}}`,
+			`{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"thinking_delta","thinking":"think"}}}`,
+			`{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":"answer"}}}`,
+			ccSuccess), "claude-code", ExitOK, "answer\n", "· thinking: let me think\n· cost"},
 		{"max turns", lines(ccInit, `{"type":"result","subtype":"error_max_turns","is_error":true}`), "claude-code", ExitMaxTurns, "", "done: max_turns"},
 		{"error result", lines(ccInit, `{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["model overloaded"]}`) + "exit 1\n", "claude-code", ExitFailure, "", "error: model overloaded"},
 		{"crash", "echo 'no provider configured' >&2\nexit 2\n", "codex", ExitFailure, "", "error: no provider configured"},

@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/executor"
 	"github.com/clawconnect/clawconnect/executor/contract"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/peers"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/runtime/internal/fakecli"
 )
@@ -18,6 +19,7 @@ import (
 // Code CLI talking to the fake model server: a turn with text, a tool call
 // (a real Bash run), an abort. Gated by CLAWCONNECT_E2E=1.
 func TestContractWithRealCLI(t *testing.T) {
+	peers.RequireE2E(t)
 	model := fakemodel.New(t, fakemodel.Options{})
 	cli := realcli.Require(t, realcli.ClaudeCode, model)
 	contract.RunAdapterContract(t, fakecli.RealHarness(fakecli.RealHarnessConfig{
@@ -37,6 +39,7 @@ func TestContractWithRealCLI(t *testing.T) {
 // the same session id, requests the new model, and the model sees the first
 // exchange (CLAWCONNECT_E2E=1).
 func TestResumeWithRealCLI(t *testing.T) {
+	peers.RequireE2E(t)
 	model := fakemodel.New(t, fakemodel.Options{})
 	cli := realcli.Require(t, realcli.ClaudeCode, model)
 	a := New(Options{Binary: cli.Path, BinaryArgs: cli.Args, Environ: cli.Env, Dir: cli.WorkDir})
