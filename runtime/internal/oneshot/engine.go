@@ -95,6 +95,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	procs    map[*executor.RunHandle]*proc // each session's current run, and older runs still live
 	live     map[*proc]struct{}
 	liveDone chan struct{} // closed and replaced whenever live shrinks
 }
@@ -118,7 +119,7 @@ func New(spec Spec, opts Options) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{spec: spec, opts: opts, log: log, sessions: map[string]*session{}, live: map[*proc]struct{}{}, liveDone: make(chan struct{})}
+	return &Engine{spec: spec, opts: opts, log: log, sessions: map[string]*session{}, procs: map[*executor.RunHandle]*proc{}, live: map[*proc]struct{}{}, liveDone: make(chan struct{})}
 }
 
 // ID implements executor.RuntimeAdapter.
@@ -175,8 +176,12 @@ func (e *Engine) Start(_ context.Context, _ executor.Task, opts executor.StartOp
 		return nil, fmt.Errorf("start %s: %w", e.spec.Name, err)
 	}
 	e.mu.Lock()
+	if old := sess.cur; old != nil && !e.isLive(old) {
+		delete(e.procs, old.run)
+	}
 	sess.cur = p
 	sess.cwd = cmdSpec.Dir
+	e.procs[run] = p
 	e.live[p] = struct{}{}
 	e.mu.Unlock()
 	e.log.Info("run started", "runtime", string(e.spec.ID), "session_key", opts.SessionKey, "pid", p.pid)
@@ -186,6 +191,8 @@ func (e *Engine) Start(_ context.Context, _ executor.Task, opts executor.StartOp
 	return run, nil
 }
 
+// lookup finds run's session and process; the process is nil for a handle
+// this engine did not start (or whose run it no longer keeps).
 func (e *Engine) lookup(run *executor.RunHandle) (*session, *proc, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -193,7 +200,12 @@ func (e *Engine) lookup(run *executor.RunHandle) (*session, *proc, error) {
 	if sess == nil {
 		return nil, nil, fmt.Errorf("%s session %q: %w", e.spec.Name, run.SessionKey, executor.ErrNoSession)
 	}
-	return sess, sess.cur, nil
+	return sess, e.procs[run], nil
+}
+
+func (e *Engine) isLive(p *proc) bool {
+	_, ok := e.live[p]
+	return ok
 }
 
 // Events implements executor.RuntimeAdapter. The first subscriber of a run
@@ -204,8 +216,9 @@ func (e *Engine) Events(_ context.Context, run *executor.RunHandle) (*executor.S
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)
 	}
-	if p == nil || p.run != run {
-		// Not this adapter's current run of the session: an ended stream.
+	if p == nil {
+		// A run this engine does not keep (a restored handle): an ended
+		// stream.
 		s := executor.NewStream(executor.StreamOptions{})
 		s.Finish()
 		return s, nil
@@ -221,7 +234,7 @@ func (e *Engine) Abort(_ context.Context, run *executor.RunHandle) error {
 	if err != nil {
 		return fmt.Errorf("abort: %w", err)
 	}
-	if p == nil || p.run != run {
+	if p == nil {
 		return nil
 	}
 	p.abort()
@@ -350,6 +363,11 @@ func (e *Engine) Forget(sessionKey string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.sessions, sessionKey)
+	for run := range e.procs {
+		if run.SessionKey == sessionKey {
+			delete(e.procs, run)
+		}
+	}
 }
 
 // Wait blocks until no run of the engine is live or ctx ends.
@@ -373,6 +391,9 @@ func (e *Engine) ended(p *proc) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.live, p)
+	if sess := e.sessions[p.run.SessionKey]; sess == nil || sess.cur != p {
+		delete(e.procs, p.run) // superseded by a newer run of the session
+	}
 	close(e.liveDone)
 	e.liveDone = make(chan struct{})
 }

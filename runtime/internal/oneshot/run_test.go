@@ -175,3 +175,36 @@ func TestEngineDisposeKillsLiveRuns(t *testing.T) {
 		t.Errorf("Wait after Dispose: %v", err)
 	}
 }
+
+// TestEngineOlderRunStaysReachable starts two runs on one session key: the
+// first, superseded, can still be observed and aborted through its handle.
+func TestEngineOlderRunStaysReachable(t *testing.T) {
+	e := shEngine(Options{KillGrace: 100 * time.Millisecond})
+	defer e.Dispose(context.Background())
+	dir := t.TempDir()
+	first, err := e.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "k", Message: "echo one; sleep 30", Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, second := runScript(t, e, "echo two")
+	if got := reasons(second); !cmp.Equal(got, []string{"text-delta", "done:success:two"}) {
+		t.Errorf("second run %v", got)
+	}
+	s, err := e.Events(t.Context(), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := e.Abort(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	evs, err := executor.CollectUntilDone(ctx, s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"text-delta", "done:aborted:one"}, reasons(evs)); diff != "" {
+		t.Errorf("first run (-want +got):\n%s", diff)
+	}
+}
