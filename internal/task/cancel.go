@@ -102,6 +102,30 @@ func cancelOutcome(key string, aborted bool, err error) outcome {
 // abort goes to the gateway, the outcome through the store's
 // compare-and-set (the owner adopts it on its next write).
 func (m *Manager) cancelForeign(ctx context.Context, t *store.Task) (*CancelResult, error) {
+	// Record the request first, so the owner counts the abort it is about
+	// to see as a confirmed cancellation.
+	for range 4 {
+		if t.Status.Terminal() || t.Cancellation == "requested" {
+			break
+		}
+		next := *t
+		next.Cancellation = "requested"
+		err := m.st.UpdateTask(ctx, &next)
+		if err == nil {
+			t = &next
+			break
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return nil, fmt.Errorf("cancel task: %w", err)
+		}
+		if t, err = m.st.GetTask(ctx, m.o.Agent, t.ID); err != nil {
+			return nil, fmt.Errorf("cancel task: %w", err)
+		}
+	}
+	if t.Status.Terminal() {
+		return &CancelResult{Found: true, AlreadyTerminal: true, Status: string(t.Status), JobID: t.ID,
+			Note: fmt.Sprintf("Task already finished with status %q — nothing to stop.", t.Status)}, nil
+	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	aborted, aerr := m.gw.Abort(actx, t.SessionKey, t.ParentRunID)
 	cancel()

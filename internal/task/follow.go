@@ -113,10 +113,17 @@ func (m *Manager) follow(l *live, resumed bool) {
 	}
 }
 
+// cancelRequested reports whether a cancel was asked for the task: here,
+// or through another replica (recorded in the store).
 func (m *Manager) cancelRequested(l *live) bool {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.t.Cancellation == "requested" || l.cancelling != nil
+	asked := l.t.Cancellation == "requested" || l.cancelling != nil
+	l.mu.Unlock()
+	if asked {
+		return true
+	}
+	fresh, err := m.st.GetTask(m.ctx, m.o.Agent, l.id)
+	return err == nil && fresh.Cancellation == "requested"
 }
 
 // sleep waits d, or returns false when ctx ends first.
