@@ -102,6 +102,11 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (*Snapshot, error
 	if err != nil {
 		return nil, fmt.Errorf("check task: %w", err)
 	}
+	if l := m.getLive(t.ID); l != nil {
+		l.mu.Lock()
+		l.t.PollCount, l.t.LastPollAt = max(l.t.PollCount, polls), polledAt
+		l.mu.Unlock()
+	}
 	if t.Status.Terminal() {
 		if m.lazyRecheck(ctx, t) {
 			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)

@@ -31,6 +31,9 @@ func TestPollModeWakesOnLifecycle(t *testing.T) {
 	if s.IsTerminal || !s.ContinuePolling || s.LogCursor != 1 || len(s.Logs) != 1 || s.Logs[0].Text != "Agent lifecycle: model" {
 		t.Fatalf("poll snapshot %+v", s)
 	}
+	if s.PollCount != 1 || s.LastPollAt == 0 {
+		t.Fatalf("a running task's poll count %d at %d", s.PollCount, s.LastPollAt)
+	}
 	if s.NextAction == nil || s.NextAction.Tool != "check_task" || CheckText(s) != "Still running. Poll again with knownLogCount=1." {
 		t.Fatalf("next action %+v text %q", s.NextAction, CheckText(s))
 	}
