@@ -45,6 +45,7 @@ type SessionBusyError struct {
 // ErrSessionBusy is the sentinel matched by *SessionBusyError.
 var ErrSessionBusy = errors.New("session busy")
 
+// Error names the running task.
 func (e *SessionBusyError) Error() string {
 	return fmt.Sprintf("session busy: task %s is still running", e.JobID)
 }

@@ -35,6 +35,7 @@ var (
 // NotFoundError is a lookup miss with the reference's message.
 type NotFoundError struct{ Message string }
 
+// Error returns the model-facing message.
 func (e *NotFoundError) Error() string { return e.Message }
 
 // Is matches ErrNotFound.
@@ -54,6 +55,7 @@ const (
 // still running. It matches store.ErrSessionBusy.
 type SessionBusyError struct{ JobID string }
 
+// Error returns the exact "session busy" text callers show to the model.
 func (e *SessionBusyError) Error() string {
 	return "A task is already running on this session (jobId " + e.JobID + "). Poll check_task until it " +
 		"finishes before sending another message to this session, or omit sessionKey to start a fresh thread."
