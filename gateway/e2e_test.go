@@ -30,7 +30,9 @@ func TestE2ERealGateway(t *testing.T) {
 		MinReconnectDelay: 250 * time.Millisecond, MaxReconnectDelay: 2 * time.Second,
 		// The real gateway re-runs the interrupted turn itself after a
 		// restart (slowly on a busy machine); never race it with a resubmit.
-		RestartGrace: 15 * time.Minute})
+		RestartGrace: 15 * time.Minute,
+		// Shared CI machines run several real gateways at once; give calls room.
+		CallTimeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
@@ -232,9 +234,19 @@ func TestE2ERealGateway(t *testing.T) {
 		if err := g.Restart(ctx); err != nil {
 			t.Fatalf("restart: %v", err)
 		}
-		got, err := run.Wait(ctx)
+		wctx, wcancel := context.WithTimeout(ctx, 6*time.Minute)
+		defer wcancel()
+		got, err := run.Wait(wctx)
 		if err != nil {
-			t.Fatal(err)
+			t.Errorf("Wait: %v (recovery phases %v)", err, phases)
+			if h, herr := c.History(ctx, gateway.HistoryRequest{SessionKey: key("restart")}); herr == nil {
+				for _, m := range h.Messages {
+					t.Logf("history row: role=%s runId=%s idem=%s text=%q", m.Role, m.RunID, m.IdempotencyKey, truncateLine(m.Text))
+				}
+				t.Logf("session info: %+v", h.Session)
+			}
+			logGatewayLines(t, g, "restart", "recovery", nonce)
+			t.FailNow()
 		}
 		if got.Status != gateway.StatusOK || got.Text != "restart-"+nonce || got.Resubmitted != 0 {
 			t.Errorf("outcome = %+v", got)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -58,28 +59,39 @@ func (h *History) RunText(runID string) string {
 	return ""
 }
 
-// AnswerAfter finds the user row submitted as runID (idempotencyKey
-// "<runID>:user") and returns the visible text of the assistant rows that
-// follow it up to the next user row (the newest non-empty one). found
-// reports whether the user row is in h at all. It finds answers that the
-// gateway produced under another run id, as after a restart.
-func (h *History) AnswerAfter(runID string) (text string, found bool) {
-	want := runID + ":user"
+// AnswerAfter finds the user row of a run — by its idempotency key
+// ("<runID>:user"), else the newest user row whose text is message — and
+// returns the visible text of the assistant rows that follow it up to the
+// next user row (the newest non-empty one). found reports whether such a
+// user row is in h at all. It finds answers that the gateway produced under
+// another run id, as after a restart.
+func (h *History) AnswerAfter(runID, message string) (text string, found bool) {
+	idx := -1
 	for i, m := range h.Messages {
-		if m.Role != "user" || m.IdempotencyKey != want {
-			continue
+		if m.Role == "user" && m.IdempotencyKey == runID+":user" {
+			idx = i
 		}
-		for _, n := range h.Messages[i+1:] {
-			if n.Role == "user" {
-				break
-			}
-			if n.Role == "assistant" && n.Text != "" {
-				text = n.Text
-			}
-		}
-		return text, true
 	}
-	return "", false
+	if idx < 0 && message != "" {
+		want := strings.TrimSpace(message)
+		for i, m := range h.Messages {
+			if m.Role == "user" && (strings.TrimSpace(m.Text) == want || strings.HasSuffix(strings.TrimSpace(m.Text), want)) {
+				idx = i
+			}
+		}
+	}
+	if idx < 0 {
+		return "", false
+	}
+	for _, n := range h.Messages[idx+1:] {
+		if n.Role == "user" {
+			break
+		}
+		if n.Role == "assistant" && n.Text != "" {
+			text = n.Text
+		}
+	}
+	return text, true
 }
 
 // TrailingAssistantText returns the text of the trailing assistant rows
@@ -130,7 +142,7 @@ func (c *Client) History(ctx context.Context, req HistoryRequest) (*History, err
 		req.MaxChars = 200000
 	}
 	p["maxChars"] = req.MaxChars
-	raw, err := c.CallWith(ctx, "chat.history", p, CallOptions{Timeout: 20 * time.Second})
+	raw, err := c.Call(ctx, "chat.history", p)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
@@ -255,7 +267,7 @@ func (c *Client) Abort(ctx context.Context, req AbortRequest) (AbortResult, erro
 	if req.RunID != "" {
 		p["runId"] = req.RunID
 	}
-	raw, err := c.CallWith(ctx, method, p, CallOptions{Timeout: 15 * time.Second})
+	raw, err := c.Call(ctx, method, p)
 	if err != nil {
 		return AbortResult{}, fmt.Errorf("abort: %w", err)
 	}

@@ -145,6 +145,8 @@ type Run struct {
 	done    chan struct{}
 	notify  chan struct{}
 	stopped sync.Once
+	// waiterOnce guards the start of the agent.wait goroutine.
+	waiterOnce sync.Once
 
 	mu      sync.Mutex
 	id      string // confirmed run id, "" until the submit answer
@@ -165,6 +167,7 @@ const (
 	itemDisconnected
 	itemReconnected
 	itemUnknownRun
+	itemStartWaiter
 )
 
 type runItem struct {
@@ -224,16 +227,30 @@ func (c *Client) StartRun(ctx context.Context, req RunRequest) (*Run, error) {
 		r.wg.Wait()
 		return nil, fmt.Errorf("start run: %w", ctx.Err())
 	}
-	r.wg.Add(2)
+	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		r.loop(rctx)
 	}()
-	go func() {
-		defer r.wg.Done()
-		r.waiter(rctx)
-	}()
+	if req.Mode == ModeChatSend {
+		// chat.send has no final answer of its own: agent.wait backs up the
+		// chat final from the start. With the agent method the final answer
+		// does that, and the waiter starts only when it cannot come
+		// (disconnect, in_flight join).
+		r.startWaiter(rctx)
+	}
 	return r, nil
+}
+
+// startWaiter starts the agent.wait goroutine once.
+func (r *Run) startWaiter(ctx context.Context) {
+	r.waiterOnce.Do(func() {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.waiter(ctx)
+		}()
+	})
 }
 
 // submitParams builds the params of the submit call.
@@ -303,6 +320,12 @@ func (r *Run) submit(ctx context.Context, accepted chan<- string, failed chan<- 
 	_ = json.Unmarshal(payload, &st)
 	if st.Status == "ok" || st.Status == "error" {
 		r.post(runItem{kind: itemFinalRes, payload: payload})
+		return
+	}
+	if method == "agent" {
+		// "in_flight": we joined a run started by an earlier submit; its
+		// final answer goes to that request, so wait with agent.wait.
+		r.post(runItem{kind: itemStartWaiter})
 	}
 }
 
@@ -555,14 +578,18 @@ func (r *Run) handle(ctx context.Context, st *runState, it runItem) (Outcome, bo
 		return r.handleFinalRes(ctx, st, it)
 	case itemSubmitErr:
 		if errors.Is(it.err, ErrDisconnected) || errors.Is(it.err, context.Canceled) {
-			return Outcome{}, false // the waiter recovers after reconnect
+			r.startWaiter(ctx) // the waiter recovers after reconnect
+			return Outcome{}, false
 		}
 		return r.outcome0(st, StatusError, "", "", SourceNone, it.err.Error()), true
 	case itemAccepted:
 		return Outcome{}, false
 	case itemWait:
 		return r.handleWait(ctx, st, it.payload)
+	case itemStartWaiter:
+		r.startWaiter(ctx)
 	case itemDisconnected:
+		r.startWaiter(ctx)
 		r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "disconnected", Text: "gateway connection lost; waiting to reconnect"})
 	case itemReconnected:
 		r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "reconnected", Text: "gateway reconnected; checking run state"})
@@ -797,9 +824,7 @@ func (r *Run) historyText(ctx context.Context, runID string) string {
 			case <-t.C:
 			}
 		}
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		h, err := r.c.History(cctx, HistoryRequest{SessionKey: r.key, Limit: 20})
-		cancel()
+		h, err := r.c.History(ctx, HistoryRequest{SessionKey: r.key, Limit: 20})
 		if err != nil {
 			continue
 		}
@@ -896,9 +921,7 @@ func (r *Run) startRecovery(st *runState) {
 // message. With resubmit set and the session idle without an answer, it
 // resubmits the same idempotency key to the restarted gateway.
 func (r *Run) reconcile(ctx context.Context, st *runState, resubmit bool) (Outcome, bool) {
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	h, err := r.c.History(cctx, HistoryRequest{SessionKey: r.key, Limit: 50})
-	cancel()
+	h, err := r.c.History(ctx, HistoryRequest{SessionKey: r.key, Limit: 50})
 	if err != nil {
 		if resubmit {
 			time.AfterFunc(time.Second, func() { r.post(runItem{kind: itemUnknownRun, final: true}) })
@@ -912,7 +935,7 @@ func (r *Run) reconcile(ctx context.Context, st *runState, resubmit bool) (Outco
 		return Outcome{}, false
 	}
 	active := h.Session.HasActiveRun
-	answer, found := h.AnswerAfter(st.id)
+	answer, found := h.AnswerAfter(st.id, r.req.Message)
 	if found && answer != "" && !active {
 		return r.outcome0(st, StatusOK, answer, "", SourceHistory, ""), true
 	}
