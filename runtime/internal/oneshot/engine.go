@@ -422,6 +422,7 @@ type proc struct {
 
 	stdout, stderr *os.File
 	exited         chan struct{} // closed when the leader has been reaped
+	stderrDone     chan struct{} // closed when stderr is drained
 	done           chan struct{} // closed when the run is finished
 	waitErr        error
 
@@ -473,6 +474,7 @@ func (p *proc) spawn(c Command) error {
 	}
 	p.cmd, p.pid, p.stdout, p.stderr = cmd, cmd.Process.Pid, outR, errR
 	p.exited = make(chan struct{})
+	p.stderrDone = make(chan struct{})
 	return nil
 }
 
@@ -487,6 +489,8 @@ func (p *proc) wait() {
 }
 
 func (p *proc) readStderr() {
+	defer close(p.stderrDone)
+	defer p.stderr.Close()
 	buf := make([]byte, 4096)
 	for {
 		n, err := p.stderr.Read(buf)
@@ -554,6 +558,7 @@ func (p *proc) readStdout() {
 	}
 	<-p.exited
 	p.stdout.Close()
+	<-p.stderrDone // the exit terminal carries the stderr tail
 	p.finish()
 }
 

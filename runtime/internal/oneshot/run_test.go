@@ -195,15 +195,20 @@ func TestEngineOlderRunStaysReachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ev, err := s.Next(ctx) // the first run is live: it printed its line
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := e.Abort(t.Context(), first); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
 	evs, err := executor.CollectUntilDone(ctx, s, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	evs = append([]executor.Event{ev}, evs...)
 	if diff := cmp.Diff([]string{"text-delta", "done:aborted:one"}, reasons(evs)); diff != "" {
 		t.Errorf("first run (-want +got):\n%s", diff)
 	}
