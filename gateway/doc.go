@@ -41,9 +41,14 @@
 // chat and agent events into [RunEvent] values (cumulative assistant text,
 // tool start/result, lifecycle, status) and ends with an [Outcome]: final
 // text, error, aborted, or steered. A reply sent through the agent's
-// "message" tool counts as the answer. If the stream ends without a terminal
-// event the Run falls back to agent.wait and chat.history; if the gateway
-// restarted and forgot the run, it resubmits the same idempotency key.
+// "message" tool counts as the answer. If the stream breaks without a
+// terminal event the Run falls back to agent.wait and chat.history. If the
+// gateway process restarted (its boot id changed), the Run watches the whole
+// session: OpenClaw re-runs an interrupted turn under a new run id, and the
+// Run takes the answer that follows its own user message in the transcript.
+// Only if the session stays idle without an answer for
+// [Options.RestartGrace] does it resubmit its idempotency key. A run that
+// ends with no text at all reports [NoResponseText].
 //
 // # Busy sessions
 //
