@@ -492,6 +492,11 @@ func TestContinuousObserverAcrossRuns(t *testing.T) {
 	if d := first[len(first)-1].Payload.(executor.Done); d.Summary != "FAKE-REPLY: one" {
 		t.Errorf("first run summary %q", d.Summary)
 	}
+	// The gateway folds a message into a still-running turn (steer); wait
+	// until the first run is over on the gateway side.
+	if _, err := env.c.WaitRun(t.Context(), id1, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := a.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "agent:main:long", Message: "two"}); err != nil {
 		t.Fatal(err)
 	}
