@@ -228,37 +228,25 @@ func mapErr(op string, err error) error {
 	return err
 }
 
-// owner finds the manager that holds a task (by id, else by the session's
-// latest task). agent, when set, names it directly.
-func (b *Bridge) owner(ctx context.Context, agent, taskID, sessionKey string) (*task.Manager, error) {
+// each calls fn on the managers that may hold a task, in configuration
+// order (only the named agent's when agent is set), until fn returns
+// something other than ErrNotFound. A miss everywhere is ErrNotFound. Each
+// manager reads only its own agent's scope, so trying them in turn costs one
+// indexed store read per miss and no extra read on a hit.
+func (b *Bridge) each(agent string, fn func(m *task.Manager) error) error {
 	if agent != "" {
 		m, ok := b.managers[agent]
 		if !ok {
-			return nil, ErrNotFound
+			return ErrNotFound
 		}
-		return m, nil
-	}
-	if len(b.order) == 1 {
-		return b.managers[b.order[0]], nil
+		return fn(m)
 	}
 	for _, id := range b.order {
-		m := b.managers[id]
-		if taskID != "" {
-			if _, err := m.GetTask(ctx, taskID, task.DetailCore, 0); err == nil {
-				return m, nil
-			} else if !errors.Is(err, ErrNotFound) {
-				return nil, err
-			}
-		}
-		if sessionKey != "" {
-			if _, err := m.GetSession(ctx, task.SessionRequest{SessionID: sessionKey, Mode: task.ModeSnapshot, Limit: 1}); err == nil {
-				return m, nil
-			} else if !errors.Is(err, ErrNotFound) {
-				return nil, err
-			}
+		if err := fn(b.managers[id]); !errors.Is(err, ErrNotFound) {
+			return err
 		}
 	}
-	return nil, ErrNotFound
+	return ErrNotFound
 }
 
 // Run implements Tasks.
@@ -278,18 +266,31 @@ func (b *Bridge) Run(ctx context.Context, req RunRequest) (task.RunResult, error
 // mode steps, reporting each intermediate snapshot, until the task ends or
 // the wait elapses.
 func (b *Bridge) Check(ctx context.Context, req CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error) {
-	m, err := b.owner(ctx, req.Agent, req.JobID, req.SessionKey)
-	if err != nil {
-		return task.Snapshot{}, err
-	}
 	ms := func(d time.Duration) *float64 { v := float64(d.Milliseconds()); return &v }
 	creq := task.CheckRequest{JobID: req.JobID, SessionKey: req.SessionKey, KnownLogCount: req.KnownLogCount, Mode: task.CheckMode(req.Mode), WaitMs: ms(req.Wait)}
 	if onUpdate == nil || req.Mode != ModeWait {
-		s, err := m.Check(ctx, creq)
-		if err != nil {
-			return task.Snapshot{}, mapErr("check task", err)
+		var out task.Snapshot
+		err := b.each(req.Agent, func(m *task.Manager) error {
+			s, err := m.Check(ctx, creq)
+			if err == nil {
+				out = *s
+			}
+			return err
+		})
+		return out, mapErr("check task", err)
+	}
+	var m *task.Manager
+	if err := b.each(req.Agent, func(c *task.Manager) error {
+		_, err := c.GetTask(ctx, req.JobID, task.DetailCore, 0)
+		if err != nil && req.SessionKey != "" && errors.Is(err, ErrNotFound) {
+			_, err = c.GetSession(ctx, task.SessionRequest{SessionID: req.SessionKey, Mode: task.ModeSnapshot, Limit: 1})
 		}
-		return *s, nil
+		if err == nil {
+			m = c
+		}
+		return err
+	}); err != nil {
+		return task.Snapshot{}, mapErr("check task", err)
 	}
 	deadline := time.Now().Add(req.Wait)
 	creq.Mode = task.CheckMode(ModePoll)
@@ -311,28 +312,28 @@ func (b *Bridge) Check(ctx context.Context, req CheckRequest, onUpdate func(task
 
 // GetTask implements Tasks.
 func (b *Bridge) GetTask(ctx context.Context, taskID string, detail task.Detail, knownLogCount int64) (task.TaskDetail, error) {
-	m, err := b.owner(ctx, "", taskID, "")
-	if err != nil {
-		return task.TaskDetail{}, err
-	}
-	d, err := m.GetTask(ctx, taskID, detail, knownLogCount)
-	if err != nil {
-		return task.TaskDetail{}, mapErr("get task", err)
-	}
-	return *d, nil
+	var out task.TaskDetail
+	err := b.each("", func(m *task.Manager) error {
+		d, err := m.GetTask(ctx, taskID, detail, knownLogCount)
+		if err == nil {
+			out = *d
+		}
+		return err
+	})
+	return out, mapErr("get task", err)
 }
 
 // GetPrompt implements Tasks.
 func (b *Bridge) GetPrompt(ctx context.Context, taskID string) (task.PromptResult, error) {
-	m, err := b.owner(ctx, "", taskID, "")
-	if err != nil {
-		return task.PromptResult{}, err
-	}
-	p, err := m.GetPrompt(ctx, taskID)
-	if err != nil {
-		return task.PromptResult{}, mapErr("get prompt", err)
-	}
-	return *p, nil
+	var out task.PromptResult
+	err := b.each("", func(m *task.Manager) error {
+		p, err := m.GetPrompt(ctx, taskID)
+		if err == nil {
+			out = *p
+		}
+		return err
+	})
+	return out, mapErr("get prompt", err)
 }
 
 // ListTasks implements Tasks: each agent's latest page, merged by recent
@@ -352,15 +353,15 @@ func (b *Bridge) ListTasks(ctx context.Context, view task.ListView) ([]task.Task
 
 // GetSession implements Tasks.
 func (b *Bridge) GetSession(ctx context.Context, req SessionRequest) (task.SessionResult, error) {
-	m, err := b.owner(ctx, req.Agent, "", req.SessionID)
-	if err != nil {
-		return task.SessionResult{}, err
-	}
-	r, err := m.GetSession(ctx, task.SessionRequest{SessionID: req.SessionID, Mode: req.Mode, Limit: req.Limit, After: int64(req.After)})
-	if err != nil {
-		return task.SessionResult{}, mapErr("get session", err)
-	}
-	return *r, nil
+	var out task.SessionResult
+	err := b.each(req.Agent, func(m *task.Manager) error {
+		r, err := m.GetSession(ctx, task.SessionRequest{SessionID: req.SessionID, Mode: req.Mode, Limit: req.Limit, After: int64(req.After)})
+		if err == nil {
+			out = *r
+		}
+		return err
+	})
+	return out, mapErr("get session", err)
 }
 
 // ListSessions implements Tasks.
@@ -378,15 +379,15 @@ func (b *Bridge) ListSessions(ctx context.Context) ([]task.ContinuationState, er
 
 // Cancel implements Tasks.
 func (b *Bridge) Cancel(ctx context.Context, jobID string) (task.CancelResult, error) {
-	m, err := b.owner(ctx, "", jobID, "")
-	if err != nil {
-		return task.CancelResult{}, err
-	}
-	r, err := m.Cancel(ctx, jobID, "")
-	if err != nil {
-		return task.CancelResult{}, mapErr("cancel task", err)
-	}
-	return *r, nil
+	var out task.CancelResult
+	err := b.each("", func(m *task.Manager) error {
+		r, err := m.Cancel(ctx, jobID, "")
+		if err == nil {
+			out = *r
+		}
+		return err
+	})
+	return out, mapErr("cancel task", err)
 }
 
 // CountByStatus implements StatusCounter over each agent's most recently
