@@ -1,6 +1,7 @@
 package task
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -126,4 +127,36 @@ func TestLeaseTakeover(t *testing.T) {
 	if err != nil || task.Owner != "replica-b" {
 		t.Fatalf("owner after takeover: %+v %v", task, err)
 	}
+}
+
+// TestRetentionSweep: terminal tasks older than the retention age are
+// deleted with their logs and sessions; running ones are kept.
+func TestRetentionSweep(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(nil) // Retention < 0: no background sweep
+	done, err := m.Submit(t.Context(), SubmitRequest{Task: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.waitStarted(t, done.JobID)
+	e.gw.end(done.JobID, Outcome{Status: OutcomeOK, Text: "ok"})
+	await(t, m, done.JobID)
+	running, err := m.Submit(t.Context(), SubmitRequest{Task: "still going"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.waitStarted(t, running.JobID)
+	m.o.Retention = time.Nanosecond
+	m.sweep()
+	if _, err := m.GetTask(t.Context(), done.JobID, DetailCore, 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an expired task survived the sweep: %v", err)
+	}
+	if _, err := m.GetSession(t.Context(), SessionRequest{SessionID: done.SessionKey}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("its session survived: %v", err)
+	}
+	if g, err := m.GetTask(t.Context(), running.JobID, DetailCore, 0); err != nil || g.Status != "running" {
+		t.Fatalf("a running task was swept: %+v %v", g, err)
+	}
+	e.gw.end(running.JobID, Outcome{Status: OutcomeOK, Text: "ok"})
+	await(t, m, running.JobID)
 }
