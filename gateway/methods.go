@@ -59,10 +59,17 @@ func (h *History) RunText(runID string) string {
 	return ""
 }
 
+// RecoveryPrefix starts the user rows the gateway itself adds to a
+// transcript, such as the note of OpenClaw's restart recovery ("[System]
+// Your previous turn was interrupted by a gateway restart …") before it
+// re-runs an interrupted turn. AnswerAfter looks past them.
+const RecoveryPrefix = "[System] "
+
 // AnswerAfter finds the user row of a run — by its idempotency key
 // ("<runID>:user"), else the newest user row whose text is message — and
 // returns the visible text of the assistant rows that follow it up to the
-// next user row (the newest non-empty one). found reports whether such a
+// next user row not written by the gateway itself (see RecoveryPrefix); the
+// newest non-empty one wins. found reports whether such a
 // user row is in h at all. It finds answers that the gateway produced under
 // another run id, as after a restart.
 func (h *History) AnswerAfter(runID, message string) (text string, found bool) {
@@ -84,7 +91,7 @@ func (h *History) AnswerAfter(runID, message string) (text string, found bool) {
 		return "", false
 	}
 	for _, n := range h.Messages[idx+1:] {
-		if n.Role == "user" {
+		if n.Role == "user" && !strings.HasPrefix(n.Text, RecoveryPrefix) {
 			break
 		}
 		if n.Role == "assistant" && n.Text != "" {

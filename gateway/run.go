@@ -173,6 +173,7 @@ const (
 type runItem struct {
 	kind    itemKind
 	final   bool   // itemUnknownRun: the restart grace has passed; resubmit if still nothing
+	recheck bool   // itemUnknownRun: periodic transcript check while recovering
 	event   string // chat or agent
 	p       *runPayload
 	payload json.RawMessage
@@ -601,7 +602,11 @@ func (r *Run) handle(ctx context.Context, st *runState, it runItem) (Outcome, bo
 			return r.reconcile(ctx, st, false)
 		}
 	case itemUnknownRun:
-		return r.reconcile(ctx, st, it.final)
+		o, done := r.reconcile(ctx, st, it.final)
+		if !done && it.recheck && st.recovering {
+			r.scheduleRecheck()
+		}
+		return o, done
 	}
 	return Outcome{}, false
 }
@@ -914,6 +919,16 @@ func (r *Run) startRecovery(st *runState) {
 	r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "gateway_restarted",
 		Text: "the gateway restarted during the run; watching the session for its answer"})
 	time.AfterFunc(c.opts.RestartGrace, func() { r.post(runItem{kind: itemUnknownRun, final: true}) })
+	r.scheduleRecheck()
+}
+
+// recoveryRecheck is how often a run recovering from a gateway restart
+// re-reads the transcript, in case the end of the gateway's re-run was
+// not seen as an event.
+const recoveryRecheck = 10 * time.Second
+
+func (r *Run) scheduleRecheck() {
+	time.AfterFunc(recoveryRecheck, func() { r.post(runItem{kind: itemUnknownRun, recheck: true}) })
 }
 
 // reconcile decides a run's fate from the transcript: an assistant row of

@@ -129,12 +129,13 @@ func (s *Server) submit(c *fconn, reqID, method string, params json.RawMessage) 
 		}
 	}
 	s.mu.Unlock()
-	return s.startRun(c, reqID, method, key, *p.Message, p.IdempotencyKey, true)
+	return s.startRun(c, reqID, method, key, *p.Message, p.IdempotencyKey, *p.Message)
 }
 
 // startRun creates and starts a run. c and reqID identify the submitting
-// request (nil for a recovery run); logUser writes the user row.
-func (s *Server) startRun(c *fconn, reqID, method, key, message, id string, logUser bool) (any, error) {
+// request (nil for a recovery run); userRow is the text of the user row
+// written to the transcript.
+func (s *Server) startRun(c *fconn, reqID, method, key, message, id, userRow string) (any, error) {
 	s.mu.Lock()
 	script := s.script
 	if script == nil {
@@ -154,10 +155,8 @@ func (s *Server) startRun(c *fconn, reqID, method, key, message, id string, logU
 	prev := s.lanes[key]
 	busy := prev != nil && !isDone(prev)
 	s.runs[r.id] = r
-	if logUser {
-		s.appendTranscript(key, map[string]any{"role": "user", "content": r.message, "timestamp": r.startedAt,
-			"idempotencyKey": r.id + ":user"})
-	}
+	s.appendTranscript(key, map[string]any{"role": "user", "content": userRow, "timestamp": r.startedAt,
+		"idempotencyKey": r.id + ":user"})
 	if busy && method == "chat.send" {
 		// Steer: fold into the active run; this run id ends at once, empty.
 		r.status = "ok"

@@ -356,8 +356,14 @@ func (s *Server) DisconnectAll() {
 // id changes, runs and idempotency keys are forgotten (agent.wait no longer
 // knows them), transcripts survive, and every run that was in flight is
 // re-run by the new process under a new run id ("recovered-<old id>"),
-// with a fresh Turn from the script, as OpenClaw's restart recovery does.
+// after a RecoveryNote user row, with a fresh Turn from the script (its
+// Submit carries the original message), as OpenClaw's restart recovery
+// does.
 func (s *Server) Restart() { s.restart(true) }
+
+// RecoveryNote is the user row a restarted gateway adds before re-running
+// an interrupted turn (text as OpenClaw 2026.9.6 writes it, shortened).
+const RecoveryNote = "[System] Your previous turn was interrupted by a gateway restart while OpenClaw was waiting on tool/model work. The restart did not cancel the user's task. Continue from the existing transcript."
 
 // RestartLosingRuns is Restart without the recovery: in-flight runs are
 // simply gone (their user message stays in the transcript).
@@ -385,7 +391,7 @@ func (s *Server) restart(recover bool) {
 		return
 	}
 	for _, r := range lost {
-		s.startRun(nil, "", "recovery", r.session, r.message, "recovered-"+r.id, false)
+		s.startRun(nil, "", "recovery", r.session, r.message, "recovered-"+r.id, RecoveryNote)
 	}
 }
 
