@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -36,17 +37,30 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			logger := newLogger(env)
-			b, err := open(ctx, env, logger)
+			// The configuration is checked before serving (a missing one
+			// exits 3); the store, the task managers and the runtime modules
+			// open in the background while initialize is answered.
+			reg, err := loadRegistry(env)
 			if err != nil {
+				fmt.Fprintln(env.Stderr, "clawconnect mcp:", configHint)
 				return err
 			}
-			defer b.close()
-			fmt.Fprintf(env.Stderr, "clawconnect mcp: %s\n", describeRegistry(b.registry))
-			if len(b.runtimes) > 0 {
-				fmt.Fprintf(env.Stderr, "clawconnect mcp: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))
-			}
+			fmt.Fprintf(env.Stderr, "clawconnect mcp: %s\n", describeRegistry(reg))
+			pending := openPending(ctx, func(ctx context.Context) (*backend, error) {
+				b, err := open(ctx, env, logger)
+				if err != nil {
+					fmt.Fprintln(env.Stderr, "clawconnect mcp: task service unavailable:", err)
+					return nil, err
+				}
+				if len(b.runtimes) > 0 {
+					fmt.Fprintf(env.Stderr, "clawconnect mcp: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))
+				}
+				return b, nil
+			})
+			defer pending.close()
+			timeouts := config.LoadTimeouts(getenv(env))
 			srv, err := server.New(server.Options{
-				Tasks: b.tasks, Registry: b.registry, Timeouts: &b.timeouts,
+				Tasks: pending, Registry: reg, Timeouts: &timeouts,
 				Version: version(), Build: config.BuildSHA(getenv(env)), Logger: logger,
 			})
 			if err != nil {
