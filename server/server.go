@@ -170,10 +170,13 @@ func (s *Server) ToolsetVersion() string {
 
 // ServeStdio serves one MCP connection over newline-delimited JSON on r and
 // w with every agent in scope. It returns nil when r reaches end of file
-// (the client closed stdin) or ctx is cancelled; w carries only protocol.
+// (the client closed stdin) or ctx is cancelled; w carries only protocol. A
+// malformed line is answered with a JSON-RPC error and does not end the
+// session.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 	ms := s.MCPServer(s.registry.FullScope(), config.Identity{})
-	err := ms.Run(ctx, &mcp.IOTransport{Reader: nopReadCloser{r}, Writer: nopWriteCloser{w}})
+	out := &lineWriter{w: w}
+	err := ms.Run(ctx, &mcp.IOTransport{Reader: nopReadCloser{newStdioGuard(r, out)}, Writer: out, MaxLineLength: MaxStdioLineBytes + 1})
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil
 	}
@@ -184,6 +187,3 @@ type nopReadCloser struct{ io.Reader }
 
 func (nopReadCloser) Close() error { return nil }
 
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

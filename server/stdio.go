@@ -1,0 +1,197 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+)
+
+// MaxStdioLineBytes bounds one JSON-RPC message on stdio.
+const MaxStdioLineBytes = 16 << 20
+
+// JSON-RPC error codes answered by the stdio guard.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+)
+
+// stdioGuard sits between stdin and the SDK's stdio transport. The SDK
+// ends the whole session on a line it cannot decode; the guard instead
+// answers such a line itself with a JSON-RPC error (parse error or invalid
+// request, id echoed when usable) and passes only well-formed messages on,
+// so one bad line from a client never kills the server.
+type stdioGuard struct {
+	in      *bufio.Reader
+	out     *lineWriter
+	pending []byte // a valid line (with its newline) not yet read by the SDK
+}
+
+func newStdioGuard(r io.Reader, out *lineWriter) *stdioGuard {
+	return &stdioGuard{in: bufio.NewReaderSize(r, 64<<10), out: out}
+}
+
+// Read implements io.Reader.
+func (g *stdioGuard) Read(p []byte) (int, error) {
+	for len(g.pending) == 0 {
+		line, err := g.readLine()
+		if len(line) > 0 {
+			if reply := checkMessage(line); reply != nil {
+				if _, werr := g.out.Write(reply); werr != nil {
+					return 0, werr
+				}
+			} else {
+				g.pending = append(line, '\n')
+			}
+		}
+		if err != nil && len(g.pending) == 0 {
+			return 0, err
+		}
+		if err != nil {
+			break
+		}
+	}
+	n := copy(p, g.pending)
+	g.pending = g.pending[n:]
+	return n, nil
+}
+
+// readLine returns the next line without its newline. A line longer than
+// MaxStdioLineBytes is discarded up to its newline and answered as an
+// invalid request.
+func (g *stdioGuard) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := g.in.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxStdioLineBytes {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = g.in.ReadSlice('\n')
+			}
+			if _, werr := g.out.Write(errorReply(nil, codeInvalidRequest, "Invalid Request: message exceeds 16 MiB")); werr != nil {
+				return nil, werr
+			}
+			if err != nil {
+				return nil, err
+			}
+			line = line[:0]
+			continue
+		}
+		line = append(line, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSpace(line), err
+	}
+}
+
+// checkMessage returns nil for a well-formed JSON-RPC 2.0 message, or the
+// error reply to send instead.
+func checkMessage(line []byte) []byte {
+	if !json.Valid(line) {
+		return errorReply(nil, codeParseError, "Parse error")
+	}
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(line, &msg); err != nil {
+		return errorReply(nil, codeInvalidRequest, "Invalid Request: expected a JSON-RPC 2.0 object (batches are not supported)")
+	}
+	id, idOK := msg["id"]
+	if idOK && !validID(id) {
+		return errorReply(nil, codeInvalidRequest, "Invalid Request: id must be a string, a number or null")
+	}
+	var replyID json.RawMessage
+	if idOK {
+		replyID = id
+	}
+	var version string
+	if json.Unmarshal(msg["jsonrpc"], &version) != nil || version != "2.0" {
+		return errorReply(replyID, codeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`)
+	}
+	if m, ok := msg["method"]; ok {
+		var method string
+		if json.Unmarshal(m, &method) != nil || method == "" {
+			return errorReply(replyID, codeInvalidRequest, `Invalid Request: "method" must be a non-empty string`)
+		}
+		if p, ok := msg["params"]; ok {
+			if t := firstByte(p); t != '{' && t != '[' && string(p) != "null" {
+				return errorReply(replyID, codeInvalidRequest, `Invalid Request: "params" must be an object`)
+			}
+		}
+		return nil
+	}
+	_, hasResult := msg["result"]
+	_, hasError := msg["error"]
+	if !idOK || hasResult == hasError {
+		return errorReply(replyID, codeInvalidRequest, `Invalid Request: neither a request (method) nor a response (id with result or error)`)
+	}
+	if hasError && firstByte(msg["error"]) != '{' {
+		return errorReply(replyID, codeInvalidRequest, `Invalid Request: "error" must be an object`)
+	}
+	return nil
+}
+
+func firstByte(raw json.RawMessage) byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return 0
+	}
+	return raw[0]
+}
+
+// validID reports whether raw is a string, a number or null.
+func validID(raw json.RawMessage) bool {
+	switch firstByte(raw) {
+	case '"', 'n':
+		return true
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		var f float64 // what the SDK decodes a numeric id into
+		return json.Unmarshal(raw, &f) == nil
+	}
+	return false
+}
+
+// errorReply is a JSON-RPC error response line.
+func errorReply(id json.RawMessage, code int, message string) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	data, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, message}})
+	return append(data, '\n')
+}
+
+// lineWriter serializes whole lines onto w, so the guard's error replies
+// never interleave with the SDK's messages. It is safe for concurrent use.
+type lineWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+// Write implements io.Writer: complete lines are written at once; a partial
+// line waits for its newline.
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
+		if _, err := l.w.Write(l.buf[:i+1]); err != nil {
+			return 0, err
+		}
+		l.buf = append(l.buf[:0], l.buf[i+1:]...)
+	}
+	return len(p), nil
+}
+
+// Close implements io.Closer; it does not close the underlying writer.
+func (l *lineWriter) Close() error { return nil }
