@@ -186,4 +186,3 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 type nopReadCloser struct{ io.Reader }
 
 func (nopReadCloser) Close() error { return nil }
-
