@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -87,7 +88,12 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 		n = 4
 	}
 	r.SetMaxOpenConns(n)
-	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation, AfterBulk: "PRAGMA wal_checkpoint(TRUNCATE)"}
+	// Poll counters are batched: in WAL mode every commit empties the page
+	// cache of each reader connection, so a write per check_task poll made
+	// every read a cold b-tree descent. The process owns the file alone
+	// (lock above), so the in-memory counts are the whole truth.
+	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation, AfterBulk: "PRAGMA wal_checkpoint(TRUNCATE)",
+		BatchPolls: time.Second}
 	return sqlstore.New(w, r, d, lock.Close), nil
 }
 

@@ -2,10 +2,14 @@ package sqlite_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
@@ -112,5 +116,94 @@ func TestRefusesForeignOrCorruptFiles(t *testing.T) {
 				t.Fatal("the refused file was modified")
 			}
 		})
+	}
+}
+
+// TestBatchedPollCounts: poll counters are kept in memory and flushed in
+// batches; every read sees the exact count while flushes run concurrently,
+// and Close writes what is pending so a reopen keeps it.
+func TestBatchedPollCounts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, id := range []string{"t1", "t2"} {
+		if err := s.CreateTask(ctx, storetest.Task(id, "main", "k-"+id, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const workers, polls = 4, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, workers+1)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range polls {
+				if _, err := s.TouchPoll(ctx, "main", "t1", int64(1000+w*polls+i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range polls {
+			if err := s.FlushPolls(ctx); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		read func() (*store.Task, error)
+	}{
+		{"get", func() (*store.Task, error) { return s.GetTask(ctx, "main", "t1") }},
+		{"session", func() (*store.Task, error) {
+			ts, _, err := s.SessionTasks(ctx, "main", "k-t1", store.Page{})
+			if err != nil || len(ts) != 1 {
+				return nil, fmt.Errorf("session tasks = %d, %v", len(ts), err)
+			}
+			return ts[0], nil
+		}},
+	}
+	want := [2]int64{workers * polls, 1000 + workers*polls - 1}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, [2]int64{got.PollCount, got.LastPollAt}); diff != "" {
+				t.Fatalf("poll count, last poll (-want +got):\n%s", diff)
+			}
+		})
+	}
+	n, err := s.TouchPoll(ctx, "main", "t1", 5)
+	if err != nil || n != workers*polls+1 {
+		t.Fatalf("TouchPoll = %d, %v; want %d", n, err, workers*polls+1)
+	}
+	if _, err := s.TouchPoll(ctx, "main", "nope", 5); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("TouchPoll(unknown) = %v, want ErrNotFound", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, path)
+	got, err := s2.GetTask(ctx, "main", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, [2]int64{got.PollCount - 1, got.LastPollAt}); diff != "" {
+		t.Fatalf("after reopen: poll count-1, last poll (-want +got):\n%s", diff)
+	}
+	if t2, err := s2.GetTask(ctx, "main", "t2"); err != nil || t2.PollCount != 0 {
+		t.Fatalf("untouched task: %+v, %v", t2, err)
 	}
 }

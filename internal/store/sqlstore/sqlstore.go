@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 )
@@ -38,6 +39,11 @@ type Dialect struct {
 	// loss in a crash is harmless (poll counters), e.g. Postgres's
 	// "SET LOCAL synchronous_commit = off".
 	RelaxedCommit string
+	// BatchPolls, if positive, keeps poll counters (TouchPoll) in memory
+	// and writes them once per BatchPolls instead of on every poll. Only
+	// for a database this process owns alone (a crash may lose the newest
+	// poll counts, which are cosmetic; never a task or an outcome).
+	BatchPolls time.Duration
 }
 
 // DB is a store.Store over a writer pool and a reader pool (they may be the
@@ -50,14 +56,22 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 	stmts     sync.Map // query text -> rebound text
+	polls     *pollBatch
 }
 
 var _ store.Store = (*DB)(nil)
 
 // New returns a store over writer and reader; onClose (may be nil) runs after
 // both pools are closed.
+// With d.BatchPolls set it starts the poll-counter flusher, which Close
+// stops after a last flush.
 func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
-	return &DB{w: writer, r: reader, d: d, onClose: onClose}
+	db := &DB{w: writer, r: reader, d: d, onClose: onClose}
+	if d.BatchPolls > 0 {
+		db.polls = newPollBatch()
+		go db.runPollFlush(d.BatchPolls)
+	}
+	return db
 }
 
 // Exclusive reports whether the database is owned by this process alone
@@ -94,7 +108,13 @@ func (db *DB) Q(q string) string {
 // Close closes both pools; it is idempotent.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
-		err := db.w.Close()
+		var err error
+		if db.polls != nil {
+			close(db.polls.stop)
+			<-db.polls.done
+			err = db.FlushPolls(context.Background())
+		}
+		err = errors.Join(err, db.w.Close())
 		if db.r != db.w {
 			err = errors.Join(err, db.r.Close())
 		}
@@ -240,6 +260,8 @@ func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
 
 // GetTask implements store.Store.
 func (db *DB) GetTask(ctx context.Context, agent, id string) (*store.Task, error) {
+	unlock := db.polls.readLock()
+	defer unlock()
 	t, err := scanTask(db.r.QueryRowContext(ctx, db.Q(`SELECT `+taskCols+` FROM tasks WHERE id = ? AND agent = ?`), id, agent))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get task %s: %w", id, store.ErrNotFound)
@@ -247,6 +269,7 @@ func (db *DB) GetTask(ctx context.Context, agent, id string) (*store.Task, error
 	if err != nil {
 		return nil, fmt.Errorf("get task %s: %w", id, err)
 	}
+	db.polls.apply(t)
 	return t, nil
 }
 
@@ -280,6 +303,9 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 
 // TouchPoll implements store.Store.
 func (db *DB) TouchPoll(ctx context.Context, agent, id string, at int64) (int64, error) {
+	if db.polls != nil {
+		return db.touchPollBatched(ctx, agent, id, at)
+	}
 	var n int64
 	q := db.Q(`UPDATE tasks SET poll_count = poll_count + 1, last_poll_at = ?
 		WHERE id = ? AND agent = ? RETURNING poll_count`)
@@ -439,6 +465,8 @@ func (db *DB) ListSessions(ctx context.Context, agent string, p store.Page) ([]s
 	}
 	q += ` ORDER BY s.updated_at DESC, s.session_key DESC LIMIT ?`
 	args = append(args, limit+1)
+	unlock := db.polls.readLock()
+	defer unlock()
 	rows, err := db.r.QueryContext(ctx, db.Q(q), args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sessions: %w", err)
@@ -457,6 +485,7 @@ func (db *DB) ListSessions(ctx context.Context, agent string, p store.Page) ([]s
 			if err != nil {
 				return nil, "", fmt.Errorf("list sessions: %w", err)
 			}
+			db.polls.apply(t)
 			st.Task = t
 		}
 		out = append(out, st)
@@ -530,7 +559,9 @@ func (db *DB) SessionTasks(ctx context.Context, agent, sessionKey string, p stor
 	}
 	q += ` ORDER BY started_at DESC, id DESC LIMIT ?`
 	args = append(args, limit+1)
+	unlock := db.polls.readLock()
 	out, err := db.queryTasks(ctx, db.r, q, args...)
+	unlock()
 	if err != nil {
 		return nil, "", fmt.Errorf("session tasks: %w", err)
 	}
@@ -558,6 +589,7 @@ func (db *DB) queryTasks(ctx context.Context, qr querier, q string, args ...any)
 		if err != nil {
 			return nil, err
 		}
+		db.polls.apply(t)
 		out = append(out, t)
 	}
 	return out, rows.Err()
@@ -573,6 +605,8 @@ func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, err
 	if c.IncludeOwn {
 		ownUntil = c.Until
 	}
+	unlock := db.polls.readLock()
+	defer unlock()
 	out, err := db.queryTasks(ctx, db.w, `UPDATE tasks SET owner = ?, lease_until = ? WHERE id IN (
 		SELECT id FROM tasks WHERE agent = ? AND status = 'running' AND (lease_until < ? OR (owner = ? AND lease_until < ?))
 		ORDER BY lease_until, id LIMIT ?`+db.d.SkipLocked+`) RETURNING `+taskCols,
