@@ -90,10 +90,13 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	r.SetMaxOpenConns(n)
 	// Poll counters are batched: in WAL mode every commit empties the page
 	// cache of each reader connection, so a write per check_task poll made
-	// every read a cold b-tree descent. The process owns the file alone
-	// (lock above), so the in-memory counts are the whole truth.
+	// every read a cold b-tree descent, and at 10^6 rows each poll dirtied
+	// its own page. Batched, repeated polls of a task merge into one update
+	// written off the request path. The process owns the file alone (lock
+	// above), so the in-memory counts are the whole truth; a crash loses at
+	// most BatchPolls worth of (cosmetic) poll counts, never a task.
 	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation, AfterBulk: "PRAGMA wal_checkpoint(TRUNCATE)",
-		BatchPolls: time.Second}
+		BatchPolls: 5 * time.Second}
 	return sqlstore.New(w, r, d, lock.Close), nil
 }
 

@@ -28,20 +28,31 @@ type pollDelta struct {
 //
 // Consistency: every read that reports a task's poll count holds gate for
 // reading while it reads the row and adds the pending delta; a flush holds
-// it for writing from its commit until the flushed deltas are removed, so
-// no reader counts a delta twice or misses one.
+// it for writing from its commit until the flushed deltas are subtracted,
+// so no reader counts a delta twice or misses one.
 type pollBatch struct {
-	gate sync.RWMutex // readers: row read + delta add; writer: flush
-	mu   sync.Mutex   // guards pending
+	gate    sync.RWMutex // readers: row read + delta add; writer: a flush's commit
+	flushMu sync.Mutex   // one flush at a time
+	mu      sync.Mutex   // guards pending
 	// pending holds deltas not yet committed.
 	pending map[pollKey]pollDelta
 
+	kick chan struct{} // early flush: many tasks pending
 	stop chan struct{}
 	done chan struct{}
 }
 
+const (
+	// pollFlushAt pending tasks trigger a flush before the interval.
+	pollFlushAt = 4096
+	// pollFlushChunk tasks are written per transaction, so a flush holds
+	// the single writer connection only briefly at a time.
+	pollFlushChunk = 256
+)
+
 func newPollBatch() *pollBatch {
-	return &pollBatch{pending: make(map[pollKey]pollDelta), stop: make(chan struct{}), done: make(chan struct{})}
+	return &pollBatch{pending: make(map[pollKey]pollDelta), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // add records one poll and returns the task's delta after it.
@@ -52,6 +63,12 @@ func (p *pollBatch) add(k pollKey, at int64) pollDelta {
 	d.n++
 	d.at = max(d.at, at)
 	p.pending[k] = d
+	if len(p.pending) >= pollFlushAt {
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
 	return d
 }
 
@@ -78,7 +95,8 @@ func (p *pollBatch) readLock() func() {
 	return p.gate.RUnlock
 }
 
-// runPollFlush flushes every interval until stop is closed.
+// runPollFlush flushes every interval, or sooner when pollFlushAt tasks
+// have pending counts, until stop is closed.
 func (db *DB) runPollFlush(interval time.Duration) {
 	defer close(db.polls.done)
 	tick := time.NewTicker(interval)
@@ -88,52 +106,81 @@ func (db *DB) runPollFlush(interval time.Duration) {
 		case <-db.polls.stop:
 			return
 		case <-tick.C:
-			// A failed flush keeps its deltas for the next one; Close
-			// reports the last failure.
-			_ = db.FlushPolls(context.Background())
+		case <-db.polls.kick:
 		}
+		// A failed flush keeps its deltas for the next one; Close reports
+		// the last failure.
+		_ = db.FlushPolls(context.Background())
 	}
 }
 
-// FlushPolls writes the batched poll counters now (Close also does). It is
-// a no-op when poll counters are written synchronously.
+// FlushPolls writes the batched poll counters now (Close also does), in
+// transactions of pollFlushChunk tasks. Reads go on while the updates run;
+// they wait only for each commit. It is a no-op when poll counters are
+// written synchronously.
 func (db *DB) FlushPolls(ctx context.Context) error {
 	p := db.polls
 	if p == nil {
 		return nil
 	}
+	p.flushMu.Lock()
+	defer p.flushMu.Unlock()
+	p.mu.Lock()
+	batch := make([]pollEntry, 0, len(p.pending))
+	for k, d := range p.pending {
+		batch = append(batch, pollEntry{k, d})
+	}
+	p.mu.Unlock()
+	for len(batch) > 0 {
+		n := min(len(batch), pollFlushChunk)
+		if err := db.flushChunk(ctx, batch[:n]); err != nil {
+			return fmt.Errorf("flush poll counters: %w", err)
+		}
+		batch = batch[n:]
+	}
+	return nil
+}
+
+// pollEntry is one task's delta taken for a flush.
+type pollEntry struct {
+	k pollKey
+	d pollDelta
+}
+
+// flushChunk writes chunk in one transaction. The commit and the removal of
+// the written deltas happen under gate, so a reader sees either the old row
+// plus the whole delta or the new row plus what was added since.
+func (db *DB) flushChunk(ctx context.Context, chunk []pollEntry) error {
+	p := db.polls
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, e := range chunk {
+		// A task swept meanwhile updates no row; its delta is dropped.
+		if _, err := tx.ExecContext(ctx, db.Q(`UPDATE tasks SET poll_count = poll_count + ?,
+			last_poll_at = CASE WHEN last_poll_at > ? THEN last_poll_at ELSE ? END
+			WHERE id = ? AND agent = ?`), e.d.n, e.d.at, e.d.at, e.k.id, e.k.agent); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
 	p.gate.Lock()
 	defer p.gate.Unlock()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
 	p.mu.Lock()
-	batch := make(map[pollKey]pollDelta, len(p.pending))
-	for k, d := range p.pending {
-		batch[k] = d
-	}
-	p.mu.Unlock()
-	if len(batch) == 0 {
-		return nil
-	}
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		for k, d := range batch {
-			// A task swept meanwhile updates no row; its delta is dropped.
-			if _, err := tx.ExecContext(ctx, db.Q(`UPDATE tasks SET poll_count = poll_count + ?,
-				last_poll_at = CASE WHEN last_poll_at > ? THEN last_poll_at ELSE ? END
-				WHERE id = ? AND agent = ?`), d.n, d.at, d.at, k.id, k.agent); err != nil {
-				return err
-			}
+	defer p.mu.Unlock()
+	for _, e := range chunk {
+		cur := p.pending[e.k]
+		cur.n -= e.d.n
+		if cur.n <= 0 {
+			delete(p.pending, e.k)
+			continue
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("flush poll counters: %w", err)
+		p.pending[e.k] = cur // polls that arrived during the flush
 	}
-	// Polls added during the commit could not start (gate), so pending
-	// still equals batch.
-	p.mu.Lock()
-	for k := range batch {
-		delete(p.pending, k)
-	}
-	p.mu.Unlock()
 	return nil
 }
 
