@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -71,11 +70,29 @@ type Handoff struct {
 // ErrMalformedHandoff is wrapped by [Handoff.Err].
 var ErrMalformedHandoff = errors.New("malformed agent-session handoff")
 
-var safeHandleRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
 // ValidHandle reports whether s is a safe session handle: a plain path
 // segment, [A-Za-z0-9][A-Za-z0-9._-]{0,127}.
-func ValidHandle(s string) bool { return safeHandleRE.MatchString(s) }
+func ValidHandle(s string) bool { return validSegment(s, 128) }
+
+// validSegment reports whether s matches ^[A-Za-z0-9][A-Za-z0-9._-]{0,max-1}$:
+// 1 to max ASCII bytes, a letter or digit first, then letters, digits, '.',
+// '_' or '-'. It stands in for a regular expression whose bounded repetition
+// compiles into a program of hundreds of instructions at package init.
+func validSegment(s string, max int) bool {
+	if len(s) == 0 || len(s) > max || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
 
 // ParseHandoff extracts the attachment transition from run_task's context.
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sync"
 )
@@ -75,11 +74,9 @@ var (
 // then reports code unsupported_operation instead of <op>_failed.
 var ErrUnsupportedOperation = errors.New("unsupported operation")
 
-var runtimeIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
 // ValidRuntimeID reports whether id is a valid runtime id:
 // [A-Za-z0-9][A-Za-z0-9._-]{0,63}.
-func ValidRuntimeID(id string) bool { return runtimeIDRE.MatchString(id) }
+func ValidRuntimeID(id string) bool { return validSegment(id, 64) }
 
 // Registry is a host's table of runtimes. It is an instance, never a global,
 // so two hosts in one process cannot share a table by accident. The zero
