@@ -27,7 +27,8 @@ import (
 // BridgeOptions configures Open.
 type BridgeOptions struct {
 	// Getenv supplies the environment (agents.json location, OPENCLAW_*,
-	// CLAWCONNECT_* timeouts, CLAWCONNECT_DATABASE_URL,
+	// every CLAWCONNECT_*_MS timing of task.Options.ApplyEnv,
+	// AGENT_SESSION_CALL_TIMEOUT_MS, CLAWCONNECT_DATABASE_URL,
 	// CLAWCONNECT_GATEWAY_HEADERS); nil means an empty environment.
 	Getenv func(string) string
 	// Runtimes are the agent-session runtimes the attachment book may call;
@@ -96,6 +97,7 @@ func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		headers = nil
 	}
 	home := config.Home(getenv)
+	bookOpts := bookOptions(getenv, o.Runtimes, logger)
 	for _, a := range reg.Agents {
 		// As the reference client, the agent password is sent as both the
 		// shared password and the shared token.
@@ -109,16 +111,14 @@ func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 			gopts.Device = dev
 		}
 		gw := &lazyGateway{opts: gopts, timeout: cmp.Or(o.DialTimeout, 15*time.Second)}
-		book, err := agentsession.NewBook(ctx, task.AttachmentStore(st, a.ID), agentsession.BookOptions{Registry: o.Runtimes, Logger: logger})
+		book, err := agentsession.NewBook(ctx, task.AttachmentStore(st, a.ID), bookOpts)
 		if err != nil {
 			b.Close()
 			return nil, fmt.Errorf("open bridge: %w", err)
 		}
-		mo := task.Options{
-			Agent: a.ID, OpenClawAgentID: a.OpenClawAgentID, Store: st, Gateway: gw, Book: book,
-			PayloadDir: filepath.Join(home, "payloads"), Logger: logger.With("component", "task", "agent", a.ID),
-		}
-		mo.ApplyTimeouts(b.timeouts)
+		mo := taskOptions(getenv)
+		mo.Agent, mo.OpenClawAgentID, mo.Store, mo.Gateway, mo.Book = a.ID, a.OpenClawAgentID, st, gw, book
+		mo.PayloadDir, mo.Logger = filepath.Join(home, "payloads"), logger.With("component", "task", "agent", a.ID)
 		m, err := task.New(mo)
 		if err != nil {
 			b.Close()
@@ -133,6 +133,25 @@ func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		}
 	}
 	return b, nil
+}
+
+// bookOptions is the attachment book configuration of every agent: the
+// runtimes and the per-callback bound of AGENT_SESSION_CALL_TIMEOUT_MS (a
+// bad value is logged and the default used).
+func bookOptions(getenv func(string) string, runtimes *agentsession.Registry, logger *slog.Logger) agentsession.BookOptions {
+	timeout, err := agentsession.ParseCallTimeout(getenv(agentsession.CallTimeoutEnv))
+	if err != nil {
+		logger.Warn("ignoring "+agentsession.CallTimeoutEnv, "err", err)
+	}
+	return agentsession.BookOptions{Registry: runtimes, Logger: logger, CallTimeout: timeout}
+}
+
+// taskOptions is the timing of every task manager: each documented
+// CLAWCONNECT_*_MS variable (task.Options.ApplyEnv).
+func taskOptions(getenv func(string) string) task.Options {
+	var o task.Options
+	o.ApplyEnv(getenv)
+	return o
 }
 
 func (b *Bridge) openStore(ctx context.Context, getenv func(string) string, private bool, logger *slog.Logger) (store.Store, error) {
