@@ -680,14 +680,21 @@ func (c *Client) handleFrame(cn *conn, data []byte) {
 	// to their raw form. Anything else takes the generic path.
 	isAgent := bytes.HasPrefix(data, agentPrefix)
 	if c.rawRunSubs.Load() == 0 && (isAgent || bytes.HasPrefix(data, chatPrefix)) {
+		name := "chat"
+		if isAgent {
+			name = "agent"
+		}
+		// scanRunEvent decodes what encoding/json would, without its
+		// reflection; it declines anything unusual, which then takes
+		// encoding/json below.
+		if p, ok := scanRunEvent(data); ok {
+			c.routeRun(name, p)
+			return
+		}
 		var f struct {
 			Payload runPayload `json:"payload"`
 		}
 		if json.Unmarshal(data, &f) == nil && f.Payload.RunID != "" {
-			name := "chat"
-			if isAgent {
-				name = "agent"
-			}
 			c.routeRun(name, &f.Payload)
 			return
 		}
