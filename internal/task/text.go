@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -155,7 +156,16 @@ func appendCapped(list []string, v string) []string {
 	return append(list, v)
 }
 
-var patchFileRE = regexp.MustCompile(`(?m)^(?:\*\*\* (?:Add|Update|Delete) File: (.+)|\+\+\+ b/(.+))$`)
+// lazyRegexp returns a function that compiles expr on its first call and
+// returns the same *regexp.Regexp afterwards. The patterns of this file are
+// needed only once a task produces output, so compiling them at package init
+// would only slow every start of the binary (clawconnect mcp answers
+// initialize before any of them is used).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
+var patchFileRE = lazyRegexp(`(?m)^(?:\*\*\* (?:Add|Update|Delete) File: (.+)|\+\+\+ b/(.+))$`)
 
 // addToolArtifacts folds one tool-start event into a.
 func addToolArtifacts(a *store.Artifacts, tool string, args json.RawMessage) {
@@ -167,7 +177,7 @@ func addToolArtifacts(a *store.Artifacts, tool string, args json.RawMessage) {
 	case "Edit", "Write", "edit", "write":
 		a.FilesChanged = appendCapped(a.FilesChanged, argString(args, "file_path", "filePath", "path", "file"))
 	case "ApplyPatch", "apply_patch":
-		for _, m := range patchFileRE.FindAllStringSubmatch(argString(args, "input", "patch", "content"), -1) {
+		for _, m := range patchFileRE().FindAllStringSubmatch(argString(args, "input", "patch", "content"), -1) {
 			f := m[1]
 			if f == "" {
 				f = m[2]
@@ -178,10 +188,10 @@ func addToolArtifacts(a *store.Artifacts, tool string, args json.RawMessage) {
 }
 
 var (
-	prURLRE     = regexp.MustCompile(`https://github\.com/[^\s/]+/[^\s/]+/pull/\d+`)
-	commitRE    = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
-	branchRE    = regexp.MustCompile(`(?:\bbranch|checkout -b|switch -c)\s+` + "[`'\"]?" + `([A-Za-z0-9._/-]+)`)
-	needsHumanR = regexp.MustCompile(`(?i)please confirm|which option|waiting for|choose between`)
+	prURLRE     = lazyRegexp(`https://github\.com/[^\s/]+/[^\s/]+/pull/\d+`)
+	commitRE    = lazyRegexp(`\b[0-9a-f]{7,40}\b`)
+	branchRE    = lazyRegexp(`(?:\bbranch|checkout -b|switch -c)\s+` + "[`'\"]?" + `([A-Za-z0-9._/-]+)`)
+	needsHumanR = lazyRegexp(`(?i)please confirm|which option|waiting for|choose between`)
 )
 
 // addSummaryArtifacts derives PR, commit, branch and needs-human from a
@@ -190,13 +200,13 @@ func addSummaryArtifacts(a *store.Artifacts, summary string) {
 	if summary == "" {
 		return
 	}
-	if m := prURLRE.FindString(summary); m != "" {
+	if m := prURLRE().FindString(summary); m != "" {
 		a.PRURL = m
 	}
-	if m := commitRE.FindString(summary); m != "" {
+	if m := commitRE().FindString(summary); m != "" {
 		a.CommitSHA = m
 	}
-	if m := branchRE.FindStringSubmatch(summary); m != nil {
+	if m := branchRE().FindStringSubmatch(summary); m != nil {
 		a.BranchName = m[1]
 	}
 	tail := summary
@@ -205,7 +215,7 @@ func addSummaryArtifacts(a *store.Artifacts, summary string) {
 		tail = string(r[n-200:])
 	}
 	t := strings.TrimSpace(tail)
-	a.NeedsHumanDecision = strings.HasSuffix(t, "?") || needsHumanR.MatchString(tail)
+	a.NeedsHumanDecision = strings.HasSuffix(t, "?") || needsHumanR().MatchString(tail)
 }
 
 // nextStep is deriveNextStep (reference §3.10).
@@ -227,19 +237,19 @@ func nextStep(t *store.Task) string {
 
 var errorClasses = []struct {
 	category, recovery string
-	re                 *regexp.Regexp
+	re                 func() *regexp.Regexp
 }{
-	{"auth", "Check the agent's credentials or permissions, then retry.", regexp.MustCompile(`(?i)authenticat|401|403|permission denied|unauthorized`)},
-	{"timeout", "Poll check_task again or retry the task; the agent may still be working.", regexp.MustCompile(`(?i)timed?\s?out|ETIMEDOUT`)},
-	{"merge_conflict", "Resolve the merge conflict, then retry.", regexp.MustCompile(`merge conflict|CONFLICT`)},
-	{"test_failure", "Fix the failing tests, then retry.", regexp.MustCompile(`(?i)test fail|tests? failed|assertion|expect.*received`)},
-	{"tooling", "Install or fix the missing tool, then retry.", regexp.MustCompile(`ENOENT|command not found|module not found|Cannot find`)},
+	{"auth", "Check the agent's credentials or permissions, then retry.", lazyRegexp(`(?i)authenticat|401|403|permission denied|unauthorized`)},
+	{"timeout", "Poll check_task again or retry the task; the agent may still be working.", lazyRegexp(`(?i)timed?\s?out|ETIMEDOUT`)},
+	{"merge_conflict", "Resolve the merge conflict, then retry.", lazyRegexp(`merge conflict|CONFLICT`)},
+	{"test_failure", "Fix the failing tests, then retry.", lazyRegexp(`(?i)test fail|tests? failed|assertion|expect.*received`)},
+	{"tooling", "Install or fix the missing tool, then retry.", lazyRegexp(`ENOENT|command not found|module not found|Cannot find`)},
 }
 
 // classifyError is classifyError (reference §3.10).
 func classifyError(msg string) *store.ErrorInfo {
 	for _, c := range errorClasses {
-		if c.re.MatchString(msg) {
+		if c.re().MatchString(msg) {
 			return &store.ErrorInfo{Category: c.category, Message: msg, SuggestedRecovery: c.recovery}
 		}
 	}

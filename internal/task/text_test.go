@@ -1,0 +1,142 @@
+package task
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// idRE is the regular expression safeID replaces; both must accept exactly
+// the same language.
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+func TestSafeIDMatchesRegexp(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+	}{
+		{"empty", ""},
+		{"uuid", "0f8fad5b-d9cb-469f-a165-70867728950e"},
+		{"leading dot", ".x"},
+		{"leading dash", "-x"},
+		{"slash", "a/b"},
+		{"trailing newline", "abc\n"},
+		{"non-ascii", "aé"},
+		{"invalid utf8", "a\xff"},
+		{"128", strings.Repeat("a", 128)},
+		{"129", strings.Repeat("a", 129)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, want := safeID(tt.in), idRE.MatchString(tt.in); got != want {
+				t.Errorf("safeID(%q) = %t, regexp says %t", tt.in, got, want)
+			}
+		})
+	}
+	for _, n := range []int{1, 2, 127, 128, 129} {
+		for _, pos := range []int{0, n / 2, n - 1} {
+			for c := range 256 {
+				b := []byte(strings.Repeat("a", n))
+				b[pos] = byte(c)
+				if got, want := safeID(string(b)), idRE.Match(b); got != want {
+					t.Fatalf("safeID(len %d, byte %#x at %d) = %t, regexp says %t", n, c, pos, got, want)
+				}
+			}
+		}
+	}
+}
+
+// FuzzSafeID checks safeID against the regular expression it replaces.
+func FuzzSafeID(f *testing.F) {
+	for _, s := range []string{"", "a", "0f8fad5b-d9cb", ".a", "a/b", "a\n", strings.Repeat("y", 128), strings.Repeat("z", 129)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := safeID(s), idRE.MatchString(s); got != want {
+			t.Errorf("safeID(%q) = %t, regexp says %t", s, got, want)
+		}
+	})
+}
+
+// TestLazyRegexps compiles every lazily compiled pattern of the package, so
+// a typo fails here rather than on the first task that needs it.
+func TestLazyRegexps(t *testing.T) {
+	for _, re := range []func() *regexp.Regexp{patchFileRE, prURLRE, commitRE, branchRE, needsHumanR} {
+		first := re()
+		if second := re(); first == nil || first != second {
+			t.Fatal("lazy regexp not compiled exactly once")
+		}
+	}
+	for _, c := range errorClasses {
+		if c.re() == nil {
+			t.Fatalf("error class %s: no regexp", c.category)
+		}
+	}
+}
+
+func TestClassifyError(t *testing.T) {
+	tests := []struct {
+		msg, want string
+	}{
+		{"request failed: 401 Unauthorized", "auth"},
+		{"Permission denied (publickey)", "auth"},
+		{"the run Timed out after 30s", "timeout"},
+		{"connect ETIMEDOUT 10.0.0.1", "timeout"},
+		{"CONFLICT (content): Merge conflict in a.go", "merge_conflict"},
+		{"3 tests failed", "test_failure"},
+		{"expect(x).toBe(1) received 2", "test_failure"},
+		{"spawn git ENOENT", "tooling"},
+		{"bash: rg: command not found", "tooling"},
+		{"something else broke", "unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want+"/"+tt.msg, func(t *testing.T) {
+			got := classifyError(tt.msg)
+			if got.Category != tt.want || got.Message != tt.msg || got.SuggestedRecovery == "" {
+				t.Errorf("classifyError(%q) = %+v, want category %s", tt.msg, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSummaryArtifacts(t *testing.T) {
+	tests := []struct {
+		name, summary string
+		want          store.Artifacts
+	}{
+		{"empty", "", store.Artifacts{}},
+		{"pr commit branch", "Opened https://github.com/acme/app/pull/42 from branch `fix/login` at commit 1a2b3c4d.",
+			store.Artifacts{PRURL: "https://github.com/acme/app/pull/42", CommitSHA: "1a2b3c4d", BranchName: "fix/login"}},
+		{"checkout", "ran git checkout -b feat-x then pushed", store.Artifacts{BranchName: "feat-x"}},
+		{"question", "Done with step one. Shall I continue?", store.Artifacts{NeedsHumanDecision: true}},
+		{"waiting", "I am Waiting For your answer on the schema.", store.Artifacts{NeedsHumanDecision: true}},
+		{"short hex is no commit", "see abc12", store.Artifacts{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got store.Artifacts
+			addSummaryArtifacts(&got, tt.summary)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("addSummaryArtifacts(%q) mismatch (-want +got):\n%s", tt.summary, diff)
+			}
+		})
+	}
+}
+
+func TestPatchArtifacts(t *testing.T) {
+	patch := "*** Begin Patch\n*** Update File: a/b.go\n@@\n-x\n+y\n*** Add File: c.txt\n+++ b/d/e.go\n*** End Patch"
+	args, err := json.Marshal(map[string]string{"input": patch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got store.Artifacts
+	addToolArtifacts(&got, "apply_patch", args)
+	if diff := cmp.Diff([]string{"a/b.go", "c.txt", "d/e.go"}, got.FilesChanged); diff != "" {
+		t.Errorf("files changed mismatch (-want +got):\n%s", diff)
+	}
+}
