@@ -455,6 +455,11 @@ func TestScopeHidesOtherAgents(t *testing.T) {
 			if !r.IsError || got != tt.text {
 				t.Errorf("%s = %v %q, want error %q", tt.tool, r.IsError, text(r), tt.text)
 			}
+			if tt.tool == "check_task" {
+				if sc := structured(t, r); sc["status"] != "error" || sc["error"] != tt.text {
+					t.Errorf("check_task structured = %v, want status error and error %q", sc, tt.text)
+				}
+			}
 		})
 	}
 	for _, tool := range []string{"list_tasks", "list_sessions", "list_agents"} {
