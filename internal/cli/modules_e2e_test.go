@@ -188,6 +188,10 @@ func TestMCPRecoversFromRuntimeModule(t *testing.T) {
 				"CLAWCONNECT_LAZY_RECHECK_INTERVAL_MS=20",
 				"AGENT_SESSION_CALL_TIMEOUT_MS=10000",
 			}
+			if v, ok := os.LookupEnv("TMUX_TMPDIR"); ok {
+				// The module must reach the same tmux server as this test.
+				env = append(env, "TMUX_TMPDIR="+v)
+			}
 			if tc.configured {
 				env = append(env, "CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES="+spec)
 			}
