@@ -108,8 +108,10 @@ func (f *fleet) finish(answer string) error {
 }
 
 // exampleRuntimeID asks the example module which runtime it registers (its
-// id is not written here: runtime names stay in examples/).
-func exampleRuntimeID(t *testing.T, spec string) string {
+// id is not written here: runtime names stay in examples/), and checks that
+// the module sees the fleet's pane alive before the turn, so the answer the
+// task gets later can only come from the ended pane.
+func exampleRuntimeID(t *testing.T, spec, handle string) string {
 	t.Helper()
 	reg := agentsession.NewRegistry()
 	l := module.Load(t.Context(), spec, reg, module.LoadOptions{})
@@ -117,6 +119,11 @@ func exampleRuntimeID(t *testing.T, spec string) string {
 	ids := l.Runtimes()
 	if len(ids) != 1 {
 		t.Fatalf("example module registered %v, want one runtime", ids)
+	}
+	rt, _ := reg.Get(ids[0])
+	obs, err := rt.Inspect(t.Context(), agentsession.Ref{Runtime: ids[0], SessionID: handle})
+	if err != nil || obs == nil || obs.Alive == nil || !*obs.Alive || obs.FinalResponse != "" {
+		t.Fatalf("inspect of the live pane = %+v, %v; want alive and no answer", obs, err)
 	}
 	return ids[0]
 }
@@ -158,7 +165,7 @@ func TestMCPRecoversFromRuntimeModule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFleet(t)
 			spec := fmt.Sprintf("%s -fleet-home %s -tmux-socket %s", runtimeModule, f.home, f.socket)
-			runtimeID := exampleRuntimeID(t, spec)
+			runtimeID := exampleRuntimeID(t, spec, f.handle)
 
 			// The parent turn: the agent delegated to the session, which
 			// answers and ends while the turn closes with no text anywhere.
