@@ -31,7 +31,11 @@
 // [Server.DisconnectAll] closes every socket (1012, like a restart) while
 // keeping state; [Server.Restart] also forgets runs and idempotency keys
 // and changes the boot id, as a real gateway restart does (transcripts
-// survive). [Server.Broadcast] injects raw frames. [Options.Unavailable]
+// survive); until the restart has registered the runs it re-runs, connects
+// are answered UNAVAILABLE, like the real gateway's startup window.
+// A connection is registered before its hello-ok is sent, so once a client
+// holds hello-ok, broadcasts and DisconnectAll reach it.
+// [Server.Broadcast] injects raw frames. [Options.Unavailable]
 // answers the first N connects with UNAVAILABLE/startup-sidecars.
 // [Server.Handle] adds or overrides methods (plugin methods); a handler
 // returning [ErrNoReply] never answers. [Server.Requests] logs every request

@@ -145,7 +145,7 @@ func (s *Server) startRun(c *fconn, reqID, method, key, message, id, userRow str
 	s.mu.Unlock()
 	turn := script(sub) // outside the lock: scripts may call the Server
 	s.mu.Lock()
-	if s.ctx.Err() != nil {
+	if s.closed || s.ctx.Err() != nil {
 		s.mu.Unlock()
 		return nil, &Error{Code: "UNAVAILABLE", Message: "gateway shutting down"}
 	}
@@ -171,6 +171,7 @@ func (s *Server) startRun(c *fconn, reqID, method, key, message, id, userRow str
 		r.prev = prev
 	}
 	s.lanes[key] = r
+	s.wg.Add(1) // under mu with closed false: see Server.closed
 	s.mu.Unlock()
 	ack := map[string]any{"runId": r.id, "status": "started"}
 	if method == "agent" {
@@ -180,7 +181,6 @@ func (s *Server) startRun(c *fconn, reqID, method, key, message, id, userRow str
 	if c != nil {
 		c.send(resOK(reqID, ack))
 	}
-	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer cancel()

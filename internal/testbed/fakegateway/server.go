@@ -130,7 +130,14 @@ type Server struct {
 	wg   sync.WaitGroup
 	seq  atomic.Int64
 
-	mu          sync.Mutex
+	mu sync.Mutex
+	// closed is set by Close before it waits for s.wg; goroutines are
+	// added to s.wg only under mu while closed is false, so that no Add
+	// races with the Wait.
+	closed bool
+	// restarting refuses connects (UNAVAILABLE) while restart rebuilds the
+	// state, as a real gateway does during its startup window.
+	restarting  bool
 	conns       map[*fconn]struct{}
 	handlers    map[string]Handler
 	requests    []Request
@@ -235,6 +242,7 @@ func (s *Server) BootID() string {
 func (s *Server) Close() {
 	s.stop()
 	s.mu.Lock()
+	s.closed = true
 	for c := range s.conns {
 		c.cancel()
 		c.ws.CloseNow()
@@ -371,6 +379,9 @@ func (s *Server) RestartLosingRuns() { s.restart(false) }
 
 func (s *Server) restart(recover bool) {
 	s.mu.Lock()
+	// Until the recovered runs are registered, connects are refused: a
+	// client must not find the new process without its recovery runs.
+	s.restarting = true
 	runs := s.runs
 	s.runs = map[string]*frun{}
 	s.lanes = map[string]*frun{}
@@ -387,12 +398,14 @@ func (s *Server) restart(recover bool) {
 		r.cancel()
 	}
 	s.DisconnectAll()
-	if !recover {
-		return
+	if recover {
+		for _, r := range lost {
+			s.startRun(nil, "", "recovery", r.session, r.message, "recovered-"+r.id, RecoveryNote)
+		}
 	}
-	for _, r := range lost {
-		s.startRun(nil, "", "recovery", r.session, r.message, "recovered-"+r.id, RecoveryNote)
-	}
+	s.mu.Lock()
+	s.restarting = false
+	s.mu.Unlock()
 }
 
 // Broadcast sends a raw frame to every connection (malformed ones too).
@@ -437,8 +450,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		http.Error(w, "gateway closed", http.StatusServiceUnavailable)
+		return
+	}
+	s.wg.Add(1)
 	s.headers = append(s.headers, r.Header.Clone())
 	s.mu.Unlock()
+	defer s.wg.Done()
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return
@@ -446,8 +466,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	ws.SetReadLimit(32 << 20)
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &fconn{ws: ws, cancel: cancel}
-	s.wg.Add(1)
-	defer s.wg.Done()
 	defer cancel()
 	defer ws.CloseNow()
 	s.serveConn(ctx, c)
@@ -478,9 +496,6 @@ func (s *Server) serveConn(ctx context.Context, c *fconn) {
 	if !s.handshake(c, f, nonce, ts) {
 		return
 	}
-	s.mu.Lock()
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
@@ -573,8 +588,8 @@ func (s *Server) handshake(c *fconn, f reqFrame, nonce string, ts int64) bool {
 		return false
 	}
 	s.mu.Lock()
-	unavailable := s.unavailable > 0
-	if unavailable {
+	unavailable := s.restarting || s.unavailable > 0
+	if unavailable && !s.restarting {
 		s.unavailable--
 	}
 	s.mu.Unlock()
@@ -634,6 +649,9 @@ func (s *Server) handshake(c *fconn, f reqFrame, nonce string, ts int64) bool {
 		}
 	}
 	boot := s.bootID
+	// Register before hello-ok: once the client holds hello-ok, broadcasts
+	// and DisconnectAll reach this connection.
+	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	hello := map[string]any{
 		"type": "hello-ok", "protocol": 4,

@@ -3,6 +3,8 @@ package fakegateway
 import (
 	"context"
 	"encoding/json"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,5 +123,48 @@ func TestHandshakeRefusals(t *testing.T) {
 				t.Errorf("answer = %v, want %s", res, tt.wantCode)
 			}
 		})
+	}
+}
+
+// TestCloseWhileClientsConnect: Close may run while connections are being
+// accepted; it must stop them all (no goroutine added after it waited;
+// -race reports a WaitGroup reuse) and refuse later ones.
+func TestCloseWhileClientsConnect(t *testing.T) {
+	s := Start(Options{})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				ws, _, err := websocket.Dial(ctx, s.URL(), nil)
+				if err == nil {
+					_, _, _ = ws.Read(ctx) // the challenge, or the close
+					ws.CloseNow()
+				}
+				cancel()
+			}
+		}()
+	}
+	// Let the dialers get going: wait until the server saw some upgrades.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.UpgradeHeaders()) < 8 && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	s.Close()
+	close(stop)
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if ws, _, err := websocket.Dial(ctx, s.URL(), nil); err == nil {
+		ws.CloseNow()
+		t.Fatal("Dial after Close succeeded")
 	}
 }
