@@ -367,7 +367,9 @@ func (c *Client) supervise(ctx context.Context, cn *conn) {
 	for {
 		err := c.serve(ctx, cn)
 		c.dropConn(cn, err)
-		if ctx.Err() != nil {
+		// Close marks the Client closed before it closes the socket, so a
+		// deliberate close is never logged as a lost connection.
+		if ctx.Err() != nil || c.isClosed() {
 			return
 		}
 		c.log.Warn("gateway connection lost; reconnecting", "url", c.url, "err", err)
@@ -386,13 +388,13 @@ func (c *Client) supervise(ctx context.Context, cn *conn) {
 			}
 			cn, err = c.connect(ctx)
 			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
 				c.mu.Lock()
 				c.lastErr = err
 				c.mu.Unlock()
 				c.log.Warn("gateway reconnect failed", "url", c.url, "attempt", attempt, "err", err)
-				if ctx.Err() != nil {
-					return
-				}
 			}
 		}
 		c.reconnects.Add(1)
@@ -549,14 +551,16 @@ func (c *Client) Close() error {
 		runs = append(runs, r)
 	}
 	c.mu.Unlock()
+	// Stop the runs before failing their calls: a run must end with
+	// ErrClosed, not with the outcome of its failed submit call.
+	for _, r := range runs {
+		r.stop(ErrClosed)
+	}
 	for _, p := range pend {
 		select {
 		case p.ch <- callResult{err: fmt.Errorf("%s: %w", p.method, ErrClosed)}:
 		default:
 		}
-	}
-	for _, r := range runs {
-		r.stop(ErrClosed)
 	}
 	if cn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -570,6 +574,13 @@ func (c *Client) Close() error {
 		r.wg.Wait()
 	}
 	return nil
+}
+
+// isClosed reports whether Close has been called.
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // Hello returns the hello-ok of the current (or last) connection.

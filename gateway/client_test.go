@@ -1,12 +1,15 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -348,5 +351,61 @@ func TestOversizedFrameDoesNotLoseRun(t *testing.T) {
 	got, err := run.Wait(ctx)
 	if err != nil || got.Status != gateway.StatusOK || got.Text != "kept" {
 		t.Errorf("outcome = %+v, %v", got, err)
+	}
+}
+
+// logBuffer collects log output from the Client's goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestCloseIsNotLoggedAsLoss: a deliberate Close must not log a lost
+// connection or a failed reconnect; a real loss must.
+func TestCloseIsNotLoggedAsLoss(t *testing.T) {
+	const lost = "gateway connection lost"
+	tests := []struct {
+		name     string
+		drop     bool // the gateway drops the connection before Close
+		wantLost bool
+	}{
+		{"close", false, false},
+		{"gateway drops then close", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gw := newGW(t, nil)
+			var logs logBuffer
+			c := dial(t, gw, func(o *gateway.Options) {
+				o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			})
+			if tt.drop {
+				gw.DisconnectAll()
+				eventually(t, "reconnect", func() bool { return c.Stats().Reconnects >= 1 && c.Connected() })
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Close waited for every Client goroutine: nothing logs after it.
+			out := logs.String()
+			if got := strings.Count(out, lost); (got > 0) != tt.wantLost || got > 1 {
+				t.Errorf("%q logged %d times, want lost=%v; logs:\n%s", lost, got, tt.wantLost, out)
+			}
+			if strings.Contains(out, "reconnect failed") {
+				t.Errorf("reconnect failure logged:\n%s", out)
+			}
+		})
 	}
 }

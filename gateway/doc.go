@@ -59,6 +59,16 @@
 // the new run id at once with an empty final; the Run reports that as
 // [StatusSteered] rather than as an empty answer.
 //
+// # Event decoding
+//
+// Agent and chat event frames, the bulk of the traffic, are decoded by a
+// small hand-written scanner that reads only the fields a Run uses and
+// shares one copy of the frame for its strings. It yields exactly what
+// encoding/json would; any frame it does not handle that way (escaped or
+// case-folded keys, duplicate keys, type mismatches, deep nesting) is
+// decoded by encoding/json instead, and a fuzz target checks that the two
+// agree. A deliberate [Client.Close] is not logged as a lost connection.
+//
 // # Concurrency
 //
 // A Client and a Run are safe for concurrent use by multiple goroutines.

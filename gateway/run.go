@@ -211,7 +211,10 @@ func (c *Client) StartRun(ctx context.Context, req RunRequest) (*Run, error) {
 
 	accepted := make(chan string, 1)
 	failed := make(chan error, 1)
-	r.wg.Add(1)
+	// One count for the loop goroutine, taken now: every later wg.Add then
+	// happens while the count is above zero, never concurrently with a
+	// Wait (Run.Close, Client.Close) that could see zero.
+	r.wg.Add(2)
 	go func() {
 		defer r.wg.Done()
 		r.submit(rctx, accepted, failed)
@@ -221,18 +224,15 @@ func (c *Client) StartRun(ctx context.Context, req RunRequest) (*Run, error) {
 		r.confirm(id)
 	case err := <-failed:
 		r.stop(err)
+		r.wg.Done()
 		r.wg.Wait()
 		return nil, fmt.Errorf("start run: %w", err)
 	case <-ctx.Done():
 		r.stop(ctx.Err())
+		r.wg.Done()
 		r.wg.Wait()
 		return nil, fmt.Errorf("start run: %w", ctx.Err())
 	}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		r.loop(rctx)
-	}()
 	if req.Mode == ModeChatSend {
 		// chat.send has no final answer of its own: agent.wait backs up the
 		// chat final from the start. With the agent method the final answer
@@ -240,6 +240,10 @@ func (c *Client) StartRun(ctx context.Context, req RunRequest) (*Run, error) {
 		// (disconnect, in_flight join).
 		r.startWaiter(rctx)
 	}
+	go func() {
+		defer r.wg.Done()
+		r.loop(rctx)
+	}()
 	return r, nil
 }
 
@@ -506,6 +510,26 @@ type runState struct {
 	resubmits                                         int
 	bootID                                            string // boot id of the gateway process that has the run
 	recovering                                        bool   // the gateway restarted since; watching the session
+	// grace and recheck are the pending recovery timers (nil when none);
+	// the loop stops them when it returns.
+	grace, recheck *time.Timer
+}
+
+// after posts it to the run after d, replacing the timer in *slot.
+func (r *Run) after(slot **time.Timer, d time.Duration, it runItem) {
+	if *slot != nil {
+		(*slot).Stop()
+	}
+	*slot = time.AfterFunc(d, func() { r.post(it) })
+}
+
+// stopTimers stops the pending recovery timers.
+func (st *runState) stopTimers() {
+	for _, t := range []*time.Timer{st.grace, st.recheck} {
+		if t != nil {
+			t.Stop()
+		}
+	}
 }
 
 type seenKey struct {
@@ -518,6 +542,7 @@ func (r *Run) loop(ctx context.Context) {
 	if h := r.c.Hello(); h != nil {
 		st.bootID = h.BootID
 	}
+	defer st.stopTimers()
 	for {
 		select {
 		case <-ctx.Done():
@@ -578,6 +603,9 @@ func (r *Run) handle(ctx context.Context, st *runState, it runItem) (Outcome, bo
 	case itemFinalRes:
 		return r.handleFinalRes(ctx, st, it)
 	case itemSubmitErr:
+		if errors.Is(it.err, ErrClosed) {
+			return Outcome{}, false // Client.Close stops the run with ErrClosed
+		}
 		if errors.Is(it.err, ErrDisconnected) || errors.Is(it.err, context.Canceled) {
 			r.startWaiter(ctx) // the waiter recovers after reconnect
 			return Outcome{}, false
@@ -604,7 +632,7 @@ func (r *Run) handle(ctx context.Context, st *runState, it runItem) (Outcome, bo
 	case itemUnknownRun:
 		o, done := r.reconcile(ctx, st, it.final)
 		if !done && it.recheck && st.recovering {
-			r.scheduleRecheck()
+			r.scheduleRecheck(st)
 		}
 		return o, done
 	}
@@ -918,8 +946,8 @@ func (r *Run) startRecovery(st *runState) {
 	c.mu.Unlock()
 	r.emit(RunEvent{Kind: EventRecovering, RunID: st.id, Phase: "gateway_restarted",
 		Text: "the gateway restarted during the run; watching the session for its answer"})
-	time.AfterFunc(c.opts.RestartGrace, func() { r.post(runItem{kind: itemUnknownRun, final: true}) })
-	r.scheduleRecheck()
+	r.after(&st.grace, c.opts.RestartGrace, runItem{kind: itemUnknownRun, final: true})
+	r.scheduleRecheck(st)
 }
 
 // recoveryRecheck is how often a run recovering from a gateway restart
@@ -927,8 +955,8 @@ func (r *Run) startRecovery(st *runState) {
 // not seen as an event.
 const recoveryRecheck = 10 * time.Second
 
-func (r *Run) scheduleRecheck() {
-	time.AfterFunc(recoveryRecheck, func() { r.post(runItem{kind: itemUnknownRun, recheck: true}) })
+func (r *Run) scheduleRecheck(st *runState) {
+	r.after(&st.recheck, recoveryRecheck, runItem{kind: itemUnknownRun, recheck: true})
 }
 
 // reconcile decides a run's fate from the transcript: an assistant row of
@@ -939,7 +967,7 @@ func (r *Run) reconcile(ctx context.Context, st *runState, resubmit bool) (Outco
 	h, err := r.c.History(ctx, HistoryRequest{SessionKey: r.key, Limit: 50})
 	if err != nil {
 		if resubmit {
-			time.AfterFunc(time.Second, func() { r.post(runItem{kind: itemUnknownRun, final: true}) })
+			r.after(&st.grace, time.Second, runItem{kind: itemUnknownRun, final: true})
 		}
 		return Outcome{}, false
 	}
@@ -956,7 +984,7 @@ func (r *Run) reconcile(ctx context.Context, st *runState, resubmit bool) (Outco
 	}
 	if !resubmit || active {
 		if resubmit { // still running: look again after another grace period
-			time.AfterFunc(r.c.opts.RestartGrace, func() { r.post(runItem{kind: itemUnknownRun, final: true}) })
+			r.after(&st.grace, r.c.opts.RestartGrace, runItem{kind: itemUnknownRun, final: true})
 		}
 		return Outcome{}, false
 	}
