@@ -26,10 +26,12 @@ type pollDelta struct {
 // (On SQLite in WAL mode every commit makes each reader connection drop its
 // whole page cache, which turned every poll into cold b-tree descents.)
 //
-// Consistency: every read that reports a task's poll count holds gate for
-// reading while it reads the row and adds the pending delta; a flush holds
-// it for writing from its commit until the flushed deltas are subtracted,
-// so no reader counts a delta twice or misses one.
+// Consistency: every read through the reader pool that reports a task's
+// poll count holds gate for reading while it reads the row and adds the
+// pending delta; a flush holds it for writing from its commit until the
+// flushed deltas are subtracted, so no reader counts a delta twice or misses
+// one. A flush holds the single writer connection while it waits for gate,
+// so a read through the writer (ClaimTasks) holds flushMu instead.
 type pollBatch struct {
 	gate    sync.RWMutex // readers: row read + delta add; writer: a flush's commit
 	flushMu sync.Mutex   // one flush at a time
@@ -93,6 +95,16 @@ func (p *pollBatch) readLock() func() {
 	}
 	p.gate.RLock()
 	return p.gate.RUnlock
+}
+
+// flushLock holds off flushes; it is a no-op without batching. A caller
+// that holds it may use the writer; one that holds gate must not.
+func (p *pollBatch) flushLock() func() {
+	if p == nil {
+		return func() {}
+	}
+	p.flushMu.Lock()
+	return p.flushMu.Unlock
 }
 
 // runPollFlush flushes every interval, or sooner when pollFlushAt tasks

@@ -605,7 +605,9 @@ func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, err
 	if c.IncludeOwn {
 		ownUntil = c.Until
 	}
-	unlock := db.polls.readLock()
+	// Not gate: a flush holds the writer while it waits for gate. Holding
+	// off flushes keeps the returned poll counts exact.
+	unlock := db.polls.flushLock()
 	defer unlock()
 	out, err := db.queryTasks(ctx, db.w, `UPDATE tasks SET owner = ?, lease_until = ? WHERE id IN (
 		SELECT id FROM tasks WHERE agent = ? AND status = 'running' AND (lease_until < ? OR (owner = ? AND lease_until < ?))
