@@ -1,13 +1,19 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -257,14 +263,77 @@ func runBatch(ctx context.Context, cs *mcp.ClientSession, start, n int) error {
 	return nil
 }
 
+// fakeGatewayEnv, when "1", turns TestLoadHelperFakeGateway into a fake
+// gateway process for residentPerTask.
+const fakeGatewayEnv = "CLAWCONNECT_LOADTEST_FAKEGW"
+
+// TestLoadHelperFakeGateway is not a test: run as a child process with
+// fakeGatewayEnv=1, it serves a fake gateway (uniqueScript), prints its URL
+// on a line of its own and serves until its stdin closes. Keeping the fake
+// (its runs, transcripts and request log grow with every task) out of the
+// measuring process lets residentPerTask see only the bridge's heap.
+func TestLoadHelperFakeGateway(t *testing.T) {
+	if os.Getenv(fakeGatewayEnv) != "1" {
+		t.Skip("helper process for TestLoadMemoryBounded")
+	}
+	fg := fakegateway.Start(fakegateway.Options{Password: "pw", Script: uniqueScript})
+	defer fg.Close()
+	fmt.Printf("\nFAKEGW %s\n", fg.URL())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+}
+
+// startFakeGatewayProcess runs TestLoadHelperFakeGateway in a child
+// process and returns its URL; the child ends when the test does.
+func startFakeGatewayProcess(t testing.TB) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLoadHelperFakeGateway$", "-test.count=1")
+	cmd.Env = append(os.Environ(), fakeGatewayEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close() // the child's stop path
+		_ = cmd.Wait()
+	})
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if url, ok := strings.CutPrefix(sc.Text(), "FAKEGW "); ok {
+			go func() { _, _ = io.Copy(io.Discard, stdout) }() // ends when the child exits
+			return url
+		}
+	}
+	t.Fatalf("fake gateway process printed no URL: %v", sc.Err())
+	return ""
+}
+
 // residentPerTask runs a warm-up batch, takes a baseline heap, runs n more
 // tasks to completion and returns the retained heap growth per finished
-// task, in bytes. The in-memory MCP transport is used so that only the
-// bridge (task managers, gateway client, store) is measured, not HTTP
-// connection state.
+// task, in bytes. The fake gateway runs in a child process, and the
+// in-memory MCP transport is used, so that only the bridge (task managers,
+// gateway client, store) is measured.
 func residentPerTask(t testing.TB, n int) float64 {
 	t.Helper()
-	br, _, _ := openBridge(t, uniqueScript)
+	url := startFakeGatewayProcess(t)
+	home := t.TempDir()
+	agents := `{"default":"alpha","agents":[{"id":"alpha","url":"` + url + `","password":"pw"}]}`
+	if err := os.WriteFile(filepath.Join(home, "agents.json"), []byte(agents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_CHECK_WAIT_MS": "20000"}
+	br, err := server.Open(t.Context(), server.BridgeOptions{Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(br.Close)
 	timeouts := br.Timeouts()
 	srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), Timeouts: &timeouts})
 	if err != nil {
