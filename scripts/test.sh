@@ -22,6 +22,8 @@ echo "== staticcheck"
 "$CLAWCONNECT_TOOLS/staticcheck" ./...
 echo "== go test -race (end-to-end tests included)"
 CLAWCONNECT_E2E=1 go test -race -count=1 -timeout 45m -coverprofile="$CLAWCONNECT_CACHE/cover.out" ./...
+echo "== load proof without the race detector (10^4 tasks from 10 concurrent clients)"
+go test -count=1 -timeout 20m -run '^TestLoad' ./server/
 echo "== coverage"
 go tool cover -func="$CLAWCONNECT_CACHE/cover.out" | awk '/^total:/ {print "total coverage:", $3}'
 scripts/coverage.sh "$CLAWCONNECT_CACHE/cover.out"
