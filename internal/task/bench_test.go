@@ -78,14 +78,18 @@ func BenchmarkGetTask(b *testing.B) {
 				}
 				m := benchManager(b, st, newFakeGW())
 				ctx := context.Background()
-				// "recent" cycles over the newest 1000 tasks (the same working
-				// set at both sizes: what clients poll); "any" picks uniformly
-				// among all n (cold pages at 10^6).
+				// "recent" cycles over the newest 1000 tasks (what clients
+				// poll); "spread" over 1000 tasks evenly spaced through the
+				// whole store (the same working set at both sizes, but on
+				// pages scattered through a deeper tree); "any" picks
+				// uniformly among all n, so at 10^6 nearly every read is of
+				// cold pages and nearly every poll dirties a page of its own.
 				pick := map[string]func(i int) string{
 					"recent": func(i int) string { return fmt.Sprintf("seed-%d", n-(i*7919)%1000) },
+					"spread": func(i int) string { return fmt.Sprintf("seed-%d", 1+(i*7919)%1000*(n/1000)) },
 					"any":    func(i int) string { return fmt.Sprintf("seed-%d", 1+(i*7919)%n) },
 				}
-				for _, set := range []string{"recent", "any"} {
+				for _, set := range []string{"recent", "spread", "any"} {
 					b.Run("get_task/"+set, func(b *testing.B) {
 						b.ReportAllocs()
 						i := 0

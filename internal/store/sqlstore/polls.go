@@ -1,10 +1,13 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,6 +146,10 @@ func (db *DB) FlushPolls(ctx context.Context) error {
 		batch = append(batch, pollEntry{k, d})
 	}
 	p.mu.Unlock()
+	// In key order, successive updates descend through the same pages.
+	slices.SortFunc(batch, func(a, b pollEntry) int {
+		return cmp.Or(strings.Compare(a.k.id, b.k.id), strings.Compare(a.k.agent, b.k.agent))
+	})
 	for len(batch) > 0 {
 		n := min(len(batch), pollFlushChunk)
 		if err := db.flushChunk(ctx, batch[:n]); err != nil {
@@ -164,15 +171,22 @@ type pollEntry struct {
 // plus the whole delta or the new row plus what was added since.
 func (db *DB) flushChunk(ctx context.Context, chunk []pollEntry) error {
 	p := db.polls
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.w.db.BeginTx(ctx, nil)
 	if err != nil {
+		return err
+	}
+	t := &txn{tx: tx, p: db.w}
+	defer t.ended(ctx)
+	upd, err := t.stmt(ctx, `UPDATE tasks SET poll_count = poll_count + ?,
+		last_poll_at = CASE WHEN last_poll_at > ? THEN last_poll_at ELSE ? END
+		WHERE id = ? AND agent = ?`)
+	if err != nil {
+		_ = tx.Rollback()
 		return err
 	}
 	for _, e := range chunk {
 		// A task swept meanwhile updates no row; its delta is dropped.
-		if _, err := tx.ExecContext(ctx, db.Q(`UPDATE tasks SET poll_count = poll_count + ?,
-			last_poll_at = CASE WHEN last_poll_at > ? THEN last_poll_at ELSE ? END
-			WHERE id = ? AND agent = ?`), e.d.n, e.d.at, e.d.at, e.k.id, e.k.agent); err != nil {
+		if _, err := upd.ExecContext(ctx, e.d.n, e.d.at, e.d.at, e.k.id, e.k.agent); err != nil {
 			_ = tx.Rollback()
 			return err
 		}
@@ -202,7 +216,7 @@ func (db *DB) touchPollBatched(ctx context.Context, agent, id string, at int64) 
 	unlock := db.polls.readLock()
 	defer unlock()
 	var n int64
-	err := db.r.QueryRowContext(ctx, db.Q(`SELECT poll_count FROM tasks WHERE id = ? AND agent = ?`), id, agent).Scan(&n)
+	err := db.r.QueryRowContext(ctx, `SELECT poll_count FROM tasks WHERE id = ? AND agent = ?`, id, agent).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("touch poll %s: %w", id, store.ErrNotFound)
 	}

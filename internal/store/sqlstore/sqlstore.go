@@ -49,13 +49,12 @@ type Dialect struct {
 // DB is a store.Store over a writer pool and a reader pool (they may be the
 // same *sql.DB).
 type DB struct {
-	w, r    *sql.DB
+	w, r    *pool
 	d       Dialect
 	onClose func() error
 
 	closeOnce sync.Once
 	closeErr  error
-	stmts     sync.Map // query text -> rebound text
 	polls     *pollBatch
 }
 
@@ -66,7 +65,12 @@ var _ store.Store = (*DB)(nil)
 // With d.BatchPolls set it starts the poll-counter flusher, which Close
 // stops after a last flush.
 func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
-	db := &DB{w: writer, r: reader, d: d, onClose: onClose}
+	w := &pool{db: writer, dollar: d.Dollar}
+	r := w
+	if reader != writer {
+		r = &pool{db: reader, dollar: d.Dollar}
+	}
+	db := &DB{w: w, r: r, d: d, onClose: onClose}
 	if d.BatchPolls > 0 {
 		db.polls = newPollBatch()
 		go db.runPollFlush(d.BatchPolls)
@@ -80,30 +84,7 @@ func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
 func (db *DB) Exclusive() bool { return db.d.Name == "sqlite" }
 
 // Writer returns the writer pool (for benchmark seeding and tests).
-func (db *DB) Writer() *sql.DB { return db.w }
-
-// Q rebinds a query written with ? placeholders for the dialect.
-func (db *DB) Q(q string) string {
-	if !db.d.Dollar {
-		return q
-	}
-	if v, ok := db.stmts.Load(q); ok {
-		return v.(string)
-	}
-	var b strings.Builder
-	n := 0
-	for _, c := range q {
-		if c == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(c)
-	}
-	out := b.String()
-	db.stmts.Store(q, out)
-	return out
-}
+func (db *DB) Writer() *sql.DB { return db.w.db }
 
 // Close closes both pools; it is idempotent.
 func (db *DB) Close() error {
@@ -114,9 +95,11 @@ func (db *DB) Close() error {
 			<-db.polls.done
 			err = db.FlushPolls(context.Background())
 		}
-		err = errors.Join(err, db.w.Close())
+		db.w.close()
+		err = errors.Join(err, db.w.db.Close())
 		if db.r != db.w {
-			err = errors.Join(err, db.r.Close())
+			db.r.close()
+			err = errors.Join(err, db.r.db.Close())
 		}
 		if db.onClose != nil {
 			err = errors.Join(err, db.onClose())
@@ -194,12 +177,14 @@ func scanTask(s scanner) (*store.Task, error) {
 	return &t, nil
 }
 
-func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+func (db *DB) tx(ctx context.Context, fn func(*txn) error) error {
+	tx, err := db.w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	t := &txn{tx: tx, p: db.w}
+	defer t.ended(ctx)
+	if err := fn(t); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -218,21 +203,21 @@ func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
-	err = db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *txn) error {
 		// The session row is the lock that serializes submits on one session.
-		if _, err := tx.ExecContext(ctx, db.Q(`INSERT INTO sessions (agent, session_key, last_job_id, created_at, updated_at)
-			VALUES (?, ?, '', ?, ?) ON CONFLICT (agent, session_key) DO NOTHING`),
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (agent, session_key, last_job_id, created_at, updated_at)
+			VALUES (?, ?, '', ?, ?) ON CONFLICT (agent, session_key) DO NOTHING`,
 			t.Agent, t.SessionKey, t.StartedAt, t.StartedAt); err != nil {
 			return err
 		}
 		var last string
-		if err := tx.QueryRowContext(ctx, db.Q(`SELECT last_job_id FROM sessions WHERE agent = ? AND session_key = ?`+db.d.ForUpdate),
+		if err := tx.QueryRowContext(ctx, `SELECT last_job_id FROM sessions WHERE agent = ? AND session_key = ?`+db.d.ForUpdate,
 			t.Agent, t.SessionKey).Scan(&last); err != nil {
 			return err
 		}
 		if last != "" {
 			var status string
-			err := tx.QueryRowContext(ctx, db.Q(`SELECT status FROM tasks WHERE id = ?`), last).Scan(&status)
+			err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE id = ?`, last).Scan(&status)
 			if err == nil && status == string(store.StatusRunning) {
 				return &store.SessionBusyError{JobID: last}
 			}
@@ -240,14 +225,14 @@ func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, db.Q(`INSERT INTO tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, 0, ?, ?, 1, 0, 0, 0, ?)`),
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, 0, ?, ?, 1, 0, 0, 0, ?)`,
 			t.ID, t.Agent, t.SessionKey, string(t.Status), t.StartedAt, t.Owner, t.LeaseUntil, data); err != nil {
 			if db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
 				return fmt.Errorf("task %s: %w", t.ID, store.ErrExists)
 			}
 			return err
 		}
-		_, err := tx.ExecContext(ctx, db.Q(`UPDATE sessions SET last_job_id = ?, updated_at = ? WHERE agent = ? AND session_key = ?`),
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET last_job_id = ?, updated_at = ? WHERE agent = ? AND session_key = ?`,
 			t.ID, t.StartedAt, t.Agent, t.SessionKey)
 		return err
 	})
@@ -262,7 +247,7 @@ func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
 func (db *DB) GetTask(ctx context.Context, agent, id string) (*store.Task, error) {
 	unlock := db.polls.readLock()
 	defer unlock()
-	t, err := scanTask(db.r.QueryRowContext(ctx, db.Q(`SELECT `+taskCols+` FROM tasks WHERE id = ? AND agent = ?`), id, agent))
+	t, err := scanTask(db.r.QueryRowContext(ctx, `SELECT `+taskCols+` FROM tasks WHERE id = ? AND agent = ?`, id, agent))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get task %s: %w", id, store.ErrNotFound)
 	}
@@ -282,8 +267,8 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 	if err != nil {
 		return fmt.Errorf("update task: %w", err)
 	}
-	res, err := db.w.ExecContext(ctx, db.Q(`UPDATE tasks SET status = ?, ended_at = ?, data = ?, version = version + 1
-		WHERE id = ? AND agent = ? AND version = ?`), string(t.Status), t.EndedAt, data, t.ID, t.Agent, t.Version)
+	res, err := db.w.ExecContext(ctx, `UPDATE tasks SET status = ?, ended_at = ?, data = ?, version = version + 1
+		WHERE id = ? AND agent = ? AND version = ?`, string(t.Status), t.EndedAt, data, t.ID, t.Agent, t.Version)
 	if err != nil {
 		return fmt.Errorf("update task %s: %w", t.ID, err)
 	}
@@ -307,13 +292,13 @@ func (db *DB) TouchPoll(ctx context.Context, agent, id string, at int64) (int64,
 		return db.touchPollBatched(ctx, agent, id, at)
 	}
 	var n int64
-	q := db.Q(`UPDATE tasks SET poll_count = poll_count + 1, last_poll_at = ?
-		WHERE id = ? AND agent = ? RETURNING poll_count`)
+	q := `UPDATE tasks SET poll_count = poll_count + 1, last_poll_at = ?
+		WHERE id = ? AND agent = ? RETURNING poll_count`
 	var err error
 	if db.d.RelaxedCommit == "" {
 		err = db.w.QueryRowContext(ctx, q, at, id, agent).Scan(&n)
 	} else {
-		err = db.tx(ctx, func(tx *sql.Tx) error {
+		err = db.tx(ctx, func(tx *txn) error {
 			if _, err := tx.ExecContext(ctx, db.d.RelaxedCommit); err != nil {
 				return err
 			}
@@ -334,7 +319,7 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.Log
 	if len(entries) == 0 {
 		return nil
 	}
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(tx *txn) error {
 		// Log lines are progress, not outcome: a database crash may lose the
 		// newest ones, never a task or its result.
 		if db.d.RelaxedCommit != "" {
@@ -343,7 +328,7 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.Log
 			}
 		}
 		var count int64
-		if err := tx.QueryRowContext(ctx, db.Q(`SELECT log_count FROM tasks WHERE id = ?`+db.d.ForUpdate), taskID).Scan(&count); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT log_count FROM tasks WHERE id = ?`+db.d.ForUpdate, taskID).Scan(&count); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return store.ErrNotFound
 			}
@@ -357,12 +342,12 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.Log
 			if e.IsError {
 				isErr = 1
 			}
-			if _, err := tx.ExecContext(ctx, db.Q(`INSERT INTO task_logs (task_id, seq, ts, type, text, is_error) VALUES (?, ?, ?, ?, ?, ?)`),
+			if _, err := tx.ExecContext(ctx, `INSERT INTO task_logs (task_id, seq, ts, type, text, is_error) VALUES (?, ?, ?, ?, ?, ?)`,
 				taskID, e.Seq, e.TS, e.Type, e.Text, isErr); err != nil {
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, db.Q(`UPDATE tasks SET log_count = ? WHERE id = ?`), count+int64(len(entries)), taskID)
+		_, err := tx.ExecContext(ctx, `UPDATE tasks SET log_count = ? WHERE id = ?`, count+int64(len(entries)), taskID)
 		return err
 	})
 	if err != nil {
@@ -372,7 +357,7 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.Log
 }
 
 func (db *DB) queryLogs(ctx context.Context, q string, args ...any) ([]store.LogEntry, error) {
-	rows, err := db.r.QueryContext(ctx, db.Q(q), args...)
+	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +402,7 @@ func (db *DB) TailLogs(ctx context.Context, taskID string, n int) ([]store.LogEn
 // GetSession implements store.Store.
 func (db *DB) GetSession(ctx context.Context, agent, sessionKey string) (*store.Session, error) {
 	s := store.Session{Agent: agent, SessionKey: sessionKey}
-	err := db.r.QueryRowContext(ctx, db.Q(`SELECT last_job_id, created_at, updated_at FROM sessions WHERE agent = ? AND session_key = ?`),
+	err := db.r.QueryRowContext(ctx, `SELECT last_job_id, created_at, updated_at FROM sessions WHERE agent = ? AND session_key = ?`,
 		agent, sessionKey).Scan(&s.LastJobID, &s.CreatedAt, &s.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && s.LastJobID == "") {
 		return nil, fmt.Errorf("get session: %w", store.ErrNotFound)
@@ -467,7 +452,7 @@ func (db *DB) ListSessions(ctx context.Context, agent string, p store.Page) ([]s
 	args = append(args, limit+1)
 	unlock := db.polls.readLock()
 	defer unlock()
-	rows, err := db.r.QueryContext(ctx, db.Q(q), args...)
+	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sessions: %w", err)
 	}
@@ -578,7 +563,7 @@ type querier interface {
 }
 
 func (db *DB) queryTasks(ctx context.Context, qr querier, q string, args ...any) ([]*store.Task, error) {
-	rows, err := qr.QueryContext(ctx, db.Q(q), args...)
+	rows, err := qr.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -621,7 +606,7 @@ func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, err
 
 // RenewLeases implements store.Store.
 func (db *DB) RenewLeases(ctx context.Context, agent, owner string, until int64) (int, error) {
-	res, err := db.w.ExecContext(ctx, db.Q(`UPDATE tasks SET lease_until = ? WHERE agent = ? AND owner = ? AND status = 'running'`),
+	res, err := db.w.ExecContext(ctx, `UPDATE tasks SET lease_until = ? WHERE agent = ? AND owner = ? AND status = 'running'`,
 		until, agent, owner)
 	if err != nil {
 		return 0, fmt.Errorf("renew leases: %w", err)
@@ -637,7 +622,7 @@ func (db *DB) RenewLeases(ctx context.Context, agent, owner string, until int64)
 func (db *DB) CheckLease(ctx context.Context, id, owner string, now int64) error {
 	var o string
 	var until int64
-	err := db.w.QueryRowContext(ctx, db.Q(`SELECT owner, lease_until FROM tasks WHERE id = ?`), id).Scan(&o, &until)
+	err := db.w.QueryRowContext(ctx, `SELECT owner, lease_until FROM tasks WHERE id = ?`, id).Scan(&o, &until)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("check lease %s: %w", id, store.ErrNotFound)
 	}
@@ -653,7 +638,7 @@ func (db *DB) CheckLease(ctx context.Context, id, owner string, now int64) error
 // LoadAttachments implements store.Store.
 func (db *DB) LoadAttachments(ctx context.Context, agent, sessionKey string) (*store.AttachmentState, error) {
 	s := &store.AttachmentState{Agent: agent, SessionKey: sessionKey}
-	err := db.r.QueryRowContext(ctx, db.Q(`SELECT current_id, version FROM attachment_sessions WHERE agent = ? AND session_key = ?`),
+	err := db.r.QueryRowContext(ctx, `SELECT current_id, version FROM attachment_sessions WHERE agent = ? AND session_key = ?`,
 		agent, sessionKey).Scan(&s.CurrentID, &s.Version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, nil
@@ -661,8 +646,8 @@ func (db *DB) LoadAttachments(ctx context.Context, agent, sessionKey string) (*s
 	if err != nil {
 		return nil, fmt.Errorf("load attachments: %w", err)
 	}
-	rows, err := db.r.QueryContext(ctx, db.Q(`SELECT id, seq, observation_token, data FROM attachments
-		WHERE agent = ? AND session_key = ? ORDER BY seq`), agent, sessionKey)
+	rows, err := db.r.QueryContext(ctx, `SELECT id, seq, observation_token, data FROM attachments
+		WHERE agent = ? AND session_key = ? ORDER BY seq`, agent, sessionKey)
 	if err != nil {
 		return nil, fmt.Errorf("load attachments: %w", err)
 	}
@@ -684,15 +669,15 @@ func (db *DB) LoadAttachments(ctx context.Context, agent, sessionKey string) (*s
 
 // SaveAttachments implements store.Store.
 func (db *DB) SaveAttachments(ctx context.Context, w store.AttachmentWrite) (int64, error) {
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(tx *txn) error {
 		var res sql.Result
 		var err error
 		if w.ExpectVersion == 0 {
-			res, err = tx.ExecContext(ctx, db.Q(`INSERT INTO attachment_sessions (agent, session_key, current_id, version)
-				VALUES (?, ?, ?, 1) ON CONFLICT (agent, session_key) DO NOTHING`), w.Agent, w.SessionKey, w.CurrentID)
+			res, err = tx.ExecContext(ctx, `INSERT INTO attachment_sessions (agent, session_key, current_id, version)
+				VALUES (?, ?, ?, 1) ON CONFLICT (agent, session_key) DO NOTHING`, w.Agent, w.SessionKey, w.CurrentID)
 		} else {
-			res, err = tx.ExecContext(ctx, db.Q(`UPDATE attachment_sessions SET current_id = ?, version = version + 1
-				WHERE agent = ? AND session_key = ? AND version = ?`), w.CurrentID, w.Agent, w.SessionKey, w.ExpectVersion)
+			res, err = tx.ExecContext(ctx, `UPDATE attachment_sessions SET current_id = ?, version = version + 1
+				WHERE agent = ? AND session_key = ? AND version = ?`, w.CurrentID, w.Agent, w.SessionKey, w.ExpectVersion)
 		}
 		if err != nil {
 			return err
@@ -703,10 +688,10 @@ func (db *DB) SaveAttachments(ctx context.Context, w store.AttachmentWrite) (int
 			return store.ErrConflict
 		}
 		for _, r := range w.Records {
-			if _, err := tx.ExecContext(ctx, db.Q(`INSERT INTO attachments (agent, session_key, id, seq, observation_token, data)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO attachments (agent, session_key, id, seq, observation_token, data)
 				VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM attachments WHERE agent = ? AND session_key = ?), ?, ?)
 				ON CONFLICT (agent, session_key, id)
-				DO UPDATE SET observation_token = excluded.observation_token, data = excluded.data`),
+				DO UPDATE SET observation_token = excluded.observation_token, data = excluded.data`,
 				w.Agent, w.SessionKey, r.ID, w.Agent, w.SessionKey, r.ObservationToken, string(r.Data)); err != nil {
 				return err
 			}
@@ -732,9 +717,9 @@ func (db *DB) MaxObservationToken(ctx context.Context) (int64, error) {
 func (db *DB) Sweep(ctx context.Context, cutoff int64, limit int) (store.SweepResult, error) {
 	var res store.SweepResult
 	limit = store.ClampPage(limit, store.MaxPage)
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, db.Q(`SELECT id, agent, session_key FROM tasks
-			WHERE status <> 'running' AND ended_at < ? ORDER BY ended_at LIMIT ?`), cutoff, limit)
+	err := db.tx(ctx, func(tx *txn) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id, agent, session_key FROM tasks
+			WHERE status <> 'running' AND ended_at < ? ORDER BY ended_at LIMIT ?`, cutoff, limit)
 		if err != nil {
 			return err
 		}
@@ -753,17 +738,17 @@ func (db *DB) Sweep(ctx context.Context, cutoff int64, limit int) (store.SweepRe
 			return err
 		}
 		for _, k := range victims {
-			r, err := tx.ExecContext(ctx, db.Q(`DELETE FROM task_logs WHERE task_id = ?`), k.id)
+			r, err := tx.ExecContext(ctx, `DELETE FROM task_logs WHERE task_id = ?`, k.id)
 			if err != nil {
 				return err
 			}
 			n, _ := r.RowsAffected()
 			res.Logs += int(n)
-			if _, err := tx.ExecContext(ctx, db.Q(`DELETE FROM tasks WHERE id = ?`), k.id); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE id = ?`, k.id); err != nil {
 				return err
 			}
 			res.Tasks++
-			r, err = tx.ExecContext(ctx, db.Q(`DELETE FROM sessions WHERE agent = ? AND session_key = ? AND last_job_id = ?`),
+			r, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE agent = ? AND session_key = ? AND last_job_id = ?`,
 				k.agent, k.session, k.id)
 			if err != nil {
 				return err

@@ -1,0 +1,152 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// pool runs queries on a *sql.DB with every query text prepared once and
+// reused on each connection. modernc's SQLite otherwise compiles the text
+// anew on every call, which cost more than the keyed lookup it then ran;
+// pgx caches statements itself, so preparing costs PostgreSQL nothing.
+// Queries are written with ? placeholders and rebound for the dialect. Every
+// query text is a constant or one of a few fixed shapes, so the cache stays
+// small.
+type pool struct {
+	db     *sql.DB
+	dollar bool
+	stmts  sync.Map // ?-query text -> *sql.Stmt
+}
+
+// stmt returns q prepared, preparing it on first use.
+func (p *pool) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if s, ok := p.stmts.Load(q); ok {
+		return s.(*sql.Stmt), nil
+	}
+	s, err := p.db.PrepareContext(ctx, p.rebind(q))
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := p.stmts.LoadOrStore(q, s); loaded {
+		_ = s.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return s, nil
+}
+
+// rebind turns ? placeholders into $1, $2, … where the dialect needs it.
+func (p *pool) rebind(q string) string {
+	if !p.dollar {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range q {
+		if c == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// QueryRowContext runs q (prepared) for one row.
+func (p *pool) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
+	s, err := p.stmt(ctx, q)
+	if err != nil {
+		return errRow{err}
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+// QueryContext runs q (prepared).
+func (p *pool) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	s, err := p.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+// ExecContext runs q (prepared).
+func (p *pool) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	s, err := p.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+// close closes the prepared statements (before the pool itself).
+func (p *pool) close() {
+	p.stmts.Range(func(_, s any) bool {
+		_ = s.(*sql.Stmt).Close()
+		return true
+	})
+}
+
+// txn is a transaction on the writer pool that reuses the pool's prepared
+// statements.
+type txn struct {
+	tx *sql.Tx
+	p  *pool
+	// missed are the queries this transaction prepared for itself.
+	missed []string
+}
+
+// stmt returns q prepared on the transaction's connection.
+func (t *txn) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if s, ok := t.p.stmts.Load(q); ok {
+		return t.tx.StmtContext(ctx, s.(*sql.Stmt)), nil
+	}
+	// Preparing on the pool takes a free connection, and the transaction
+	// may hold the only one (SQLite's writer): prepare on the transaction
+	// now, and on the pool once it has ended.
+	t.missed = append(t.missed, q)
+	return t.tx.PrepareContext(ctx, t.p.rebind(q))
+}
+
+// ended prepares on the pool the queries the transaction prepared alone,
+// once the transaction has released its connection.
+func (t *txn) ended(ctx context.Context) {
+	for _, q := range t.missed {
+		_, _ = t.p.stmt(ctx, q)
+	}
+}
+
+// QueryRowContext runs q in the transaction for one row.
+func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
+	s, err := t.stmt(ctx, q)
+	if err != nil {
+		return errRow{err}
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+// QueryContext runs q in the transaction.
+func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	s, err := t.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+// ExecContext runs q in the transaction.
+func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	s, err := t.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+// errRow is a row whose query could not be prepared.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
