@@ -13,34 +13,43 @@ import (
 )
 
 // metrics holds one Server's Prometheus collectors in a private registry,
-// so several Servers in one process never collide. Only the latency
-// histogram exists from the start; the registry, with the Go runtime and
-// process collectors, is built on the first call of handler. The stdio
-// server never serves /metrics, so it never pays for them (about a
-// millisecond and 250 allocations on the path to the initialize answer).
+// so several Servers in one process never collide. Nothing is built until
+// it is needed: the latency histogram on the first tools/call, the
+// registry (with the Go runtime and process collectors) and the task and
+// gateway descriptions on the first call of handler. The stdio server never
+// serves /metrics, so it never pays for the registry (about a millisecond
+// and 250 allocations), and nothing Prometheus does runs before a fresh
+// process answers initialize.
 type metrics struct {
 	reg      func() *prometheus.Registry
-	latency  *prometheus.HistogramVec
+	latency  func() *prometheus.HistogramVec
+	descs    func() metricDescs
 	tasksSrc Tasks
 }
 
-var (
-	tasksDesc   = prometheus.NewDesc("clawconnect_tasks", "Tasks known to the store, by status.", []string{"status"}, nil)
-	gatewayDesc = prometheus.NewDesc("clawconnect_gateway_connection", "Gateway connection state per agent (1 for the current state).", []string{"agent", "state"}, nil)
-)
+// metricDescs describe the gauges that metrics collects at scrape time.
+type metricDescs struct {
+	tasks, gateway *prometheus.Desc
+}
 
 func newMetrics(tasks Tasks) *metrics {
-	m := &metrics{
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	m := &metrics{tasksSrc: tasks}
+	m.latency = sync.OnceValue(func() *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "clawconnect_tool_call_duration_seconds",
 			Help:    "Duration of MCP tools/call requests, by tool and outcome (ok, tool_error, protocol_error).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}, []string{"tool", "outcome"}),
-		tasksSrc: tasks,
-	}
+		}, []string{"tool", "outcome"})
+	})
+	m.descs = sync.OnceValue(func() metricDescs {
+		return metricDescs{
+			tasks:   prometheus.NewDesc("clawconnect_tasks", "Tasks known to the store, by status.", []string{"status"}, nil),
+			gateway: prometheus.NewDesc("clawconnect_gateway_connection", "Gateway connection state per agent (1 for the current state).", []string{"agent", "state"}, nil),
+		}
+	})
 	m.reg = sync.OnceValue(func() *prometheus.Registry {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(m.latency, m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg.MustRegister(m.latency(), m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		return reg
 	})
 	return m
@@ -48,34 +57,41 @@ func newMetrics(tasks Tasks) *metrics {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	ch <- tasksDesc
-	ch <- gatewayDesc
+	d := m.descs()
+	ch <- d.tasks
+	ch <- d.gateway
 }
 
 // Collect implements prometheus.Collector: it asks the task service for its
 // counts at scrape time.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	d := m.descs()
 	if c, ok := m.tasksSrc.(StatusCounter); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		counts, err := c.CountByStatus(ctx)
 		cancel()
 		if err == nil {
 			for status, n := range counts {
-				ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(n), status)
+				ch <- prometheus.MustNewConstMetric(d.tasks, prometheus.GaugeValue, float64(n), status)
 			}
 		}
 	}
 	if g, ok := m.tasksSrc.(GatewayStater); ok {
 		for agent, state := range g.GatewayStates() {
-			ch <- prometheus.MustNewConstMetric(gatewayDesc, prometheus.GaugeValue, 1, agent, state)
+			ch <- prometheus.MustNewConstMetric(d.gateway, prometheus.GaugeValue, 1, agent, state)
 		}
 	}
 }
 
-// knownTools are the tool names used as metric labels.
-var knownTools = map[string]bool{
-	"run_task": true, "check_task": true, "get_task": true, "list_tasks": true, "get_session": true,
-	"list_sessions": true, "cancel_task": true, "list_agents": true, "get_connection_info": true,
+// knownTool reports whether name is one of the tool names used as metric
+// labels.
+func knownTool(name string) bool {
+	switch name {
+	case "run_task", "check_task", "get_task", "list_tasks", "get_session",
+		"list_sessions", "cancel_task", "list_agents", "get_connection_info":
+		return true
+	}
+	return false
 }
 
 // middleware times tools/call requests.
@@ -87,7 +103,7 @@ func (m *metrics) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		start := time.Now()
 		res, err := next(ctx, method, req)
 		tool := "unknown"
-		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil && knownTools[p.Name] {
+		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil && knownTool(p.Name) {
 			tool = p.Name // unknown names stay "unknown" to bound label cardinality
 		}
 		outcome := "ok"
@@ -96,7 +112,7 @@ func (m *metrics) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		} else if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
 			outcome = "tool_error"
 		}
-		m.latency.WithLabelValues(tool, outcome).Observe(time.Since(start).Seconds())
+		m.latency().WithLabelValues(tool, outcome).Observe(time.Since(start).Seconds())
 		return res, err
 	}
 }
