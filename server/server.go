@@ -137,17 +137,31 @@ func (s *Server) MCPServer(scope config.Scope, id config.Identity) *mcp.Server {
 	return ms
 }
 
+// newMCPServer returns the MCP server of c with every tool registered.
 func (s *Server) newMCPServer(c *conn) *mcp.Server {
-	ms := mcp.NewServer(&mcp.Implementation{Name: c.serverName(), Title: "ClawConnect", Version: s.version}, &mcp.ServerOptions{
+	ms := s.bareMCPServer(c)
+	c.register(ms)
+	ms.AddReceivingMiddleware(s.metrics.middleware)
+	return ms
+}
+
+// bareMCPServer returns the MCP server of c without tools. Its capabilities
+// are fixed (tools, without list-changed notifications), so what initialize
+// answers does not depend on whether the tools are registered yet, and
+// registering them later sends no notification.
+func (s *Server) bareMCPServer(c *conn) *mcp.Server {
+	return mcp.NewServer(&mcp.Implementation{Name: c.serverName(), Title: "ClawConnect", Version: s.version}, &mcp.ServerOptions{
 		Logger:       s.logger,
 		Instructions: "Hand tasks to OpenClaw agents: run_task returns at once with a jobId; check_task waits for the result. list_agents shows who can help.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
+}
+
+// register adds every tool of c to ms.
+func (c *conn) register(ms *mcp.Server) {
 	for _, d := range c.tools() {
 		d.add(ms, d.tool)
 	}
-	ms.AddReceivingMiddleware(s.metrics.middleware)
-	return ms
 }
 
 // Tools returns the tool declarations of a connection with the full scope
@@ -173,8 +187,18 @@ func (s *Server) ToolsetVersion() string {
 // (the client closed stdin) or ctx is cancelled; w carries only protocol. A
 // malformed line is answered with a JSON-RPC error and does not end the
 // session.
+//
+// The tools are registered once the first message has been answered (for
+// a client, its initialize request): inferring and resolving their schemas
+// is the largest piece of work before a fresh process can answer, and
+// initialize does not need them. tools/list and tools/call wait until they
+// are registered, so every client sees the same tools as on HTTP.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
-	ms := s.MCPServer(s.registry.FullScope(), config.Identity{})
+	c := &conn{s: s, scope: s.registry.FullScope()}
+	ms := s.bareMCPServer(c)
+	gate := newToolGate(func() { c.register(ms) })
+	defer gate.stop()
+	ms.AddReceivingMiddleware(gate.middleware, s.metrics.middleware)
 	out := &lineWriter{w: w}
 	err := ms.Run(ctx, &mcp.IOTransport{Reader: nopReadCloser{newStdioGuard(r, out)}, Writer: out, MaxLineLength: MaxStdioLineBytes + 1})
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {

@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type echoIn struct {
+	Text string `json:"text"`
+}
+
+// TestToolGateOverMCP drives a gated server with a real client: initialize
+// is answered while the registration is still blocked, and tools/list waits
+// for it instead of answering with no tools.
+func TestToolGateOverMCP(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		ms := mcp.NewServer(&mcp.Implementation{Name: "gate"}, &mcp.ServerOptions{
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		})
+		started := make(chan struct{})
+		release := make(chan struct{})
+		gate := newToolGate(func() {
+			close(started)
+			<-release
+			mcp.AddTool(ms, &mcp.Tool{Name: "echo", Description: "Echo."}, func(context.Context, *mcp.CallToolRequest, echoIn) (*mcp.CallToolResult, any, error) {
+				return textResult("ok"), nil, nil
+			})
+		})
+		ms.AddReceivingMiddleware(gate.middleware)
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := ms.Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "client"}, nil).Connect(ctx, ct, nil)
+		if err != nil {
+			t.Fatalf("initialize while the tools are not registered: %v", err)
+		}
+		if caps := cs.InitializeResult().Capabilities; caps.Tools == nil || caps.Tools.ListChanged {
+			t.Errorf("initialize capabilities.tools = %+v, want tools without listChanged", caps.Tools)
+		}
+		<-started // the answer to initialize started the registration
+
+		type listed struct {
+			names []string
+			err   error
+		}
+		done := make(chan listed, 1)
+		go func() {
+			res, err := cs.ListTools(ctx, nil)
+			var l listed
+			l.err = err
+			if res != nil {
+				for _, tool := range res.Tools {
+					l.names = append(l.names, tool.Name)
+				}
+			}
+			done <- l
+		}()
+		synctest.Wait()
+		select {
+		case l := <-done:
+			t.Fatalf("tools/list answered before the tools were registered: %+v", l)
+		default:
+		}
+		close(release)
+		l := <-done
+		if l.err != nil {
+			t.Fatal(l.err)
+		}
+		if diff := cmp.Diff([]string{"echo"}, l.names); diff != "" {
+			t.Errorf("tools/list (-want +got):\n%s", diff)
+		}
+		if err := cs.Close(); err != nil {
+			t.Error(err)
+		}
+		_ = ss.Wait()
+		gate.stop()
+	})
+}
+
+// TestToolGateMiddleware covers the orders a client other than the SDK's
+// could use.
+func TestToolGateMiddleware(t *testing.T) {
+	t.Run("a tools request first starts the registration and waits for it", func(t *testing.T) {
+		registered := false
+		gate := newToolGate(func() { registered = true })
+		defer gate.stop()
+		var sawRegistered bool
+		next := func(context.Context, string, mcp.Request) (mcp.Result, error) {
+			sawRegistered = registered // ordered after the write by close(ready)
+			return nil, nil
+		}
+		if _, err := gate.middleware(next)(t.Context(), "tools/call", nil); err != nil {
+			t.Fatal(err)
+		}
+		if !sawRegistered {
+			t.Error("tools/call reached the server before the tools were registered")
+		}
+	})
+	t.Run("a waiting tools request ends with its context", func(t *testing.T) {
+		release := make(chan struct{})
+		gate := newToolGate(func() { <-release })
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		called := false
+		next := func(context.Context, string, mcp.Request) (mcp.Result, error) { called = true; return nil, nil }
+		if _, err := gate.middleware(next)(ctx, "tools/list", nil); !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+		if called {
+			t.Error("the cancelled request reached the server")
+		}
+		close(release)
+		gate.stop()
+	})
+	t.Run("nothing is registered after stop", func(t *testing.T) {
+		gate := newToolGate(func() { t.Error("registered after stop") })
+		gate.stop()
+		next := func(context.Context, string, mcp.Request) (mcp.Result, error) { return nil, nil }
+		if _, err := gate.middleware(next)(t.Context(), "initialize", nil); err != nil {
+			t.Fatal(err)
+		}
+		gate.stop()
+	})
+}
