@@ -130,17 +130,24 @@ func rssKiB(b *testing.B, pid int) (total, anon int) {
 // wall; ms-cpu-to-initialize, CPU time of all its threads until then) and
 // its resident memory right after (KiB-rss: VmRSS, including the binary's
 // shared file-backed pages; KiB-rss-anon: the process's own memory) and
-// once the store has opened (KiB-rss-ready: VmRSS after a list_tasks call),
-// with one agent from the environment and an existing SQLite store. Memory
-// figures are the maximum over the iterations. Gateways are dialled
-// lazily and the store opens in the background, so neither number depends
-// on the gateway. The "version" sub-benchmark is the process-start baseline
+// once the store has opened (KiB-rss-ready: VmRSS after a list_tasks call,
+// the figure for an idle server), with one agent from the environment and
+// an existing SQLite store. Memory figures are the maximum over the
+// iterations. Gateways are dialled lazily, and the tools are registered and
+// the store opened only once initialize is answered, so KiB-rss is the
+// process before that work and neither number depends on the gateway.
+// The "version" sub-benchmark is the process-start baseline
 // of the same binary on this machine (spawn to exit of clawconnect version).
+// CLAWCONNECT_BENCH_BIN names a prebuilt binary to measure instead of
+// building the current tree (to compare two builds in interleaved runs).
 func BenchmarkMCPStartup(b *testing.B) {
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "clawconnect")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/clawconnect/clawconnect/cmd/clawconnect").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	bin := os.Getenv("CLAWCONNECT_BENCH_BIN") // a prebuilt binary, to compare builds in interleaved runs
+	if bin == "" {
+		bin = filepath.Join(dir, "clawconnect")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/clawconnect/clawconnect/cmd/clawconnect").CombinedOutput(); err != nil {
+			b.Fatalf("go build: %v\n%s", err, out)
+		}
 	}
 	env := []string{"HOME=" + dir, "CLAWCONNECT_HOME=" + filepath.Join(dir, "home"), "OPENCLAW_URL=ws://127.0.0.1:9", "OPENCLAW_PASSWORD=x", "PATH=" + os.Getenv("PATH")}
 	b.Run("version", func(b *testing.B) {
