@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
@@ -66,76 +67,84 @@ func benchManager(b *testing.B, st *sqlstore.DB, gw *fakeGW) *Manager {
 	return m
 }
 
-// BenchmarkGetTask: get_task (summary preset) and a terminal check_task on
-// a store holding 10^3 vs 10^6 finished tasks. Cost must stay flat.
+// BenchmarkGetTask: get_task (summary preset) and a terminal check_task
+// against two stores at once, one holding 10^3 finished tasks and one 10^6.
+// Each op makes the request once on each store, in alternating order, and
+// times each side on its own, so both sizes run under the same machine load
+// and their ratio (x-vs-1e3) comes from one run. Cost must stay flat:
+// x-vs-1e3 within 1.5.
 func BenchmarkGetTask(b *testing.B) {
+	sizes := [2]int{1_000, 1_000_000}
 	for name, open := range benchBackends(b) {
-		for _, n := range []int{1_000, 1_000_000} {
-			b.Run(fmt.Sprintf("%s/tasks=%d", name, n), func(b *testing.B) {
-				st := open(b)
-				if err := st.SeedTasks(context.Background(), "main", "seed-", n, false); err != nil {
+		b.Run(name, func(b *testing.B) {
+			var sts [2]*sqlstore.DB
+			var ms [2]*Manager
+			for k, n := range sizes {
+				sts[k] = open(b)
+				if err := sts[k].SeedTasks(context.Background(), "main", "seed-", n, false); err != nil {
 					b.Fatal(err)
 				}
-				m := benchManager(b, st, newFakeGW())
-				ctx := context.Background()
-				// "recent" cycles over the newest 1000 tasks (what clients
-				// poll); "spread" over 1000 tasks evenly spaced through the
-				// whole store (the same working set at both sizes, but on
-				// pages scattered through a deeper tree); "any" picks
-				// uniformly among all n, so at 10^6 nearly every read is of
-				// cold pages and nearly every poll dirties a page of its own.
-				pick := map[string]func(i int) string{
-					"recent": func(i int) string { return fmt.Sprintf("seed-%d", n-(i*7919)%1000) },
-					"spread": func(i int) string { return fmt.Sprintf("seed-%d", 1+(i*7919)%1000*(n/1000)) },
-					"any":    func(i int) string { return fmt.Sprintf("seed-%d", 1+(i*7919)%n) },
-				}
+				ms[k] = benchManager(b, sts[k], newFakeGW())
+			}
+			ctx := context.Background()
+			// "recent" cycles over the newest 1000 tasks (what clients
+			// poll); "spread" over 1000 tasks evenly spaced through the
+			// whole store (the same working set at both sizes, but on
+			// pages scattered through a deeper tree); "any" picks
+			// uniformly among all n, so at 10^6 nearly every read is of
+			// cold pages and nearly every poll dirties a page of its own.
+			pick := map[string]func(n, i int) string{
+				"recent": func(n, i int) string { return fmt.Sprintf("seed-%d", n-(i*7919)%1000) },
+				"spread": func(n, i int) string { return fmt.Sprintf("seed-%d", 1+(i*7919)%1000*(n/1000)) },
+				"any":    func(n, i int) string { return fmt.Sprintf("seed-%d", 1+(i*7919)%n) },
+			}
+			// check_task+flush charges the write-behind of poll counters
+			// (SQLite) to the polls: a flush every flushEvery polls, so the
+			// time includes the writes the background flusher would do.
+			const flushEvery = 256
+			ops := map[string]func(k, i int, id string) error{
+				"get_task": func(k, _ int, id string) error {
+					_, err := ms[k].GetTask(ctx, id, DetailSummary, 0)
+					return err
+				},
+				"check_task": func(k, _ int, id string) error {
+					_, err := ms[k].Check(ctx, CheckRequest{JobID: id})
+					return err
+				},
+				"check_task+flush": func(k, i int, id string) error {
+					if _, err := ms[k].Check(ctx, CheckRequest{JobID: id}); err != nil {
+						return err
+					}
+					if i%flushEvery == 0 {
+						return sts[k].FlushPolls(ctx)
+					}
+					return nil
+				},
+			}
+			for _, op := range []string{"get_task", "check_task", "check_task+flush"} {
 				for _, set := range []string{"recent", "spread", "any"} {
-					b.Run("get_task/"+set, func(b *testing.B) {
+					b.Run(op+"/"+set, func(b *testing.B) {
 						b.ReportAllocs()
+						var spent [2]time.Duration
 						i := 0
 						for b.Loop() {
 							i++
-							if _, err := m.GetTask(ctx, pick[set](i), DetailSummary, 0); err != nil {
-								b.Fatal(err)
-							}
-						}
-					})
-					b.Run("check_task/"+set, func(b *testing.B) {
-						b.ReportAllocs()
-						i := 0
-						for b.Loop() {
-							i++
-							if _, err := m.Check(ctx, CheckRequest{JobID: pick[set](i)}); err != nil {
-								b.Fatal(err)
-							}
-						}
-					})
-					// check_task with the write-behind of poll counters
-					// (SQLite) charged to the polls: a flush every
-					// flushEvery polls, so ns/op includes the writes the
-					// background flusher would do.
-					b.Run("check_task+flush/"+set, func(b *testing.B) {
-						const flushEvery = 256
-						b.ReportAllocs()
-						i := 0
-						for b.Loop() {
-							i++
-							if _, err := m.Check(ctx, CheckRequest{JobID: pick[set](i)}); err != nil {
-								b.Fatal(err)
-							}
-							if i%flushEvery == 0 {
-								if err := st.FlushPolls(ctx); err != nil {
+							for j := range 2 {
+								k := (i + j) % 2
+								start := time.Now()
+								if err := ops[op](k, i, pick[set](sizes[k], i)); err != nil {
 									b.Fatal(err)
 								}
+								spent[k] += time.Since(start)
 							}
 						}
-						if err := st.FlushPolls(ctx); err != nil {
-							b.Fatal(err)
-						}
+						b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "ns/op-1e3")
+						b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "ns/op-1e6")
+						b.ReportMetric(float64(spent[1])/float64(spent[0]), "x-vs-1e3")
 					})
 				}
-			})
-		}
+			}
+		})
 	}
 }
 

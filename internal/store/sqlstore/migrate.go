@@ -63,22 +63,7 @@ func Migrate(ctx context.Context, db *sql.DB, o MigrateOptions) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	q := func(s string) string {
-		if !o.Dollar {
-			return s
-		}
-		n := 0
-		var b strings.Builder
-		for _, c := range s {
-			if c == '?' {
-				n++
-				b.WriteString("$" + strconv.Itoa(n))
-				continue
-			}
-			b.WriteRune(c)
-		}
-		return b.String()
-	}
+	q := func(s string) string { return rebind(s, o.Dollar) }
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)

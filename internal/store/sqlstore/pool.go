@@ -37,9 +37,11 @@ func (p *pool) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	return s, nil
 }
 
-// rebind turns ? placeholders into $1, $2, … where the dialect needs it.
-func (p *pool) rebind(q string) string {
-	if !p.dollar {
+// rebind turns q's ? placeholders into $1, $2, … where the dialect needs it.
+func (p *pool) rebind(q string) string { return rebind(q, p.dollar) }
+
+func rebind(q string, dollar bool) string {
+	if !dollar {
 		return q
 	}
 	var b strings.Builder
