@@ -39,15 +39,14 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 			logger := newLogger(env)
 			// The configuration is checked before serving (a missing one
 			// exits 3); the store, the task managers and the runtime modules
-			// open in the background once initialize is answered (or at the
-			// first tool call that needs them, if that comes first).
+			// open in the background while initialize is answered.
 			reg, err := loadRegistry(env)
 			if err != nil {
 				fmt.Fprintln(env.Stderr, "clawconnect mcp:", configHint)
 				return err
 			}
 			fmt.Fprintf(env.Stderr, "clawconnect mcp: %s\n", describeRegistry(reg))
-			pending := newPending(ctx, func(ctx context.Context) (*backend, error) {
+			pending := openPending(ctx, func(ctx context.Context) (*backend, error) {
 				b, err := open(ctx, env, logger)
 				if err != nil {
 					fmt.Fprintln(env.Stderr, "clawconnect mcp: task service unavailable:", err)
@@ -67,7 +66,7 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 			if err != nil {
 				return err
 			}
-			return srv.ServeStdio(ctx, env.Stdin, &startAfterWrite{w: env.Stdout, start: pending.start})
+			return srv.ServeStdio(ctx, env.Stdin, env.Stdout)
 		},
 	}
 }
