@@ -327,17 +327,32 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.Log
 				return err
 			}
 		}
-		var count int64
-		if err := tx.QueryRowContext(ctx, `SELECT log_count FROM tasks WHERE id = ?`+db.d.ForUpdate, taskID).Scan(&count); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return store.ErrNotFound
+		first := entries[0].Seq
+		for i, e := range entries {
+			if e.Seq != first+int64(i) {
+				return fmt.Errorf("log seq %d does not follow %d: %w", e.Seq, first+int64(i)-1, store.ErrConflict)
 			}
+		}
+		// Claim the sequence numbers: the update (which also locks the row)
+		// matches only while the task's count is the one the entries follow.
+		res, err := tx.ExecContext(ctx, `UPDATE tasks SET log_count = ? WHERE id = ? AND log_count = ?`,
+			first-1+int64(len(entries)), taskID, first-1)
+		if err != nil {
 			return err
 		}
-		for i, e := range entries {
-			if e.Seq != count+int64(i)+1 {
-				return fmt.Errorf("log seq %d does not follow %d: %w", e.Seq, count+int64(i), store.ErrConflict)
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			var count int64
+			if err := tx.QueryRowContext(ctx, `SELECT log_count FROM tasks WHERE id = ?`, taskID).Scan(&count); err != nil {
+				if errors.Is(err, sql.ErrNoRows) {
+					return store.ErrNotFound
+				}
+				return err
 			}
+			return fmt.Errorf("log seq %d does not follow %d: %w", first, count, store.ErrConflict)
+		}
+		for _, e := range entries {
 			isErr := 0
 			if e.IsError {
 				isErr = 1
@@ -347,8 +362,7 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.Log
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE tasks SET log_count = ? WHERE id = ?`, count+int64(len(entries)), taskID)
-		return err
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("append logs %s: %w", taskID, err)

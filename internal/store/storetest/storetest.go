@@ -256,6 +256,12 @@ func testLogs(t *testing.T, s store.Store) {
 	if err := s.AppendLogs(ctx, "t1", []store.LogEntry{{Seq: 20, Type: "x"}}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("gap in seq = %v, want ErrConflict", err)
 	}
+	if err := s.AppendLogs(ctx, "t1", []store.LogEntry{{Seq: 13, Type: "x"}, {Seq: 15, Type: "x"}}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("gap inside a batch = %v, want ErrConflict", err)
+	}
+	if err := s.AppendLogs(ctx, "t1", []store.LogEntry{{Seq: 12, Type: "x"}}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("seq already taken = %v, want ErrConflict", err)
+	}
 	if err := s.AppendLogs(ctx, "nope", []store.LogEntry{{Seq: 1}}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("logs of unknown task = %v, want ErrNotFound", err)
 	}
