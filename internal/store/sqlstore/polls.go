@@ -175,7 +175,7 @@ func (db *DB) flushChunk(ctx context.Context, chunk []pollEntry) error {
 	if err != nil {
 		return err
 	}
-	t := &txn{tx: tx, p: db.w}
+	t := newTxn(tx, db.w)
 	defer t.ended(ctx)
 	upd, err := t.stmt(ctx, `UPDATE tasks SET poll_count = poll_count + ?,
 		last_poll_at = CASE WHEN last_poll_at > ? THEN last_poll_at ELSE ? END

@@ -16,9 +16,16 @@ import (
 // query text is a constant or one of a few fixed shapes, so the cache stays
 // small.
 type pool struct {
+	runner
 	db     *sql.DB
 	dollar bool
 	stmts  sync.Map // ?-query text -> *sql.Stmt
+}
+
+func newPool(db *sql.DB, dollar bool) *pool {
+	p := &pool{db: db, dollar: dollar}
+	p.runner = runner{p.stmt}
+	return p
 }
 
 // stmt returns q prepared, preparing it on first use.
@@ -57,33 +64,6 @@ func rebind(q string, dollar bool) string {
 	return b.String()
 }
 
-// QueryRowContext runs q (prepared) for one row.
-func (p *pool) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
-	s, err := p.stmt(ctx, q)
-	if err != nil {
-		return errRow{err}
-	}
-	return s.QueryRowContext(ctx, args...)
-}
-
-// QueryContext runs q (prepared).
-func (p *pool) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	s, err := p.stmt(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	return s.QueryContext(ctx, args...)
-}
-
-// ExecContext runs q (prepared).
-func (p *pool) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	s, err := p.stmt(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	return s.ExecContext(ctx, args...)
-}
-
 // close closes the prepared statements (before the pool itself).
 func (p *pool) close() {
 	p.stmts.Range(func(_, s any) bool {
@@ -95,10 +75,17 @@ func (p *pool) close() {
 // txn is a transaction on the writer pool that reuses the pool's prepared
 // statements.
 type txn struct {
+	runner
 	tx *sql.Tx
 	p  *pool
 	// missed are the queries this transaction prepared for itself.
 	missed []string
+}
+
+func newTxn(tx *sql.Tx, p *pool) *txn {
+	t := &txn{tx: tx, p: p}
+	t.runner = runner{t.stmt}
+	return t
 }
 
 // stmt returns q prepared on the transaction's connection.
@@ -121,27 +108,32 @@ func (t *txn) ended(ctx context.Context) {
 	}
 }
 
-// QueryRowContext runs q in the transaction for one row.
-func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
-	s, err := t.stmt(ctx, q)
+// runner runs queries through prepare, which yields each one prepared.
+type runner struct {
+	prepare func(ctx context.Context, q string) (*sql.Stmt, error)
+}
+
+// QueryRowContext runs q for one row.
+func (r runner) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
+	s, err := r.prepare(ctx, q)
 	if err != nil {
 		return errRow{err}
 	}
 	return s.QueryRowContext(ctx, args...)
 }
 
-// QueryContext runs q in the transaction.
-func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	s, err := t.stmt(ctx, q)
+// QueryContext runs q.
+func (r runner) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	s, err := r.prepare(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	return s.QueryContext(ctx, args...)
 }
 
-// ExecContext runs q in the transaction.
-func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	s, err := t.stmt(ctx, q)
+// ExecContext runs q.
+func (r runner) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	s, err := r.prepare(ctx, q)
 	if err != nil {
 		return nil, err
 	}

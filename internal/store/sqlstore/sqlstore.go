@@ -65,10 +65,10 @@ var _ store.Store = (*DB)(nil)
 // With d.BatchPolls set it starts the poll-counter flusher, which Close
 // stops after a last flush.
 func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
-	w := &pool{db: writer, dollar: d.Dollar}
+	w := newPool(writer, d.Dollar)
 	r := w
 	if reader != writer {
-		r = &pool{db: reader, dollar: d.Dollar}
+		r = newPool(reader, d.Dollar)
 	}
 	db := &DB{w: w, r: r, d: d, onClose: onClose}
 	if d.BatchPolls > 0 {
@@ -182,7 +182,7 @@ func (db *DB) tx(ctx context.Context, fn func(*txn) error) error {
 	if err != nil {
 		return err
 	}
-	t := &txn{tx: tx, p: db.w}
+	t := newTxn(tx, db.w)
 	defer t.ended(ctx)
 	if err := fn(t); err != nil {
 		_ = tx.Rollback()
