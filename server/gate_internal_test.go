@@ -1,13 +1,18 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"testing"
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/clawconnect/clawconnect/internal/config"
 )
 
 type echoIn struct {
@@ -128,5 +133,75 @@ func TestToolGateMiddleware(t *testing.T) {
 			t.Fatal(err)
 		}
 		gate.stop()
+	})
+}
+
+// startingTasks is a Tasks that records calls of Start; the test never
+// calls a tool, so the embedded Tasks stays nil.
+type startingTasks struct {
+	Tasks
+	started chan struct{}
+}
+
+func (s *startingTasks) Start() { s.started <- struct{}{} }
+
+// TestServeStdioStartsTasksAfterTools checks the order ServeStdio promises
+// a Starter: nothing before the first message, then Start once, after the
+// tools are registered (so before tools/list can be answered).
+func TestServeStdioStartsTasksAfterTools(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg, err := config.ParseRegistry([]byte(`{"agents":[{"id":"main","url":"ws://127.0.0.1:1","password":"p"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &startingTasks{started: make(chan struct{}, 2)}
+		srv, err := New(Options{Tasks: st, Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		done := make(chan error, 1)
+		go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+		synctest.Wait()
+		if len(st.started) != 0 {
+			t.Fatal("Start was called before any message")
+		}
+		go func() {
+			_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`+"\n"+
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
+		}()
+		out := bufio.NewReader(outR)
+		for {
+			line, err := out.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			var msg struct {
+				ID     int `json:"id"`
+				Result struct {
+					Tools []json.RawMessage `json:"tools"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(line), &msg); err != nil {
+				t.Fatalf("%v: %s", err, line)
+			}
+			if msg.ID == 2 {
+				if len(msg.Result.Tools) != 9 {
+					t.Errorf("tools/list has %d tools, want 9", len(msg.Result.Tools))
+				}
+				break
+			}
+		}
+		if len(st.started) != 1 {
+			t.Errorf("Start called %d times by the time tools/list was answered, want 1", len(st.started))
+		}
+		_ = inW.Close()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		if len(st.started) != 1 {
+			t.Errorf("Start called %d times in all, want 1", len(st.started))
+		}
 	})
 }

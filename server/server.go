@@ -188,15 +188,21 @@ func (s *Server) ToolsetVersion() string {
 // malformed line is answered with a JSON-RPC error and does not end the
 // session.
 //
-// The tools are registered once the first message has been answered (for
+// The tools are registered once the first message has been handled (for
 // a client, its initialize request): inferring and resolving their schemas
 // is the largest piece of work before a fresh process can answer, and
 // initialize does not need them. tools/list and tools/call wait until they
-// are registered, so every client sees the same tools as on HTTP.
+// are registered, so every client sees the same tools as on HTTP. If the
+// Tasks value is a Starter, it is started once the tools are registered.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 	c := &conn{s: s, scope: s.registry.FullScope()}
 	ms := s.bareMCPServer(c)
-	gate := newToolGate(func() { c.register(ms) })
+	gate := newToolGate(func() {
+		c.register(ms)
+		if st, ok := s.tasks.(Starter); ok {
+			st.Start()
+		}
+	})
 	defer gate.stop()
 	ms.AddReceivingMiddleware(gate.middleware, s.metrics.middleware)
 	out := &lineWriter{w: w}

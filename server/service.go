@@ -43,6 +43,17 @@ type StatusCounter interface {
 	CountByStatus(ctx context.Context) (map[string]int, error)
 }
 
+// Starter is optionally implemented by a Tasks value whose backend opens
+// lazily. ServeStdio calls Start once the tools are registered, which is
+// after its first message (for a client, initialize) has been handled, so
+// opening the backend competes neither with that answer nor with the
+// registration that tools/list waits for. Start must not block and must be
+// safe to call more than once; a Tasks that also starts on first use works
+// when Start is never called.
+type Starter interface {
+	Start()
+}
+
 // GatewayStater is optionally implemented by a Tasks value to feed the
 // clawconnect_gateway_connected gauge of /metrics: agent id → state
 // ("connected", "reconnecting", "unavailable").
