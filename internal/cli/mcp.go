@@ -39,14 +39,16 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 			logger := newLogger(env)
 			// The configuration is checked before serving (a missing one
 			// exits 3); the store, the task managers and the runtime modules
-			// open in the background while initialize is answered.
+			// open in the background once ServeStdio has answered the first
+			// message and registered the tools (pending is a server.Starter),
+			// or at the first tool call that needs them.
 			reg, err := loadRegistry(env)
 			if err != nil {
 				fmt.Fprintln(env.Stderr, "clawconnect mcp:", configHint)
 				return err
 			}
 			fmt.Fprintf(env.Stderr, "clawconnect mcp: %s\n", describeRegistry(reg))
-			pending := openPending(ctx, func(ctx context.Context) (*backend, error) {
+			pending := newPending(ctx, func(ctx context.Context) (*backend, error) {
 				b, err := open(ctx, env, logger)
 				if err != nil {
 					fmt.Fprintln(env.Stderr, "clawconnect mcp: task service unavailable:", err)

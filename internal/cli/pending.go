@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/clawconnect/clawconnect/internal/task"
@@ -10,32 +11,54 @@ import (
 
 // pendingTasks is a server.Tasks whose backend opens in the background, so
 // a stdio server answers initialize and tools/list while the store, the
-// task managers and the runtime modules start. Each call waits for the
-// backend (or its ctx) and then delegates, or returns the open error.
+// task managers and the runtime modules start. The open begins on Start
+// (server.ServeStdio calls it once the tools are registered, so the open
+// competes neither with the answer to initialize nor with the
+// registration) or on the first call, whichever comes first. Each call
+// waits for the backend (or its ctx) and then delegates, or returns the
+// open error.
 type pendingTasks struct {
+	ctx   context.Context
+	open  func(context.Context) (*backend, error)
 	ready chan struct{} // closed when b or err is set
 	b     *backend
 	err   error
 
-	closeOnce sync.Once
-	wg        sync.WaitGroup
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	wg      sync.WaitGroup
 }
 
-// openPending starts open in a goroutine owned by the returned value; close
-// waits for it and closes the backend.
-func openPending(ctx context.Context, open func(context.Context) (*backend, error)) *pendingTasks {
-	p := &pendingTasks{ready: make(chan struct{})}
+// newPending returns a pendingTasks that runs open(ctx) in a goroutine it
+// owns once started; close waits for it and closes the backend.
+func newPending(ctx context.Context, open func(context.Context) (*backend, error)) *pendingTasks {
+	return &pendingTasks{ctx: ctx, open: open, ready: make(chan struct{})}
+}
+
+var _ server.Starter = (*pendingTasks)(nil)
+
+// Start begins the open unless it began already or close was called. It
+// does not block, and is safe to call from any goroutine, any number of
+// times.
+func (p *pendingTasks) Start() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started || p.closed {
+		return
+	}
+	p.started = true
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		p.b, p.err = open(ctx)
+		p.b, p.err = p.open(p.ctx)
 		close(p.ready)
 	}()
-	return p
 }
 
 // wait returns the backend's tasks once open finished.
 func (p *pendingTasks) wait(ctx context.Context) (server.Tasks, error) {
+	p.Start()
 	select {
 	case <-p.ready:
 	case <-ctx.Done():
@@ -47,14 +70,29 @@ func (p *pendingTasks) wait(ctx context.Context) (server.Tasks, error) {
 	return p.b.tasks, nil
 }
 
-// close waits for the open to finish and closes the backend; idempotent.
+// errPendingClosed is what calls get once close ran before anything
+// started the open.
+var errPendingClosed = errors.New("task service closed")
+
+// close waits for a started open to finish and closes the backend; a later
+// start does nothing, and calls that never started it get
+// errPendingClosed. It is idempotent.
 func (p *pendingTasks) close() {
-	p.closeOnce.Do(func() {
-		p.wg.Wait()
-		if p.b != nil {
-			p.b.close()
-		}
-	})
+	p.mu.Lock()
+	already, started := p.closed, p.started
+	p.closed = true
+	if !already && !started {
+		p.err = errPendingClosed
+		close(p.ready)
+	}
+	p.mu.Unlock()
+	if already {
+		return
+	}
+	p.wg.Wait()
+	if p.b != nil {
+		p.b.close()
+	}
 }
 
 // The methods below implement server.Tasks by delegation.

@@ -12,7 +12,7 @@ import (
 func TestPendingTasks(t *testing.T) {
 	t.Run("open error reaches every call", func(t *testing.T) {
 		boom := errors.New("open bridge: disk on fire")
-		p := openPending(t.Context(), func(context.Context) (*backend, error) { return nil, boom })
+		p := newPending(t.Context(), func(context.Context) (*backend, error) { return nil, boom })
 		defer p.close()
 		if _, err := p.Run(t.Context(), server.RunRequest{Agent: "a", Task: "x"}); !errors.Is(err, boom) {
 			t.Errorf("Run err = %v", err)
@@ -26,7 +26,7 @@ func TestPendingTasks(t *testing.T) {
 		fake := servertest.New()
 		fake.Instant = true
 		closed := make(chan struct{})
-		p := openPending(t.Context(), func(context.Context) (*backend, error) {
+		p := newPending(t.Context(), func(context.Context) (*backend, error) {
 			<-release
 			return &backend{tasks: fake, close: func() { close(closed) }}, nil
 		})
@@ -46,5 +46,36 @@ func TestPendingTasks(t *testing.T) {
 		p.close()
 		p.close()
 		<-closed
+	})
+	t.Run("nothing opens before Start", func(t *testing.T) {
+		opened := make(chan struct{})
+		p := newPending(t.Context(), func(context.Context) (*backend, error) {
+			close(opened)
+			return &backend{tasks: servertest.New(), close: func() {}}, nil
+		})
+		defer p.close()
+		select {
+		case <-opened:
+			t.Fatal("the backend opened before Start")
+		default:
+		}
+		p.Start()
+		p.Start()
+		<-opened
+		if _, err := p.ListSessions(t.Context()); err != nil {
+			t.Errorf("ListSessions after Start = %v", err)
+		}
+	})
+	t.Run("close before start never opens", func(t *testing.T) {
+		p := newPending(t.Context(), func(context.Context) (*backend, error) {
+			t.Error("opened after close")
+			return nil, errors.New("unreachable")
+		})
+		p.close()
+		p.Start()
+		if _, err := p.ListTasks(t.Context(), ""); !errors.Is(err, errPendingClosed) {
+			t.Errorf("ListTasks after close = %v, want errPendingClosed", err)
+		}
+		p.close()
 	})
 }
