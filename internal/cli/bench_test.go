@@ -133,8 +133,8 @@ func rssKiB(b *testing.B, pid int) (total, anon int) {
 // once the store has opened (KiB-rss-ready: VmRSS after a list_tasks call,
 // the figure for an idle server), with one agent from the environment and
 // an existing SQLite store. Memory figures are the maximum over the
-// iterations. Gateways are dialled lazily, the store opens in the
-// background and the tools are registered only once initialize is
+// iterations. Gateways are dialled lazily, and the tools are registered
+// and then the store opened in the background once initialize is
 // answered, so KiB-rss is the process before that work and neither number
 // depends on the gateway.
 // The "version" sub-benchmark is the process-start baseline
