@@ -261,6 +261,18 @@ type SweepResult struct {
 	Sessions int
 }
 
+// ChangeFeed is implemented by a store several processes share: it wakes a
+// reader in one process when another process has changed a task, so a
+// check_task waiting on a task that another replica follows returns when
+// the task ends rather than at its next poll.
+type ChangeFeed interface {
+	// WatchTask returns a channel that receives a value after each change
+	// of task id written by any process, and whenever changes may have been
+	// missed (changes not yet received coalesce into one), and a func that
+	// ends the watch. A nil channel means the store cannot tell.
+	WatchTask(id string) (changed <-chan struct{}, stop func())
+}
+
 // Store is the durable state of the task bridge. Implementations are safe
 // for concurrent use. Records are returned as fresh copies.
 type Store interface {

@@ -77,7 +77,8 @@ type Options struct {
 	// one task (20 s); LazyRecheckInterval the gap between its reads (3 s).
 	LazyRecheckSpacing, LazyRecheckInterval time.Duration
 	// ForeignPollInterval is how often a check_task waiting on a task owned
-	// by another replica re-reads the store (250 ms).
+	// by another replica re-reads the store even without a change
+	// announcement (store.ChangeFeed), in case one was lost (2 s).
 	ForeignPollInterval time.Duration
 	// LogEntryTextMax caps each log entry's text
 	// (CLAWCONNECT_LOG_ENTRY_TEXT_MAX, 8000 characters).
@@ -112,7 +113,7 @@ func DefaultOptions() Options {
 		ReconcileSampleInterval: 15 * time.Second,
 		LazyRecheckSpacing:      20 * time.Second,
 		LazyRecheckInterval:     3 * time.Second,
-		ForeignPollInterval:     250 * time.Millisecond,
+		ForeignPollInterval:     2 * time.Second,
 		LogEntryTextMax:         8000,
 		Retention:               30 * 24 * time.Hour,
 		SweepInterval:           time.Hour,

@@ -116,6 +116,14 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (*Snapshot, error
 	}
 	deadline := time.NewTimer(m.clampWait(req.WaitMs))
 	defer deadline.Stop()
+	// Watch before the first read below, so a change that another replica
+	// writes after it is not missed.
+	var announced <-chan struct{}
+	if feed, ok := m.st.(store.ChangeFeed); ok {
+		var stop func()
+		announced, stop = feed.WatchTask(t.ID)
+		defer stop()
+	}
 	var debounce <-chan time.Time
 	for {
 		t, l, err := m.current(ctx, t.ID)
@@ -141,7 +149,9 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (*Snapshot, error
 				}
 			}
 		} else {
-			// Followed by another replica: re-read the store.
+			// Followed by another replica: re-read the store when it
+			// announces a change, or after ForeignPollInterval in case an
+			// announcement was lost.
 			if req.Mode == CheckPoll && t.LogCount > req.KnownLogCount {
 				return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
 			}
@@ -156,6 +166,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (*Snapshot, error
 			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
 		case <-done:
 		case <-changed:
+		case <-announced:
 		case <-poll:
 		}
 	}

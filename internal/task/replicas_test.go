@@ -1,10 +1,12 @@
 package task
 
 import (
+	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,4 +90,70 @@ func TestReplicasOnPostgres(t *testing.T) {
 	if err != nil || task.Owner != "replica-b" {
 		t.Fatalf("owner %+v %v", task, err)
 	}
+}
+
+// TestWaitOnAnotherReplicasTask: a waiting check_task on a replica that
+// does not follow the task returns as soon as the follower writes the
+// outcome, woken by the store's change announcement. Its re-read timer is
+// an hour, longer than the test may run.
+func TestWaitOnAnotherReplicasTask(t *testing.T) {
+	stores := pgReplicaStores(t, 2)
+	e := newEnv(t)
+	a := e.manager(func(o *Options) { o.Owner, o.Store = "replica-a", stores[0] })
+	seen := &readAfterWatch{Store: stores[1], feed: stores[1].(store.ChangeFeed), read: make(chan struct{}, 1)}
+	b := e.manager(func(o *Options) { o.Owner, o.Store, o.ForeignPollInterval = "replica-b", seen, time.Hour })
+
+	res, err := a.Submit(t.Context(), SubmitRequest{Task: "followed by a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.waitStarted(t, res.JobID)
+	type result struct {
+		s   *Snapshot
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		s, err := b.Check(t.Context(), CheckRequest{JobID: res.JobID, WaitMs: waitMs(120_000)})
+		got <- result{s, err}
+	}()
+	select { // b watches the task and has read it running: it is waiting
+	case <-seen.read:
+	case <-time.After(10 * time.Second):
+		t.Fatal("replica b never read the task after watching it")
+	}
+	e.gw.end(res.JobID, Outcome{Status: OutcomeOK, Text: "done by a"})
+	select {
+	case r := <-got:
+		if r.err != nil || r.s.Status != "completed" || r.s.Summary != "done by a" {
+			t.Fatalf("b's check_task = %+v, %v", r.s, r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("b's waiting check_task did not return when a finished the task")
+	}
+}
+
+// readAfterWatch is a store that reports the first task read made after a
+// watch started.
+type readAfterWatch struct {
+	store.Store
+	feed     store.ChangeFeed
+	read     chan struct{}
+	watching atomic.Bool
+}
+
+func (s *readAfterWatch) WatchTask(id string) (<-chan struct{}, func()) {
+	s.watching.Store(true)
+	return s.feed.WatchTask(id)
+}
+
+func (s *readAfterWatch) GetTask(ctx context.Context, agent, id string) (*store.Task, error) {
+	t, err := s.Store.GetTask(ctx, agent, id)
+	if s.watching.Load() && err == nil && t.Status == store.StatusRunning {
+		select {
+		case s.read <- struct{}{}:
+		default:
+		}
+	}
+	return t, err
 }

@@ -104,6 +104,40 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 			var pe *pgconn.PgError
 			return errors.As(err, &pe) && pe.Code == "23505"
 		},
+		// The schema name is validated above (schemaRE), so it is safe
+		// inside the literal.
+		Notify: `SELECT pg_notify('` + changeChannel + `', '` + schema + `/' || CAST(? AS TEXT))`,
+		Listen: listener(cfg.Copy(), schema),
 	}
 	return sqlstore.New(db, db, d, nil), nil
+}
+
+// changeChannel is the notification channel every schema announces task
+// changes on; a payload is "<schema>/<task id>".
+const changeChannel = "clawconnect_tasks"
+
+// listener returns the store's change listener: a connection of its own
+// that LISTENs on changeChannel and passes on the ids announced for schema.
+func listener(cfg *pgx.ConnConfig, schema string) func(ctx context.Context, changed func(id string)) error {
+	prefix := schema + "/"
+	return func(ctx context.Context, changed func(id string)) error {
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("listen for task changes: %w", err)
+		}
+		defer func() { _ = conn.Close(context.Background()) }()
+		if _, err := conn.Exec(ctx, "LISTEN "+changeChannel); err != nil {
+			return fmt.Errorf("listen for task changes: %w", err)
+		}
+		changed("") // changes made before LISTEN took effect were not heard
+		for {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				return fmt.Errorf("listen for task changes: %w", err)
+			}
+			if id, ok := strings.CutPrefix(n.Payload, prefix); ok {
+				changed(id)
+			}
+		}
+	}
 }

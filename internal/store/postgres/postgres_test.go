@@ -8,11 +8,13 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
+	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
 )
 
@@ -103,5 +105,80 @@ func TestBadOptions(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+}
+
+// TestChangeFeed: a task change written through one replica wakes the
+// watchers of that task in another replica on the same schema, and no
+// watcher of another task or in another schema.
+func TestChangeFeed(t *testing.T) {
+	url := testURL(t)
+	schema := freshSchema(t, url)
+	open := func(schema string) *postgresStore {
+		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	a, b, other := open(schema), open(schema), open(freshSchema(t, url))
+	ctx := t.Context()
+	if err := a.CreateTask(ctx, storetest.Task("t1", "main", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	t1, stop := b.WatchTask("t1")
+	defer stop()
+	t2, stop2 := b.WatchTask("t2")
+	defer stop2()
+	otherT1, stop3 := other.WatchTask("t1")
+	defer stop3()
+
+	if err := a.AppendLogs(ctx, "t1", []store.LogEntry{{Seq: 1, Type: "x", Text: "one"}}); err != nil {
+		t.Fatal(err)
+	}
+	awaitSignal(t, t1, "b's watch of t1 after a's log append")
+	task, err := a.GetTask(ctx, "main", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.Status = store.StatusCompleted
+	if err := a.UpdateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	awaitSignal(t, t1, "b's watch of t1 after a's update")
+	// b's listener handles announcements in order, so a misrouted one
+	// would already be pending on t2.
+	select {
+	case <-t2:
+		t.Fatal("the watch of t2 was woken by changes to t1")
+	default:
+	}
+	// Likewise in the other schema, once its own announcement got through.
+	if err := other.CreateTask(ctx, storetest.Task("t9", "main", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	t9, stop9 := other.WatchTask("t9")
+	defer stop9()
+	if err := other.AppendLogs(ctx, "t9", []store.LogEntry{{Seq: 1, Type: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	awaitSignal(t, t9, "the other schema's own announcement")
+	select {
+	case <-otherT1:
+		t.Fatal("a store on another schema was woken by this schema's task t1")
+	default:
+	}
+}
+
+type postgresStore = sqlstore.DB
+
+// awaitSignal waits (bounded) for a value on ch.
+func awaitSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no change announcement reached %s", what)
 	}
 }

@@ -44,6 +44,13 @@ type Dialect struct {
 	// for a database this process owns alone (a crash may lose the newest
 	// poll counts, which are cosmetic; never a task or an outcome).
 	BatchPolls time.Duration
+	// Notify, if set, announces a change of the task whose id is its one
+	// argument to the other processes sharing the database (Listen).
+	Notify string
+	// Listen, if set, delivers the ids that other processes announce to
+	// changed until ctx ends or the connection fails; it is restarted
+	// after a failure. It makes the store a store.ChangeFeed.
+	Listen func(ctx context.Context, changed func(id string)) error
 }
 
 // DB is a store.Store over a writer pool and a reader pool (they may be the
@@ -56,6 +63,9 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 	polls     *pollBatch
+
+	watch        taskWatch
+	stopListener func() // nil without Dialect.Listen
 }
 
 var _ store.Store = (*DB)(nil)
@@ -63,7 +73,8 @@ var _ store.Store = (*DB)(nil)
 // New returns a store over writer and reader; onClose (may be nil) runs after
 // both pools are closed.
 // With d.BatchPolls set it starts the poll-counter flusher, which Close
-// stops after a last flush.
+// stops after a last flush; with d.Listen, the change listener, which Close
+// stops first.
 func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
 	w := newPool(writer, d.Dollar)
 	r := w
@@ -71,6 +82,18 @@ func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
 		r = newPool(reader, d.Dollar)
 	}
 	db := &DB{w: w, r: r, d: d, onClose: onClose}
+	if d.Listen != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		started, done := make(chan struct{}), make(chan struct{})
+		go db.runListener(ctx, started, done)
+		db.stopListener = func() { cancel(); <-done }
+		// Announcements made once New has returned are heard (unless the
+		// listener could not start; then waiters re-read on a timer).
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+		}
+	}
 	if d.BatchPolls > 0 {
 		db.polls = newPollBatch()
 		go db.runPollFlush(d.BatchPolls)
@@ -89,6 +112,9 @@ func (db *DB) Writer() *sql.DB { return db.w.db }
 // Close closes both pools; it is idempotent.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		if db.stopListener != nil {
+			db.stopListener()
+		}
 		var err error
 		if db.polls != nil {
 			close(db.polls.stop)
@@ -283,6 +309,7 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 		return fmt.Errorf("update task %s: %w", t.ID, store.ErrConflict)
 	}
 	t.Version++
+	db.announce(ctx, db.w, t.ID)
 	return nil
 }
 
@@ -362,6 +389,7 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.Log
 				return err
 			}
 		}
+		db.announce(ctx, tx, taskID)
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,105 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"time"
+)
+
+// taskWatch fans the change announcements of other processes out to the
+// readers watching each task (store.ChangeFeed).
+type taskWatch struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+}
+
+func (w *taskWatch) watch(id string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.subs == nil {
+		w.subs = make(map[string]map[chan struct{}]struct{})
+	}
+	set := w.subs[id]
+	if set == nil {
+		set = make(map[chan struct{}]struct{})
+		w.subs[id] = set
+	}
+	set[ch] = struct{}{}
+	return ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(set, ch)
+		if len(w.subs[id]) == 0 {
+			delete(w.subs, id)
+		}
+	}
+}
+
+// changed wakes the watchers of task id, or of every task when id is "".
+func (w *taskWatch) changed(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wake := func(set map[chan struct{}]struct{}) {
+		for ch := range set {
+			select {
+			case ch <- struct{}{}:
+			default: // a change is already pending
+			}
+		}
+	}
+	if id != "" {
+		wake(w.subs[id])
+		return
+	}
+	for _, set := range w.subs {
+		wake(set)
+	}
+}
+
+// WatchTask implements store.ChangeFeed. Without a listening dialect
+// (SQLite: one process owns the file) it returns a nil channel.
+func (db *DB) WatchTask(id string) (<-chan struct{}, func()) {
+	if db.d.Listen == nil {
+		return nil, func() {}
+	}
+	return db.watch.watch(id)
+}
+
+// runListener keeps the dialect's listener running until ctx ends,
+// reconnecting after a pause when it fails; every (re)start wakes all
+// watchers, since changes may have been missed meanwhile. started is closed
+// once the first attempt is listening or has failed.
+func (db *DB) runListener(ctx context.Context, started, done chan<- struct{}) {
+	defer close(done)
+	var once sync.Once
+	changed := func(id string) {
+		db.watch.changed(id)
+		if id == "" {
+			once.Do(func() { close(started) })
+		}
+	}
+	for {
+		_ = db.d.Listen(ctx, changed) // meanwhile waiters fall back to re-reading
+		changed("")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
+// announce tells other processes that task id changed; inside a
+// transaction the announcement goes out at commit. A lost one only delays a
+// waiter to its next re-read.
+func (db *DB) announce(ctx context.Context, r execer, id string) {
+	if db.d.Notify != "" {
+		_, _ = r.ExecContext(ctx, db.d.Notify, id)
+	}
+}
