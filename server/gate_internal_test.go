@@ -28,15 +28,18 @@ func TestToolGateOverMCP(t *testing.T) {
 		ms := mcp.NewServer(&mcp.Implementation{Name: "gate"}, &mcp.ServerOptions{
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		})
-		started := make(chan struct{})
+		gate := newToolGate()
 		release := make(chan struct{})
-		gate := newToolGate(func() {
-			close(started)
+		registered := make(chan struct{})
+		go func() { // what ServeStdio does, held until release
+			<-gate.due
 			<-release
 			mcp.AddTool(ms, &mcp.Tool{Name: "echo", Description: "Echo."}, func(context.Context, *mcp.CallToolRequest, echoIn) (*mcp.CallToolResult, any, error) {
 				return textResult("ok"), nil, nil
 			})
-		})
+			close(gate.ready)
+			close(registered)
+		}()
 		ms.AddReceivingMiddleware(gate.middleware)
 		st, ct := mcp.NewInMemoryTransports()
 		ss, err := ms.Connect(ctx, st, nil)
@@ -50,7 +53,7 @@ func TestToolGateOverMCP(t *testing.T) {
 		if caps := cs.InitializeResult().Capabilities; caps.Tools == nil || caps.Tools.ListChanged {
 			t.Errorf("initialize capabilities.tools = %+v, want tools without listChanged", caps.Tools)
 		}
-		<-started // the answer to initialize started the registration
+		<-gate.due // handling initialize made the registration due
 
 		type listed struct {
 			names []string
@@ -86,17 +89,21 @@ func TestToolGateOverMCP(t *testing.T) {
 			t.Error(err)
 		}
 		_ = ss.Wait()
-		gate.stop()
+		<-registered
 	})
 }
 
 // TestToolGateMiddleware covers the orders a client other than the SDK's
 // could use.
 func TestToolGateMiddleware(t *testing.T) {
-	t.Run("a tools request first starts the registration and waits for it", func(t *testing.T) {
+	t.Run("a tools request first makes the registration due and waits for it", func(t *testing.T) {
+		gate := newToolGate()
 		registered := false
-		gate := newToolGate(func() { registered = true })
-		defer gate.stop()
+		go func() {
+			<-gate.due
+			registered = true
+			close(gate.ready)
+		}()
 		var sawRegistered bool
 		next := func(context.Context, string, mcp.Request) (mcp.Result, error) {
 			sawRegistered = registered // ordered after the write by close(ready)
@@ -110,8 +117,7 @@ func TestToolGateMiddleware(t *testing.T) {
 		}
 	})
 	t.Run("a waiting tools request ends with its context", func(t *testing.T) {
-		release := make(chan struct{})
-		gate := newToolGate(func() { <-release })
+		gate := newToolGate()
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		called := false
@@ -122,17 +128,32 @@ func TestToolGateMiddleware(t *testing.T) {
 		if called {
 			t.Error("the cancelled request reached the server")
 		}
-		close(release)
-		gate.stop()
 	})
-	t.Run("nothing is registered after stop", func(t *testing.T) {
-		gate := newToolGate(func() { t.Error("registered after stop") })
-		gate.stop()
-		next := func(context.Context, string, mcp.Request) (mcp.Result, error) { return nil, nil }
+	t.Run("other methods pass, then make the registration due", func(t *testing.T) {
+		gate := newToolGate()
+		dueDuring := true
+		next := func(context.Context, string, mcp.Request) (mcp.Result, error) {
+			select {
+			case <-gate.due:
+			default:
+				dueDuring = false
+			}
+			return nil, nil
+		}
 		if _, err := gate.middleware(next)(t.Context(), "initialize", nil); err != nil {
 			t.Fatal(err)
 		}
-		gate.stop()
+		if dueDuring {
+			t.Error("the registration was due while initialize was being handled")
+		}
+		select {
+		case <-gate.due:
+		default:
+			t.Error("the registration is not due after initialize")
+		}
+		if _, err := gate.middleware(next)(t.Context(), "ping", nil); err != nil { // marking due twice is fine
+			t.Fatal(err)
+		}
 	})
 }
 

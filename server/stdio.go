@@ -200,59 +200,34 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 // Close implements io.Closer; it does not close the underlying writer.
 func (l *lineWriter) Close() error { return nil }
 
-// toolGate registers the tools of a stdio server in the background once
-// its first message has been handled, and holds tools/list and tools/call
-// until they are registered. Every other method passes straight through.
+// toolGate holds tools/list and tools/call of a stdio server until its
+// tools are registered, and says when to register them: once its first
+// message has been handled. Every other method passes straight through.
+// ServeStdio waits for due, registers the tools and closes ready.
 type toolGate struct {
-	register func()
-	ready    chan struct{} // closed once register returned
-
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	wg      sync.WaitGroup
+	due     chan struct{} // closed once the first message was handled
+	dueOnce sync.Once
+	ready   chan struct{} // closed by the owner once the tools are registered
 }
 
-func newToolGate(register func()) *toolGate {
-	return &toolGate{register: register, ready: make(chan struct{})}
+func newToolGate() *toolGate {
+	return &toolGate{due: make(chan struct{}), ready: make(chan struct{})}
 }
 
-// start runs register in a goroutine owned by g, once; not after stop.
-func (g *toolGate) start() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.started || g.stopped {
-		return
-	}
-	g.started = true
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		g.register()
-		close(g.ready)
-	}()
-}
-
-// stop waits for a started registration to finish and prevents any later
-// one. It is idempotent.
-func (g *toolGate) stop() {
-	g.mu.Lock()
-	g.stopped = true
-	g.mu.Unlock()
-	g.wg.Wait()
-}
+func (g *toolGate) markDue() { g.dueOnce.Do(func() { close(g.due) }) }
 
 // middleware holds tools/* requests until the tools are registered (or the
-// request's context ends) and starts the registration after the first
-// message of any other method has been handled.
+// request's context ends), and marks the registration due after the first
+// message of any other method has been handled (a tools/* request first
+// marks it due at once).
 func (g *toolGate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if !strings.HasPrefix(method, "tools/") {
 			res, err := next(ctx, method, req)
-			g.start()
+			g.markDue()
 			return res, err
 		}
-		g.start()
+		g.markDue()
 		select {
 		case <-g.ready:
 		case <-ctx.Done():
