@@ -41,6 +41,11 @@ type BridgeOptions struct {
 	// this process then do not survive it). Meant for stdio servers, which
 	// every MCP client starts on its own.
 	PrivateStoreWhenLocked bool
+	// ReadOnlyWhenLocked makes Open read the shared SQLite store without
+	// owning it when another process holds it: reads see what that process
+	// writes, writes fail, and running tasks are left to their owner. Meant
+	// for commands that only read (status, logs, sessions).
+	ReadOnlyWhenLocked bool
 	// DialTimeout bounds each lazy gateway connect; zero means 15 s.
 	DialTimeout time.Duration
 }
@@ -55,6 +60,7 @@ type Bridge struct {
 	st       interface{ Close() error }
 	tempDir  string
 	private  bool
+	readOnly bool
 	managers map[string]*task.Manager
 	gateways map[string]*lazyGateway
 	order    []string
@@ -87,7 +93,7 @@ func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		registry: reg, timeouts: config.LoadTimeouts(getenv),
 		managers: map[string]*task.Manager{}, gateways: map[string]*lazyGateway{},
 	}
-	st, err := b.openStore(ctx, getenv, o.PrivateStoreWhenLocked, logger)
+	st, err := b.openStore(ctx, getenv, o, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +125,10 @@ func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		mo := taskOptions(getenv)
 		mo.Agent, mo.OpenClawAgentID, mo.Store, mo.Gateway, mo.Book = a.ID, a.OpenClawAgentID, st, gw, book
 		mo.PayloadDir, mo.Logger = filepath.Join(home, "payloads"), logger.With("component", "task", "agent", a.ID)
+		if b.readOnly {
+			// The owner's writes reach this process only through the file.
+			mo.ForeignPollInterval = 250 * time.Millisecond
+		}
 		m, err := task.New(mo)
 		if err != nil {
 			b.Close()
@@ -127,6 +137,9 @@ func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		b.gateways[a.ID] = gw
 		b.managers[a.ID] = m
 		b.order = append(b.order, a.ID)
+		if b.readOnly {
+			continue // the owner follows the running tasks
+		}
 		if err := m.Start(ctx); err != nil {
 			b.Close()
 			return nil, fmt.Errorf("open bridge: agent %s: %w", a.ID, err)
@@ -154,7 +167,7 @@ func taskOptions(getenv func(string) string) task.Options {
 	return o
 }
 
-func (b *Bridge) openStore(ctx context.Context, getenv func(string) string, private bool, logger *slog.Logger) (store.Store, error) {
+func (b *Bridge) openStore(ctx context.Context, getenv func(string) string, o BridgeOptions, logger *slog.Logger) (store.Store, error) {
 	if u := strings.TrimSpace(getenv("CLAWCONNECT_DATABASE_URL")); u != "" {
 		if !postgres.IsURL(u) {
 			return nil, errors.New("open bridge: CLAWCONNECT_DATABASE_URL must be a postgres:// or postgresql:// URL")
@@ -168,7 +181,12 @@ func (b *Bridge) openStore(ctx context.Context, getenv func(string) string, priv
 	}
 	path := filepath.Join(config.Home(getenv), sqlite.FileName)
 	db, err := sqlite.Open(ctx, sqlite.Options{Path: path})
-	if errors.Is(err, store.ErrLocked) && private {
+	if errors.Is(err, store.ErrLocked) && o.ReadOnlyWhenLocked {
+		logger.Info("shared store in use by another process; reading it without owning it", "store", path)
+		b.readOnly = true
+		db, err = sqlite.OpenReader(ctx, path)
+	}
+	if errors.Is(err, store.ErrLocked) && o.PrivateStoreWhenLocked {
 		dir, derr := os.MkdirTemp("", "clawconnect-private-")
 		if derr != nil {
 			return nil, fmt.Errorf("open bridge: %w (and no private store: %w)", err, derr)

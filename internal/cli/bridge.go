@@ -98,26 +98,34 @@ func notFound(what, id string, err error) error {
 	return err
 }
 
-// openBridge is the opener of the people commands (run, status, logs,
-// sessions): the task bridge over the store and the configured gateways,
-// without runtime modules (as the reference CLI).
+// openBridge is the opener of run: the task bridge over the store and the
+// configured gateways, without runtime modules (as the reference CLI).
 func openBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, false, false)
+	return openBridgeWith(ctx, env, logger, server.BridgeOptions{}, false)
+}
+
+// openReadBridge is the opener of the commands that only read (status, logs,
+// sessions): openBridge, except that while serve or mcp holds the SQLite
+// store they read it beside that process instead of failing.
+func openReadBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
+	return openBridgeWith(ctx, env, logger, server.BridgeOptions{ReadOnlyWhenLocked: true}, false)
 }
 
 // openServerBridge is the opener of serve: the bridge with the runtime
 // modules of CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES.
 func openServerBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, true, false)
+	return openBridgeWith(ctx, env, logger, server.BridgeOptions{}, true)
 }
 
 // openStdioBridge is openServerBridge for stdio servers, which fall back to
 // a private store when another process holds the shared one.
 func openStdioBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, true, true)
+	return openBridgeWith(ctx, env, logger, server.BridgeOptions{PrivateStoreWhenLocked: true}, true)
 }
 
-func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, modules, private bool) (*backend, error) {
+// openBridgeWith opens the bridge with the store options of o, and the
+// runtime modules when modules is set.
+func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, o server.BridgeOptions, modules bool) (*backend, error) {
 	if _, err := loadRegistry(env); err != nil {
 		return nil, err
 	}
@@ -129,7 +137,8 @@ func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, modules, 
 	if modules {
 		runtimes, names, stop = loadRuntimes(ctx, env, logger)
 	}
-	b, err := server.Open(ctx, server.BridgeOptions{Getenv: getenv(env), Runtimes: runtimes, Logger: logger, PrivateStoreWhenLocked: private})
+	o.Getenv, o.Runtimes, o.Logger = getenv(env), runtimes, logger
+	b, err := server.Open(ctx, o)
 	if err != nil {
 		stop()
 		if errors.Is(err, store.ErrLocked) {

@@ -202,6 +202,60 @@ func TestLogsFollow(t *testing.T) {
 	}
 }
 
+// TestReadCommandsBesideTheOwner: while another process (here a serve
+// bridge) owns the SQLite store, status, logs --follow and sessions read it
+// beside that process and see what it writes, and run still refuses.
+func TestReadCommandsBesideTheOwner(t *testing.T) {
+	e := newBridgeEnv(t, func(s fakegateway.Submit) fakegateway.Turn {
+		return fakegateway.Turn{Reply: "finished by the owner", Hold: true}
+	})
+	out, _, err := e.run(t, "", "run", "long", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		JobID      string `json:"jobId"`
+		SessionKey string `json:"sessionKey"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	env := Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return e.vars[k] }}
+	owner, err := openServerBridge(ctx, env, newLogger(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.close()
+
+	out, errOut, err := e.run(t, "", "status", res.JobID)
+	if err != nil || !strings.Contains(out, "running") {
+		t.Fatalf("status beside the owner = %q, %v\n%s", out, err, errOut)
+	}
+	out, _, err = e.run(t, "", "sessions")
+	if err != nil || !strings.Contains(out, res.SessionKey) {
+		t.Fatalf("sessions beside the owner = %q, %v", out, err)
+	}
+	if _, errOut, err := e.run(t, "", "run", "another"); err == nil || !strings.Contains(err.Error()+errOut, "holds the store") {
+		t.Fatalf("run beside the owner = %v (%s), want the store-in-use error", err, errOut)
+	}
+
+	done := make(chan error, 1)
+	var logOut bytes.Buffer
+	go func() {
+		done <- Run(ctx, Env{Args: []string{"logs", res.JobID, "--follow"}, Stdout: &logOut, Stderr: io.Discard, Getenv: env.Getenv})
+	}()
+	e.fg.Release(res.JobID)
+	if err := <-done; err != nil {
+		t.Fatalf("logs --follow beside the owner: %v", err)
+	}
+	out, _, err = e.run(t, "", "status", res.JobID)
+	if err != nil || !strings.Contains(out, "completed") || !strings.Contains(out, "finished by the owner") {
+		t.Fatalf("status after the owner finished = %q, %v", out, err)
+	}
+}
+
 func TestAgentsCommand(t *testing.T) {
 	e := newBridgeEnv(t, nil)
 	out, _, err := e.run(t, "", "agents")

@@ -12,7 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/server"
 )
 
-func newLogsCmd(env Env) *cobra.Command { return logsCmd(env, openBridge) }
+func newLogsCmd(env Env) *cobra.Command { return logsCmd(env, openReadBridge) }
 
 func logsCmd(env Env, open opener) *cobra.Command {
 	var followFlag bool

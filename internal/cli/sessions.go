@@ -9,7 +9,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/task"
 )
 
-func newSessionsCmd(env Env) *cobra.Command { return sessionsCmd(env, openBridge) }
+func newSessionsCmd(env Env) *cobra.Command { return sessionsCmd(env, openReadBridge) }
 
 func sessionsCmd(env Env, open opener) *cobra.Command {
 	var asJSON bool

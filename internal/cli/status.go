@@ -11,7 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/task"
 )
 
-func newStatusCmd(env Env) *cobra.Command { return statusCmd(env, openBridge) }
+func newStatusCmd(env Env) *cobra.Command { return statusCmd(env, openReadBridge) }
 
 func statusCmd(env Env, open opener) *cobra.Command {
 	var asJSON bool

@@ -61,9 +61,6 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	if err := checkHeader(o.Path); err != nil {
 		return fail(err)
 	}
-	// cache_size is per connection (16 MiB): the writer's working set.
-	const pragmas = "_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)" +
-		"&_pragma=cache_size(-16384)&_time_format=sqlite"
 	w, err := sql.Open("sqlite", o.Path+"?"+pragmas+"&_txlock=immediate")
 	if err != nil {
 		return fail(err)
@@ -81,7 +78,7 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	// the munmap and page faults that follow cost more than the copies they
 	// save whenever tasks are being written (run_task + check_task round
 	// trip 4.4 → 3.9 ms).
-	r, err := sql.Open("sqlite", o.Path+"?"+pragmas+"&_pragma=query_only(1)")
+	r, err := sql.Open("sqlite", o.Path+"?"+readerPragmas)
 	if err != nil {
 		_ = w.Close()
 		return fail(err)
@@ -99,8 +96,47 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	// above), so the in-memory counts are the whole truth; a crash loses at
 	// most BatchPolls worth of (cosmetic) poll counts, never a task.
 	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation, AfterBulk: "PRAGMA wal_checkpoint(TRUNCATE)",
-		BatchPolls: 5 * time.Second}
+		BatchPolls: 5 * time.Second, Exclusive: true}
 	return sqlstore.New(w, r, d, lock.Close), nil
+}
+
+// cache_size is per connection (16 MiB): the writer's working set.
+const (
+	pragmas = "_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)" +
+		"&_pragma=cache_size(-16384)&_time_format=sqlite"
+	readerPragmas = pragmas + "&_pragma=query_only(1)"
+)
+
+// OpenReader opens the existing store at path for reading only and without
+// the process lock, so that another process (clawconnect status while serve
+// runs) can read what the owner writes; WAL lets both work at once. Poll
+// counts the owner has not flushed yet are not visible. It refuses a file
+// that is missing, is not a SQLite database, or holds a schema other than
+// this build's (store.ErrIncompatible).
+func OpenReader(ctx context.Context, path string) (*sqlstore.DB, error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("open sqlite store for reading: path %q must not contain '?' or '#'", path)
+	}
+	fail := func(err error) (*sqlstore.DB, error) {
+		return nil, fmt.Errorf("open sqlite store %s for reading: %w", path, err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fail(err)
+	}
+	if err := checkHeader(path); err != nil {
+		return fail(err)
+	}
+	r, err := sql.Open("sqlite", path+"?"+readerPragmas)
+	if err != nil {
+		return fail(err)
+	}
+	r.SetMaxOpenConns(2)
+	if err := sqlstore.CheckSchema(ctx, r); err != nil {
+		_ = r.Close()
+		return fail(err)
+	}
+	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation}
+	return sqlstore.New(r, r, d, nil), nil
 }
 
 func tables(ctx context.Context, tx *sql.Tx) ([]string, error) {

@@ -207,3 +207,74 @@ func TestBatchedPollCounts(t *testing.T) {
 		t.Fatalf("untouched task: %+v, %v", t2, err)
 	}
 }
+
+// TestReaderBesideTheOwner: while one process owns the file, another can
+// open it for reading, sees what the owner writes, cannot write, and does
+// not count as the owner of its running tasks.
+func TestReaderBesideTheOwner(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	owner := open(t, path)
+	ctx := t.Context()
+	if err := owner.CreateTask(ctx, storetest.Task("t1", "main", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := sqlite.OpenReader(ctx, path)
+	if err != nil {
+		t.Fatalf("OpenReader beside the owner: %v", err)
+	}
+	defer r.Close()
+	if r.Exclusive() {
+		t.Fatal("a reader claims to own the store")
+	}
+	if err := owner.AppendLogs(ctx, "t1", []store.LogEntry{{Seq: 1, Type: "x", Text: "after the reader opened"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.GetTask(ctx, "main", "t1")
+	if err != nil || got.LogCount != 1 {
+		t.Fatalf("reader sees %+v, %v; want the owner's task with 1 log entry", got, err)
+	}
+	if err := r.CreateTask(ctx, storetest.Task("t2", "main", "k2", 2)); err == nil {
+		t.Fatal("a reader wrote a task")
+	}
+	if _, err := owner.GetTask(ctx, "main", "t2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the reader's write reached the store: %v", err)
+	}
+}
+
+func TestReaderRefusals(t *testing.T) {
+	dir := t.TempDir()
+	notDB := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notDB, []byte("not a database at all"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A build with a newer schema wrote this one (simulated).
+	newer := filepath.Join(dir, "newer.db")
+	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Writer().Exec(`UPDATE clawconnect_meta SET value = '999' WHERE key = 'schema_version'`); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	for name, tc := range map[string]struct {
+		path string
+		want error
+	}{
+		"missing":       {filepath.Join(dir, "absent.db"), os.ErrNotExist},
+		"not sqlite":    {notDB, store.ErrIncompatible},
+		"newer schema":  {newer, store.ErrIncompatible},
+		"hostile path?": {filepath.Join(dir, "x?mode=rw"), nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := sqlite.OpenReader(t.Context(), tc.path)
+			if err == nil {
+				_ = r.Close()
+				t.Fatal("OpenReader succeeded")
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("OpenReader = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}

@@ -85,24 +85,9 @@ func Migrate(ctx context.Context, db *sql.DB, o MigrateOptions) error {
 	var format string
 	version := 0
 	if hasMeta {
-		rows, err := tx.QueryContext(ctx, `SELECT key, value FROM clawconnect_meta`)
-		if err != nil {
+		if format, version, err = readMeta(ctx, tx); err != nil {
 			return fmt.Errorf("migrate: read meta: %w", err)
 		}
-		for rows.Next() {
-			var k, v string
-			if err := rows.Scan(&k, &v); err != nil {
-				rows.Close()
-				return fmt.Errorf("migrate: read meta: %w", err)
-			}
-			switch k {
-			case "format":
-				format = v
-			case "schema_version":
-				version, _ = strconv.Atoi(v)
-			}
-		}
-		rows.Close()
 		if format != Format {
 			return fmt.Errorf("migrate: the database has a clawconnect_meta table with format %q, not %q: %w",
 				format, Format, store.ErrIncompatible)
@@ -161,4 +146,46 @@ func splitSQL(s string) []string {
 		out = append(out, strings.TrimSpace(cur.String()))
 	}
 	return out
+}
+
+// readMeta reads the store's format and schema version.
+func readMeta(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}) (format string, version int, err error) {
+	rows, err := q.QueryContext(ctx, `SELECT key, value FROM clawconnect_meta`)
+	if err != nil {
+		return "", 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return "", 0, err
+		}
+		switch k {
+		case "format":
+			format = v
+		case "schema_version":
+			version, _ = strconv.Atoi(v)
+		}
+	}
+	return format, version, rows.Err()
+}
+
+// CheckSchema verifies, without writing anything, that db holds a
+// ClawConnect store at exactly this build's schema version; otherwise it
+// returns store.ErrIncompatible.
+func CheckSchema(ctx context.Context, db *sql.DB) error {
+	format, version, err := readMeta(ctx, db)
+	if err != nil {
+		return fmt.Errorf("check schema: not a ClawConnect store (%v): %w", err, store.ErrIncompatible)
+	}
+	if format != Format {
+		return fmt.Errorf("check schema: format %q, not %q: %w", format, Format, store.ErrIncompatible)
+	}
+	if want := SchemaVersion(); version != want {
+		return fmt.Errorf("check schema: the store has schema version %d and this build %d; let the process that "+
+			"owns it migrate it, or run the same clawconnect version: %w", version, want, store.ErrIncompatible)
+	}
+	return nil
 }

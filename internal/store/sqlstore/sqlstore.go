@@ -44,6 +44,9 @@ type Dialect struct {
 	// for a database this process owns alone (a crash may lose the newest
 	// poll counts, which are cosmetic; never a task or an outcome).
 	BatchPolls time.Duration
+	// Exclusive marks a database this process owns alone (SQLite behind
+	// its lock file), so every running task in it is this process's.
+	Exclusive bool
 	// Notify, if set, announces a change of the task whose id is its one
 	// argument to the other processes sharing the database (Listen).
 	Notify string
@@ -104,7 +107,7 @@ func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
 // Exclusive reports whether the database is owned by this process alone
 // (SQLite, guarded by its lock file), so every running task in it is this
 // process's to follow.
-func (db *DB) Exclusive() bool { return db.d.Name == "sqlite" }
+func (db *DB) Exclusive() bool { return db.d.Exclusive }
 
 // Writer returns the writer pool (for benchmark seeding and tests).
 func (db *DB) Writer() *sql.DB { return db.w.db }
