@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,16 +96,30 @@ func TestRefusesForeignSchema(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	tests := []struct{ name, url, schema string }{
-		{"not a postgres url", "mysql://x", ""},
-		{"hostile schema", "postgres://127.0.0.1:1/x", "a; DROP TABLE x"},
+	tests := []struct{ name, url, schema, want string }{
+		{"not a postgres url", "mysql://x", "", "must start with postgres://"},
+		{"hostile schema", "postgres://127.0.0.1:1/x", "a; DROP TABLE x", "invalid schema name"},
+		{"upper case", "postgres://127.0.0.1:1/x", "Tasks", "invalid schema name"},
+		{"leading digit", "postgres://127.0.0.1:1/x", "1tasks", "invalid schema name"},
+		{"quote", "postgres://127.0.0.1:1/x", `a"b`, "invalid schema name"},
+		{"non-ASCII", "postgres://127.0.0.1:1/x", "tâches", "invalid schema name"},
+		{"64 bytes", "postgres://127.0.0.1:1/x", strings.Repeat("a", 64), "invalid schema name"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := postgres.Open(t.Context(), postgres.Options{URL: tc.url, Schema: tc.schema}); err == nil {
-				t.Fatal("accepted")
+			_, err := postgres.Open(t.Context(), postgres.Options{URL: tc.url, Schema: tc.schema})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open = %v, want an error saying %q", err, tc.want)
 			}
 		})
+	}
+	// The longest and the oddest valid names pass validation (and then
+	// fail to connect).
+	for _, schema := range []string{strings.Repeat("a", 63), "_", "a_1"} {
+		_, err := postgres.Open(t.Context(), postgres.Options{URL: "postgres://127.0.0.1:1/x", Schema: schema})
+		if err == nil || strings.Contains(err.Error(), "invalid schema name") {
+			t.Fatalf("Open(schema %q) = %v, want a connection error", schema, err)
+		}
 	}
 }
 
