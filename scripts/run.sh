@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup/env.sh
-go build -o "$CLAWCONNECT_TOOLS/clawconnect" ./cmd/clawconnect
+CGO_ENABLED=0 go build -o "$CLAWCONNECT_TOOLS/clawconnect" ./cmd/clawconnect
 clawconnect=$CLAWCONNECT_TOOLS/clawconnect
 
 home=${CLAWCONNECT_HOME:-$HOME/.clawconnect}

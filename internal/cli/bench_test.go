@@ -146,7 +146,11 @@ func BenchmarkMCPStartup(b *testing.B) {
 	bin := os.Getenv("CLAWCONNECT_BENCH_BIN") // a prebuilt binary, to compare builds in interleaved runs
 	if bin == "" {
 		bin = filepath.Join(dir, "clawconnect")
-		if out, err := exec.Command("go", "build", "-o", bin, "github.com/clawconnect/clawconnect/cmd/clawconnect").CombinedOutput(); err != nil {
+		// As scripts/run.sh and the README build it: without cgo, the
+		// binary starts without the dynamic loader (idle RSS 22.2 → 20.8 MiB).
+		build := exec.Command("go", "build", "-o", bin, "github.com/clawconnect/clawconnect/cmd/clawconnect")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
 			b.Fatalf("go build: %v\n%s", err, out)
 		}
 	}
