@@ -109,6 +109,9 @@ func Migrate(ctx context.Context, db *sql.DB, o MigrateOptions) error {
 		return fmt.Errorf("migrate: the database has schema version %d but this build knows only %d; "+
 			"upgrade clawconnect: %w", version, len(ms), store.ErrIncompatible)
 	}
+	if hasMeta && version == len(ms) {
+		return nil // current: nothing to write (the deferred rollback ends the read)
+	}
 	for i := version; i < len(ms); i++ {
 		for _, stmt := range splitSQL(ms[i]) {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
