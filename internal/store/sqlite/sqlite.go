@@ -135,7 +135,7 @@ func OpenReader(ctx context.Context, path string) (*sqlstore.DB, error) {
 		_ = r.Close()
 		return fail(err)
 	}
-	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation}
+	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation, ReadOnly: true}
 	return sqlstore.New(r, r, d, nil), nil
 }
 

@@ -233,6 +233,13 @@ func TestReaderBesideTheOwner(t *testing.T) {
 	if err != nil || got.LogCount != 1 {
 		t.Fatalf("reader sees %+v, %v; want the owner's task with 1 log entry", got, err)
 	}
+	if _, err := owner.TouchPoll(ctx, "main", "t1", 5); err != nil {
+		t.Fatal(err)
+	}
+	// A reader's poll is not counted; it reports the owner's written count.
+	if n, err := r.TouchPoll(ctx, "main", "t1", 6); err != nil || n != 0 {
+		t.Fatalf("reader TouchPoll = %d, %v; want the owner's unflushed count not visible (0) and no error", n, err)
+	}
 	if err := r.CreateTask(ctx, storetest.Task("t2", "main", "k2", 2)); err == nil {
 		t.Fatal("a reader wrote a task")
 	}

@@ -47,6 +47,9 @@ type Dialect struct {
 	// Exclusive marks a database this process owns alone (SQLite behind
 	// its lock file), so every running task in it is this process's.
 	Exclusive bool
+	// ReadOnly marks a database opened beside its owner: TouchPoll reports
+	// the owner's count without counting the poll (every write fails).
+	ReadOnly bool
 	// Notify, if set, announces a change of the task whose id is its one
 	// argument to the other processes sharing the database (Listen).
 	Notify string
@@ -318,7 +321,7 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 
 // TouchPoll implements store.Store.
 func (db *DB) TouchPoll(ctx context.Context, agent, id string, at int64) (int64, error) {
-	if db.polls != nil {
+	if db.polls != nil || db.d.ReadOnly {
 		return db.touchPollBatched(ctx, agent, id, at)
 	}
 	var n int64
