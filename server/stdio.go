@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,11 +28,20 @@ const (
 // answers such a line itself with a JSON-RPC error (parse error or invalid
 // request, id echoed when usable) and passes only well-formed messages on,
 // so one bad line from a client never kills the server.
+//
+// At the end of input it waits (up to stdinCloseGrace) until every request
+// it passed on has been answered: the SDK cancels what is in flight when
+// its input ends, so `echo '<initialize>' | clawconnect mcp` could otherwise
+// lose the answer it asked for.
 type stdioGuard struct {
 	in      *bufio.Reader
 	out     *lineWriter
 	pending []byte // a valid line (with its newline) not yet read by the SDK
 }
+
+// stdinCloseGrace bounds how long the end of input waits for the answers
+// to requests already read; a long check_task wait is cut at that point.
+const stdinCloseGrace = 2 * time.Second
 
 func newStdioGuard(r io.Reader, out *lineWriter) *stdioGuard {
 	return &stdioGuard{in: bufio.NewReaderSize(r, 64<<10), out: out}
@@ -42,15 +52,24 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 	for len(g.pending) == 0 {
 		line, err := g.readLine()
 		if len(line) > 0 {
-			if reply := checkMessage(line); reply != nil {
-				if _, werr := g.out.Write(reply); werr != nil {
+			if reply, request := checkMessage(line); reply != nil {
+				if werr := g.out.reply(reply); werr != nil {
 					return 0, werr
 				}
 			} else {
+				if request {
+					g.out.expect()
+				}
 				g.pending = append(line, '\n')
 			}
 		}
 		if err != nil && len(g.pending) == 0 {
+			if errors.Is(err, io.EOF) {
+				select {
+				case <-g.out.answered():
+				case <-time.After(stdinCloseGrace):
+				}
+			}
 			return 0, err
 		}
 		if err != nil {
@@ -73,7 +92,7 @@ func (g *stdioGuard) readLine() ([]byte, error) {
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = g.in.ReadSlice('\n')
 			}
-			if _, werr := g.out.Write(errorReply(nil, codeInvalidRequest, "Invalid Request: message exceeds 16 MiB")); werr != nil {
+			if werr := g.out.reply(errorReply(nil, codeInvalidRequest, "Invalid Request: message exceeds 16 MiB")); werr != nil {
 				return nil, werr
 			}
 			if err != nil {
@@ -90,19 +109,20 @@ func (g *stdioGuard) readLine() ([]byte, error) {
 	}
 }
 
-// checkMessage returns nil for a well-formed JSON-RPC 2.0 message, or the
-// error reply to send instead.
-func checkMessage(line []byte) []byte {
+// checkMessage returns a nil reply for a well-formed JSON-RPC 2.0 message,
+// with request set when it is a request (a method and an id) that will be
+// answered, or the error reply to send instead.
+func checkMessage(line []byte) (reply []byte, request bool) {
 	if !json.Valid(line) {
-		return errorReply(nil, codeParseError, "Parse error")
+		return errorReply(nil, codeParseError, "Parse error"), false
 	}
 	var msg map[string]json.RawMessage
 	if err := json.Unmarshal(line, &msg); err != nil {
-		return errorReply(nil, codeInvalidRequest, "Invalid Request: expected a JSON-RPC 2.0 object (batches are not supported)")
+		return errorReply(nil, codeInvalidRequest, "Invalid Request: expected a JSON-RPC 2.0 object (batches are not supported)"), false
 	}
 	id, idOK := msg["id"]
 	if idOK && !validID(id) {
-		return errorReply(nil, codeInvalidRequest, "Invalid Request: id must be a string, a number or null")
+		return errorReply(nil, codeInvalidRequest, "Invalid Request: id must be a string, a number or null"), false
 	}
 	var replyID json.RawMessage
 	if idOK {
@@ -110,29 +130,29 @@ func checkMessage(line []byte) []byte {
 	}
 	var version string
 	if json.Unmarshal(msg["jsonrpc"], &version) != nil || version != "2.0" {
-		return errorReply(replyID, codeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`)
+		return errorReply(replyID, codeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`), false
 	}
 	if m, ok := msg["method"]; ok {
 		var method string
 		if json.Unmarshal(m, &method) != nil || method == "" {
-			return errorReply(replyID, codeInvalidRequest, `Invalid Request: "method" must be a non-empty string`)
+			return errorReply(replyID, codeInvalidRequest, `Invalid Request: "method" must be a non-empty string`), false
 		}
 		if p, ok := msg["params"]; ok {
 			if t := firstByte(p); t != '{' && t != '[' && string(p) != "null" {
-				return errorReply(replyID, codeInvalidRequest, `Invalid Request: "params" must be an object`)
+				return errorReply(replyID, codeInvalidRequest, `Invalid Request: "params" must be an object`), false
 			}
 		}
-		return nil
+		return nil, idOK
 	}
 	_, hasResult := msg["result"]
 	_, hasError := msg["error"]
 	if !idOK || hasResult == hasError {
-		return errorReply(replyID, codeInvalidRequest, `Invalid Request: neither a request (method) nor a response (id with result or error)`)
+		return errorReply(replyID, codeInvalidRequest, `Invalid Request: neither a request (method) nor a response (id with result or error)`), false
 	}
 	if hasError && firstByte(msg["error"]) != '{' {
-		return errorReply(replyID, codeInvalidRequest, `Invalid Request: "error" must be an object`)
+		return errorReply(replyID, codeInvalidRequest, `Invalid Request: "error" must be an object`), false
 	}
-	return nil
+	return nil, false
 }
 
 func firstByte(raw json.RawMessage) byte {
@@ -175,26 +195,85 @@ func errorReply(id json.RawMessage, code int, message string) []byte {
 }
 
 // lineWriter serializes whole lines onto w, so the guard's error replies
-// never interleave with the SDK's messages. It is safe for concurrent use.
+// never interleave with the SDK's messages, and counts the requests still
+// waiting for an answer. It is safe for concurrent use.
 type lineWriter struct {
 	mu  sync.Mutex
 	w   io.Writer
 	buf []byte
+
+	unanswered int           // requests passed to the SDK minus responses written
+	drained    chan struct{} // closed when unanswered reaches 0 (answered)
 }
 
-// Write implements io.Writer: complete lines are written at once; a partial
-// line waits for its newline.
-func (l *lineWriter) Write(p []byte) (int, error) {
+// Write implements io.Writer for the SDK: complete lines are written at
+// once; a partial line waits for its newline. Responses among them count
+// as answers.
+func (l *lineWriter) Write(p []byte) (int, error) { return l.write(p, true) }
+
+// reply writes the guard's own answer line, which answers no request the
+// SDK was given.
+func (l *lineWriter) reply(line []byte) error {
+	_, err := l.write(line, false)
+	return err
+}
+
+func (l *lineWriter) write(p []byte, answers bool) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf = append(l.buf, p...)
 	if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
-		if _, err := l.w.Write(l.buf[:i+1]); err != nil {
+		lines := l.buf[:i+1]
+		if _, err := l.w.Write(lines); err != nil {
 			return 0, err
+		}
+		if answers && l.unanswered > 0 {
+			for line := range bytes.Lines(lines) {
+				if isResponse(line) {
+					l.unanswered--
+				}
+			}
+			if l.unanswered <= 0 && l.drained != nil {
+				close(l.drained)
+				l.drained = nil
+			}
 		}
 		l.buf = append(l.buf[:0], l.buf[i+1:]...)
 	}
 	return len(p), nil
+}
+
+// expect counts one more request to be answered.
+func (l *lineWriter) expect() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unanswered++
+}
+
+// answered returns a channel closed once every expected request has been
+// answered.
+func (l *lineWriter) answered() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.unanswered <= 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if l.drained == nil {
+		l.drained = make(chan struct{})
+	}
+	return l.drained
+}
+
+// isResponse reports whether an outgoing line is a response (the SDK's own
+// requests and notifications carry a method).
+func isResponse(line []byte) bool {
+	var msg struct {
+		Method *json.RawMessage `json:"method"`
+		ID     *json.RawMessage `json:"id"`
+	}
+	return json.Unmarshal(line, &msg) == nil && msg.Method == nil && msg.ID != nil
 }
 
 // Close implements io.Closer; it does not close the underlying writer.

@@ -2,12 +2,16 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/clawconnect/clawconnect/server"
 )
 
 // TestStdioSurvivesMalformedLines sends every kind of broken line a client
@@ -152,4 +156,62 @@ func FuzzStdioLine(f *testing.F) {
 			t.Fatalf("line %q ended the session: %v", line, err)
 		}
 	})
+}
+
+// TestStdioAnswersRequestsReadBeforeEOF: a client that writes its
+// requests and closes stdin at once (echo ... | clawconnect mcp) still gets
+// an answer to each, and a check_task still waiting when stdin closes is cut
+// after a short grace instead of holding the exit.
+func TestStdioAnswersRequestsReadBeforeEOF(t *testing.T) {
+	b := setup(t, nil)
+	run, err := b.tasks.Run(t.Context(), server.RunRequest{Task: "never ends"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_tasks","arguments":{}}}`,
+	}, "\n") + "\n"
+	for i := range 20 { // the answers used to race the end of input
+		var out safeBuffer
+		if err := b.srv.ServeStdio(t.Context(), strings.NewReader(input), &out); err != nil {
+			t.Fatalf("round %d: ServeStdio = %v", i, err)
+		}
+		for _, id := range []string{`"id":1,`, `"id":2,`, `"id":3,`} {
+			if !strings.Contains(out.String(), id) {
+				t.Fatalf("round %d: no answer with %s in %q", i, id, out.String())
+			}
+		}
+	}
+	waiting := input + `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"check_task","arguments":{"jobId":"` + run.JobID + `","waitMs":120000}}}` + "\n"
+	done := make(chan error, 1)
+	go func() { done <- b.srv.ServeStdio(t.Context(), strings.NewReader(waiting), &safeBuffer{}) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ServeStdio with a waiting check_task = %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("a waiting check_task held the exit after stdin closed")
+	}
+}
+
+// safeBuffer is a bytes.Buffer safe for the SDK's concurrent writers.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
