@@ -104,23 +104,15 @@ func cancelOutcome(key string, aborted bool, err error) outcome {
 func (m *Manager) cancelForeign(ctx context.Context, t *store.Task) (*CancelResult, error) {
 	// Record the request first, so the owner counts the abort it is about
 	// to see as a confirmed cancellation.
-	for range 4 {
-		if t.Status.Terminal() || t.Cancellation == "requested" {
-			break
+	t, err := m.updateStored(ctx, t, func(next *store.Task) bool {
+		if next.Status.Terminal() || next.Cancellation == "requested" {
+			return false
 		}
-		next := *t
 		next.Cancellation = "requested"
-		err := m.st.UpdateTask(ctx, &next)
-		if err == nil {
-			t = &next
-			break
-		}
-		if !errors.Is(err, store.ErrConflict) {
-			return nil, fmt.Errorf("cancel task: %w", err)
-		}
-		if t, err = m.st.GetTask(ctx, m.o.Agent, t.ID); err != nil {
-			return nil, fmt.Errorf("cancel task: %w", err)
-		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel task: %w", err)
 	}
 	if t.Status.Terminal() {
 		return &CancelResult{Found: true, AlreadyTerminal: true, Status: string(t.Status), JobID: t.ID,
@@ -130,23 +122,40 @@ func (m *Manager) cancelForeign(ctx context.Context, t *store.Task) (*CancelResu
 	aborted, aerr := m.gw.Abort(actx, t.SessionKey, t.ParentRunID)
 	cancel()
 	o := cancelOutcome(t.SessionKey, aborted, aerr)
-	for range 4 {
-		if t.Status.Terminal() {
-			break
+	t, err = m.updateStored(ctx, t, func(next *store.Task) bool {
+		if next.Status.Terminal() {
+			return false
 		}
-		next := *t
-		applyOutcome(&next, o, m.nowMs(), false)
-		err := m.st.UpdateTask(ctx, &next)
-		if err == nil {
-			t = &next
-			break
-		}
-		if !errors.Is(err, store.ErrConflict) {
-			return nil, fmt.Errorf("cancel task: %w", err)
-		}
-		if t, err = m.st.GetTask(ctx, m.o.Agent, t.ID); err != nil {
-			return nil, fmt.Errorf("cancel task: %w", err)
-		}
+		applyOutcome(next, o, m.nowMs(), false)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel task: %w", err)
 	}
 	return &CancelResult{Found: true, Requested: true, Status: string(t.Status), JobID: t.ID}, nil
+}
+
+// updateStored writes change applied to a copy of t, the stored record of a
+// task this process does not follow (compare-and-set): on a conflict it
+// re-reads the record and applies change again, at most 4 times. change
+// returns false when there is nothing to write. It returns the record as
+// last written or read.
+func (m *Manager) updateStored(ctx context.Context, t *store.Task, change func(next *store.Task) bool) (*store.Task, error) {
+	for range 4 {
+		next := *t
+		if !change(&next) {
+			return t, nil
+		}
+		err := m.st.UpdateTask(ctx, &next)
+		if err == nil {
+			return &next, nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return nil, err
+		}
+		if t, err = m.st.GetTask(ctx, m.o.Agent, t.ID); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
