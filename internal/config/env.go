@@ -40,17 +40,21 @@ func DefaultTimeouts() Timeouts {
 	}
 }
 
+// Millis reads the variable name as a positive number of milliseconds; a
+// missing, non-numeric, non-positive or overflowing value gives def.
+func Millis(getenv func(string) string, name string, def time.Duration) time.Duration {
+	v, ok := PositiveNumber(orEmpty(getenv)(name))
+	if !ok || v*float64(time.Millisecond) > math.MaxInt64 {
+		return def
+	}
+	return time.Duration(v * float64(time.Millisecond))
+}
+
 // LoadTimeouts reads the CLAWCONNECT_*_MS variables; see Timeouts.
 func LoadTimeouts(getenv func(string) string) Timeouts {
 	getenv = orEmpty(getenv)
 	t := DefaultTimeouts()
-	ms := func(name string, def time.Duration) time.Duration {
-		v, ok := PositiveNumber(getenv(name))
-		if !ok || v*float64(time.Millisecond) > math.MaxInt64 {
-			return def
-		}
-		return time.Duration(v * float64(time.Millisecond))
-	}
+	ms := func(name string, def time.Duration) time.Duration { return Millis(getenv, name, def) }
 	t.Chat = ms("CLAWCONNECT_TIMEOUT_MS", t.Chat)
 	t.Recovery = ms("CLAWCONNECT_RECOVERY_TIMEOUT_MS", t.Recovery)
 	t.CheckWait = ms("CLAWCONNECT_CHECK_WAIT_MS", t.CheckWait)

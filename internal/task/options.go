@@ -3,7 +3,6 @@ package task
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"time"
 
@@ -211,13 +210,7 @@ func (o *Options) ApplyEnv(getenv func(string) string) {
 	}
 	o.ApplyTimeouts(config.LoadTimeouts(getenv))
 	d := DefaultOptions()
-	ms := func(name string, def time.Duration) time.Duration {
-		v, ok := config.PositiveNumber(getenv(name))
-		if !ok || v > float64(math.MaxInt64/int64(time.Millisecond)) {
-			return def
-		}
-		return time.Duration(v * float64(time.Millisecond))
-	}
+	ms := func(name string, def time.Duration) time.Duration { return config.Millis(getenv, name, def) }
 	o.Lease = ms("CLAWCONNECT_LEASE_MS", d.Lease)
 	o.Retention = ms("CLAWCONNECT_RETENTION_MS", d.Retention)
 	o.RecoveryIdleTimeout = ms("CLAWCONNECT_RECOVERY_IDLE_MS", d.RecoveryIdleTimeout)
