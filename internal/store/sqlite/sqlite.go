@@ -100,7 +100,8 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	return sqlstore.New(w, r, d, lock.Close), nil
 }
 
-// cache_size is per connection (16 MiB): the writer's working set.
+// The connection settings of the writer and of the readers, which refuse
+// to write. cache_size is per connection (16 MiB): the writer's working set.
 const (
 	pragmas = "_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)" +
 		"&_pragma=cache_size(-16384)&_time_format=sqlite"
