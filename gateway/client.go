@@ -375,7 +375,7 @@ func (c *Client) supervise(ctx context.Context, cn *conn) {
 		c.log.Warn("gateway connection lost; reconnecting", "url", c.url, "err", err)
 		cn = nil
 		for attempt := 1; cn == nil; attempt++ {
-			delay := backoff(attempt, c.opts.MinReconnectDelay, c.opts.MaxReconnectDelay)
+			delay := jittered(backoff(attempt, c.opts.MinReconnectDelay, c.opts.MaxReconnectDelay))
 			if ra := retryAfter(err); ra > 0 {
 				delay = ra
 			}

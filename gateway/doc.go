@@ -18,7 +18,8 @@
 // After Dial the Client owns one background supervisor goroutine. When the
 // socket drops (or stays silent for two tick intervals) every pending call
 // fails at once with an error matching [ErrDisconnected], and the supervisor
-// reconnects with backoff min(1s·2^(n-1), 30s). Event subscriptions made with
+// reconnects with backoff min(1s·2^(n-1), 30s), each delay jittered over
+// its upper half. Event subscriptions made with
 // [Client.Subscribe] and session subscriptions made with
 // [Client.SubscribeSession] carry over to the new connection. [Client.Close]
 // stops everything and waits for every goroutine the Client started.

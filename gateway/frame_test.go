@@ -128,6 +128,25 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
+func TestJitteredSpreadsOverUpperHalf(t *testing.T) {
+	t.Parallel()
+	const d = 8 * time.Second
+	seen := map[bool]bool{} // below and above the midpoint of [d/2, d]
+	for range 1000 {
+		j := jittered(d)
+		if j < d/2 || j > d {
+			t.Fatalf("jittered(%v) = %v, want within [%v, %v]", d, j, d/2, d)
+		}
+		seen[j < 3*d/4] = true
+	}
+	if !seen[true] || !seen[false] {
+		t.Errorf("1000 draws of jittered(%v) all fell on one side of %v: not spread", d, 3*d/4)
+	}
+	if got := jittered(0); got != 0 {
+		t.Errorf("jittered(0) = %v, want 0", got)
+	}
+}
+
 func TestNormalizeURL(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"http://127.0.0.1:18789", "ws://127.0.0.1:18789"},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/url"
 	"runtime"
 	"strings"
@@ -87,7 +88,8 @@ type Options struct {
 	// (the gateway's maxPayload is 25 MiB).
 	ReadLimit int64
 	// MinReconnectDelay and MaxReconnectDelay shape the reconnect backoff
-	// min(Min·2^(n-1), Max); defaults 1s and 30s.
+	// min(Min·2^(n-1), Max), each delay drawn from its upper half (jitter);
+	// defaults 1s and 30s.
 	MinReconnectDelay time.Duration
 	MaxReconnectDelay time.Duration
 	// TickTimeout overrides the silence after which the connection is
@@ -213,8 +215,18 @@ func ParseHeaders(raw string) (map[string]string, error) {
 	return out, nil
 }
 
+// jittered spreads d uniformly over [d/2, d], so clients that lost the same
+// gateway at the same moment do not all reconnect in step.
+func jittered(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
 // backoff returns the delay before reconnect attempt n (n ≥ 1):
-// min(minDelay·2^(n-1), maxDelay).
+// min(minDelay·2^(n-1), maxDelay). The caller jitters it.
 func backoff(n int, minDelay, maxDelay time.Duration) time.Duration {
 	if n < 1 {
 		n = 1
