@@ -29,6 +29,9 @@ import (
 const (
 	DefaultKillGrace    = 3 * time.Second
 	DefaultMaxLineBytes = 16 << 20
+	// DefaultSessionIdleTTL is how long a session with no live run is kept
+	// after its last run ended.
+	DefaultSessionIdleTTL = time.Hour
 	// pipeDrain is how long stdout and stderr are still read after the
 	// process leader exits (a grandchild may hold the pipes open).
 	pipeDrain = 500 * time.Millisecond
@@ -83,6 +86,12 @@ type Options struct {
 	MaxLineBytes int
 	// QueueMax bounds each subscriber's stream; 0 means the executor default.
 	QueueMax int
+	// SessionIdleTTL is how long the engine keeps a session (its last run's
+	// events, model and native id) once no run of it is live; a long-lived
+	// host would otherwise keep every session it ever ran. Later calls
+	// naming an evicted session fail with executor.ErrNoSession, as after
+	// Forget. 0 means DefaultSessionIdleTTL.
+	SessionIdleTTL time.Duration
 }
 
 // Engine implements executor.RuntimeAdapter for a Spec. It is safe for
@@ -98,13 +107,15 @@ type Engine struct {
 	procs    map[*executor.RunHandle]*proc // each session's current run, and older runs still live
 	live     map[*proc]struct{}
 	liveDone chan struct{} // closed and replaced whenever live shrinks
+	swept    time.Time     // last evictIdle pass
 }
 
 type session struct {
 	cur      *proc
 	model    string // from SetModel; used by the next run
 	cwd      string
-	nativeID string // latest native session id seen
+	nativeID string    // latest native session id seen
+	idleAt   time.Time // when its last live run ended; zero while one is live
 }
 
 // New returns an engine for spec.
@@ -114,6 +125,9 @@ func New(spec Spec, opts Options) *Engine {
 	}
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if opts.SessionIdleTTL <= 0 {
+		opts.SessionIdleTTL = DefaultSessionIdleTTL
 	}
 	log := opts.Logger
 	if log == nil {
@@ -155,6 +169,7 @@ func (e *Engine) Start(_ context.Context, _ executor.Task, opts executor.StartOp
 		return nil, fmt.Errorf("start %s: empty session key", e.spec.Name)
 	}
 	e.mu.Lock()
+	e.evictIdle(time.Now())
 	sess := e.sessions[opts.SessionKey]
 	if sess == nil {
 		sess = &session{}
@@ -181,6 +196,7 @@ func (e *Engine) Start(_ context.Context, _ executor.Task, opts executor.StartOp
 	}
 	sess.cur = p
 	sess.cwd = cmdSpec.Dir
+	sess.idleAt = time.Time{}
 	e.procs[run] = p
 	e.live[p] = struct{}{}
 	e.mu.Unlock()
@@ -362,6 +378,10 @@ func (e *Engine) Dispose(ctx context.Context) error {
 func (e *Engine) Forget(sessionKey string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.forgetLocked(sessionKey)
+}
+
+func (e *Engine) forgetLocked(sessionKey string) {
 	delete(e.sessions, sessionKey)
 	for run := range e.procs {
 		if run.SessionKey == sessionKey {
@@ -387,12 +407,29 @@ func (e *Engine) Wait(ctx context.Context) error {
 	}
 }
 
+// evictIdle drops the sessions idle for longer than SessionIdleTTL. It runs
+// at most once per quarter TTL, so a Start costs O(1) amortized. e.mu held.
+func (e *Engine) evictIdle(now time.Time) {
+	ttl := e.opts.SessionIdleTTL
+	if now.Sub(e.swept) < ttl/4 {
+		return
+	}
+	e.swept = now
+	for key, sess := range e.sessions {
+		if !sess.idleAt.IsZero() && now.Sub(sess.idleAt) >= ttl {
+			e.forgetLocked(key)
+		}
+	}
+}
+
 func (e *Engine) ended(p *proc) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.live, p)
 	if sess := e.sessions[p.run.SessionKey]; sess == nil || sess.cur != p {
 		delete(e.procs, p.run) // superseded by a newer run of the session
+	} else {
+		sess.idleAt = time.Now()
 	}
 	close(e.liveDone)
 	e.liveDone = make(chan struct{})

@@ -213,3 +213,36 @@ func TestEngineOlderRunStaysReachable(t *testing.T) {
 		t.Errorf("first run (-want +got):\n%s", diff)
 	}
 }
+
+func TestEngineEvictsSessionsIdlePastTTL(t *testing.T) {
+	const ttl = time.Minute
+	e := shEngine(Options{KillGrace: 100 * time.Millisecond, SessionIdleTTL: ttl})
+	ended, _ := runScript(t, e, "echo done") // session "k", run to its end
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := e.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	live, err := e.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "live", Message: "sleep 30", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Dispose(context.Background()) })
+
+	e.mu.Lock()
+	e.evictIdle(time.Now().Add(ttl / 2)) // idle, but not for long enough
+	e.mu.Unlock()
+	if _, err := e.Events(t.Context(), ended); err != nil {
+		t.Fatalf("session idle for half its TTL was evicted: %v", err)
+	}
+
+	e.mu.Lock()
+	e.evictIdle(time.Now().Add(2 * ttl))
+	e.mu.Unlock()
+	if _, err := e.Events(t.Context(), ended); !errors.Is(err, executor.ErrNoSession) {
+		t.Errorf("Events on a session idle past its TTL = %v, want ErrNoSession", err)
+	}
+	if _, err := e.Events(t.Context(), live); err != nil {
+		t.Errorf("a session with a live run was evicted: %v", err)
+	}
+}
