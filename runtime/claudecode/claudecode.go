@@ -6,7 +6,6 @@
 package claudecode
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"strconv"
@@ -64,8 +63,15 @@ type Options struct {
 // Adapter drives Claude Code. It implements executor.RuntimeAdapter,
 // executor.SessionCodec and executor.Disposer, and is safe for concurrent
 // use.
+//
+// Every method is the shared one-process-per-run engine's: one binary per
+// run in its own process group, abort by SIGTERM then SIGKILL after the
+// grace period, a model set with SetModel applying to the session's next
+// run (a resume), WriteContext writing a file in the run's directory,
+// Forget dropping what is kept about a session (sessions idle for an hour
+// are dropped by themselves).
 type Adapter struct {
-	e *oneshot.Engine
+	*oneshot.Engine
 }
 
 // New returns an adapter.
@@ -110,7 +116,7 @@ func New(o Options) *Adapter {
 		NewDecoder: func(executor.StartOptions, string) oneshot.Decoder { return newDecoder() },
 		LookPath:   func() (string, error) { return oneshot.LookPath(bin, oneshot.ScrubEnv(environ, o.ExtraEnv)) },
 	}
-	return &Adapter{e: oneshot.New(spec, oneshot.Options{Logger: o.Logger, KillGrace: o.KillGrace, MaxLineBytes: o.MaxLineBytes, QueueMax: o.QueueMax})}
+	return &Adapter{Engine: oneshot.New(spec, oneshot.Options{Logger: o.Logger, KillGrace: o.KillGrace, MaxLineBytes: o.MaxLineBytes, QueueMax: o.QueueMax})}
 }
 
 // Args returns the claude arguments of a run (the prompt goes to stdin, so
@@ -137,68 +143,3 @@ func Args(opts executor.StartOptions, model string, o Options) []string {
 	}
 	return args
 }
-
-// ID implements executor.RuntimeAdapter.
-func (a *Adapter) ID() executor.RuntimeID { return a.e.ID() }
-
-// ParticipantKind implements executor.RuntimeAdapter.
-func (a *Adapter) ParticipantKind() executor.ParticipantKind { return a.e.ParticipantKind() }
-
-// Capabilities implements executor.RuntimeAdapter.
-func (a *Adapter) Capabilities() executor.Capabilities { return a.e.Capabilities() }
-
-// Health implements executor.RuntimeAdapter: healthy when the claude binary
-// resolves to an executable.
-func (a *Adapter) Health(ctx context.Context) executor.Health { return a.e.Health(ctx) }
-
-// Start implements executor.RuntimeAdapter: it spawns claude in its own
-// process group and returns with the run id unbound (it binds to Claude's
-// session id from the init line).
-func (a *Adapter) Start(ctx context.Context, task executor.Task, opts executor.StartOptions) (*executor.RunHandle, error) {
-	return a.e.Start(ctx, task, opts)
-}
-
-// Events implements executor.RuntimeAdapter.
-func (a *Adapter) Events(ctx context.Context, run *executor.RunHandle) (*executor.Stream, error) {
-	return a.e.Events(ctx, run)
-}
-
-// Abort implements executor.RuntimeAdapter: SIGTERM to the process group,
-// SIGKILL after the grace period.
-func (a *Adapter) Abort(ctx context.Context, run *executor.RunHandle) error {
-	return a.e.Abort(ctx, run)
-}
-
-// SetModel implements executor.RuntimeAdapter; the model applies to the
-// session's next run.
-func (a *Adapter) SetModel(ctx context.Context, run *executor.RunHandle, model string) error {
-	return a.e.SetModel(ctx, run, model)
-}
-
-// WriteContext implements executor.RuntimeAdapter by writing key as a file
-// in the run's working directory.
-func (a *Adapter) WriteContext(ctx context.Context, run *executor.RunHandle, key, value string) error {
-	return a.e.WriteContext(ctx, run, key, value)
-}
-
-// SerializeSession implements executor.SessionCodec.
-func (a *Adapter) SerializeSession(ctx context.Context, run *executor.RunHandle) (string, error) {
-	return a.e.SerializeSession(ctx, run)
-}
-
-// RestoreSession implements executor.SessionCodec.
-func (a *Adapter) RestoreSession(ctx context.Context, blob string) (*executor.RunHandle, error) {
-	return a.e.RestoreSession(ctx, blob)
-}
-
-// Dispose implements executor.Disposer: it aborts every live run and waits
-// for the processes to exit.
-func (a *Adapter) Dispose(ctx context.Context) error { return a.e.Dispose(ctx) }
-
-// Forget drops what the adapter keeps about a session (its last run and
-// buffered events, the model set on it, its native id); call it when the
-// host is done with the session. A live run is not stopped.
-func (a *Adapter) Forget(sessionKey string) { a.e.Forget(sessionKey) }
-
-// Wait blocks until no run is live or ctx ends.
-func (a *Adapter) Wait(ctx context.Context) error { return a.e.Wait(ctx) }
