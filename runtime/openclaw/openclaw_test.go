@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,25 +15,11 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 )
 
 // TestMain runs the tests, stops the shared real gateway (started only by
 // the end-to-end test, when CLAWCONNECT_E2E=1), then checks for leaks.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := realgateway.StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop shared real gateway:", err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { realgateway.Main(m) }
 
 // fakeEnv is one fake gateway with a connected client.
 type fakeEnv struct {
