@@ -74,6 +74,7 @@ func fakeAdapter(o Options) fakecli.NewAdapter[*Adapter] {
 }
 
 func TestContractWithFakeCLI(t *testing.T) {
+	t.Parallel()
 	contract.RunAdapterContract(t, fakecli.Harness(fakecli.HarnessConfig{
 		Label:     "claude-code fake CLI",
 		New:       func(t *testing.T, f *fakecli.Fake) executor.RuntimeAdapter { return fakeAdapter(Options{})(t, f) },
@@ -85,6 +86,7 @@ func TestContractWithFakeCLI(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestArgvStdinAndScrubbedEnv(t *testing.T) {
+	t.Parallel()
 	f, _, _, s := fakecli.Start(t, fakeAdapter(Options{
 		Environ:        []string{"OPENCLAW_PASSWORD=pw", "OPENCLAW_GATEWAY_TOKEN=tok", "MCP_USER_TOKENS=a:b", "PUBLIC_MCP_PASS=p", "CLAWCONNECT_HTTP_TOKEN=t", "ANTHROPIC_BASE_URL=http://127.0.0.1:1", "ANTHROPIC_API_KEY=dummy", "CLAWCONNECT_TIMEOUT_MS=5"},
 		ExtraEnv:       []string{"ANTHROPIC_MODEL=granted"},
@@ -118,6 +120,7 @@ func TestArgvStdinAndScrubbedEnv(t *testing.T) {
 }
 
 func TestFullStreamMapping(t *testing.T) {
+	t.Parallel()
 	f, a, run, s := fakecli.Start(t, fakeAdapter(Options{}), executor.StartOptions{})
 	f.Send(t,
 		fakecli.Out(initLine()),
@@ -170,6 +173,7 @@ func TestFullStreamMapping(t *testing.T) {
 }
 
 func TestTerminalRules(t *testing.T) {
+	t.Parallel()
 	fakecli.RunScripts(t, fakeAdapter(Options{}), []fakecli.Script{
 		{Name: "max turns", Lines: []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s"}`), fakecli.Exit(0)},
 			Want: []executor.Payload{executor.Done{Reason: executor.DoneMaxTurns}}},
@@ -187,6 +191,7 @@ func TestTerminalRules(t *testing.T) {
 }
 
 func TestBadLines(t *testing.T) {
+	t.Parallel()
 	f, _, _, s := fakecli.Start(t, fakeAdapter(Options{MaxLineBytes: 1024}), executor.StartOptions{})
 	huge := `{"type":"assistant","message":{"content":[{"type":"text","text":"` + strings.Repeat("x", 200_000) + `"}]}}`
 	f.Send(t,
@@ -214,17 +219,20 @@ func TestBadLines(t *testing.T) {
 }
 
 func TestMissingBinary(t *testing.T) {
+	t.Parallel()
 	fakecli.CheckMissingBinary(t, func(binary string, environ []string) executor.RuntimeAdapter {
 		return New(Options{Binary: binary, Environ: environ})
 	})
 }
 
 func TestAbortEscalatesWhenSIGTERMIgnored(t *testing.T) {
+	t.Parallel()
 	fakecli.CheckAbortEscalates(t, fakeAdapter(Options{Environ: []string{fakecli.IgnoreTerm}, KillGrace: 200 * time.Millisecond}),
 		[]fakecli.Directive{fakecli.Out(initLine()), fakecli.Out(assistantText("working"))}, "working")
 }
 
 func TestLateSubscriberGetsBacklogAndSecondGetsLive(t *testing.T) {
+	t.Parallel()
 	fakecli.CheckLateSubscriber(t, fakeAdapter(Options{}),
 		[]fakecli.Directive{fakecli.Out(initLine()), fakecli.Out(resultLine("success", "early", false)), fakecli.Exit(0)},
 		[]executor.Payload{
@@ -235,10 +243,12 @@ func TestLateSubscriberGetsBacklogAndSecondGetsLive(t *testing.T) {
 }
 
 func TestUnknownSession(t *testing.T) {
+	t.Parallel()
 	fakecli.CheckUnknownSession(t, New(Options{}))
 }
 
 func TestSetModelAppliesToNextRunAndWriteContextStaysLocal(t *testing.T) {
+	t.Parallel()
 	f, a, run, s := fakecli.Start(t, fakeAdapter(Options{}), executor.StartOptions{})
 	if err := a.SetModel(t.Context(), run, "opus"); err != nil {
 		t.Fatal(err)
@@ -270,6 +280,7 @@ func TestSetModelAppliesToNextRunAndWriteContextStaysLocal(t *testing.T) {
 }
 
 func TestRunIDRebindsFromFallback(t *testing.T) {
+	t.Parallel()
 	f, _, run, s := fakecli.Start(t, fakeAdapter(Options{}), executor.StartOptions{SessionKey: "fallback"})
 	f.Send(t, fakecli.Out(`garbage before init`), fakecli.Out(initLine()), fakecli.Out(resultLine("success", "ok", false)), fakecli.Exit(0))
 	evs := fakecli.Drain(t, s)

@@ -72,6 +72,7 @@ func fakeAdapter(o Options) fakecli.NewAdapter[*Adapter] {
 }
 
 func TestContractWithFakeCLI(t *testing.T) {
+	t.Parallel()
 	contract.RunAdapterContract(t, fakecli.Harness(fakecli.HarnessConfig{
 		Label:     "codex fake CLI",
 		New:       func(t *testing.T, f *fakecli.Fake) executor.RuntimeAdapter { return fakeAdapter(Options{})(t, f) },
@@ -81,6 +82,7 @@ func TestContractWithFakeCLI(t *testing.T) {
 }
 
 func TestArgvHomeAndScrubbedEnv(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	f, _, _, s := fakecli.Start(t, fakeAdapter(Options{
 		Environ: []string{"OPENCLAW_PASSWORD=pw", "OPENCLAW_GATEWAY_TOKEN=tok", "MCP_USER_TOKENS=a:b", "PUBLIC_MCP_PASS=p", "CLAWCONNECT_BEARER_TOKEN=t", "OPENAI_API_KEY=sk-x", "FAKE_API_KEY=dummy"},
@@ -114,6 +116,7 @@ func TestArgvHomeAndScrubbedEnv(t *testing.T) {
 }
 
 func TestFullStreamMapping(t *testing.T) {
+	t.Parallel()
 	f, _, _, s := fakecli.Start(t, fakeAdapter(Options{}), executor.StartOptions{Model: "fake-model"})
 	f.Send(t, prelude...)
 	f.Send(t,
@@ -168,6 +171,7 @@ func TestFullStreamMapping(t *testing.T) {
 }
 
 func TestTerminalRules(t *testing.T) {
+	t.Parallel()
 	fakecli.RunScripts(t, fakeAdapter(Options{}), []fakecli.Script{
 		{Name: "turn failed then exit 1 gives one terminal", Lines: []fakecli.Directive{fakecli.Out(`{"type":"turn.failed","error":{"message":"stream closed before response.completed"}}`), {Err: "error\n"}, fakecli.Exit(1)},
 			Want: []executor.Payload{executor.Error{Code: "turn_failed", Message: "stream closed before response.completed", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "stream closed before response.completed"}}},
@@ -181,6 +185,7 @@ func TestTerminalRules(t *testing.T) {
 }
 
 func TestBadLines(t *testing.T) {
+	t.Parallel()
 	f, _, _, s := fakecli.Start(t, fakeAdapter(Options{MaxLineBytes: 512}), executor.StartOptions{})
 	f.Send(t,
 		fakecli.Out(`{"type":"item.completed","item":{"id":"i","type":"agent_mes`),
@@ -206,17 +211,20 @@ func TestBadLines(t *testing.T) {
 }
 
 func TestMissingBinary(t *testing.T) {
+	t.Parallel()
 	fakecli.CheckMissingBinary(t, func(binary string, environ []string) executor.RuntimeAdapter {
 		return New(Options{Binary: binary, Environ: environ})
 	})
 }
 
 func TestAbortEscalatesWhenSIGTERMIgnored(t *testing.T) {
+	t.Parallel()
 	fakecli.CheckAbortEscalates(t, fakeAdapter(Options{Environ: []string{fakecli.IgnoreTerm}, KillGrace: 200 * time.Millisecond}),
 		slices.Concat(prelude, []fakecli.Directive{fakecli.Out(agentMessage("i", "working"))}), "working")
 }
 
 func TestLateSubscriberGetsBacklogAndSecondGetsLive(t *testing.T) {
+	t.Parallel()
 	u := executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 4}
 	fakecli.CheckLateSubscriber(t, fakeAdapter(Options{}),
 		[]fakecli.Directive{prelude[0], fakecli.Out(agentMessage("i", "early")), fakecli.Out(turnCompleted), fakecli.Exit(0)},
@@ -229,6 +237,7 @@ func TestLateSubscriberGetsBacklogAndSecondGetsLive(t *testing.T) {
 }
 
 func TestUnknownSession(t *testing.T) {
+	t.Parallel()
 	fakecli.CheckUnknownSession(t, New(Options{}))
 }
 

@@ -97,12 +97,13 @@ type Script struct {
 	Want  []executor.Payload
 }
 
-// RunScripts plays each script in a run of its own and compares the
-// payloads of the whole stream.
+// RunScripts plays each script in a run of its own, in parallel subtests,
+// and compares the payloads of the whole stream.
 func RunScripts[A Adapter](t *testing.T, newAdapter NewAdapter[A], scripts []Script) {
 	t.Helper()
 	for _, sc := range scripts {
 		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
 			f, _, _, s := Start(t, newAdapter, executor.StartOptions{})
 			f.Send(t, sc.Lines...)
 			if diff := cmp.Diff(sc.Want, Payloads(Drain(t, s))); diff != "" {
