@@ -36,6 +36,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestDialHandshake(t *testing.T) {
+	t.Parallel()
 	dev, err := gateway.LoadOrCreateDevice(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +57,7 @@ func TestDialHandshake(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			gw := fakegateway.New(t, tt.gw)
 			tt.opts.URL = gw.HTTPURL() // http:// is rewritten to ws://
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -89,6 +91,7 @@ func TestDialHandshake(t *testing.T) {
 }
 
 func TestDialHonoursContext(t *testing.T) {
+	t.Parallel()
 	gw := fakegateway.New(t, fakegateway.Options{Token: "t", Unavailable: 1 << 30})
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
@@ -99,6 +102,7 @@ func TestDialHonoursContext(t *testing.T) {
 }
 
 func TestExtraHeaders(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, nil)
 	h, err := gateway.ParseHeaders(`{"CF-Access-Client-Id":"id","n":1}`)
 	if err != nil {
@@ -112,6 +116,7 @@ func TestExtraHeaders(t *testing.T) {
 }
 
 func TestCall(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, nil)
 	gw.Handle("test.echo", func(_ context.Context, p json.RawMessage) (any, error) {
 		return map[string]any{"echo": p}, nil
@@ -188,6 +193,7 @@ func TestCall(t *testing.T) {
 }
 
 func TestReconnect(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, nil)
 	gw.Handle("test.silent", func(context.Context, json.RawMessage) (any, error) { return nil, fakegateway.ErrNoReply })
 	c := dial(t, gw)
@@ -219,6 +225,7 @@ func TestReconnect(t *testing.T) {
 }
 
 func TestSessionSubscriptionResumes(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, nil)
 	c := dial(t, gw)
 	ctx := waitCtx(t)
@@ -233,12 +240,14 @@ func TestSessionSubscriptionResumes(t *testing.T) {
 }
 
 func TestWatchdogReconnectsSilentGateway(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, nil)
 	c := dial(t, gw, func(o *gateway.Options) { o.TickTimeout = 40 * time.Millisecond })
 	eventually(t, "watchdog reconnect", func() bool { return c.Stats().Reconnects >= 1 })
 }
 
 func TestHistoryWaitSessions(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, nil)
 	c := dial(t, gw)
 	ctx := waitCtx(t)
@@ -303,6 +312,7 @@ func TestHistoryWaitSessions(t *testing.T) {
 }
 
 func TestStartRunValidation(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, nil)
 	c := dial(t, gw)
 	_, err := c.StartRun(t.Context(), gateway.RunRequest{SessionKey: "x"})
@@ -312,6 +322,7 @@ func TestStartRunValidation(t *testing.T) {
 }
 
 func TestLoadOrCreateDevice(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	d1, err := gateway.LoadOrCreateDevice(home)
 	if err != nil {
@@ -333,6 +344,7 @@ func TestLoadOrCreateDevice(t *testing.T) {
 // TestOversizedFrameDoesNotLoseRun: a frame above the read limit kills the
 // socket (1009); the client reconnects and the run still gets its outcome.
 func TestOversizedFrameDoesNotLoseRun(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, func(fakegateway.Submit) fakegateway.Turn { return fakegateway.Turn{Reply: "kept", Hold: true} })
 	c := dial(t, gw, func(o *gateway.Options) { o.ReadLimit = 4096 })
 	ctx := waitCtx(t)
@@ -375,6 +387,7 @@ func (b *logBuffer) String() string {
 // TestCloseIsNotLoggedAsLoss: a deliberate Close must not log a lost
 // connection or a failed reconnect; a real loss must.
 func TestCloseIsNotLoggedAsLoss(t *testing.T) {
+	t.Parallel()
 	const lost = "gateway connection lost"
 	tests := []struct {
 		name     string
@@ -386,6 +399,7 @@ func TestCloseIsNotLoggedAsLoss(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			gw := newGW(t, nil)
 			var logs logBuffer
 			c := dial(t, gw, func(o *gateway.Options) {

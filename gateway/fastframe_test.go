@@ -54,6 +54,7 @@ var scanSeeds = []string{
 }
 
 func TestScanRunEventMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	for _, s := range scanSeeds {
 		t.Run(s, func(t *testing.T) {
 			checkScanAgrees(t, []byte(s))
@@ -64,6 +65,7 @@ func TestScanRunEventMatchesEncodingJSON(t *testing.T) {
 // TestScanRunEventTakesCommonFrames checks the fast path does not decline
 // the frames that make up the traffic (else it would be no faster).
 func TestScanRunEventTakesCommonFrames(t *testing.T) {
+	t.Parallel()
 	for _, s := range scanSeeds[:11] {
 		t.Run(s, func(t *testing.T) {
 			got, ok := scanRunEvent([]byte(s))

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDecodeFrame(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
@@ -99,6 +100,7 @@ func FuzzDecodeFrame(f *testing.F) {
 }
 
 func TestContentText(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{`{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"thinking","thinking":"x"},{"type":"text","text":"b"}]}`, "a\nb"},
 		{`{"role":"user","content":"plain"}`, "plain"},
@@ -115,6 +117,7 @@ func TestContentText(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	var got []time.Duration
 	for n := 1; n <= 7; n++ {
 		got = append(got, backoff(n, time.Second, 30*time.Second))
@@ -148,6 +151,7 @@ func TestJitteredSpreadsOverUpperHalf(t *testing.T) {
 }
 
 func TestNormalizeURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"http://127.0.0.1:18789", "ws://127.0.0.1:18789"},
 		{"https://gw.example.test/", "wss://gw.example.test/"},
@@ -166,6 +170,7 @@ func TestNormalizeURL(t *testing.T) {
 }
 
 func TestParseHeaders(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    map[string]string
@@ -191,6 +196,7 @@ func TestParseHeaders(t *testing.T) {
 }
 
 func TestDevicePayloadV3(t *testing.T) {
+	t.Parallel()
 	seed := make([]byte, ed25519.SeedSize)
 	d := NewDevice(ed25519.NewKeyFromSeed(seed))
 	got := devicePayloadV3(d.ID, "gateway-client", "backend", "operator",
@@ -206,6 +212,7 @@ func TestDevicePayloadV3(t *testing.T) {
 }
 
 func TestPreRunBufferEvictsAgentFramesFirst(t *testing.T) {
+	t.Parallel()
 	c := &Client{}
 	r := &Run{c: c, notify: make(chan struct{}, 1)}
 	r.post(runItem{kind: itemEvent, event: "chat", p: &runPayload{RunID: "x", State: "delta"}})

@@ -45,6 +45,7 @@ func waitCtx(t *testing.T) context.Context {
 var ignoreVolatile = cmpopts.IgnoreFields(gateway.Outcome{}, "StopReason")
 
 func TestRunOutcomes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		turn fakegateway.Turn
@@ -109,6 +110,7 @@ func TestRunOutcomes(t *testing.T) {
 }
 
 func TestRunAbort(t *testing.T) {
+	t.Parallel()
 	for _, chatAbort := range []bool{false, true} {
 		t.Run(map[bool]string{false: "sessions.abort", true: "chat.abort"}[chatAbort], func(t *testing.T) {
 			gw := newGW(t, func(fakegateway.Submit) fakegateway.Turn { return fakegateway.Turn{Reply: "partial", Hold: true} })
@@ -142,6 +144,7 @@ func TestRunAbort(t *testing.T) {
 }
 
 func TestRunEventsNormalized(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, func(fakegateway.Submit) fakegateway.Turn {
 		return fakegateway.Turn{Reply: "abcd", Chunks: 2, MessageTool: "sent", Duplicate: true}
 	})
@@ -181,6 +184,7 @@ func TestRunEventsNormalized(t *testing.T) {
 }
 
 func TestIdempotentResubmitYieldsOneRun(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, func(s fakegateway.Submit) fakegateway.Turn { return fakegateway.Turn{Reply: "once", Hold: true} })
 	c := dial(t, gw)
 	ctx := waitCtx(t)
@@ -220,6 +224,7 @@ func TestIdempotentResubmitYieldsOneRun(t *testing.T) {
 }
 
 func TestBusySession(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, func(s fakegateway.Submit) fakegateway.Turn {
 		if s.Message == "first" {
 			return fakegateway.Turn{Reply: "A", Hold: true}
@@ -270,6 +275,7 @@ func TestBusySession(t *testing.T) {
 }
 
 func TestRestartMidRun(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		restart func(*fakegateway.Server)
@@ -326,6 +332,7 @@ func TestRestartMidRun(t *testing.T) {
 }
 
 func TestClientCloseEndsRuns(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, func(fakegateway.Submit) fakegateway.Turn { return fakegateway.Turn{Hold: true, Reply: "x"} })
 	c := dial(t, gw)
 	ctx := waitCtx(t)
@@ -345,6 +352,7 @@ func TestClientCloseEndsRuns(t *testing.T) {
 // TestFramesBeforeRunIDAreReplayed: the gateway streams the whole run,
 // under a run id of its own choosing, before it acknowledges the submit.
 func TestFramesBeforeRunIDAreReplayed(t *testing.T) {
+	t.Parallel()
 	gw := newGW(t, nil)
 	gw.Handle("agent", func(_ context.Context, _ json.RawMessage) (any, error) {
 		gw.Broadcast([]byte(`{"type":"event","event":"chat","payload":{"runId":"other","sessionKey":"agent:main:pre","seq":1,"state":"final","message":{"content":[{"type":"text","text":"not mine"}]}}}`))
@@ -370,6 +378,7 @@ func TestFramesBeforeRunIDAreReplayed(t *testing.T) {
 }
 
 func TestEmptyFinalFallsBackToHistoryThenSentinel(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		turn fakegateway.Turn

@@ -3,14 +3,12 @@ package task
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -19,20 +17,7 @@ import (
 
 // TestMain runs the tests, stops the shared real gateway (started only by
 // the e2e tests, when CLAWCONNECT_E2E=1) and then checks for goroutine leaks.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := realgateway.StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop shared real gateway:", err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { realgateway.Main(m) }
 
 func TestSubmitFollowComplete(t *testing.T) {
 	e := newEnv(t)

@@ -1,7 +1,6 @@
 package claudecode
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -60,86 +59,42 @@ func translate(fr contract.Frame, n int) []fakecli.Directive {
 	return nil
 }
 
-func newFakeAdapter(t *testing.T, f *fakecli.Fake, o Options) *Adapter {
-	o.Binary = f.Binary(t)
-	o.Environ = f.Environ(o.Environ...)
-	o.Logger = f.Logs.Logger()
-	if o.KillGrace == 0 {
-		o.KillGrace = 5 * time.Second
+// fakeAdapter builds adapters over a fake CLI with o as the base options.
+func fakeAdapter(o Options) fakecli.NewAdapter[*Adapter] {
+	return func(t *testing.T, f *fakecli.Fake) *Adapter {
+		c := o
+		c.Binary = f.Binary(t)
+		c.Environ = f.Environ(o.Environ...)
+		c.Logger = f.Logs.Logger()
+		if c.KillGrace == 0 {
+			c.KillGrace = 5 * time.Second
+		}
+		return New(c)
 	}
-	return New(o)
 }
 
 func TestContractWithFakeCLI(t *testing.T) {
+	t.Parallel()
 	contract.RunAdapterContract(t, fakecli.Harness(fakecli.HarnessConfig{
 		Label:     "claude-code fake CLI",
-		New:       func(t *testing.T, f *fakecli.Fake) executor.RuntimeAdapter { return newFakeAdapter(t, f, Options{}) },
+		New:       func(t *testing.T, f *fakecli.Fake) executor.RuntimeAdapter { return fakeAdapter(Options{})(t, f) },
 		Prelude:   []fakecli.Directive{fakecli.Out(initLine())},
 		Translate: translate,
 	}))
 }
 
-// startFake starts one run against a fresh fake and subscribes.
-func startFake(t *testing.T, o Options, opts executor.StartOptions) (*fakecli.Fake, *Adapter, *executor.RunHandle, *executor.Stream) {
-	t.Helper()
-	f := fakecli.New(t)
-	a := newFakeAdapter(t, f, o)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Dispose(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	if opts.SessionKey == "" {
-		opts.SessionKey = "k"
-	}
-	if opts.Message == "" {
-		opts.Message = "say hello"
-	}
-	opts.Cwd = f.Work
-	run, err := a.Start(t.Context(), executor.Task{}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := a.Events(t.Context(), run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return f, a, run, s
-}
-
-func drainAll(t *testing.T, s *executor.Stream) []executor.Event {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
-	defer cancel()
-	evs, err := contract.Drain(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
-}
-
-func payloads(evs []executor.Event) []executor.Payload {
-	out := make([]executor.Payload, len(evs))
-	for i, ev := range evs {
-		out[i] = ev.Payload
-	}
-	return out
-}
-
 func ptr[T any](v T) *T { return &v }
 
 func TestArgvStdinAndScrubbedEnv(t *testing.T) {
-	f, _, _, s := startFake(t, Options{
+	t.Parallel()
+	f, _, _, s := fakecli.Start(t, fakeAdapter(Options{
 		Environ:        []string{"OPENCLAW_PASSWORD=pw", "OPENCLAW_GATEWAY_TOKEN=tok", "MCP_USER_TOKENS=a:b", "PUBLIC_MCP_PASS=p", "CLAWCONNECT_HTTP_TOKEN=t", "ANTHROPIC_BASE_URL=http://127.0.0.1:1", "ANTHROPIC_API_KEY=dummy", "CLAWCONNECT_TIMEOUT_MS=5"},
 		ExtraEnv:       []string{"ANTHROPIC_MODEL=granted"},
 		PermissionMode: "bypassPermissions",
 		MaxTurns:       3,
-	}, executor.StartOptions{Message: "--not-a-flag", Context: "ctx", Model: "fake-model", Resume: "sess-1", ChildToolBlocklist: []string{"Task", "WebFetch"}})
+	}), executor.StartOptions{Message: "--not-a-flag", Context: "ctx", Model: "fake-model", Resume: "sess-1", ChildToolBlocklist: []string{"Task", "WebFetch"}})
 	f.Send(t, fakecli.Out(initLine()), fakecli.Out(resultLine("success", "ok", false)), fakecli.Exit(0))
-	drainAll(t, s)
+	fakecli.Drain(t, s)
 	rec := f.Recorded(t)
 	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--model", "fake-model", "--resume", "sess-1", "--permission-mode", "bypassPermissions", "--max-turns", "3", "--disallowedTools", "Task,WebFetch"}
 	if diff := cmp.Diff(want, rec.Args); diff != "" {
@@ -165,7 +120,8 @@ func TestArgvStdinAndScrubbedEnv(t *testing.T) {
 }
 
 func TestFullStreamMapping(t *testing.T) {
-	f, a, run, s := startFake(t, Options{}, executor.StartOptions{})
+	t.Parallel()
+	f, a, run, s := fakecli.Start(t, fakeAdapter(Options{}), executor.StartOptions{})
 	f.Send(t,
 		fakecli.Out(initLine()),
 		fakecli.Out(`{"type":"system","subtype":"status","status":"requesting"}`),
@@ -181,7 +137,7 @@ func TestFullStreamMapping(t *testing.T) {
 		fakecli.Out(resultLine("success", "done", false)),
 		fakecli.Exit(0),
 	)
-	evs := drainAll(t, s)
+	evs := fakecli.Drain(t, s)
 	want := []executor.Payload{
 		executor.Status{Phase: executor.PhaseInit, Model: "claude-opus-5-5"},
 		executor.Status{Phase: executor.PhaseRunning, Detail: "requesting"},
@@ -195,7 +151,7 @@ func TestFullStreamMapping(t *testing.T) {
 		executor.Cost{CostUSD: ptr(0.00016), Usage: executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 2}},
 		executor.Done{Reason: executor.DoneSuccess, Summary: "done", Usage: &executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 2}, CostUSD: ptr(0.00016)},
 	}
-	if diff := cmp.Diff(want, payloads(evs)); diff != "" {
+	if diff := cmp.Diff(want, fakecli.Payloads(evs)); diff != "" {
 		t.Errorf("payloads (-want +got):\n%s", diff)
 	}
 	for _, ev := range evs {
@@ -217,37 +173,26 @@ func TestFullStreamMapping(t *testing.T) {
 }
 
 func TestTerminalRules(t *testing.T) {
-	tests := []struct {
-		name  string
-		lines []fakecli.Directive
-		want  []executor.Payload
-	}{
-		{"max turns", []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s"}`), fakecli.Exit(0)},
-			[]executor.Payload{executor.Done{Reason: executor.DoneMaxTurns}}},
-		{"error result then nonzero exit gives one terminal", []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["overloaded"]}`), {Err: "boom\n"}, fakecli.Exit(1)},
-			[]executor.Payload{executor.Error{Code: "error_during_execution", Message: "overloaded", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "overloaded"}}},
-		{"success subtype flagged as error", []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500"}`), fakecli.Exit(1)},
-			[]executor.Payload{executor.Error{Code: "success", Message: "API Error: 500", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "API Error: 500"}}},
-		{"clean exit without result", []fakecli.Directive{fakecli.Out(assistantText("partial answer")), fakecli.Exit(0)},
-			[]executor.Payload{executor.TextDelta{Text: "partial answer", Channel: executor.ChannelAssistant}, executor.Done{Reason: executor.DoneSuccess, Summary: "partial answer"}}},
-		{"crash with stderr", []fakecli.Directive{{Err: "fatal: cannot reach model\n"}, fakecli.Exit(2)},
-			[]executor.Payload{executor.Error{Code: "exit_2", Message: "fatal: cannot reach model", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "fatal: cannot reach model"}}},
-		{"second result ignored", []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"success","result":"one"}`), fakecli.Out(`{"type":"result","subtype":"success","result":"two"}`), fakecli.Exit(0)},
-			[]executor.Payload{executor.Done{Reason: executor.DoneSuccess, Summary: "one"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f, _, _, s := startFake(t, Options{}, executor.StartOptions{})
-			f.Send(t, tt.lines...)
-			if diff := cmp.Diff(tt.want, payloads(drainAll(t, s))); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-		})
-	}
+	t.Parallel()
+	fakecli.RunScripts(t, fakeAdapter(Options{}), []fakecli.Script{
+		{Name: "max turns", Lines: []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s"}`), fakecli.Exit(0)},
+			Want: []executor.Payload{executor.Done{Reason: executor.DoneMaxTurns}}},
+		{Name: "error result then nonzero exit gives one terminal", Lines: []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["overloaded"]}`), {Err: "boom\n"}, fakecli.Exit(1)},
+			Want: []executor.Payload{executor.Error{Code: "error_during_execution", Message: "overloaded", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "overloaded"}}},
+		{Name: "success subtype flagged as error", Lines: []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500"}`), fakecli.Exit(1)},
+			Want: []executor.Payload{executor.Error{Code: "success", Message: "API Error: 500", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "API Error: 500"}}},
+		{Name: "clean exit without result", Lines: []fakecli.Directive{fakecli.Out(assistantText("partial answer")), fakecli.Exit(0)},
+			Want: []executor.Payload{executor.TextDelta{Text: "partial answer", Channel: executor.ChannelAssistant}, executor.Done{Reason: executor.DoneSuccess, Summary: "partial answer"}}},
+		{Name: "crash with stderr", Lines: []fakecli.Directive{{Err: "fatal: cannot reach model\n"}, fakecli.Exit(2)},
+			Want: []executor.Payload{executor.Error{Code: "exit_2", Message: "fatal: cannot reach model", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "fatal: cannot reach model"}}},
+		{Name: "second result ignored", Lines: []fakecli.Directive{fakecli.Out(`{"type":"result","subtype":"success","result":"one"}`), fakecli.Out(`{"type":"result","subtype":"success","result":"two"}`), fakecli.Exit(0)},
+			Want: []executor.Payload{executor.Done{Reason: executor.DoneSuccess, Summary: "one"}}},
+	})
 }
 
 func TestBadLines(t *testing.T) {
-	f, _, _, s := startFake(t, Options{MaxLineBytes: 1024}, executor.StartOptions{})
+	t.Parallel()
+	f, _, _, s := fakecli.Start(t, fakeAdapter(Options{MaxLineBytes: 1024}), executor.StartOptions{})
 	huge := `{"type":"assistant","message":{"content":[{"type":"text","text":"` + strings.Repeat("x", 200_000) + `"}]}}`
 	f.Send(t,
 		fakecli.Out(`{"type":"assistant","message":{"content":[{"type":"te`), // truncated
@@ -259,7 +204,7 @@ func TestBadLines(t *testing.T) {
 		fakecli.Directive{Raw: resultLine("success", "tail without newline", false)},
 		fakecli.Exit(0),
 	)
-	got := payloads(drainAll(t, s))
+	got := fakecli.Payloads(fakecli.Drain(t, s))
 	want := []executor.Payload{
 		executor.Error{Code: "bad_line", Message: "claude: unparseable stdout line: " + fmt.Sprintf("%q", `{"type":"assistant","message":{"content":[{"type":"te`)},
 		executor.Error{Code: "bad_line", Message: `claude: unparseable stdout line: "not json at all"`},
@@ -274,100 +219,37 @@ func TestBadLines(t *testing.T) {
 }
 
 func TestMissingBinary(t *testing.T) {
-	a := New(Options{Binary: "claude-definitely-missing", Environ: []string{"PATH=" + t.TempDir()}})
-	h := a.Health(t.Context())
-	if h.OK || !strings.Contains(h.Message, "claude-definitely-missing not found on PATH") {
-		t.Errorf("Health = %+v, want a not-found verdict", h)
-	}
-	if _, err := a.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "k", Message: "m"}); err == nil || !strings.Contains(err.Error(), "not found on PATH") {
-		t.Errorf("Start error = %v, want not found", err)
-	}
-	b := New(Options{Binary: "/nonexistent/claude"})
-	if h := b.Health(t.Context()); h.OK {
-		t.Errorf("Health of a missing absolute path = %+v", h)
-	}
+	t.Parallel()
+	fakecli.CheckMissingBinary(t, func(binary string, environ []string) executor.RuntimeAdapter {
+		return New(Options{Binary: binary, Environ: environ})
+	})
 }
 
 func TestAbortEscalatesWhenSIGTERMIgnored(t *testing.T) {
-	f, a, run, s := startFake(t, Options{Environ: []string{"FAKECLI_IGNORE_TERM=1"}, KillGrace: 200 * time.Millisecond}, executor.StartOptions{})
-	f.Send(t, fakecli.Out(initLine()), fakecli.Out(assistantText("working")))
-	for {
-		ev, err := s.Next(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Kind() == executor.KindTextDelta {
-			break
-		}
-	}
-	if err := a.Abort(t.Context(), run); err != nil {
-		t.Fatal(err)
-	}
-	evs := drainAll(t, s)
-	if diff := cmp.Diff([]executor.Payload{executor.Done{Reason: executor.DoneAborted, Summary: "working"}}, payloads(evs)); diff != "" {
-		t.Errorf("after abort (-want +got):\n%s", diff)
-	}
-	var escalated bool
-	for _, c := range f.Logs.Calls() {
-		if c.Method == "abort escalated" {
-			escalated = true
-		}
-	}
-	if !escalated {
-		t.Error("SIGKILL escalation not logged")
-	}
+	t.Parallel()
+	fakecli.CheckAbortEscalates(t, fakeAdapter(Options{Environ: []string{fakecli.IgnoreTerm}, KillGrace: 200 * time.Millisecond}),
+		[]fakecli.Directive{fakecli.Out(initLine()), fakecli.Out(assistantText("working"))}, "working")
 }
 
 func TestLateSubscriberGetsBacklogAndSecondGetsLive(t *testing.T) {
-	f := fakecli.New(t)
-	a := newFakeAdapter(t, f, Options{})
-	defer a.Dispose(context.Background())
-	run, err := a.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "k", Message: "m", Cwd: f.Work})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Send(t, fakecli.Out(initLine()), fakecli.Out(resultLine("success", "early", false)), fakecli.Exit(0))
-	if err := a.Wait(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	s, err := a.Events(t.Context(), run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	evs := drainAll(t, s)
-	if len(evs) != 3 || evs[2].Kind() != executor.KindDone || evs[0].Seq != 1 {
-		t.Errorf("late first subscriber got %v", payloads(evs))
-	}
-	s2, err := a.Events(t.Context(), run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	if evs := drainAll(t, s2); len(evs) != 0 {
-		t.Errorf("second subscriber after the end got %v, want nothing", payloads(evs))
-	}
+	t.Parallel()
+	fakecli.CheckLateSubscriber(t, fakeAdapter(Options{}),
+		[]fakecli.Directive{fakecli.Out(initLine()), fakecli.Out(resultLine("success", "early", false)), fakecli.Exit(0)},
+		[]executor.Payload{
+			executor.Status{Phase: executor.PhaseInit, Model: "claude-opus-5-5"},
+			executor.Cost{CostUSD: ptr(0.00016), Usage: executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 2}},
+			executor.Done{Reason: executor.DoneSuccess, Summary: "early", Usage: &executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 2}, CostUSD: ptr(0.00016)},
+		})
 }
 
 func TestUnknownSession(t *testing.T) {
-	a := New(Options{})
-	run := executor.NewRunHandle(ID, "nope")
-	for name, err := range map[string]error{
-		"abort":         a.Abort(t.Context(), run),
-		"set model":     a.SetModel(t.Context(), run, "m"),
-		"write context": a.WriteContext(t.Context(), run, "k", "v"),
-	} {
-		if !errorsIs(err, executor.ErrNoSession) {
-			t.Errorf("%s on an unknown session = %v, want ErrNoSession", name, err)
-		}
-	}
-	if _, err := a.Events(t.Context(), run); !errorsIs(err, executor.ErrNoSession) {
-		t.Errorf("Events on an unknown session = %v", err)
-	}
+	t.Parallel()
+	fakecli.CheckUnknownSession(t, New(Options{}))
 }
 
 func TestSetModelAppliesToNextRunAndWriteContextStaysLocal(t *testing.T) {
-	f, a, run, s := startFake(t, Options{}, executor.StartOptions{})
+	t.Parallel()
+	f, a, run, s := fakecli.Start(t, fakeAdapter(Options{}), executor.StartOptions{})
 	if err := a.SetModel(t.Context(), run, "opus"); err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +257,7 @@ func TestSetModelAppliesToNextRunAndWriteContextStaysLocal(t *testing.T) {
 		t.Error("WriteContext outside the working directory succeeded")
 	}
 	f.Send(t, fakecli.Out(initLine()), fakecli.Out(resultLine("success", "ok", false)), fakecli.Exit(0))
-	drainAll(t, s)
+	fakecli.Drain(t, s)
 	got := Args(executor.StartOptions{}, "opus", Options{WholeMessages: true})
 	if diff := cmp.Diff([]string{"-p", "--output-format", "stream-json", "--verbose", "--model", "opus"}, got); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
@@ -391,16 +273,17 @@ func TestSetModelAppliesToNextRunAndWriteContextStaysLocal(t *testing.T) {
 	}
 	defer s2.Close()
 	f.Send(t, fakecli.Out(resultLine("success", "ok", false)), fakecli.Exit(0))
-	drainAll(t, s2)
+	fakecli.Drain(t, s2)
 	if args := strings.Join(f.Recorded(t).Args, " "); !strings.Contains(args, "--model opus --resume "+fakeSession) {
 		t.Errorf("next run args %q lack the set model", args)
 	}
 }
 
 func TestRunIDRebindsFromFallback(t *testing.T) {
-	f, _, run, s := startFake(t, Options{}, executor.StartOptions{SessionKey: "fallback"})
+	t.Parallel()
+	f, _, run, s := fakecli.Start(t, fakeAdapter(Options{}), executor.StartOptions{SessionKey: "fallback"})
 	f.Send(t, fakecli.Out(`garbage before init`), fakecli.Out(initLine()), fakecli.Out(resultLine("success", "ok", false)), fakecli.Exit(0))
-	evs := drainAll(t, s)
+	evs := fakecli.Drain(t, s)
 	if evs[0].RunID != "fallback" {
 		t.Errorf("first event runId = %q, want the session key stand-in", evs[0].RunID)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/clawconnect/clawconnect/executor"
-	"github.com/clawconnect/clawconnect/runtime/internal/jsonscan"
+	"github.com/clawconnect/clawconnect/internal/jsonscan"
 )
 
 // decoder maps `claude -p --output-format stream-json --verbose` lines. One

@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -75,4 +76,12 @@ func BenchmarkLineToEvent(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(b.N)/float64(events), "lines/event")
+}
+
+// tryNext pops one queued event without waiting.
+func tryNext(s *executor.Stream) (executor.Event, bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ev, err := s.Next(ctx)
+	return ev, err == nil
 }

@@ -3,8 +3,8 @@ package codex
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,83 +57,40 @@ func translate(fr contract.Frame, n int) []fakecli.Directive {
 	return nil
 }
 
-func newFakeAdapter(t *testing.T, f *fakecli.Fake, o Options) *Adapter {
-	o.Binary = f.Binary(t)
-	o.Environ = f.Environ(o.Environ...)
-	o.Logger = f.Logs.Logger()
-	if o.KillGrace == 0 {
-		o.KillGrace = 5 * time.Second
+// fakeAdapter builds adapters over a fake CLI with o as the base options.
+func fakeAdapter(o Options) fakecli.NewAdapter[*Adapter] {
+	return func(t *testing.T, f *fakecli.Fake) *Adapter {
+		c := o
+		c.Binary = f.Binary(t)
+		c.Environ = f.Environ(o.Environ...)
+		c.Logger = f.Logs.Logger()
+		if c.KillGrace == 0 {
+			c.KillGrace = 5 * time.Second
+		}
+		return New(c)
 	}
-	return New(o)
 }
 
 func TestContractWithFakeCLI(t *testing.T) {
+	t.Parallel()
 	contract.RunAdapterContract(t, fakecli.Harness(fakecli.HarnessConfig{
 		Label:     "codex fake CLI",
-		New:       func(t *testing.T, f *fakecli.Fake) executor.RuntimeAdapter { return newFakeAdapter(t, f, Options{}) },
+		New:       func(t *testing.T, f *fakecli.Fake) executor.RuntimeAdapter { return fakeAdapter(Options{})(t, f) },
 		Prelude:   prelude,
 		Translate: translate,
 	}))
 }
 
-func startFake(t *testing.T, o Options, opts executor.StartOptions) (*fakecli.Fake, *Adapter, *executor.RunHandle, *executor.Stream) {
-	t.Helper()
-	f := fakecli.New(t)
-	a := newFakeAdapter(t, f, o)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Dispose(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	if opts.SessionKey == "" {
-		opts.SessionKey = "k"
-	}
-	if opts.Message == "" {
-		opts.Message = "say hello"
-	}
-	opts.Cwd = f.Work
-	run, err := a.Start(t.Context(), executor.Task{}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := a.Events(t.Context(), run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return f, a, run, s
-}
-
-func drainAll(t *testing.T, s *executor.Stream) []executor.Event {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
-	defer cancel()
-	evs, err := contract.Drain(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
-}
-
-func payloads(evs []executor.Event) []executor.Payload {
-	out := make([]executor.Payload, len(evs))
-	for i, ev := range evs {
-		out[i] = ev.Payload
-	}
-	return out
-}
-
 func TestArgvHomeAndScrubbedEnv(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
-	f, _, _, s := startFake(t, Options{
+	f, _, _, s := fakecli.Start(t, fakeAdapter(Options{
 		Environ: []string{"OPENCLAW_PASSWORD=pw", "OPENCLAW_GATEWAY_TOKEN=tok", "MCP_USER_TOKENS=a:b", "PUBLIC_MCP_PASS=p", "CLAWCONNECT_BEARER_TOKEN=t", "OPENAI_API_KEY=sk-x", "FAKE_API_KEY=dummy"},
 		Home:    home,
 		Bypass:  true,
-	}, executor.StartOptions{Message: "-rf /", Model: "fake-model", Resume: fakeThread})
+	}), executor.StartOptions{Message: "-rf /", Model: "fake-model", Resume: fakeThread})
 	f.Send(t, prelude[0], fakecli.Out(turnCompleted), fakecli.Exit(0))
-	drainAll(t, s)
+	fakecli.Drain(t, s)
 	rec := f.Recorded(t)
 	want := []string{"exec", "--json", "--skip-git-repo-check", "--model", "fake-model", "--dangerously-bypass-approvals-and-sandbox", "resume", fakeThread, "--", "-rf /"}
 	if diff := cmp.Diff(want, rec.Args); diff != "" {
@@ -159,7 +116,8 @@ func TestArgvHomeAndScrubbedEnv(t *testing.T) {
 }
 
 func TestFullStreamMapping(t *testing.T) {
-	f, _, _, s := startFake(t, Options{}, executor.StartOptions{Model: "fake-model"})
+	t.Parallel()
+	f, _, _, s := fakecli.Start(t, fakeAdapter(Options{}), executor.StartOptions{Model: "fake-model"})
 	f.Send(t, prelude...)
 	f.Send(t,
 		fakecli.Out(`{"type":"item.completed","item":{"id":"item_1","type":"reasoning","text":"**Planning**"}}`),
@@ -179,7 +137,7 @@ func TestFullStreamMapping(t *testing.T) {
 		fakecli.Out(turnCompleted),
 		fakecli.Exit(0),
 	)
-	evs := drainAll(t, s)
+	evs := fakecli.Drain(t, s)
 	u := executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 4}
 	want := []executor.Payload{
 		executor.Status{Phase: executor.PhaseInit, Model: "fake-model"},
@@ -202,7 +160,7 @@ func TestFullStreamMapping(t *testing.T) {
 		executor.Cost{Usage: u, Model: "fake-model", Estimated: true},
 		executor.Done{Reason: executor.DoneSuccess, Summary: "FAKE-REPLY 4: you said: say hello", Usage: &u},
 	}
-	if diff := cmp.Diff(want, payloads(evs)); diff != "" {
+	if diff := cmp.Diff(want, fakecli.Payloads(evs)); diff != "" {
 		t.Errorf("payloads (-want +got):\n%s", diff)
 	}
 	for _, ev := range evs {
@@ -213,33 +171,22 @@ func TestFullStreamMapping(t *testing.T) {
 }
 
 func TestTerminalRules(t *testing.T) {
-	tests := []struct {
-		name  string
-		lines []fakecli.Directive
-		want  []executor.Payload
-	}{
-		{"turn failed then exit 1 gives one terminal", []fakecli.Directive{fakecli.Out(`{"type":"turn.failed","error":{"message":"stream closed before response.completed"}}`), {Err: "error\n"}, fakecli.Exit(1)},
-			[]executor.Payload{executor.Error{Code: "turn_failed", Message: "stream closed before response.completed", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "stream closed before response.completed"}}},
-		{"exit 0 without turn.completed", []fakecli.Directive{fakecli.Out(agentMessage("i", "half")), fakecli.Exit(0)},
-			[]executor.Payload{executor.TextDelta{Text: "half", Channel: executor.ChannelAssistant}, executor.Done{Reason: executor.DoneSuccess, Summary: "half"}}},
-		{"crash with stderr", []fakecli.Directive{{Err: "Error: no provider configured\n"}, fakecli.Exit(1)},
-			[]executor.Payload{executor.Error{Code: "exit_1", Message: "Error: no provider configured", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "Error: no provider configured"}}},
-		{"turn completed without usage", []fakecli.Directive{fakecli.Out(`{"type":"turn.completed"}`), fakecli.Out(`{"type":"turn.completed"}`), fakecli.Exit(0)},
-			[]executor.Payload{executor.Done{Reason: executor.DoneSuccess}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f, _, _, s := startFake(t, Options{}, executor.StartOptions{})
-			f.Send(t, tt.lines...)
-			if diff := cmp.Diff(tt.want, payloads(drainAll(t, s))); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-		})
-	}
+	t.Parallel()
+	fakecli.RunScripts(t, fakeAdapter(Options{}), []fakecli.Script{
+		{Name: "turn failed then exit 1 gives one terminal", Lines: []fakecli.Directive{fakecli.Out(`{"type":"turn.failed","error":{"message":"stream closed before response.completed"}}`), {Err: "error\n"}, fakecli.Exit(1)},
+			Want: []executor.Payload{executor.Error{Code: "turn_failed", Message: "stream closed before response.completed", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "stream closed before response.completed"}}},
+		{Name: "exit 0 without turn.completed", Lines: []fakecli.Directive{fakecli.Out(agentMessage("i", "half")), fakecli.Exit(0)},
+			Want: []executor.Payload{executor.TextDelta{Text: "half", Channel: executor.ChannelAssistant}, executor.Done{Reason: executor.DoneSuccess, Summary: "half"}}},
+		{Name: "crash with stderr", Lines: []fakecli.Directive{{Err: "Error: no provider configured\n"}, fakecli.Exit(1)},
+			Want: []executor.Payload{executor.Error{Code: "exit_1", Message: "Error: no provider configured", Fatal: true}, executor.Done{Reason: executor.DoneError, Summary: "Error: no provider configured"}}},
+		{Name: "turn completed without usage", Lines: []fakecli.Directive{fakecli.Out(`{"type":"turn.completed"}`), fakecli.Out(`{"type":"turn.completed"}`), fakecli.Exit(0)},
+			Want: []executor.Payload{executor.Done{Reason: executor.DoneSuccess}}},
+	})
 }
 
 func TestBadLines(t *testing.T) {
-	f, _, _, s := startFake(t, Options{MaxLineBytes: 512}, executor.StartOptions{})
+	t.Parallel()
+	f, _, _, s := fakecli.Start(t, fakeAdapter(Options{MaxLineBytes: 512}), executor.StartOptions{})
 	f.Send(t,
 		fakecli.Out(`{"type":"item.completed","item":{"id":"i","type":"agent_mes`),
 		fakecli.Out(`{"type":"turn.teleported"}`),
@@ -249,7 +196,7 @@ func TestBadLines(t *testing.T) {
 		fakecli.Directive{Raw: turnCompleted},
 		fakecli.Exit(0),
 	)
-	got := payloads(drainAll(t, s))
+	got := fakecli.Payloads(fakecli.Drain(t, s))
 	u := executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 4}
 	want := []executor.Payload{
 		executor.Error{Code: "bad_line", Message: "codex: unparseable stdout line: " + fmt.Sprintf("%q", `{"type":"item.completed","item":{"id":"i","type":"agent_mes`)},
@@ -264,46 +211,34 @@ func TestBadLines(t *testing.T) {
 }
 
 func TestMissingBinary(t *testing.T) {
-	a := New(Options{Binary: "codex-definitely-missing", Environ: []string{"PATH=" + t.TempDir()}})
-	if h := a.Health(t.Context()); h.OK || !strings.Contains(h.Message, "codex-definitely-missing not found on PATH") {
-		t.Errorf("Health = %+v, want a not-found verdict", h)
-	}
-	if _, err := a.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "k", Message: "m"}); err == nil {
-		t.Error("Start with a missing binary succeeded")
-	}
+	t.Parallel()
+	fakecli.CheckMissingBinary(t, func(binary string, environ []string) executor.RuntimeAdapter {
+		return New(Options{Binary: binary, Environ: environ})
+	})
 }
 
 func TestAbortEscalatesWhenSIGTERMIgnored(t *testing.T) {
-	f, a, run, s := startFake(t, Options{Environ: []string{"FAKECLI_IGNORE_TERM=1"}, KillGrace: 200 * time.Millisecond}, executor.StartOptions{})
-	f.Send(t, prelude...)
-	f.Send(t, fakecli.Out(agentMessage("i", "working")))
-	for {
-		ev, err := s.Next(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Kind() == executor.KindTextDelta {
-			break
-		}
-	}
-	if err := a.Abort(t.Context(), run); err != nil {
-		t.Fatal(err)
-	}
-	evs := drainAll(t, s)
-	if diff := cmp.Diff([]executor.Payload{executor.Done{Reason: executor.DoneAborted, Summary: "working"}}, payloads(evs)); diff != "" {
-		t.Errorf("after abort (-want +got):\n%s", diff)
-	}
-	if err := a.Abort(t.Context(), run); err != nil {
-		t.Errorf("second abort after the end = %v, want nil", err)
-	}
+	t.Parallel()
+	fakecli.CheckAbortEscalates(t, fakeAdapter(Options{Environ: []string{fakecli.IgnoreTerm}, KillGrace: 200 * time.Millisecond}),
+		slices.Concat(prelude, []fakecli.Directive{fakecli.Out(agentMessage("i", "working"))}), "working")
+}
+
+func TestLateSubscriberGetsBacklogAndSecondGetsLive(t *testing.T) {
+	t.Parallel()
+	u := executor.Usage{InputTokens: 10, OutputTokens: 6, CachedInputTokens: 4}
+	fakecli.CheckLateSubscriber(t, fakeAdapter(Options{}),
+		[]fakecli.Directive{prelude[0], fakecli.Out(agentMessage("i", "early")), fakecli.Out(turnCompleted), fakecli.Exit(0)},
+		[]executor.Payload{
+			executor.Status{Phase: executor.PhaseInit},
+			executor.TextDelta{Text: "early", Channel: executor.ChannelAssistant},
+			executor.Cost{Usage: u, Estimated: true},
+			executor.Done{Reason: executor.DoneSuccess, Summary: "early", Usage: &u},
+		})
 }
 
 func TestUnknownSession(t *testing.T) {
-	a := New(Options{})
-	run := executor.NewRunHandle(ID, "nope")
-	if err := a.Abort(t.Context(), run); !errors.Is(err, executor.ErrNoSession) {
-		t.Errorf("Abort = %v, want ErrNoSession", err)
-	}
+	t.Parallel()
+	fakecli.CheckUnknownSession(t, New(Options{}))
 }
 
 // FuzzDecode feeds arbitrary lines to the exec-json decoder: it must never

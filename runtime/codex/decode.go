@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/clawconnect/clawconnect/executor"
-	"github.com/clawconnect/clawconnect/runtime/internal/jsonscan"
+	"github.com/clawconnect/clawconnect/internal/jsonscan"
 )
 
 // decoder maps `codex exec --json` lines. One decoder serves one run.

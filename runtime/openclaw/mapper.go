@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/clawconnect/clawconnect/executor"
-	"github.com/clawconnect/clawconnect/runtime/internal/jsonscan"
+	"github.com/clawconnect/clawconnect/internal/jsonscan"
 )
 
 // frame is the union of the chat and agent event payload fields the mapper

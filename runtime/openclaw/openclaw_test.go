@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,25 +15,11 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 )
 
 // TestMain runs the tests, stops the shared real gateway (started only by
 // the end-to-end test, when CLAWCONNECT_E2E=1), then checks for leaks.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := realgateway.StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop shared real gateway:", err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { realgateway.Main(m) }
 
 // fakeEnv is one fake gateway with a connected client.
 type fakeEnv struct {
@@ -109,6 +94,7 @@ func assistantMsg(text string) map[string]any {
 }
 
 func TestContractWithFakeGateway(t *testing.T) {
+	t.Parallel()
 	var (
 		env *fakeEnv
 		key = "agent:main:contract"
@@ -184,6 +170,7 @@ func collect(t *testing.T, s *executor.Stream) []executor.Event {
 // called, and checks the full mapping: cumulative text to true deltas,
 // duplicates and other sessions ignored, tools, reasoning, lifecycle.
 func TestMappingAndBacklog(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv(t)
 	a := New(env.c, Options{})
 	defer a.Dispose(context.Background())
@@ -261,6 +248,7 @@ func TestMappingAndBacklog(t *testing.T) {
 }
 
 func TestErrorAndLifecycleError(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv(t)
 	a := New(env.c, Options{})
 	defer a.Dispose(context.Background())
@@ -289,6 +277,7 @@ func TestErrorAndLifecycleError(t *testing.T) {
 }
 
 func TestAbortIsTwoTier(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		bound   bool
@@ -326,6 +315,7 @@ func TestAbortIsTwoTier(t *testing.T) {
 }
 
 func TestStartRefusals(t *testing.T) {
+	t.Parallel()
 	for _, status := range []string{"no-active-run", "rejected", "no_session"} {
 		t.Run(status, func(t *testing.T) {
 			env := newFakeEnv(t)
@@ -349,6 +339,7 @@ func TestStartRefusals(t *testing.T) {
 }
 
 func TestSideEffectParams(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv(t)
 	a := New(env.c, Options{})
 	run := executor.NewRunHandle(ID, "agent:ops:team:7")
@@ -377,6 +368,7 @@ func TestSideEffectParams(t *testing.T) {
 }
 
 func TestAgentID(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"agent:main:main": "main", "agent:ops:team:1": "ops", "plain": "plain", "agent::x": "agent::x"} {
 		if got := AgentID(in); got != want {
 			t.Errorf("AgentID(%q) = %q, want %q", in, got, want)
@@ -474,6 +466,7 @@ func errorsIs(err, target error) bool {
 // session: the second run's events reach it with the new run id, and the
 // second Start buffers nothing on the side (no second subscription).
 func TestContinuousObserverAcrossRuns(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv(t)
 	env.gw.SetScript(nil) // Echo: each run answers at once
 	a := New(env.c, Options{})

@@ -16,25 +16,11 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop shared gateway:", err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { Main(m) }
 
 // fakeGatewayWS is a scripted stand-in for the gateway's handshake: it
 // answers the first `unavailable` connects with UNAVAILABLE, then hello-ok

@@ -2,12 +2,14 @@ package realgateway
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
+	"go.uber.org/goleak"
 )
 
 // shared is the one gateway of a test binary. This is the package's only
@@ -59,15 +61,21 @@ func StopShared() error {
 	return gw.Close()
 }
 
-// Main is a TestMain body for packages that use Shared: it runs the tests,
-// stops the shared gateway and exits with the tests' code.
+// Main is the TestMain of a package whose tests may use Shared: it runs
+// the tests, stops the shared gateway, then checks that no goroutine
+// leaked, and exits with the outcome. A failure to stop the
+// gateway or a leak fails the run.
 //
 //	func TestMain(m *testing.M) { realgateway.Main(m) }
 func Main(m *testing.M) {
 	code := m.Run()
 	if err := StopShared(); err != nil {
-		os.Stderr.WriteString("realgateway: stop shared gateway: " + err.Error() + "\n")
-		if code == 0 {
+		fmt.Fprintln(os.Stderr, "realgateway: stop shared gateway:", err)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
 	}

@@ -88,6 +88,7 @@ func reasons(evs []executor.Event) []string {
 }
 
 func TestEngineTerminals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		script string
@@ -115,6 +116,7 @@ func TestEngineTerminals(t *testing.T) {
 }
 
 func TestEngineAbortGroupAndCodec(t *testing.T) {
+	t.Parallel()
 	e := shEngine(Options{KillGrace: 100 * time.Millisecond})
 	run, err := e.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: "k", Message: "echo id:native-7; trap '' TERM; sleep 30 & wait", Cwd: t.TempDir()})
 	if err != nil {
@@ -160,6 +162,7 @@ func TestEngineAbortGroupAndCodec(t *testing.T) {
 }
 
 func TestEngineDisposeKillsLiveRuns(t *testing.T) {
+	t.Parallel()
 	e := shEngine(Options{KillGrace: 100 * time.Millisecond})
 	for _, key := range []string{"a", "b"} {
 		if _, err := e.Start(t.Context(), executor.Task{}, executor.StartOptions{SessionKey: key, Message: "sleep 30", Cwd: t.TempDir()}); err != nil {
@@ -179,6 +182,7 @@ func TestEngineDisposeKillsLiveRuns(t *testing.T) {
 // TestEngineOlderRunStaysReachable starts two runs on one session key: the
 // first, superseded, can still be observed and aborted through its handle.
 func TestEngineOlderRunStaysReachable(t *testing.T) {
+	t.Parallel()
 	e := shEngine(Options{KillGrace: 100 * time.Millisecond})
 	defer e.Dispose(context.Background())
 	dir := t.TempDir()
@@ -215,6 +219,7 @@ func TestEngineOlderRunStaysReachable(t *testing.T) {
 }
 
 func TestEngineEvictsSessionsIdlePastTTL(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Minute
 	e := shEngine(Options{KillGrace: 100 * time.Millisecond, SessionIdleTTL: ttl})
 	ended, _ := runScript(t, e, "echo done") // session "k", run to its end

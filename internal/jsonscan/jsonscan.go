@@ -1,7 +1,9 @@
 // Package jsonscan walks JSON objects and arrays without reflection, handing
-// out the raw bytes of each value, so the runtime line decoders read the few
-// fields they need from a large line at memory speed. Values are checked
-// structurally as they are skipped; a malformed document is an error.
+// out the raw bytes of each value, so that the hot decoders of outside input
+// (the runtime adapters' line decoders and the gateway client's run-event
+// frames) read the few fields they need at memory speed. Values are checked
+// structurally as they are skipped; a malformed document is an error. It is
+// the module's one hand-written JSON scanner.
 package jsonscan
 
 import (

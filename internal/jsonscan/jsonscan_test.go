@@ -9,6 +9,7 @@ import (
 )
 
 func TestObject(t *testing.T) {
+	t.Parallel()
 	type kv struct{ K, V string }
 	tests := []struct {
 		name    string
@@ -43,6 +44,7 @@ func TestObject(t *testing.T) {
 }
 
 func TestScalars(t *testing.T) {
+	t.Parallel()
 	if s, ok := String([]byte(`"h\u00e9llo \"q\""`)); !ok || s != `héllo "q"` {
 		t.Errorf("String = %q, %v", s, ok)
 	}

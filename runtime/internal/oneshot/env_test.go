@@ -7,6 +7,7 @@ import (
 )
 
 func TestScrubEnv(t *testing.T) {
+	t.Parallel()
 	in := []string{
 		"PATH=/bin", "HOME=/h", "CODEX_HOME=/c", "ANTHROPIC_API_KEY=a", "OPENAI_API_KEY=o",
 		"OPENCLAW_PASSWORD=x", "OPENCLAW_GATEWAY_TOKEN=x", "OPENCLAW_URL=ws://127.0.0.1:1",
@@ -25,6 +26,7 @@ func TestScrubEnv(t *testing.T) {
 }
 
 func TestLookPath(t *testing.T) {
+	t.Parallel()
 	if _, err := LookPath("sh", []string{"PATH=/nonexistent:/bin:/usr/bin"}); err != nil {
 		t.Errorf("LookPath(sh) = %v", err)
 	}
