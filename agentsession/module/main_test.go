@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperModeEnv); mode != "" {
 		os.Exit(helperModule(mode))
 	}
+	// The helper modules are this binary re-run; under -race each would
+	// otherwise sleep a second at exit. Only children read the new value.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	goleak.VerifyTestMain(m)
 }
 
