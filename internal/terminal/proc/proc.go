@@ -151,7 +151,8 @@ func (f FS) link(pid int, name string) (string, error) {
 }
 
 func (f FS) readStat(pid int) (Process, error) {
-	b, err := os.ReadFile(f.path(pid, "stat"))
+	var buf [512]byte
+	b, err := readSmall(f.path(pid, "stat"), buf[:0])
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 			return Process{}, fmt.Errorf("read process %d: %w", pid, ErrNoProcess)
@@ -169,7 +170,8 @@ func (f FS) readStat(pid int) (Process, error) {
 }
 
 func (f FS) readArgv(pid int) ([]string, error) {
-	b, err := os.ReadFile(f.path(pid, "cmdline"))
+	var buf [1024]byte
+	b, err := readSmall(f.path(pid, "cmdline"), buf[:0])
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 			return nil, fmt.Errorf("read process %d cmdline: %w", pid, ErrNoProcess)
@@ -177,6 +179,33 @@ func (f FS) readArgv(pid int) ([]string, error) {
 		return nil, fmt.Errorf("read process %d cmdline: %w", pid, err)
 	}
 	return ParseCmdline(b), nil
+}
+
+// readSmall reads a whole /proc file into buf (grown as needed) with
+// open, read until EOF, close: /proc files report size 0, so the stat
+// os.ReadFile makes first buys nothing.
+func readSmall(path string, buf []byte) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
 }
 
 // ParseStat parses the content of /proc/<pid>/stat into PID, Comm, State,
