@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 )
 
 func TestClassify(t *testing.T) {
@@ -230,4 +232,33 @@ func FuzzParseTerminalID(f *testing.F) {
 			t.Fatalf("String() = %q, parsed from %q", id.String(), s)
 		}
 	})
+}
+
+func TestProcessVersionOfNodeLauncher(t *testing.T) {
+	t.Parallel()
+	nm := filepath.Join(t.TempDir(), "node_modules")
+	script := filepath.Join(nm, "@openai/codex/bin/codex.js")
+	writeFile(t, script, "")
+	writeFile(t, filepath.Join(nm, "@openai/codex/package.json"), `{"name":"@openai/codex","version":"0.171.0"}`)
+	if err := os.MkdirAll(filepath.Join(nm, ".bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../@openai/codex/bin/codex.js", filepath.Join(nm, ".bin/codex")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		p    proc.Process
+		want string
+	}{
+		{proc.Process{Exe: "/usr/bin/node", Argv: []string{"node", filepath.Join(nm, ".bin/codex")}}, "0.171.0"},
+		{proc.Process{Exe: "/usr/bin/node", Argv: []string{"node", "--no-warnings", ".bin/codex"}, Cwd: nm}, "0.171.0"},
+		{proc.Process{Exe: "/usr/bin/node", Argv: []string{"node", "missing/codex"}, Cwd: nm}, ""},
+		{proc.Process{Exe: "/usr/bin/python3", Argv: []string{"python3", filepath.Join(nm, ".bin/codex")}}, ""},
+		{proc.Process{Exe: "/usr/bin/node", Argv: []string{"node"}}, ""},
+	}
+	for _, tc := range tests {
+		if got := processVersion(Codex, tc.p); got != tc.want {
+			t.Errorf("processVersion(%+v) = %q, want %q", tc.p, got, tc.want)
+		}
+	}
 }

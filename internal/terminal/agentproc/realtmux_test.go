@@ -100,20 +100,7 @@ func (s *tmuxServer) finder(tb testing.TB) *Finder {
 // discoverUntil runs Discover until ok accepts the rows (bounded).
 func discoverUntil(tb testing.TB, f *Finder, ok func([]Row) bool) []Row {
 	tb.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(15 * time.Second); ; <-tick.C {
-		rows, err := f.Discover(tb.Context())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if ok(rows) {
-			return rows
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("Discover never settled; last rows: %+v", rows)
-		}
-	}
+	return discoverUntilFor(tb, f, 15*time.Second, ok)
 }
 
 func TestDiscoverRealTmux(t *testing.T) {
