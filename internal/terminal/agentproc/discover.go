@@ -28,6 +28,12 @@ type ProcReader interface {
 	ReadStat(pid int) (proc.Process, error)
 }
 
+// subtreeSnapshotter is a ProcReader that can skip reading argv outside
+// the panes (proc.FS.SnapshotUnder).
+type subtreeSnapshotter interface {
+	SnapshotUnder(roots []int) (*proc.Table, error)
+}
+
 // Options configures a Finder. Panes is required; Procs defaults to the
 // host's /proc.
 type Options struct {
@@ -111,7 +117,16 @@ func (f *Finder) Discover(ctx context.Context) ([]Row, error) {
 	if len(panes) == 0 {
 		return nil, nil
 	}
-	tab, err := f.procs.Snapshot()
+	var tab *proc.Table
+	if u, ok := f.procs.(subtreeSnapshotter); ok {
+		roots := make([]int, len(panes))
+		for i, p := range panes {
+			roots[i] = p.PID
+		}
+		tab, err = u.SnapshotUnder(roots)
+	} else {
+		tab, err = f.procs.Snapshot()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("discover agents: %w", err)
 	}

@@ -208,9 +208,31 @@ func BenchmarkDiscover(b *testing.B) {
 			}
 		}
 	})
-	b.Run("snapshot", func(b *testing.B) {
+	b.Run("snapshot-all-argv", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := proc.Snapshot(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	panes, err := lister.ListPanes(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	roots := make([]int, len(panes))
+	for i, p := range panes {
+		roots[i] = p.PID
+	}
+	b.Run("snapshot-under-panes", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := (proc.FS{}).SnapshotUnder(roots); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("read-agent", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := proc.Read(roots[0]); err != nil {
 				b.Fatal(err)
 			}
 		}
