@@ -66,7 +66,8 @@ type Options struct {
 	// Sockets are extra server sockets to list (for example from
 	// CLAWCONNECT_TMUX_SOCKETS, split by the caller).
 	Sockets []string
-	// NoDefaultServer leaves out the default server (tmux without -S).
+	// NoDefaultServer leaves out the default server (tmux -L default,
+	// not the $TMUX server a tmux without -S would follow).
 	// Tests set it so they never touch a user's server.
 	NoDefaultServer bool
 	// Timeout bounds each tmux command; default DefaultTimeout.
@@ -389,8 +390,8 @@ func (c *Client) SendKeys(ctx context.Context, p Pane, keys ...Key) error {
 	return nil
 }
 
-// run runs tmux [-S socket] args... bounded by c.timeout and ctx, and
-// returns its stdout. A tmux that did not start or exited non-zero is
+// run runs tmux -S socket args... (-L default for the default server)
+// bounded by c.timeout and ctx, and returns its stdout. A tmux that did not start or exited non-zero is
 // ErrNotSent (with its stderr); one that was killed or outlived its time
 // is ErrUncertain.
 func (c *Client) run(ctx context.Context, socket string, args ...string) ([]byte, error) {
@@ -399,7 +400,9 @@ func (c *Client) run(ctx context.Context, socket string, args ...string) ([]byte
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	full := args
+	// Without -S, tmux would follow $TMUX (inherited) to the server the
+	// caller runs in; -L default names the default server itself.
+	full := append([]string{"-L", "default"}, args...)
 	if socket != "" {
 		full = append([]string{"-S", socket}, args...)
 	}

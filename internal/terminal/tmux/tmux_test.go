@@ -442,7 +442,7 @@ func TestListPanesPassesArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "list-panes\n-a\n-F\n" + ListFormat + "\n-S\n/s\nlist-panes\n-a\n-F\n" + ListFormat + "\n"
+	want := "-L\ndefault\nlist-panes\n-a\n-F\n" + ListFormat + "\n-S\n/s\nlist-panes\n-a\n-F\n" + ListFormat + "\n"
 	if diff := cmp.Diff(want, string(b)); diff != "" {
 		t.Errorf("tmux arguments (-want +got):\n%s", diff)
 	}
