@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
+	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -70,6 +71,8 @@ func TestDiscoverRealAgents(t *testing.T) {
 		t.Errorf("the app-server pane has a row: %+v", r)
 	}
 
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	cx := byPane[cxPane]
 	if cx.Process.Cwd != codexWork || cx.Version != "0.171.0" || filepath.Base(cx.Process.Exe) != "codex" {
 		t.Errorf("codex row: cwd %q (want %q), version %q, exe %q", cx.Process.Cwd, codexWork, cx.Version, cx.Process.Exe)
@@ -80,6 +83,18 @@ func TestDiscoverRealAgents(t *testing.T) {
 	cc := byPane[ccPane]
 	if cc.Process.Cwd != claudeWork || cc.Version != "2.1.332" {
 		t.Errorf("claude row: cwd %q (want %q), version %q, exe %q", cc.Process.Cwd, claudeWork, cc.Version, cc.Process.Exe)
+	}
+	// The TUI is up (its footer names the fake model), and still the same
+	// process.
+	client := tmux.New(tmux.Options{NoDefaultServer: true, Sockets: []string{s.socket}})
+	screen := ""
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(screen, model.Model()); <-tick.C {
+		if screen, err = client.Capture(t.Context(), cx.Pane, tmux.CaptureOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Codex TUI never showed its footer; screen:\n%s", screen)
+		}
 	}
 	for _, r := range []Row{cx, cc} {
 		if _, err := ParseTerminalID(r.TerminalID); err != nil {
@@ -102,9 +117,10 @@ func TestDiscoverRealAgents(t *testing.T) {
 		}
 	}
 	var servers []proc.Process
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(30 * time.Second); len(servers) == 0; <-tick.C {
+	native := func() bool { // the node script has exec'd the native binary
+		return slices.ContainsFunc(servers, func(p proc.Process) bool { return filepath.Base(p.Argv[0]) == "codex" })
+	}
+	for deadline := time.Now().Add(30 * time.Second); !native(); <-tick.C {
 		tab, err := proc.Snapshot()
 		if err != nil {
 			t.Fatal(err)
