@@ -42,6 +42,9 @@ var (
 	// ErrAmbiguous means more than one pane matched an identity that
 	// must be unique.
 	ErrAmbiguous = errors.New("tmux: pane identity is ambiguous")
+	// ErrNoTmux means the tmux executable could not be started (not
+	// installed, not executable); it comes with ErrNotSent.
+	ErrNoTmux = errors.New("tmux: cannot start tmux")
 	// ErrInvalid reports bad arguments (empty text, an unknown key, a
 	// pane without an address); nothing was run.
 	ErrInvalid = errors.New("tmux: invalid argument")
@@ -179,7 +182,8 @@ func (p Pane) target() (string, error) {
 // canonical socket and pane id (a server reachable under two paths is
 // listed once). A server that is not running, or whose tmux fails, is
 // skipped (logged at debug); so are lines ParseLine rejects. It returns an
-// error only when ctx ends.
+// error only when ctx ends or tmux cannot be started at all (ErrNoTmux),
+// so that a missing tmux is not mistaken for a machine without panes.
 func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 	var all []Pane
 	seen := map[string]bool{}
@@ -188,6 +192,9 @@ func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("tmux list panes: %w", ctx.Err())
+			}
+			if errors.Is(err, ErrNoTmux) {
+				return nil, fmt.Errorf("tmux list panes: %w (is tmux installed? Options.Binary is %q)", err, c.bin)
 			}
 			c.log.Debug("tmux socket skipped", "socket", s, "err", err)
 		}
@@ -427,7 +434,7 @@ func (c *Client) run(ctx context.Context, socket string, args ...string) ([]byte
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrUncertain, args[0], err)
 	}
-	return nil, fmt.Errorf("%w: %s did not start: %w", ErrNotSent, args[0], err)
+	return nil, fmt.Errorf("%w: %w: %s did not start: %w", ErrNotSent, ErrNoTmux, args[0], err)
 }
 
 func socketName(s string) string {

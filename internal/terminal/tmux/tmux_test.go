@@ -391,11 +391,20 @@ func TestErrorSemantics(t *testing.T) {
 			if tc.ctx != nil {
 				timeout = time.Minute
 			}
-			c := New(Options{Binary: tc.bin, NoDefaultServer: true, Timeout: timeout})
+			c := New(Options{Binary: tc.bin, NoDefaultServer: true, Sockets: []string{"/nowhere"}, Timeout: timeout})
 			calls := map[string]func(context.Context) error{
 				"SendText":  func(ctx context.Context) error { return c.SendText(ctx, p, "hello") },
 				"SendPaste": func(ctx context.Context) error { return c.SendText(ctx, p, "hello\nworld") },
 				"SendKeys":  func(ctx context.Context) error { return c.SendKeys(ctx, p, KeyEnter) },
+			}
+			if tc.name == "tmux missing" || tc.name == "tmux not executable" {
+				if _, err := c.ListPanes(t.Context()); !errors.Is(err, ErrNoTmux) {
+					t.Errorf("ListPanes: %v, want ErrNoTmux", err)
+				}
+			} else if tc.ctx == nil {
+				if panes, err := c.ListPanes(t.Context()); err != nil || len(panes) != 0 {
+					t.Errorf("ListPanes = %v, %v; want a failing server skipped", panes, err)
+				}
 			}
 			for name, call := range calls {
 				ctx := t.Context()
