@@ -459,3 +459,84 @@ func TestListPanesPassesArguments(t *testing.T) {
 		t.Errorf("tmux arguments (-want +got):\n%s", diff)
 	}
 }
+
+func TestWatchOutput(t *testing.T) {
+	s := newServer(t)
+	idA := s.newSession(t, "w", "exec cat")
+	idB := s.tmux(t, "split-window", "-P", "-F", "#{pane_id}", "-t", "w", "exec cat")
+	c := s.client(Options{})
+	a, b := s.pane(t, c, idA), s.pane(t, c, idB)
+	wctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	ch, err := c.WatchOutput(wctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Whatever the panes drew before is not of interest.
+	select {
+	case <-ch:
+	default:
+	}
+	// Output in the other pane is dropped.
+	if err := c.SendText(t.Context(), b, "other-pane"); err != nil {
+		t.Fatal(err)
+	}
+	waitCapture(t, c, b, CaptureOptions{}, "other-pane")
+	select {
+	case <-ch:
+		t.Error("output of another pane was reported")
+	default:
+	}
+	// The watched pane's output (cat's echo) is.
+	if err := c.SendText(t.Context(), a, "watched"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case _, ok := <-ch:
+		if !ok {
+			t.Fatal("channel closed instead of reporting output")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no output reported for the watched pane")
+	}
+	// The session's size is untouched by the control client.
+	if got := s.tmux(t, "display-message", "-p", "-t", idA, "#{window_width}x#{window_height}"); got != "100x30" {
+		t.Errorf("window size = %s, want 100x30", got)
+	}
+	// Ending the context closes the channel.
+	stop()
+	drained(t, ch)
+
+	// A session that goes away closes the channel too.
+	ch2, err := c.WatchOutput(t.Context(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.tmux(t, "kill-session", "-t", "w")
+	drained(t, ch2)
+
+	if _, err := c.WatchOutput(t.Context(), a); !errors.Is(err, ErrNotSent) {
+		t.Errorf("watch of a gone pane: %v, want ErrNotSent", err)
+	}
+	legacy := a
+	legacy.ID, legacy.Socket = "", ""
+	if _, err := c.WatchOutput(t.Context(), legacy); !errors.Is(err, ErrInvalid) {
+		t.Errorf("watch of a legacy pane: %v, want ErrInvalid", err)
+	}
+}
+
+// drained waits (bounded) until ch is closed.
+func drained(t *testing.T, ch <-chan struct{}) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the output channel was not closed")
+		}
+	}
+}
