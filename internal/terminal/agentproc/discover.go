@@ -94,7 +94,9 @@ type Row struct {
 	Controllable bool
 	Reason       string
 	// Candidates lists every agent process found in the pane when there
-	// was more than one (Controllable is then false).
+	// was more than one (Controllable is then false); Agent, Process and
+	// TerminalID then describe the first candidate as the snapshot saw it
+	// (no Cwd or Exe).
 	Candidates []int
 }
 
