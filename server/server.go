@@ -38,6 +38,12 @@ type Options struct {
 	// AllowUnauthenticatedRemote lets ListenAndServe bind a non-loopback
 	// address while Auth requires nothing. Off by default.
 	AllowUnauthenticatedRemote bool
+	// AllowedOrigins lists the browser origins ("http://localhost:5173")
+	// that may call /mcp besides the server's own origin; a request whose
+	// Origin header is anything else is refused with 403. "*" allows every
+	// origin, and is honoured only when Auth requires a credential. Nil
+	// means none (CLAWCONNECT_ALLOWED_ORIGINS).
+	AllowedOrigins []string
 	// Version is reported as serverVersion; empty means DefaultVersion.
 	Version string
 	// Build is reported as build (CLAWCONNECT_BUILD_SHA); empty means "unknown".
@@ -58,6 +64,7 @@ type Server struct {
 	build    string
 	logger   *slog.Logger
 	metrics  *metrics
+	origins  originPolicy
 
 	mu    sync.Mutex
 	cache map[string]*mcp.Server // per scope+identity, bounded by maxCachedServers
@@ -105,6 +112,7 @@ func New(opts Options) (*Server, error) {
 		s.auth = config.NewAuthenticator(config.AuthOptions{})
 	}
 	s.metrics = newMetrics(s.tasks)
+	s.origins = newOriginPolicy(opts.AllowedOrigins, s.auth.Required())
 	return s, nil
 }
 
