@@ -170,9 +170,13 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, grace time.Dur
 	// the shutdown for up to two minutes.
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
+	lim := s.limits.withDefaults(s.timeouts.CheckMaxWait)
+	ln = &capListener{Listener: ln, max: int64(lim.MaxConns)}
 	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           withDeadlines(lim, s.Handler()),
+		ReadHeaderTimeout: lim.ReadHeader,
+		IdleTimeout:       lim.Idle,
+		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	if ready != nil {

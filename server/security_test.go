@@ -1,11 +1,17 @@
 package server_test
 
 import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/server"
@@ -175,6 +181,136 @@ func FuzzHTTPAuthAndOrigin(f *testing.F) {
 		}
 		if originOK && authOK && rec.Code != http.StatusOK {
 			t.Fatalf("allowed request refused: %d %s", rec.Code, rec.Body)
+		}
+	})
+}
+
+// listen runs ListenAndServe on a loopback port until the test ends and
+// returns the bound address.
+func listen(t *testing.T, b *bundle) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan net.Addr, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- b.srv.ListenAndServe(ctx, "127.0.0.1:0", time.Second, func(a net.Addr) { addrc <- a }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("ListenAndServe: %v", err)
+		}
+	})
+	select {
+	case a := <-addrc:
+		return a.String()
+	case err := <-errc:
+		t.Fatalf("ListenAndServe: %v", err)
+	}
+	return ""
+}
+
+// closedWithin reads c until the server closes it and reports how long
+// that took; it fails the test if that takes longer than bound.
+func closedWithin(t *testing.T, c net.Conn, bound time.Duration) (time.Duration, string) {
+	t.Helper()
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(bound))
+	data, err := io.ReadAll(c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("connection still open after %s (read %q)", bound, data)
+	}
+	return time.Since(start), string(data)
+}
+
+// TestHTTPConnectionLimits is issue 11 item 6: a body dripped slowly and an
+// idle keep-alive connection are closed within their limits, and
+// connections over the cap are turned away at once.
+func TestHTTPConnectionLimits(t *testing.T) {
+	t.Parallel()
+	const readBody, idle = 300 * time.Millisecond, 300 * time.Millisecond
+	b := setup(t, func(o *server.Options) {
+		o.Limits = server.Limits{ReadBody: readBody, Idle: idle, MaxConns: 3}
+	})
+	addr := listen(t, b)
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+
+	t.Run("slow body", func(t *testing.T) {
+		c := dial()
+		// Headers promise 100 bytes; one arrives, the rest never does.
+		_, err := io.WriteString(c, "POST /mcp HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\n"+
+			"Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{")
+		if err != nil {
+			t.Fatal(err)
+		}
+		took, _ := closedWithin(t, c, 20*readBody)
+		if took < readBody/2 {
+			t.Errorf("closed after %s, before the %s body limit", took, readBody)
+		}
+	})
+
+	t.Run("idle keep-alive", func(t *testing.T) {
+		c := dial()
+		if _, err := io.WriteString(c, "GET /health HTTP/1.1\r\nHost: "+addr+"\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("/health = %d", resp.StatusCode)
+		}
+		closedWithin(t, c, 20*idle)
+	})
+
+	t.Run("long poll outlives the body limit", func(t *testing.T) {
+		res, err := b.tasks.Run(t.Context(), server.RunRequest{Agent: "alpha", Task: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// check_task waits its 1 s floor, over three times the body limit.
+		code, _, body := rpc(t, "http://"+addr+"/mcp", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"check_task","arguments":{"jobId":"`+res.JobID+`","waitMs":1000}}}`, nil)
+		if code != http.StatusOK || !strings.Contains(body, `"status":"running"`) {
+			t.Fatalf("long poll = %d %s", code, body)
+		}
+	})
+
+	t.Run("connection cap", func(t *testing.T) {
+		// Three stalled connections (headers never finish) fill the cap.
+		var held []net.Conn
+		for range 3 {
+			c := dial()
+			if _, err := io.WriteString(c, "GET /health HTTP/1.1\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+		}
+		// The server has accepted them once a fourth is turned away; retry
+		// until the accept loop has counted all three.
+		var got string
+		for range 50 {
+			c := dial()
+			_, got = closedWithin(t, c, 5*time.Second)
+			if strings.HasPrefix(got, "HTTP/1.1 503") {
+				break
+			}
+		}
+		if !strings.HasPrefix(got, "HTTP/1.1 503") {
+			t.Fatalf("connection over the cap answered %q, want 503", got)
+		}
+		for _, c := range held {
+			c.Close()
 		}
 	})
 }

@@ -44,6 +44,9 @@ type Options struct {
 	// origin, and is honoured only when Auth requires a credential. Nil
 	// means none (CLAWCONNECT_ALLOWED_ORIGINS).
 	AllowedOrigins []string
+	// Limits bounds the connections of ListenAndServe (timeouts and a
+	// connection cap); the zero value takes the documented defaults.
+	Limits Limits
 	// Version is reported as serverVersion; empty means DefaultVersion.
 	Version string
 	// Build is reported as build (CLAWCONNECT_BUILD_SHA); empty means "unknown".
@@ -65,6 +68,7 @@ type Server struct {
 	logger   *slog.Logger
 	metrics  *metrics
 	origins  originPolicy
+	limits   Limits
 
 	mu    sync.Mutex
 	cache map[string]*mcp.Server // per scope+identity, bounded by maxCachedServers
@@ -90,6 +94,7 @@ func New(opts Options) (*Server, error) {
 		timeouts: config.DefaultTimeouts(),
 		auth:     opts.Auth,
 		allowRem: opts.AllowUnauthenticatedRemote,
+		limits:   opts.Limits,
 		version:  opts.Version,
 		build:    opts.Build,
 		logger:   opts.Logger,
