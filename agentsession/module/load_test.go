@@ -369,3 +369,58 @@ func TestLoadedCloseStopsModules(t *testing.T) {
 		t.Errorf("message %q", st.Error.Message)
 	}
 }
+
+// TestModuleEnvScrubbed is issue 11 item 5 (environment half): a runtime
+// module never inherits ClawConnect's own secrets, whether it inherits the
+// process environment or is given one.
+func TestModuleEnvScrubbed(t *testing.T) {
+	script, err := filepath.Abs("testdata/shmodule.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]string{
+		"OPENCLAW_PASSWORD": "pw-secret", "OPENCLAW_GATEWAY_TOKEN": "gw-secret",
+		"MCP_USER_TOKENS": "ana:http-secret", "PUBLIC_MCP_PASS": "shared-secret",
+		"CLAWCONNECT_DATABASE_URL": "postgres://u:db-secret@h/db",
+	}
+	for _, inherit := range []bool{true, false} {
+		name := "explicit env"
+		if inherit {
+			name = "inherited env"
+		}
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "env.txt")
+			var env []string
+			if inherit {
+				for k, v := range secrets {
+					t.Setenv(k, v)
+				}
+				t.Setenv("SHMODULE_ENV_OUT", out)
+			} else {
+				env = []string{"PATH=" + os.Getenv("PATH"), "SHMODULE_ENV_OUT=" + out, "KEEP_ME=1"}
+				for k, v := range secrets {
+					env = append(env, k+"="+v)
+				}
+			}
+			reg := agentsession.NewRegistry()
+			loaded := Load(t.Context(), script+" ok", reg, LoadOptions{Env: env})
+			defer loaded.Close()
+			if _, ok := reg.Get("sh-rt"); !ok {
+				t.Fatal("the module did not load")
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := string(data)
+			for k, v := range secrets {
+				if strings.Contains(got, k+"=") || strings.Contains(got, v) {
+					t.Errorf("module environment carries %s", k)
+				}
+			}
+			if !strings.Contains(got, "SHMODULE_ENV_OUT=") || (!inherit && !strings.Contains(got, "KEEP_ME=1")) {
+				t.Errorf("harmless variables were dropped too:\n%s", got)
+			}
+		})
+	}
+}

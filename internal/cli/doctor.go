@@ -177,9 +177,10 @@ func printVerdicts(w io.Writer, vs []verdict) (failed int) {
 			mark = "[FAIL]"
 			failed++
 		}
-		fmt.Fprintf(w, "%s %-16s %s\n", mark, v.area, v.detail)
+		// Details quote URLs and errors, which can carry credentials.
+		fmt.Fprintf(w, "%s %-16s %s\n", mark, v.area, config.RedactText(v.detail))
 		if v.fix != "" {
-			fmt.Fprintf(w, "       %-16s fix: %s\n", "", v.fix)
+			fmt.Fprintf(w, "       %-16s fix: %s\n", "", config.RedactText(v.fix))
 		}
 	}
 	return failed
