@@ -44,6 +44,12 @@ type Options struct {
 	// origin, and is honoured only when Auth requires a credential. Nil
 	// means none (CLAWCONNECT_ALLOWED_ORIGINS).
 	AllowedOrigins []string
+	// SharedTaskView lets every HTTP credential see and control every task
+	// and session (a team view; CLAWCONNECT_SHARED_TASK_VIEW). Off by
+	// default: a personal token, and the shared PUBLIC_MCP_PASS as one
+	// identity, sees only the tasks and sessions it started. A caller with
+	// no credential (stdio, an open server) always sees everything.
+	SharedTaskView bool
 	// Limits bounds the connections of ListenAndServe (timeouts and a
 	// connection cap); the zero value takes the documented defaults.
 	Limits Limits
@@ -69,6 +75,7 @@ type Server struct {
 	metrics  *metrics
 	origins  originPolicy
 	limits   Limits
+	shared   bool
 
 	mu    sync.Mutex
 	cache map[string]*mcp.Server // per scope+identity, bounded by maxCachedServers
@@ -95,6 +102,7 @@ func New(opts Options) (*Server, error) {
 		auth:     opts.Auth,
 		allowRem: opts.AllowUnauthenticatedRemote,
 		limits:   opts.Limits,
+		shared:   opts.SharedTaskView,
 		version:  opts.Version,
 		build:    opts.Build,
 		logger:   opts.Logger,
