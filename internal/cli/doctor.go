@@ -113,18 +113,37 @@ func checkStore(ctx context.Context, get func(string) string) verdict {
 		return verdict{ok: true, area: "store", detail: "PostgreSQL reachable and migrated"}
 	}
 	path := filepath.Join(config.Home(get), sqlite.FileName)
+	// The full integrity check first, read-only: it never writes the file
+	// and also works while serve or mcp owns it.
+	cctx, cancel := context.WithTimeout(ctx, doctorIntegrityTimeout)
+	ierr := sqlite.CheckIntegrity(cctx, path)
+	cancel()
+	note := "integrity ok"
+	switch {
+	case errors.Is(ierr, sqlite.ErrCorrupt):
+		return verdict{area: "store", detail: ierr.Error(), fix: "Stop clawconnect and recover the file as described; until then nothing is written to it."}
+	case errors.Is(ierr, sqlite.ErrCheckIncomplete):
+		note = fmt.Sprintf("integrity check did not finish within %s", doctorIntegrityTimeout)
+	case ierr != nil:
+		note = "integrity not checked: " + ierr.Error()
+	}
 	db, err := sqlite.Open(ctx, sqlite.Options{Path: path})
 	switch {
 	case errors.Is(err, store.ErrLocked):
-		return verdict{ok: true, area: "store", detail: path + " is in use by a running clawconnect (serve or mcp)"}
+		return verdict{ok: true, area: "store", detail: path + " is in use by a running clawconnect (serve or mcp); " + note}
+	case errors.Is(err, sqlite.ErrCorrupt):
+		return verdict{area: "store", detail: err.Error(), fix: "Recover the file as described; until then nothing is written to it."}
 	case errors.Is(err, store.ErrIncompatible):
 		return verdict{area: "store", detail: err.Error(), fix: "Move " + path + " aside (a newer build or another program wrote it), or set CLAWCONNECT_HOME to another directory."}
 	case err != nil:
 		return verdict{area: "store", detail: err.Error(), fix: "Make " + filepath.Dir(path) + " writable, or set CLAWCONNECT_HOME to a writable directory."}
 	}
 	_ = db.Close()
-	return verdict{ok: true, area: "store", detail: "SQLite at " + path}
+	return verdict{ok: true, area: "store", detail: "SQLite at " + path + "; " + note}
 }
+
+// doctorIntegrityTimeout bounds doctor's full integrity check of the store.
+const doctorIntegrityTimeout = time.Minute
 
 func checkGateway(ctx context.Context, get func(string) string, a config.Agent, timeout time.Duration) verdict {
 	area := "gateway " + a.ID
