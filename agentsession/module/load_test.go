@@ -2,6 +2,7 @@ package module
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -422,5 +423,42 @@ func TestModuleEnvScrubbed(t *testing.T) {
 				t.Errorf("harmless variables were dropped too:\n%s", got)
 			}
 		})
+	}
+}
+
+// TestStdoutFloodRateLimited is issue 11 item 8: a module flooding stdout
+// with lines that are not JSON-RPC is drained, still loads, and its noise
+// reaches the log at the stderr rate with the rest counted, not line by
+// line.
+func TestStdoutFloodRateLimited(t *testing.T) {
+	script, err := filepath.Abs("testdata/shmodule.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agentsession.NewRegistry()
+	rec := newLogRecorder()
+	l := Load(t.Context(), script+" stdoutflood", reg, LoadOptions{Logger: rec.logger(), RestartBackoff: time.Hour})
+	if !reg.Has("sh-rt") {
+		t.Fatalf("the flooding module did not load; log:\n%s", rec.all())
+	}
+	rec.waitFor(t, "stdout rate limit reached")
+	l.Close() // flushes the count of the last window
+	rec.waitFor(t, "suppressed stdout lines")
+	logged := rec.count("not JSON-RPC; ignored")
+	if logged == 0 || logged > 1000 {
+		t.Errorf("%d of 3000 noise lines logged one by one, want a rate-limited few", logged)
+	}
+	suppressed := 0
+	for _, line := range strings.Split(rec.all(), "\n") {
+		if _, rest, ok := strings.Cut(line, "suppressed stdout lines"); ok {
+			if _, n, ok := strings.Cut(rest, "lines="); ok {
+				var v int
+				fmt.Sscan(n, &v)
+				suppressed += v
+			}
+		}
+	}
+	if logged+suppressed != 3000 {
+		t.Errorf("logged %d + suppressed %d != 3000 noise lines", logged, suppressed)
 	}
 }

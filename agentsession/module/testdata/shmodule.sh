@@ -7,6 +7,7 @@ mode=${1:-ok}
 if [ -n "$SHMODULE_ENV_OUT" ]; then env > "$SHMODULE_ENV_OUT"; fi
 case $mode in
   crash) echo "shmodule: crashing before describe" >&2; exit 3 ;;
+  stdoutflood) i=0; while [ $i -lt 3000 ]; do echo "stdout noise $i"; i=$((i+1)); done ;;
   flood) i=0; while [ $i -lt 3000 ]; do echo "flood line $i"; i=$((i+1)); done >&2 ;;
 esac
 while IFS= read -r line; do
