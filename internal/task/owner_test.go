@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 )
@@ -102,4 +103,46 @@ func TestSubmitForeignSession(t *testing.T) {
 	e.gw.waitStarted(t, team.JobID)
 	e.gw.end(team.JobID, Outcome{Status: OutcomeOK, Text: "ok"})
 	await(t, m, team.JobID)
+}
+
+// TestGatewayDiedMidRunIsAnError is issue 11 item 9: a run that never
+// reached a terminal state upstream (no end event in the live window, no
+// answer after it) ends as an error saying what happened, not as
+// completed_no_summary; a run that did end upstream without text still
+// ends completed_no_summary.
+func TestGatewayDiedMidRunIsAnError(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		gatewayDown bool
+		wantWhy     string
+	}{
+		{"gateway unreachable after the live window", true, "could not be reached"},
+		{"gateway back without the run", false, "transcript holds no answer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			m := e.manager(func(o *Options) { o.ChatTimeout = 50 * time.Millisecond })
+			res, err := m.Submit(t.Context(), SubmitRequest{Task: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.gw.waitStarted(t, res.JobID)
+			if tt.gatewayDown {
+				e.gw.mu.Lock()
+				e.gw.historyErr = errors.New("dial gateway: connection refused")
+				e.gw.mu.Unlock()
+			}
+			// The run never ends: the live window elapses.
+			s := await(t, m, res.JobID)
+			if s.Status != "error" || s.TerminalReason != "late-recovery-no-terminal" {
+				t.Fatalf("status %s reason %s error %q, want error late-recovery-no-terminal", s.Status, s.TerminalReason, s.Error)
+			}
+			if !strings.Contains(s.Error, "never reported an end") || !strings.Contains(s.Error, tt.wantWhy) || s.ErrorInfo == nil || s.ErrorInfo.Category != "upstream_lost" {
+				t.Errorf("error %q info %+v", s.Error, s.ErrorInfo)
+			}
+		})
+	}
 }
