@@ -64,11 +64,12 @@ func Run(ctx context.Context, env Env) error {
 }
 
 // redactedError hides credentials of URLs quoted in an error's text (a
-// gateway URL with "user:pass@" or "?token="), keeping the chain for
+// gateway URL with "user:pass@" or "?token=") and neutralizes terminal
+// control characters (an agent's error text), keeping the chain for
 // errors.Is and errors.As.
 type redactedError struct{ err error }
 
-func (e redactedError) Error() string { return config.RedactText(e.err.Error()) }
+func (e redactedError) Error() string { return termSafe(config.RedactText(e.err.Error())) }
 func (e redactedError) Unwrap() error { return e.err }
 
 func newRootCmd(env Env) *cobra.Command {
