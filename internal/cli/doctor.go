@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +21,62 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 )
+
+// loadReasons is the slog handler doctor gives the module loader: it keeps
+// why modules failed (errors) and what they said on stderr, so the verdict
+// can say why instead of only that nothing registered.
+type loadReasons struct {
+	mu      sync.Mutex
+	errs    []string
+	stderr  []string
+	dropped int
+}
+
+func (h *loadReasons) Enabled(context.Context, slog.Level) bool { return true }
+func (h *loadReasons) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *loadReasons) WithGroup(string) slog.Handler            { return h }
+
+// Handle keeps load errors and up to five stderr lines.
+func (h *loadReasons) Handle(_ context.Context, r slog.Record) error {
+	msg := strings.TrimPrefix(r.Message, "[agent-session] ")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case r.Level >= slog.LevelError:
+		h.errs = append(h.errs, msg)
+	case r.Level == slog.LevelInfo && !strings.HasPrefix(r.Message, "[agent-session]"):
+		if len(h.stderr) < 5 {
+			h.stderr = append(h.stderr, truncate(msg, 200))
+		} else {
+			h.dropped++
+		}
+	}
+	return nil
+}
+
+func (h *loadReasons) failed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.errs) > 0
+}
+
+// String lists the errors, then the stderr lines.
+func (h *loadReasons) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	parts := append([]string(nil), h.errs...)
+	if len(parts) == 0 {
+		parts = append(parts, "no module described a usable runtime")
+	}
+	if len(h.stderr) > 0 {
+		more := ""
+		if h.dropped > 0 {
+			more = fmt.Sprintf(" (and %d more)", h.dropped)
+		}
+		parts = append(parts, "stderr: "+strings.Join(h.stderr, " | ")+more)
+	}
+	return strings.Join(parts, "; ")
+}
 
 // verdict is one doctor finding.
 type verdict struct {
@@ -80,16 +138,21 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 			vs = append(vs, checkGateway(ctx, get, a, timeout))
 		}
 	}
-	_, names, stop := loadRuntimes(ctx, env, newLogger(Env{Stderr: io.Discard}))
+	why := &loadReasons{}
+	_, names, stop := loadRuntimes(ctx, env, slog.New(why))
 	stop()
 	switch {
 	case len(names) == 0 && get(runtimeModulesVar) != "":
-		vs = append(vs, verdict{area: "runtimes", detail: runtimeModulesVar + " is set but no module registered a runtime",
+		vs = append(vs, verdict{area: "runtimes", detail: runtimeModulesVar + " is set but no module registered a runtime: " + why.String(),
 			fix: "Each entry must be an executable that answers the runtime-module protocol (describe); run it by hand and read its stderr."})
 	case len(names) == 0:
 		vs = append(vs, verdict{ok: true, area: "runtimes", detail: "no agent-session runtime registered (optional; set CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES to attach tasks to managed sessions)"})
 	default:
 		vs = append(vs, verdict{ok: true, area: "runtimes", detail: "registered: " + strings.Join(names, ", ")})
+		if why.failed() {
+			vs = append(vs, verdict{area: "runtimes", detail: "some modules failed: " + why.String(),
+				fix: "Fix or remove the failing entries of " + runtimeModulesVar + "."})
+		}
 	}
 	authn := config.NewAuthenticator(config.AuthFromEnv(get))
 	if authn.Required() {

@@ -75,3 +75,29 @@ func TestDoctorFindsCorruptStore(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorSaysWhyModulesFailed is issue 11 item 12: when no runtime
+// module registers a runtime, doctor says why (the load error and what the
+// module wrote on stderr), not only that nothing registered.
+func TestDoctorSaysWhyModulesFailed(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "broken-module")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'broken-module: MY_RUNTIME_KEY is not set' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CLAWCONNECT_HOME": t.TempDir(),
+		"CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES": script + "," + filepath.Join(dir, "missing-module")}
+	out, _, _ := runCLIEnv(t, env, "doctor", "--timeout", "1s")
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "runtimes") {
+			line = l
+			break
+		}
+	}
+	for _, want := range []string{"[FAIL]", "no module registered a runtime", "MY_RUNTIME_KEY is not set", "missing-module", "broken-module"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("runtimes verdict lacks %q:\n%s", want, line)
+		}
+	}
+}
