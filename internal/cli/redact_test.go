@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,6 +59,9 @@ func TestURLCredentialsNeverShown(t *testing.T) {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(home, e.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a write-ahead log checkpointed away meanwhile
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
