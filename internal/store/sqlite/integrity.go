@@ -39,9 +39,10 @@ func (e *corruptError) Is(target error) bool {
 // recoverHint says how to get out of a corrupt store.
 func recoverHint(path string) string {
 	return fmt.Sprintf("the file was left untouched and nothing will be written to it. To recover: stop every "+
-		"clawconnect process, copy %[1]s aside, then restore it from a backup, or salvage what is readable with "+
-		"`sqlite3 %[1]s .recover | sqlite3 %[1]s.recovered` and move the recovered file into its place, or move "+
-		"it aside to start with an empty store", path)
+		"clawconnect process and copy %[1]s aside; then restore it from a backup, or salvage what is still "+
+		"readable into a new file with `sqlite3 %[1]s .recover | sqlite3 %[1]s.new` (or `.dump` where .recover is "+
+		"unavailable) and move that into its place, or move the file aside to start with an empty store "+
+		"(its tasks are then gone)", path)
 }
 
 // CheckIntegrity runs SQLite's quick_check on the store at path through a
