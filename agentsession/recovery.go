@@ -50,7 +50,9 @@ type Recovery struct {
 //     with a final response (an error is written to the record; another
 //     state is folded into it, so a needs_input found this way is visible);
 //  4. the answer is datable (lastEventAt, else termination.at) and not
-//     older than jobStartedAt;
+//     older than jobStartedAt (otherwise the observation is still recorded,
+//     dated by the time it was made, and a warning says why it was not
+//     taken);
 //  5. the compare-and-set write of the result succeeds.
 //
 // When no runtime is registered for the record, the read records
@@ -76,7 +78,17 @@ func (b *Book) Recover(ctx context.Context, sessionKey, jobID string, jobStarted
 		resultAt = st.Termination.At
 	}
 	if resultAt == 0 || resultAt < jobStartedAt {
-		return nil, nil
+		// Not this turn's answer, or not provably: record what the session
+		// reports (its final response dated by the observation time) and
+		// say why it does not answer the job, instead of dropping it.
+		why := "it carries neither lastEventAt nor termination.at, so it cannot be told apart from an earlier turn's answer; the runtime should report lastEventAt"
+		if resultAt != 0 {
+			why = "it is dated before the job started, so it belongs to an earlier turn"
+		}
+		b.log.Warn("Ignored the attached agent session's final response for tier-3 recovery: "+why,
+			"session_key", sessionKey, "job_id", jobID, "attachment_id", cur.ID, "runtime", cur.Runtime)
+		_, err := b.WriteBack(ctx, sessionKey, g, st)
+		return nil, err
 	}
 	ok, err := b.WriteBack(ctx, sessionKey, g, st)
 	if err != nil || !ok {

@@ -1,8 +1,13 @@
 package agentsession
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -26,10 +31,10 @@ func TestRecover(t *testing.T) {
 		{name: "answer dated by termination", runtime: "rt",
 			obs:  &Observation{State: "idle", LatestResponse: "x", Termination: &ObservationTermination{At: Millis(5000)}},
 			want: &Recovery{Summary: "x", AttachmentID: "att-1", ResultSource: "agent-session"}, wantStatus: "idle", wantCalls: 1},
-		{name: "undatable answer rejected", runtime: "rt",
-			obs: &Observation{State: "completed", FinalResponse: "a"}, wantStatus: "running", wantCalls: 1},
-		{name: "answer older than the job rejected", runtime: "rt",
-			obs: &Observation{State: "completed", FinalResponse: "a", LastEventAt: Millis(4999)}, wantStatus: "running", wantCalls: 1},
+		{name: "undatable answer rejected but recorded", runtime: "rt",
+			obs: &Observation{State: "completed", FinalResponse: "a"}, wantStatus: "completed", wantCalls: 1},
+		{name: "answer older than the job rejected but recorded", runtime: "rt",
+			obs: &Observation{State: "completed", FinalResponse: "a", LastEventAt: Millis(4999)}, wantStatus: "completed", wantCalls: 1},
 		{name: "a running session is folded, not an answer", runtime: "rt",
 			obs: &Observation{State: "running", FinalResponse: "partial", LastEventAt: Millis(6000)}, wantStatus: "running", wantCalls: 1},
 		{name: "a needs_input found by the read becomes visible", runtime: "rt",
@@ -158,5 +163,42 @@ func TestBlockedDelegation(t *testing.T) {
 	}
 	if TerminalReasonRecovery != "agent-session-recovery" {
 		t.Errorf("TerminalReasonRecovery = %q", TerminalReasonRecovery)
+	}
+}
+
+// TestRecoverUndatedCompletedIsRecorded is issue 11 item 13: a module's
+// completed observation without lastEventAt does not answer the job (an
+// undatable answer may be an earlier turn's), but it is no longer dropped
+// without a trace: the record keeps it, dated by the observation time, and
+// a warning says why it was not taken.
+func TestRecoverUndatedCompletedIsRecorded(t *testing.T) {
+	reg := NewRegistry()
+	mustRegister(t, reg, Runtime{ID: "rt", Inspect: func(context.Context, Ref) (*Observation, error) {
+		return &Observation{State: "completed", FinalResponse: "undated answer"}, nil
+	}})
+	bb := &bookBundle{store: NewMemoryStore(), reg: reg}
+	bb.now.Store(7000)
+	var logs bytes.Buffer
+	b, err := NewBook(t.Context(), bb.store, BookOptions{
+		Registry: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Now:   func() time.Time { return time.UnixMilli(bb.now.Load()) },
+		NewID: func() string { return fmt.Sprintf("att-%d", bb.ids.Add(1)) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	bb.book = b
+	bb.apply(t, "k", "job1", markerS1)
+	got, err := b.Recover(t.Context(), "k", "job1", 5000)
+	if err != nil || got != nil {
+		t.Fatalf("Recover = %+v, %v; an undatable answer must not answer the job", got, err)
+	}
+	cur, _ := b.Current(t.Context(), "k")
+	if cur.LastResult == nil || cur.LastResult.Summary != "undated answer" || cur.LastResult.ObservedAt != 7000 {
+		t.Errorf("lastResult = %+v, want the answer dated by the observation time 7000", cur.LastResult)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "neither lastEventAt") {
+		t.Errorf("no warning says why the answer was ignored:\n%s", logs.String())
 	}
 }

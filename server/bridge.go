@@ -292,7 +292,8 @@ func (b *Bridge) Run(ctx context.Context, req RunRequest) (task.RunResult, error
 	if !ok {
 		return task.RunResult{}, fmt.Errorf("unknown agent %q", req.Agent)
 	}
-	res, err := m.Submit(ctx, task.SubmitRequest{Task: req.Task, Context: req.Context, SessionKey: req.SessionKey, SenderName: req.SenderName, Payload: req.Payload})
+	res, err := m.Submit(ctx, task.SubmitRequest{Task: req.Task, Context: req.Context, SessionKey: req.SessionKey, SenderName: req.SenderName, Payload: req.Payload,
+		Principal: req.Principal, AnySession: req.AnySession})
 	if err != nil {
 		return task.RunResult{}, mapErr("submit", err)
 	}

@@ -65,11 +65,29 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// withCORS adds the /mcp CORS headers and answers preflights with 204.
+// withCORS refuses a request whose Origin is present and not allowed (403
+// with no CORS headers, so the browser shows the page nothing), answers
+// preflights with 204, and adds the CORS headers: the request's own origin
+// when it sent one, and "*" for a request without Origin only when auth is
+// required. An open server never sends a wildcard.
 func (s *Server) withCORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
 		h := w.Header()
-		h.Set("Access-Control-Allow-Origin", "*")
+		h.Add("Vary", "Origin")
+		if !s.origins.allow(origin, r) {
+			s.logger.Warn("refused a cross-origin request", "origin", clipHeader(origin))
+			h.Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(forbiddenOriginBody))
+			return
+		}
+		switch {
+		case origin != "":
+			h.Set("Access-Control-Allow-Origin", origin)
+		case s.auth.Required():
+			h.Set("Access-Control-Allow-Origin", "*")
+		}
 		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 		h.Set("Access-Control-Allow-Headers", "Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Authorization")
 		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id")
@@ -79,6 +97,14 @@ func (s *Server) withCORS(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// clipHeader bounds a header value written to a log.
+func clipHeader(v string) string {
+	if len(v) > 200 {
+		return v[:200] + "…"
+	}
+	return v
 }
 
 // withAuth authenticates the request and resolves its agent scope.
@@ -144,9 +170,13 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, grace time.Dur
 	// the shutdown for up to two minutes.
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
+	lim := s.limits.withDefaults(s.timeouts.CheckMaxWait)
+	ln = &capListener{Listener: ln, max: int64(lim.MaxConns)}
 	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           withDeadlines(lim, s.Handler()),
+		ReadHeaderTimeout: lim.ReadHeader,
+		IdleTimeout:       lim.Idle,
+		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	if ready != nil {

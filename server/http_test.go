@@ -213,7 +213,8 @@ func TestHTTPRoutesAndCORS(t *testing.T) {
 	}
 	resp.Body.Close()
 	want := map[string]string{
-		"Access-Control-Allow-Origin":   "*",
+		// An open server sends no wildcard (issue 11 item 3).
+		"Access-Control-Allow-Origin":   "",
 		"Access-Control-Allow-Methods":  "GET, POST, DELETE, OPTIONS",
 		"Access-Control-Allow-Headers":  "Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Authorization",
 		"Access-Control-Expose-Headers": "Mcp-Session-Id",

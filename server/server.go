@@ -38,6 +38,21 @@ type Options struct {
 	// AllowUnauthenticatedRemote lets ListenAndServe bind a non-loopback
 	// address while Auth requires nothing. Off by default.
 	AllowUnauthenticatedRemote bool
+	// AllowedOrigins lists the browser origins ("http://localhost:5173")
+	// that may call /mcp besides the server's own origin; a request whose
+	// Origin header is anything else is refused with 403. "*" allows every
+	// origin, and is honoured only when Auth requires a credential. Nil
+	// means none (CLAWCONNECT_ALLOWED_ORIGINS).
+	AllowedOrigins []string
+	// SharedTaskView lets every HTTP credential see and control every task
+	// and session (a team view; CLAWCONNECT_SHARED_TASK_VIEW). Off by
+	// default: a personal token, and the shared PUBLIC_MCP_PASS as one
+	// identity, sees only the tasks and sessions it started. A caller with
+	// no credential (stdio, an open server) always sees everything.
+	SharedTaskView bool
+	// Limits bounds the connections of ListenAndServe (timeouts and a
+	// connection cap); the zero value takes the documented defaults.
+	Limits Limits
 	// Version is reported as serverVersion; empty means DefaultVersion.
 	Version string
 	// Build is reported as build (CLAWCONNECT_BUILD_SHA); empty means "unknown".
@@ -58,6 +73,9 @@ type Server struct {
 	build    string
 	logger   *slog.Logger
 	metrics  *metrics
+	origins  originPolicy
+	limits   Limits
+	shared   bool
 
 	mu    sync.Mutex
 	cache map[string]*mcp.Server // per scope+identity, bounded by maxCachedServers
@@ -83,6 +101,8 @@ func New(opts Options) (*Server, error) {
 		timeouts: config.DefaultTimeouts(),
 		auth:     opts.Auth,
 		allowRem: opts.AllowUnauthenticatedRemote,
+		limits:   opts.Limits,
+		shared:   opts.SharedTaskView,
 		version:  opts.Version,
 		build:    opts.Build,
 		logger:   opts.Logger,
@@ -105,6 +125,7 @@ func New(opts Options) (*Server, error) {
 		s.auth = config.NewAuthenticator(config.AuthOptions{})
 	}
 	s.metrics = newMetrics(s.tasks)
+	s.origins = newOriginPolicy(opts.AllowedOrigins, s.auth.Required())
 	return s, nil
 }
 

@@ -70,6 +70,13 @@ type RunRequest struct {
 	SessionKey string
 	SenderName string
 	Payload    string
+	// Principal is who submits ("" for a single-user caller); it is
+	// recorded on the task and on a new session.
+	Principal string
+	// AnySession lets a caller with a Principal continue a session another
+	// principal started (a team view); otherwise such a sessionKey reads as
+	// not found. A caller with no Principal may continue any session.
+	AnySession bool
 }
 
 // Check modes.

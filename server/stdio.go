@@ -89,10 +89,14 @@ func (g *stdioGuard) readLine() ([]byte, error) {
 	for {
 		chunk, err := g.in.ReadSlice('\n')
 		if len(line)+len(chunk) > MaxStdioLineBytes {
+			// The waiting client needs its id back; it usually comes before
+			// the large params, so look for it in the line's start.
+			head := append(line[:min(len(line), idScanBytes):min(len(line), idScanBytes)], chunk[:min(len(chunk), idScanBytes)]...)
+			id := recoverID(head[:min(len(head), idScanBytes)])
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = g.in.ReadSlice('\n')
 			}
-			if werr := g.out.reply(errorReply(nil, codeInvalidRequest, "Invalid Request: message exceeds 16 MiB")); werr != nil {
+			if werr := g.out.reply(errorReply(id, codeInvalidRequest, "Invalid Request: message exceeds 16 MiB")); werr != nil {
 				return nil, werr
 			}
 			if err != nil {
@@ -106,6 +110,56 @@ func (g *stdioGuard) readLine() ([]byte, error) {
 			continue
 		}
 		return bytes.TrimSpace(line), err
+	}
+}
+
+// idScanBytes is how much of an oversized line's start recoverID reads.
+const idScanBytes = 64 << 10
+
+// recoverID returns the "id" of a JSON-RPC object from the start of its
+// text, when the id comes before the text is cut off, or nil. It reads the
+// top-level members in order and stops at the first one it cannot finish.
+func recoverID(head []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if key, _ := tok.(string); key == "id" {
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil || !validID(raw) {
+				return nil
+			}
+			return raw
+		}
+		if skipValue(dec) != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// skipValue consumes one JSON value from dec.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
 	}
 }
 

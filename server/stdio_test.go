@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/clawconnect/clawconnect/server"
 )
 
@@ -214,4 +216,55 @@ func (s *safeBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestStdioOversizedLineKeepsItsID is issue 11 item 11: a line over 16 MiB
+// is answered with the id found at its start, so the client waiting on
+// that id is not left hanging; when no id can be found it is null. The
+// session goes on.
+func TestStdioOversizedLineKeepsItsID(t *testing.T) {
+	b := setup(t, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	errc := make(chan error, 1)
+	go func() { errc <- b.srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+	huge := strings.Repeat("a", server.MaxStdioLineBytes+10)
+	lines := []string{
+		`{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"name":"run_task","arguments":{"task":"` + huge + `"}}}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"nested":[1,{"x":"y"}],"task":"` + huge + `"}},"id":42}`,
+		`{"jsonrpc":"2.0","id":{"bad":1},"method":"x","params":"` + huge + `"}`,
+		`{"jsonrpc":"2.0","id":"after","method":"ping"}`,
+	}
+	go func() {
+		for _, l := range lines {
+			_, _ = io.WriteString(inW, l+"\n")
+		}
+	}()
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(nil, 1<<20)
+	var ids []string
+	for len(ids) < 4 && sc.Scan() {
+		var r struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("reply %q: %v", sc.Text(), err)
+		}
+		ids = append(ids, string(r.ID))
+	}
+	want := []string{`"big-1"`, `null`, `null`, `"after"`}
+	// The first line's id is at its start and recovered; the second's
+	// comes after the huge params and cannot be; the third is not a valid
+	// id. Replies to the two oversized lines without an id are both null.
+	if diff := cmp.Diff(want, ids); diff != "" {
+		t.Errorf("reply ids (-want +got):\n%s", diff)
+	}
+	_ = inW.Close()
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	if err := <-errc; err != nil {
+		t.Fatalf("ServeStdio = %v", err)
+	}
 }

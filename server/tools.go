@@ -426,8 +426,33 @@ func (c *conn) inScope(agent string) bool {
 	return c.scope.Contains(agent)
 }
 
-// narrowed reports whether the connection sees fewer than all agents.
-func (c *conn) narrowed() bool { return len(c.scope.Allowed) < len(c.s.registry.Agents) }
+// narrowed reports whether the connection sees fewer than all agents or
+// only its own tasks, so a task must be resolved and checked before it is
+// waited on.
+func (c *conn) narrowed() bool {
+	return len(c.scope.Allowed) < len(c.s.registry.Agents) || !c.seesAll()
+}
+
+// principal is what the connection's tasks and sessions record as their
+// owner: "user:<name>" for a personal token, "legacy" for the shared
+// PUBLIC_MCP_PASS (one identity), "" for a caller with no credential.
+func (c *conn) principal() string {
+	switch {
+	case c.identity.User != "":
+		return "user:" + c.identity.User
+	case c.identity.Legacy:
+		return "legacy"
+	}
+	return ""
+}
+
+// seesAll reports whether the connection sees every principal's tasks: a
+// caller with no credential (stdio, an open loopback server) or a team view.
+func (c *conn) seesAll() bool { return c.principal() == "" || c.s.shared }
+
+// mine reports whether a task or session of principal p may be shown to and
+// controlled by this connection.
+func (c *conn) mine(p string) bool { return c.seesAll() || p == c.principal() }
 
 // tooLong returns the refusal for an oversized argument, or "".
 func tooLong(field, v string) string {
@@ -460,6 +485,7 @@ func (c *conn) runTask(ctx context.Context, _ *mcp.CallToolRequest, in RunTaskIn
 	res, err := c.s.tasks.Run(ctx, RunRequest{
 		Agent: agent, Task: in.Task, Context: in.Context,
 		SessionKey: strings.TrimSpace(in.SessionKey), SenderName: sender, Payload: in.Payload,
+		Principal: c.principal(), AnySession: c.s.shared,
 	})
 	if err != nil {
 		return errorResult("Failed to submit: " + err.Error()), nil, nil
@@ -498,7 +524,7 @@ func (c *conn) checkTask(ctx context.Context, req *mcp.CallToolRequest, in Check
 	}
 	if c.narrowed() {
 		// Resolve the owner first, so an out-of-scope task is never waited on.
-		owner, err := c.ownerOf(ctx, jobID, sessionKey, in.Agent)
+		owner, principal, err := c.ownerOf(ctx, jobID, sessionKey, in.Agent)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return notFound(missing)
@@ -506,6 +532,9 @@ func (c *conn) checkTask(ctx context.Context, req *mcp.CallToolRequest, in Check
 			return nil, nil, fmt.Errorf("check task: %w", err)
 		case !c.inScope(owner):
 			return notFound(textJobNotFoundBare)
+		case !c.mine(principal):
+			// Exactly what a job that does not exist answers.
+			return notFound(missing)
 		}
 	}
 	mode := in.Mode
@@ -547,25 +576,28 @@ func (c *conn) checkTask(ctx context.Context, req *mcp.CallToolRequest, in Check
 		return nil, nil, fmt.Errorf("check task: %w", err)
 	case !c.inScope(snap.Agent):
 		return notFound(textJobNotFoundBare)
+	case !c.mine(snap.Principal):
+		return notFound(missing)
 	}
 	res := textResult(checkText(snap))
 	res.IsError = snap.Status == "error"
 	return res, snap, nil
 }
 
-// ownerOf returns the agent of a job, or of a session's latest job.
-func (c *conn) ownerOf(ctx context.Context, jobID, sessionKey, agent string) (string, error) {
+// ownerOf returns the agent and principal of a job, or of a session's
+// latest job.
+func (c *conn) ownerOf(ctx context.Context, jobID, sessionKey, agent string) (string, string, error) {
 	if jobID != "" {
 		d, err := c.s.tasks.GetTask(ctx, jobID, task.DetailCore, 0)
 		if err == nil || sessionKey == "" {
-			return d.Agent, err
+			return d.Agent, d.Principal, err
 		}
 	}
 	s, err := c.s.tasks.GetSession(ctx, SessionRequest{SessionID: sessionKey, Agent: agent, Mode: task.ModeSnapshot, Limit: 1})
 	if err == nil && !s.Found {
 		err = ErrNotFound
 	}
-	return s.Agent, err
+	return s.Agent, s.Principal, err
 }
 
 // checkText is check_task's model-facing text.
@@ -618,7 +650,7 @@ func (c *conn) getTask(ctx context.Context, _ *mcp.CallToolRequest, in GetTaskIn
 		return notFound()
 	case err != nil:
 		return nil, nil, fmt.Errorf("get task: %w", err)
-	case !c.inScope(d.Agent):
+	case !c.inScope(d.Agent) || !c.mine(d.Principal):
 		return notFound()
 	}
 	if detail != task.DetailPrompt {
@@ -649,7 +681,7 @@ func (c *conn) listTasks(ctx context.Context, _ *mcp.CallToolRequest, in ListTas
 	}
 	out := taskList{Tasks: make([]task.TaskSummary, 0, len(rows))}
 	for _, r := range rows {
-		if c.inScope(r.Agent) {
+		if c.inScope(r.Agent) && c.mine(r.Principal) {
 			out.Tasks = append(out.Tasks, r)
 		}
 	}
@@ -689,7 +721,7 @@ func (c *conn) getSession(ctx context.Context, _ *mcp.CallToolRequest, in GetSes
 		return notFound()
 	case err != nil:
 		return nil, nil, fmt.Errorf("get session: %w", err)
-	case !c.inScope(r.Agent):
+	case !c.inScope(r.Agent) || !c.mine(r.Principal):
 		return notFound()
 	}
 	return textResult(jsonText(r)), r, nil
@@ -702,7 +734,7 @@ func (c *conn) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ Empty
 	}
 	out := task.SessionList{Sessions: make([]task.ContinuationState, 0, len(all)), ConfiguredAgents: slices.Clone(c.scope.Allowed)}
 	for _, s := range all {
-		if c.inScope(s.Agent) {
+		if c.inScope(s.Agent) && c.mine(s.Principal) {
 			out.Sessions = append(out.Sessions, s)
 		}
 	}
@@ -717,7 +749,7 @@ func (c *conn) cancelTask(ctx context.Context, _ *mcp.CallToolRequest, in Cancel
 	notFound := func() (*mcp.CallToolResult, any, error) {
 		return errorResult(textCancelMissing), task.CancelResult{}, nil
 	}
-	var owner string
+	var owner, principal string
 	if id != "" {
 		d, err := c.s.tasks.GetTask(ctx, id, task.DetailCore, 0)
 		switch {
@@ -726,7 +758,7 @@ func (c *conn) cancelTask(ctx context.Context, _ *mcp.CallToolRequest, in Cancel
 		case err != nil:
 			return nil, nil, fmt.Errorf("cancel task: %w", err)
 		}
-		owner = d.Agent
+		owner, principal = d.Agent, d.Principal
 	} else {
 		s, err := c.s.tasks.GetSession(ctx, SessionRequest{SessionID: sessionKey, Mode: task.ModeSnapshot, Limit: 1})
 		switch {
@@ -735,9 +767,9 @@ func (c *conn) cancelTask(ctx context.Context, _ *mcp.CallToolRequest, in Cancel
 		case err != nil:
 			return nil, nil, fmt.Errorf("cancel task: %w", err)
 		}
-		id, owner = s.JobID, s.Agent
+		id, owner, principal = s.JobID, s.Agent, s.Principal
 	}
-	if !c.inScope(owner) {
+	if !c.inScope(owner) || !c.mine(principal) {
 		return notFound()
 	}
 	r, err := c.s.tasks.Cancel(ctx, id)

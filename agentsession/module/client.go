@@ -421,6 +421,27 @@ func (p *proc) supervise(stdout, stderr io.Reader) {
 func (p *proc) readReplies(stdout io.Reader) {
 	log := p.c.cfg.log
 	lr := newLineReader(stdout, p.c.cfg.maxLine)
+	// Lines that are not replies are logged, at most stderrLinesPerSecond
+	// of them a second, like stderr; the rest are counted.
+	noise := lineBudget{perSecond: stderrLinesPerSecond}
+	defer func() {
+		if n := noise.flush(); n > 0 {
+			log.Warn("[agent-session] runtime module: suppressed stdout lines that are not JSON-RPC", "module", p.c.name, "lines", n)
+		}
+	}()
+	ignore := func(msg string, line []byte) {
+		ok, suppressed, first := noise.take(time.Now())
+		if suppressed > 0 {
+			log.Warn("[agent-session] runtime module: suppressed stdout lines that are not JSON-RPC", "module", p.c.name, "lines", suppressed)
+		}
+		if first {
+			log.Warn("[agent-session] runtime module stdout rate limit reached; dropping non-protocol lines for the rest of this second",
+				"module", p.c.name, "lines_per_second", noise.perSecond)
+		}
+		if ok {
+			log.Warn(msg, "module", p.c.name, "line", clip(line, 200))
+		}
+	}
 	for {
 		line, tooLong, err := lr.next()
 		if err != nil {
@@ -438,12 +459,12 @@ func (p *proc) readReplies(stdout io.Reader) {
 		}
 		var m message
 		if err := json.Unmarshal(line, &m); err != nil {
-			log.Warn("[agent-session] runtime module wrote a line that is not JSON-RPC; ignored", "module", p.c.name, "line", clip(line, 200))
+			ignore("[agent-session] runtime module wrote a line that is not JSON-RPC; ignored", line)
 			continue
 		}
 		id, err := strconv.ParseInt(string(m.ID), 10, 64)
 		if err != nil || m.Method != "" {
-			log.Warn("[agent-session] runtime module wrote a message that is not a response; ignored", "module", p.c.name, "line", clip(line, 200))
+			ignore("[agent-session] runtime module wrote a message that is not a response; ignored", line)
 			continue
 		}
 		p.mu.Lock()
@@ -491,6 +512,38 @@ func (p *proc) forwardStderr(stderr io.Reader) {
 	if suppressed > 0 {
 		log.Warn(p.c.name+": suppressed stderr lines", "module", p.c.name, "lines", suppressed)
 	}
+}
+
+// lineBudget admits at most perSecond lines in each one-second window and
+// counts the rest. It is used by one goroutine.
+type lineBudget struct {
+	perSecond   int
+	windowStart time.Time
+	count       int
+	suppressed  int
+}
+
+// take admits one line at now. ok says whether to log it; suppressed is
+// the count dropped in the window that just ended (to report now); first
+// is set for the first line dropped in a window.
+func (b *lineBudget) take(now time.Time) (ok bool, suppressed int, first bool) {
+	if now.Sub(b.windowStart) >= time.Second {
+		suppressed = b.suppressed
+		b.windowStart, b.count, b.suppressed = now, 0, 0
+	}
+	if b.count >= b.perSecond {
+		b.suppressed++
+		return false, suppressed, b.suppressed == 1
+	}
+	b.count++
+	return true, suppressed, false
+}
+
+// flush returns the count dropped in the current window and resets it.
+func (b *lineBudget) flush() int {
+	n := b.suppressed
+	b.suppressed = 0
+	return n
 }
 
 // stop closes the module's stdin (a Serve-based module then returns),

@@ -23,7 +23,9 @@ type LoadOptions struct {
 	// discards.
 	Logger *slog.Logger
 	// Env is the environment of the module processes; nil inherits the
-	// process's environment.
+	// process's environment. Either way ClawConnect's own secrets
+	// (OPENCLAW_PASSWORD, OPENCLAW_GATEWAY_TOKEN, MCP_USER_TOKENS,
+	// PUBLIC_MCP_PASS and the like) are removed before a module starts.
 	Env []string
 	// DescribeTimeout bounds a module's answer to describe; zero means 10 s.
 	DescribeTimeout time.Duration
@@ -114,7 +116,7 @@ func parseSpec(spec, dir string) []entry {
 func Load(ctx context.Context, spec string, reg *agentsession.Registry, opts LoadOptions) *Loaded {
 	cfg := &config{
 		log:             opts.Logger,
-		env:             opts.Env,
+		env:             moduleEnv(opts.Env),
 		describeTimeout: opts.DescribeTimeout,
 		maxLine:         opts.MaxLineBytes,
 		backoff:         opts.RestartBackoff,

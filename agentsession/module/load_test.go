@@ -2,6 +2,7 @@ package module
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -367,5 +368,97 @@ func TestLoadedCloseStopsModules(t *testing.T) {
 	wantCode(t, st, "inspect_failed")
 	if !strings.Contains(st.Error.Message, "closed") {
 		t.Errorf("message %q", st.Error.Message)
+	}
+}
+
+// TestModuleEnvScrubbed is issue 11 item 5 (environment half): a runtime
+// module never inherits ClawConnect's own secrets, whether it inherits the
+// process environment or is given one.
+func TestModuleEnvScrubbed(t *testing.T) {
+	script, err := filepath.Abs("testdata/shmodule.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]string{
+		"OPENCLAW_PASSWORD": "pw-secret", "OPENCLAW_GATEWAY_TOKEN": "gw-secret",
+		"MCP_USER_TOKENS": "ana:http-secret", "PUBLIC_MCP_PASS": "shared-secret",
+		"CLAWCONNECT_DATABASE_URL": "postgres://u:db-secret@h/db",
+	}
+	for _, inherit := range []bool{true, false} {
+		name := "explicit env"
+		if inherit {
+			name = "inherited env"
+		}
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "env.txt")
+			var env []string
+			if inherit {
+				for k, v := range secrets {
+					t.Setenv(k, v)
+				}
+				t.Setenv("SHMODULE_ENV_OUT", out)
+			} else {
+				env = []string{"PATH=" + os.Getenv("PATH"), "SHMODULE_ENV_OUT=" + out, "KEEP_ME=1"}
+				for k, v := range secrets {
+					env = append(env, k+"="+v)
+				}
+			}
+			reg := agentsession.NewRegistry()
+			loaded := Load(t.Context(), script+" ok", reg, LoadOptions{Env: env})
+			defer loaded.Close()
+			if _, ok := reg.Get("sh-rt"); !ok {
+				t.Fatal("the module did not load")
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := string(data)
+			for k, v := range secrets {
+				if strings.Contains(got, k+"=") || strings.Contains(got, v) {
+					t.Errorf("module environment carries %s", k)
+				}
+			}
+			if !strings.Contains(got, "SHMODULE_ENV_OUT=") || (!inherit && !strings.Contains(got, "KEEP_ME=1")) {
+				t.Errorf("harmless variables were dropped too:\n%s", got)
+			}
+		})
+	}
+}
+
+// TestStdoutFloodRateLimited is issue 11 item 8: a module flooding stdout
+// with lines that are not JSON-RPC is drained, still loads, and its noise
+// reaches the log at the stderr rate with the rest counted, not line by
+// line.
+func TestStdoutFloodRateLimited(t *testing.T) {
+	script, err := filepath.Abs("testdata/shmodule.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agentsession.NewRegistry()
+	rec := newLogRecorder()
+	l := Load(t.Context(), script+" stdoutflood", reg, LoadOptions{Logger: rec.logger(), RestartBackoff: time.Hour})
+	if !reg.Has("sh-rt") {
+		t.Fatalf("the flooding module did not load; log:\n%s", rec.all())
+	}
+	rec.waitFor(t, "stdout rate limit reached")
+	l.Close() // flushes the count of the last window
+	rec.waitFor(t, "suppressed stdout lines")
+	logged := rec.count("not JSON-RPC; ignored")
+	if logged == 0 || logged > 1000 {
+		t.Errorf("%d of 3000 noise lines logged one by one, want a rate-limited few", logged)
+	}
+	suppressed := 0
+	for _, line := range strings.Split(rec.all(), "\n") {
+		if _, rest, ok := strings.Cut(line, "suppressed stdout lines"); ok {
+			if _, n, ok := strings.Cut(rest, "lines="); ok {
+				var v int
+				fmt.Sscan(n, &v)
+				suppressed += v
+			}
+		}
+	}
+	if logged+suppressed != 3000 {
+		t.Errorf("logged %d + suppressed %d != 3000 noise lines", logged, suppressed)
 	}
 }

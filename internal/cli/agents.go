@@ -5,6 +5,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/clawconnect/clawconnect/internal/config"
 )
 
 func newAgentsCmd(env Env) *cobra.Command {
@@ -39,7 +41,7 @@ Exit codes: 0 listed, 3 no or invalid agent configuration.`,
 				}
 				rows := make([]row, 0, len(r.Agents))
 				for _, a := range r.Agents {
-					rows = append(rows, row{a.ID, a.ID == r.Default, a.URL, a.OpenClawAgentID, a.Emoji, a.Role, a.Description, a.WhenToUse, a.Collections})
+					rows = append(rows, row{a.ID, a.ID == r.Default, config.RedactURL(a.URL), a.OpenClawAgentID, a.Emoji, a.Role, a.Description, a.WhenToUse, a.Collections})
 				}
 				return printJSON(env.Stdout, map[string]any{"source": r.Source, "default": r.Default, "agents": rows})
 			}
@@ -58,7 +60,7 @@ Exit codes: 0 listed, 3 no or invalid agent configuration.`,
 				if a.Emoji != "" {
 					name = a.Emoji + " " + a.ID
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", mark, name, a.OpenClawAgentID, a.URL, truncate(firstLine(role), 50))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", mark, name, a.OpenClawAgentID, config.RedactURL(a.URL), truncate(firstLine(role), 50))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +21,62 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 )
+
+// loadReasons is the slog handler doctor gives the module loader: it keeps
+// why modules failed (errors) and what they said on stderr, so the verdict
+// can say why instead of only that nothing registered.
+type loadReasons struct {
+	mu      sync.Mutex
+	errs    []string
+	stderr  []string
+	dropped int
+}
+
+func (h *loadReasons) Enabled(context.Context, slog.Level) bool { return true }
+func (h *loadReasons) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *loadReasons) WithGroup(string) slog.Handler            { return h }
+
+// Handle keeps load errors and up to five stderr lines.
+func (h *loadReasons) Handle(_ context.Context, r slog.Record) error {
+	msg := strings.TrimPrefix(r.Message, "[agent-session] ")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case r.Level >= slog.LevelError:
+		h.errs = append(h.errs, msg)
+	case r.Level == slog.LevelInfo && !strings.HasPrefix(r.Message, "[agent-session]"):
+		if len(h.stderr) < 5 {
+			h.stderr = append(h.stderr, truncate(msg, 200))
+		} else {
+			h.dropped++
+		}
+	}
+	return nil
+}
+
+func (h *loadReasons) failed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.errs) > 0
+}
+
+// String lists the errors, then the stderr lines.
+func (h *loadReasons) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	parts := append([]string(nil), h.errs...)
+	if len(parts) == 0 {
+		parts = append(parts, "no module described a usable runtime")
+	}
+	if len(h.stderr) > 0 {
+		more := ""
+		if h.dropped > 0 {
+			more = fmt.Sprintf(" (and %d more)", h.dropped)
+		}
+		parts = append(parts, "stderr: "+strings.Join(h.stderr, " | ")+more)
+	}
+	return strings.Join(parts, "; ")
+}
 
 // verdict is one doctor finding.
 type verdict struct {
@@ -80,16 +138,21 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 			vs = append(vs, checkGateway(ctx, get, a, timeout))
 		}
 	}
-	_, names, stop := loadRuntimes(ctx, env, newLogger(Env{Stderr: io.Discard}))
+	why := &loadReasons{}
+	_, names, stop := loadRuntimes(ctx, env, slog.New(why))
 	stop()
 	switch {
 	case len(names) == 0 && get(runtimeModulesVar) != "":
-		vs = append(vs, verdict{area: "runtimes", detail: runtimeModulesVar + " is set but no module registered a runtime",
+		vs = append(vs, verdict{area: "runtimes", detail: runtimeModulesVar + " is set but no module registered a runtime: " + why.String(),
 			fix: "Each entry must be an executable that answers the runtime-module protocol (describe); run it by hand and read its stderr."})
 	case len(names) == 0:
 		vs = append(vs, verdict{ok: true, area: "runtimes", detail: "no agent-session runtime registered (optional; set CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES to attach tasks to managed sessions)"})
 	default:
 		vs = append(vs, verdict{ok: true, area: "runtimes", detail: "registered: " + strings.Join(names, ", ")})
+		if why.failed() {
+			vs = append(vs, verdict{area: "runtimes", detail: "some modules failed: " + why.String(),
+				fix: "Fix or remove the failing entries of " + runtimeModulesVar + "."})
+		}
 	}
 	authn := config.NewAuthenticator(config.AuthFromEnv(get))
 	if authn.Required() {
@@ -113,18 +176,37 @@ func checkStore(ctx context.Context, get func(string) string) verdict {
 		return verdict{ok: true, area: "store", detail: "PostgreSQL reachable and migrated"}
 	}
 	path := filepath.Join(config.Home(get), sqlite.FileName)
+	// The full integrity check first, read-only: it never writes the file
+	// and also works while serve or mcp owns it.
+	cctx, cancel := context.WithTimeout(ctx, doctorIntegrityTimeout)
+	ierr := sqlite.CheckIntegrity(cctx, path)
+	cancel()
+	note := "integrity ok"
+	switch {
+	case errors.Is(ierr, sqlite.ErrCorrupt):
+		return verdict{area: "store", detail: ierr.Error(), fix: "Stop clawconnect and recover the file as described; until then nothing is written to it."}
+	case errors.Is(ierr, sqlite.ErrCheckIncomplete):
+		note = fmt.Sprintf("integrity check did not finish within %s", doctorIntegrityTimeout)
+	case ierr != nil:
+		note = "integrity not checked: " + ierr.Error()
+	}
 	db, err := sqlite.Open(ctx, sqlite.Options{Path: path})
 	switch {
 	case errors.Is(err, store.ErrLocked):
-		return verdict{ok: true, area: "store", detail: path + " is in use by a running clawconnect (serve or mcp)"}
+		return verdict{ok: true, area: "store", detail: path + " is in use by a running clawconnect (serve or mcp); " + note}
+	case errors.Is(err, sqlite.ErrCorrupt):
+		return verdict{area: "store", detail: err.Error(), fix: "Recover the file as described; until then nothing is written to it."}
 	case errors.Is(err, store.ErrIncompatible):
 		return verdict{area: "store", detail: err.Error(), fix: "Move " + path + " aside (a newer build or another program wrote it), or set CLAWCONNECT_HOME to another directory."}
 	case err != nil:
 		return verdict{area: "store", detail: err.Error(), fix: "Make " + filepath.Dir(path) + " writable, or set CLAWCONNECT_HOME to a writable directory."}
 	}
 	_ = db.Close()
-	return verdict{ok: true, area: "store", detail: "SQLite at " + path}
+	return verdict{ok: true, area: "store", detail: "SQLite at " + path + "; " + note}
 }
+
+// doctorIntegrityTimeout bounds doctor's full integrity check of the store.
+const doctorIntegrityTimeout = time.Minute
 
 func checkGateway(ctx context.Context, get func(string) string, a config.Agent, timeout time.Duration) verdict {
 	area := "gateway " + a.ID
@@ -177,9 +259,10 @@ func printVerdicts(w io.Writer, vs []verdict) (failed int) {
 			mark = "[FAIL]"
 			failed++
 		}
-		fmt.Fprintf(w, "%s %-16s %s\n", mark, v.area, v.detail)
+		// Details quote URLs and errors, which can carry credentials.
+		fmt.Fprintf(w, "%s %-16s %s\n", mark, v.area, config.RedactText(v.detail))
 		if v.fix != "" {
-			fmt.Fprintf(w, "       %-16s fix: %s\n", "", v.fix)
+			fmt.Fprintf(w, "       %-16s fix: %s\n", "", config.RedactText(v.fix))
 		}
 	}
 	return failed

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/gateway"
+	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/spf13/cobra"
 )
 
@@ -115,7 +116,7 @@ func newGatewayPingCmd(env Env, f *gatewayFlags) *cobra.Command {
 			if asJSON {
 				return writeJSON(env, res, true)
 			}
-			fmt.Fprintf(env.Stdout, "gateway   %s (OpenClaw %s)\n", res.URL, res.ServerVersion)
+			fmt.Fprintf(env.Stdout, "gateway   %s (OpenClaw %s)\n", config.RedactURL(res.URL), res.ServerVersion)
 			fmt.Fprintf(env.Stdout, "protocol  %d\n", res.Protocol)
 			fmt.Fprintf(env.Stdout, "role      %s\n", res.Role)
 			fmt.Fprintf(env.Stdout, "scopes    %v\n", res.Scopes)

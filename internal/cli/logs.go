@@ -115,5 +115,5 @@ func printEntry(w io.Writer, e task.LogEntry) {
 	if e.IsError {
 		mark = " (error)"
 	}
-	fmt.Fprintf(w, "%s%s%s: %s\n", ts, e.Type, mark, e.Text)
+	fmt.Fprintf(w, "%s%s%s: %s\n", ts, termSafe(e.Type), mark, termSafe(e.Text))
 }

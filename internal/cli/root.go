@@ -9,6 +9,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/clawconnect/clawconnect/internal/config"
 )
 
 // Env is everything a command may read from the process: its arguments, its
@@ -55,8 +57,20 @@ func ExitCode(err error) int {
 func Run(ctx context.Context, env Env) error {
 	root := newRootCmd(env)
 	root.SetArgs(env.Args)
-	return root.ExecuteContext(ctx)
+	if err := root.ExecuteContext(ctx); err != nil {
+		return redactedError{err}
+	}
+	return nil
 }
+
+// redactedError hides credentials of URLs quoted in an error's text (a
+// gateway URL with "user:pass@" or "?token=") and neutralizes terminal
+// control characters (an agent's error text), keeping the chain for
+// errors.Is and errors.As.
+type redactedError struct{ err error }
+
+func (e redactedError) Error() string { return termSafe(config.RedactText(e.err.Error())) }
+func (e redactedError) Unwrap() error { return e.err }
 
 func newRootCmd(env Env) *cobra.Command {
 	root := &cobra.Command{

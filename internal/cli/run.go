@@ -125,7 +125,7 @@ func finishRun(env Env, snap task.Snapshot, asJSON bool) error {
 			out = snap.Error
 		}
 		if out != "" {
-			fmt.Fprintln(env.Stdout, out)
+			fmt.Fprintln(env.Stdout, termSafe(out))
 		}
 	}
 	switch {
@@ -239,9 +239,9 @@ func (p *progress) spin() {
 }
 
 func (p *progress) event(l task.LogEntry) {
-	line := firstLine(l.Text)
+	line := termSafe(firstLine(l.Text))
 	if l.Type != "" {
-		line = l.Type + ": " + line
+		line = termSafe(l.Type) + ": " + line
 	}
 	if p.tty {
 		p.mu.Lock()

@@ -36,6 +36,15 @@ PUBLIC_MCP_PASS, presented as "Authorization: Bearer <token>" or ?pass=<token>.
 Without any of them /mcp is open, and serve refuses to listen beyond loopback
 unless --allow-unauthenticated-remote is given.
 
+Isolation: each personal token sees and controls only the tasks and sessions
+it started (the shared PUBLIC_MCP_PASS counts as one identity); others read as
+not found. CLAWCONNECT_SHARED_TASK_VIEW=1 turns on a team view in which every
+credential sees and controls every task.
+
+Browsers: a request whose Origin header is not the server's own origin and
+not listed in CLAWCONNECT_ALLOWED_ORIGINS (comma-separated, e.g.
+"http://localhost:5173") is refused with 403.
+
 Scopes: /mcp?group=<g>, ?agents=a,b or ?agent=a narrow a connection to some
 agents; tasks of other agents then read as not found.
 
@@ -67,6 +76,8 @@ configuration.`,
 			srv, err := server.New(server.Options{
 				Tasks: b.tasks, Registry: b.registry, Timeouts: &b.timeouts, Auth: authn,
 				AllowUnauthenticatedRemote: allowRemote,
+				AllowedOrigins:             splitList(getenv(env)("CLAWCONNECT_ALLOWED_ORIGINS")),
+				SharedTaskView:             getenv(env)("CLAWCONNECT_SHARED_TASK_VIEW") == "1",
 				Version:                    version(), Build: config.BuildSHA(getenv(env)), Logger: logger,
 			})
 			if err != nil {
@@ -90,4 +101,16 @@ configuration.`,
 	cmd.Flags().BoolVar(&allowRemote, "allow-unauthenticated-remote", false, "listen beyond loopback even though no credential is configured")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may take to finish on shutdown")
 	return cmd
+}
+
+// splitList splits a comma-separated variable into its non-empty, trimmed
+// entries.
+func splitList(v string) []string {
+	var out []string
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -44,7 +44,7 @@ Exit codes: 0 listed, 1 failure, 3 no or invalid agent configuration.`,
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SESSION\tAGENT\tLAST JOB\tLAST RESULT")
 			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.SessionKey, s.Agent, s.LastJobID, truncate(firstLine(s.LastSummary), 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termSafe(s.SessionKey), s.Agent, s.LastJobID, termSafe(truncate(firstLine(s.LastSummary), 60)))
 			}
 			return tw.Flush()
 		},

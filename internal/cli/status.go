@@ -50,7 +50,7 @@ Exit codes: 0 shown (whatever the task's status), 1 failure, 2 bad arguments,
 func printDetail(w io.Writer, d task.TaskDetail) {
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(w, "%-10s %s\n", k, v)
+			fmt.Fprintf(w, "%-10s %s\n", k, termSafe(v))
 		}
 	}
 	row("job", d.JobID)
@@ -71,7 +71,7 @@ func printDetail(w io.Writer, d task.TaskDetail) {
 		row("pr", d.Artifacts.PRURL)
 	}
 	if d.Summary != "" {
-		fmt.Fprintf(w, "\n%s\n", d.Summary)
+		fmt.Fprintf(w, "\n%s\n", termSafe(d.Summary))
 	}
 }
 

@@ -55,14 +55,22 @@ type UserToken struct {
 }
 
 // Authenticator checks HTTP credentials. It is safe for concurrent use.
+//
+// It fails closed: once any credential variable is set, every request needs
+// a valid credential for the life of the process. A token file that
+// disappears, stops parsing or yields no token leaves the last good set in
+// force (and logs an error); it never opens the server.
 type Authenticator struct {
-	opts   AuthOptions
-	logger *slog.Logger
-	env    []UserToken
+	opts       AuthOptions
+	logger     *slog.Logger
+	env        []UserToken
+	configured bool // some credential variable is set: auth is required
 
-	mu        sync.Mutex
-	fileStamp fileStamp
-	tokens    []UserToken // env tokens followed by file tokens, duplicates removed
+	mu         sync.Mutex
+	fileStamp  fileStamp
+	fileLoaded bool        // the file was looked at once
+	fileTokens []UserToken // the last good set read from the file
+	tokens     []UserToken // env tokens followed by file tokens, duplicates removed
 }
 
 type fileStamp struct {
@@ -88,42 +96,64 @@ func NewAuthenticator(opts AuthOptions) *Authenticator {
 		}
 		a.env = append(a.env, UserToken{Name: name, Token: tok})
 	}
+	a.configured = opts.PublicPass != "" || opts.TokensFile != "" || strings.TrimSpace(opts.UserTokens) != ""
+	if strings.TrimSpace(opts.UserTokens) != "" && len(a.env) == 0 {
+		a.logger.Error("MCP_USER_TOKENS is set but holds no Name:token entry; every HTTP request is refused until it does")
+	}
 	a.mu.Lock()
 	a.refreshLocked()
 	a.mu.Unlock()
 	return a
 }
 
-// refreshLocked re-reads the token file when its stamp changed.
+// refreshLocked re-reads the token file when its stamp changed. A file
+// that is missing, unreadable, malformed or empty keeps the last good set.
 func (a *Authenticator) refreshLocked() {
-	var fileTokens []UserToken
-	if a.opts.TokensFile != "" {
-		st, err := os.Stat(a.opts.TokensFile)
-		stamp := fileStamp{}
-		if err == nil {
-			stamp = fileStamp{mod: st.ModTime(), size: st.Size(), exists: true}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			a.logger.Warn("stat MCP_USER_TOKENS_FILE", "err", err)
+	if a.opts.TokensFile == "" {
+		if a.tokens == nil {
+			a.merge()
 		}
-		if a.tokens != nil && stamp == a.fileStamp {
-			return
-		}
-		a.fileStamp = stamp
-		if stamp.exists {
-			data, err := os.ReadFile(a.opts.TokensFile)
-			if err == nil {
-				fileTokens, err = ParseTokensFile(data)
-			}
-			if err != nil {
-				a.logger.Warn("read MCP_USER_TOKENS_FILE", "err", err)
-			}
-		}
-	} else if a.tokens != nil {
 		return
 	}
-	merged := make([]UserToken, 0, len(a.env)+len(fileTokens))
+	st, err := os.Stat(a.opts.TokensFile)
+	stamp := fileStamp{}
+	if err == nil {
+		stamp = fileStamp{mod: st.ModTime(), size: st.Size(), exists: true}
+	}
+	if a.fileLoaded && stamp == a.fileStamp {
+		return
+	}
+	a.fileLoaded, a.fileStamp = true, stamp
+	var toks []UserToken
+	switch {
+	case err != nil && errors.Is(err, fs.ErrNotExist):
+		err = errors.New("the file does not exist")
+	case err == nil:
+		var data []byte
+		if data, err = os.ReadFile(a.opts.TokensFile); err == nil {
+			toks, err = ParseTokensFile(data)
+		}
+		if err == nil && len(toks) == 0 {
+			err = errors.New("the file holds no Name/token entry")
+		}
+	}
+	if err != nil {
+		a.logger.Error("MCP_USER_TOKENS_FILE is unusable; keeping the last good tokens (fix the file: a JSON object of name to token)",
+			"path", a.opts.TokensFile, "err", err, "kept_tokens", len(a.fileTokens))
+		if a.tokens == nil {
+			a.merge()
+		}
+		return
+	}
+	a.fileTokens = toks
+	a.merge()
+}
+
+// merge rebuilds tokens from the env tokens and the last good file tokens.
+func (a *Authenticator) merge() {
+	merged := make([]UserToken, 0, len(a.env)+len(a.fileTokens))
 	seen := make(map[string]bool)
-	for _, t := range append(append([]UserToken(nil), a.env...), fileTokens...) {
+	for _, t := range append(append([]UserToken(nil), a.env...), a.fileTokens...) {
 		if seen[t.Token] {
 			a.logger.Warn("duplicate MCP user token skipped", "user", t.Name)
 			continue
@@ -135,29 +165,22 @@ func (a *Authenticator) refreshLocked() {
 }
 
 // Required reports whether any credential is configured; when false the
-// server is open and every request is anonymous.
-func (a *Authenticator) Required() bool {
-	if a.opts.PublicPass != "" {
-		return true
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.refreshLocked()
-	return len(a.tokens) > 0
-}
+// server is open and every request is anonymous. It never changes over the
+// life of the Authenticator.
+func (a *Authenticator) Required() bool { return a.configured }
 
 // Authenticate checks the ?pass= value first and then the bearer token. It
 // returns the identity and true when the request may proceed: always when no
 // credential is configured, otherwise when either value is a personal token
 // (Identity.User set) or the PUBLIC_MCP_PASS (Identity.Legacy set).
 func (a *Authenticator) Authenticate(pass, bearer string) (Identity, bool) {
+	if !a.configured {
+		return Identity{}, true
+	}
 	a.mu.Lock()
 	a.refreshLocked()
 	tokens := a.tokens
 	a.mu.Unlock()
-	if a.opts.PublicPass == "" && len(tokens) == 0 {
-		return Identity{}, true
-	}
 	for _, cand := range []string{pass, bearer} {
 		if cand == "" {
 			continue

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,7 +55,7 @@ func TestAuthenticate(t *testing.T) {
 		{"missing token", AuthOptions{PublicPass: "shared"}, "", "", Identity{}, false, true},
 		{"wrong token", AuthOptions{UserTokens: "Alice:a1", PublicPass: "shared"}, "", "nope", Identity{}, false, true},
 		{"duplicate token keeps first", AuthOptions{UserTokens: "Alice:same,Bob:same"}, "", "same", Identity{User: "Alice"}, true, true},
-		{"malformed entries skipped", AuthOptions{UserTokens: "justtext,:x,y:"}, "", "", Identity{}, true, false},
+		{"malformed entries fail closed", AuthOptions{UserTokens: "justtext,:x,y:"}, "", "", Identity{}, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,8 +77,11 @@ func TestAuthenticate(t *testing.T) {
 func TestAuthTokensFileReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens.json")
 	a := NewAuthenticator(AuthOptions{TokensFile: path})
-	if a.Required() {
-		t.Fatal("missing file should leave the server open")
+	if !a.Required() {
+		t.Fatal("a configured token file must require auth even while it is missing")
+	}
+	if _, ok := a.Authenticate("", ""); ok {
+		t.Fatal("a missing token file must refuse every request, not open the server")
 	}
 	write := func(body string, mod time.Time) {
 		t.Helper()
@@ -98,11 +104,70 @@ func TestAuthTokensFileReloads(t *testing.T) {
 	if id, ok := a.Authenticate("", "d1"); !ok || id.User != "dave" {
 		t.Errorf("new token: %+v %v", id, ok)
 	}
-	if err := os.Remove(path); err != nil {
+}
+
+// TestAuthTokensFileFailsClosed is issue 11 item 1: a token file that is
+// deleted, truncated to invalid JSON or emptied under a live server keeps
+// the last good set in force and logs an error; it never opens the server.
+func TestAuthTokensFileFailsClosed(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		change func(t *testing.T, path string)
+	}{
+		{"deleted", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"invalid json", func(t *testing.T, path string) { writeAt(t, path, `{"alice":`, base.Add(time.Second)) }},
+		{"empty object", func(t *testing.T, path string) { writeAt(t, path, `{}`, base.Add(time.Second)) }},
+		{"empty array", func(t *testing.T, path string) { writeAt(t, path, `[]`, base.Add(time.Second)) }},
+		{"zero bytes", func(t *testing.T, path string) { writeAt(t, path, ``, base.Add(time.Second)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "tokens.json")
+			writeAt(t, path, `{"alice":"a1"}`, base)
+			var logs bytes.Buffer
+			a := NewAuthenticator(AuthOptions{TokensFile: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if _, ok := a.Authenticate("", ""); ok {
+				t.Fatal("no token accepted before the change")
+			}
+			tt.change(t, path)
+			if _, ok := a.Authenticate("", ""); ok {
+				t.Error("request without a token accepted after the token file changed")
+			}
+			if _, ok := a.Authenticate("", "wrong"); ok {
+				t.Error("wrong token accepted after the token file changed")
+			}
+			if id, ok := a.Authenticate("", "a1"); !ok || id.User != "alice" {
+				t.Errorf("last good token refused: %+v %v", id, ok)
+			}
+			if !a.Required() {
+				t.Error("Required turned false")
+			}
+			if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "MCP_USER_TOKENS_FILE") {
+				t.Errorf("no error logged for the unusable file; logs:\n%s", logs.String())
+			}
+			// A good file afterwards is picked up again.
+			writeAt(t, path, `{"bob":"b1"}`, base.Add(2*time.Second))
+			if id, ok := a.Authenticate("", "b1"); !ok || id.User != "bob" {
+				t.Errorf("good file after the bad one: %+v %v", id, ok)
+			}
+		})
+	}
+}
+
+func writeAt(t *testing.T, path, body string, mod time.Time) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if a.Required() {
-		t.Error("removed file should reopen the server")
+	if err := os.Chtimes(path, mod, mod); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -158,6 +158,10 @@ type Task struct {
 	Recovery  *Recovery `json:"recovery,omitempty"`
 	Liveness  *Liveness `json:"liveness,omitempty"`
 
+	// Principal is who submitted the task: the HTTP credential's name
+	// ("user:<name>" or "legacy"), or "" for a single-user caller.
+	Principal string `json:"principal,omitempty"`
+
 	LogCount   int64  `json:"logCount"`
 	PollCount  int64  `json:"pollCount"`
 	LastPollAt int64  `json:"lastPollAt"`
@@ -183,6 +187,9 @@ type Session struct {
 	LastJobID  string
 	CreatedAt  int64
 	UpdatedAt  int64
+	// Principal is who started the session (Task.Principal of its first
+	// task); it never changes.
+	Principal string
 }
 
 // SessionTask is a session joined with its latest task, for list pages.

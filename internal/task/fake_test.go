@@ -17,16 +17,18 @@ import (
 // idempotency key. A resubmitted key joins the same run (as OpenClaw does);
 // a key that already ended answers at once with its outcome.
 type fakeGW struct {
-	mu       sync.Mutex
-	runs     map[string]*fakeRunState
-	started  chan string // receives each StartRun's key
-	history  map[string]*History
-	abortOK  bool
-	abortErr error
-	aborts   int
-	startErr error
-	starts   map[string]int
-	messages map[string]string
+	mu      sync.Mutex
+	runs    map[string]*fakeRunState
+	started chan string // receives each StartRun's key
+	history map[string]*History
+	// historyErr, if set, fails every History call (a gateway that died).
+	historyErr error
+	abortOK    bool
+	abortErr   error
+	aborts     int
+	startErr   error
+	starts     map[string]int
+	messages   map[string]string
 	// instant, if set, answers every run inside StartRun: events first
 	// (before StartRun returns), then the outcome.
 	instant func(req RunRequest) Outcome
@@ -95,6 +97,9 @@ func (r *fakeRun) Wait(ctx context.Context) (Outcome, error) {
 func (g *fakeGW) History(ctx context.Context, sessionKey string) (*History, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.historyErr != nil {
+		return nil, g.historyErr
+	}
 	h := g.history[sessionKey]
 	if h == nil {
 		return &History{}, nil

@@ -224,7 +224,7 @@ func (m *Manager) lateRecovery(ctx context.Context, l *live, reason string) {
 	}
 	m.appendLog(ctx, l, "recovery", "Recovering late transcript final text ("+reason+").", false)
 	t := l.copyTask()
-	text, active, lastActive := m.watchTranscript(ctx, l, t.SessionKey, t.ParentRunID, start)
+	text, active, lastActive, reached := m.watchTranscript(ctx, l, t.SessionKey, t.ParentRunID, start)
 	if ctx.Err() != nil || l.isDone() {
 		return
 	}
@@ -242,6 +242,21 @@ func (m *Manager) lateRecovery(ctx context.Context, l *live, reason string) {
 			err: fmt.Sprintf("Stopped watching after %dm: OpenClaw run %s was last reported executing %s ago, but no final text reached the transcript. "+
 				"It may still finish; read the session later or retry.", mins, t.ParentRunID, m.now().Sub(lastActive).Round(time.Second)),
 			errInfo: &store.ErrorInfo{Category: "timeout", SuggestedRecovery: "Check the session later, or retry the task."}})
+		return
+	}
+	if reason == "parent_observation_timeout" {
+		// The run never reached a terminal state upstream: no end event in
+		// the whole live window and no answer after it. That is a failure
+		// (most often a gateway that died or restarted mid-run), not a
+		// turn that finished without text.
+		why := "the transcript holds no answer for it"
+		if !reached {
+			why = "the gateway could not be reached to read the transcript"
+		}
+		m.finish(ctx, l, outcome{status: store.StatusError, reason: "late-recovery-no-terminal", source: agentsession.ResultSourceParent,
+			err: fmt.Sprintf("OpenClaw never reported an end for run %s: no final event arrived within the %s live window, and %s. "+
+				"The gateway may have died or restarted mid-run. Retry the task.", t.ParentRunID, m.o.ChatTimeout.Round(time.Second), why),
+			errInfo: &store.ErrorInfo{Category: "upstream_lost", SuggestedRecovery: "Retry the task; if it fails again, check the gateway with `clawconnect doctor`."}})
 		return
 	}
 	m.finish(ctx, l, outcome{status: store.StatusCompletedNoSummary, summary: NoSummarySentinel, reason: "late-recovery-exhausted", source: agentsession.ResultSourceParent})
@@ -275,16 +290,17 @@ func (m *Manager) tier3(ctx context.Context, t *store.Task, running bool) (outco
 // watchTranscript polls the transcript every RecoveryInterval until the
 // run's text has been stable for 3 reads, the transcript went idle (with
 // nothing active upstream) or the hard cap passed. It returns the text
-// ("" if none), whether upstream was last seen active, and when.
-func (m *Manager) watchTranscript(ctx context.Context, l *live, sessionKey, runID string, start time.Time) (string, bool, time.Time) {
+// ("" if none), whether upstream was last seen active, and when, and
+// whether any transcript read succeeded.
+func (m *Manager) watchTranscript(ctx context.Context, l *live, sessionKey, runID string, start time.Time) (text string, active bool, lastActive time.Time, reached bool) {
 	hard := start.Add(m.o.RecoveryTimeout)
 	lastKey, stable := "", 0
 	lastChange := m.now()
-	active, lastActive := false, time.Time{}
 	for {
 		h, err := m.gw.History(ctx, sessionKey)
 		now := m.now()
 		if err == nil {
+			reached = true
 			k := transcriptKey(h)
 			if k == lastKey {
 				stable++
@@ -299,25 +315,25 @@ func (m *Manager) watchTranscript(ctx context.Context, l *live, sessionKey, runI
 			l.t.Liveness = &store.Liveness{CheckedAt: now.UnixMilli(), Upstream: map[bool]string{true: "active", false: "unknown"}[active], Producing: stable == 1}
 			l.mu.Unlock()
 			if text := runText(h, runID); text != "" && stable >= 3 {
-				return text, active, lastActive
+				return text, active, lastActive, reached
 			}
 		}
 		if !now.Before(hard) {
-			return "", active, lastActive
+			return "", active, lastActive, reached
 		}
 		if now.Sub(lastChange) >= m.o.RecoveryIdleTimeout {
 			if !active {
-				return "", false, lastActive
+				return "", false, lastActive, reached
 			}
 			lastChange = now // upstream still active: extend within the hard cap
 		}
 		select {
 		case <-l.done:
-			return "", active, lastActive
+			return "", active, lastActive, reached
 		default:
 		}
 		if !sleep(ctx, min(m.o.RecoveryInterval, max(hard.Sub(now), time.Millisecond))) {
-			return "", active, lastActive
+			return "", active, lastActive, reached
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
@@ -139,6 +140,9 @@ func (m *Manager) appendLog(ctx context.Context, l *live, typ, text string, isEr
 }
 
 func (m *Manager) appendLogLocked(ctx context.Context, l *live, typ, text string, isErr bool, tool string, args json.RawMessage) {
+	if isErr {
+		text = config.RedactText(text)
+	}
 	e := store.LogEntry{Seq: l.t.LogCount + 1, TS: m.nowMs(), Type: typ, Text: capLogText(text, m.o.LogEntryTextMax), IsError: isErr}
 	if err := m.st.AppendLogs(ctx, l.id, []store.LogEntry{e}); err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -259,10 +263,17 @@ func applyOutcome(t *store.Task, o outcome, now int64, force bool) bool {
 	}
 	t.Status = o.status
 	t.Summary = o.summary
-	t.Error = o.err
+	// Errors quote what failed, which can be a configured URL with its
+	// credentials; every MCP client can read them.
+	t.Error = config.RedactText(o.err)
 	t.ErrorInfo = o.errInfo
+	if t.ErrorInfo != nil {
+		ei := *t.ErrorInfo
+		ei.Message = config.RedactText(ei.Message)
+		t.ErrorInfo = &ei
+	}
 	if o.status == store.StatusError && t.ErrorInfo == nil {
-		t.ErrorInfo = classifyError(o.err)
+		t.ErrorInfo = classifyError(t.Error)
 	}
 	if o.status != store.StatusError {
 		t.ErrorInfo = nil

@@ -48,6 +48,9 @@ const (
 	MsgSessionNotFound   = "Session not found."
 	MsgCancelNotFound    = "Task not found — nothing to cancel. The server may have restarted."
 	MsgCancelNeedsTarget = "Pass taskId (or sessionKey) to say which task to stop."
+	// MsgForeignSession answers a sessionKey of a session another
+	// credential started: not found, never forbidden.
+	MsgForeignSession = "Session not found. Omit sessionKey to start a fresh thread."
 )
 
 // SessionBusyError refuses a second task on a session whose latest task is
@@ -297,6 +300,15 @@ type SubmitRequest struct {
 	// Payload is an opaque blob written to a 0600 file; only its path
 	// reaches the agent. Empty means none.
 	Payload string
+	// Principal is who submits (the HTTP credential's name), recorded on
+	// the task and, for a new session, on the session. "" is a single-user
+	// caller (stdio, the CLI, an open server), which may continue any
+	// session.
+	Principal string
+	// AnySession lets a caller with a Principal continue a session another
+	// principal started (a team view). Otherwise a sessionKey of someone
+	// else's session reads as not found.
+	AnySession bool
 }
 
 var legacyPrefix = "agent:chatgpt:"
@@ -406,6 +418,12 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (*RunResult, er
 			m.o.Logger.Info("Migrated legacy ChatGPT session to new thread", "session_key", key)
 		}
 		key, newThread = m.newThreadKey(), true
+	} else {
+		k, err := m.scopeSessionKey(key)
+		if err != nil {
+			return nil, fmt.Errorf("submit: %w", err)
+		}
+		key = k
 	}
 	h := agentsession.ParseHandoff(req.Context)
 	if h.Err != nil {
@@ -414,9 +432,14 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (*RunResult, er
 	unlock := m.lockSession(key)
 	defer unlock()
 
-	// Busy guard, before anything is written or applied.
+	// Owner and busy guards, before anything is written or applied. The
+	// owner guard comes first, so a busy notice never reveals someone
+	// else's job id.
 	if !newThread {
 		if s, err := m.st.GetSession(ctx, m.o.Agent, key); err == nil {
+			if req.Principal != "" && !req.AnySession && s.Principal != req.Principal {
+				return nil, fmt.Errorf("submit: %w", &NotFoundError{Message: MsgForeignSession})
+			}
 			if last, err := m.st.GetTask(ctx, m.o.Agent, s.LastJobID); err == nil && last.Status == store.StatusRunning {
 				return nil, fmt.Errorf("submit: %w", &SessionBusyError{JobID: last.ID})
 			}
@@ -451,6 +474,7 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (*RunResult, er
 		Upstream: "reconnecting", Transcript: "detached", Cancellation: "none", NewThread: newThread,
 		Artifacts: store.Artifacts{FilesChanged: []string{}, CommandsRun: []string{}},
 		Owner:     m.o.Owner, LeaseUntil: m.now().Add(m.o.Lease).UnixMilli(),
+		Principal: req.Principal,
 	}
 	if err := m.st.CreateTask(ctx, t); err != nil {
 		if payloadPath != "" {
@@ -486,6 +510,27 @@ func runResult(t *store.Task, agent string) *RunResult {
 		Upstream: t.Upstream, Transcript: t.Transcript, Cancellation: t.Cancellation, Agent: agent,
 		NextAction: &NextAction{Tool: "check_task", Args: NextActionArgs{JobID: t.ID, SessionKey: t.SessionKey}},
 	}
+}
+
+// scopeSessionKey keeps a caller's session key inside this agent's
+// namespace: "agent:<id>:..." must name this manager's OpenClaw agent, and a
+// bare key is prefixed with "agent:<id>:" here, so a key can never run in
+// another agent's sessions.
+func (m *Manager) scopeSessionKey(key string) (string, error) {
+	if len(key) < len("agent:") || !strings.EqualFold(key[:len("agent:")], "agent:") {
+		return "agent:" + m.o.OpenClawAgentID + ":" + key, nil
+	}
+	id, rest, ok := strings.Cut(key[len("agent:"):], ":")
+	if !ok || id == "" || rest == "" {
+		return "", fmt.Errorf("%w: sessionKey %q is not agent:<agent id>:<session>; pass a sessionKey that run_task returned, or omit it to start a fresh thread",
+			ErrInvalidInput, key)
+	}
+	if !strings.EqualFold(id, m.o.OpenClawAgentID) {
+		return "", fmt.Errorf("%w: sessionKey %q belongs to OpenClaw agent %q, not to this agent (%q); "+
+			"pass a sessionKey that run_task returned for this agent, or omit it to start a fresh thread",
+			ErrInvalidInput, key, id, m.o.OpenClawAgentID)
+	}
+	return key, nil
 }
 
 func (m *Manager) newThreadKey() string {

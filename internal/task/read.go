@@ -254,7 +254,7 @@ func continuationOf(t *store.Task, agent string) ContinuationState {
 		sum, _ = capRunes(t.Summary, ContinuationSummaryMax)
 	}
 	return ContinuationState{SessionKey: t.SessionKey, LastJobID: t.ID, LastSummary: sum, Artifacts: artifactsOf(t),
-		RecommendedNextStep: nextStep(t), Agent: agent}
+		RecommendedNextStep: nextStep(t), Agent: agent, Principal: t.Principal}
 }
 
 func (m *Manager) snapshot(ctx context.Context, t *store.Task, cursor int64) (*Snapshot, error) {
@@ -275,6 +275,7 @@ func (m *Manager) snapshot(ctx context.Context, t *store.Task, cursor int64) (*S
 		TerminalReason: t.TerminalReason, PayloadPath: t.PayloadPath, ParentRunID: t.ParentRunID, Agent: m.o.Agent,
 		PollCount: t.PollCount, ContinuePolling: t.Status == store.StatusRunning, RetryAfterMs: retryAfter(t),
 		NextAction: nextAction(t), IsTerminal: t.Status.Terminal(), IsError: t.Status == store.StatusError,
+		Principal: t.Principal,
 	}
 	if t.Status.Terminal() {
 		s.ContinuationState = m.continuation(ctx, t)
@@ -350,7 +351,7 @@ func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, kno
 		PollCount: t.PollCount, ContinuePolling: t.Status == store.StatusRunning, RetryAfterMs: retryAfter(t),
 		NextAction: nextAction(t), IsTerminal: t.Status.Terminal(), IsError: t.Status == store.StatusError,
 		ResultSource: t.ResultSource, TerminalReason: t.TerminalReason, Liveness: t.Liveness, ParentRunID: t.ParentRunID,
-		PayloadPath: t.PayloadPath,
+		PayloadPath: t.PayloadPath, Principal: t.Principal,
 	}
 	if a := m.attachment(ctx, t.SessionKey); a != nil {
 		d.AgentSession = a
@@ -431,7 +432,7 @@ func (m *Manager) summaryRow(ctx context.Context, t *store.Task) TaskSummary {
 	sum, trunc := capRunes(t.Summary, SummaryPreviewMax)
 	return TaskSummary{TaskID: t.ID, JobID: t.ID, SessionKey: t.SessionKey, Agent: m.o.Agent, Status: deriveStatus(t, b),
 		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, Liveness: t.Liveness, Summary: sum, SummaryTruncated: trunc,
-		Error: t.Error, BlockedDelegation: b}
+		Error: t.Error, BlockedDelegation: b, Principal: t.Principal}
 }
 
 // ListTasks is list_tasks: one row per session (its latest task), most
@@ -514,7 +515,7 @@ func (m *Manager) GetSession(ctx context.Context, req SessionRequest) (*SessionR
 		return nil, fmt.Errorf("get session: %w", err)
 	}
 	res := &SessionResult{Found: true, SessionKey: t.SessionKey, Agent: m.o.Agent, JobID: t.ID, Status: string(t.Status),
-		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, Summary: t.Summary, Error: t.Error}
+		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, Summary: t.Summary, Error: t.Error, Principal: s.Principal}
 	if a := m.attachment(ctx, t.SessionKey); a != nil {
 		res.AgentSession = a
 	}

@@ -146,7 +146,9 @@ func TestRetentionSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.gw.waitStarted(t, running.JobID)
-	m.o.Retention = time.Nanosecond
+	// A cutoff just after now: the finished task ended in this very
+	// millisecond, and a 1 ns retention left it unexpired about half the time.
+	m.o.Retention = -time.Millisecond
 	m.sweep()
 	if _, err := m.GetTask(t.Context(), done.JobID, DetailCore, 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("an expired task survived the sweep: %v", err)

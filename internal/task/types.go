@@ -52,6 +52,9 @@ type ContinuationState struct {
 	Artifacts           Artifacts `json:"artifacts"`
 	RecommendedNextStep string    `json:"recommendedNextStep,omitempty"`
 	Agent               string    `json:"agent,omitempty"`
+	// Principal is who submitted the task (store.Task.Principal); never
+	// shown to clients, used by the server's owner isolation.
+	Principal string `json:"-"`
 }
 
 // BlockedDelegation describes the delegated session that blocks a turn.
@@ -105,6 +108,9 @@ type Snapshot struct {
 	NextAction        *NextAction        `json:"nextAction"`
 	IsTerminal        bool               `json:"isTerminal"`
 	IsError           bool               `json:"isError"`
+	// Principal is who submitted the task (store.Task.Principal); never
+	// shown to clients, used by the server's owner isolation.
+	Principal string `json:"-"`
 }
 
 // Diagnostics is get_task's diagnostics block.
@@ -164,6 +170,9 @@ type TaskDetail struct {
 	Artifacts        *Artifacts         `json:"artifacts,omitempty"`
 	Diagnostics      *Diagnostics       `json:"diagnostics,omitempty"`
 	Blocked          *BlockedDelegation `json:"blockedDelegation,omitempty"`
+	// Principal is who submitted the task (store.Task.Principal); never
+	// shown to clients, used by the server's owner isolation.
+	Principal string `json:"-"`
 }
 
 // PromptResult is get_task's result for the "prompt" preset: the only read
@@ -201,6 +210,9 @@ type TaskSummary struct {
 	SummaryTruncated  bool               `json:"summaryTruncated,omitempty"`
 	Error             string             `json:"error,omitempty"`
 	BlockedDelegation *BlockedDelegation `json:"blockedDelegation,omitempty"`
+	// Principal is who submitted the task (store.Task.Principal); never
+	// shown to clients, used by the server's owner isolation.
+	Principal string `json:"-"`
 }
 
 // ListView selects list_tasks rows.
@@ -239,6 +251,9 @@ type SessionResult struct {
 	NextAfter    *int64        `json:"nextAfter,omitempty"`
 	Tasks        []TaskSummary `json:"tasks,omitempty"`
 	AgentSession any           `json:"agentSession,omitempty"`
+	// Principal is who started the session; never shown to clients, used
+	// by the server's owner isolation.
+	Principal string `json:"-"`
 }
 
 // SessionList is list_sessions' result.

@@ -3,8 +3,11 @@
 # runtime "sh-rt" (inspect only). $1 picks a behaviour; most of them are
 # deliberately broken.
 mode=${1:-ok}
+# The environment the loader gave this module, for the scrub test.
+if [ -n "$SHMODULE_ENV_OUT" ]; then env > "$SHMODULE_ENV_OUT"; fi
 case $mode in
   crash) echo "shmodule: crashing before describe" >&2; exit 3 ;;
+  stdoutflood) i=0; while [ $i -lt 3000 ]; do echo "stdout noise $i"; i=$((i+1)); done ;;
   flood) i=0; while [ $i -lt 3000 ]; do echo "flood line $i"; i=$((i+1)); done >&2 ;;
 esac
 while IFS= read -r line; do

@@ -39,7 +39,9 @@ type Options struct {
 // Open opens (creating and migrating if needed) the database at o.Path and
 // takes the process lock on it. It refuses a file that is not a SQLite
 // database, a database holding foreign tables, or one a newer build wrote
-// (store.ErrIncompatible), and a file another process holds (store.ErrLocked).
+// (store.ErrIncompatible), a file that fails its integrity check or an
+// empty one that replaced a store in use (ErrCorrupt, see integrity.go),
+// and a file another process holds (store.ErrLocked).
 func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	if o.Path == "" {
 		return nil, errors.New("open sqlite store: no path")
@@ -50,6 +52,7 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
+	hadLock := lockHeld(o.Path) // asked before lockFile rewrites it
 	lock, err := lockFile(o.Path + ".lock")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", o.Path, err)
@@ -59,6 +62,9 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 		return nil, fmt.Errorf("open sqlite store %s: %w", o.Path, err)
 	}
 	if err := checkHeader(o.Path); err != nil {
+		return fail(err)
+	}
+	if err := errors.Join(checkReplaced(o.Path, hadLock), checkOnOpen(ctx, o.Path)); err != nil {
 		return fail(err)
 	}
 	w, err := sql.Open("sqlite", o.Path+"?"+pragmas+"&_txlock=immediate")

@@ -163,6 +163,7 @@ type taskData struct {
 	Artifacts        store.Artifacts  `json:"artifacts"`
 	Recovery         *store.Recovery  `json:"recovery,omitempty"`
 	Liveness         *store.Liveness  `json:"liveness,omitempty"`
+	Principal        string           `json:"principal,omitempty"`
 }
 
 func encodeTask(t *store.Task) (string, error) {
@@ -173,6 +174,7 @@ func encodeTask(t *store.Task) (string, error) {
 		ParentRunID: t.ParentRunID, LastSeenSequence: t.LastSeenSequence, PayloadPath: t.PayloadPath,
 		Upstream: t.Upstream, Transcript: t.Transcript, Cancellation: t.Cancellation,
 		NewThread: t.NewThread, Artifacts: t.Artifacts, Recovery: t.Recovery, Liveness: t.Liveness,
+		Principal: t.Principal,
 	})
 	if err != nil {
 		return "", fmt.Errorf("encode task %s: %w", t.ID, err)
@@ -206,6 +208,7 @@ func scanTask(s scanner) (*store.Task, error) {
 	t.LastSeenSequence, t.PayloadPath, t.Upstream = d.LastSeenSequence, d.PayloadPath, d.Upstream
 	t.Transcript, t.Cancellation, t.NewThread = d.Transcript, d.Cancellation, d.NewThread
 	t.Artifacts, t.Recovery, t.Liveness = d.Artifacts, d.Recovery, d.Liveness
+	t.Principal = d.Principal
 	return &t, nil
 }
 
@@ -237,9 +240,9 @@ func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
 	}
 	err = db.tx(ctx, func(tx *txn) error {
 		// The session row is the lock that serializes submits on one session.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (agent, session_key, last_job_id, created_at, updated_at)
-			VALUES (?, ?, '', ?, ?) ON CONFLICT (agent, session_key) DO NOTHING`,
-			t.Agent, t.SessionKey, t.StartedAt, t.StartedAt); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (agent, session_key, last_job_id, created_at, updated_at, principal)
+			VALUES (?, ?, '', ?, ?, ?) ON CONFLICT (agent, session_key) DO NOTHING`,
+			t.Agent, t.SessionKey, t.StartedAt, t.StartedAt, t.Principal); err != nil {
 			return err
 		}
 		var last string
@@ -450,8 +453,8 @@ func (db *DB) TailLogs(ctx context.Context, taskID string, n int) ([]store.LogEn
 // GetSession implements store.Store.
 func (db *DB) GetSession(ctx context.Context, agent, sessionKey string) (*store.Session, error) {
 	s := store.Session{Agent: agent, SessionKey: sessionKey}
-	err := db.r.QueryRowContext(ctx, `SELECT last_job_id, created_at, updated_at FROM sessions WHERE agent = ? AND session_key = ?`,
-		agent, sessionKey).Scan(&s.LastJobID, &s.CreatedAt, &s.UpdatedAt)
+	err := db.r.QueryRowContext(ctx, `SELECT last_job_id, created_at, updated_at, principal FROM sessions WHERE agent = ? AND session_key = ?`,
+		agent, sessionKey).Scan(&s.LastJobID, &s.CreatedAt, &s.UpdatedAt, &s.Principal)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && s.LastJobID == "") {
 		return nil, fmt.Errorf("get session: %w", store.ErrNotFound)
 	}

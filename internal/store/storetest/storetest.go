@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Leases", testLeases},
 		{"Attachments", testAttachments},
 		{"Sweep", testSweep},
+		{"Principal", testPrincipal},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -547,5 +548,39 @@ func testSweep(t *testing.T, s store.Store) {
 		if _, err := s.GetTask(ctx, "main", id); err != nil {
 			t.Fatalf("%s was swept: %v", id, err)
 		}
+	}
+}
+
+// testPrincipal: a task keeps its principal, and a session keeps the
+// principal of the task that started it.
+func testPrincipal(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	first := Task("p1", "main", "agent:main:p", 1)
+	first.Principal = "user:alice"
+	if err := s.CreateTask(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	first.Status, first.EndedAt = store.StatusCompleted, 2
+	if err := s.UpdateTask(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	second := Task("p2", "main", "agent:main:p", 3)
+	second.Principal = "user:bob"
+	if err := s.CreateTask(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetTask(ctx, "main", "p2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Principal != "user:bob" {
+		t.Errorf("task principal = %q, want user:bob", got.Principal)
+	}
+	sess, err := s.GetSession(ctx, "main", "agent:main:p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Principal != "user:alice" {
+		t.Errorf("session principal = %q, want the starter's user:alice", sess.Principal)
 	}
 }

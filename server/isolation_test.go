@@ -1,0 +1,162 @@
+package server_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+	"github.com/clawconnect/clawconnect/server"
+)
+
+// isolationBridge is a real Bridge (SQLite store, fake gateway holding
+// every run) behind a Server, with one MCP session per identity.
+type isolationBridge struct {
+	fg  *fakegateway.Server
+	srv *server.Server
+	b   *server.Bridge
+}
+
+func openIsolation(t *testing.T, shared bool) *isolationBridge {
+	t.Helper()
+	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: func(fakegateway.Submit) fakegateway.Turn {
+		return fakegateway.Turn{Reply: "secret result", Hold: true}
+	}})
+	home := t.TempDir()
+	agents := `{"default":"alpha","agents":[{"id":"alpha","url":"` + fg.URL() + `","password":"pw"}]}`
+	if err := os.WriteFile(filepath.Join(home, "agents.json"), []byte(agents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CLAWCONNECT_HOME": home}
+	b, err := server.Open(context.Background(), server.BridgeOptions{Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(), SharedTaskView: shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &isolationBridge{fg: fg, srv: srv, b: b}
+}
+
+func (ib *isolationBridge) as(t *testing.T, id config.Identity) *mcp.ClientSession {
+	return connect(t, ib.srv.MCPServer(ib.b.Registry().FullScope(), id), nil)
+}
+
+// TestOwnerIsolation is issue 11 item 2: with personal tokens, one user can
+// neither see, read, wait on, cancel nor post into another's tasks and
+// sessions through any tool; each answer is exactly what a task that does
+// not exist gets. The shared password is one identity of its own; a caller
+// with no credential, and every caller under the team view, sees all.
+func TestOwnerIsolation(t *testing.T) {
+	ib := openIsolation(t, false)
+	alice := ib.as(t, config.Identity{User: "alice"})
+	bob := ib.as(t, config.Identity{User: "bob"})
+	legacy := ib.as(t, config.Identity{Legacy: true})
+	anon := ib.as(t, config.Identity{})
+
+	run := call(t, alice, "run_task", map[string]any{"task": "alice's private prompt"})
+	if run.IsError {
+		t.Fatalf("run_task: %s", text(run))
+	}
+	sc := structured(t, run)
+	jobA, keyA := sc["jobId"].(string), sc["sessionKey"].(string)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := ib.fg.AwaitRun(ctx, jobA); err != nil {
+		t.Fatal(err)
+	}
+
+	// What a task and a session that do not exist answer, per tool.
+	const ghostJob, ghostKey = "no-such-job", "agent:main:no-such-session"
+	probes := []struct {
+		tool       string
+		args, miss map[string]any
+	}{
+		{"get_task", map[string]any{"taskId": jobA}, map[string]any{"taskId": ghostJob}},
+		{"get_task", map[string]any{"taskId": jobA, "detail": "prompt"}, map[string]any{"taskId": ghostJob, "detail": "prompt"}},
+		{"get_task", map[string]any{"taskId": jobA, "detail": "fullWithDiagnostics"}, map[string]any{"taskId": ghostJob, "detail": "fullWithDiagnostics"}},
+		{"check_task", map[string]any{"jobId": jobA, "waitMs": 1000}, map[string]any{"jobId": ghostJob, "waitMs": 1000}},
+		{"check_task", map[string]any{"sessionKey": keyA, "waitMs": 1000}, map[string]any{"sessionKey": ghostKey, "waitMs": 1000}},
+		{"get_session", map[string]any{"sessionId": keyA, "mode": "tasks"}, map[string]any{"sessionId": ghostKey, "mode": "tasks"}},
+		{"get_session", map[string]any{"sessionId": keyA, "mode": "events"}, map[string]any{"sessionId": ghostKey, "mode": "events"}},
+		{"cancel_task", map[string]any{"taskId": jobA}, map[string]any{"taskId": ghostJob}},
+		{"cancel_task", map[string]any{"sessionKey": keyA}, map[string]any{"sessionKey": ghostKey}},
+	}
+	for _, intruder := range []struct {
+		name string
+		cs   *mcp.ClientSession
+	}{{"bob", bob}, {"shared password", legacy}} {
+		t.Run(intruder.name, func(t *testing.T) {
+			for _, p := range probes {
+				got := call(t, intruder.cs, p.tool, p.args)
+				want := call(t, intruder.cs, p.tool, p.miss)
+				if !got.IsError || text(got) != text(want) {
+					t.Errorf("%s %v = %v %q, want the not-found answer %q", p.tool, p.args, got.IsError, text(got), text(want))
+				}
+				if strings.Contains(text(got), "private prompt") {
+					t.Errorf("%s leaked alice's task: %s", p.tool, text(got))
+				}
+			}
+			for _, tool := range []string{"list_tasks", "list_sessions"} {
+				if r := call(t, intruder.cs, tool, map[string]any{}); strings.Contains(text(r), jobA) || strings.Contains(text(r), keyA) {
+					t.Errorf("%s shows alice's task: %s", tool, text(r))
+				}
+			}
+			post := call(t, intruder.cs, "run_task", map[string]any{"task": "hijack", "sessionKey": keyA})
+			if !post.IsError || !strings.Contains(text(post), "Session not found") {
+				t.Errorf("run_task into alice's session = %v %q", post.IsError, text(post))
+			}
+		})
+	}
+	if n := ib.fg.RunCount(); n != 1 {
+		t.Errorf("the gateway saw %d runs, want only alice's", n)
+	}
+
+	// Alice, and a caller with no credential, still see and control it.
+	for _, owner := range []*mcp.ClientSession{alice, anon} {
+		if r := call(t, owner, "get_task", map[string]any{"taskId": jobA, "detail": "prompt"}); r.IsError || !strings.Contains(text(r), "private prompt") {
+			t.Errorf("owner get_task prompt = %v %q", r.IsError, text(r))
+		}
+		if r := call(t, owner, "list_tasks", map[string]any{}); !strings.Contains(text(r), jobA) {
+			t.Errorf("owner list_tasks lacks the task: %s", text(r))
+		}
+		if r := call(t, owner, "get_session", map[string]any{"sessionId": keyA}); r.IsError {
+			t.Errorf("owner get_session = %q", text(r))
+		}
+	}
+	if r := call(t, alice, "cancel_task", map[string]any{"taskId": jobA}); r.IsError {
+		t.Errorf("alice cancel_task = %q", text(r))
+	}
+	final := call(t, alice, "check_task", map[string]any{"jobId": jobA})
+	if got := structured(t, final)["status"]; got != "cancelled" {
+		t.Errorf("status after alice's cancel = %v (%s)", got, text(final))
+	}
+	// Alice may continue her own session.
+	if r := call(t, alice, "run_task", map[string]any{"task": "more", "sessionKey": keyA}); r.IsError {
+		t.Errorf("alice continuing her session = %q", text(r))
+	}
+}
+
+// TestOwnerIsolationTeamView: with the shared view on, every credential
+// sees and continues every task.
+func TestOwnerIsolationTeamView(t *testing.T) {
+	ib := openIsolation(t, true)
+	alice := ib.as(t, config.Identity{User: "alice"})
+	bob := ib.as(t, config.Identity{User: "bob"})
+	sc := structured(t, call(t, alice, "run_task", map[string]any{"task": "team work"}))
+	jobA := sc["jobId"].(string)
+	if r := call(t, bob, "get_task", map[string]any{"taskId": jobA, "detail": "prompt"}); r.IsError || !strings.Contains(text(r), "team work") {
+		t.Errorf("team view get_task = %v %q", r.IsError, text(r))
+	}
+	if r := call(t, bob, "list_tasks", map[string]any{}); !strings.Contains(text(r), jobA) {
+		t.Errorf("team view list_tasks lacks alice's task: %s", text(r))
+	}
+}
