@@ -25,6 +25,7 @@ type fakeGW struct {
 	abortErr error
 	aborts   int
 	startErr error
+	down     bool // Connected reports false
 	starts   map[string]int
 	messages map[string]string
 	// instant, if set, answers every run inside StartRun: events first
@@ -75,6 +76,12 @@ func (g *fakeGW) StartRun(ctx context.Context, req RunRequest) (Run, error) {
 	}
 	g.started <- req.IdempotencyKey
 	return &fakeRun{gw: g, st: st, closed: make(chan struct{})}, nil
+}
+
+func (g *fakeGW) Connected() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.down
 }
 
 func (r *fakeRun) ID() string { return r.st.key }

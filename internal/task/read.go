@@ -349,7 +349,7 @@ func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, kno
 		LastSeenSequence: t.LastSeenSequence, StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, Recovery: t.Recovery,
 		PollCount: t.PollCount, ContinuePolling: t.Status == store.StatusRunning, RetryAfterMs: retryAfter(t),
 		NextAction: nextAction(t), IsTerminal: t.Status.Terminal(), IsError: t.Status == store.StatusError,
-		ResultSource: t.ResultSource, TerminalReason: t.TerminalReason, Liveness: t.Liveness, ParentRunID: t.ParentRunID,
+		Error: failureReason(t), ResultSource: t.ResultSource, TerminalReason: t.TerminalReason, Liveness: t.Liveness, ParentRunID: t.ParentRunID,
 		PayloadPath: t.PayloadPath,
 	}
 	if a := m.attachment(ctx, t.SessionKey); a != nil {
@@ -382,6 +382,18 @@ func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, kno
 		}
 	}
 	return d, nil
+}
+
+// failureReason is the stored reason of a failed task, or "" for any other
+// status.
+func failureReason(t *store.Task) string {
+	if t.Status != store.StatusError {
+		return ""
+	}
+	if t.Error != "" {
+		return t.Error
+	}
+	return "failed (" + t.TerminalReason + ") without a recorded reason"
 }
 
 // GetPrompt is get_task's "prompt" preset: the only read path of a task's

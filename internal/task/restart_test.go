@@ -2,6 +2,7 @@ package task
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,7 +134,13 @@ func TestLeaseTakeover(t *testing.T) {
 // deleted with their logs and sessions; running ones are kept.
 func TestRetentionSweep(t *testing.T) {
 	e := newEnv(t)
-	m := e.manager(nil) // Retention < 0: no background sweep
+	// The sweep runs ten minutes after the tasks: a task that ended in the same
+	// millisecond as the sweep is (rightly) younger than any retention, so
+	// the test moves the clock instead of shrinking the retention to 1 ns.
+	var skew atomic.Int64
+	m := e.manager(func(o *Options) { // Retention < 0: no background sweep
+		o.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	})
 	done, err := m.Submit(t.Context(), SubmitRequest{Task: "old"})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +153,8 @@ func TestRetentionSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.gw.waitStarted(t, running.JobID)
-	m.o.Retention = time.Nanosecond
+	m.o.Retention = time.Minute
+	skew.Store(int64(10 * time.Minute))
 	m.sweep()
 	if _, err := m.GetTask(t.Context(), done.JobID, DetailCore, 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("an expired task survived the sweep: %v", err)
