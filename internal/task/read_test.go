@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -57,10 +59,17 @@ func TestPollModeWakesOnLifecycle(t *testing.T) {
 
 func TestGetTaskPresetsAndSessions(t *testing.T) {
 	e := newEnv(t)
-	m := e.manager(nil)
+	// Each task starts a second after the last: the store orders a
+	// session's tasks by start millisecond, and three instant tasks could
+	// share one (then the order of their random ids decides).
+	var skew atomic.Int64
+	m := e.manager(func(o *Options) {
+		o.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	})
 	key := "agent:main:presets"
 	var ids []string
 	for i := range 3 {
+		skew.Add(int64(time.Second))
 		res, err := m.Submit(t.Context(), SubmitRequest{Task: fmt.Sprintf("task %d", i), SessionKey: key})
 		if err != nil {
 			t.Fatal(err)
