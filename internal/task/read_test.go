@@ -59,17 +59,23 @@ func TestPollModeWakesOnLifecycle(t *testing.T) {
 
 func TestGetTaskPresetsAndSessions(t *testing.T) {
 	e := newEnv(t)
-	// Each task starts a second after the last: the store orders a
-	// session's tasks by start millisecond, and three instant tasks could
-	// share one (then the order of their random ids decides).
-	var skew atomic.Int64
+	// A clock whose every reading is a later millisecond, so the three
+	// tasks' start times differ and "newest first" has one answer.
+	var clock atomic.Int64
 	m := e.manager(func(o *Options) {
-		o.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		o.Now = func() time.Time {
+			for {
+				prev := clock.Load()
+				next := max(time.Now().UnixMilli(), prev+1)
+				if clock.CompareAndSwap(prev, next) {
+					return time.UnixMilli(next)
+				}
+			}
+		}
 	})
 	key := "agent:main:presets"
 	var ids []string
 	for i := range 3 {
-		skew.Add(int64(time.Second))
 		res, err := m.Submit(t.Context(), SubmitRequest{Task: fmt.Sprintf("task %d", i), SessionKey: key})
 		if err != nil {
 			t.Fatal(err)

@@ -2,7 +2,6 @@ package task
 
 import (
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,13 +139,7 @@ func TestLeaseTakeover(t *testing.T) {
 // deleted with their logs and sessions; running ones are kept.
 func TestRetentionSweep(t *testing.T) {
 	e := newEnv(t)
-	// The sweep runs ten minutes after the tasks: a task that ended in the same
-	// millisecond as the sweep is (rightly) younger than any retention, so
-	// the test moves the clock instead of shrinking the retention to 1 ns.
-	var skew atomic.Int64
-	m := e.manager(func(o *Options) { // Retention < 0: no background sweep
-		o.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	})
+	m := e.manager(nil) // Retention < 0: no background sweep
 	done, err := m.Submit(t.Context(), SubmitRequest{Task: "old"})
 	if err != nil {
 		t.Fatal(err)
@@ -159,8 +152,7 @@ func TestRetentionSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.gw.waitStarted(t, running.JobID)
-	m.o.Retention = time.Minute
-	skew.Store(int64(10 * time.Minute))
+	m.o.Retention = -time.Second // cutoff one second ahead: the task just ended in the same millisecond, maybe
 	m.sweep()
 	if _, err := m.GetTask(t.Context(), done.JobID, DetailCore, 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("an expired task survived the sweep: %v", err)
