@@ -42,8 +42,8 @@ Exit codes: 0 submitted and accepted by the gateway (or, with --wait,
 completed), 1 the gateway refused the task, or it failed or was cancelled,
 2 bad arguments, 3 no or invalid agent configuration, 5 --timeout elapsed
 while the task is still running (it keeps running), or without --wait the
-gateway did not accept the task within 15s (it is stored and sent again when
-clawconnect next runs).`,
+gateway did not accept the task within 15s (it is stored, and a running
+clawconnect mcp or serve, or the next one to start, sends it).`,
 		Example: `  clawconnect run "summarise the open pull requests" --wait
   git diff | clawconnect run "review this diff" --stdin --wait --agent reviewer
   clawconnect run "now fix the first finding" --session agent:main:clawconnect:1a2b --wait
@@ -150,7 +150,7 @@ func submitted(env Env, res task.RunResult, snap task.Snapshot, acked bool) erro
 	case snap.IsTerminal && snap.Status == "error":
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("task %s failed: %s", res.JobID, strings.TrimSpace(snap.Error))}
 	case !acked:
-		return &ExitError{Code: ExitPending, Err: fmt.Errorf("the gateway has not accepted task %s within %s; it is stored and is sent again when clawconnect next runs (mcp, serve or status): check the gateway with clawconnect doctor", res.JobID, dispatchWait)}
+		return &ExitError{Code: ExitPending, Err: fmt.Errorf("the gateway has not accepted task %s within %s; it is stored, and a running clawconnect mcp or serve (or the next one to start) sends it: check the gateway with clawconnect doctor", res.JobID, dispatchWait)}
 	}
 	fmt.Fprintf(env.Stderr, "Submitted to %s. Follow it with: clawconnect logs %s --follow\n", res.Agent, res.JobID)
 	return nil
