@@ -25,12 +25,14 @@ type fakeGW struct {
 	abortErr error
 	aborts   int
 	startErr error
-	down     bool // Connected reports false
 	starts   map[string]int
 	messages map[string]string
 	// instant, if set, answers every run inside StartRun: events first
 	// (before StartRun returns), then the outcome.
 	instant func(req RunRequest) Outcome
+
+	// down makes Connected report false: the gateway connection is not up.
+	down bool
 }
 
 type fakeRunState struct {

@@ -349,9 +349,10 @@ func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, kno
 		LastSeenSequence: t.LastSeenSequence, StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, Recovery: t.Recovery,
 		PollCount: t.PollCount, ContinuePolling: t.Status == store.StatusRunning, RetryAfterMs: retryAfter(t),
 		NextAction: nextAction(t), IsTerminal: t.Status.Terminal(), IsError: t.Status == store.StatusError,
-		Error: failureReason(t), ResultSource: t.ResultSource, TerminalReason: t.TerminalReason, Liveness: t.Liveness, ParentRunID: t.ParentRunID,
+		ResultSource: t.ResultSource, TerminalReason: t.TerminalReason, Liveness: t.Liveness, ParentRunID: t.ParentRunID,
 		PayloadPath: t.PayloadPath,
 	}
+	d.Error = failureReason(t)
 	if a := m.attachment(ctx, t.SessionKey); a != nil {
 		d.AgentSession = a
 		d.Blocked = blocked(t, a)
