@@ -19,6 +19,20 @@ const DefaultServeAddr = "127.0.0.1:7331"
 
 func newServeCmd(env Env) *cobra.Command { return serveCmd(env, openServerBridge) }
 
+// listenError turns the listen failures a user can fix into what to do:
+// a non-loopback address without credentials names the flag that allows it,
+// a busy port suggests --addr.
+func listenError(addr string, err error) error {
+	switch {
+	case errors.Is(err, server.ErrInsecureRemote):
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("serve: refusing to listen on %s, beyond loopback, without authentication: "+
+			"set MCP_USER_TOKENS, MCP_USER_TOKENS_FILE or PUBLIC_MCP_PASS, or pass --allow-unauthenticated-remote to serve an open /mcp anyway", addr)}
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Errorf("serve: %s is already in use (another clawconnect serve?): stop that process, or listen elsewhere with --addr, e.g. --addr 127.0.0.1:7332: %w", addr, err)
+	}
+	return err
+}
+
 func serveCmd(env Env, open opener) *cobra.Command {
 	var (
 		addr        string
@@ -92,18 +106,4 @@ configuration.`,
 	cmd.Flags().BoolVar(&allowRemote, "allow-unauthenticated-remote", false, "listen beyond loopback even though no credential is configured")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may take to finish on shutdown")
 	return cmd
-}
-
-// listenError turns the listen failures a user can fix into what to do:
-// a non-loopback address without credentials names the flag that allows it,
-// a busy port suggests --addr.
-func listenError(addr string, err error) error {
-	switch {
-	case errors.Is(err, server.ErrInsecureRemote):
-		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("serve: refusing to listen on %s, beyond loopback, without authentication: "+
-			"set MCP_USER_TOKENS, MCP_USER_TOKENS_FILE or PUBLIC_MCP_PASS, or pass --allow-unauthenticated-remote to serve an open /mcp anyway", addr)}
-	case errors.Is(err, syscall.EADDRINUSE):
-		return fmt.Errorf("serve: %s is already in use (another clawconnect serve?): stop that process, or listen elsewhere with --addr, e.g. --addr 127.0.0.1:7332: %w", addr, err)
-	}
-	return err
 }
