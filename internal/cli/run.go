@@ -122,9 +122,14 @@ func finishRun(env Env, snap task.Snapshot, asJSON bool) error {
 		if err := printJSON(env.Stdout, snap); err != nil {
 			return err
 		}
-	} else if snap.IsTerminal && snap.Status != "error" && snap.Summary != "" {
-		// A failure goes to stderr once, as the returned error.
-		fmt.Fprintln(env.Stdout, snap.Summary)
+	} else if snap.IsTerminal {
+		out := snap.Summary
+		if snap.Status == "error" {
+			out = "" // a failure is printed once, on stderr, as the returned error
+		}
+		if out != "" {
+			fmt.Fprintln(env.Stdout, out)
+		}
 	}
 	switch {
 	case !snap.IsTerminal:
