@@ -50,6 +50,7 @@ case $mode in
     exit 0 ;;
 esac
 
+[ -x "$bin" ] || echo "== building the local gateway launcher (first time: about a minute)"
 go build -o "$bin" ./internal/testbed/cmd/localgateway
 
 if [ $mode = foreground ]; then
@@ -62,14 +63,22 @@ if pid=$(running_pid); then
   exit 0
 fi
 rm -f "$env_file"
+if ls -d "$CLAWCONNECT_CACHE"/peers/openclaw@*/ >/dev/null 2>&1; then
+  echo "== starting the local gateway (about 30 s; log: $log)"
+else
+  echo "== installing Node 24 and OpenClaw into $CLAWCONNECT_CACHE/peers (first time: about a minute, about 850 MB), then starting the gateway (about 30 s; log: $log)"
+fi
 nohup setsid "$bin" -env-file "$env_file" "$@" >"$log" 2>&1 </dev/null &
 pid=$!
-for _ in $(seq 1 600); do
+for i in $(seq 1 600); do
   [ -s "$env_file" ] && break
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "the local gateway failed to start; its log ($log):" >&2
     tail -n 40 "$log" >&2
     exit 1
+  fi
+  if [ $((i % 30)) -eq 0 ]; then
+    echo "   still starting after $((i / 2)) s"
   fi
   sleep 0.5
 done

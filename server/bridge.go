@@ -499,6 +499,10 @@ func (g *lazyGateway) state() string {
 	}
 }
 
+// Connected reports whether the dialled client is connected now, so a new
+// task's upstream state says "connected" rather than "connecting".
+func (g *lazyGateway) Connected() bool { return g.state() == "connected" }
+
 func (g *lazyGateway) close() {
 	g.mu.Lock()
 	c := g.c

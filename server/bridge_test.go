@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
 )
@@ -69,7 +70,7 @@ func TestBridgeRunToCompletion(t *testing.T) {
 	if n := len(structured(t, list)["tasks"].([]any)); n != 2 {
 		t.Errorf("list_tasks rows = %d, want 2: %s", n, text(list))
 	}
-	if r := call(t, cs, "get_task", map[string]any{"taskId": "no-such-task"}); !r.IsError || text(r) != "Task not found. The server may have restarted." {
+	if r := call(t, cs, "get_task", map[string]any{"taskId": "no-such-task"}); !r.IsError || text(r) != task.MsgTaskNotFound {
 		t.Errorf("get_task unknown = %v %q", r.IsError, text(r))
 	}
 }

@@ -27,13 +27,13 @@ const MaxTextBytes = 1 << 20
 const (
 	textSubmitted       = "Task submitted. Use check_task to poll for progress."
 	textTokenHint       = "This connection uses the shared password. Ask the operator for a personal token so your tasks carry your name."
-	textJobNotFound     = "Job not found. The server may have restarted."
+	textJobNotFound     = task.MsgJobNotFound
 	textJobNotFoundBare = "Job not found."
-	textSessionJobGone  = "Task state not found for that session. The server may have restarted."
-	textTaskNotFound    = "Task not found. The server may have restarted."
+	textSessionJobGone  = task.MsgSessionJobMissing
+	textTaskNotFound    = task.MsgTaskNotFound
 	textTaskNotFoundSC  = "Task not found."
 	textSessionMissing  = "Session not found."
-	textCancelMissing   = "Task not found — nothing to cancel. The server may have restarted."
+	textCancelMissing   = task.MsgCancelNotFound
 	textCancelNeedsArg  = "Pass taskId (or sessionKey) to say which task to stop."
 	textStopRequested   = "Stop requested. Check get_task for the terminal cancellation result."
 	textDraining        = "The server is restarting; the task keeps running. Call check_task again in a few seconds."

@@ -69,16 +69,23 @@ func newLogger(env Env) *slog.Logger {
 }
 
 // loadRegistry loads the agent configuration, mapping its failures to
-// ExitConfig with the reference's hint.
+// ExitConfig: no configuration with the reference's hint, a broken
+// agents.json with doctor's fix.
 func loadRegistry(env Env) (*config.Registry, error) {
 	r, err := config.LoadRegistry(getenv(env))
+	var fe *config.FileError
 	switch {
-	case errors.Is(err, config.ErrNoConfig):
-		return nil, &ExitError{Code: ExitConfig, Err: err}
+	case errors.As(err, &fe):
+		return nil, &ExitError{Code: ExitConfig, Err: fmt.Errorf("%w\n%s", err, agentsFileFix(fe.Path))}
 	case err != nil:
-		return nil, &ExitError{Code: ExitConfig, Err: fmt.Errorf("%w\n%s", err, configHint)}
+		return nil, &ExitError{Code: ExitConfig, Err: err}
 	}
 	return r, nil
+}
+
+// agentsFileFix is the advice for a broken agents.json at path.
+func agentsFileFix(path string) string {
+	return "Fix " + path + " (see the message), or remove it to use OPENCLAW_URL + OPENCLAW_PASSWORD."
 }
 
 // describeRegistry is the one-line summary logged at start.

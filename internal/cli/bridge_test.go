@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -427,6 +428,9 @@ func TestServeGracefulShutdown(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not start listening within 30s")
 	}
+	if !strings.HasSuffix(strings.TrimSpace(line), "/mcp (open: no credentials configured)") {
+		t.Errorf("listen line = %q", line)
+	}
 	i := strings.Index(line, "http://")
 	addr := strings.Fields(line[i+len("http://"):])[0]
 	resp, err := httpGet("http://" + strings.TrimSuffix(addr, "/mcp") + "/health")
@@ -447,8 +451,17 @@ func TestServeGracefulShutdown(t *testing.T) {
 func TestServeRefusesOpenRemote(t *testing.T) {
 	e := newBridgeEnv(t, nil)
 	_, _, err := e.run(t, "", "serve", "--addr", "0.0.0.0:0")
-	if err == nil || !strings.Contains(err.Error(), "refusing to listen beyond loopback") {
-		t.Errorf("serve 0.0.0.0 = %v", err)
+	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "beyond loopback") || !strings.Contains(err.Error(), "--allow-unauthenticated-remote") {
+		t.Errorf("serve 0.0.0.0 = %v (exit %d), want exit %d naming --allow-unauthenticated-remote", err, ExitCode(err), ExitUsage)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	_, _, err = e.run(t, "", "serve", "--addr", busy.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), "--addr") {
+		t.Errorf("serve on a busy port = %v, want 'already in use' and a --addr suggestion", err)
 	}
 	_, _, err = e.run(t, "", "serve", "--addr", "nonsense")
 	if ExitCode(err) != ExitUsage {
@@ -464,4 +477,108 @@ func httpGet(url string) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// deadGatewayEnv is a CLAWCONNECT_HOME whose only agent points at a port
+// nothing listens on.
+func deadGatewayEnv(t *testing.T) *bridgeEnv {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	home := t.TempDir()
+	agents := `{"agents":[{"id":"alpha","url":"ws://` + addr + `","password":"pw"}]}`
+	if err := os.WriteFile(filepath.Join(home, "agents.json"), []byte(agents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &bridgeEnv{home: home, vars: map[string]string{"CLAWCONNECT_HOME": home}}
+}
+
+// TestRunRefusedSubmitFailsAndKeepsTheReason: run without --wait against a
+// dead gateway exits 1 instead of saying "Submitted", and the reason is
+// stored: status, status --json and logs show it later.
+func TestRunRefusedSubmitFailsAndKeepsTheReason(t *testing.T) {
+	e := deadGatewayEnv(t)
+	out, errOut, err := e.run(t, "", "run", "x")
+	if got := ExitCode(err); got != ExitFailure || !strings.Contains(err.Error(), "did not accept") {
+		t.Fatalf("run: exit %d (%v), want %d and 'did not accept'\nstderr: %s", got, err, ExitFailure, errOut)
+	}
+	if strings.Contains(errOut, "Submitted") {
+		t.Errorf("stderr says Submitted for a refused task:\n%s", errOut)
+	}
+	job := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "job ")
+	if job == "" {
+		t.Fatalf("stdout lacks the job id: %q", out)
+	}
+	reason := err.Error()[strings.Index(err.Error(), ": ")+2:]
+
+	out, _, err = e.run(t, "", "status", job)
+	if err != nil || !strings.Contains(out, "error      "+reason) {
+		t.Errorf("status = %q (%v), want an error row with %q", out, err, reason)
+	}
+	out, _, err = e.run(t, "", "status", job, "--json")
+	var d struct {
+		Status, Error string
+	}
+	if err != nil || json.Unmarshal([]byte(out), &d) != nil || d.Status != "error" || d.Error != reason {
+		t.Errorf("status --json = %q (%v), want status error and error %q", out, err, reason)
+	}
+	out, _, err = e.run(t, "", "logs", job)
+	if err != nil || !strings.Contains(out, "error (error): "+reason) {
+		t.Errorf("logs = %q (%v), want the reason as the last entry", out, err)
+	}
+}
+
+// TestRunWaitPrintsAFailureOnce: the failure goes to stderr (as the
+// returned error, printed by main), not to stdout as well.
+func TestRunWaitPrintsAFailureOnce(t *testing.T) {
+	e := newBridgeEnv(t, func(fakegateway.Submit) fakegateway.Turn { return fakegateway.Turn{Error: "model exploded"} })
+	out, errOut, err := e.run(t, "", "run", "x", "--wait")
+	if ExitCode(err) != ExitFailure || !strings.Contains(err.Error(), "model exploded") {
+		t.Fatalf("run --wait: %v", err)
+	}
+	if n := strings.Count(out+errOut, "model exploded"); n != 0 {
+		t.Errorf("the failure is printed besides the returned error (%d times):\nstdout %q\nstderr %q", n, out, errOut)
+	}
+}
+
+// TestConfigErrorsSayWhatAndWhere: a broken agents.json names the file,
+// line and column, and the field, and does not advise creating the file
+// that exists; OPENCLAW_URL without a password names the missing variable.
+func TestConfigErrorsSayWhatAndWhere(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, "agents.json")
+	if err := os.WriteFile(path, []byte("{\"agents\": [\n  {\"id\": \"a\", \"url\": \"ws://127.0.0.1:1\", \"pasword\": \"p\"}\n]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := &bridgeEnv{vars: map[string]string{"CLAWCONNECT_HOME": home}}
+	_, _, err := e.run(t, "", "run", "x")
+	if ExitCode(err) != ExitConfig {
+		t.Fatalf("run with a broken agents.json: exit %d (%v), want %d", ExitCode(err), err, ExitConfig)
+	}
+	for _, want := range []string{path + ":2:", `missing "password"`, `did you mean "password"?`, "Fix " + path} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "Create ~/.clawconnect/agents.json") {
+		t.Errorf("error advises creating the file that exists:\n%v", err)
+	}
+	out, _, _ := e.run(t, "", "doctor")
+	if !strings.Contains(out, path+":2:") || !strings.Contains(out, "fix: Fix "+path) {
+		t.Errorf("doctor:\n%s", out)
+	}
+
+	e = &bridgeEnv{vars: map[string]string{"CLAWCONNECT_HOME": t.TempDir(), "OPENCLAW_URL": "ws://127.0.0.1:1"}}
+	_, _, err = e.run(t, "", "run", "x")
+	if ExitCode(err) != ExitConfig || !strings.Contains(err.Error(), "OPENCLAW_URL is set but OPENCLAW_PASSWORD is empty") {
+		t.Errorf("OPENCLAW_URL without a password: exit %d, %v", ExitCode(err), err)
+	}
+	out, _, _ = e.run(t, "", "doctor")
+	if strings.Contains(out, "are unset") || !strings.Contains(out, "OPENCLAW_PASSWORD is empty") {
+		t.Errorf("doctor with OPENCLAW_URL only:\n%s", out)
+	}
 }

@@ -118,10 +118,12 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 	var vs []verdict
 	reg, err := config.LoadRegistry(get)
 	switch {
+	case errors.Is(err, config.ErrIncompleteEnv):
+		vs = append(vs, verdict{area: "config", detail: "no agent configuration (" + config.AgentsPath(get) + " is missing): " + err.Error(), fix: configHint})
 	case errors.Is(err, config.ErrNoConfig):
 		vs = append(vs, verdict{area: "config", detail: "no agent configuration (" + config.AgentsPath(get) + " is missing and OPENCLAW_URL/OPENCLAW_PASSWORD are unset)", fix: configHint})
 	case err != nil:
-		vs = append(vs, verdict{area: "config", detail: err.Error(), fix: "Fix " + config.AgentsPath(get) + " (see the message), or remove it to use OPENCLAW_URL + OPENCLAW_PASSWORD."})
+		vs = append(vs, verdict{area: "config", detail: err.Error(), fix: agentsFileFix(config.AgentsPath(get))})
 	default:
 		src := "the environment (OPENCLAW_URL)"
 		if reg.Path != "" {

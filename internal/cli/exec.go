@@ -30,10 +30,9 @@ const (
 // Ctrl-C (the subprocess adapters escalate to SIGKILL after 3 s).
 const execAbortWait = 15 * time.Second
 
-// execPassEnv are the variables a CLI runtime inherits from the
-// environment (besides CLAWCONNECT_EXEC_PASSENV): what the runtimes need to
-// find their binaries, homes, credentials and proxies. ClawConnect's own
-// secrets are never among them.
+// execPassEnv are the variables a CLI runtime inherits when the embedder
+// gave only Env.Getenv (no Env.Environ to list the environment): what the
+// runtimes need to find their binaries, homes, credentials and proxies.
 var execPassEnv = []string{
 	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
 	"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
@@ -50,10 +49,17 @@ var execPassEnv = []string{
 	"OPENROUTER_API_KEY", "AZURE_OPENAI_API_KEY", "GEMINI_API_KEY", "MISTRAL_API_KEY",
 }
 
-// execEnviron builds a CLI runtime's environment from get: the names in
-// execPassEnv plus those listed (comma or space separated) in
-// CLAWCONNECT_EXEC_PASSENV, for example a custom provider's key.
-func execEnviron(get func(string) string) []string {
+// execEnviron builds a CLI runtime's environment by the executor's rule:
+// the user's environment (Env.Environ) minus ClawConnect's own secrets,
+// which the adapters scrub, so a provider key in any variable (a Codex
+// env_key = "MY_KEY") reaches the runtime. An embedder that gave only
+// Env.Getenv gets the names in execPassEnv plus those listed (comma or space
+// separated) in CLAWCONNECT_EXEC_PASSENV.
+func execEnviron(env Env) []string {
+	if env.Environ != nil {
+		return env.Environ()
+	}
+	get := getenv(env)
 	names := append([]string(nil), execPassEnv...)
 	names = append(names, strings.FieldsFunc(get("CLAWCONNECT_EXEC_PASSENV"), func(r rune) bool { return r == ',' || r == ' ' })...)
 	seen := map[string]bool{}
@@ -94,11 +100,16 @@ Runtimes:
   claude-code  the claude CLI (CLAWCONNECT_CLAUDE_BIN, default claude on PATH)
   codex        the codex CLI (CLAWCONNECT_CODEX_BIN, default codex on PATH)
 
-The CLI runtimes inherit PATH, HOME, their provider settings and the names
-listed in CLAWCONNECT_EXEC_PASSENV, never ClawConnect's own secrets.
+The CLI runtimes inherit your environment (PATH, HOME, provider keys such as
+a Codex env_key), minus ClawConnect's own secrets (OPENCLAW_PASSWORD,
+OPENCLAW_GATEWAY_TOKEN, MCP tokens, CLAWCONNECT_* tokens and passwords).
 
 Ctrl-C aborts the run; the stream then ends with done: aborted. The exit
 code follows the done reason: 0 success, 1 error, 6 max_turns, 130 aborted.`,
+		Example: `  clawconnect exec --runtime claude-code "explain what main.go does"
+  clawconnect exec --runtime codex --cwd ~/src/app --model gpt-5 "fix the failing test"
+  clawconnect exec --runtime codex --resume THREAD_ID "now add a test"
+  clawconnect exec --runtime openclaw --json "Say hello" | jq -r .kind`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return &ExitError{Code: ExitUsage, Err: errors.New("exec needs a PROMPT")}
@@ -126,7 +137,7 @@ code follows the done reason: 0 success, 1 error, 6 max_turns, 130 aborted.`,
 func execRuntime(ctx context.Context, env Env, f *execFlags) (executor.RuntimeAdapter, string, func(), error) {
 	get := getenv(env)
 	logger := newLogger(env)
-	environ := execEnviron(get)
+	environ := execEnviron(env)
 	switch executor.RuntimeID(f.runtime) {
 	case claudecode.ID:
 		a := claudecode.New(claudecode.Options{Binary: get("CLAWCONNECT_CLAUDE_BIN"), Environ: environ, Dir: f.cwd,
@@ -163,6 +174,17 @@ func execRuntime(ctx context.Context, env Env, f *execFlags) (executor.RuntimeAd
 	}
 }
 
+// binHint names the variable that points exec at a CLI runtime's binary.
+func binHint(id executor.RuntimeID) string {
+	switch id {
+	case claudecode.ID:
+		return " (exec runs CLAWCONNECT_CLAUDE_BIN, default claude on PATH: set it to the claude executable)"
+	case codex.ID:
+		return " (exec runs CLAWCONNECT_CODEX_BIN, default codex on PATH: set it to the codex executable)"
+	}
+	return ""
+}
+
 func dispose(a executor.RuntimeAdapter) {
 	if d, ok := a.(executor.Disposer); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), execAbortWait)
@@ -178,7 +200,7 @@ func runExec(ctx context.Context, env Env, f *execFlags, prompt string) error {
 	}
 	defer cleanup()
 	if h := executor.CheckHealth(ctx, a); !h.OK {
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s is not available: %s", a.ID(), h.Message)}
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s is not available: %s%s", a.ID(), h.Message, binHint(a.ID()))}
 	}
 	opts := executor.StartOptions{SessionKey: key, Message: prompt, Model: f.model, Cwd: f.cwd}
 	if a.ID() != openclaw.ID {
@@ -258,12 +280,15 @@ func runExec(ctx context.Context, env Env, f *execFlags, prompt string) error {
 }
 
 // execPrinter renders events: JSON lines, or text on stdout with the other
-// events as short lines on stderr.
+// events as short lines on stderr. A stderr line that arrives while a
+// stdout line is open waits until that line ends, so a terminal showing both
+// streams never splits a reply around a status line.
 type execPrinter struct {
 	stdout, stderr io.Writer
 	asJSON         bool
 	midLine        bool            // stdout text without its final newline yet
 	thinking       strings.Builder // reasoning deltas not shown yet
+	pending        []string        // stderr lines held back while midLine
 }
 
 func newExecPrinter(env Env, asJSON bool) *execPrinter {
@@ -277,8 +302,7 @@ func newExecPrinter(env Env, asJSON bool) *execPrinter {
 	return p
 }
 
-// flush ends a pending stdout line and shows pending reasoning as one
-// line.
+// flush ends a pending stdout line, then shows what waited for it.
 func (p *execPrinter) flush() {
 	if p.asJSON {
 		return
@@ -287,15 +311,29 @@ func (p *execPrinter) flush() {
 		fmt.Fprintln(p.stdout)
 		p.midLine = false
 	}
+	p.drain()
+}
+
+// drain shows pending reasoning as one line, then the held-back notes.
+func (p *execPrinter) drain() {
 	if p.thinking.Len() > 0 {
 		fmt.Fprintf(p.stderr, "· thinking: %s\n", truncate(strings.Join(strings.Fields(p.thinking.String()), " "), 160))
 		p.thinking.Reset()
 	}
+	for _, l := range p.pending {
+		fmt.Fprintln(p.stderr, l)
+	}
+	p.pending = p.pending[:0]
 }
 
 func (p *execPrinter) note(format string, args ...any) {
-	p.flush()
-	fmt.Fprintf(p.stderr, "· "+format+"\n", args...)
+	line := fmt.Sprintf("· "+format, args...)
+	if p.midLine {
+		p.pending = append(p.pending, line)
+		return
+	}
+	p.drain()
+	fmt.Fprintln(p.stderr, line)
 }
 
 func (p *execPrinter) event(ev executor.Event) error {
@@ -315,13 +353,19 @@ func (p *execPrinter) event(ev executor.Event) error {
 			}
 			return nil
 		}
-		if p.thinking.Len() > 0 {
-			p.flush()
+		if e.Text == "" {
+			return nil
+		}
+		if !p.midLine {
+			p.drain()
 		}
 		if _, err := io.WriteString(p.stdout, e.Text); err != nil {
 			return err
 		}
 		p.midLine = !strings.HasSuffix(e.Text, "\n")
+		if !p.midLine {
+			p.drain()
+		}
 	case executor.ToolCall:
 		p.note("tool %s %s", e.Name, truncate(string(e.Input), 120))
 	case executor.ToolResult:

@@ -187,33 +187,128 @@ func TestExecCtrlCAborts(t *testing.T) {
 	}
 }
 
+// runExecEnviron is runExecCmd with the whole environment given as
+// Env.Environ, as main does.
+func runExecEnviron(ctx context.Context, t *testing.T, environ []string, stdout io.Writer, args ...string) (string, error) {
+	t.Helper()
+	var stderr bytes.Buffer
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	vars := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	err := Run(ctx, Env{Args: append([]string{"exec"}, args...), Stdin: strings.NewReader(""), Stdout: stdout, Stderr: &stderr,
+		Getenv: getenvMap(vars), Environ: func() []string { return environ }})
+	return stderr.String(), err
+}
+
+// TestExecEnvironmentIsScrubbed: a CLI runtime gets the user's environment
+// minus ClawConnect's own secrets (the executor's rule); an embedder that
+// gives only Getenv gets the known names plus CLAWCONNECT_EXEC_PASSENV.
 func TestExecEnvironmentIsScrubbed(t *testing.T) {
-	dump := filepath.Join(t.TempDir(), "env")
-	bin := fakeCLI(t, "cat >/dev/null\nenv > "+dump+"\n"+lines(ccInit, ccSuccess))
-	envm := baseEnv(bin)
-	envm["OPENCLAW_PASSWORD"] = "secret-pw"
-	envm["OPENCLAW_GATEWAY_TOKEN"] = "secret-tok"
-	envm["ANTHROPIC_API_KEY"] = "dummy"
-	envm["MY_PROVIDER_KEY"] = "granted"
-	envm["UNLISTED"] = "x"
-	envm["CLAWCONNECT_EXEC_PASSENV"] = "MY_PROVIDER_KEY, OPENCLAW_PASSWORD"
-	if stderr, err := runExecCmd(t.Context(), t, envm, nil, "--runtime", "claude-code", "hi"); err != nil {
-		t.Fatalf("exec: %v\n%s", err, stderr)
+	tests := []struct {
+		name        string
+		environ     bool
+		gone, kept  []string
+		extraPassed string
+	}{
+		{"whole environment", true,
+			[]string{"secret-pw", "secret-tok", "secret-mcp", "secret-cc"},
+			[]string{"ANTHROPIC_API_KEY=dummy", "MY_PROVIDER_KEY=granted", "UNLISTED=x", "PATH=/usr/bin:/bin"}, ""},
+		{"getenv only", false,
+			[]string{"secret-pw", "secret-tok", "secret-mcp", "secret-cc", "UNLISTED="},
+			[]string{"ANTHROPIC_API_KEY=dummy", "MY_PROVIDER_KEY=granted", "PATH=/usr/bin:/bin"}, "MY_PROVIDER_KEY, OPENCLAW_PASSWORD"},
 	}
-	b, err := os.ReadFile(dump)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dump := filepath.Join(t.TempDir(), "env")
+			bin := fakeCLI(t, "cat >/dev/null\nenv > "+dump+"\n"+lines(ccInit, ccSuccess))
+			envm := baseEnv(bin)
+			envm["OPENCLAW_PASSWORD"] = "secret-pw"
+			envm["OPENCLAW_GATEWAY_TOKEN"] = "secret-tok"
+			envm["MCP_USER_TOKENS"] = "ana:secret-mcp"
+			envm["CLAWCONNECT_GATEWAY_HEADERS"] = `{"X-Auth":"secret-cc"}`
+			envm["ANTHROPIC_API_KEY"] = "dummy"
+			envm["MY_PROVIDER_KEY"] = "granted"
+			envm["UNLISTED"] = "x"
+			var err error
+			var stderr string
+			if tt.environ {
+				var environ []string
+				for k, v := range envm {
+					environ = append(environ, k+"="+v)
+				}
+				stderr, err = runExecEnviron(t.Context(), t, environ, nil, "--runtime", "claude-code", "hi")
+			} else {
+				envm["CLAWCONNECT_EXEC_PASSENV"] = tt.extraPassed
+				stderr, err = runExecCmd(t.Context(), t, envm, nil, "--runtime", "claude-code", "hi")
+			}
+			if err != nil {
+				t.Fatalf("exec: %v\n%s", err, stderr)
+			}
+			b, err := os.ReadFile(dump)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := string(b)
+			for _, gone := range tt.gone {
+				if strings.Contains(got, gone) {
+					t.Errorf("child environment has %s", gone)
+				}
+			}
+			for _, kept := range tt.kept {
+				if !strings.Contains(got, kept) {
+					t.Errorf("child environment lacks %s", kept)
+				}
+			}
+		})
+	}
+}
+
+// TestExecCodexCustomProviderKey: a Codex provider that reads its key from
+// a variable of the user's choosing (env_key = "MY_KEY") gets it, without
+// CLAWCONNECT_EXEC_PASSENV. The fake codex fails as the real one does when
+// the variable is missing.
+func TestExecCodexCustomProviderKey(t *testing.T) {
+	bin := fakeCLI(t, `cat >/dev/null
+if [ -z "$MY_KEY" ]; then echo 'Missing environment variable: MY_KEY' >&2; exit 1; fi
+`+lines(`{"type":"thread.started","thread_id":"th-1"}`,
+		`{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"key seen"}}`,
+		`{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":2}}`))
+	environ := []string{"PATH=/usr/bin:/bin", "CLAWCONNECT_CODEX_BIN=" + bin, "MY_KEY=sk-custom"}
+	var out bytes.Buffer
+	stderr, err := runExecEnviron(t.Context(), t, environ, &out, "--runtime", "codex", "hi")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("exec: %v\nstderr:\n%s", err, stderr)
 	}
-	got := string(b)
-	for _, gone := range []string{"secret-pw", "secret-tok", "UNLISTED="} {
-		if strings.Contains(got, gone) {
-			t.Errorf("child environment has %s", gone)
+	if out.String() != "key seen\n" {
+		t.Errorf("stdout = %q", out.String())
+	}
+}
+
+// TestExecStatusDoesNotSplitAReply: on a terminal showing both streams, a
+// status line that arrives mid-reply waits for the reply's line to end.
+func TestExecStatusDoesNotSplitAReply(t *testing.T) {
+	t.Parallel()
+	var both bytes.Buffer // a terminal: stdout and stderr interleaved
+	p := newExecPrinter(Env{Stdout: &both, Stderr: &both}, false)
+	for _, pl := range []executor.Payload{
+		executor.TextDelta{Text: "e"},
+		executor.Status{Phase: executor.PhaseTurnComplete},
+		executor.TextDelta{Text: "xec-ok"},
+		executor.Done{Reason: executor.DoneSuccess},
+	} {
+		if err := p.event(executor.Event{RunID: "r1", Payload: pl}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	for _, kept := range []string{"ANTHROPIC_API_KEY=dummy", "MY_PROVIDER_KEY=granted", "PATH=/usr/bin:/bin"} {
-		if !strings.Contains(got, kept) {
-			t.Errorf("child environment lacks %s", kept)
-		}
+	p.flush()
+	want := "exec-ok\n· status turn-complete\n· done: success (run r1)\n"
+	if diff := cmp.Diff(want, both.String()); diff != "" {
+		t.Errorf("terminal output (-want +got):\n%s", diff)
 	}
 }
 
@@ -229,6 +324,8 @@ func TestExecUsageAndHealth(t *testing.T) {
 		{"unknown runtime", nil, []string{"--runtime", "hermes", "hi"}, ExitUsage, `unknown runtime "hermes"`},
 		{"no prompt", nil, []string{"--runtime", "codex"}, ExitUsage, "exec needs a PROMPT"},
 		{"missing binary", map[string]string{"PATH": t.TempDir()}, []string{"--runtime", "claude-code", "hi"}, ExitFailure, "claude-code is not available: claude not found on PATH"},
+		{"missing binary names its variable", map[string]string{"PATH": t.TempDir()}, []string{"--runtime", "claude-code", "hi"}, ExitFailure, "CLAWCONNECT_CLAUDE_BIN"},
+		{"missing codex names its variable", map[string]string{"PATH": t.TempDir()}, []string{"--runtime", "codex", "hi"}, ExitFailure, "CLAWCONNECT_CODEX_BIN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

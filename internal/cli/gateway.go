@@ -78,7 +78,12 @@ Connection settings come from flags, else from the environment:
   --token     OPENCLAW_GATEWAY_TOKEN
   --password  OPENCLAW_PASSWORD
 Extra upgrade headers come from CLAWCONNECT_GATEWAY_HEADERS (a JSON object).`,
+		Example: `  clawconnect gateway ping
+  clawconnect gateway ping --url ws://127.0.0.1:18789 --token "$OPENCLAW_GATEWAY_TOKEN"
+  clawconnect gateway call health
+  clawconnect gateway call sessions.list --params '{"limit":5}'`,
 	}
+	groupCmd(cmd)
 	cmd.PersistentFlags().StringVar(&f.url, "url", "", "gateway URL (ws, wss, http or https)")
 	cmd.PersistentFlags().StringVar(&f.token, "token", "", "gateway token")
 	cmd.PersistentFlags().StringVar(&f.password, "password", "", "gateway password")
@@ -102,7 +107,10 @@ func newGatewayPingCmd(env Env, f *gatewayFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ping",
 		Short: "Connect, complete the handshake and show what the gateway offers",
-		Args:  cobra.NoArgs,
+		Example: `  clawconnect gateway ping
+  clawconnect gateway ping --json | jq -r '.methods[]'
+  OPENCLAW_URL=wss://gw.example.com clawconnect gateway ping --password "$OPENCLAW_PASSWORD"`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
 			c, err := f.dial(cmd.Context(), env)
@@ -138,9 +146,15 @@ func newGatewayCallCmd(env Env, f *gatewayFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "call METHOD",
 		Short: "Call any gateway method (plugin methods included) and print the JSON result",
+		Example: `  clawconnect gateway call health
+  clawconnect gateway call sessions.list --params '{"limit":5}'
+  clawconnect gateway call agent --expect-final --params '{"message":"hi","sessionKey":"agent:main:main","idempotencyKey":"k1"}'`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
-				return &ExitError{Code: ExitUsage, Err: err}
+			switch {
+			case len(args) == 0:
+				return &ExitError{Code: ExitUsage, Err: errors.New("gateway call: name the METHOD to call, e.g. clawconnect gateway call health (clawconnect gateway ping lists the methods)")}
+			case len(args) > 1:
+				return &ExitError{Code: ExitUsage, Err: fmt.Errorf("gateway call: one METHOD, got %d arguments; pass its params with --params JSON", len(args))}
 			}
 			return nil
 		},

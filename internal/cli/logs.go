@@ -68,6 +68,13 @@ func printLogs(ctx context.Context, w io.Writer, tasks server.Tasks, jobID strin
 			}
 		}
 	}
+	// A failed task ends its log with the reason it failed, which the
+	// gateway's own events may not carry (a refused connection has none).
+	printFailure := func() {
+		if f, err := tasks.GetTask(ctx, jobID, task.DetailCore, 0); err == nil && f.Error != "" {
+			printEntry(w, task.LogEntry{TS: f.LastEventAt, Type: "error", Text: f.Error, IsError: true})
+		}
+	}
 	latest, err := page()
 	if err != nil {
 		return err
@@ -82,9 +89,11 @@ func printLogs(ctx context.Context, w io.Writer, tasks server.Tasks, jobID strin
 		for _, e := range full.Updates {
 			printEntry(w, e)
 		}
+		printFailure()
 		return nil
 	}
 	if !followFlag || d.IsTerminal {
+		printFailure()
 		return nil
 	}
 	var cursor int64
@@ -101,6 +110,7 @@ func printLogs(ctx context.Context, w io.Writer, tasks server.Tasks, jobID strin
 			return err
 		}
 		if snap.IsTerminal {
+			printFailure()
 			return nil
 		}
 	}

@@ -6,7 +6,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +24,10 @@ type Env struct {
 	Stderr io.Writer
 	// Getenv looks up an environment variable; nil means an empty environment.
 	Getenv func(string) string
+	// Environ lists the whole environment as KEY=value (os.Environ), for
+	// the CLI runtimes exec starts; nil means only the variables exec knows
+	// by name, read through Getenv.
+	Environ func() []string
 }
 
 // ExitError carries a process exit code chosen by a command.
@@ -82,9 +88,16 @@ It serves MCP tools that hand a task to an agent on an OpenClaw Gateway and
 follow it to a result, drives OpenClaw, Claude Code and Codex through one
 normalized event stream, and attaches tasks to agent sessions that another
 system manages.`,
+		Example: `  clawconnect doctor
+  clawconnect run --wait "Say hello"
+  clawconnect help run`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	groupCmd(root)
+	root.SetVersionTemplate("clawconnect {{.Version}}\n")
+	root.SetHelpCommand(newHelpCmd(root))
 	root.SetIn(env.Stdin)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
@@ -98,4 +111,55 @@ system manages.`,
 		newMCPCmd(env), newServeCmd(env), newRunCmd(env), newStatusCmd(env), newLogsCmd(env), newSessionsCmd(env), newAgentsCmd(env), newDoctorCmd(env),
 	)
 	return root
+}
+
+// groupCmd makes cmd, a command that only groups subcommands, show its help
+// when called alone and refuse an unknown subcommand with ExitUsage (cobra
+// would print the help and exit 0, or fail with a plain error, exit 1).
+func groupCmd(cmd *cobra.Command) {
+	cmd.Args = cobra.ArbitraryArgs
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default, which SuggestionsFor does not apply
+	}
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		return unknownCommand(c, args[0])
+	}
+}
+
+// unknownCommand is the ExitUsage error for a name that is no subcommand of
+// parent, with cobra's suggestions.
+func unknownCommand(parent *cobra.Command, name string) error {
+	hint := ""
+	if s := parent.SuggestionsFor(name); len(s) > 0 {
+		hint = fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+	}
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf("unknown command %q for %q%s; run '%s --help' for the list",
+		name, parent.CommandPath(), hint, parent.CommandPath())}
+}
+
+// newHelpCmd replaces cobra's help command, which exits 0 on an unknown
+// topic: "help nosuch" is a usage error here.
+func newHelpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help prints the help of any command, e.g. clawconnect help gateway call.",
+		Example: `  clawconnect help
+  clawconnect help run
+  clawconnect help gateway call`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || target == nil {
+				return &ExitError{Code: ExitUsage, Err: fmt.Errorf("help: no command %q; run 'clawconnect help' for the list", strings.Join(args, " "))}
+			}
+			if len(rest) > 0 {
+				return unknownCommand(target, rest[0])
+			}
+			return target.Help()
+		},
+	}
 }

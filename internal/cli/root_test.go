@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
@@ -40,4 +42,80 @@ func TestUnknownFlagIsUsageError(t *testing.T) {
 	if got := ExitCode(err); got != ExitUsage {
 		t.Errorf("ExitCode = %d, want %d (err %v)", got, ExitUsage, err)
 	}
+}
+
+// TestExitCodesAndHelp pins what a user meets first: the exit codes the
+// README promises and the help of the commands.
+func TestExitCodesAndHelp(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		inErr   string // in the error, when code != 0
+		inOut   string // in stdout
+		notInEr string
+	}{
+		{"unknown command", []string{"nosuch"}, ExitUsage, `unknown command "nosuch"`, "", ""},
+		{"unknown command with a suggestion", []string{"statsu"}, ExitUsage, "did you mean status?", "", ""},
+		{"unknown gateway subcommand", []string{"gateway", "pong"}, ExitUsage, `unknown command "pong" for "clawconnect gateway"`, "", ""},
+		{"gateway alone shows its help", []string{"gateway"}, ExitOK, "", "ping", ""},
+		{"help on an unknown topic", []string{"help", "nosuch"}, ExitUsage, `unknown command "nosuch"`, "", ""},
+		{"help on an unknown subcommand", []string{"help", "gateway", "nosuch"}, ExitUsage, `unknown command "nosuch"`, "", ""},
+		{"help on a command", []string{"help", "run"}, ExitOK, "", "Examples:", ""},
+		{"--version", []string{"--version"}, ExitOK, "", "clawconnect ", ""},
+		{"gateway call without a method", []string{"gateway", "call"}, ExitUsage, "name the METHOD to call", "", "accepts 1 arg"},
+		{"gateway call with two methods", []string{"gateway", "call", "a", "b"}, ExitUsage, "one METHOD", "", ""},
+		{"no command", nil, ExitOK, "", "Available Commands:", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, _, err := runCLI(t, tt.args...)
+			if got := ExitCode(err); got != tt.code {
+				t.Fatalf("exit code %d (%v), want %d", got, err, tt.code)
+			}
+			if tt.inErr != "" && (err == nil || !strings.Contains(err.Error(), tt.inErr)) {
+				t.Errorf("error %v, want it to contain %q", err, tt.inErr)
+			}
+			if tt.notInEr != "" && err != nil && strings.Contains(err.Error(), tt.notInEr) {
+				t.Errorf("error %v contains %q", err, tt.notInEr)
+			}
+			if !strings.Contains(out, tt.inOut) {
+				t.Errorf("stdout lacks %q:\n%s", tt.inOut, out)
+			}
+		})
+	}
+}
+
+// TestVersionFlagMatchesCommand: --version prints what version prints.
+func TestVersionFlagMatchesCommand(t *testing.T) {
+	t.Parallel()
+	cmdOut, _, err := runCLI(t, "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagOut, _, err := runCLI(t, "--version")
+	if err != nil || flagOut != cmdOut {
+		t.Errorf("--version = %q (%v), want %q", flagOut, err, cmdOut)
+	}
+}
+
+// TestEveryCommandHasExamples: every command a user can call shows at least
+// one example in its --help.
+func TestEveryCommandHasExamples(t *testing.T) {
+	t.Parallel()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "completion" {
+				continue
+			}
+			if sub.Example == "" {
+				t.Errorf("%s has no examples", sub.CommandPath())
+			}
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(Env{}))
 }

@@ -38,9 +38,12 @@ prints the result on standard output.
 Context for the agent comes from --context, or from standard input with
 --stdin. --session continues an earlier thread.
 
-Exit codes: 0 submitted (or, with --wait, completed), 1 the task failed or was
-cancelled, 2 bad arguments, 3 no or invalid agent configuration, 5 --timeout
-elapsed while the task is still running (it keeps running).`,
+Exit codes: 0 submitted and accepted by the gateway (or, with --wait,
+completed), 1 the gateway refused the task, or it failed or was cancelled,
+2 bad arguments, 3 no or invalid agent configuration, 5 --timeout elapsed
+while the task is still running (it keeps running), or without --wait the
+gateway did not accept the task within 15s (it is stored, and a running
+clawconnect mcp or serve, or the next one to start, sends it).`,
 		Example: `  clawconnect run "summarise the open pull requests" --wait
   git diff | clawconnect run "review this diff" --stdin --wait --agent reviewer
   clawconnect run "now fix the first finding" --session agent:main:clawconnect:1a2b --wait
@@ -84,15 +87,15 @@ elapsed while the task is still running (it keeps running).`,
 			if !wait {
 				// The process is about to exit: make sure the gateway has the
 				// run before the task manager stops following it.
-				if !awaitDispatch(ctx, b.tasks, res, 15*time.Second) {
-					fmt.Fprintf(env.Stderr, "The gateway has not acknowledged the task yet; it is stored and will be sent when clawconnect next runs (mcp, serve or status).\n")
-				}
+				snap, acked := awaitDispatch(ctx, b.tasks, res, dispatchWait)
 				if asJSON {
-					return printJSON(env.Stdout, res)
+					if err := printJSON(env.Stdout, res); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintf(env.Stdout, "job %s\nsession %s\n", res.JobID, res.SessionKey)
 				}
-				fmt.Fprintf(env.Stdout, "job %s\nsession %s\n", res.JobID, res.SessionKey)
-				fmt.Fprintf(env.Stderr, "Submitted to %s. Follow it with: clawconnect logs %s --follow\n", res.Agent, res.JobID)
-				return nil
+				return submitted(env, res, snap, acked)
 			}
 			snap, err := follow(ctx, env, b.tasks, res, timeout)
 			if err != nil {
@@ -122,7 +125,7 @@ func finishRun(env Env, snap task.Snapshot, asJSON bool) error {
 	} else if snap.IsTerminal {
 		out := snap.Summary
 		if snap.Status == "error" {
-			out = snap.Error
+			out = "" // a failure is printed once, on stderr, as the returned error
 		}
 		if out != "" {
 			fmt.Fprintln(env.Stdout, termSafe(out))
@@ -132,30 +135,52 @@ func finishRun(env Env, snap task.Snapshot, asJSON bool) error {
 	case !snap.IsTerminal:
 		return &ExitError{Code: ExitPending, Err: fmt.Errorf("task %s is still running; follow it with: clawconnect logs %s --follow", snap.JobID, snap.JobID)}
 	case snap.Status == "error":
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("task %s failed: %s", snap.JobID, firstLine(snap.Error))}
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("task %s failed: %s", snap.JobID, strings.TrimSpace(snap.Error))}
 	case snap.Status == "cancelled":
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("task %s was cancelled", snap.JobID)}
 	}
 	return nil
 }
 
+// dispatchWait bounds how long run without --wait waits for the gateway to
+// accept the task.
+const dispatchWait = 15 * time.Second
+
+// submitted picks the outcome of run without --wait from the task after
+// awaitDispatch: exit 0 only when the gateway accepted the task.
+func submitted(env Env, res task.RunResult, snap task.Snapshot, acked bool) error {
+	switch {
+	case snap.IsTerminal && snap.Status == "error" && snap.ParentRunID == "":
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("the gateway did not accept task %s: %s", res.JobID, strings.TrimSpace(snap.Error))}
+	case snap.IsTerminal && snap.Status == "error":
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("task %s failed: %s", res.JobID, strings.TrimSpace(snap.Error))}
+	case !acked:
+		return &ExitError{Code: ExitPending, Err: fmt.Errorf("the gateway has not accepted task %s within %s; it is stored, and a running clawconnect mcp or serve (or the next one to start) sends it: check the gateway with clawconnect doctor", res.JobID, dispatchWait)}
+	}
+	fmt.Fprintf(env.Stderr, "Submitted to %s. Follow it with: clawconnect logs %s --follow\n", res.Agent, res.JobID)
+	return nil
+}
+
 // awaitDispatch waits until the gateway acknowledged the task's run (it has
-// a run id) or the task ended, at most limit. It reports whether it did.
-func awaitDispatch(ctx context.Context, tasks server.Tasks, res task.RunResult, limit time.Duration) bool {
+// a run id) or the task ended, at most limit. It returns the last snapshot
+// and whether either happened.
+func awaitDispatch(ctx context.Context, tasks server.Tasks, res task.RunResult, limit time.Duration) (task.Snapshot, bool) {
 	deadline := time.Now().Add(limit)
 	var cursor int64
+	var last task.Snapshot
 	for time.Now().Before(deadline) {
 		snap, err := tasks.Check(ctx, server.CheckRequest{JobID: res.JobID, Agent: res.Agent, KnownLogCount: cursor,
 			Mode: server.ModePoll, Wait: min(time.Until(deadline), 2*time.Second)}, nil)
 		if err != nil {
-			return false
+			return last, false
 		}
+		last = snap
 		if snap.ParentRunID != "" || snap.IsTerminal {
-			return true
+			return snap, true
 		}
 		cursor = max(cursor, snap.LogCursor)
 	}
-	return false
+	return last, false
 }
 
 // follow waits for the task in poll mode, rendering each new log entry on

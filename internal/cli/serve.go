@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +18,20 @@ import (
 const DefaultServeAddr = "127.0.0.1:7331"
 
 func newServeCmd(env Env) *cobra.Command { return serveCmd(env, openServerBridge) }
+
+// listenError turns the listen failures a user can fix into what to do:
+// a non-loopback address without credentials names the flag that allows it,
+// a busy port suggests --addr.
+func listenError(addr string, err error) error {
+	switch {
+	case errors.Is(err, server.ErrInsecureRemote):
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("serve: refusing to listen on %s, beyond loopback, without authentication: "+
+			"set MCP_USER_TOKENS, MCP_USER_TOKENS_FILE or PUBLIC_MCP_PASS, or pass --allow-unauthenticated-remote to serve an open /mcp anyway", addr)}
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Errorf("serve: %s is already in use (another clawconnect serve?): stop that process, or listen elsewhere with --addr, e.g. --addr 127.0.0.1:7332: %w", addr, err)
+	}
+	return err
+}
 
 func serveCmd(env Env, open opener) *cobra.Command {
 	var (
@@ -84,14 +100,14 @@ configuration.`,
 				return err
 			}
 			err = srv.ListenAndServe(ctx, addr, grace, func(a net.Addr) {
-				auth := "open (no credentials configured)"
+				auth := "open: no credentials configured"
 				if authn.Required() {
-					auth = "token required"
+					auth = "a token is required"
 				}
 				fmt.Fprintf(env.Stderr, "clawconnect serve: listening on http://%s/mcp (%s)\n", a, auth)
 			})
 			if err != nil {
-				return err
+				return listenError(addr, err)
 			}
 			fmt.Fprintln(env.Stderr, "clawconnect serve: stopped")
 			return nil

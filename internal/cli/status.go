@@ -63,9 +63,7 @@ func printDetail(w io.Writer, d task.TaskDetail) {
 	row("status", status)
 	row("started", msTime(d.StartedAt))
 	row("last event", msTime(d.LastEventAt))
-	if d.Diagnostics != nil {
-		row("error", d.Diagnostics.Error)
-	}
+	row("error", firstNonEmpty(d.Error, diagnosticsError(d)))
 	if d.Artifacts != nil {
 		row("files", strings.Join(d.Artifacts.FilesChanged, ", "))
 		row("pr", d.Artifacts.PRURL)
@@ -73,6 +71,20 @@ func printDetail(w io.Writer, d task.TaskDetail) {
 	if d.Summary != "" {
 		fmt.Fprintf(w, "\n%s\n", termSafe(d.Summary))
 	}
+}
+
+func diagnosticsError(d task.TaskDetail) string {
+	if d.Diagnostics == nil {
+		return ""
+	}
+	return d.Diagnostics.Error
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func msTime(ms int64) string {

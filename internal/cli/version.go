@@ -19,7 +19,9 @@ func newVersionCmd(env Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the clawconnect version",
-		Args:  cobra.NoArgs,
+		Example: `  clawconnect version
+  clawconnect --version`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintf(env.Stdout, "clawconnect %s\n", version())
 			return err

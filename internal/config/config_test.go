@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,13 +35,75 @@ func TestParseRegistryErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseRegistry([]byte(tt.json))
-			if err == nil {
-				t.Fatalf("ParseRegistry succeeded, want %q", tt.want)
+			var fe *FileError
+			if !errors.As(err, &fe) {
+				t.Fatalf("ParseRegistry = %v, want a *FileError with %q", err, tt.want)
 			}
-			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
-				t.Errorf("error mismatch (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want, fe.Msg); diff != "" {
+				t.Errorf("reference message mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAgentsFileErrorText: a broken agents.json is reported with its path,
+// line and column, what was found and what the field should be, the way
+// doctor reports it.
+func TestAgentsFileErrorText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, json, want string
+	}{
+		{"array instead of an object", "[]",
+			`PATH:1:1: invalid JSON: the file is an array, not an object: agents.json is one JSON object such as {"agents": [{"id": "assistant", "url": "ws://127.0.0.1:18789", "password": "..."}]}`},
+		{"misspelt password", "{\n  \"agents\": [\n    {\"id\": \"a\", \"url\": \"ws://h:1\", \"pasword\": \"p\"}\n  ]\n}",
+			`PATH:3:36: entry "a" missing "password": found "pasword" (did you mean "password"?); "password" is the gateway's password or token, a non-empty string`},
+		{"password not a string", "{\"agents\": [{\"id\": \"a\", \"url\": \"ws://h:1\", \"password\": 7}]}",
+			`PATH:1:44: entry "a" missing "password": it is a number; "password" is the gateway's password or token, a non-empty string`},
+		{"misspelt agents", `{"agnets": []}`,
+			`PATH:1:2: "agents" must be a non-empty array: found "agnets" (did you mean "agents"?); "agents" is a non-empty array of agents, each {"id": "...", "url": "ws://...", "password": "..."}`},
+		{"empty agents", `{"agents": []}`,
+			`PATH:1:2: "agents" must be a non-empty array: it is an empty array; "agents" is a non-empty array of agents, each {"id": "...", "url": "ws://...", "password": "..."}`},
+		{"second entry missing id", "{\"agents\": [\n {\"id\": \"a\", \"url\": \"u\", \"password\": \"p\"},\n {\"url\": \"u\"}]}",
+			`PATH:3:2: entry #1 missing "id": "id" names the agent, a non-empty string such as "assistant"`},
+		{"default of the wrong type", `{"default": 3, "agents": [{"id": "a", "url": "u", "password": "p"}]}`,
+			`PATH:1:2: "default" is a number: "default" is the id of one of the agents, a string`},
+		{"truncated", "{\"agents\": [",
+			`PATH:1:13: invalid JSON: unexpected EOF: the file ends before its JSON does`},
+		{"syntax error", "{\"agents\": [}\n",
+			`PATH:1:13: invalid JSON: invalid character '}' looking for beginning of value`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			writeAgents(t, home, tt.json)
+			_, err := LoadRegistry(envOf(map[string]string{"CLAWCONNECT_HOME": home}))
+			if err == nil {
+				t.Fatal("LoadRegistry succeeded")
+			}
+			want := strings.ReplaceAll(tt.want, "PATH", filepath.Join(home, "agents.json"))
+			if diff := cmp.Diff(want, err.Error()); diff != "" {
+				t.Errorf("error text (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestUnknownAgentFieldIsAWarning: a field the file format does not know is
+// reported with the closest known one, and does not stop the load.
+func TestUnknownAgentFieldIsAWarning(t *testing.T) {
+	t.Parallel()
+	r, err := ParseRegistry([]byte(`{"agents": [{"id": "a", "url": "u", "password": "p", "emoij": "x", "zzz": 1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`agents.json: entry "a" has unknown field "emoij" (did you mean "emoji"?); ignored`,
+		`agents.json: entry "a" has unknown field "zzz"; ignored`,
+	}
+	if diff := cmp.Diff(want, r.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 }
 
@@ -122,8 +185,8 @@ func TestLoadRegistry(t *testing.T) {
 		err  error
 	}{
 		{"nothing", map[string]string{}, nil, ErrNoConfig},
-		{"url only", map[string]string{"OPENCLAW_URL": "ws://x"}, nil, ErrNoConfig},
-		{"password only", map[string]string{"OPENCLAW_PASSWORD": "p"}, nil, ErrNoConfig},
+		{"url only", map[string]string{"OPENCLAW_URL": "ws://x"}, nil, ErrIncompleteEnv},
+		{"password only", map[string]string{"OPENCLAW_PASSWORD": "p"}, nil, ErrIncompleteEnv},
 		{"env defaults", map[string]string{"OPENCLAW_URL": "ws://x", "OPENCLAW_PASSWORD": "p"},
 			&Registry{Default: "main", Agents: []Agent{{ID: "main", URL: "ws://x", Password: "p", OpenClawAgentID: "main"}}, Source: SourceEnv}, nil},
 		{"env alias and agent id", map[string]string{"OPENCLAW_URL": "ws://x", "OPENCLAW_PASSWORD": "p", "OPENCLAW_AGENT_ID": "ops", "CLAWCONNECT_AGENT_ALIAS": "crab"},

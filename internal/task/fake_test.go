@@ -32,6 +32,9 @@ type fakeGW struct {
 	// instant, if set, answers every run inside StartRun: events first
 	// (before StartRun returns), then the outcome.
 	instant func(req RunRequest) Outcome
+
+	// down makes Connected report false: the gateway connection is not up.
+	down bool
 }
 
 type fakeRunState struct {
@@ -77,6 +80,12 @@ func (g *fakeGW) StartRun(ctx context.Context, req RunRequest) (Run, error) {
 	}
 	g.started <- req.IdempotencyKey
 	return &fakeRun{gw: g, st: st, closed: make(chan struct{})}, nil
+}
+
+func (g *fakeGW) Connected() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.down
 }
 
 func (r *fakeRun) ID() string { return r.st.key }

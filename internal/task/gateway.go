@@ -20,6 +20,14 @@ type Gateway interface {
 	Abort(ctx context.Context, sessionKey, runID string) (bool, error)
 }
 
+// connReporter is implemented by a Gateway that knows whether its
+// connection is up (GatewayClient does): a new task's upstream state comes
+// from it.
+type connReporter interface {
+	// Connected reports whether the gateway connection is up now.
+	Connected() bool
+}
+
 // Run follows one submitted run.
 type Run interface {
 	// ID is the run id.

@@ -44,6 +44,9 @@ func (g gwAdapter) StartRun(ctx context.Context, req RunRequest) (Run, error) {
 	return gwRun{r}, nil
 }
 
+// Connected reports whether the client's connection is up.
+func (g gwAdapter) Connected() bool { return g.c.Connected() }
+
 func (g gwAdapter) History(ctx context.Context, sessionKey string) (*History, error) {
 	h, err := g.c.History(ctx, gateway.HistoryRequest{SessionKey: sessionKey, Limit: 20})
 	if err != nil {

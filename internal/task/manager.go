@@ -40,13 +40,15 @@ func (e *NotFoundError) Error() string { return e.Message }
 // Is matches ErrNotFound.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
-// The reference's not-found messages.
+// The not-found messages. Tasks live in the store and survive restarts, so
+// unlike the reference's in-memory server they do not blame a restart: the
+// id is wrong, or the task was swept after the retention period.
 const (
-	MsgJobNotFound       = "Job not found. The server may have restarted."
-	MsgSessionJobMissing = "Task state not found for that session. The server may have restarted."
-	MsgTaskNotFound      = "Task not found. The server may have restarted."
+	MsgJobNotFound       = "Job not found: no task with this jobId is stored. Check the jobId that run_task returned, or call list_tasks."
+	MsgSessionJobMissing = "No task found for that session. Check the sessionKey, or call list_tasks."
+	MsgTaskNotFound      = "Task not found: no task with this taskId is stored. Check the taskId that run_task returned, or call list_tasks."
 	MsgSessionNotFound   = "Session not found."
-	MsgCancelNotFound    = "Task not found — nothing to cancel. The server may have restarted."
+	MsgCancelNotFound    = "Task not found — nothing to cancel. Check the taskId, or call list_tasks."
 	MsgCancelNeedsTarget = "Pass taskId (or sessionKey) to say which task to stop."
 	// MsgForeignSession answers a sessionKey of a session another
 	// credential started: not found, never forbidden.
@@ -109,6 +111,17 @@ func New(o Options) (*Manager, error) {
 
 // Agent returns the agent id the manager serves.
 func (m *Manager) Agent() string { return m.o.Agent }
+
+// newUpstream is a new task's upstream state: "connected" when the gateway
+// says its connection is up, else "connecting" (the first dial, or a
+// gateway that cannot tell). "reconnecting" is kept for a connection that
+// was lost.
+func (m *Manager) newUpstream() string {
+	if c, ok := m.gw.(connReporter); ok && c.Connected() {
+		return "connected"
+	}
+	return "connecting"
+}
 
 func (m *Manager) now() time.Time { return m.o.Now() }
 func (m *Manager) nowMs() int64   { return m.o.Now().UnixMilli() }
@@ -471,7 +484,7 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (*RunResult, er
 		ID: id, Agent: m.o.Agent, SessionKey: key, Status: store.StatusRunning,
 		Prompt:  store.Prompt{Task: req.Task, Context: h.Text, SenderName: strings.TrimSpace(req.SenderName)},
 		Message: message, StartedAt: now, LastEventAt: now, PayloadPath: payloadPath,
-		Upstream: "reconnecting", Transcript: "detached", Cancellation: "none", NewThread: newThread,
+		Upstream: m.newUpstream(), Transcript: "detached", Cancellation: "none", NewThread: newThread,
 		Artifacts: store.Artifacts{FilesChanged: []string{}, CommandsRun: []string{}},
 		Owner:     m.o.Owner, LeaseUntil: m.now().Add(m.o.Lease).UnixMilli(),
 		Principal: req.Principal,

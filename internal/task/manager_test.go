@@ -30,7 +30,7 @@ func TestSubmitFollowComplete(t *testing.T) {
 		t.Fatalf("new thread key %q", res.SessionKey)
 	}
 	want := &RunResult{JobID: res.JobID, TaskID: res.JobID, SessionKey: res.SessionKey, Status: "running", Execution: "running",
-		Upstream: "reconnecting", Transcript: "detached", Cancellation: "none", Agent: "main",
+		Upstream: "connected", Transcript: "detached", Cancellation: "none", Agent: "main",
 		NextAction: &NextAction{Tool: "check_task", Args: NextActionArgs{JobID: res.JobID, SessionKey: res.SessionKey}}}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Fatalf("run result (-want +got):\n%s", diff)

@@ -353,6 +353,7 @@ func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, kno
 		ResultSource: t.ResultSource, TerminalReason: t.TerminalReason, Liveness: t.Liveness, ParentRunID: t.ParentRunID,
 		PayloadPath: t.PayloadPath, Principal: t.Principal,
 	}
+	d.Error = failureReason(t)
 	if a := m.attachment(ctx, t.SessionKey); a != nil {
 		d.AgentSession = a
 		d.Blocked = blocked(t, a)
@@ -383,6 +384,18 @@ func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, kno
 		}
 	}
 	return d, nil
+}
+
+// failureReason is the stored reason of a failed task, or "" for any other
+// status.
+func failureReason(t *store.Task) string {
+	if t.Status != store.StatusError {
+		return ""
+	}
+	if t.Error != "" {
+		return t.Error
+	}
+	return "failed (" + t.TerminalReason + ") without a recorded reason"
 }
 
 // GetPrompt is get_task's "prompt" preset: the only read path of a task's

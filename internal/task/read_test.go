@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -57,7 +59,20 @@ func TestPollModeWakesOnLifecycle(t *testing.T) {
 
 func TestGetTaskPresetsAndSessions(t *testing.T) {
 	e := newEnv(t)
-	m := e.manager(nil)
+	// A clock whose every reading is a later millisecond, so the three
+	// tasks' start times differ and "newest first" has one answer.
+	var clock atomic.Int64
+	m := e.manager(func(o *Options) {
+		o.Now = func() time.Time {
+			for {
+				prev := clock.Load()
+				next := max(time.Now().UnixMilli(), prev+1)
+				if clock.CompareAndSwap(prev, next) {
+					return time.UnixMilli(next)
+				}
+			}
+		}
+	})
 	key := "agent:main:presets"
 	var ids []string
 	for i := range 3 {
@@ -197,5 +212,57 @@ func TestConcurrentClientsLoseNothing(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestFailedTaskKeepsItsReason: the reason a task failed (here the gateway
+// refusing the run) is stored and read back in every get_task preset and in
+// check_task, and a task submitted while the gateway is down says
+// "connecting", not "reconnecting".
+func TestFailedTaskKeepsItsReason(t *testing.T) {
+	e := newEnv(t)
+	e.gw.mu.Lock()
+	e.gw.down = true
+	e.gw.startErr = fmt.Errorf("dial ws://127.0.0.1:9: connection refused")
+	e.gw.mu.Unlock()
+	m := e.manager(nil)
+	res, err := m.Submit(t.Context(), SubmitRequest{Task: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Upstream != "connecting" {
+		t.Errorf("new task upstream = %q, want connecting", res.Upstream)
+	}
+	s := await(t, m, res.JobID)
+	const want = "OpenClaw did not accept the task: dial ws://127.0.0.1:9: connection refused"
+	if s.Status != "error" || s.Error != want {
+		t.Fatalf("check_task: status %q error %q, want error %q", s.Status, s.Error, want)
+	}
+	for _, d := range []Detail{DetailCore, DetailSummary, DetailFull, DetailDiagnostics} {
+		g, err := m.GetTask(t.Context(), res.JobID, d, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Error != want {
+			t.Errorf("get_task %s: error %q, want %q", d, g.Error, want)
+		}
+	}
+}
+
+// TestSucceededTaskHasNoError: the error field stays empty for a task that
+// did not fail.
+func TestSucceededTaskHasNoError(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(nil)
+	res, err := m.Submit(t.Context(), SubmitRequest{Task: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.waitStarted(t, res.JobID)
+	e.gw.end(res.JobID, Outcome{Status: OutcomeOK, Text: "fine"})
+	await(t, m, res.JobID)
+	g, err := m.GetTask(t.Context(), res.JobID, DetailFull, 0)
+	if err != nil || g.Error != "" || g.Status != "completed" {
+		t.Fatalf("get_task %+v %v", g, err)
 	}
 }

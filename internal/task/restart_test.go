@@ -50,7 +50,13 @@ func TestRestartResumesRunningTask(t *testing.T) {
 			if err != nil || before.Status != store.StatusRunning {
 				t.Fatalf("after the crash: %+v %v", before, err)
 			}
-			fresh := e.manager(nil)
+			// The new process starts later than the dead one: a claim in the
+			// very millisecond of the old lease's grant would not see that
+			// lease as older than its own (lease_until < until), which no
+			// real restart is fast enough to meet.
+			fresh := e.manager(func(o *Options) {
+				o.Now = func() time.Time { return time.Now().Add(time.Second) }
+			})
 			e.gw.waitStarted(t, id)
 			if got := e.gw.messages[id]; got != before.Message {
 				t.Fatalf("resumed with another message:\n%s\nwant\n%s", got, before.Message)
@@ -146,9 +152,9 @@ func TestRetentionSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.gw.waitStarted(t, running.JobID)
-	// A cutoff just after now: the finished task ended in this very
+	// A cutoff one second ahead: the finished task ended in this very
 	// millisecond, and a 1 ns retention left it unexpired about half the time.
-	m.o.Retention = -time.Millisecond
+	m.o.Retention = -time.Second
 	m.sweep()
 	if _, err := m.GetTask(t.Context(), done.JobID, DetailCore, 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("an expired task survived the sweep: %v", err)

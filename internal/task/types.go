@@ -157,6 +157,7 @@ type TaskDetail struct {
 	NextAction       *NextAction        `json:"nextAction"`
 	IsTerminal       bool               `json:"isTerminal"`
 	IsError          bool               `json:"isError"`
+	Error            string             `json:"error,omitempty"` // why a failed task failed, in every preset
 	ResultSource     string             `json:"resultSource,omitempty"`
 	TerminalReason   string             `json:"terminalReason,omitempty"`
 	AgentSession     any                `json:"agentSession,omitempty"`
