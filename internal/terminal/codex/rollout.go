@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
 )
 
 // Scan limits: bytes read after an anchor.
