@@ -176,7 +176,9 @@ func TestRecordRealTUI(t *testing.T) {
 	if err := tui.Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tui.WaitFor(ctx, "streaming text", func(s string) bool { return strings.Contains(s, "FAKE-REPLY") && strings.Contains(s, "tell a long") && strings.Count(s, "FAKE-REPLY") >= 2 }); err != nil {
+	if _, err := tui.WaitFor(ctx, "streaming text", func(s string) bool {
+		return strings.Contains(s, "FAKE-REPLY") && strings.Contains(s, "tell a long") && strings.Count(s, "FAKE-REPLY") >= 2
+	}); err != nil {
 		t.Fatal(err)
 	}
 	streaming, _ := tui.Capture(ctx)

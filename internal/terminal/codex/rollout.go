@@ -61,7 +61,7 @@ type SessionMeta struct {
 type rawMeta struct {
 	Timestamp string `json:"timestamp"`
 	Type      string `json:"type"`
-	Payload struct {
+	Payload   struct {
 		ID         string          `json:"id"`
 		Timestamp  string          `json:"timestamp"`
 		Cwd        string          `json:"cwd"`
