@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/native"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
@@ -142,6 +143,10 @@ func TestRecordRealTUI(t *testing.T) {
 	}
 	screen("draft", draft)
 	turn := goldenTurn{Name: "reply", Request: req, Offset: size(), Transcript: "transcript-reply.jsonl"}
+	anchor := liveAnchor(t, tui.ClaudeConfigDir(), pid)
+	if anchor.FileExisted {
+		t.Fatalf("anchor before the first prompt %+v: the transcript already exists", anchor)
+	}
 	if err := tui.Keys(ctx, "Enter"); err != nil {
 		t.Fatal(err)
 	}
@@ -165,11 +170,16 @@ func TestRecordRealTUI(t *testing.T) {
 	if _, err := g.CopyFile(turn.Transcript, transcript); err != nil {
 		t.Fatal(err)
 	}
+	if anchor, err = anchor.Materialize(); err != nil {
+		t.Fatal(err)
+	}
+	liveCheck(t, anchor, req, native.Completed, turn.Reply)
 	m.Turns = append(m.Turns, turn)
 
 	// 2. A Bash command that needs permission, approved with Enter.
 	req = "TOOLCALL: touch approved.txt"
 	turn = goldenTurn{Name: "approval", Request: req, Offset: size(), Transcript: "transcript-approval.jsonl", Pending: "transcript-approval-pending.jsonl"}
+	anchor = liveAnchor(t, tui.ClaudeConfigDir(), pid)
 	if err := tui.Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +194,11 @@ func TestRecordRealTUI(t *testing.T) {
 	registry("waiting")
 	if _, err := g.CopyFile(turn.Pending, transcript); err != nil {
 		t.Fatal(err)
+	}
+	if acc, err := claude.ScanAcceptance(anchor, req); err != nil || !acc.Accepted {
+		t.Fatalf("live acceptance while waiting = %+v, %v", acc, err)
+	} else if ap, err := claude.PendingApproval(anchor, acc.TurnID); err != nil || ap == nil {
+		t.Fatalf("live pending approval = %+v, %v", ap, err)
 	}
 	if err := tui.Keys(ctx, "Enter"); err != nil {
 		t.Fatal(err)
@@ -205,11 +220,13 @@ func TestRecordRealTUI(t *testing.T) {
 			turn.Reply = r.Reply
 		}
 	}
+	liveCheck(t, anchor, req, native.Completed, turn.Reply)
 	m.Turns = append(m.Turns, turn)
 
 	// 3. A slow reply interrupted with Esc.
 	req = "tell a long story SLOW"
 	turn = goldenTurn{Name: "interrupted", Request: req, Offset: size(), Transcript: "transcript-interrupted.jsonl"}
+	anchor = liveAnchor(t, tui.ClaudeConfigDir(), pid)
 	if err := tui.Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -234,11 +251,13 @@ func TestRecordRealTUI(t *testing.T) {
 	if _, err := g.CopyFile(turn.Transcript, transcript); err != nil {
 		t.Fatal(err)
 	}
+	liveCheck(t, anchor, req, native.Aborted, "")
 	m.Turns = append(m.Turns, turn)
 
 	// 4. The model call fails: an API error ends the turn.
 	req = "this one fails FAIL400"
 	turn = goldenTurn{Name: "api_error", Request: req, Offset: size(), Transcript: "transcript-api-error.jsonl"}
+	anchor = liveAnchor(t, tui.ClaudeConfigDir(), pid)
 	if err := tui.Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -252,6 +271,7 @@ func TestRecordRealTUI(t *testing.T) {
 	if _, err := g.CopyFile(turn.Transcript, transcript); err != nil {
 		t.Fatal(err)
 	}
+	liveCheck(t, anchor, req, native.Failed, "API Error: 400 fakemodel: scripted failure FAIL=400")
 	m.Turns = append(m.Turns, turn)
 
 	if err := g.Write("pid", []byte(strconv.Itoa(pid)+"\n")); err != nil {
@@ -262,4 +282,36 @@ func TestRecordRealTUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGoldens(t, dir)
+}
+
+// liveAnchor captures an anchor on the real, idle session and checks it
+// against the transcript's size and permissions.
+func liveAnchor(t *testing.T, configDir string, pid int) claude.Anchor {
+	t.Helper()
+	s, err := claude.ReadLiveSession(configDir, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := claude.CaptureAnchor(configDir, s, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(a.Path); err == nil && (st.Size() != a.Offset || st.Mode().Perm()&0o077 != 0) {
+		t.Fatalf("anchor offset %d, transcript size %d mode %v", a.Offset, st.Size(), st.Mode())
+	}
+	return a
+}
+
+// liveCheck scans the real transcript from the anchor: the request is
+// accepted and its turn ended in state with text.
+func liveCheck(t *testing.T, a claude.Anchor, req string, state native.CompletionState, text string) {
+	t.Helper()
+	acc, err := claude.ScanAcceptance(a, req)
+	if err != nil || !acc.Accepted {
+		t.Fatalf("live acceptance of %q = %+v, %v", req, acc, err)
+	}
+	c, err := claude.ScanCompletion(a, acc.TurnID)
+	if err != nil || c.State != state || c.Text != text {
+		t.Fatalf("live completion of %q = %+v, %v; want %s %q", req, c, err, state, text)
+	}
 }
