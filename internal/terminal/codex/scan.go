@@ -84,10 +84,15 @@ func ScanAcceptance(a Anchor, requestHash string) (native.Acceptance, error) {
 	if err != nil {
 		return native.Acceptance{}, err
 	}
+	return acceptance(a, w, requestHash)
+}
+
+// acceptance is ScanAcceptance on the bytes after the anchor.
+func acceptance(a Anchor, w window, requestHash string) (native.Acceptance, error) {
 	started := map[string]bool{}
 	current := ""
 	var found *native.Acceptance
-	err = lines(w.data, a.Offset, a.Path, func(line []byte, end int64) error {
+	err := lines(w.data, a.Offset, a.Path, func(line []byte, end int64) error {
 		if !bytes.Contains(line, []byte(`"task_started"`)) && !bytes.Contains(line, []byte(`"user"`)) {
 			return nil
 		}
@@ -175,8 +180,13 @@ func ScanCompletion(a Anchor, turnID string) (native.Completion, error) {
 	if err != nil {
 		return native.Completion{}, err
 	}
+	return completion(a, w, turnID)
+}
+
+// completion is ScanCompletion on the bytes after the anchor.
+func completion(a Anchor, w window, turnID string) (native.Completion, error) {
 	var found *native.Completion
-	err = lines(w.data, a.Offset, a.Path, func(line []byte, end int64) error {
+	err := lines(w.data, a.Offset, a.Path, func(line []byte, end int64) error {
 		if !bytes.Contains(line, []byte(`"task_complete"`)) && !bytes.Contains(line, []byte(`"turn_aborted"`)) {
 			return nil
 		}
