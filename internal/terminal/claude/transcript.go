@@ -124,6 +124,11 @@ func ScanAcceptance(a Anchor, request string) (native.Acceptance, error) {
 	if !ok {
 		return native.Acceptance{Code: native.CodeNotMaterialized, ThreadID: a.SessionID}, nil
 	}
+	return acceptance(a, w, request)
+}
+
+// acceptance is ScanAcceptance on the bytes after the anchor.
+func acceptance(a Anchor, w window, request string) (native.Acceptance, error) {
 	entries, err := parse(w, a.Offset, a.Path)
 	if err != nil {
 		return native.Acceptance{}, err
@@ -259,11 +264,15 @@ func ScanCompletion(a Anchor, promptUUID string) (native.Completion, error) {
 	if err != nil {
 		return native.Completion{}, err
 	}
-	pending := native.Completion{State: native.Pending, Code: native.CodeNotComplete, TurnID: promptUUID, EndOffset: w.end}
 	if !ok {
-		pending.Code = native.CodeNotMaterialized
-		return pending, nil
+		return native.Completion{State: native.Pending, Code: native.CodeNotMaterialized, TurnID: promptUUID}, nil
 	}
+	return completion(a, w, promptUUID)
+}
+
+// completion is ScanCompletion on the bytes after the anchor.
+func completion(a Anchor, w window, promptUUID string) (native.Completion, error) {
+	pending := native.Completion{State: native.Pending, Code: native.CodeNotComplete, TurnID: promptUUID, EndOffset: w.end}
 	if w.partial {
 		pending.Code = native.CodePartialRecord
 	}
