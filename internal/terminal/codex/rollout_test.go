@@ -396,6 +396,17 @@ func TestTakeInventory(t *testing.T) {
 			t.Fatalf("%+v, %v", inv, err)
 		}
 	})
+	t.Run("one root open on two descriptors", func(t *testing.T) {
+		t.Parallel()
+		home := t.TempDir()
+		root := write(t, home, thread, meta(thread, "codex-tui", "cli"))
+		a, b := open(t, root), open(t, root)
+		b.FD++
+		inv, err := codex.TakeInventory(codex.InventoryInput{CodexHome: home, Cwd: cwd, OpenFiles: []codex.OpenFile{a, b}})
+		if err != nil || inv.Status != codex.Resolved || len(inv.Roots) != 1 {
+			t.Fatalf("%+v, %v", inv, err)
+		}
+	})
 	t.Run("two roots", func(t *testing.T) {
 		t.Parallel()
 		home := t.TempDir()
@@ -417,6 +428,14 @@ func TestTakeInventory(t *testing.T) {
 		{"exec rollout", func(t *testing.T, home string) codex.InventoryInput {
 			p := write(t, home, thread, meta(thread, "codex_exec", "exec"))
 			return codex.InventoryInput{CodexHome: home, Cwd: cwd, OpenFiles: []codex.OpenFile{open(t, p)}}
+		}},
+		{"one file under two names", func(t *testing.T, home string) codex.InventoryInput {
+			p := write(t, home, thread, meta(thread, "codex-tui", "cli"))
+			link := filepath.Join(filepath.Dir(p), "rollout-2026-12-01T15-04-09-"+thread+".jsonl")
+			if err := os.Link(p, link); err != nil {
+				t.Fatal(err)
+			}
+			return codex.InventoryInput{CodexHome: home, Cwd: cwd, OpenFiles: []codex.OpenFile{open(t, p), open(t, link)}}
 		}},
 		{"id differs from the name", func(t *testing.T, home string) codex.InventoryInput {
 			p := write(t, home, thread, meta(other, "codex-tui", "cli"))
