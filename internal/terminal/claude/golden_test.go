@@ -99,14 +99,15 @@ func checkGoldens(t *testing.T, dir string) {
 	t.Helper()
 	approval := readGolden(t, dir, "screen-approval.txt")
 	screens := map[string]screen.Screen{
-		"screen-idle.txt":        {Activity: screen.Idle},
-		"screen-draft.txt":       {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
-		"screen-working.txt":     {Activity: screen.Working},
-		"screen-reply.txt":       {Activity: screen.Idle},
-		"screen-approved.txt":    {Activity: screen.Idle},
-		"screen-streaming.txt":   {Activity: screen.Working},
-		"screen-interrupted.txt": {Activity: screen.Idle},
-		"screen-api-error.txt":   {Activity: screen.Idle},
+		"screen-idle.txt":            {Activity: screen.Idle},
+		"screen-draft.txt":           {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
+		"screen-draft-multiline.txt": {Activity: screen.Idle, Draft: "first line of a pasted request\nsecond line ECHO=multi-ok"},
+		"screen-working.txt":         {Activity: screen.Working},
+		"screen-reply.txt":           {Activity: screen.Idle},
+		"screen-approved.txt":        {Activity: screen.Idle},
+		"screen-streaming.txt":       {Activity: screen.Working},
+		"screen-interrupted.txt":     {Activity: screen.Idle},
+		"screen-api-error.txt":       {Activity: screen.Idle},
 		"screen-approval.txt": {Activity: screen.AwaitingApproval, Approval: &screen.Approval{
 			Kind: screen.RunCommand, Profile: claude.ApprovalProfile, Fingerprint: screen.Fingerprint(dialogRegion(t, approval)),
 			Approvable: true}},
@@ -137,8 +138,8 @@ func checkGoldens(t *testing.T, dir string) {
 		}
 	}
 
-	if len(m.Turns) != 4 {
-		t.Fatalf("manifest has %d turns, want 4", len(m.Turns))
+	if len(m.Turns) != 5 {
+		t.Fatalf("manifest has %d turns, want 5", len(m.Turns))
 	}
 	for i, turn := range m.Turns {
 		_, path := setup(t, dir, turn.Transcript, m)

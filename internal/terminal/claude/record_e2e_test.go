@@ -274,6 +274,36 @@ func TestRecordRealTUI(t *testing.T) {
 	liveCheck(t, anchor, req, native.Failed, "API Error: 400 fakemodel: scripted failure FAIL=400")
 	m.Turns = append(m.Turns, turn)
 
+	// 5. A multi-line request, pasted, then Enter once the draft shows.
+	req = "first line of a pasted request\nsecond line ECHO=multi-ok"
+	turn = goldenTurn{Name: "multiline", Request: req, Offset: size(), Transcript: "transcript-multiline.jsonl", Reply: "multi-ok"}
+	anchor = liveAnchor(t, tui.ClaudeConfigDir(), pid)
+	if err := tui.Type(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	multi, err := tui.WaitStable(ctx, "the multi-line draft", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "second line ECHO=multi-ok") || strings.Contains(s, "[Pasted")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen("draft-multiline", multi)
+	if err := tui.Keys(ctx, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tui.WaitStable(ctx, "the multi-line reply", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "● multi-ok") && tui.Idle(s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitTranscript(`"turn_duration"`, 3)
+	waitStatus(claude.StatusIdle)
+	if _, err := g.CopyFile(turn.Transcript, transcript); err != nil {
+		t.Fatal(err)
+	}
+	liveCheck(t, anchor, req, native.Completed, "multi-ok")
+	m.Turns = append(m.Turns, turn)
+
 	if err := g.Write("pid", []byte(strconv.Itoa(pid)+"\n")); err != nil {
 		t.Fatal(err)
 	}

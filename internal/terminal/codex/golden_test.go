@@ -61,15 +61,16 @@ func checkGoldens(t *testing.T, dir string) {
 	approval := readGolden(t, dir, "screen-approval.txt")
 	region := promptRegion(t, approval, "Would you like to run the following command?", "Press enter to confirm or esc to cancel")
 	screens := map[string]screen.Screen{
-		"screen-idle.txt":        {Activity: screen.Idle},
-		"screen-idle.ansi":       {Activity: screen.Idle},
-		"screen-draft.txt":       {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
-		"screen-draft.ansi":      {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
-		"screen-working.txt":     {Activity: screen.Working},
-		"screen-reply.txt":       {Activity: screen.Idle},
-		"screen-approved.txt":    {Activity: screen.Idle},
-		"screen-streaming.txt":   {Activity: screen.Working},
-		"screen-interrupted.txt": {Activity: screen.Idle},
+		"screen-idle.txt":            {Activity: screen.Idle},
+		"screen-idle.ansi":           {Activity: screen.Idle},
+		"screen-draft.txt":           {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
+		"screen-draft.ansi":          {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
+		"screen-draft-multiline.txt": {Activity: screen.Idle, Draft: "first line of a pasted request\nsecond line ECHO=multi-ok"},
+		"screen-working.txt":         {Activity: screen.Working},
+		"screen-reply.txt":           {Activity: screen.Idle},
+		"screen-approved.txt":        {Activity: screen.Idle},
+		"screen-streaming.txt":       {Activity: screen.Working},
+		"screen-interrupted.txt":     {Activity: screen.Idle},
 		"screen-approval.txt": {Activity: screen.AwaitingApproval, Approval: &screen.Approval{
 			Kind: screen.RunCommand, Profile: codex.ApprovalProfile, Fingerprint: screen.Fingerprint(region),
 			Command: "touch approved.txt", Approvable: true}},
@@ -85,8 +86,8 @@ func checkGoldens(t *testing.T, dir string) {
 	if err := json.Unmarshal([]byte(readGolden(t, dir, "manifest.json")), &m); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Turns) != 3 {
-		t.Fatalf("manifest has %d turns, want 3", len(m.Turns))
+	if len(m.Turns) != 4 {
+		t.Fatalf("manifest has %d turns, want 4", len(m.Turns))
 	}
 	var turnIDs []string
 	for i, turn := range m.Turns {

@@ -219,6 +219,35 @@ func TestRecordRealTUI(t *testing.T) {
 	live.check(anchor, req, "")
 	m.Turns = append(m.Turns, turn)
 
+	// 4. A multi-line request, pasted, then Enter once the draft shows.
+	req = "first line of a pasted request\nsecond line ECHO=multi-ok"
+	turn = goldenTurn{Name: "multiline", Request: req, Offset: size(), Rollout: "rollout-multiline.jsonl", Reply: "multi-ok"}
+	anchor = live.anchor()
+	if err := tui.Type(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	multi, err := tui.WaitStable(ctx, "the multi-line draft", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "second line ECHO=multi-ok") || strings.Contains(s, "[Pasted")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen("draft-multiline", multi)
+	if err := tui.Keys(ctx, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tui.WaitStable(ctx, "the multi-line reply", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "• multi-ok") && tui.Idle(s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(ctx, t, rollout, `"task_complete"`, 3)
+	if _, err := g.CopyFile(turn.Rollout, rollout()); err != nil {
+		t.Fatal(err)
+	}
+	live.check(anchor, req, "multi-ok")
+	m.Turns = append(m.Turns, turn)
+
 	data, _ := json.MarshalIndent(m, "", "  ")
 	if err := g.Write("manifest.json", append(data, '\n')); err != nil {
 		t.Fatal(err)

@@ -98,3 +98,12 @@ func Fingerprint(lines []string) string {
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	return hex.EncodeToString(sum[:])
 }
+
+// DraftShows reports whether a composer draft read from the screen shows
+// payload: equal once all white space is removed, since a pane wraps long
+// lines and a parser cannot tell a wrap from a newline. An empty payload
+// never shows.
+func DraftShows(draft, payload string) bool {
+	p := strings.Join(strings.Fields(payload), "")
+	return p != "" && strings.Join(strings.Fields(draft), "") == p
+}

@@ -21,3 +21,22 @@ func TestLines(t *testing.T) {
 		t.Errorf("fingerprint %s", got)
 	}
 }
+
+func TestDraftShows(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		draft, payload string
+		want           bool
+	}{
+		{"first line\nsecond", "first line\nsecond", true},
+		{"a long line that wr\naps", "a long line that wraps", true},
+		{"say hello", "say hello!", false},
+		{"", "", false},
+		{"x", "", false},
+	}
+	for _, tt := range tests {
+		if got := DraftShows(tt.draft, tt.payload); got != tt.want {
+			t.Errorf("DraftShows(%q, %q) = %v, want %v", tt.draft, tt.payload, got, tt.want)
+		}
+	}
+}
