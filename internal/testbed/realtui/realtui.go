@@ -330,7 +330,16 @@ func children() (map[int][]int, error) {
 	return out, nil
 }
 
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+// alive reports whether pid runs: it exists and is not a zombie waiting
+// for its parent.
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	return i < 0 || !bytes.HasPrefix(data[i+1:], []byte(" Z"))
+}
 
 // OpenFile is a file a process holds open.
 type OpenFile struct {
@@ -434,6 +443,13 @@ func (t *TUI) Close() error {
 		}
 		if alive(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(3 * time.Second)
+			for alive(pid) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if alive(pid) {
+				errs = append(errs, fmt.Errorf("realtui: pid %d survived SIGKILL", pid))
+			}
 		}
 	}
 	if t.CLI.Kind == realcli.Codex {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -79,7 +78,7 @@ func TestCodexLifecycle(t *testing.T) {
 	if err := tui.Submit(ctx, "hello ECHO=lifecycle-ok"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tui.WaitFor(ctx, "the reply", func(s string) bool { return strings.Contains(s, "lifecycle-ok") && tui.Idle(s) }); err != nil {
+	if _, err := tui.WaitFor(ctx, "the reply", func(s string) bool { return strings.Contains(s, "• lifecycle-ok") && tui.Idle(s) }); err != nil {
 		t.Fatal(err)
 	}
 	files, err := tui.SessionFiles()
@@ -100,7 +99,7 @@ func TestCodexLifecycle(t *testing.T) {
 	if err := tui.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if syscall.Kill(pid, 0) == nil {
+	if alive(pid) {
 		t.Errorf("codex pid %d still runs after Close", pid)
 	}
 	if _, err := os.Stat(tui.Socket); !os.IsNotExist(err) {
