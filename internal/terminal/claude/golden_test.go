@@ -156,6 +156,9 @@ func checkGoldens(t *testing.T, dir string) {
 				t.Errorf("%s: the previous request matched after the anchor: %+v %v", turn.Name, got, err)
 			}
 		}
+		if ids, err := claude.PromptsAfter(a); err != nil || len(ids) != 1 || ids[0] != acc.TurnID {
+			t.Errorf("%s: prompts after the anchor = %v, %v; want [%s]", turn.Name, ids, err, acc.TurnID)
+		}
 		c, err := claude.ScanCompletion(a, acc.TurnID)
 		if err != nil {
 			t.Fatalf("%s: ScanCompletion: %v", turn.Name, err)

@@ -414,3 +414,26 @@ func PendingApproval(a Anchor, promptUUID string) (*BashApproval, error) {
 	ap.Fingerprint = hex.EncodeToString(fp[:])
 	return ap, nil
 }
+
+// PromptsAfter lists the uuids of the human prompt records of the anchored
+// session after the anchor, in file order (the "[Request interrupted by
+// user]" notes are not prompts). Asked before a send, any prompt means
+// someone typed into the pane since the anchor. Errors are those of
+// ScanAcceptance; a transcript that does not exist yet has no prompts.
+func PromptsAfter(a Anchor) ([]string, error) {
+	w, ok, err := readWindow(a)
+	if err != nil || !ok {
+		return nil, err
+	}
+	entries, err := parse(w, a.Offset, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range entries {
+		if e := &entries[i]; isPrompt(e, a) && !strings.HasPrefix(*e.text, interruptedText) {
+			out = append(out, e.UUID)
+		}
+	}
+	return out, nil
+}

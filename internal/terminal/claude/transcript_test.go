@@ -346,3 +346,17 @@ func TestCaptureAnchor(t *testing.T) {
 		})
 	}
 }
+
+func TestPromptsAfter(t *testing.T) {
+	t.Parallel()
+	a, path := transcript(t, old)
+	if ids, err := claude.PromptsAfter(a); err != nil || len(ids) != 0 {
+		t.Fatalf("%v, %v; want none", ids, err)
+	}
+	appendTo(t, path, prompt("p1", "d0", "typed by a human"), assistant("a1", "p1", "m1", "", text("F")),
+		line(map[string]any{"type": "user", "uuid": "u1", "parentUuid": "a1", "message": map[string]any{"role": "user", "content": "[Request interrupted by user]"}}),
+		prompt("p2", "u1", "and again"))
+	if ids, err := claude.PromptsAfter(a); err != nil || strings.Join(ids, ",") != "p1,p2" {
+		t.Fatalf("%v, %v; want [p1 p2]", ids, err)
+	}
+}

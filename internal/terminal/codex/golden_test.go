@@ -117,6 +117,9 @@ func checkGoldens(t *testing.T, dir string) {
 			}
 		}
 		turnIDs = append(turnIDs, acc.TurnID)
+		if ids, err := codex.TurnsStartedAfter(a); err != nil || len(ids) != 1 || ids[0] != acc.TurnID {
+			t.Errorf("%s: turns started after the anchor = %v, %v; want [%s]", turn.Name, ids, err, acc.TurnID)
+		}
 		c, err := codex.ScanCompletion(a, acc.TurnID)
 		if err != nil {
 			t.Fatalf("%s: ScanCompletion: %v", turn.Name, err)

@@ -499,3 +499,24 @@ func TestParseSessionMeta(t *testing.T) {
 		t.Errorf("ThreadIDFromName of a name without id = %q", id)
 	}
 }
+
+func TestTurnsStartedAfter(t *testing.T) {
+	t.Parallel()
+	path := rollout(t, t.TempDir(), meta(thread, "codex-tui", "cli"), started(turnA), complete(turnA, "x"))
+	a := capture(t, path)
+	if ids, err := codex.TurnsStartedAfter(a); err != nil || len(ids) != 0 {
+		t.Fatalf("%v, %v; want none", ids, err)
+	}
+	appendTo(t, path, started(turnB), user(turnB, "typed by a human"))
+	if ids, err := codex.TurnsStartedAfter(a); err != nil || len(ids) != 1 || ids[0] != turnB {
+		t.Fatalf("%v, %v; want [%s]", ids, err, turnB)
+	}
+	if ids, err := codex.TurnsStartedAfter(codex.VirginAnchor(t0)); err != nil || ids != nil {
+		t.Fatalf("virgin: %v, %v", ids, err)
+	}
+	if err := os.Truncate(path, 3); err != nil {
+		t.Fatal(err)
+	}
+	_, err := codex.TurnsStartedAfter(a)
+	wantCode(t, err, native.CodeTruncated)
+}

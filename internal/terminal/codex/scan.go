@@ -234,3 +234,41 @@ func completion(a Anchor, w window, turnID string) (native.Completion, error) {
 	}
 	return native.Completion{State: native.Pending, Code: code, TurnID: turnID, EndOffset: w.end}, nil
 }
+
+// TurnsStartedAfter lists the native turns started after the anchor, in
+// file order: the turn_id of every task_started record (a human's turn as
+// much as ClawConnect's), and "" for each event_msg user_message that older
+// Codex versions wrote without a task_started. Asked before a send, any
+// turn means someone else used the pane since the anchor. Errors are those
+// of ScanAcceptance (a replaced or truncated rollout is a *native.ScanError
+// with CodeIdentityMismatch or CodeTruncated).
+func TurnsStartedAfter(a Anchor) ([]string, error) {
+	if !a.Bound() {
+		return nil, nil
+	}
+	w, err := readWindow(a, MaxCompletionScan)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	sawStart := false
+	err = lines(w.data, a.Offset, a.Path, func(line []byte, end int64) error {
+		if !bytes.Contains(line, []byte(`"task_started"`)) && !bytes.Contains(line, []byte(`"user_message"`)) {
+			return nil
+		}
+		r, err := decode(line, end, a.Path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case r.Type != "event_msg":
+		case r.Payload.Type == "task_started":
+			sawStart = true
+			out = append(out, strings.ToLower(r.Payload.TurnID))
+		case r.Payload.Type == "user_message" && !sawStart:
+			out = append(out, "")
+		}
+		return nil
+	})
+	return out, err
+}
