@@ -133,7 +133,8 @@ func checkGoldens(t *testing.T, dir string) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if s.SessionID != m.SessionID || s.Cwd != m.Cwd || s.Kind != claude.KindInteractive || s.Entrypoint != "cli" ||
-			s.Version != "2.1.332" || s.StartedAtMs == 0 || s.Status != want[0] || s.WaitingFor != want[1] {
+			s.Version != "2.1.332" || s.StartedAtMs == 0 || s.Status != want[0] || s.WaitingFor != want[1] ||
+			!strings.HasSuffix(s.Tmux, ".%0") {
 			t.Errorf("%s: %+v", name, s)
 		}
 	}

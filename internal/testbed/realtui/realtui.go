@@ -78,7 +78,10 @@ func Start(ctx context.Context, cli *realcli.CLI, opts Options) (*TUI, error) {
 	}
 	t := &TUI{CLI: cli, Socket: filepath.Join(sockDir, "tmux.sock"), opts: opts, sockDir: sockDir}
 	args := append(cli.InteractiveArgs(), opts.Args...)
-	shell := cli.ShellCommand(args...) + `; echo "EXITED rc=$?"; sleep 300`
+	// The agent gets the pane's TMUX and TMUX_PANE as in a user's pane
+	// (Claude Code records them in its live-session registry).
+	shell := strings.Replace(cli.ShellCommand(args...), "env -i ", `env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" `, 1) +
+		`; echo "EXITED rc=$?"; sleep 300`
 	out, err := t.tmux(ctx, "-f", "/dev/null", "new-session", "-d", "-x", strconv.Itoa(opts.Width), "-y", strconv.Itoa(opts.Height),
 		"-c", cli.WorkDir, "-P", "-F", "#{pane_id} #{pane_pid}", shell)
 	if err != nil {
