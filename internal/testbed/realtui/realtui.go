@@ -182,15 +182,18 @@ func (t *TUI) WaitStable(ctx context.Context, what string, settle time.Duration,
 	})
 }
 
-// Dialogs the harness answers while waiting for the composer, in the order
-// cli-feasibility measured them; each is a screen marker and the keys that
-// accept it.
-var dialogs = []struct{ marker, keys string }{
-	{"Yes, I trust this folder", "Down Enter"},       // Claude Code folder trust
-	{"Do you want to use this API key?", "Up Enter"}, // Claude Code custom key
-	{"Yes, I accept", "Down Enter"},                  // Claude Code bypass-permissions warning
-	{"Trust this folder?", "Enter"},                  // Codex folder trust (git repos)
-	{"Press enter to continue", "Enter"},             // Codex notices
+// dialog is a start-up dialog the harness answers: while marker shows, it
+// presses move until the selected line (the one with the cursor) is
+// selected, then confirm.
+type dialog struct{ marker, selected, move, confirm string }
+
+// dialogs are the start-up dialogs cli-feasibility measured, in the order
+// they appear.
+var dialogs = []dialog{
+	{"Yes, I trust this folder", "❯ Yes, I trust this folder", "Down", "Enter"}, // Claude Code folder trust
+	{"Do you want to use this API key?", "❯ Yes", "Up", "Enter"},                // Claude Code custom key
+	{"Yes, I accept", "❯ Yes, I accept", "Down", "Enter"},                       // Claude Code bypass-permissions warning
+	{"Trust this folder?", "› 1. Trust and continue", "Up", "Enter"},            // Codex folder trust (git repos)
 }
 
 // Idle reports whether a screen shows the agent's empty composer with no
@@ -232,19 +235,37 @@ func composerEmpty(line string) bool {
 }
 
 // WaitReady answers the start-up dialogs and waits until the composer is
-// idle and the screen settled.
+// idle and the screen settled. A dialog key is pressed at most every
+// 300 ms, so the TUI sees each keystroke apart.
 func (t *TUI) WaitReady(ctx context.Context) (string, error) {
-	answered := map[string]bool{}
+	var last time.Time
 	return t.WaitStable(ctx, "the idle composer", 300*time.Millisecond, func(s string) bool {
 		for _, d := range dialogs {
-			if strings.Contains(s, d.marker) && !answered[d.marker] {
-				answered[d.marker] = true
-				_ = t.Keys(ctx, strings.Fields(d.keys)...)
-				return false
+			if !strings.Contains(s, d.marker) {
+				continue
 			}
+			if time.Since(last) >= 300*time.Millisecond {
+				key := d.move
+				if selectedLine(s, d.selected) {
+					key = d.confirm
+				}
+				_ = t.Keys(ctx, key)
+				last = time.Now()
+			}
+			return false
 		}
 		return t.Idle(s)
 	})
+}
+
+// selectedLine reports whether a line of screen, trimmed, starts with sel.
+func selectedLine(screen, sel string) bool {
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), sel) {
+			return true
+		}
+	}
+	return false
 }
 
 // Submit types text, waits until its last line shows in the composer and

@@ -3,6 +3,7 @@ package realtui
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,5 +108,80 @@ func TestCodexLifecycle(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(tui.CodexHome(), "app-server-daemon")); !os.IsNotExist(err) {
 		t.Errorf("codex started its app-server daemon: %v", err)
+	}
+}
+
+// TestClaudeTrustDialog starts Claude Code in a folder it was not told to
+// trust: WaitReady must answer the trust dialog and reach the composer.
+func TestClaudeTrustDialog(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	cli := realcli.Require(t, realcli.ClaudeCode, model)
+	state := filepath.Join(cli.Home, ".claude.json")
+	data, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	untrusted := strings.Replace(string(data), `"hasTrustDialogAccepted": true`, `"hasTrustDialogAccepted": false`, 1)
+	if untrusted == string(data) {
+		t.Fatalf("no trust entry in %s", data)
+	}
+	if err := os.WriteFile(state, []byte(untrusted), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	tui, err := Start(ctx, cli, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tui.Close()
+	if _, err := tui.WaitFor(ctx, "the trust dialog", func(s string) bool { return strings.Contains(s, "Yes, I trust this folder") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tui.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(state)
+	if !strings.Contains(string(data), `"hasTrustDialogAccepted": true`) {
+		t.Errorf("accepting the dialog did not record the trust:\n%s", data)
+	}
+}
+
+// TestCodexTrustDialog starts Codex in a git repository it was not told to
+// trust: WaitReady must answer the folder-trust dialog.
+func TestCodexTrustDialog(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	cli := realcli.Require(t, realcli.Codex, model)
+	if out, err := exec.Command("git", "init", "-q", cli.WorkDir).CombinedOutput(); err != nil {
+		t.Skipf("git init: %v: %s", err, out)
+	}
+	config := filepath.Join(cli.Home, ".codex", "config.toml")
+	data, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(data), "[projects.")
+	if i < 0 {
+		t.Fatalf("no trust entry in\n%s", data)
+	}
+	if err := os.WriteFile(config, data[:i], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	tui, err := Start(ctx, cli, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tui.Close()
+	if _, err := tui.WaitFor(ctx, "the trust dialog", func(s string) bool { return strings.Contains(s, "Trust this folder?") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tui.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(config)
+	if !strings.Contains(string(data), "trust_level") {
+		t.Errorf("accepting the dialog did not record the trust:\n%s", data)
 	}
 }
