@@ -219,8 +219,10 @@ func TestRecordRealTUI(t *testing.T) {
 	live.check(anchor, req, "")
 	m.Turns = append(m.Turns, turn)
 
-	// 4. A multi-line request, pasted, then Enter once the draft shows.
-	req = "first line of a pasted request\nsecond line ECHO=multi-ok"
+	// 4. A multi-line request, pasted, then Enter once the draft shows. It
+	// starts with blanks, which Codex drops from what it records: the
+	// prepared payload (trimmed) must still match.
+	req = "  first line of a pasted request\nsecond line ECHO=multi-ok"
 	turn = goldenTurn{Name: "multiline", Request: req, Offset: size(), Rollout: "rollout-multiline.jsonl", Reply: "multi-ok"}
 	anchor = live.anchor()
 	if err := tui.Type(ctx, req); err != nil {
