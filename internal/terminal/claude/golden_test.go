@@ -101,6 +101,7 @@ func checkGoldens(t *testing.T, dir string) {
 	screens := map[string]screen.Screen{
 		"screen-idle.txt":            {Activity: screen.Idle},
 		"screen-draft.txt":           {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
+		"screen-draft-paste.txt":     {Activity: screen.Idle, Draft: "[Pasted text #1 +40 lines]"},
 		"screen-draft-multiline.txt": {Activity: screen.Idle, Draft: "first line of a pasted request\nsecond line ECHO=multi-ok"},
 		"screen-working.txt":         {Activity: screen.Working},
 		"screen-reply.txt":           {Activity: screen.Idle},
@@ -117,6 +118,13 @@ func checkGoldens(t *testing.T, dir string) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("ParseScreen(%s) (-want +got):\n%s", name, diff)
 		}
+	}
+
+	if paste := readGolden(t, dir, "screen-draft-paste.txt"); !screen.DraftShows(claude.ParseScreen(paste).Draft, pastedRequest()) {
+		t.Errorf("the paste placeholder does not show the pasted request")
+	}
+	if screen.DraftShows(claude.ParseScreen(readGolden(t, dir, "screen-draft-paste.txt")).Draft, pastedRequest()+"\nx") {
+		t.Errorf("the paste placeholder shows a request of another size")
 	}
 
 	var m goldenManifest
@@ -139,8 +147,8 @@ func checkGoldens(t *testing.T, dir string) {
 		}
 	}
 
-	if len(m.Turns) != 5 {
-		t.Fatalf("manifest has %d turns, want 5", len(m.Turns))
+	if len(m.Turns) != 6 {
+		t.Fatalf("manifest has %d turns, want 6", len(m.Turns))
 	}
 	for i, turn := range m.Turns {
 		_, path := setup(t, dir, turn.Transcript, m)

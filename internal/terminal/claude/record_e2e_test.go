@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -304,6 +305,37 @@ func TestRecordRealTUI(t *testing.T) {
 	liveCheck(t, anchor, req, native.Completed, "multi-ok")
 	m.Turns = append(m.Turns, turn)
 
+	// 6. A large paste (40 lines with tabs): the agents draw a placeholder
+	// in the composer and record the text their own way.
+	req = pastedRequest()
+	turn = goldenTurn{Name: "paste", Request: req, Offset: size(), Transcript: "transcript-paste.jsonl", Reply: "paste-ok"}
+	anchor = liveAnchor(t, tui.ClaudeConfigDir(), pid)
+	if err := tui.Type(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	paste, err := tui.WaitStable(ctx, "the paste placeholder", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "[Pasted")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen("draft-paste", paste)
+	if err := tui.Keys(ctx, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tui.WaitStable(ctx, "the paste reply", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "● paste-ok") && tui.Idle(s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitTranscript(`"turn_duration"`, 4)
+	waitStatus(claude.StatusIdle)
+	if _, err := g.CopyFile(turn.Transcript, transcript); err != nil {
+		t.Fatal(err)
+	}
+	liveCheck(t, anchor, req, native.Completed, "paste-ok")
+	m.Turns = append(m.Turns, turn)
+
 	if err := g.Write("pid", []byte(strconv.Itoa(pid)+"\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -344,4 +376,15 @@ func liveCheck(t *testing.T, a claude.Anchor, req string, state native.Completio
 	if err != nil || c.State != state || c.Text != text {
 		t.Fatalf("live completion of %q = %+v, %v; want %s %q", req, c, err, state, text)
 	}
+}
+
+// pastedRequest is a request large enough for the TUI to show it as a
+// paste placeholder: 40 lines with tabs.
+func pastedRequest() string {
+	var b strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&b, "line %02d\tof a large pasted request\n", i)
+	}
+	b.WriteString("ECHO=paste-ok")
+	return b.String()
 }

@@ -65,6 +65,7 @@ func checkGoldens(t *testing.T, dir string) {
 		"screen-idle.ansi":           {Activity: screen.Idle},
 		"screen-draft.txt":           {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
 		"screen-draft.ansi":          {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
+		"screen-draft-paste.txt":     {Activity: screen.Idle, Draft: "[Pasted Content 1373 chars]"},
 		"screen-draft-multiline.txt": {Activity: screen.Idle, Draft: "first line of a pasted request\nsecond line ECHO=multi-ok"},
 		"screen-working.txt":         {Activity: screen.Working},
 		"screen-reply.txt":           {Activity: screen.Idle},
@@ -82,12 +83,19 @@ func checkGoldens(t *testing.T, dir string) {
 		}
 	}
 
+	if paste := readGolden(t, dir, "screen-draft-paste.txt"); !screen.DraftShows(codex.ParseScreen(paste).Draft, pastedRequest()) {
+		t.Errorf("the paste placeholder does not show the pasted request")
+	}
+	if screen.DraftShows(codex.ParseScreen(readGolden(t, dir, "screen-draft-paste.txt")).Draft, pastedRequest()+"\nx") {
+		t.Errorf("the paste placeholder shows a request of another size")
+	}
+
 	var m goldenManifest
 	if err := json.Unmarshal([]byte(readGolden(t, dir, "manifest.json")), &m); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Turns) != 4 {
-		t.Fatalf("manifest has %d turns, want 4", len(m.Turns))
+	if len(m.Turns) != 5 {
+		t.Fatalf("manifest has %d turns, want 5", len(m.Turns))
 	}
 	var turnIDs []string
 	for i, turn := range m.Turns {

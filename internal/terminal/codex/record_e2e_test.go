@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,6 +251,36 @@ func TestRecordRealTUI(t *testing.T) {
 	live.check(anchor, req, "multi-ok")
 	m.Turns = append(m.Turns, turn)
 
+	// 5. A large paste (40 lines with tabs): the agents draw a placeholder
+	// in the composer and record the text their own way.
+	req = pastedRequest()
+	turn = goldenTurn{Name: "paste", Request: req, Offset: size(), Rollout: "rollout-paste.jsonl", Reply: "paste-ok"}
+	anchor = live.anchor()
+	if err := tui.Type(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	paste, err := tui.WaitStable(ctx, "the paste placeholder", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "[Pasted")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen("draft-paste", paste)
+	if err := tui.Keys(ctx, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tui.WaitStable(ctx, "the paste reply", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "• paste-ok") && tui.Idle(s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(ctx, t, rollout, `"task_complete"`, 4)
+	if _, err := g.CopyFile(turn.Rollout, rollout()); err != nil {
+		t.Fatal(err)
+	}
+	live.check(anchor, req, "paste-ok")
+	m.Turns = append(m.Turns, turn)
+
 	data, _ := json.MarshalIndent(m, "", "  ")
 	if err := g.Write("manifest.json", append(data, '\n')); err != nil {
 		t.Fatal(err)
@@ -351,4 +382,15 @@ func waitRecord(ctx context.Context, t *testing.T, path func() string, marker st
 		case <-tick.C:
 		}
 	}
+}
+
+// pastedRequest is a request large enough for the TUI to show it as a
+// paste placeholder: 40 lines with tabs.
+func pastedRequest() string {
+	var b strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&b, "line %02d\tof a large pasted request\n", i)
+	}
+	b.WriteString("ECHO=paste-ok")
+	return b.String()
 }

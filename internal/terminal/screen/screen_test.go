@@ -33,6 +33,11 @@ func TestDraftShows(t *testing.T) {
 		{"say hello", "say hello!", false},
 		{"", "", false},
 		{"x", "", false},
+		{"[Pasted Content 11 chars]", "a\tb\nccccc é", true},
+		{"[Pasted Content 12 chars]", "a\tb\nccccc é", false},
+		{"[Pasted text #1 +1 lines]", "a\tb\nccccc é", true},
+		{"[Pasted text #3 +2 lines]", "a\tb\nccccc é", false},
+		{"[Pasted text #1 +1 lines] x", "a\tb\nccccc é", false},
 	}
 	for _, tt := range tests {
 		if got := DraftShows(tt.draft, tt.payload); got != tt.want {
