@@ -360,3 +360,28 @@ func TestPromptsAfter(t *testing.T) {
 		t.Fatalf("%v, %v; want [p1 p2]", ids, err)
 	}
 }
+
+func TestScanAcceptancePaste(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, recorded string
+		want           bool
+	}{
+		{"paste", "\n\n<pasted_content id=\"ab\">\nline 1\tx\nline 2\n</pasted_content id=\"ab\">\n", true},
+		{"paste with tabs already spaces", "<pasted_content id=\"c\">\nline 1    x\nline 2\n</pasted_content id=\"c\">", true},
+		{"unclosed tag", "\n\n<pasted_content id=\"ab\">\nline 1\tx\nline 2\n", false},
+		{"mismatched id", "<pasted_content id=\"ab\">\nline 1\tx\nline 2\n</pasted_content id=\"zz\">", false},
+		{"other text", "<pasted_content id=\"ab\">\nline 1\tx\nline 3\n</pasted_content id=\"ab\">", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, path := transcript(t, old)
+			appendTo(t, path, prompt("p1", "d0", tt.recorded))
+			got, err := claude.ScanAcceptance(a, "line 1\tx\nline 2")
+			if err != nil || got.Accepted != tt.want {
+				t.Fatalf("%+v, %v; want accepted=%v", got, err, tt.want)
+			}
+		})
+	}
+}
