@@ -201,7 +201,7 @@ func TestRecordRealTUI(t *testing.T) {
 	} else if ap, err := claude.PendingApproval(anchor, acc.TurnID); err != nil || ap == nil {
 		t.Fatalf("live pending approval = %+v, %v", ap, err)
 	}
-	if err := tui.Keys(ctx, "Enter"); err != nil {
+	if err := tui.Keys(ctx, claude.ApproveKey); err != nil {
 		t.Fatal(err)
 	}
 	done, err := tui.WaitStable(ctx, "the tool result reply", 300*time.Millisecond, func(s string) bool {
@@ -237,7 +237,7 @@ func TestRecordRealTUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	screen("streaming", streaming)
-	if err := tui.Keys(ctx, "Escape"); err != nil {
+	if err := tui.Keys(ctx, claude.InterruptKey); err != nil {
 		t.Fatal(err)
 	}
 	interrupted, err := tui.WaitStable(ctx, "the interrupted screen", 300*time.Millisecond, func(s string) bool {

@@ -167,7 +167,7 @@ func TestRecordRealTUI(t *testing.T) {
 	if _, err := g.CopyFile(turn.Pending, rollout()); err != nil {
 		t.Fatal(err)
 	}
-	if err := tui.Keys(ctx, "y"); err != nil {
+	if err := tui.Keys(ctx, codex.ApproveKey); err != nil {
 		t.Fatal(err)
 	}
 	done, err := tui.WaitStable(ctx, "the tool result reply", 300*time.Millisecond, func(s string) bool {
@@ -203,7 +203,7 @@ func TestRecordRealTUI(t *testing.T) {
 	}
 	streaming, _ := tui.Capture(ctx)
 	screen("streaming", streaming)
-	if err := tui.Keys(ctx, "Escape"); err != nil {
+	if err := tui.Keys(ctx, codex.InterruptKey); err != nil {
 		t.Fatal(err)
 	}
 	interrupted, err := tui.WaitStable(ctx, "the interrupted screen", 300*time.Millisecond, func(s string) bool {

@@ -278,3 +278,16 @@ func isDecoration(l string) bool {
 	}
 	return true
 }
+
+// Keys of the Codex 0.171 TUI, as tmux send-keys names.
+const (
+	// ApproveKey answers an approvable prompt with its option 1 ("Yes,
+	// proceed (y)"), once.
+	ApproveKey = "y"
+	// InterruptKey stops a running turn (the rollout gets a turn_aborted
+	// with reason "interrupted") and denies a shown approval prompt; on an
+	// idle composer it does nothing. Never use C-c: a single C-c on an idle
+	// composer exits Codex, so a C-c that arrives just after the turn ended
+	// kills the agent.
+	InterruptKey = "Escape"
+)
