@@ -35,6 +35,10 @@ func TestParseScript(t *testing.T) {
 		{"toolcall", "please TOOLCALL: echo hi there\nthanks", Script{
 			Text: "FAKE-REPLY: please TOOLCALL: echo hi there\nthanks", ToolCommand: "echo hi there"}},
 		{"toolcall without command", "TOOLCALL:", Script{Text: "FAKE-REPLY: TOOLCALL:"}},
+		{"escalated toolcall", "TOOLCALL: ESCALATE touch x", Script{
+			Text: "FAKE-REPLY: TOOLCALL: ESCALATE touch x", ToolCommand: "touch x", Escalate: true}},
+		{"escalate without command is a command", "TOOLCALL: ESCALATE", Script{
+			Text: "FAKE-REPLY: TOOLCALL: ESCALATE", ToolCommand: "ESCALATE"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +107,17 @@ func TestExtractPrompt(t *testing.T) {
 				}},
 			}},
 			want: Extracted{Prompt: "hi claude"},
+		},
+		{
+			name: "claude code large paste",
+			api:  APIMessages,
+			body: map[string]any{"messages": []any{
+				map[string]any{"role": "user", "content": []any{
+					map[string]any{"type": "text", "text": "<system-reminder>ctx</system-reminder>"},
+					map[string]any{"type": "text", "text": "\n\n<pasted_content id=\"ab\">\nline 1\nECHO=ok\n</pasted_content id=\"ab\">\n"},
+				}},
+			}},
+			want: Extracted{Prompt: "<pasted_content id=\"ab\">\nline 1\nECHO=ok\n</pasted_content id=\"ab\">"},
 		},
 		{
 			name: "claude code tool result",
