@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,8 +96,8 @@ func (f *fakeAgent) sentKeys() []string {
 
 // fakeTerminals serves a set of fake agents.
 type fakeTerminals struct {
-	mu     sync.Mutex
-	agents []*fakeAgent
+	mu           sync.Mutex
+	agents       []*fakeAgent
 	failDiscover error
 }
 
@@ -278,14 +277,12 @@ func (r fakeReader) Keys() ([]string, []string) { return []string{"y"}, []string
 
 // rig is a Service + Host over a real SQLite store and fake panes.
 type rig struct {
-	t     *testing.T
-	st    store.TerminalStore
-	ft    *fakeTerminals
-	svc   *Service
-	host  *Host
-	stop  context.CancelFunc
-	done  chan struct{}
-	owner string
+	t    *testing.T
+	st   store.TerminalStore
+	ft   *fakeTerminals
+	svc  *Service
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 func newRig(t *testing.T, agents ...*fakeAgent) *rig {
@@ -371,5 +368,3 @@ func (r *rig) until(what string, cond func() bool) {
 		}
 	}
 }
-
-func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }

@@ -248,7 +248,9 @@ func TestApprovalApproveDone(t *testing.T) {
 	}
 	// The prompt changes under the shown one: approving what was shown is
 	// refused (whether or not the monitor has seen the new prompt yet).
-	a.set(func(f *fakeAgent) { f.approval = &ScreenApproval{Fingerprint: "fp-2", Kind: "run_command", Approvable: true} })
+	a.set(func(f *fakeAgent) {
+		f.approval = &ScreenApproval{Fingerprint: "fp-2", Kind: "run_command", Approvable: true}
+	})
 	if _, err := r.svc.Approve(ctx, res.TurnID, "fp-1"); !errors.Is(err, ErrRefused) {
 		t.Fatalf("approve a changed prompt: %v", err)
 	}
