@@ -13,6 +13,9 @@ import (
 const (
 	// DefaultPrefix starts the reply to a prompt without ECHO/LONG/EMPTY.
 	DefaultPrefix = "FAKE-REPLY: "
+	// EscalateJustification is the reason an escalated tool call gives
+	// (Codex shows it in its approval prompt).
+	EscalateJustification = "Fake model wants to run this unsandboxed"
 	// ToolResultPrefix starts the reply to a request whose newest input is a
 	// tool result; the tool's output follows.
 	ToolResultPrefix = "FAKE-TOOL-RESULT: "
@@ -48,6 +51,10 @@ type Script struct {
 	Hang bool
 	// ToolCommand, when non-empty, asks the client to run this shell command.
 	ToolCommand string
+	// Escalate asks for the tool call to run outside the client's sandbox
+	// (TOOLCALL: ESCALATE <cmd>), which makes Codex show its approval
+	// prompt under its default on-request policy.
+	Escalate bool
 }
 
 // LongText returns the deterministic reply of LONG=<lines>: numbered lines,
@@ -69,6 +76,9 @@ func ParseScript(prompt string) Script {
 	s := Script{Text: DefaultPrefix + prompt}
 	if m := toolcallRe.FindStringSubmatch(prompt); m != nil && strings.TrimSpace(m[1]) != "" {
 		s.ToolCommand = strings.TrimSpace(m[1])
+		if cmd, ok := strings.CutPrefix(s.ToolCommand, "ESCALATE "); ok && strings.TrimSpace(cmd) != "" {
+			s.ToolCommand, s.Escalate = strings.TrimSpace(cmd), true
+		}
 	}
 	echoed := false
 	for _, w := range strings.Fields(prompt) {

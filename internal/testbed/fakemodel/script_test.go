@@ -35,6 +35,10 @@ func TestParseScript(t *testing.T) {
 		{"toolcall", "please TOOLCALL: echo hi there\nthanks", Script{
 			Text: "FAKE-REPLY: please TOOLCALL: echo hi there\nthanks", ToolCommand: "echo hi there"}},
 		{"toolcall without command", "TOOLCALL:", Script{Text: "FAKE-REPLY: TOOLCALL:"}},
+		{"escalated toolcall", "TOOLCALL: ESCALATE touch x", Script{
+			Text: "FAKE-REPLY: TOOLCALL: ESCALATE touch x", ToolCommand: "touch x", Escalate: true}},
+		{"escalate without command is a command", "TOOLCALL: ESCALATE", Script{
+			Text: "FAKE-REPLY: TOOLCALL: ESCALATE", ToolCommand: "ESCALATE"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -443,7 +443,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *Request
 	}
 	var tool toolChoice
 	if sc.ToolCommand != "" && sc.Fail == 0 {
-		tool = pickTool(api, req.Tools, sc.ToolCommand)
+		tool = pickTool(api, req.Tools, sc.ToolCommand, sc.Escalate)
 	}
 	s.annotate(rec, func(rec *Request) {
 		rec.Model, rec.Stream, rec.Prompt, rec.Script = req.Model, req.Stream, ex.Prompt, sc

@@ -253,25 +253,38 @@ func TestNonStreaming(t *testing.T) {
 func TestToolCall(t *testing.T) {
 	s := New(t, Options{})
 	tests := []struct {
-		api   API
-		tools any
-		want  streamed
+		api    API
+		tools  any
+		prompt string // default "TOOLCALL: echo hi"
+		want   streamed
 	}{
 		{APIChatCompletions, []any{map[string]any{"type": "function", "function": map[string]any{
-			"name": "exec", "parameters": map[string]any{"properties": map[string]any{"command": map[string]any{}}}}}},
+			"name": "exec", "parameters": map[string]any{"properties": map[string]any{"command": map[string]any{}}}}}}, "",
 			streamed{ToolName: "exec", ToolArgs: `{"command":"echo hi"}`, Stop: "tool_calls"}},
 		{APIResponses, []any{map[string]any{"type": "function", "name": "exec_command",
-			"parameters": map[string]any{"properties": map[string]any{"cmd": map[string]any{}}}}},
+			"parameters": map[string]any{"properties": map[string]any{"cmd": map[string]any{}}}}}, "",
 			streamed{ToolName: "exec_command", ToolArgs: `{"cmd":"echo hi"}`, Stop: "completed"}},
 		{APIMessages, []any{map[string]any{"name": "Bash", "input_schema": map[string]any{
-			"properties": map[string]any{"command": map[string]any{}, "description": map[string]any{}}}}},
+			"properties": map[string]any{"command": map[string]any{}, "description": map[string]any{}}}}}, "",
 			streamed{Text: toolPreamble, ToolName: "Bash", ToolArgs: `{"command":"echo hi","description":"fake scripted command"}`, Stop: "tool_use"}},
-		{APIMessages, nil, // no tools declared: the Claude Code default
+		{APIMessages, nil, "", // no tools declared: the Claude Code default
 			streamed{Text: toolPreamble, ToolName: "Bash", ToolArgs: `{"command":"echo hi","description":"fake scripted command"}`, Stop: "tool_use"}},
+		{APIResponses, []any{map[string]any{"type": "function", "name": "exec_command",
+			"parameters": map[string]any{"properties": map[string]any{"cmd": map[string]any{}, "sandbox_permissions": map[string]any{}}}}},
+			"TOOLCALL: ESCALATE touch x",
+			streamed{ToolName: "exec_command", ToolArgs: `{"cmd":"touch x","justification":"` + EscalateJustification + `","sandbox_permissions":"require_escalated"}`, Stop: "completed"}},
+		{APIMessages, []any{map[string]any{"name": "Bash", "input_schema": map[string]any{
+			"properties": map[string]any{"command": map[string]any{}, "dangerouslyDisableSandbox": map[string]any{}}}}},
+			"TOOLCALL: ESCALATE touch x",
+			streamed{Text: toolPreamble, ToolName: "Bash", ToolArgs: `{"command":"touch x","dangerouslyDisableSandbox":true}`, Stop: "tool_use"}},
 	}
 	for _, tt := range tests {
-		t.Run(string(tt.api), func(t *testing.T) {
-			path, body := requestBody(tt.api, "TOOLCALL: echo hi", true)
+		t.Run(string(tt.api)+" "+tt.prompt, func(t *testing.T) {
+			prompt := tt.prompt
+			if prompt == "" {
+				prompt = "TOOLCALL: echo hi"
+			}
+			path, body := requestBody(tt.api, prompt, true)
 			body["tools"] = tt.tools
 			resp := post(t, t.Context(), s.URL()+path, body)
 			got := reassemble(t, tt.api, readSSE(t, resp.Body))

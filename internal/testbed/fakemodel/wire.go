@@ -75,8 +75,11 @@ type toolChoice struct {
 }
 
 // pickTool chooses the client's shell tool from the request's tool list and
-// builds its arguments for command.
-func pickTool(api API, rawTools json.RawMessage, command string) toolChoice {
+// builds its arguments for command. With escalate, the arguments ask to run
+// outside the sandbox as far as the tool declares it: Codex's
+// exec_command gets sandbox_permissions "require_escalated" and a
+// justification, Claude Code's Bash dangerouslyDisableSandbox.
+func pickTool(api API, rawTools json.RawMessage, command string, escalate bool) toolChoice {
 	type schema struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
@@ -125,11 +128,20 @@ func pickTool(api API, rawTools json.RawMessage, command string) toolChoice {
 			argName = "cmd"
 		}
 	}
-	args := map[string]string{argName: command}
+	args := map[string]any{argName: command}
 	if _, ok := props["description"]; ok || (props == nil && name == "Bash") {
 		args["description"] = "fake scripted command"
 	}
-	b, _ := json.Marshal(args) // a map of strings always marshals
+	if escalate {
+		if _, ok := props["sandbox_permissions"]; ok || (props == nil && name == "exec_command") {
+			args["sandbox_permissions"] = "require_escalated"
+			args["justification"] = EscalateJustification
+		}
+		if _, ok := props["dangerouslyDisableSandbox"]; ok {
+			args["dangerouslyDisableSandbox"] = true
+		}
+	}
+	b, _ := json.Marshal(args) // strings and bools always marshal
 	return toolChoice{name: name, args: string(b)}
 }
 

@@ -1,0 +1,193 @@
+package claude
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/native"
+)
+
+// MaxScan is the most bytes a transcript scan reads after its anchor.
+const MaxScan = 64 << 20
+
+// ErrNotIdle is returned by CaptureAnchor when the live session is not
+// idle: a request sent now would queue behind the running turn.
+var ErrNotIdle = errors.New("claude code session is not idle")
+
+// Anchor marks where in a session's transcript a request's evidence may
+// start. It is a plain value meant to be persisted with the Turn (JSON).
+type Anchor struct {
+	// SessionID and Cwd are the live session's; records after the anchor
+	// must carry them.
+	SessionID string `json:"session_id"`
+	Cwd       string `json:"cwd"`
+	// PID and StartedAtMs fence the process incarnation.
+	PID         int   `json:"pid"`
+	StartedAtMs int64 `json:"agent_started_at_ms"`
+	// Path is the transcript's path.
+	Path string `json:"path"`
+	// FileExisted reports that the transcript existed at capture; when
+	// false, Offset is 0 and Dev/Ino are zero until Materialize.
+	FileExisted bool `json:"file_existed"`
+	// Dev and Ino identify the transcript once it exists.
+	Dev uint64 `json:"device,omitempty"`
+	Ino uint64 `json:"inode,omitempty"`
+	// Offset is the byte offset scans start at, just after a '\n' (or 0).
+	Offset int64 `json:"offset_bytes"`
+	// CapturedAt is when the anchor was taken.
+	CapturedAt time.Time `json:"captured_at"`
+}
+
+// Fingerprint is the lowercase hex SHA-256 of the anchor's JSON.
+func (a Anchor) Fingerprint() string {
+	data, _ := json.Marshal(a) // plain fields always marshal
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// pinned reports whether the anchor names the transcript's identity.
+func (a Anchor) pinned() bool { return a.Dev != 0 || a.Ino != 0 }
+
+// CaptureAnchor anchors at the current end of s's transcript under
+// configDir. The session must be idle (ErrNotIdle otherwise; a registry
+// without a status counts as idle). A transcript that does not exist yet
+// (a session before its first prompt) gives an anchor at offset 0 that
+// Materialize pins once it appears. The transcript must be a regular file,
+// not a symbolic link, owned by this user and readable by it alone, ending
+// with '\n'.
+func CaptureAnchor(configDir string, s LiveSession, now time.Time) (Anchor, error) {
+	if s.Status != "" && s.Status != StatusIdle {
+		return Anchor{}, fmt.Errorf("capture claude anchor: %w (status %q)", ErrNotIdle, s.Status)
+	}
+	a := Anchor{SessionID: s.SessionID, Cwd: s.Cwd, PID: s.PID, StartedAtMs: s.StartedAtMs,
+		Path: TranscriptPath(configDir, s.Cwd, s.SessionID), CapturedAt: now.UTC()}
+	f, err := openTranscript(a.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return a, nil
+	}
+	if err != nil {
+		return Anchor{}, fmt.Errorf("capture claude anchor: %s: %w", a.Path, err)
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return Anchor{}, fmt.Errorf("capture claude anchor: %w", err)
+	}
+	if st.Size > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size-1); err != nil {
+			return Anchor{}, fmt.Errorf("capture claude anchor: %w", err)
+		}
+		if last[0] != '\n' {
+			return Anchor{}, fmt.Errorf("capture claude anchor: %s ends in a partial line (Claude Code is writing); retry", a.Path)
+		}
+	}
+	a.FileExisted, a.Dev, a.Ino, a.Offset = true, uint64(st.Dev), st.Ino, st.Size
+	return a, nil
+}
+
+// Materialize pins an anchor taken before the transcript existed to the
+// file now at its path (scans start at 0). It returns the anchor unchanged
+// when it is already pinned, and an error wrapping fs.ErrNotExist when the
+// transcript still does not exist.
+func (a Anchor) Materialize() (Anchor, error) {
+	if a.pinned() {
+		return a, nil
+	}
+	f, err := openTranscript(a.Path)
+	if err != nil {
+		return Anchor{}, fmt.Errorf("materialize claude anchor: %w", err)
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return Anchor{}, fmt.Errorf("materialize claude anchor: %w", err)
+	}
+	a.Dev, a.Ino, a.Offset = uint64(st.Dev), st.Ino, 0
+	return a, nil
+}
+
+// openTranscript opens path read-only, refusing a symbolic link, a
+// non-regular file, another owner, and any group or other permission bit.
+func openTranscript(path string) (*os.File, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, err
+	}
+	switch {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	case int(st.Uid) != os.Geteuid():
+		f.Close()
+		return nil, fmt.Errorf("%s is owned by uid %d, not this user (%d)", path, st.Uid, os.Geteuid())
+	case st.Mode&0o077 != 0:
+		f.Close()
+		return nil, fmt.Errorf("%s is open to group or others (mode %o); a transcript must be owner-only", path, st.Mode&0o777)
+	}
+	return f, nil
+}
+
+// window is the complete lines of a transcript after an anchor.
+type window struct {
+	data    []byte
+	partial bool
+	end     int64
+}
+
+// readWindow reads [a.Offset, size) of the anchored transcript. An anchor
+// taken before the file existed reads whatever file is at the path from 0
+// (pending CodeNotMaterialized while there is none).
+func readWindow(a Anchor) (window, bool, error) {
+	if a.Path == "" || a.Offset < 0 || a.SessionID == "" {
+		return window{}, false, native.Failf(native.CodeInvalidAnchor, a.Path, "anchor session %q path %q offset %d is malformed", a.SessionID, a.Path, a.Offset)
+	}
+	f, err := openTranscript(a.Path)
+	if errors.Is(err, fs.ErrNotExist) && !a.pinned() {
+		return window{}, false, nil
+	}
+	if err != nil {
+		return window{}, false, native.Failf(native.CodeUnreadable, a.Path, "%v", err)
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return window{}, false, native.Failf(native.CodeUnreadable, a.Path, "%v", err)
+	}
+	if a.pinned() && (uint64(st.Dev) != a.Dev || st.Ino != a.Ino) {
+		return window{}, false, native.Failf(native.CodeIdentityMismatch, a.Path, "the file at the path is device/inode %d/%d, the anchor's is %d/%d (replaced)", st.Dev, st.Ino, a.Dev, a.Ino)
+	}
+	if st.Size < a.Offset {
+		return window{}, false, native.Failf(native.CodeTruncated, a.Path, "the file is %d bytes, shorter than the anchor offset %d", st.Size, a.Offset)
+	}
+	n := st.Size - a.Offset
+	if n > MaxScan {
+		return window{}, false, native.Failf(native.CodeScanLimit, a.Path, "%d bytes after the anchor, more than the %d a scan reads", n, MaxScan)
+	}
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, a.Offset); err != nil && err != io.EOF {
+		return window{}, false, native.Failf(native.CodeUnreadable, a.Path, "%v", err)
+	}
+	cut := 0
+	for i := len(buf) - 1; i >= 0; i-- {
+		if buf[i] == '\n' {
+			cut = i + 1
+			break
+		}
+	}
+	return window{data: buf[:cut], partial: cut < len(buf), end: a.Offset + int64(cut)}, true, nil
+}

@@ -1,0 +1,183 @@
+package claude
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/screen"
+)
+
+// ApprovalProfile names the Claude Code Bash permission dialog grammar.
+const ApprovalProfile = "claude-bash-permission-prompt-v1"
+
+var (
+	idleLineRE  = regexp.MustCompile(`^\s*❯[\s\x{00a0}]*$`)
+	draftLineRE = regexp.MustCompile(`^\s*❯[\s\x{00a0}]+(\S.*)$`)
+	spinnerRE   = regexp.MustCompile(`^\s*[✻✽✢✣✤✥✦✧✶✳·*]\s*\S.*(?:…|\.\.\.|\((?:[^)]*(?:tokens|\d+s|esc to interrupt)[^)]*)\))\s*$`)
+	optionRE    = regexp.MustCompile(`^\s*(❯\s*)?(\d+)\.\s+(.+?)\s*$`)
+	footerRE    = regexp.MustCompile(`^\s*Esc to cancel(?: · Tab to amend(?: · ctrl\+e to explain)?)?\s*$`)
+	ruleRE      = regexp.MustCompile(`^\s*[─━]{3,}\s*$`)
+)
+
+// ParseScreen reads a capture of a Claude Code pane (ANSI escapes allowed),
+// looking at its last 48 lines:
+//   - a "Do you want to proceed?" line makes it AwaitingApproval; the dialog
+//     is approvable only as the exact Bash permission grammar: one "Bash
+//     command" header within 16 lines above with detail lines, the marker
+//     in the last 12 lines, options "1. Yes", "2. …", …, "N. No…" with
+//     only blank lines between them, option 1 highlighted, the "Esc to
+//     cancel" footer and nothing but decoration after it. The approval
+//     carries a fingerprint of the dialog region and its kind, never the
+//     command;
+//   - a spinner line ("✶ Simmering… (2s · ↓ 4 tokens)") after the last
+//     prompt line makes it Working;
+//   - an empty "❯" prompt line after the last spinner and in the last 10
+//     lines makes it Idle; "❯ text" there is the Draft;
+//   - anything else is Unknown.
+func ParseScreen(text string) screen.Screen {
+	lines := screen.Lines(text)
+	if len(lines) > 48 {
+		lines = lines[len(lines)-48:]
+	}
+	if ap := parseApproval(lines); ap != nil {
+		return screen.Screen{Activity: screen.AwaitingApproval, Approval: ap}
+	}
+	lastWork, lastPrompt := -1, -1
+	draft := ""
+	for i, l := range lines {
+		switch {
+		case spinnerRE.MatchString(l):
+			lastWork = i
+		case idleLineRE.MatchString(l):
+			lastPrompt, draft = i, ""
+		default:
+			if m := draftLineRE.FindStringSubmatch(l); m != nil && !optionRE.MatchString(l) {
+				lastPrompt, draft = i, strings.TrimSpace(m[1])
+			}
+		}
+	}
+	switch {
+	case lastPrompt >= 0 && lastPrompt > lastWork && lastPrompt >= len(lines)-10:
+		return screen.Screen{Activity: screen.Idle, Draft: draft}
+	case lastWork >= 0:
+		return screen.Screen{Activity: screen.Working}
+	}
+	return screen.Screen{Activity: screen.Unknown}
+}
+
+// parseApproval finds the permission dialog; nil when none is visible.
+func parseApproval(lines []string) *screen.Approval {
+	var markers []int
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "Do you want to proceed?" {
+			markers = append(markers, i)
+		}
+	}
+	if len(markers) == 0 {
+		return nil
+	}
+	ap := &screen.Approval{Kind: screen.OtherApproval, Profile: ApprovalProfile}
+	m := markers[len(markers)-1]
+	if len(markers) > 1 {
+		setReason(ap, "more than one \"Do you want to proceed?\" is visible")
+	}
+	if m < len(lines)-12 {
+		setReason(ap, "the dialog is not at the bottom of the screen")
+	}
+	header := -1
+	for i := m - 1; i >= max(0, m-16); i-- {
+		if strings.TrimSpace(lines[i]) == "Bash command" {
+			if header >= 0 {
+				setReason(ap, "more than one \"Bash command\" header")
+			}
+			header = i
+		}
+	}
+	start := m
+	if header < 0 {
+		setReason(ap, "no \"Bash command\" header above the question")
+	} else {
+		start = header
+		ap.Kind = screen.RunCommand
+		detail := false
+		for _, l := range lines[header+1 : m] {
+			if strings.TrimSpace(l) != "" {
+				detail = true
+			}
+		}
+		if !detail {
+			setReason(ap, "the Bash command header has no detail lines")
+		}
+	}
+	// Rounded/ruled box top above the header belongs to the region.
+	if start > 0 && ruleRE.MatchString(lines[start-1]) {
+		start--
+	}
+	n, highlighted, end := 0, 0, len(lines)
+	lastLabel := ""
+	footer := -1
+	for i := m + 1; i < len(lines); i++ {
+		l := lines[i]
+		if footerRE.MatchString(l) {
+			footer = i
+			break
+		}
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		o := optionRE.FindStringSubmatch(l)
+		if o == nil || o[2] != itoa(n+1) {
+			setReason(ap, "the options are not 1., 2., … with blank lines only between them")
+			end = i
+			break
+		}
+		n++
+		lastLabel = o[3]
+		if o[1] != "" {
+			highlighted++
+			if n != 1 {
+				setReason(ap, "an option other than 1. Yes is highlighted")
+			}
+		}
+		if n == 1 && o[3] != "Yes" {
+			setReason(ap, "option 1 is not \"Yes\"")
+		}
+	}
+	switch {
+	case n < 3:
+		setReason(ap, "fewer than three options")
+	case !strings.HasPrefix(lastLabel, "No"):
+		setReason(ap, "the last option is not \"No\"")
+	}
+	if highlighted != 1 {
+		setReason(ap, "not exactly one option is highlighted")
+	}
+	if footer < 0 {
+		setReason(ap, "no \"Esc to cancel\" footer")
+	} else {
+		end = footer + 1
+		for _, l := range lines[end:] {
+			if t := strings.TrimSpace(l); t != "" && !ruleRE.MatchString(l) {
+				setReason(ap, "text follows the dialog's footer")
+				break
+			}
+		}
+	}
+	ap.Fingerprint = screen.Fingerprint(lines[start:end])
+	ap.Approvable = ap.Reason == ""
+	return ap
+}
+
+func setReason(ap *screen.Approval, reason string) {
+	if ap.Reason == "" {
+		ap.Reason = reason
+	}
+}
+
+func itoa(n int) string {
+	const digits = "0123456789"
+	if n < 10 {
+		return digits[n : n+1]
+	}
+	return itoa(n/10) + digits[n%10:n%10+1]
+}

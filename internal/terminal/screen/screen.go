@@ -1,0 +1,100 @@
+// Package screen is the vocabulary of a parsed terminal-agent pane: what the
+// agent is doing (activity), the approval prompt it shows, and the draft in
+// its composer. The per-agent parsers (packages codex and claude) produce a
+// Screen from the text of `tmux capture-pane`; this package also holds the
+// text clean-up they share.
+package screen
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strings"
+)
+
+// Activity is what a pane's agent is doing, as its screen shows it.
+type Activity string
+
+// The activities (the terminal row's activity_state).
+const (
+	// Idle: the composer is shown, nothing runs, no dialog.
+	Idle Activity = "idle"
+	// Working: a turn runs (spinner, "esc to interrupt").
+	Working Activity = "working"
+	// AwaitingApproval: an approval prompt blocks the turn.
+	AwaitingApproval Activity = "awaiting_approval"
+	// Unknown: none of the above could be recognised for sure.
+	Unknown Activity = "unknown"
+)
+
+// ApprovalKind says what an approval prompt asks for.
+type ApprovalKind string
+
+// The approval kinds.
+const (
+	RunCommand       ApprovalKind = "run_command"
+	FileEdit         ApprovalKind = "file_edit"
+	GrantPermissions ApprovalKind = "grant_permissions"
+	OtherApproval    ApprovalKind = "other"
+)
+
+// Approval is an approval prompt seen on the screen.
+type Approval struct {
+	// Kind says what is asked.
+	Kind ApprovalKind `json:"kind"`
+	// Profile names the prompt grammar that matched
+	// ("codex-approval-prompt-v1", "claude-bash-permission-prompt-v1").
+	Profile string `json:"profile"`
+	// Fingerprint is the lowercase hex SHA-256 of the prompt region (ANSI
+	// stripped, CRLF as LF, trailing spaces trimmed): approve only when the
+	// prompt shown still has this fingerprint.
+	Fingerprint string `json:"fingerprint"`
+	// Command is the command to run, redacted; Codex only (Claude approval
+	// details never carry the raw command).
+	Command string `json:"command,omitempty"`
+	// Approvable reports that the prompt matched its grammar exactly, so
+	// the one-time "yes" key may be sent; when false the prompt blocks the
+	// turn but ClawConnect must not answer it.
+	Approvable bool `json:"approvable"`
+	// Reason says why an approval is not approvable ("" when it is).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Screen is one parsed capture of a pane.
+type Screen struct {
+	// Activity is what the agent is doing.
+	Activity Activity `json:"activity_state"`
+	// Approval is set when Activity is AwaitingApproval.
+	Approval *Approval `json:"approval,omitempty"`
+	// Draft is the text in the composer when the composer is shown and
+	// holds typed text (not the placeholder); "" otherwise. Lines of a
+	// multi-line draft are joined with "\n", trailing spaces trimmed.
+	Draft string `json:"draft,omitempty"`
+}
+
+var ansiRE = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+
+// Lines cleans captured pane text for parsing: ANSI escapes stripped, CRLF
+// and CR as LF, trailing spaces of every line trimmed, trailing empty lines
+// dropped.
+func Lines(text string) []string {
+	if strings.IndexByte(text, 0x1b) >= 0 {
+		text = ansiRE.ReplaceAllString(text, "")
+	}
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	text = strings.ReplaceAll(text, "\r", "\n")
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t\u00a0")
+	}
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// Fingerprint is the lowercase hex SHA-256 of lines joined with "\n".
+func Fingerprint(lines []string) string {
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:])
+}
