@@ -233,6 +233,9 @@ type Submission struct {
 	MessageID   string `json:"message_id"`
 	MessageType string `json:"message_type"`
 	RequestHash string `json:"request_hash"`
+	// Text is the answer text of a respond (a task's text is the Turn's
+	// request text).
+	Text string `json:"text,omitempty"`
 	// Status is the dispatch status (prepared … agent_accepted).
 	Status string `json:"status"`
 	// Outcome is the submission outcome reported to the sender.

@@ -128,11 +128,13 @@ type Agent interface {
 	// Anchor records where the request's evidence must appear (the end of
 	// the session file, or the set of candidate files).
 	Anchor(ctx context.Context, p Pane, id Identity) (json.RawMessage, error)
-	// Accepted looks for the request (by sha256 hex of its exact text) after
-	// the anchor; nil without error means not yet.
-	Accepted(ctx context.Context, p Pane, anchor json.RawMessage, requestHash string) (*Acceptance, error)
+	// Accepted looks for the exact request text after the anchor; nil
+	// without error means not yet.
+	Accepted(ctx context.Context, p Pane, anchor json.RawMessage, request string) (*Acceptance, error)
 	// Completion looks for the end of the accepted turn; nil without error
 	// means still running. An error is a malformed or inconsistent record.
+	// acc.Evidence is what Accepted returned (it may carry a refined
+	// anchor, e.g. a virgin Codex anchor bound to its new rollout).
 	Completion(ctx context.Context, p Pane, anchor json.RawMessage, acc Acceptance) (*Completion, error)
 	// UserInputSince reports a user prompt after the checkpoint anchor (a
 	// human typed in the pane).

@@ -202,7 +202,9 @@ func (r fakeReader) Anchor(_ context.Context, p Pane, id Identity) (json.RawMess
 	return json.Marshal(fakeAnchor{Offset: len(a.records), Thread: id.ThreadID})
 }
 
-func (r fakeReader) Accepted(_ context.Context, p Pane, anchor json.RawMessage, hash string) (*Acceptance, error) {
+func (r fakeReader) Accepted(_ context.Context, p Pane, anchor json.RawMessage, text string) (*Acceptance, error) {
+	sum := sha256.Sum256([]byte(text))
+	hash := hex.EncodeToString(sum[:])
 	var an fakeAnchor
 	if err := json.Unmarshal(anchor, &an); err != nil {
 		return nil, err

@@ -213,7 +213,11 @@ func (m *monitor) run(ctx context.Context) error {
 	m.activityAt = time.UnixMilli(t.Takeover.LastActivityAt)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	files, err := m.h.o.Watch(wctx, m.agent.WatchPaths(m.pane, t.Takeover.Submission.Anchor))
+	anchor := t.Takeover.Submission.Anchor
+	if ev := t.Takeover.Submission.AcceptanceEvidence; len(ev) > 0 {
+		anchor = ev
+	}
+	files, err := m.h.o.Watch(wctx, m.agent.WatchPaths(m.pane, anchor))
 	if err != nil {
 		m.s.log.Warn("watch session files; falling back to the re-check", "turn_id", m.turnID, "err", err)
 	}
@@ -311,7 +315,7 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 	dead := derr == nil && !alive
 	sub := t.Takeover.Submission
 	if sub.Status == store.DispatchEnterDispatched {
-		acc, err := m.agent.Accepted(ctx, m.pane, sub.Anchor, sub.RequestHash)
+		acc, err := m.agent.Accepted(ctx, m.pane, sub.Anchor, m.requestText(t))
 		if err != nil {
 			m.diagnose(ctx, t, "acceptance: "+err.Error())
 		} else if acc != nil {
@@ -416,6 +420,14 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 			event(now.UnixMilli(), "terminal_bridge_approval_resolved", map[string]any{"decision": "answered_in_terminal"})}})
 	}
 	return nil
+}
+
+// requestText is the text of the message in flight.
+func (m *monitor) requestText(t *store.Turn) string {
+	if t.Takeover.Submission.MessageType == MsgAnswer {
+		return t.Takeover.Submission.Text
+	}
+	return t.Takeover.RequestText
 }
 
 // diagnose records a detector error once (redacted); it never completes

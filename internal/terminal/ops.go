@@ -173,7 +173,7 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 		BindingID: t.TerminalBindingID, BindingGeneration: t.TerminalBindingGeneration, PreparedAt: now,
 	}
 	t.Approval = nil
-	t.Takeover.Submission = store.Submission{MessageID: msg.ID, MessageType: MsgAnswer, RequestHash: hash,
+	t.Takeover.Submission = store.Submission{MessageID: msg.ID, MessageType: MsgAnswer, RequestHash: hash, Text: payload,
 		Status: store.DispatchPrepared, Anchor: anchor, PreparedAt: now}
 	t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "respond"
 	t.UpdatedAt = now

@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/request"
 )
 
 // Defaults of Options.
@@ -120,27 +120,19 @@ func (s *Service) agent(kind string) (Agent, error) {
 	return a, nil
 }
 
-var slashCommand = regexp.MustCompile(`(?i)^/[a-z][a-z0-9_-]*(\s|$)`)
-
 // submissionPayload checks a request and returns the exact text sent and
 // its sha256 hex.
-func submissionPayload(request string) (string, string, error) {
-	payload := strings.TrimRight(request, " \t\r\n")
-	if strings.TrimSpace(payload) == "" {
+func submissionPayload(text string) (string, string, error) {
+	p, err := request.Prepare(text)
+	switch {
+	case errors.Is(err, request.ErrEmpty):
 		return "", "", fmt.Errorf("%w: the request is empty; say what the agent should do", ErrBadInput)
+	case errors.Is(err, request.ErrSlashCommand):
+		return "", "", fmt.Errorf("%w: the request starts with a slash command; terminal sends never run native commands — rephrase it as plain text", ErrBadInput)
+	case err != nil:
+		return "", "", fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
-	for line := range strings.SplitSeq(payload, "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		if slashCommand.MatchString(strings.TrimSpace(line)) {
-			return "", "", fmt.Errorf("%w: the request starts with a slash command (%s); terminal sends never run native commands — rephrase it as plain text",
-				ErrBadInput, strings.Fields(line)[0])
-		}
-		break
-	}
-	sum := sha256.Sum256([]byte(payload))
-	return payload, hex.EncodeToString(sum[:]), nil
+	return p.Text, p.Hash, nil
 }
 
 // freshness is the private token of a send target: the Session, its binding
@@ -593,7 +585,7 @@ func (s *Service) revalidate(ctx context.Context, turn *store.Turn, p Pane, a Ag
 func (s *Service) awaitAcceptance(ctx context.Context, turn *store.Turn, d *store.Dispatch, p Pane, a Agent, text string) (string, error) {
 	deadline := time.Now().Add(s.o.AcceptanceTimeout)
 	for {
-		acc, err := a.Accepted(ctx, p, turn.Takeover.Submission.Anchor, turn.Takeover.Submission.RequestHash)
+		acc, err := a.Accepted(ctx, p, turn.Takeover.Submission.Anchor, text)
 		if err != nil {
 			return s.failSubmission(ctx, turn, d, store.DispatchUncertain, OutcomeUncertain,
 				"the session file could not prove whether the agent took the request ("+Redact(err.Error())+")", err)
