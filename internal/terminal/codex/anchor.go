@@ -108,9 +108,9 @@ func VirginAnchor(now time.Time) Anchor {
 }
 
 // Bind attaches a virgin anchor to the rollout the process opened after
-// the request was sent: the rollout's session started no earlier than the
-// anchor (to the millisecond, the precision Codex records), and scans start
-// at its beginning. Binding an anchor that is already bound is an error.
+// the request was sent: the rollout's session_meta record was written no
+// earlier than the anchor was taken (to the millisecond, the precision Codex
+// records), and scans start at its beginning. Binding an anchor that is already bound is an error.
 func (a Anchor) Bind(r Rollout) (Anchor, error) {
 	if a.Mode != PreMaterialization || a.Bound() {
 		return Anchor{}, fmt.Errorf("bind codex anchor: only an unbound pre-materialization anchor can be bound")
@@ -118,8 +118,8 @@ func (a Anchor) Bind(r Rollout) (Anchor, error) {
 	if a.ThreadID != "" && a.ThreadID != r.ThreadID {
 		return Anchor{}, fmt.Errorf("bind codex anchor: rollout thread %s is not the anchored thread %s", r.ThreadID, a.ThreadID)
 	}
-	if r.Meta.Timestamp.IsZero() || r.Meta.Timestamp.Before(a.CapturedAt.Truncate(time.Millisecond)) {
-		return Anchor{}, fmt.Errorf("bind codex anchor: rollout %s started at %s, before the anchor (%s): it is not the new thread", r.Path, r.Meta.Timestamp.Format(time.RFC3339Nano), a.CapturedAt.Format(time.RFC3339Nano))
+	if r.Meta.RecordedAt.IsZero() || r.Meta.RecordedAt.Before(a.CapturedAt.Truncate(time.Millisecond)) {
+		return Anchor{}, fmt.Errorf("bind codex anchor: rollout %s was created at %s, before the anchor (%s): it is not the new thread", r.Path, r.Meta.RecordedAt.Format(time.RFC3339Nano), a.CapturedAt.Format(time.RFC3339Nano))
 	}
 	a.ThreadID, a.Path, a.Dev, a.Ino, a.Offset = r.ThreadID, r.Path, r.Dev, r.Ino, 0
 	return a, nil

@@ -37,8 +37,12 @@ const (
 type SessionMeta struct {
 	// ID is the thread id (a UUID; also the end of the file name).
 	ID string `json:"id"`
-	// Timestamp is when the session started.
+	// Timestamp is when the session started (payload.timestamp).
 	Timestamp time.Time `json:"timestamp"`
+	// RecordedAt is when the session_meta record was written (the
+	// record's own timestamp): no earlier than the first prompt's Enter,
+	// since Codex creates the rollout at the first prompt.
+	RecordedAt time.Time `json:"recorded_at"`
 	// Cwd is the workspace the thread runs in.
 	Cwd string `json:"cwd"`
 	// Originator is "codex-tui" for the TUI, "codex_exec" for exec.
@@ -55,8 +59,9 @@ type SessionMeta struct {
 
 // rawMeta mirrors the session_meta record for decoding.
 type rawMeta struct {
-	Type    string `json:"type"`
-	Payload struct {
+	Timestamp string `json:"timestamp"`
+	Type      string `json:"type"`
+	Payload   struct {
 		ID         string          `json:"id"`
 		Timestamp  string          `json:"timestamp"`
 		Cwd        string          `json:"cwd"`
@@ -86,6 +91,13 @@ func ParseSessionMeta(line []byte) (SessionMeta, error) {
 			return SessionMeta{}, fmt.Errorf("parse session_meta: payload.timestamp: %w", err)
 		}
 		m.Timestamp = t
+	}
+	if r.Timestamp != "" {
+		t, err := time.Parse(time.RFC3339Nano, r.Timestamp)
+		if err != nil {
+			return SessionMeta{}, fmt.Errorf("parse session_meta: timestamp: %w", err)
+		}
+		m.RecordedAt = t
 	}
 	if len(p.Source) > 0 {
 		var s string

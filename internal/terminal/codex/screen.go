@@ -23,75 +23,115 @@ var (
 	needsApproval = regexp.MustCompile(`^.+ needs your approval\.$`)
 	optionRE      = regexp.MustCompile(`^\s*(?:[›»]\s*)?(\d+)\.\s+(.+?)\s+\(([^()\r\n]+)\)\s*$`)
 	footerRE      = regexp.MustCompile(`^\s*Press enter to confirm or esc to cancel(?: or o to open thread)?\s*$`)
-	afterPromptRE = regexp.MustCompile(`^\s*(?:✔ You approved|• (?:Working|Ran|Explored|Edited|Running|Read|Searched|Updated|Added|Deleted)\b|─+ Worked for)`)
-	composerRE    = regexp.MustCompile(`^[›»](?:\s(.*))?$`)
-	footerLineRE  = regexp.MustCompile(`^\s*(?:gpt-[\w.-]+(?:\s|$)|[-\w.]+ default ·|[-\w.]+ (?:low|medium|high|xhigh|minimal) ·)`)
-	workingRE     = regexp.MustCompile(`^\s*[•◦·◦]\s+Working\b.*(?:esc to interrupt|$)`)
+	afterPromptRE = regexp.MustCompile(`^\s*(?:✔ You approved|✗ You (?:denied|canceled)|• (?:Working|Ran|Explored|Edited|Read|Searched|Updated|Added|Deleted)\b|─* ?Worked for)`)
+	workingRE     = regexp.MustCompile(`^\s*[•◦·]\s+Working\b`)
 	backgroundRE  = regexp.MustCompile(`^\s*(?:• Waiting for background terminal|\d+ background terminals? running)`)
+	turnEndRE     = regexp.MustCompile(`^\s*(?:─+\s*)?Worked for\b|^\s*■ `)
 )
 
-// Placeholders are the composer placeholders Codex shows when the composer
-// is empty; a composer line holding exactly one of them is no draft.
+// Placeholders are composer placeholders of Codex 0.171. They are told
+// from a typed draft by their dim rendering when the capture carries ANSI
+// attributes (capture-pane -e), and by this list when it does not.
 var Placeholders = []string{
-	"Ask Codex to do anything",
+	"Ask Codex to do anything", "Find and fix a bug in @filename", "Explain this codebase",
+	"Summarize recent commits", "Implement {feature}", "Write tests for @filename",
+	"Improve documentation in @filename", "Run /review on my current changes",
+	"Use /skills to list available skills",
 }
 
-// ParseScreen reads a capture of a Codex pane (ANSI escapes allowed):
+// ParseScreen reads a capture of a Codex pane (plain, or with ANSI
+// attributes from capture-pane -e, which tells the dim placeholder from a
+// draft for sure):
 //   - an approval prompt (one of the "Would you like to …?" markers or
 //     "… needs your approval.") makes it AwaitingApproval; the prompt is
 //     approvable only when it is the only one, is not followed by activity
-//     of an approved command, and its numbered options are exactly
-//     "1. Yes… (y)" … "N. No…/Cancel…" with consecutive numbers, optionally
-//     followed by the "Press enter to confirm or esc to cancel" footer and
-//     nothing but decoration; the fingerprint covers marker to footer;
-//   - "Working (… esc to interrupt)" or background-terminal lines in the
-//     last 30 lines make it Working;
-//   - a composer line ("› …") in the last 6 lines, followed only by footer
-//     lines, makes it Idle, and its text (unless a placeholder) is the
-//     Draft;
-//   - anything else is Unknown.
+//     of an answered prompt, and its numbered options are exactly
+//     "1. Yes… (y)" … "N. No…/Cancel…" with consecutive numbers, followed by
+//     the "Press enter to confirm or esc to cancel" footer and nothing but
+//     decoration; the fingerprint covers marker to footer; the command
+//     after "$ " is redacted;
+//   - otherwise the composer ("› …" near the bottom, followed only by
+//     indented footer lines) must be visible, or the screen is Unknown;
+//   - it is Working when a "• Working (… esc to interrupt)" or background
+//     terminal line shows, or when the last prompt in the history above
+//     the composer has no "Worked for" / "■ …" line after it (Codex 0.171
+//     shows no working line while a reply streams);
+//   - else Idle. The composer's text, unless it is the placeholder, is the
+//     Draft in both cases.
 func ParseScreen(text string) screen.Screen {
 	lines := screen.Lines(text)
 	if ap := parseApproval(lines); ap != nil {
 		return screen.Screen{Activity: screen.AwaitingApproval, Approval: ap}
 	}
-	for i := max(0, len(lines)-30); i < len(lines); i++ {
-		if workingRE.MatchString(lines[i]) || backgroundRE.MatchString(lines[i]) {
-			s := screen.Screen{Activity: screen.Working}
-			s.Draft, _ = composer(lines)
-			return s
+	at, draft := composer(lines, rawLines(text))
+	if at < 0 {
+		return screen.Screen{Activity: screen.Unknown}
+	}
+	s := screen.Screen{Activity: screen.Idle, Draft: draft}
+	lastPrompt, lastEnd := -1, -1
+	for i, l := range lines[:at] {
+		switch {
+		case workingRE.MatchString(l) || backgroundRE.MatchString(l):
+			if i >= at-30 {
+				s.Activity = screen.Working
+			}
+		case turnEndRE.MatchString(l):
+			lastEnd = i
+		case strings.HasPrefix(l, "› ") || strings.HasPrefix(l, "» "):
+			lastPrompt = i
 		}
 	}
-	if draft, ok := composer(lines); ok {
-		return screen.Screen{Activity: screen.Idle, Draft: draft}
+	if lastPrompt > lastEnd {
+		s.Activity = screen.Working
 	}
-	return screen.Screen{Activity: screen.Unknown}
+	return s
 }
 
-// composer finds the composer in the last lines: a "›" line followed only
-// by footer or blank lines. Its text, and any continuation lines of a
-// multi-line draft, is the draft.
-func composer(lines []string) (string, bool) {
-	start := max(0, len(lines)-6)
-	for i := len(lines) - 1; i >= start; i-- {
-		m := composerRE.FindStringSubmatch(lines[i])
-		if m == nil {
+// rawLines splits text into lines without cleaning, when it carries ANSI
+// escapes; nil otherwise.
+func rawLines(text string) []string {
+	if !strings.Contains(text, "\x1b[") {
+		return nil
+	}
+	return strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+}
+
+// composer finds the composer: the last "›" line among the last lines,
+// followed by at most four non-blank lines, all indented (the footer). It
+// returns the line's index (-1 when there is none) and the draft.
+func composer(lines, raw []string) (int, string) {
+	for i := len(lines) - 1; i >= max(0, len(lines)-8); i-- {
+		l := lines[i]
+		if !strings.HasPrefix(l, "›") && !strings.HasPrefix(l, "»") {
+			if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, " ") {
+				return -1, ""
+			}
 			continue
 		}
-		for _, l := range lines[i+1:] {
-			if strings.TrimSpace(l) != "" && !footerLineRE.MatchString(l) {
-				return "", false
+		footer := 0
+		for _, f := range lines[i+1:] {
+			if strings.TrimSpace(f) != "" {
+				footer++
 			}
 		}
-		draft := strings.TrimSpace(m[1])
+		if footer > 4 {
+			return -1, ""
+		}
+		draft := strings.TrimSpace(strings.TrimLeft(l, "›»"))
+		if raw != nil {
+			if i < len(raw) && strings.Contains(raw[i], "\x1b[2m") {
+				draft = "" // the placeholder is drawn dim
+			}
+			return i, draft
+		}
 		for _, p := range Placeholders {
 			if draft == p {
-				return "", true
+				return i, ""
 			}
 		}
-		return draft, true
+		return i, draft
 	}
-	return "", false
+	return -1, ""
 }
 
 // parseApproval finds an approval prompt; nil when none is visible.
@@ -217,7 +257,7 @@ func command(lines []string) string {
 // isDecoration reports a line of box drawing, blanks or a status footer.
 func isDecoration(l string) bool {
 	t := strings.TrimSpace(l)
-	if t == "" || footerLineRE.MatchString(l) {
+	if t == "" {
 		return true
 	}
 	for _, r := range t {
