@@ -102,7 +102,15 @@ func (CodexAgent) inventory(p Pane) (codex.Inventory, error) {
 		return codex.Inventory{}, fmt.Errorf("open files of codex pid %d: %w", p.PID, err)
 	}
 	in := codex.InventoryInput{CodexHome: home, Cwd: p.Cwd}
+	type key struct{ dev, ino uint64 }
+	seen := map[key]bool{}
 	for _, f := range files {
+		// Codex may hold one rollout open on two descriptors: one file.
+		if k := (key{f.Dev, f.Ino}); f.Regular && seen[k] {
+			continue
+		} else if f.Regular {
+			seen[k] = true
+		}
 		if f.Regular || f.Deleted {
 			path := f.Path
 			if f.Deleted {
@@ -216,8 +224,9 @@ func (CodexAgent) Completion(_ context.Context, _ Pane, raw json.RawMessage, acc
 	return nil, nil
 }
 
-// UserInputSince implements Agent: a user_message event after the
-// checkpoint, or a replaced rollout.
+// UserInputSince implements Agent: a native turn started after the
+// checkpoint (task_started; user_message in older versions), or a replaced
+// rollout. It is asked before a send, so no such turn is ClawConnect's.
 func (CodexAgent) UserInputSince(_ context.Context, _ Pane, raw json.RawMessage) (bool, error) {
 	var a codex.Anchor
 	if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
@@ -233,7 +242,8 @@ func (CodexAgent) UserInputSince(_ context.Context, _ Pane, raw json.RawMessage)
 				Type string `json:"type"`
 			} `json:"payload"`
 		}
-		return json.Unmarshal(line, &r) == nil && r.Type == "event_msg" && r.Payload.Type == "user_message"
+		return json.Unmarshal(line, &r) == nil && r.Type == "event_msg" &&
+			(r.Payload.Type == "task_started" || r.Payload.Type == "user_message")
 	})
 }
 

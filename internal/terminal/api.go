@@ -84,7 +84,9 @@ func Handler(s *Service) http.Handler {
 	op("approve", func(ctx context.Context, r apiRequest) (any, error) {
 		return s.Approve(context.WithoutCancel(ctx), r.TurnID, r.Fingerprint)
 	})
-	op("cancel", func(ctx context.Context, r apiRequest) (any, error) { return s.Cancel(context.WithoutCancel(ctx), r.TurnID) })
+	op("cancel", func(ctx context.Context, r apiRequest) (any, error) {
+		return s.Cancel(context.WithoutCancel(ctx), r.TurnID)
+	})
 	op("renew", func(ctx context.Context, r apiRequest) (any, error) { return s.Renew(ctx, r.TurnID, r.Minutes) })
 	op("close", func(ctx context.Context, r apiRequest) (any, error) { return s.Close(ctx, r.TurnID, r.Reason) })
 	return mux

@@ -2,8 +2,8 @@ package terminal
 
 import (
 	"context"
-	"os"
-	"os/exec"
+	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,56 +14,48 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
 )
 
 // realPane is a real coding-agent TUI in a pane of a private tmux server.
 type realPane struct {
 	t      *testing.T
+	tui    *realtui.TUI
 	socket string
-	cli    *realcli.CLI
 	terms  *TmuxTerminals
 	agent  Agent
 	pane   Pane
 }
 
 // startRealTUI starts kind's TUI against model in a private tmux server and
-// waits until its pane is idle.
-func startRealTUI(t *testing.T, kind realcli.Kind, model *fakemodel.Server) *realPane {
+// waits until its pane is idle and discovered.
+func startRealTUI(t *testing.T, kind realcli.Kind, model *fakemodel.Server, args ...string) *realPane {
 	t.Helper()
-	cli := realcli.Require(t, kind, model)
-	dir, err := os.MkdirTemp("", "cc-tmux-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	socket := filepath.Join(dir, "s")
-	shell := "cd " + cli.WorkDir + " && exec " + cli.ShellCommand(cli.InteractiveArgs()...)
-	out, err := exec.Command("tmux", "-S", socket, "-f", "/dev/null", "new-session", "-d", "-s", "work", "-x", "200", "-y", "50", shell).CombinedOutput()
-	if err != nil {
-		t.Fatalf("start tmux: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", socket, "kill-server").Run() })
-	terms, err := NewTmuxTerminals(tmux.Options{Sockets: []string{socket}, NoDefaultServer: true})
+	tui := realtui.Require(t, kind, model, realtui.Options{Width: 200, Height: 50, Args: args})
+	terms, err := NewTmuxTerminals(tmux.Options{Sockets: []string{tui.Socket}, NoDefaultServer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	agent := DefaultAgents()[map[realcli.Kind]string{realcli.Codex: AgentCodex, realcli.ClaudeCode: AgentClaude}[kind]]
-	rp := &realPane{t: t, socket: socket, cli: cli, terms: terms, agent: agent}
+	rp := &realPane{t: t, tui: tui, socket: tui.Socket, terms: terms, agent: agent}
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for {
 		panes, err := terms.Discover(t.Context())
 		if err == nil && len(panes) == 1 {
+			// The same agent process twice in a row: Codex's launcher
+			// hands over to its native binary during start-up.
+			stable := panes[0].TerminalID == rp.pane.TerminalID
 			rp.pane = panes[0]
 			if text, err := terms.Capture(t.Context(), rp.pane); err == nil {
 				last = text
-				if s := agent.Screen(text); s.Activity == "idle" && s.ComposerEmpty {
+				if s := agent.Screen(text); stable && s.Activity == "idle" && s.ComposerEmpty {
 					return rp
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the %s TUI did not become idle (panes %d, err %v); screen:\n%s", kind, len(panes), err, last)
+			t.Fatalf("the %s TUI is not idle for the parser (panes %d, err %v); screen:\n%s", kind, len(panes), err, last)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -74,13 +66,32 @@ func (rp *realPane) screen() string {
 	return text
 }
 
+// debug is the screen and the discovery rows, for failure messages.
+func (rp *realPane) debug() string {
+	text := rp.screen()
+	rows, err := rp.terms.Finder.Discover(context.Background())
+	text += fmt.Sprintf("\n--- discovery (err %v):\n", err)
+	for _, r := range rows {
+		text += fmt.Sprintf("%s pid=%d controllable=%v reason=%q candidates=%v launchers=%v\n", r.TerminalID, r.Process.PID, r.Controllable, r.Reason, r.Candidates, r.Launchers)
+	}
+	return text
+}
+
 func newRealService(t *testing.T, rp *realPane) (*Service, store.TerminalStore) {
 	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return NewService(Options{Store: st, Terminals: rp.terms, Agents: DefaultAgents()}), st
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return NewService(Options{Store: st, Terminals: rp.terms, Agents: DefaultAgents(), Logger: logger}), st
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
 
 func runHost(t *testing.T, svc *Service) *Host {
@@ -128,7 +139,7 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 	}
 	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=hello-from-codex"})
 	if err != nil {
-		t.Fatalf("send: %v (%+v); screen:\n%s", err, res, rp.screen())
+		t.Fatalf("send: %v (%+v); screen:\n%s", err, res, rp.debug())
 	}
 	if res.SubmissionOutcome != OutcomeAccepted {
 		t.Fatalf("send = %+v", res)
@@ -137,7 +148,7 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 	defer cancel()
 	v, err := svc.Wait(wctx, res.TurnID)
 	if err != nil {
-		t.Fatalf("wait: %v; screen:\n%s", err, rp.screen())
+		t.Fatalf("wait: %v; screen:\n%s", err, rp.debug())
 	}
 	if v.Status != store.TurnIdle || v.Result == nil || v.Result.Text != "hello-from-codex" {
 		t.Fatalf("turn = %+v", v)
@@ -150,10 +161,7 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 		t.Fatalf("row after the turn = %+v", row)
 	}
 	waitCheckpoint(t, st, res.SessionID)
-	if err := exec.Command("tmux", "-S", rp.socket, "send-keys", "-t", "work", "-l", "ECHO=typed-by-a-human").Run(); err != nil {
-		t.Fatal(err)
-	}
-	if err := exec.Command("tmux", "-S", rp.socket, "send-keys", "-t", "work", "C-m").Run(); err != nil {
+	if err := rp.tui.Submit(ctx, "ECHO=typed-by-a-human"); err != nil {
 		t.Fatal(err)
 	}
 	waitIdleAfter(t, rp, "typed-by-a-human")
@@ -195,7 +203,7 @@ func waitIdleAfter(t *testing.T, rp *realPane, text string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pane did not answer %q; screen:\n%s", text, s)
+			t.Fatalf("pane did not answer %q; screen:\n%s", text, rp.debug())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -515,10 +515,12 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 func (m *monitor) checkpoint(ctx context.Context, t *store.Turn) {
 	id, err := m.agent.Identify(ctx, m.pane)
 	if err != nil {
+		m.s.log.Warn("checkpoint: identify", "turn_id", t.TurnID, "err", err)
 		return
 	}
 	anchor, err := m.agent.Anchor(ctx, m.pane, id)
 	if err != nil {
+		m.s.log.Warn("checkpoint: anchor", "turn_id", t.TurnID, "err", err)
 		return
 	}
 	for range 3 {

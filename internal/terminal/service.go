@@ -584,13 +584,13 @@ func (s *Service) revalidate(ctx context.Context, turn *store.Turn, p Pane, a Ag
 // timeout.
 func (s *Service) awaitAcceptance(ctx context.Context, turn *store.Turn, d *store.Dispatch, p Pane, a Agent, text string) (string, error) {
 	deadline := time.Now().Add(s.o.AcceptanceTimeout)
+	var lastErr error
 	for {
+		// A detector error may be transient (a file being rotated or
+		// opened); it decides only if it persists to the deadline.
 		acc, err := a.Accepted(ctx, p, turn.Takeover.Submission.Anchor, text)
-		if err != nil {
-			return s.failSubmission(ctx, turn, d, store.DispatchUncertain, OutcomeUncertain,
-				"the session file could not prove whether the agent took the request ("+Redact(err.Error())+")", err)
-		}
-		if acc != nil {
+		lastErr = err
+		if err == nil && acc != nil {
 			return OutcomeAccepted, s.accept(ctx, turn, d, *acc)
 		}
 		if time.Now().After(deadline) {
@@ -602,6 +602,10 @@ func (s *Service) awaitAcceptance(ctx context.Context, turn *store.Turn, d *stor
 			return OutcomePendingAcceptance, nil
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+	if lastErr != nil {
+		return s.failSubmission(ctx, turn, d, store.DispatchUncertain, OutcomeUncertain,
+			"the session file could not prove whether the agent took the request ("+Redact(lastErr.Error())+")", lastErr)
 	}
 	if screen, err := s.o.Terminals.Capture(ctx, p); err == nil && a.DraftVisible(screen, text) {
 		return s.failSubmission(ctx, turn, d, store.DispatchNotAccepted, OutcomeNotAccepted,
