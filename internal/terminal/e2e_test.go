@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,6 +205,96 @@ func waitIdleAfter(t *testing.T, rp *realPane, text string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("pane did not answer %q; screen:\n%s", text, rp.debug())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.Codex, model)
+	svc, _ := newRealService(t, rp)
+	runHost(t, svc)
+	ctx := t.Context()
+
+	// A shell command that needs approval → approve → done.
+	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "TOOLCALL: ESCALATE touch approved.txt"})
+	if err != nil {
+		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
+	}
+	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw)
+	if v.Approval == nil || v.Approval.Kind != "run_command" || !strings.Contains(v.Approval.Command, "touch approved.txt") {
+		t.Fatalf("approval = %+v; screen:\n%s", v.Approval, rp.debug())
+	}
+	if _, err := svc.Approve(ctx, res.TurnID, "not-the-fingerprint"); err == nil {
+		t.Fatal("approve with a wrong fingerprint was accepted")
+	}
+	if _, err := svc.Approve(ctx, res.TurnID, v.Approval.Fingerprint); err != nil {
+		t.Fatalf("approve: %v; screen:\n%s", err, rp.debug())
+	}
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
+	if v.Status != store.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
+		t.Fatalf("approved turn = %+v", v)
+	}
+
+	// Cancel a slow reply.
+	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "tell a long story SLOW"})
+	if err != nil {
+		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
+	}
+	if _, err := rp.tui.WaitFor(ctx, "streaming", func(s string) bool { return strings.Count(s, "FAKE-REPLY") >= 1 && strings.Contains(s, "tell a long") }); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := svc.Cancel(ctx, res.TurnID); err != nil || v.Status != store.TurnCancelled {
+		t.Fatalf("cancel = %+v, %v", v, err)
+	}
+	if _, err := rp.tui.WaitFor(ctx, "idle after the interrupt", rp.tui.Idle); err != nil {
+		t.Fatal(err)
+	}
+
+	// A slow reply past a short inactivity timeout → stalled → renew → done.
+	waitSendable(t, svc, rp)
+	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=late-reply", InactivityTimeout: time.Second})
+	if err != nil {
+		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
+	}
+	v = waitTurnStatus(t, svc, res.TurnID, 30*time.Second, store.TurnStalled)
+	if !strings.Contains(v.StalledReason, "no activity") {
+		t.Fatalf("stalled = %+v", v)
+	}
+	if _, err := svc.Renew(ctx, res.TurnID, 5); err != nil {
+		t.Fatal(err)
+	}
+	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle); v.Result.Text != "late-reply" {
+		t.Fatalf("renewed turn = %+v", v)
+	}
+
+	// The agent process killed mid-turn → stalled.
+	waitSendable(t, svc, rp)
+	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "HANG"})
+	if err != nil {
+		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
+	}
+	if err := syscall.Kill(rp.pane.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnStalled, store.TurnIdle)
+	if v.Status != store.TurnStalled || !strings.Contains(v.StalledReason, "exited") {
+		t.Fatalf("turn after the agent died = %+v", v)
+	}
+}
+
+// waitSendable waits until the pane offers a send.
+func waitSendable(t *testing.T, svc *Service, rp *realPane) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		list, err := svc.List(t.Context())
+		if err == nil && len(list.Terminals) == 1 && len(list.Terminals[0].AvailableActions) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pane not sendable: %+v %v; screen:\n%s", list, err, rp.debug())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

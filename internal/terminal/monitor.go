@@ -245,6 +245,13 @@ func (m *monitor) run(ctx context.Context) error {
 		if stop {
 			return nil
 		}
+		if fileEvent {
+			// The screen often follows the file (an approval prompt is
+			// drawn after the tool call is written): look again soon.
+			if soon := time.Now().Add(300 * time.Millisecond); soon.Before(next) {
+				next = soon
+			}
+		}
 		fileEvent = false
 		deadline.Reset(max(time.Until(next), 10*time.Millisecond))
 		select {
