@@ -104,7 +104,8 @@ func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalS
 		_ = closeStore()
 		return nil, err
 	}
-	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck})
+	ex, _ := st.(interface{ Exclusive() bool })
+	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Exclusive: ex != nil && ex.Exclusive()})
 	return &terminalStack{api: svc, svc: svc, host: host, close: func() { _ = closeStore() }}, nil
 }
 
@@ -460,8 +461,9 @@ was not accepted or whose outcome is uncertain releases the pane for new sends
 
 // runTerminalHost runs the monitor host over svc and serves its socket
 // until ctx ends.
-func runTerminalHost(ctx context.Context, env Env, svc *terminal.Service, c config.Terminal, logger *slog.Logger) error {
-	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck})
+func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal) error {
+	ex, _ := st.(interface{ Exclusive() bool })
+	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Exclusive: ex != nil && ex.Exclusive()})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -494,7 +496,7 @@ func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Lo
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := runTerminalHost(ctx, env, svc, c, logger); err != nil && ctx.Err() == nil {
+		if err := runTerminalHost(ctx, env, st, svc, c); err != nil && ctx.Err() == nil {
 			logger.Warn("terminal monitor host stopped", "err", err)
 		}
 	}()
@@ -525,7 +527,7 @@ hosts the same monitors; run one or the other on a SQLite store.`,
 				return err
 			}
 			fmt.Fprintf(env.Stderr, "clawconnect terminal daemon: following terminal turns; socket %s\n", terminalSocket(env))
-			return runTerminalHost(ctx, env, svc, c, logger)
+			return runTerminalHost(ctx, env, st, svc, c)
 		},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,10 @@ type HostOptions struct {
 	// Rescan is how often the store is scanned for open Turns that no live
 	// host follows; 15 s.
 	Rescan time.Duration
+	// Exclusive says the store belongs to this process alone (SQLite behind
+	// its lock file): a lease another owner holds is a dead process's, and
+	// is taken over at once instead of after it expires.
+	Exclusive bool
 	// Watch wakes a monitor when one of paths (files or directories)
 	// changes; nil means fsnotify. The channel must stay open until ctx
 	// ends.
@@ -188,7 +193,11 @@ type monitor struct {
 
 func (m *monitor) run(ctx context.Context) error {
 	now := time.Now()
-	l, err := m.s.o.Store.AcquireMonitorLease(ctx, m.turnID, m.h.o.Owner, now.UnixMilli(), now.Add(m.h.o.LeaseTTL).UnixMilli())
+	at := now.UnixMilli()
+	if m.h.o.Exclusive {
+		at = math.MaxInt64 // every other holder is dead
+	}
+	l, err := m.s.o.Store.AcquireMonitorLease(ctx, m.turnID, m.h.o.Owner, at, now.Add(m.h.o.LeaseTTL).UnixMilli())
 	if errors.Is(err, store.ErrLeaseLost) {
 		return nil // another host follows it
 	}

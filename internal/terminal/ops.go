@@ -11,23 +11,26 @@ import (
 
 // TurnView is a Turn as Status reports it.
 type TurnView struct {
-	TurnID             string            `json:"turn_id"`
-	SessionID          string            `json:"session_id"`
-	Agent              string            `json:"agent"`
-	TerminalID         string            `json:"terminal_id"`
-	Status             string            `json:"status"`
-	SubmissionOutcome  string            `json:"submission_outcome,omitempty"`
-	Result             *store.TurnResult `json:"result,omitempty"`
-	Approval           *store.Approval   `json:"approval,omitempty"`
-	StalledReason      string            `json:"stalled_reason,omitempty"`
-	CloseReason        string            `json:"close_reason,omitempty"`
-	CreatedAt          string            `json:"created_at"`
-	UpdatedAt          string            `json:"updated_at"`
-	IdleSince          string            `json:"idle_since,omitempty"`
-	StalledAt          string            `json:"stalled_at,omitempty"`
-	ClosedAt           string            `json:"closed_at,omitempty"`
-	InactivityDeadline string            `json:"inactivity_deadline_at,omitempty"`
-	HardDeadline       string            `json:"hard_deadline_at,omitempty"`
+	TurnID            string            `json:"turn_id"`
+	SessionID         string            `json:"session_id"`
+	Agent             string            `json:"agent"`
+	TerminalID        string            `json:"terminal_id"`
+	Status            string            `json:"status"`
+	SubmissionOutcome string            `json:"submission_outcome,omitempty"`
+	Result            *store.TurnResult `json:"result,omitempty"`
+	Approval          *store.Approval   `json:"approval,omitempty"`
+	StalledReason     string            `json:"stalled_reason,omitempty"`
+	// DetectorDiagnostic is the last error reading the agent's session
+	// file (redacted); the Turn is never completed from a guess.
+	DetectorDiagnostic string `json:"detector_diagnostic,omitempty"`
+	CloseReason        string `json:"close_reason,omitempty"`
+	CreatedAt          string `json:"created_at"`
+	UpdatedAt          string `json:"updated_at"`
+	IdleSince          string `json:"idle_since,omitempty"`
+	StalledAt          string `json:"stalled_at,omitempty"`
+	ClosedAt           string `json:"closed_at,omitempty"`
+	InactivityDeadline string `json:"inactivity_deadline_at,omitempty"`
+	HardDeadline       string `json:"hard_deadline_at,omitempty"`
 }
 
 func ts(ms int64) string {
@@ -42,7 +45,7 @@ func View(t *store.Turn) TurnView {
 	return TurnView{
 		TurnID: t.TurnID, SessionID: t.SessionID, Agent: t.Agent, TerminalID: t.Takeover.TerminalID, Status: t.Status,
 		SubmissionOutcome: t.Takeover.Submission.Outcome, Result: t.Result, Approval: t.Approval,
-		StalledReason: t.StalledReason, CloseReason: t.CloseReason,
+		StalledReason: t.StalledReason, CloseReason: t.CloseReason, DetectorDiagnostic: t.Takeover.DetectorDiagnostic,
 		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), IdleSince: ts(t.IdleSince), StalledAt: ts(t.StalledAt),
 		ClosedAt: ts(t.ClosedAt), InactivityDeadline: ts(t.Takeover.InactivityDeadlineAt), HardDeadline: ts(t.Takeover.HardDeadlineAt),
 	}
