@@ -299,3 +299,36 @@ func waitSendable(t *testing.T, svc *Service, rp *realPane) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+func TestE2EClaudeSendApproveDone(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.ClaudeCode, model, "--permission-mode", "default")
+	svc, _ := newRealService(t, rp)
+	runHost(t, svc)
+	ctx := t.Context()
+
+	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=hello-from-claude"})
+	if err != nil {
+		t.Fatalf("send: %v (%+v); screen:\n%s", err, res, rp.debug())
+	}
+	if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle || v.Result.Text != "hello-from-claude" {
+		t.Fatalf("turn = %+v; screen:\n%s", v, rp.debug())
+	}
+
+	waitSendable(t, svc, rp)
+	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "TOOLCALL: touch claude-approved.txt"})
+	if err != nil {
+		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
+	}
+	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw, store.TurnIdle)
+	if v.Status != store.TurnWaitingForOpenClaw || v.Approval == nil || v.Approval.Command != "" {
+		t.Fatalf("turn = %+v (a Claude approval carries no command); screen:\n%s", v, rp.debug())
+	}
+	if _, err := svc.Approve(ctx, res.TurnID, v.Approval.Fingerprint); err != nil {
+		t.Fatalf("approve: %v; screen:\n%s", err, rp.debug())
+	}
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
+	if v.Status != store.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
+		t.Fatalf("approved turn = %+v; screen:\n%s", v, rp.debug())
+	}
+}
