@@ -11,29 +11,33 @@ import (
 const ApprovalProfile = "claude-bash-permission-prompt-v1"
 
 var (
-	idleLineRE  = regexp.MustCompile(`^\s*❯[\s\x{00a0}]*$`)
-	draftLineRE = regexp.MustCompile(`^\s*❯[\s\x{00a0}]+(\S.*)$`)
-	spinnerRE   = regexp.MustCompile(`^\s*[✻✽✢✣✤✥✦✧✶✳·*]\s*\S.*(?:…|\.\.\.|\((?:[^)]*(?:tokens|\d+s|esc to interrupt)[^)]*)\))\s*$`)
-	optionRE    = regexp.MustCompile(`^\s*(❯\s*)?(\d+)\.\s+(.+?)\s*$`)
-	footerRE    = regexp.MustCompile(`^\s*Esc to cancel(?: · Tab to amend(?: · ctrl\+e to explain)?)?\s*$`)
-	ruleRE      = regexp.MustCompile(`^\s*[─━]{3,}\s*$`)
+	promptLineRE = regexp.MustCompile(`^\s*❯(?:[\s\x{00a0}]+(.*))?$`)
+	spinnerRE    = regexp.MustCompile(`^\s*[✻✽✢✣✤✥✦✧✶✳·*]\s+\S[^…]*(?:…|\.\.\.)(?:\s*\(.*\))?\s*$`)
+	optionRE     = regexp.MustCompile(`^\s*(❯\s*)?(\d+)\.\s+(.+?)\s*$`)
+	footerRE     = regexp.MustCompile(`^\s*Esc to cancel(?: · Tab to amend(?: · ctrl\+e to explain)?)?\s*$`)
+	ruleRE       = regexp.MustCompile(`^\s*[─━╌]{3,}\s*$`)
+	turnEndRE    = regexp.MustCompile(`^\s*(?:[✻✽✢✣✤✥✦✧✶✳]\s+\S.* for \S+ · done\b|⎿\s+Interrupted\b|● API Error\b)`)
 )
 
 // ParseScreen reads a capture of a Claude Code pane (ANSI escapes allowed),
 // looking at its last 48 lines:
 //   - a "Do you want to proceed?" line makes it AwaitingApproval; the dialog
-//     is approvable only as the exact Bash permission grammar: one "Bash
-//     command" header within 16 lines above with detail lines, the marker
-//     in the last 12 lines, options "1. Yes", "2. …", …, "N. No…" with
-//     only blank lines between them, option 1 highlighted, the "Esc to
-//     cancel" footer and nothing but decoration after it. The approval
-//     carries a fingerprint of the dialog region and its kind, never the
-//     command;
-//   - a spinner line ("✶ Simmering… (2s · ↓ 4 tokens)") after the last
-//     prompt line makes it Working;
-//   - an empty "❯" prompt line after the last spinner and in the last 10
-//     lines makes it Idle; "❯ text" there is the Draft;
-//   - anything else is Unknown.
+//     is approvable only as the exact Bash permission grammar of 2.1.332:
+//     one "Bash command" header within 16 lines above with detail lines,
+//     the question in the last 12 lines, options "1. Yes", "2. …", …,
+//     "N. No" (three or more) with only blank lines between them, option 1
+//     the one highlighted, the "Esc to cancel" footer and nothing but
+//     decoration after it. The approval carries the fingerprint of the
+//     dialog (from the rule above the header to the footer) and its kind,
+//     never the command;
+//   - otherwise the composer ("❯" right under a "────" rule) must be
+//     visible, or the screen is Unknown (a spinner alone still means
+//     Working);
+//   - it is Working when the footer under the composer says "esc to
+//     interrupt", or a spinner line ("· Nebulizing…", "✶ Simmering… (2s ·
+//     ↓ 4 tokens)") follows the last prompt of the history with no
+//     "… for Ns · done", "⎿ Interrupted" or "● API Error" line after it;
+//   - else Idle. The composer's text is the Draft in both cases.
 func ParseScreen(text string) screen.Screen {
 	lines := screen.Lines(text)
 	if len(lines) > 48 {
@@ -42,27 +46,58 @@ func ParseScreen(text string) screen.Screen {
 	if ap := parseApproval(lines); ap != nil {
 		return screen.Screen{Activity: screen.AwaitingApproval, Approval: ap}
 	}
-	lastWork, lastPrompt := -1, -1
-	draft := ""
-	for i, l := range lines {
-		switch {
-		case spinnerRE.MatchString(l):
-			lastWork = i
-		case idleLineRE.MatchString(l):
-			lastPrompt, draft = i, ""
-		default:
-			if m := draftLineRE.FindStringSubmatch(l); m != nil && !optionRE.MatchString(l) {
-				lastPrompt, draft = i, strings.TrimSpace(m[1])
-			}
+	c := -1
+	for i := len(lines) - 1; i >= 1; i-- {
+		if promptLineRE.MatchString(lines[i]) && ruleRE.MatchString(lines[i-1]) {
+			c = i
+			break
 		}
 	}
-	switch {
-	case lastPrompt >= 0 && lastPrompt > lastWork && lastPrompt >= len(lines)-10:
-		return screen.Screen{Activity: screen.Idle, Draft: draft}
-	case lastWork >= 0:
-		return screen.Screen{Activity: screen.Working}
+	lastSpin, lastPrompt, lastEnd := -1, -1, -1
+	limit := len(lines)
+	if c >= 0 {
+		limit = c - 1
 	}
-	return screen.Screen{Activity: screen.Unknown}
+	for i, l := range lines[:limit] {
+		switch {
+		case spinnerRE.MatchString(l):
+			lastSpin = i
+		case turnEndRE.MatchString(l):
+			lastEnd = i
+		case promptLineRE.MatchString(l):
+			lastPrompt = i
+		}
+	}
+	spinning := lastSpin > lastPrompt && lastSpin > lastEnd
+	if c < 0 {
+		if spinning {
+			return screen.Screen{Activity: screen.Working}
+		}
+		return screen.Screen{Activity: screen.Unknown}
+	}
+	s := screen.Screen{Activity: screen.Idle}
+	// The draft: the composer line and its continuation lines up to the
+	// rule under it.
+	var draft []string
+	end := c + 1
+	if m := promptLineRE.FindStringSubmatch(lines[c]); m != nil && strings.TrimSpace(m[1]) != "" {
+		draft = append(draft, strings.TrimSpace(m[1]))
+	}
+	for ; end < len(lines) && !ruleRE.MatchString(lines[end]); end++ {
+		if t := strings.TrimSpace(lines[end]); t != "" {
+			draft = append(draft, t)
+		}
+	}
+	s.Draft = strings.Join(draft, "\n")
+	for _, l := range lines[min(end, len(lines)):] {
+		if strings.Contains(l, "esc to interrupt") {
+			spinning = true
+		}
+	}
+	if spinning {
+		s.Activity = screen.Working
+	}
+	return s
 }
 
 // parseApproval finds the permission dialog; nil when none is visible.

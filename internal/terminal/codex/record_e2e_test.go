@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/native"
+	"github.com/clawconnect/clawconnect/internal/terminal/request"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
@@ -111,6 +114,11 @@ func TestRecordRealTUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	turn := goldenTurn{Name: "reply", Request: req, Offset: size(), Rollout: "rollout-reply.jsonl"}
+	live := newLive(t, tui)
+	if inv := live.inventory(); inv.Status != codex.VerifiedAbsent {
+		t.Fatalf("inventory before the first prompt = %+v, want verified_absent", inv)
+	}
+	anchor := codex.VirginAnchor(time.Now())
 	if err := tui.Keys(ctx, "Enter"); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +136,14 @@ func TestRecordRealTUI(t *testing.T) {
 	screen("reply", reply)
 	turn.Reply = fakemodel.DefaultPrefix + req
 	waitRecord(ctx, t, rollout, `"task_complete"`, 1)
+	inv := live.inventory()
+	if inv.Status != codex.Resolved || len(inv.Roots) != 1 || inv.Roots[0].Path != rollout() {
+		t.Fatalf("inventory after the first prompt = %+v, want the one rollout %s", inv, rollout())
+	}
+	if anchor, err = anchor.Bind(inv.Roots[0]); err != nil {
+		t.Fatal(err)
+	}
+	live.check(anchor, req, fakemodel.DefaultPrefix+req)
 	if _, err := g.CopyFile(turn.Rollout, rollout()); err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +152,7 @@ func TestRecordRealTUI(t *testing.T) {
 	// 2. A command that needs approval, approved with its shortcut.
 	req = "TOOLCALL: ESCALATE touch approved.txt"
 	turn = goldenTurn{Name: "approval", Request: req, Offset: size(), Rollout: "rollout-approval.jsonl", Pending: "rollout-approval-pending.jsonl"}
+	anchor = live.anchor()
 	if err := tui.Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -168,11 +185,13 @@ func TestRecordRealTUI(t *testing.T) {
 			turn.Reply = r.Reply
 		}
 	}
+	live.check(anchor, req, turn.Reply)
 	m.Turns = append(m.Turns, turn)
 
 	// 3. A slow reply interrupted with Esc.
 	req = "tell a long story SLOW"
 	turn = goldenTurn{Name: "interrupted", Request: req, Offset: size(), Rollout: "rollout-interrupted.jsonl"}
+	anchor = live.anchor()
 	if err := tui.Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +216,7 @@ func TestRecordRealTUI(t *testing.T) {
 	if _, err := g.CopyFile(turn.Rollout, rollout()); err != nil {
 		t.Fatal(err)
 	}
+	live.check(anchor, req, "")
 	m.Turns = append(m.Turns, turn)
 
 	data, _ := json.MarshalIndent(m, "", "  ")
@@ -204,6 +224,84 @@ func TestRecordRealTUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGoldens(t, dir)
+}
+
+// live checks the readers on the real, running TUI's process and rollout.
+type live struct {
+	t   *testing.T
+	tui *realtui.TUI
+	pid int
+}
+
+func newLive(t *testing.T, tui *realtui.TUI) *live {
+	t.Helper()
+	pid, err := tui.AgentPID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &live{t: t, tui: tui, pid: pid}
+}
+
+// inventory takes the open-root inventory of the real codex process.
+func (l *live) inventory() codex.Inventory {
+	l.t.Helper()
+	files, err := realtui.OpenFiles(l.pid)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cwd, err := realtui.Cwd(l.pid)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	in := codex.InventoryInput{CodexHome: l.tui.CodexHome(), Cwd: cwd}
+	for _, f := range files {
+		in.OpenFiles = append(in.OpenFiles, codex.OpenFile{FD: f.FD, Path: f.Path, Dev: f.Dev, Ino: f.Ino})
+	}
+	inv, err := codex.TakeInventory(in)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return inv
+}
+
+// anchor captures an anchor at the end of the real rollout and checks it
+// against the file's size.
+func (l *live) anchor() codex.Anchor {
+	l.t.Helper()
+	inv := l.inventory()
+	if inv.Status != codex.Resolved {
+		l.t.Fatalf("inventory %+v, want resolved", inv)
+	}
+	a, err := codex.CaptureAnchor(inv.Roots[0], time.Now())
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	st, err := os.Stat(a.Path)
+	if err != nil || st.Size() != a.Offset || st.Mode().Perm()&0o022 != 0 {
+		l.t.Fatalf("anchor offset %d, file %v (%v)", a.Offset, st, err)
+	}
+	return a
+}
+
+// check scans the real rollout from the anchor: the request is accepted
+// and its turn ended with reply ("" = aborted).
+func (l *live) check(a codex.Anchor, req, reply string) {
+	l.t.Helper()
+	p, err := request.Prepare(req)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	acc, err := codex.ScanAcceptance(a, p.Hash)
+	if err != nil || !acc.Accepted {
+		l.t.Fatalf("live acceptance of %q = %+v, %v", req, acc, err)
+	}
+	c, err := codex.ScanCompletion(a, acc.TurnID)
+	if err != nil {
+		l.t.Fatalf("live completion of %q: %v", req, err)
+	}
+	if reply == "" && c.State != native.Aborted || reply != "" && (c.State != native.Completed || c.Text != reply) {
+		l.t.Fatalf("live completion of %q = %+v, want reply %q", req, c, reply)
+	}
 }
 
 // waitRecord waits until the rollout holds n lines containing marker.

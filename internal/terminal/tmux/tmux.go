@@ -339,7 +339,7 @@ func (c *Client) SendText(ctx context.Context, p Pane, text string) error {
 // deleteBuffer removes a leftover paste buffer; it runs on its own short
 // context because the caller's may have ended.
 func (c *Client) deleteBuffer(sock, buf string) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), min(c.timeout, 2*time.Second))
 	defer cancel()
 	if _, err := c.run(ctx, sock, "delete-buffer", "-b", buf); err != nil {
 		c.log.Debug("tmux delete buffer", "buffer", buf, "err", err)
