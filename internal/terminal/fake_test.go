@@ -13,6 +13,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 )
 
 // fakeAgent is one scripted coding agent in one pane: its screen state and
@@ -44,7 +45,7 @@ type fakeRecord struct {
 
 func newFakeAgent(agent string, pid int) *fakeAgent {
 	return &fakeAgent{
-		pane: Pane{TerminalID: FormatTerminalID(TerminalRef{Provider: "tmux", Agent: agent, Target: "work:0.0", PID: pid}),
+		pane: Pane{TerminalID: agentproc.FormatTerminalID(agentproc.Agent(agent), "work:0.0", pid),
 			Key: fmt.Sprintf("socket:/tmp/s:pane-id:%%%d", pid), Agent: agent, PID: pid, Birth: "birth-1", Cwd: "/w"},
 		alive: true, thread: "thread-" + fmt.Sprint(pid), activity: "idle", acceptPrompts: true,
 		wake: make(chan struct{}, 1),

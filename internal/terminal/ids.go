@@ -4,9 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 )
 
 func randHex(n int) string {
@@ -52,48 +53,10 @@ func checkID(kind, prefix, id string) error {
 	return nil
 }
 
-// TerminalRef is a parsed public terminal_id:
-// terminal:v2:tmux:<codex|claude>:<session:window.pane>:<pid>.
-type TerminalRef struct {
-	Provider string
-	Agent    string
-	Target   string
-	PID      int
-}
-
-// ParseTerminalID parses a public terminal_id. The pid is split at the last
-// ':' and the agent at the first ':' after the provider, as AKK does.
-func ParseTerminalID(id string) (TerminalRef, error) {
-	bad := func(why string) (TerminalRef, error) {
-		return TerminalRef{}, fmt.Errorf("%w: terminal id %q is malformed (%s); copy it from `clawconnect terminal list`", ErrBadInput, id, why)
+// checkTerminalID refuses a terminal_id that does not parse.
+func checkTerminalID(id string) error {
+	if _, err := agentproc.ParseTerminalID(id); err != nil {
+		return fmt.Errorf("%w: terminal id %q is malformed (%v); copy it from `clawconnect terminal list`", ErrBadInput, id, err)
 	}
-	rest, ok := strings.CutPrefix(id, "terminal:v2:")
-	if !ok {
-		return bad("it must start with terminal:v2:")
-	}
-	provider, rest, ok := strings.Cut(rest, ":")
-	if !ok || provider == "" {
-		return bad("no provider")
-	}
-	agent, rest, ok := strings.Cut(rest, ":")
-	if !ok || (agent != "codex" && agent != "claude") {
-		return bad("the agent must be codex or claude")
-	}
-	i := strings.LastIndexByte(rest, ':')
-	if i <= 0 {
-		return bad("no target or pid")
-	}
-	pid, err := strconv.Atoi(rest[i+1:])
-	if err != nil || pid <= 0 {
-		return bad("the pid is not a positive number")
-	}
-	if strings.ContainsAny(rest[:i], " \t\r\n") {
-		return bad("the target holds whitespace")
-	}
-	return TerminalRef{Provider: provider, Agent: agent, Target: rest[:i], PID: pid}, nil
-}
-
-// FormatTerminalID is the inverse of ParseTerminalID.
-func FormatTerminalID(r TerminalRef) string {
-	return "terminal:v2:" + r.Provider + ":" + r.Agent + ":" + r.Target + ":" + strconv.Itoa(r.PID)
+	return nil
 }

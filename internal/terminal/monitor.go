@@ -321,7 +321,7 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 	if fileEvent {
 		m.activityAt = now
 	}
-	panes, derr := m.s.o.Terminals.Discover(ctx)
+	panes, derr := m.s.sharedDiscover(ctx, 500*time.Millisecond)
 	alive := false
 	for _, p := range panes {
 		if p.Key == m.pane.Key && p.PID == m.pane.PID && p.Birth == m.pane.Birth {

@@ -65,6 +65,26 @@ type Service struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at every change
 	watch   func(turnID string)
+
+	// inv is the last pane inventory, shared by monitors so that many
+	// open Turns cost one tmux list and /proc scan per interval.
+	invMu  sync.Mutex
+	invAt  time.Time
+	panes  []Pane
+	invErr error
+}
+
+// sharedDiscover returns an inventory at most maxAge old (monitors only;
+// a send always discovers afresh).
+func (s *Service) sharedDiscover(ctx context.Context, maxAge time.Duration) ([]Pane, error) {
+	s.invMu.Lock()
+	defer s.invMu.Unlock()
+	if !s.invAt.IsZero() && time.Since(s.invAt) < maxAge {
+		return s.panes, s.invErr
+	}
+	s.panes, s.invErr = s.o.Terminals.Discover(ctx)
+	s.invAt = time.Now()
+	return s.panes, s.invErr
 }
 
 // NewService returns a Service over o.
@@ -242,7 +262,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 			return SendResult{}, fmt.Errorf("send: %w", err)
 		}
 	} else {
-		if _, err := ParseTerminalID(req.TerminalID); err != nil {
+		if err := checkTerminalID(req.TerminalID); err != nil {
 			return SendResult{}, fmt.Errorf("send: %w", err)
 		}
 		if p, a, id, err = s.followTarget(ctx, req.TerminalID); err != nil {
