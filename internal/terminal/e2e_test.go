@@ -20,7 +20,7 @@ import (
 
 // realPane is a real coding-agent TUI in a pane of a private tmux server.
 type realPane struct {
-	t      *testing.T
+	t      testing.TB
 	tui    *realtui.TUI
 	socket string
 	terms  *TmuxTerminals
@@ -30,7 +30,7 @@ type realPane struct {
 
 // startRealTUI starts kind's TUI against model in a private tmux server and
 // waits until its pane is idle and discovered.
-func startRealTUI(t *testing.T, kind realcli.Kind, model *fakemodel.Server, args ...string) *realPane {
+func startRealTUI(t testing.TB, kind realcli.Kind, model *fakemodel.Server, args ...string) *realPane {
 	t.Helper()
 	tui := realtui.Require(t, kind, model, realtui.Options{Width: 200, Height: 50, Args: args})
 	terms, err := NewTmuxTerminals(tmux.Options{Sockets: []string{tui.Socket}, NoDefaultServer: true})
@@ -78,17 +78,23 @@ func (rp *realPane) debug() string {
 	return text
 }
 
-func newRealService(t *testing.T, rp *realPane) (*Service, store.TerminalStore) {
-	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
+// newBenchSQLite opens a SQLite store in a temporary directory.
+func newBenchSQLite(t testing.TB) store.TerminalStore {
+	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func newRealService(t *testing.T, rp *realPane) (*Service, store.TerminalStore) {
+	st := newBenchSQLite(t)
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return NewService(Options{Store: st, Terminals: rp.terms, Agents: DefaultAgents(), Logger: logger}), st
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
