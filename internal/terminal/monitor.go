@@ -58,6 +58,9 @@ type Host struct {
 	running map[string]bool
 	pending map[string]bool
 	again   map[string]bool // Watch called while the monitor was stopping
+	// startup are the Turns open when Run began: on an exclusive store
+	// their leases are dead processes' and are taken over at once.
+	startup map[string]bool
 	wg      sync.WaitGroup
 }
 
@@ -97,7 +100,17 @@ func (h *Host) Run(ctx context.Context) error {
 	h.ctx = ctx
 	pending := h.pending
 	h.pending = map[string]bool{}
+	h.startup = map[string]bool{}
 	h.mu.Unlock()
+	if h.o.Exclusive {
+		if turns, err := h.s.o.Store.OpenTurns(ctx, store.MaxPage); err == nil {
+			h.mu.Lock()
+			for _, t := range turns {
+				h.startup[t.TurnID] = true
+			}
+			h.mu.Unlock()
+		}
+	}
 	for id := range pending {
 		h.Watch(id)
 	}
@@ -194,8 +207,12 @@ type monitor struct {
 func (m *monitor) run(ctx context.Context) error {
 	now := time.Now()
 	at := now.UnixMilli()
-	if m.h.o.Exclusive {
-		at = math.MaxInt64 // every other holder is dead
+	m.h.mu.Lock()
+	dead := m.h.startup[m.turnID]
+	delete(m.h.startup, m.turnID)
+	m.h.mu.Unlock()
+	if dead {
+		at = math.MaxInt64 // every other holder was a dead process
 	}
 	l, err := m.s.o.Store.AcquireMonitorLease(ctx, m.turnID, m.h.o.Owner, at, now.Add(m.h.o.LeaseTTL).UnixMilli())
 	if errors.Is(err, store.ErrLeaseLost) {
@@ -330,6 +347,14 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 	}
 	dead := derr == nil && !alive
 	sub := t.Takeover.Submission
+	if sub.Status == store.DispatchPrepared || sub.Status == store.DispatchTextInjected {
+		// A sender owns these phases. Once it has had longer than any send
+		// takes, it is gone: the text may be in the composer. Never resend.
+		if due := time.UnixMilli(sub.PreparedAt).Add(senderLeaseTTL); now.Before(due) {
+			return false, due, nil
+		}
+		return true, never, m.abandonSend(ctx, t)
+	}
 	if sub.Status == store.DispatchEnterDispatched {
 		acc, err := m.agent.Accepted(ctx, m.pane, sub.Anchor, m.requestText(t))
 		if err != nil {
@@ -553,6 +578,29 @@ func (m *monitor) checkpoint(ctx context.Context, t *store.Turn) {
 			return
 		}
 	}
+}
+
+// abandonSend fails a Turn whose sender died between prepared and Enter:
+// the ledger records uncertain, which blocks the pane until a human closes
+// the Turn.
+func (m *monitor) abandonSend(ctx context.Context, t *store.Turn) error {
+	d, err := m.s.o.Store.GetDispatch(ctx, t.Takeover.TerminalKey)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UnixMilli()
+	reason := "the sending process stopped before Enter; the text may be in the composer and is never resent — look at the pane, then close the Turn"
+	w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{event(now, "terminal_message_uncertain", map[string]any{"reason": reason})}}
+	if d.TurnID == t.TurnID && d.MessageID == t.Takeover.Submission.MessageID {
+		nd := *d
+		nd.Status, nd.UncertainAt, nd.Error = store.DispatchUncertain, now, reason
+		w.Dispatch = &store.DispatchAdvance{TerminalKey: d.TerminalKey, GenerationID: d.GenerationID, Update: &nd}
+	}
+	t.Status = store.TurnFailed
+	t.Takeover.Submission.Status, t.Takeover.Submission.Outcome = store.DispatchUncertain, OutcomeUncertain
+	t.Takeover.DetectorDiagnostic = reason
+	t.Result = &store.TurnResult{Outcome: "failed", Text: reason, Match: "submission_uncertain"}
+	return m.write(ctx, w)
 }
 
 // stall marks the Turn stalled with reason.

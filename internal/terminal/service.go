@@ -512,9 +512,28 @@ func (s *Service) failSubmission(ctx context.Context, turn *store.Turn, d *store
 	return outcome, fmt.Errorf("%s: %w", reason, cause)
 }
 
-// dispatch types msg into the pane, presses Enter and waits for acceptance.
+// senderLeaseTTL bounds how long a send keeps the Turn's monitor lease; a
+// sender that dies mid-send leaves the Turn to a monitor after it.
+const senderLeaseTTL = 60 * time.Second
+
+// dispatch types msg into the pane, presses Enter and waits for acceptance,
+// holding the Turn's monitor lease meanwhile so that no monitor (of any
+// process) writes the Turn under it; then it hands the Turn to the host.
 // Nothing past prepared is retried.
 func (s *Service) dispatch(ctx context.Context, turn *store.Turn, d *store.Dispatch, p Pane, a Agent, token string, msg Message) (string, error) {
+	now := time.Now()
+	lease, lerr := s.o.Store.AcquireMonitorLease(ctx, turn.TurnID, "send-"+uuid(), now.UnixMilli(), now.Add(senderLeaseTTL).UnixMilli())
+	outcome, err := s.dispatchLocked(ctx, turn, d, p, a, token, msg)
+	if lerr == nil {
+		_ = s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), lease)
+	}
+	if outcome == OutcomeAccepted || outcome == OutcomePendingAcceptance {
+		s.startMonitor(turn.TurnID)
+	}
+	return outcome, err
+}
+
+func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store.Dispatch, p Pane, a Agent, token string, msg Message) (string, error) {
 	text := turn.Takeover.RequestText
 	if msg.Type == MsgAnswer {
 		text = msg.Body
@@ -618,7 +637,6 @@ func (s *Service) awaitAcceptance(ctx context.Context, turn *store.Turn, d *stor
 		}
 		select {
 		case <-ctx.Done():
-			s.startMonitor(turn.TurnID)
 			return OutcomePendingAcceptance, nil
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -635,7 +653,6 @@ func (s *Service) awaitAcceptance(ctx context.Context, turn *store.Turn, d *stor
 	if err := s.o.Store.WriteTurn(context.WithoutCancel(ctx), store.TurnWrite{Turn: turn}); err != nil {
 		return OutcomePendingAcceptance, err
 	}
-	s.startMonitor(turn.TurnID)
 	return OutcomePendingAcceptance, nil
 }
 
@@ -653,12 +670,8 @@ func (s *Service) accept(ctx context.Context, turn *store.Turn, d *store.Dispatc
 			s.log.Warn("bind the native thread", "turn_id", turn.TurnID, "err", err)
 		}
 	}
-	if err := s.advance(ctx, turn, d, store.DispatchAgentAccepted, "terminal_message_agent_accepted",
-		map[string]any{"native_turn_id": acc.NativeTurnID}); err != nil {
-		return err
-	}
-	s.startMonitor(turn.TurnID)
-	return nil
+	return s.advance(ctx, turn, d, store.DispatchAgentAccepted, "terminal_message_agent_accepted",
+		map[string]any{"native_turn_id": acc.NativeTurnID})
 }
 
 func (s *Service) refineThread(ctx context.Context, sessionID, bindingID, thread string) error {

@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -544,4 +545,46 @@ func TestMonitorsStopWithHost(t *testing.T) {
 	if h.Monitoring() != 0 {
 		t.Fatalf("%d monitors left after Run returned", h.Monitoring())
 	}
+}
+
+func TestDeadSenderIsNeverResent(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 210)
+	r := newRig(t, a)
+	ctx := t.Context()
+	// A sender that died after typing: the Turn is text_injected, prepared
+	// long ago, and its lease expired.
+	sess := &store.TermSession{SessionID: "session-dead-sender", Agent: AgentCodex, Workspace: "/w", Status: store.SessionBound,
+		Lineage: store.Lineage{CreatedBy: "attach"}, CreatedAt: 1, UpdatedAt: 1,
+		Binding: &store.Binding{BindingID: "binding-x", Generation: 1, TerminalID: a.pane.TerminalID, TerminalKey: a.pane.Key,
+			NativeThreadID: a.thread, NativeProcess: store.NativeProcess{PID: a.pane.PID, ProcessBirth: a.pane.Birth}}}
+	if err := r.st.CreateTermSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	ctrl, _ := json.Marshal(a.pane)
+	old := time.Now().Add(-2 * senderLeaseTTL).UnixMilli()
+	turn := &store.Turn{TurnID: "turn-dead-sender", SessionID: sess.SessionID, Agent: AgentCodex, TerminalBindingID: "binding-x",
+		TerminalBindingGeneration: 1, Status: store.TurnCreated, CreatedAt: old, UpdatedAt: old,
+		Takeover: store.Takeover{TerminalID: a.pane.TerminalID, TerminalKey: a.pane.Key, TerminalControl: ctrl, AgentPID: a.pane.PID,
+			ProcessBirth: a.pane.Birth, RequestText: "x", StartedAt: old, InactivityTimeoutMinutes: 60, HardTimeoutMinutes: 720,
+			Submission: store.Submission{MessageID: "msg-1", MessageType: MsgTask, Status: store.DispatchTextInjected, PreparedAt: old}}}
+	d := &store.Dispatch{TerminalKey: a.pane.Key, GenerationID: "g1", SessionID: sess.SessionID, TurnID: turn.TurnID, MessageID: "msg-1",
+		Status: store.DispatchPrepared, BindingID: "binding-x", BindingGeneration: 1, PreparedAt: old}
+	if err := r.st.CreateTurn(ctx, store.TurnCreate{Turn: turn, Dispatch: d}); err != nil {
+		t.Fatal(err)
+	}
+	r.start(r.svc, HostOptions{})
+	v := r.waitStatus(turn.TurnID, store.TurnFailed)
+	if v.SubmissionOutcome != OutcomeUncertain {
+		t.Fatalf("turn = %+v", v)
+	}
+	if keys := a.sentKeys(); len(keys) != 0 {
+		t.Fatalf("keys sent for a dead sender's turn: %v", keys)
+	}
+	if got, _ := r.st.GetDispatch(ctx, a.pane.Key); got.Status != store.DispatchUncertain {
+		t.Fatalf("ledger = %+v", got)
+	}
+	refusal(t, r, ErrRefused, "owns the terminal", func() error {
+		_, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "y"})
+		return err
+	})
 }
