@@ -18,6 +18,10 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
 )
 
+// lastPane is the pane of the running end-to-end test (they do not run in
+// parallel), for failure messages.
+var lastPane *realPane
+
 // realPane is a real coding-agent TUI in a pane of a private tmux server.
 type realPane struct {
 	t      testing.TB
@@ -39,6 +43,7 @@ func startRealTUI(t testing.TB, kind realcli.Kind, model *fakemodel.Server, args
 	}
 	agent := DefaultAgents()[map[realcli.Kind]string{realcli.Codex: AgentCodex, realcli.ClaudeCode: AgentClaude}[kind]]
 	rp := &realPane{t: t, tui: tui, socket: tui.Socket, terms: terms, agent: agent}
+	lastPane = rp
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for {
@@ -126,7 +131,11 @@ func waitTurnStatus(t *testing.T, svc *Service, id string, timeout time.Duration
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("turn %s is %s, want %v: %+v", id, v.Status, want, v)
+			screen := ""
+			if lastPane != nil {
+				screen = lastPane.debug()
+			}
+			t.Fatalf("turn %s is %s, want %v: %+v\nscreen:\n%s", id, v.Status, want, v, screen)
 		case <-svc.changes():
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -243,7 +252,9 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 		t.Fatalf("approved turn = %+v", v)
 	}
 
-	// Cancel a slow reply.
+	// Cancel a slow reply. (The TUI may still draw the last turn as
+	// working for a moment after it wrote task_complete.)
+	waitSendable(t, svc, rp)
 	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "tell a long story SLOW"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())

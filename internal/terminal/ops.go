@@ -192,6 +192,10 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 	return SendResult{SessionID: t.SessionID, TurnID: t.TurnID, SubmissionOutcome: outcome, DoNotRetry: outcome != OutcomeNotSent}, derr
 }
 
+// approvalSettle is how long a prompt must have been shown before Approve
+// presses its key.
+const approvalSettle = 1500 * time.Millisecond
+
 // Approve answers the approval prompt of a Turn waiting for OpenClaw, only
 // when the pane still shows the exact prompt Status reported (fingerprint);
 // an empty fingerprint means the one stored on the Turn.
@@ -209,6 +213,15 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 	p, a, err := s.turnPane(ctx, t)
 	if err != nil {
 		return TurnView{}, fmt.Errorf("approve: %w", err)
+	}
+	// A TUI ignores keys for a moment after it draws a permission prompt
+	// (so that typing cannot approve by accident): let the prompt settle.
+	if wait := time.Until(time.UnixMilli(t.Approval.DetectedAt).Add(approvalSettle)); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return TurnView{}, fmt.Errorf("approve: %w", ctx.Err())
+		case <-time.After(wait):
+		}
 	}
 	text, err := s.o.Terminals.Capture(ctx, p)
 	if err != nil {
