@@ -46,6 +46,19 @@ type Pane struct {
 	Cwd   string `json:"cwd"`
 	// Control is the provider's own address of the pane (opaque here).
 	Control json.RawMessage `json:"control,omitempty"`
+	// NotControllable is set when the pane cannot be driven safely now
+	// (several agent processes in it, say); Reason says why. Such a pane
+	// is listed and followed, never sent to.
+	NotControllable bool   `json:"not_controllable,omitempty"`
+	Reason          string `json:"reason,omitempty"`
+}
+
+// ProcessChecker is implemented by Terminals that can tell whether a pane's
+// agent process incarnation still runs, independently of the pane.
+type ProcessChecker interface {
+	// Alive reports whether p's process (pid and birth) runs; an error
+	// means it cannot tell.
+	Alive(p Pane) (bool, error)
 }
 
 // Terminals finds agent panes and does their I/O (tmux + /proc).

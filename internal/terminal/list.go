@@ -111,6 +111,9 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 		}
 	}
 	var blocked []string
+	if p.NotControllable {
+		blocked = append(blocked, "not controllable: "+p.Reason)
+	}
 	if idErr != nil {
 		blocked = append(blocked, "native identity unknown: "+idErr.Error())
 	}

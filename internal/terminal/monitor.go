@@ -346,6 +346,15 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 		}
 	}
 	dead := derr == nil && !alive
+	if pc, ok := m.s.o.Terminals.(ProcessChecker); ok {
+		// The incarnation itself decides: a pane that is briefly not
+		// listed (or not controllable) is not a dead agent.
+		if running, err := pc.Alive(m.pane); err == nil {
+			dead = !running
+		} else {
+			dead = false
+		}
+	}
 	sub := t.Takeover.Submission
 	if sub.Status == store.DispatchPrepared || sub.Status == store.DispatchTextInjected {
 		// A sender owns these phases. Once it has had longer than any send

@@ -188,6 +188,9 @@ func (s *Service) findPane(ctx context.Context, key string, pid int, birth strin
 		return Pane{}, fmt.Errorf("%w: %d agent processes claim the pane; it is not controllable until one exits", ErrRefused, len(found))
 	}
 	p := found[0]
+	if p.NotControllable {
+		return p, fmt.Errorf("%w: the pane is not controllable now (%s)", ErrRefused, p.Reason)
+	}
 	if pid > 0 && (p.PID != pid || p.Birth != birth) {
 		return p, fmt.Errorf("%w: the agent process in the pane changed (was pid %d, now %d); send with --terminal %s to follow the new one",
 			ErrRefused, pid, p.PID, p.TerminalID)
@@ -393,6 +396,9 @@ func (s *Service) followTarget(ctx context.Context, terminalID string) (Pane, Ag
 		return Pane{}, nil, Identity{}, fmt.Errorf("%w: terminal id %s is ambiguous (%d panes on several sockets); stop one of them", ErrRefused, terminalID, len(found))
 	}
 	p := found[0]
+	if p.NotControllable {
+		return Pane{}, nil, Identity{}, fmt.Errorf("%w: the pane is not controllable now (%s)", ErrRefused, p.Reason)
+	}
 	a, err := s.agent(p.Agent)
 	if err != nil {
 		return Pane{}, nil, Identity{}, err

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 )
 
@@ -23,7 +24,10 @@ type TmuxTerminals struct {
 	Finder *agentproc.Finder
 }
 
-var _ Terminals = (*TmuxTerminals)(nil)
+var (
+	_ Terminals      = (*TmuxTerminals)(nil)
+	_ ProcessChecker = (*TmuxTerminals)(nil)
+)
 
 // NewTmuxTerminals returns Terminals over tmux with o, reading /proc.
 func NewTmuxTerminals(o tmux.Options) (*TmuxTerminals, error) {
@@ -35,11 +39,21 @@ func NewTmuxTerminals(o tmux.Options) (*TmuxTerminals, error) {
 	return &TmuxTerminals{Tmux: c, Finder: f}, nil
 }
 
-// paneOf converts a controllable row.
+// paneOf converts a row.
 func paneOf(r agentproc.Row) Pane {
 	ctrl, _ := json.Marshal(r)
 	return Pane{TerminalID: r.TerminalID, Key: r.Pane.Key(), Agent: string(r.Agent), PID: r.Process.PID,
-		Birth: strconv.FormatUint(r.Process.StartTicks, 10), Cwd: r.Process.Cwd, Control: ctrl}
+		Birth: strconv.FormatUint(r.Process.StartTicks, 10), Cwd: r.Process.Cwd, Control: ctrl,
+		NotControllable: !r.Controllable, Reason: r.Reason}
+}
+
+// Alive implements ProcessChecker from /proc.
+func (t *TmuxTerminals) Alive(p Pane) (bool, error) {
+	ticks, err := strconv.ParseUint(p.Birth, 10, 64)
+	if err != nil {
+		return false, fmt.Errorf("pane %s: birth %q: %w", p.TerminalID, p.Birth, err)
+	}
+	return proc.Alive(p.PID, ticks)
 }
 
 func rowOf(p Pane) (agentproc.Row, error) {
@@ -50,17 +64,15 @@ func rowOf(p Pane) (agentproc.Row, error) {
 	return r, nil
 }
 
-// Discover implements Terminals: the controllable agent panes.
+// Discover implements Terminals: every agent pane, controllable or not.
 func (t *TmuxTerminals) Discover(ctx context.Context) ([]Pane, error) {
 	rows, err := t.Finder.Discover(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []Pane
+	out := make([]Pane, 0, len(rows))
 	for _, r := range rows {
-		if r.Controllable {
-			out = append(out, paneOf(r))
-		}
+		out = append(out, paneOf(r))
 	}
 	return out, nil
 }
