@@ -49,9 +49,13 @@ func TestE2ETerminalSendWaitPrintsExactReply(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("list --json: %v\n%s", err, out)
 		}
+		// The same process twice in a row: Codex's launcher hands over to
+		// its native binary during start-up.
 		if len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
+			if res.Terminals[0].ID == row.ID {
+				break
+			}
 			row = res.Terminals[0]
-			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no sendable Codex pane listed:\n%s", out)
@@ -152,9 +156,13 @@ func TestE2ETerminalDaemonKill9(t *testing.T) {
 		}
 		var res terminal.ListResult
 		_ = json.Unmarshal([]byte(out), &res)
+		// The same process twice in a row: Codex's launcher hands over to
+		// its native binary during start-up.
 		if len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
+			if res.Terminals[0].ID == row.ID {
+				break
+			}
 			row = res.Terminals[0]
-			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no sendable pane:\n%s", out)
