@@ -31,8 +31,7 @@ func BenchmarkE2ECodexCompletionLatency(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("CLAWCONNECT_BENCH_TURNS")); err == nil && v > 0 {
 		turns = v
 	}
-	var lat []time.Duration
-	lat = codexLatencies(b, turns)
+	lat := codexLatencies(b, turns)
 	slices.Sort(lat)
 	if len(lat) == 0 {
 		return

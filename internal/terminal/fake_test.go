@@ -310,14 +310,7 @@ func (r *rig) service() *Service {
 func (r *rig) start(svc *Service, o HostOptions) *Host {
 	r.t.Helper()
 	if o.Watch == nil {
-		o.Watch = func(ctx context.Context, paths []string) (<-chan struct{}, error) {
-			for _, a := range r.ft.agents {
-				if a.pane.Key == paths[0] {
-					return a.wake, nil
-				}
-			}
-			return nil, fmt.Errorf("no fake pane %s", paths[0])
-		}
+		o.Watch = r.fakeWatch
 	}
 	h := NewHost(svc, o)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -327,6 +320,16 @@ func (r *rig) start(svc *Service, o HostOptions) *Host {
 	r.t.Cleanup(stop)
 	r.stop, r.done = cancel, done
 	return h
+}
+
+// fakeWatch wakes a monitor when its fake agent changes.
+func (r *rig) fakeWatch(_ context.Context, paths []string) (<-chan struct{}, error) {
+	for _, a := range r.ft.agents {
+		if a.pane.Key == paths[0] {
+			return a.wake, nil
+		}
+	}
+	return nil, fmt.Errorf("no fake pane %s", paths[0])
 }
 
 // waitStatus waits (bounded) until the Turn has status.
