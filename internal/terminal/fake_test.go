@@ -33,6 +33,9 @@ type fakeAgent struct {
 	// acceptPrompts, when false, leaves typed prompts in the composer.
 	acceptPrompts bool
 	sendErr       error
+	// scanErr makes the completion scan fail (a malformed session-file
+	// line).
+	scanErr error
 }
 
 type fakeRecord struct {
@@ -229,6 +232,9 @@ func (r fakeReader) Completion(_ context.Context, p Pane, anchor json.RawMessage
 	a := r.agentOf(p)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.scanErr != nil {
+		return nil, a.scanErr
+	}
 	for _, rec := range a.records[an.Offset:] {
 		if rec.kind == "complete" && rec.turn == acc.NativeTurnID {
 			out := "completed"

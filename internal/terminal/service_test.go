@@ -588,3 +588,30 @@ func TestDeadSenderIsNeverResent(t *testing.T) {
 		return err
 	})
 }
+
+func TestMalformedSessionFileIsADiagnosticNeverACompletion(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 220)
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
+	ctx := t.Context()
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.set(func(f *fakeAgent) {
+		f.scanErr = errors.New("invalid_rollout_jsonl: line ending at byte 99 token=sk-abcdefghijklmnopqrst")
+	})
+	a.finish("must not be reported while the file is unreadable", false)
+	r.until("the diagnostic is recorded", func() bool {
+		v, _ := r.svc.Status(ctx, res.TurnID)
+		return v.DetectorDiagnostic != ""
+	})
+	v, _ := r.svc.Status(ctx, res.TurnID)
+	if v.Status != store.TurnWaitingForAgent || v.Result != nil || strings.Contains(v.DetectorDiagnostic, "sk-abcdefghijklmnopqrst") {
+		t.Fatalf("turn with an unreadable session file = %+v", v)
+	}
+	a.set(func(f *fakeAgent) { f.scanErr = nil })
+	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "must not be reported while the file is unreadable" {
+		t.Fatalf("turn = %+v", v)
+	}
+}
