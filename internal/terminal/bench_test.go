@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 )
@@ -181,4 +183,54 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkList50Panes measures Service.List over 50 panes of a private
+// tmux server, each running a process that classifies as Codex (a link
+// named codex to sleep) and holds no rollout: one tmux list, one /proc
+// snapshot, and per pane a capture, an open-file inventory and store reads.
+func BenchmarkList50Panes(b *testing.B) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		b.Skip("no tmux")
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		b.Skip("no sleep")
+	}
+	dir, err := os.MkdirTemp("", "cc-list-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	codexBin := filepath.Join(dir, "codex")
+	if err := os.Symlink(sleep, codexBin); err != nil {
+		b.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s")
+	tm := func(args ...string) {
+		if out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput(); err != nil {
+			b.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+	}
+	tm("new-session", "-d", "-s", "bench", "-x", "200", "-y", "50", codexBin+" 600")
+	defer func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() }()
+	for i := 1; i < 50; i++ {
+		tm("new-window", "-d", "-t", "bench", codexBin+" 600")
+	}
+	terms, err := NewTmuxTerminals(tmux.Options{Sockets: []string{sock}, NoDefaultServer: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := NewService(Options{Store: newBenchSQLite(b), Terminals: terms, Agents: DefaultAgents()})
+	ctx := context.Background()
+	res, err := svc.List(ctx)
+	if err != nil || len(res.Terminals) != 50 {
+		b.Fatalf("list = %d rows, %v", len(res.Terminals), err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := svc.List(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

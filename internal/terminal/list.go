@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 )
@@ -50,11 +51,22 @@ func (s *Service) List(ctx context.Context) (ListResult, error) {
 	if err != nil {
 		return ListResult{}, fmt.Errorf("list: discover panes: %w", err)
 	}
-	out := ListResult{Terminals: []TerminalRow{}}
-	for _, p := range panes {
-		out.Terminals = append(out.Terminals, s.row(ctx, p))
+	// Each row captures its pane (one tmux call) and reads the agent's
+	// files: build them a few at a time.
+	rows := make([]TerminalRow, len(panes))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, p := range panes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			rows[i] = s.row(ctx, p)
+		}()
 	}
-	return out, nil
+	wg.Wait()
+	return ListResult{Terminals: rows}, nil
 }
 
 func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
