@@ -182,6 +182,11 @@ func readWindow(a Anchor) (window, bool, error) {
 	if _, err := f.ReadAt(buf, a.Offset); err != nil && err != io.EOF {
 		return window{}, false, native.Failf(native.CodeUnreadable, a.Path, "%v", err)
 	}
+	return windowOf(buf, a.Offset), true, nil
+}
+
+// windowOf cuts buf, the bytes from offset on, to its complete lines.
+func windowOf(buf []byte, offset int64) window {
 	cut := 0
 	for i := len(buf) - 1; i >= 0; i-- {
 		if buf[i] == '\n' {
@@ -189,5 +194,5 @@ func readWindow(a Anchor) (window, bool, error) {
 			break
 		}
 	}
-	return window{data: buf[:cut], partial: cut < len(buf), end: a.Offset + int64(cut)}, true, nil
+	return window{data: buf[:cut], partial: cut < len(buf), end: offset + int64(cut)}
 }

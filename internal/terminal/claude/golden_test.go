@@ -99,14 +99,16 @@ func checkGoldens(t *testing.T, dir string) {
 	t.Helper()
 	approval := readGolden(t, dir, "screen-approval.txt")
 	screens := map[string]screen.Screen{
-		"screen-idle.txt":        {Activity: screen.Idle},
-		"screen-draft.txt":       {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
-		"screen-working.txt":     {Activity: screen.Working},
-		"screen-reply.txt":       {Activity: screen.Idle},
-		"screen-approved.txt":    {Activity: screen.Idle},
-		"screen-streaming.txt":   {Activity: screen.Working},
-		"screen-interrupted.txt": {Activity: screen.Idle},
-		"screen-api-error.txt":   {Activity: screen.Idle},
+		"screen-idle.txt":            {Activity: screen.Idle},
+		"screen-draft.txt":           {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
+		"screen-draft-paste.txt":     {Activity: screen.Idle, Draft: "[Pasted text #1 +40 lines]"},
+		"screen-draft-multiline.txt": {Activity: screen.Idle, Draft: "first line of a pasted request\nsecond line ECHO=multi-ok"},
+		"screen-working.txt":         {Activity: screen.Working},
+		"screen-reply.txt":           {Activity: screen.Idle},
+		"screen-approved.txt":        {Activity: screen.Idle},
+		"screen-streaming.txt":       {Activity: screen.Working},
+		"screen-interrupted.txt":     {Activity: screen.Idle},
+		"screen-api-error.txt":       {Activity: screen.Idle},
 		"screen-approval.txt": {Activity: screen.AwaitingApproval, Approval: &screen.Approval{
 			Kind: screen.RunCommand, Profile: claude.ApprovalProfile, Fingerprint: screen.Fingerprint(dialogRegion(t, approval)),
 			Approvable: true}},
@@ -116,6 +118,13 @@ func checkGoldens(t *testing.T, dir string) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("ParseScreen(%s) (-want +got):\n%s", name, diff)
 		}
+	}
+
+	if paste := readGolden(t, dir, "screen-draft-paste.txt"); !screen.DraftShows(claude.ParseScreen(paste).Draft, pastedRequest()) {
+		t.Errorf("the paste placeholder does not show the pasted request")
+	}
+	if screen.DraftShows(claude.ParseScreen(readGolden(t, dir, "screen-draft-paste.txt")).Draft, pastedRequest()+"\nx") {
+		t.Errorf("the paste placeholder shows a request of another size")
 	}
 
 	var m goldenManifest
@@ -132,13 +141,14 @@ func checkGoldens(t *testing.T, dir string) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if s.SessionID != m.SessionID || s.Cwd != m.Cwd || s.Kind != claude.KindInteractive || s.Entrypoint != "cli" ||
-			s.Version != "2.1.332" || s.StartedAtMs == 0 || s.Status != want[0] || s.WaitingFor != want[1] {
+			s.Version != "2.1.332" || s.StartedAtMs == 0 || s.Status != want[0] || s.WaitingFor != want[1] ||
+			!strings.HasSuffix(s.Tmux, ".%0") {
 			t.Errorf("%s: %+v", name, s)
 		}
 	}
 
-	if len(m.Turns) != 4 {
-		t.Fatalf("manifest has %d turns, want 4", len(m.Turns))
+	if len(m.Turns) != 6 {
+		t.Fatalf("manifest has %d turns, want 6", len(m.Turns))
 	}
 	for i, turn := range m.Turns {
 		_, path := setup(t, dir, turn.Transcript, m)
@@ -154,6 +164,9 @@ func checkGoldens(t *testing.T, dir string) {
 			if got, err := claude.ScanAcceptance(a, m.Turns[i-1].Request); err != nil || got.Accepted {
 				t.Errorf("%s: the previous request matched after the anchor: %+v %v", turn.Name, got, err)
 			}
+		}
+		if ids, err := claude.PromptsAfter(a); err != nil || len(ids) != 1 || ids[0] != acc.TurnID {
+			t.Errorf("%s: prompts after the anchor = %v, %v; want [%s]", turn.Name, ids, err, acc.TurnID)
 		}
 		c, err := claude.ScanCompletion(a, acc.TurnID)
 		if err != nil {

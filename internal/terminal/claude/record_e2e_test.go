@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -200,7 +201,7 @@ func TestRecordRealTUI(t *testing.T) {
 	} else if ap, err := claude.PendingApproval(anchor, acc.TurnID); err != nil || ap == nil {
 		t.Fatalf("live pending approval = %+v, %v", ap, err)
 	}
-	if err := tui.Keys(ctx, "Enter"); err != nil {
+	if err := tui.Keys(ctx, claude.ApproveKey); err != nil {
 		t.Fatal(err)
 	}
 	done, err := tui.WaitStable(ctx, "the tool result reply", 300*time.Millisecond, func(s string) bool {
@@ -236,7 +237,7 @@ func TestRecordRealTUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	screen("streaming", streaming)
-	if err := tui.Keys(ctx, "Escape"); err != nil {
+	if err := tui.Keys(ctx, claude.InterruptKey); err != nil {
 		t.Fatal(err)
 	}
 	interrupted, err := tui.WaitStable(ctx, "the interrupted screen", 300*time.Millisecond, func(s string) bool {
@@ -272,6 +273,67 @@ func TestRecordRealTUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	liveCheck(t, anchor, req, native.Failed, "API Error: 400 fakemodel: scripted failure FAIL=400")
+	m.Turns = append(m.Turns, turn)
+
+	// 5. A multi-line request, pasted, then Enter once the draft shows.
+	req = "first line of a pasted request\nsecond line ECHO=multi-ok"
+	turn = goldenTurn{Name: "multiline", Request: req, Offset: size(), Transcript: "transcript-multiline.jsonl", Reply: "multi-ok"}
+	anchor = liveAnchor(t, tui.ClaudeConfigDir(), pid)
+	if err := tui.Type(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	multi, err := tui.WaitStable(ctx, "the multi-line draft", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "second line ECHO=multi-ok") || strings.Contains(s, "[Pasted")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen("draft-multiline", multi)
+	if err := tui.Keys(ctx, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tui.WaitStable(ctx, "the multi-line reply", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "● multi-ok") && tui.Idle(s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitTranscript(`"turn_duration"`, 3)
+	waitStatus(claude.StatusIdle)
+	if _, err := g.CopyFile(turn.Transcript, transcript); err != nil {
+		t.Fatal(err)
+	}
+	liveCheck(t, anchor, req, native.Completed, "multi-ok")
+	m.Turns = append(m.Turns, turn)
+
+	// 6. A large paste (40 lines with tabs): the agents draw a placeholder
+	// in the composer and record the text their own way.
+	req = pastedRequest()
+	turn = goldenTurn{Name: "paste", Request: req, Offset: size(), Transcript: "transcript-paste.jsonl", Reply: "paste-ok"}
+	anchor = liveAnchor(t, tui.ClaudeConfigDir(), pid)
+	if err := tui.Type(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	paste, err := tui.WaitStable(ctx, "the paste placeholder", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "[Pasted")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen("draft-paste", paste)
+	if err := tui.Keys(ctx, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tui.WaitStable(ctx, "the paste reply", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "● paste-ok") && tui.Idle(s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitTranscript(`"turn_duration"`, 4)
+	waitStatus(claude.StatusIdle)
+	if _, err := g.CopyFile(turn.Transcript, transcript); err != nil {
+		t.Fatal(err)
+	}
+	liveCheck(t, anchor, req, native.Completed, "paste-ok")
 	m.Turns = append(m.Turns, turn)
 
 	if err := g.Write("pid", []byte(strconv.Itoa(pid)+"\n")); err != nil {
@@ -314,4 +376,15 @@ func liveCheck(t *testing.T, a claude.Anchor, req string, state native.Completio
 	if err != nil || c.State != state || c.Text != text {
 		t.Fatalf("live completion of %q = %+v, %v; want %s %q", req, c, err, state, text)
 	}
+}
+
+// pastedRequest is a request large enough for the TUI to show it as a
+// paste placeholder: 40 lines with tabs.
+func pastedRequest() string {
+	var b strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&b, "line %02d\tof a large pasted request\n", i)
+	}
+	b.WriteString("ECHO=paste-ok")
+	return b.String()
 }

@@ -216,3 +216,13 @@ func itoa(n int) string {
 	}
 	return itoa(n/10) + digits[n%10:n%10+1]
 }
+
+// Keys of the Claude Code 2.1.332 TUI, as tmux send-keys names.
+const (
+	// ApproveKey answers an approvable Bash dialog with its highlighted
+	// option 1 ("Yes"), once.
+	ApproveKey = "Enter"
+	// InterruptKey stops a running turn (the transcript gets a "[Request
+	// interrupted by user]" record) and rejects a shown dialog.
+	InterruptKey = "Escape"
+)

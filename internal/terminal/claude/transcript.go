@@ -97,9 +97,49 @@ func parse(w window, base int64, path string) ([]entry, error) {
 }
 
 // normalize is the prompt comparison form: CRLF as LF, trailing newlines
-// removed.
+// removed. A prompt that holds a large paste is compared as Claude Code
+// records it: the paste between <pasted_content id="…"> tags with tabs as
+// four spaces; unwrapPastes undoes the tags and tabs are expanded on both
+// sides.
 func normalize(s string) string {
-	return strings.TrimRight(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if strings.Contains(s, "<pasted_content id=") {
+		s = unwrapPastes(s)
+	}
+	if strings.Contains(s, "\t") {
+		s = strings.ReplaceAll(s, "\t", "    ")
+	}
+	return strings.TrimRight(s, "\n")
+}
+
+// unwrapPastes replaces each "\n\n<pasted_content id=\"X\">\n…\n</pasted_content
+// id=\"X\">\n" block by the pasted text, and trims the result at both ends
+// (Claude Code 2.1.332 writes a large paste that way; the blank lines around
+// it are its own). Text without a well-formed block is returned as is.
+func unwrapPastes(s string) string {
+	var b strings.Builder
+	rest := s
+	for {
+		i := strings.Index(rest, "<pasted_content id=\"")
+		if i < 0 {
+			break
+		}
+		j := strings.Index(rest[i:], "\">\n")
+		if j < 0 {
+			return s
+		}
+		id := rest[i+len("<pasted_content id=\"") : i+j]
+		closing := "\n</pasted_content id=\"" + id + "\">"
+		k := strings.Index(rest[i+j+3:], closing)
+		if id == "" || strings.ContainsAny(id, "\"\n") || k < 0 {
+			return s
+		}
+		b.WriteString(strings.TrimRight(rest[:i], "\n"))
+		b.WriteString(rest[i+j+3 : i+j+3+k])
+		rest = strings.TrimLeft(rest[i+j+3+k+len(closing):], "\n")
+	}
+	b.WriteString(rest)
+	return strings.TrimSpace(b.String())
 }
 
 // isPrompt reports whether e is a human prompt record of the anchored
@@ -112,7 +152,9 @@ func isPrompt(e *entry, a Anchor) bool {
 // ScanAcceptance looks after the anchor for the prompt record of the exact
 // request (the payload typed into the pane): a user record of the anchored
 // session and cwd, not a sidechain, whose string content equals request
-// (CRLF as LF, trailing newlines dropped). It returns Accepted with the
+// (CRLF as LF, trailing newlines dropped; a large paste, which Claude Code
+// records between <pasted_content> tags with its tabs as four spaces,
+// compares by its text). It returns Accepted with the
 // prompt record's uuid as TurnID, a pending result, or a *native.ScanError
 // (replaced or truncated transcript, malformed line, two matches, a match
 // without a valid timestamp).
@@ -124,6 +166,11 @@ func ScanAcceptance(a Anchor, request string) (native.Acceptance, error) {
 	if !ok {
 		return native.Acceptance{Code: native.CodeNotMaterialized, ThreadID: a.SessionID}, nil
 	}
+	return acceptance(a, w, request)
+}
+
+// acceptance is ScanAcceptance on the bytes after the anchor.
+func acceptance(a Anchor, w window, request string) (native.Acceptance, error) {
 	entries, err := parse(w, a.Offset, a.Path)
 	if err != nil {
 		return native.Acceptance{}, err
@@ -259,11 +306,15 @@ func ScanCompletion(a Anchor, promptUUID string) (native.Completion, error) {
 	if err != nil {
 		return native.Completion{}, err
 	}
-	pending := native.Completion{State: native.Pending, Code: native.CodeNotComplete, TurnID: promptUUID, EndOffset: w.end}
 	if !ok {
-		pending.Code = native.CodeNotMaterialized
-		return pending, nil
+		return native.Completion{State: native.Pending, Code: native.CodeNotMaterialized, TurnID: promptUUID}, nil
 	}
+	return completion(a, w, promptUUID)
+}
+
+// completion is ScanCompletion on the bytes after the anchor.
+func completion(a Anchor, w window, promptUUID string) (native.Completion, error) {
+	pending := native.Completion{State: native.Pending, Code: native.CodeNotComplete, TurnID: promptUUID, EndOffset: w.end}
 	if w.partial {
 		pending.Code = native.CodePartialRecord
 	}
@@ -404,4 +455,27 @@ func PendingApproval(a Anchor, promptUUID string) (*BashApproval, error) {
 	fp := sha256.Sum256([]byte(a.SessionID + "\n" + promptUUID + "\n" + ap.ToolUseID + "\n" + ap.CommandSHA256))
 	ap.Fingerprint = hex.EncodeToString(fp[:])
 	return ap, nil
+}
+
+// PromptsAfter lists the uuids of the human prompt records of the anchored
+// session after the anchor, in file order (the "[Request interrupted by
+// user]" notes are not prompts). Asked before a send, any prompt means
+// someone typed into the pane since the anchor. Errors are those of
+// ScanAcceptance; a transcript that does not exist yet has no prompts.
+func PromptsAfter(a Anchor) ([]string, error) {
+	w, ok, err := readWindow(a)
+	if err != nil || !ok {
+		return nil, err
+	}
+	entries, err := parse(w, a.Offset, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range entries {
+		if e := &entries[i]; isPrompt(e, a) && !strings.HasPrefix(*e.text, interruptedText) {
+			out = append(out, e.UUID)
+		}
+	}
+	return out, nil
 }

@@ -173,12 +173,13 @@ func readWindow(a Anchor, limit int64) (window, error) {
 	if _, err := f.ReadAt(buf, a.Offset); err != nil && err != io.EOF {
 		return window{}, native.Failf(native.CodeUnreadable, a.Path, "%v", err)
 	}
-	w := window{}
+	return windowOf(buf, a.Offset), nil
+}
+
+// windowOf cuts buf, the bytes from offset on, to its complete lines.
+func windowOf(buf []byte, offset int64) window {
 	cut := lastNewline(buf)
-	w.data = buf[:cut]
-	w.partial = cut < len(buf)
-	w.end = a.Offset + int64(cut)
-	return w, nil
+	return window{data: buf[:cut], partial: cut < len(buf), end: offset + int64(cut)}
 }
 
 func lastNewline(b []byte) int {

@@ -61,15 +61,17 @@ func checkGoldens(t *testing.T, dir string) {
 	approval := readGolden(t, dir, "screen-approval.txt")
 	region := promptRegion(t, approval, "Would you like to run the following command?", "Press enter to confirm or esc to cancel")
 	screens := map[string]screen.Screen{
-		"screen-idle.txt":        {Activity: screen.Idle},
-		"screen-idle.ansi":       {Activity: screen.Idle},
-		"screen-draft.txt":       {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
-		"screen-draft.ansi":      {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
-		"screen-working.txt":     {Activity: screen.Working},
-		"screen-reply.txt":       {Activity: screen.Idle},
-		"screen-approved.txt":    {Activity: screen.Idle},
-		"screen-streaming.txt":   {Activity: screen.Working},
-		"screen-interrupted.txt": {Activity: screen.Idle},
+		"screen-idle.txt":            {Activity: screen.Idle},
+		"screen-idle.ansi":           {Activity: screen.Idle},
+		"screen-draft.txt":           {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
+		"screen-draft.ansi":          {Activity: screen.Idle, Draft: "say hello WAIT=1500"},
+		"screen-draft-paste.txt":     {Activity: screen.Idle, Draft: "[Pasted Content 1373 chars]"},
+		"screen-draft-multiline.txt": {Activity: screen.Idle, Draft: "first line of a pasted request\nsecond line ECHO=multi-ok"},
+		"screen-working.txt":         {Activity: screen.Working},
+		"screen-reply.txt":           {Activity: screen.Idle},
+		"screen-approved.txt":        {Activity: screen.Idle},
+		"screen-streaming.txt":       {Activity: screen.Working},
+		"screen-interrupted.txt":     {Activity: screen.Idle},
 		"screen-approval.txt": {Activity: screen.AwaitingApproval, Approval: &screen.Approval{
 			Kind: screen.RunCommand, Profile: codex.ApprovalProfile, Fingerprint: screen.Fingerprint(region),
 			Command: "touch approved.txt", Approvable: true}},
@@ -81,12 +83,19 @@ func checkGoldens(t *testing.T, dir string) {
 		}
 	}
 
+	if paste := readGolden(t, dir, "screen-draft-paste.txt"); !screen.DraftShows(codex.ParseScreen(paste).Draft, pastedRequest()) {
+		t.Errorf("the paste placeholder does not show the pasted request")
+	}
+	if screen.DraftShows(codex.ParseScreen(readGolden(t, dir, "screen-draft-paste.txt")).Draft, pastedRequest()+"\nx") {
+		t.Errorf("the paste placeholder shows a request of another size")
+	}
+
 	var m goldenManifest
 	if err := json.Unmarshal([]byte(readGolden(t, dir, "manifest.json")), &m); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Turns) != 3 {
-		t.Fatalf("manifest has %d turns, want 3", len(m.Turns))
+	if len(m.Turns) != 5 {
+		t.Fatalf("manifest has %d turns, want 5", len(m.Turns))
 	}
 	var turnIDs []string
 	for i, turn := range m.Turns {
@@ -116,6 +125,9 @@ func checkGoldens(t *testing.T, dir string) {
 			}
 		}
 		turnIDs = append(turnIDs, acc.TurnID)
+		if ids, err := codex.TurnsStartedAfter(a); err != nil || len(ids) != 1 || ids[0] != acc.TurnID {
+			t.Errorf("%s: turns started after the anchor = %v, %v; want [%s]", turn.Name, ids, err, acc.TurnID)
+		}
 		c, err := codex.ScanCompletion(a, acc.TurnID)
 		if err != nil {
 			t.Fatalf("%s: ScanCompletion: %v", turn.Name, err)

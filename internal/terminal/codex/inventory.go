@@ -87,7 +87,8 @@ type Inventory struct {
 }
 
 // TakeInventory finds the root rollouts among a process's open files.
-// Every open rollout must be a regular, undeleted file inside
+// The same file open on several descriptors counts once. Every open
+// rollout must be a regular, undeleted file inside
 // realpath($CODEX_HOME/sessions) whose open file (device, inode) is the one
 // at its path, whose session_meta id equals the id in its name, and which
 // is either a sub-agent thread (skipped) or a TUI root (originator
@@ -99,9 +100,16 @@ func TakeInventory(in InventoryInput) (Inventory, error) {
 		return Inventory{}, fmt.Errorf("codex inventory: CodexHome and Cwd are required")
 	}
 	var candidates []OpenFile
+	seen := map[OpenFile]bool{}
 	for _, f := range in.OpenFiles {
 		path := strings.TrimSuffix(f.Path, " (deleted)")
-		if IsRolloutName(filepath.Base(path)) {
+		if !IsRolloutName(filepath.Base(path)) {
+			continue
+		}
+		// Codex 0.171 may hold its rollout open on two descriptors: the same
+		// path and file count once.
+		if k := (OpenFile{Path: f.Path, Dev: f.Dev, Ino: f.Ino}); !seen[k] {
+			seen[k] = true
 			candidates = append(candidates, f)
 		}
 	}

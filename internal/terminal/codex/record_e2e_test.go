@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,7 +167,7 @@ func TestRecordRealTUI(t *testing.T) {
 	if _, err := g.CopyFile(turn.Pending, rollout()); err != nil {
 		t.Fatal(err)
 	}
-	if err := tui.Keys(ctx, "y"); err != nil {
+	if err := tui.Keys(ctx, codex.ApproveKey); err != nil {
 		t.Fatal(err)
 	}
 	done, err := tui.WaitStable(ctx, "the tool result reply", 300*time.Millisecond, func(s string) bool {
@@ -202,7 +203,7 @@ func TestRecordRealTUI(t *testing.T) {
 	}
 	streaming, _ := tui.Capture(ctx)
 	screen("streaming", streaming)
-	if err := tui.Keys(ctx, "Escape"); err != nil {
+	if err := tui.Keys(ctx, codex.InterruptKey); err != nil {
 		t.Fatal(err)
 	}
 	interrupted, err := tui.WaitStable(ctx, "the interrupted screen", 300*time.Millisecond, func(s string) bool {
@@ -217,6 +218,67 @@ func TestRecordRealTUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	live.check(anchor, req, "")
+	m.Turns = append(m.Turns, turn)
+
+	// 4. A multi-line request, pasted, then Enter once the draft shows. It
+	// starts with blanks, which Codex drops from what it records: the
+	// prepared payload (trimmed) must still match.
+	req = "  first line of a pasted request\nsecond line ECHO=multi-ok"
+	turn = goldenTurn{Name: "multiline", Request: req, Offset: size(), Rollout: "rollout-multiline.jsonl", Reply: "multi-ok"}
+	anchor = live.anchor()
+	if err := tui.Type(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	multi, err := tui.WaitStable(ctx, "the multi-line draft", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "second line ECHO=multi-ok") || strings.Contains(s, "[Pasted")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen("draft-multiline", multi)
+	if err := tui.Keys(ctx, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tui.WaitStable(ctx, "the multi-line reply", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "• multi-ok") && tui.Idle(s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(ctx, t, rollout, `"task_complete"`, 3)
+	if _, err := g.CopyFile(turn.Rollout, rollout()); err != nil {
+		t.Fatal(err)
+	}
+	live.check(anchor, req, "multi-ok")
+	m.Turns = append(m.Turns, turn)
+
+	// 5. A large paste (40 lines with tabs): the agents draw a placeholder
+	// in the composer and record the text their own way.
+	req = pastedRequest()
+	turn = goldenTurn{Name: "paste", Request: req, Offset: size(), Rollout: "rollout-paste.jsonl", Reply: "paste-ok"}
+	anchor = live.anchor()
+	if err := tui.Type(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	paste, err := tui.WaitStable(ctx, "the paste placeholder", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "[Pasted")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen("draft-paste", paste)
+	if err := tui.Keys(ctx, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tui.WaitStable(ctx, "the paste reply", 300*time.Millisecond, func(s string) bool {
+		return strings.Contains(s, "• paste-ok") && tui.Idle(s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(ctx, t, rollout, `"task_complete"`, 4)
+	if _, err := g.CopyFile(turn.Rollout, rollout()); err != nil {
+		t.Fatal(err)
+	}
+	live.check(anchor, req, "paste-ok")
 	m.Turns = append(m.Turns, turn)
 
 	data, _ := json.MarshalIndent(m, "", "  ")
@@ -320,4 +382,15 @@ func waitRecord(ctx context.Context, t *testing.T, path func() string, marker st
 		case <-tick.C:
 		}
 	}
+}
+
+// pastedRequest is a request large enough for the TUI to show it as a
+// paste placeholder: 40 lines with tabs.
+func pastedRequest() string {
+	var b strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&b, "line %02d\tof a large pasted request\n", i)
+	}
+	b.WriteString("ECHO=paste-ok")
+	return b.String()
 }

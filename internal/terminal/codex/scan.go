@@ -84,10 +84,15 @@ func ScanAcceptance(a Anchor, requestHash string) (native.Acceptance, error) {
 	if err != nil {
 		return native.Acceptance{}, err
 	}
+	return acceptance(a, w, requestHash)
+}
+
+// acceptance is ScanAcceptance on the bytes after the anchor.
+func acceptance(a Anchor, w window, requestHash string) (native.Acceptance, error) {
 	started := map[string]bool{}
 	current := ""
 	var found *native.Acceptance
-	err = lines(w.data, a.Offset, a.Path, func(line []byte, end int64) error {
+	err := lines(w.data, a.Offset, a.Path, func(line []byte, end int64) error {
 		if !bytes.Contains(line, []byte(`"task_started"`)) && !bytes.Contains(line, []byte(`"user"`)) {
 			return nil
 		}
@@ -175,8 +180,13 @@ func ScanCompletion(a Anchor, turnID string) (native.Completion, error) {
 	if err != nil {
 		return native.Completion{}, err
 	}
+	return completion(a, w, turnID)
+}
+
+// completion is ScanCompletion on the bytes after the anchor.
+func completion(a Anchor, w window, turnID string) (native.Completion, error) {
 	var found *native.Completion
-	err = lines(w.data, a.Offset, a.Path, func(line []byte, end int64) error {
+	err := lines(w.data, a.Offset, a.Path, func(line []byte, end int64) error {
 		if !bytes.Contains(line, []byte(`"task_complete"`)) && !bytes.Contains(line, []byte(`"turn_aborted"`)) {
 			return nil
 		}
@@ -223,4 +233,42 @@ func ScanCompletion(a Anchor, turnID string) (native.Completion, error) {
 		code = native.CodePartialRecord
 	}
 	return native.Completion{State: native.Pending, Code: code, TurnID: turnID, EndOffset: w.end}, nil
+}
+
+// TurnsStartedAfter lists the native turns started after the anchor, in
+// file order: the turn_id of every task_started record (a human's turn as
+// much as ClawConnect's), and "" for each event_msg user_message that older
+// Codex versions wrote without a task_started. Asked before a send, any
+// turn means someone else used the pane since the anchor. Errors are those
+// of ScanAcceptance (a replaced or truncated rollout is a *native.ScanError
+// with CodeIdentityMismatch or CodeTruncated).
+func TurnsStartedAfter(a Anchor) ([]string, error) {
+	if !a.Bound() {
+		return nil, nil
+	}
+	w, err := readWindow(a, MaxCompletionScan)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	sawStart := false
+	err = lines(w.data, a.Offset, a.Path, func(line []byte, end int64) error {
+		if !bytes.Contains(line, []byte(`"task_started"`)) && !bytes.Contains(line, []byte(`"user_message"`)) {
+			return nil
+		}
+		r, err := decode(line, end, a.Path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case r.Type != "event_msg":
+		case r.Payload.Type == "task_started":
+			sawStart = true
+			out = append(out, strings.ToLower(r.Payload.TurnID))
+		case r.Payload.Type == "user_message" && !sawStart:
+			out = append(out, "")
+		}
+		return nil
+	})
+	return out, err
 }

@@ -96,11 +96,13 @@ func rawLines(text string) []string {
 	return strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
 }
 
-// composer finds the composer: the last "›" line among the last lines,
-// followed by at most four non-blank lines, all indented (the footer). It
-// returns the line's index (-1 when there is none) and the draft.
+// composer finds the composer: the last "›" line among the last lines
+// whose draft (that line and the indented lines right under it, up to a
+// blank line) is followed by at most four non-blank lines, all indented
+// (the footer). It returns the line's index (-1 when there is none) and
+// the draft, its lines joined with "\n".
 func composer(lines, raw []string) (int, string) {
-	for i := len(lines) - 1; i >= max(0, len(lines)-8); i-- {
+	for i := len(lines) - 1; i >= max(0, len(lines)-12); i-- {
 		l := lines[i]
 		if !strings.HasPrefix(l, "›") && !strings.HasPrefix(l, "»") {
 			if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, " ") {
@@ -108,28 +110,37 @@ func composer(lines, raw []string) (int, string) {
 			}
 			continue
 		}
+		draft := []string{strings.TrimSpace(strings.TrimLeft(l, "›»"))}
+		j := i + 1
+		for ; j < len(lines) && strings.HasPrefix(lines[j], "  ") && strings.TrimSpace(lines[j]) != ""; j++ {
+			draft = append(draft, strings.TrimPrefix(lines[j], "  "))
+		}
 		footer := 0
-		for _, f := range lines[i+1:] {
-			if strings.TrimSpace(f) != "" {
-				footer++
+		for _, f := range lines[j:] {
+			if strings.TrimSpace(f) == "" {
+				continue
 			}
+			if !strings.HasPrefix(f, " ") {
+				return -1, ""
+			}
+			footer++
 		}
 		if footer > 4 {
 			return -1, ""
 		}
-		draft := strings.TrimSpace(strings.TrimLeft(l, "›»"))
+		text := strings.Join(draft, "\n")
 		if raw != nil {
 			if i < len(raw) && strings.Contains(raw[i], "\x1b[2m") {
-				draft = "" // the placeholder is drawn dim
+				text = "" // the placeholder is drawn dim
 			}
-			return i, draft
+			return i, text
 		}
 		for _, p := range Placeholders {
-			if draft == p {
+			if text == p {
 				return i, ""
 			}
 		}
-		return i, draft
+		return i, text
 	}
 	return -1, ""
 }
@@ -267,3 +278,16 @@ func isDecoration(l string) bool {
 	}
 	return true
 }
+
+// Keys of the Codex 0.171 TUI, as tmux send-keys names.
+const (
+	// ApproveKey answers an approvable prompt with its option 1 ("Yes,
+	// proceed (y)"), once.
+	ApproveKey = "y"
+	// InterruptKey stops a running turn (the rollout gets a turn_aborted
+	// with reason "interrupted") and denies a shown approval prompt; on an
+	// idle composer it does nothing. Never use C-c: a single C-c on an idle
+	// composer exits Codex, so a C-c that arrives just after the turn ended
+	// kills the agent.
+	InterruptKey = "Escape"
+)

@@ -29,8 +29,11 @@ var slashCommand = regexp.MustCompile(`(?i)^/[a-z][a-z0-9_-]*(\s|$)`)
 
 // Payload is a prepared request.
 type Payload struct {
-	// Text is the exact text to type: the request with trailing whitespace
-	// removed.
+	// Text is the exact text to type: the request with leading and
+	// trailing white space removed. Codex 0.171 records a submitted
+	// request trimmed at both ends (Claude Code records it as typed), so
+	// only a trimmed payload is found again, byte for byte, in both
+	// agents' session files.
 	Text string
 	// Hash is the lowercase hex SHA-256 of Text's UTF-8 bytes.
 	Hash string
@@ -38,10 +41,9 @@ type Payload struct {
 
 // Prepare checks text and returns its payload. It refuses an empty request
 // (ErrEmpty) and one whose first non-blank line starts with a slash command
-// (ErrSlashCommand); leading whitespace on that line is ignored for the
-// check but kept in the payload.
+// (ErrSlashCommand).
 func Prepare(text string) (Payload, error) {
-	payload := strings.TrimRightFunc(text, isSpace)
+	payload := strings.TrimFunc(text, isSpace)
 	if strings.TrimSpace(payload) == "" {
 		return Payload{}, fmt.Errorf("prepare request: %w: send some text", ErrEmpty)
 	}
@@ -64,8 +66,7 @@ func Hash(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// isSpace is JavaScript's trimEnd set as far as it matters here: Unicode
-// white space and the BOM.
+// isSpace is JavaScript's trim set: Unicode white space and the BOM.
 func isSpace(r rune) bool {
 	switch r {
 	case ' ', '\t', '\n', '\v', '\f', '\r', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:

@@ -13,7 +13,8 @@ func TestPrepare(t *testing.T) {
 	}{
 		{"plain", "say hello", "say hello", nil},
 		{"trailing whitespace trimmed", "say hello \n\n\t", "say hello", nil},
-		{"leading kept", "  indented\nline", "  indented\nline", nil},
+		{"leading trimmed, as Codex records it", "  \n  indented\nline", "indented\nline", nil},
+		{"inner white space kept", "a  b\n\n\tc", "a  b\n\n\tc", nil},
 		{"slash command", "/exit", "", ErrSlashCommand},
 		{"slash command with args", "/model gpt", "", ErrSlashCommand},
 		{"slash command case-insensitive", "/EXIT now", "", ErrSlashCommand},

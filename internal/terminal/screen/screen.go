@@ -8,8 +8,10 @@ package screen
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Activity is what a pane's agent is doing, as its screen shows it.
@@ -97,4 +99,30 @@ func Lines(text string) []string {
 func Fingerprint(lines []string) string {
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	return hex.EncodeToString(sum[:])
+}
+
+// DraftShows reports whether a composer draft read from the screen shows
+// payload: equal once all white space is removed, since a pane wraps long
+// lines and a parser cannot tell a wrap from a newline; or the placeholder
+// an agent draws for a large paste of exactly this payload: Codex 0.171's
+// "[Pasted Content <characters> chars]", Claude Code 2.1.332's "[Pasted
+// text #<n> +<newlines> lines]". An empty payload never shows.
+func DraftShows(draft, payload string) bool {
+	p := strings.Join(strings.Fields(payload), "")
+	if p == "" {
+		return false
+	}
+	if strings.Join(strings.Fields(draft), "") == p {
+		return true
+	}
+	draft = strings.TrimSpace(draft)
+	if draft == fmt.Sprintf("[Pasted Content %d chars]", utf8.RuneCountInString(payload)) {
+		return true
+	}
+	var n, lines int
+	if !strings.HasPrefix(draft, "[Pasted text #") || !strings.HasSuffix(draft, " lines]") || strings.Count(draft, "]") != 1 {
+		return false
+	}
+	k, err := fmt.Sscanf(draft, "[Pasted text #%d +%d lines]", &n, &lines)
+	return err == nil && k == 2 && lines == strings.Count(payload, "\n")
 }

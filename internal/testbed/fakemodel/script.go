@@ -130,11 +130,16 @@ func cleanPrompt(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// pastedContent opens a large paste in a Claude Code prompt
+// ("<pasted_content id=\"…\">\n…\n</pasted_content id=\"…\">"): the typed
+// prompt, not scaffolding.
+const pastedContent = "<pasted_content "
+
 // isNoise reports whether a user text block is client scaffolding rather
 // than the typed prompt.
 func isNoise(text string) bool {
 	t := strings.TrimSpace(text)
-	return t == "" || strings.HasPrefix(t, openclawInternal) || strings.HasPrefix(t, "<")
+	return t == "" || strings.HasPrefix(t, openclawInternal) || strings.HasPrefix(t, "<") && !strings.HasPrefix(t, pastedContent)
 }
 
 // block is one content block of any of the three APIs.

@@ -109,6 +109,17 @@ func TestExtractPrompt(t *testing.T) {
 			want: Extracted{Prompt: "hi claude"},
 		},
 		{
+			name: "claude code large paste",
+			api:  APIMessages,
+			body: map[string]any{"messages": []any{
+				map[string]any{"role": "user", "content": []any{
+					map[string]any{"type": "text", "text": "<system-reminder>ctx</system-reminder>"},
+					map[string]any{"type": "text", "text": "\n\n<pasted_content id=\"ab\">\nline 1\nECHO=ok\n</pasted_content id=\"ab\">\n"},
+				}},
+			}},
+			want: Extracted{Prompt: "<pasted_content id=\"ab\">\nline 1\nECHO=ok\n</pasted_content id=\"ab\">"},
+		},
+		{
 			name: "claude code tool result",
 			api:  APIMessages,
 			body: map[string]any{"messages": []any{

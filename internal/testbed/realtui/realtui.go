@@ -78,7 +78,10 @@ func Start(ctx context.Context, cli *realcli.CLI, opts Options) (*TUI, error) {
 	}
 	t := &TUI{CLI: cli, Socket: filepath.Join(sockDir, "tmux.sock"), opts: opts, sockDir: sockDir}
 	args := append(cli.InteractiveArgs(), opts.Args...)
-	shell := cli.ShellCommand(args...) + `; echo "EXITED rc=$?"; sleep 300`
+	// The agent gets the pane's TMUX and TMUX_PANE as in a user's pane
+	// (Claude Code records them in its live-session registry).
+	shell := strings.Replace(cli.ShellCommand(args...), "env -i ", `env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" `, 1) +
+		`; echo "EXITED rc=$?"; sleep 300`
 	out, err := t.tmux(ctx, "-f", "/dev/null", "new-session", "-d", "-x", strconv.Itoa(opts.Width), "-y", strconv.Itoa(opts.Height),
 		"-c", cli.WorkDir, "-P", "-F", "#{pane_id} #{pane_pid}", shell)
 	if err != nil {
@@ -179,15 +182,18 @@ func (t *TUI) WaitStable(ctx context.Context, what string, settle time.Duration,
 	})
 }
 
-// Dialogs the harness answers while waiting for the composer, in the order
-// cli-feasibility measured them; each is a screen marker and the keys that
-// accept it.
-var dialogs = []struct{ marker, keys string }{
-	{"Yes, I trust this folder", "Down Enter"},       // Claude Code folder trust
-	{"Do you want to use this API key?", "Up Enter"}, // Claude Code custom key
-	{"Yes, I accept", "Down Enter"},                  // Claude Code bypass-permissions warning
-	{"Trust this folder?", "Enter"},                  // Codex folder trust (git repos)
-	{"Press enter to continue", "Enter"},             // Codex notices
+// dialog is a start-up dialog the harness answers: while marker shows, it
+// presses move until the selected line (the one with the cursor) is
+// selected, then confirm.
+type dialog struct{ marker, selected, move, confirm string }
+
+// dialogs are the start-up dialogs cli-feasibility measured, in the order
+// they appear.
+var dialogs = []dialog{
+	{"Yes, I trust this folder", "❯ Yes, I trust this folder", "Down", "Enter"}, // Claude Code folder trust
+	{"Do you want to use this API key?", "❯ Yes", "Up", "Enter"},                // Claude Code custom key
+	{"Yes, I accept", "❯ Yes, I accept", "Down", "Enter"},                       // Claude Code bypass-permissions warning
+	{"Trust this folder?", "› 1. Trust and continue", "Up", "Enter"},            // Codex folder trust (git repos)
 }
 
 // Idle reports whether a screen shows the agent's empty composer with no
@@ -229,19 +235,37 @@ func composerEmpty(line string) bool {
 }
 
 // WaitReady answers the start-up dialogs and waits until the composer is
-// idle and the screen settled.
+// idle and the screen settled. A dialog key is pressed at most every
+// 300 ms, so the TUI sees each keystroke apart.
 func (t *TUI) WaitReady(ctx context.Context) (string, error) {
-	answered := map[string]bool{}
+	var last time.Time
 	return t.WaitStable(ctx, "the idle composer", 300*time.Millisecond, func(s string) bool {
 		for _, d := range dialogs {
-			if strings.Contains(s, d.marker) && !answered[d.marker] {
-				answered[d.marker] = true
-				_ = t.Keys(ctx, strings.Fields(d.keys)...)
-				return false
+			if !strings.Contains(s, d.marker) {
+				continue
 			}
+			if time.Since(last) >= 300*time.Millisecond {
+				key := d.move
+				if selectedLine(s, d.selected) {
+					key = d.confirm
+				}
+				_ = t.Keys(ctx, key)
+				last = time.Now()
+			}
+			return false
 		}
 		return t.Idle(s)
 	})
+}
+
+// selectedLine reports whether a line of screen, trimmed, starts with sel.
+func selectedLine(screen, sel string) bool {
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), sel) {
+			return true
+		}
+	}
+	return false
 }
 
 // Submit types text, waits until its last line shows in the composer and
@@ -330,7 +354,16 @@ func children() (map[int][]int, error) {
 	return out, nil
 }
 
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+// alive reports whether pid runs: it exists and is not a zombie waiting
+// for its parent.
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	return i < 0 || !bytes.HasPrefix(data[i+1:], []byte(" Z"))
+}
 
 // OpenFile is a file a process holds open.
 type OpenFile struct {
@@ -434,6 +467,13 @@ func (t *TUI) Close() error {
 		}
 		if alive(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(3 * time.Second)
+			for alive(pid) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if alive(pid) {
+				errs = append(errs, fmt.Errorf("realtui: pid %d survived SIGKILL", pid))
+			}
 		}
 	}
 	if t.CLI.Kind == realcli.Codex {
