@@ -1,15 +1,12 @@
 package terminal
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/claude"
@@ -47,42 +44,6 @@ func toScreen(s screen.Screen) Screen {
 		out.Approval = &ScreenApproval{Fingerprint: a.Fingerprint, Kind: string(a.Kind), Command: a.Command, Approvable: a.Approvable}
 	}
 	return out
-}
-
-// userRecordsAfter reads the complete lines of path after offset (the file
-// must still be dev/ino) and reports whether is matches one of them. A
-// replaced or truncated file counts as changed.
-func userRecordsAfter(path string, dev, ino uint64, offset int64, is func(line []byte) bool) (bool, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return offset > 0, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		return false, err
-	}
-	if (dev != 0 || ino != 0) && (uint64(st.Dev) != dev || st.Ino != ino) || st.Size < offset {
-		return true, nil
-	}
-	data, err := io.ReadAll(io.NewSectionReader(f, offset, min(st.Size-offset, 64<<20)))
-	if err != nil {
-		return false, err
-	}
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			break
-		}
-		if is(data[:i]) {
-			return true, nil
-		}
-		data = data[i+1:]
-	}
-	return false, nil
 }
 
 // CodexAgent reads a Codex TUI: its open root rollout (from /proc) and its
@@ -225,8 +186,8 @@ func (CodexAgent) Completion(_ context.Context, _ Pane, raw json.RawMessage, acc
 }
 
 // UserInputSince implements Agent: a native turn started after the
-// checkpoint (task_started; user_message in older versions), or a replaced
-// rollout. It is asked before a send, so no such turn is ClawConnect's.
+// checkpoint (it is asked before a send, so no such turn is
+// ClawConnect's); a replaced or truncated rollout counts as changed.
 func (CodexAgent) UserInputSince(_ context.Context, _ Pane, raw json.RawMessage) (bool, error) {
 	var a codex.Anchor
 	if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
@@ -235,16 +196,18 @@ func (CodexAgent) UserInputSince(_ context.Context, _ Pane, raw json.RawMessage)
 	if !a.Bound() {
 		return false, nil
 	}
-	return userRecordsAfter(a.Path, a.Dev, a.Ino, a.Offset, func(line []byte) bool {
-		var r struct {
-			Type    string `json:"type"`
-			Payload struct {
-				Type string `json:"type"`
-			} `json:"payload"`
-		}
-		return json.Unmarshal(line, &r) == nil && r.Type == "event_msg" &&
-			(r.Payload.Type == "task_started" || r.Payload.Type == "user_message")
-	})
+	turns, err := codex.TurnsStartedAfter(a)
+	if changedFile(err) {
+		return true, nil
+	}
+	return len(turns) > 0, err
+}
+
+// changedFile reports a session file that was replaced or truncated since
+// its anchor: the context the anchor named is gone.
+func changedFile(err error) bool {
+	var se *native.ScanError
+	return errors.As(err, &se) && (se.Code == native.CodeIdentityMismatch || se.Code == native.CodeTruncated)
 }
 
 // WatchPaths implements Agent: the rollout, or the sessions tree's day
@@ -267,11 +230,14 @@ func (CodexAgent) Screen(text string) Screen { return toScreen(codex.ParseScreen
 // DraftVisible implements Agent: the idle composer holds exactly request.
 func (CodexAgent) DraftVisible(text, request string) bool {
 	s := codex.ParseScreen(text)
-	return s.Activity == screen.Idle && s.Draft != "" && trimLines(s.Draft) == trimLines(request)
+	return s.Activity == screen.Idle && screen.DraftShows(s.Draft, request)
 }
 
-// Keys implements Agent: "y" approves once; Ctrl-C interrupts.
-func (CodexAgent) Keys() ([]string, []string) { return []string{"y"}, []string{"C-c"} }
+// Keys implements Agent: "y" approves once; Escape interrupts (never C-c,
+// which exits Codex when it lands on an idle composer).
+func (CodexAgent) Keys() ([]string, []string) {
+	return []string{codex.ApproveKey}, []string{codex.InterruptKey}
+}
 
 // ClaudeAgent reads a Claude Code TUI: its live-session registry entry, its
 // transcript, and its screen. The config directory is the process's
@@ -380,26 +346,18 @@ func (ClaudeAgent) Completion(_ context.Context, _ Pane, raw json.RawMessage, ac
 	return nil, nil
 }
 
-// UserInputSince implements Agent: a human prompt record (string content,
-// not a tool result or meta record) after the checkpoint.
+// UserInputSince implements Agent: a human prompt record after the
+// checkpoint, or a replaced or truncated transcript.
 func (ClaudeAgent) UserInputSince(_ context.Context, _ Pane, raw json.RawMessage) (bool, error) {
 	var a claude.Anchor
 	if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
 		return false, fmt.Errorf("claude checkpoint: %w", err)
 	}
-	return userRecordsAfter(a.Path, a.Dev, a.Ino, a.Offset, func(line []byte) bool {
-		var r struct {
-			Type        string `json:"type"`
-			IsSidechain bool   `json:"isSidechain"`
-			IsMeta      bool   `json:"isMeta"`
-			Message     struct {
-				Role    string          `json:"role"`
-				Content json.RawMessage `json:"content"`
-			} `json:"message"`
-		}
-		return json.Unmarshal(line, &r) == nil && r.Type == "user" && !r.IsSidechain && !r.IsMeta &&
-			r.Message.Role == "user" && len(r.Message.Content) > 0 && r.Message.Content[0] == '"'
-	})
+	prompts, err := claude.PromptsAfter(a)
+	if changedFile(err) {
+		return true, nil
+	}
+	return len(prompts) > 0, err
 }
 
 // WatchPaths implements Agent: the transcript and the registry entry.
@@ -419,9 +377,11 @@ func (ClaudeAgent) Screen(text string) Screen { return toScreen(claude.ParseScre
 // DraftVisible implements Agent.
 func (ClaudeAgent) DraftVisible(text, request string) bool {
 	s := claude.ParseScreen(text)
-	return s.Draft != "" && trimLines(s.Draft) == trimLines(request)
+	return screen.DraftShows(s.Draft, request)
 }
 
 // Keys implements Agent: Enter on the highlighted one-time "Yes"; Escape
 // interrupts.
-func (ClaudeAgent) Keys() ([]string, []string) { return []string{"Enter"}, []string{"Escape"} }
+func (ClaudeAgent) Keys() ([]string, []string) {
+	return []string{claude.ApproveKey}, []string{claude.InterruptKey}
+}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
@@ -161,15 +160,4 @@ func homeOf(pid int) string {
 	}
 	h, _ := os.UserHomeDir()
 	return h
-}
-
-func trimLines(s string) string {
-	var b strings.Builder
-	for i, l := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(strings.TrimSpace(l))
-	}
-	return strings.TrimSpace(b.String())
 }
