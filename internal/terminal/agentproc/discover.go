@@ -28,6 +28,12 @@ type ProcReader interface {
 	ReadStat(pid int) (proc.Process, error)
 }
 
+// subtreeSnapshotter is a ProcReader that can skip reading argv outside
+// the panes (proc.FS.SnapshotUnder).
+type subtreeSnapshotter interface {
+	SnapshotUnder(roots []int) (*proc.Table, error)
+}
+
 // Options configures a Finder. Panes is required; Procs defaults to the
 // host's /proc.
 type Options struct {
@@ -72,8 +78,12 @@ type Row struct {
 	// StartTicks fence the incarnation.
 	Process proc.Process
 	// Launchers are processes of the same agent between the pane and
-	// Process (the npm script `node …/codex` that starts the native
-	// binary), nearest first. They are not the agent.
+	// Process, nearest first: the npm script `node …/codex` when it
+	// spawns the native binary as a child (older Node). They are not the
+	// agent. On Node 24 the script replaces itself with the native binary
+	// (execve keeps pid and start time), so there is no launcher, and a
+	// row read in the instant before shows Exe node (Version still comes
+	// from the script's package).
 	Launchers []int
 	// Version is the agent's x.y.z version, or "" when unknown.
 	Version string
@@ -84,7 +94,9 @@ type Row struct {
 	Controllable bool
 	Reason       string
 	// Candidates lists every agent process found in the pane when there
-	// was more than one (Controllable is then false).
+	// was more than one (Controllable is then false); Agent, Process and
+	// TerminalID then describe the first candidate as the snapshot saw it
+	// (no Cwd or Exe).
 	Candidates []int
 }
 
@@ -107,7 +119,16 @@ func (f *Finder) Discover(ctx context.Context) ([]Row, error) {
 	if len(panes) == 0 {
 		return nil, nil
 	}
-	tab, err := f.procs.Snapshot()
+	var tab *proc.Table
+	if u, ok := f.procs.(subtreeSnapshotter); ok {
+		roots := make([]int, len(panes))
+		for i, p := range panes {
+			roots[i] = p.PID
+		}
+		tab, err = u.SnapshotUnder(roots)
+	} else {
+		tab, err = f.procs.Snapshot()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("discover agents: %w", err)
 	}
@@ -212,9 +233,7 @@ func (f *Finder) join(ctx context.Context, panes []tmux.Pane, tab *proc.Table) (
 		}
 		row.Process = p
 		row.TerminalID = FormatTerminalID(row.Agent, pane.Target(), p.PID)
-		if v, err := Version(row.Agent, p.Exe); err == nil {
-			row.Version = v
-		}
+		row.Version = processVersion(row.Agent, p)
 		if row.Controllable {
 			if _, err := ParseTerminalID(row.TerminalID); err != nil {
 				row.Controllable = false
@@ -233,6 +252,33 @@ func (f *Finder) join(ctx context.Context, panes []tmux.Pane, tab *proc.Table) (
 		return cmp.Or(cmp.Compare(a.Pane.Socket, b.Pane.Socket), comparePaneID(a.Pane.ID, b.Pane.ID), cmp.Compare(a.Pane.Target(), b.Pane.Target()))
 	})
 	return rows, nil
+}
+
+// processVersion reads the agent's version from its executable, or, for
+// an agent still running as `node <script>` (the npm launcher before it
+// replaces itself with the native binary), from the script's package.
+func processVersion(agent Agent, p proc.Process) string {
+	if v, err := Version(agent, p.Exe); err == nil {
+		return v
+	}
+	if base := filepath.Base(p.Exe); base != "node" && base != "nodejs" {
+		return ""
+	}
+	for _, a := range p.Argv[min(1, len(p.Argv)):] {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !filepath.IsAbs(a) {
+			a = filepath.Join(p.Cwd, a)
+		}
+		if script, err := filepath.EvalSymlinks(a); err == nil {
+			if v, err := Version(agent, script); err == nil {
+				return v
+			}
+		}
+		break
+	}
+	return ""
 }
 
 func comparePaneID(a, b string) int {

@@ -241,8 +241,10 @@ func TestSnapshotAncestry(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c := tab.Children(sh.Process.Pid); len(c) == 1 {
-			grandchild = c[0]
-			break
+			if g, _ := tab.Get(c[0]); len(g.Argv) > 0 && g.Argv[0] == "sleep" { // exec'd
+				grandchild = c[0]
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("sh never started its child")
@@ -325,6 +327,23 @@ func TestSnapshotFakeTree(t *testing.T) {
 	p, _ := tab.Get(12)
 	if diff := cmp.Diff(Process{PID: 12, PPID: 11, State: 'S', StartTicks: 70, Comm: "node", Argv: []string{"node", "/x/bin/codex"}}, p); diff != "" {
 		t.Errorf("Get(12) (-want +got):\n%s", diff)
+	}
+
+	// Argv only under pane processes: ancestry stays complete.
+	under, err := FS{Root: fakeProc(t, good)}.SnapshotUnder([]int{11, 404})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{1, 10, 11, 12, 13}, under.PIDs()); diff != "" {
+		t.Errorf("SnapshotUnder PIDs (-want +got):\n%s", diff)
+	}
+	for pid, want := range map[int][]string{1: nil, 10: nil, 11: {"-bash"}, 12: {"node", "/x/bin/codex"}, 13: {"/x/vendor/bin/codex"}} {
+		if p, _ := under.Get(pid); !slices.Equal(p.Argv, want) || (want == nil) != (p.Argv == nil) {
+			t.Errorf("SnapshotUnder Get(%d).Argv = %q, want %q", pid, p.Argv, want)
+		}
+	}
+	if diff := cmp.Diff([]int{12, 11, 10, 1}, under.Ancestors(13)); diff != "" {
+		t.Errorf("SnapshotUnder Ancestors(13) (-want +got):\n%s", diff)
 	}
 
 	bad := map[string]map[string]string{

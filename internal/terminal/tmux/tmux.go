@@ -42,6 +42,9 @@ var (
 	// ErrAmbiguous means more than one pane matched an identity that
 	// must be unique.
 	ErrAmbiguous = errors.New("tmux: pane identity is ambiguous")
+	// ErrNoTmux means the tmux executable could not be started (not
+	// installed, not executable); it comes with ErrNotSent.
+	ErrNoTmux = errors.New("tmux: cannot start tmux")
 	// ErrInvalid reports bad arguments (empty text, an unknown key, a
 	// pane without an address); nothing was run.
 	ErrInvalid = errors.New("tmux: invalid argument")
@@ -66,7 +69,8 @@ type Options struct {
 	// Sockets are extra server sockets to list (for example from
 	// CLAWCONNECT_TMUX_SOCKETS, split by the caller).
 	Sockets []string
-	// NoDefaultServer leaves out the default server (tmux without -S).
+	// NoDefaultServer leaves out the default server (tmux -L default,
+	// not the $TMUX server a tmux without -S would follow).
 	// Tests set it so they never touch a user's server.
 	NoDefaultServer bool
 	// Timeout bounds each tmux command; default DefaultTimeout.
@@ -178,7 +182,8 @@ func (p Pane) target() (string, error) {
 // canonical socket and pane id (a server reachable under two paths is
 // listed once). A server that is not running, or whose tmux fails, is
 // skipped (logged at debug); so are lines ParseLine rejects. It returns an
-// error only when ctx ends.
+// error only when ctx ends or tmux cannot be started at all (ErrNoTmux),
+// so that a missing tmux is not mistaken for a machine without panes.
 func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 	var all []Pane
 	seen := map[string]bool{}
@@ -187,6 +192,9 @@ func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("tmux list panes: %w", ctx.Err())
+			}
+			if errors.Is(err, ErrNoTmux) {
+				return nil, fmt.Errorf("tmux list panes: %w (is tmux installed? Options.Binary is %q)", err, c.bin)
 			}
 			c.log.Debug("tmux socket skipped", "socket", s, "err", err)
 		}
@@ -389,8 +397,8 @@ func (c *Client) SendKeys(ctx context.Context, p Pane, keys ...Key) error {
 	return nil
 }
 
-// run runs tmux [-S socket] args... bounded by c.timeout and ctx, and
-// returns its stdout. A tmux that did not start or exited non-zero is
+// run runs tmux -S socket args... (-L default for the default server)
+// bounded by c.timeout and ctx, and returns its stdout. A tmux that did not start or exited non-zero is
 // ErrNotSent (with its stderr); one that was killed or outlived its time
 // is ErrUncertain.
 func (c *Client) run(ctx context.Context, socket string, args ...string) ([]byte, error) {
@@ -399,7 +407,9 @@ func (c *Client) run(ctx context.Context, socket string, args ...string) ([]byte
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	full := args
+	// Without -S, tmux would follow $TMUX (inherited) to the server the
+	// caller runs in; -L default names the default server itself.
+	full := append([]string{"-L", "default"}, args...)
 	if socket != "" {
 		full = append([]string{"-S", socket}, args...)
 	}
@@ -424,7 +434,7 @@ func (c *Client) run(ctx context.Context, socket string, args ...string) ([]byte
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrUncertain, args[0], err)
 	}
-	return nil, fmt.Errorf("%w: %s did not start: %w", ErrNotSent, args[0], err)
+	return nil, fmt.Errorf("%w: %w: %s did not start: %w", ErrNotSent, ErrNoTmux, args[0], err)
 }
 
 func socketName(s string) string {

@@ -357,7 +357,8 @@ func fakeTmux(t *testing.T, body string) string {
 }
 
 func TestErrorSemantics(t *testing.T) {
-	t.Parallel()
+	// Not parallel: writing an executable while another test forks can
+	// make exec fail with ETXTBSY (the child holds the write descriptor).
 	p := Pane{Session: "s", PID: 1, Socket: "/nowhere", ID: "%1"}
 	tests := []struct {
 		name     string
@@ -372,7 +373,7 @@ func TestErrorSemantics(t *testing.T) {
 		{name: "tmux fails", bin: fakeTmux(t, `echo "can't find pane: %1" >&2; exit 1`), want: ErrNotSent, not: ErrUncertain, contains: "can't find pane"},
 		{name: "tmux killed", bin: fakeTmux(t, `kill -9 $$`), want: ErrUncertain, not: ErrNotSent},
 		{name: "tmux times out", bin: fakeTmux(t, `exec sleep 30`), want: ErrUncertain, not: ErrNotSent},
-		{name: "context ends while tmux runs", bin: fakeTmux(t, `[ "$1" = delete-buffer ] && exit 0; exec sleep 30`), want: ErrUncertain, not: ErrNotSent,
+		{name: "context ends while tmux runs", bin: fakeTmux(t, `case " $* " in *" delete-buffer "*) exit 0;; esac; exec sleep 30`), want: ErrUncertain, not: ErrNotSent,
 			ctx: func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(context.Background(), 50*time.Millisecond)
 			}},
@@ -386,15 +387,26 @@ func TestErrorSemantics(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			timeout := 100 * time.Millisecond
-			if tc.ctx != nil {
-				timeout = time.Minute
+			// Only the hanging tmux meets the command timeout; the others
+			// get time enough for a loaded machine.
+			timeout := time.Minute
+			if tc.name == "tmux times out" {
+				timeout = 100 * time.Millisecond
 			}
-			c := New(Options{Binary: tc.bin, NoDefaultServer: true, Timeout: timeout})
+			c := New(Options{Binary: tc.bin, NoDefaultServer: true, Sockets: []string{"/nowhere"}, Timeout: timeout})
 			calls := map[string]func(context.Context) error{
 				"SendText":  func(ctx context.Context) error { return c.SendText(ctx, p, "hello") },
 				"SendPaste": func(ctx context.Context) error { return c.SendText(ctx, p, "hello\nworld") },
 				"SendKeys":  func(ctx context.Context) error { return c.SendKeys(ctx, p, KeyEnter) },
+			}
+			if tc.name == "tmux missing" || tc.name == "tmux not executable" {
+				if _, err := c.ListPanes(t.Context()); !errors.Is(err, ErrNoTmux) {
+					t.Errorf("ListPanes: %v, want ErrNoTmux", err)
+				}
+			} else if tc.ctx == nil {
+				if panes, err := c.ListPanes(t.Context()); err != nil || len(panes) != 0 {
+					t.Errorf("ListPanes = %v, %v; want a failing server skipped", panes, err)
+				}
 			}
 			for name, call := range calls {
 				ctx := t.Context()
@@ -416,7 +428,8 @@ func TestErrorSemantics(t *testing.T) {
 }
 
 func TestResolveUncertainIsNotGone(t *testing.T) {
-	t.Parallel()
+	// Not parallel: writing an executable while another test forks can
+	// make exec fail with ETXTBSY (the child holds the write descriptor).
 	c := New(Options{Binary: fakeTmux(t, `exec sleep 30`), NoDefaultServer: true, Timeout: 50 * time.Millisecond})
 	_, err := c.Resolve(t.Context(), "/some/socket", "%1")
 	if !errors.Is(err, ErrUncertain) || errors.Is(err, ErrPaneGone) {
@@ -425,7 +438,8 @@ func TestResolveUncertainIsNotGone(t *testing.T) {
 }
 
 func TestListPanesPassesArguments(t *testing.T) {
-	t.Parallel()
+	// Not parallel: writing an executable while another test forks can
+	// make exec fail with ETXTBSY (the child holds the write descriptor).
 	dir := t.TempDir()
 	log := filepath.Join(dir, "args")
 	bin := fakeTmux(t, `printf '%s\n' "$@" >> `+log+`; printf 'w\t0\t0\t7\tsh\t/x\t/s\t%%1\n'`)
@@ -442,8 +456,89 @@ func TestListPanesPassesArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "list-panes\n-a\n-F\n" + ListFormat + "\n-S\n/s\nlist-panes\n-a\n-F\n" + ListFormat + "\n"
+	want := "-L\ndefault\nlist-panes\n-a\n-F\n" + ListFormat + "\n-S\n/s\nlist-panes\n-a\n-F\n" + ListFormat + "\n"
 	if diff := cmp.Diff(want, string(b)); diff != "" {
 		t.Errorf("tmux arguments (-want +got):\n%s", diff)
+	}
+}
+
+func TestWatchOutput(t *testing.T) {
+	s := newServer(t)
+	idA := s.newSession(t, "w", "exec cat")
+	idB := s.tmux(t, "split-window", "-P", "-F", "#{pane_id}", "-t", "w", "exec cat")
+	c := s.client(Options{})
+	a, b := s.pane(t, c, idA), s.pane(t, c, idB)
+	wctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	ch, err := c.WatchOutput(wctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Whatever the panes drew before is not of interest.
+	select {
+	case <-ch:
+	default:
+	}
+	// Output in the other pane is dropped.
+	if err := c.SendText(t.Context(), b, "other-pane"); err != nil {
+		t.Fatal(err)
+	}
+	waitCapture(t, c, b, CaptureOptions{}, "other-pane")
+	select {
+	case <-ch:
+		t.Error("output of another pane was reported")
+	default:
+	}
+	// The watched pane's output (cat's echo) is.
+	if err := c.SendText(t.Context(), a, "watched"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case _, ok := <-ch:
+		if !ok {
+			t.Fatal("channel closed instead of reporting output")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no output reported for the watched pane")
+	}
+	// The session's size is untouched by the control client.
+	if got := s.tmux(t, "display-message", "-p", "-t", idA, "#{window_width}x#{window_height}"); got != "100x30" {
+		t.Errorf("window size = %s, want 100x30", got)
+	}
+	// Ending the context closes the channel.
+	stop()
+	drained(t, ch)
+
+	// A session that goes away closes the channel too.
+	ch2, err := c.WatchOutput(t.Context(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.tmux(t, "kill-session", "-t", "w")
+	drained(t, ch2)
+
+	if _, err := c.WatchOutput(t.Context(), a); !errors.Is(err, ErrNotSent) {
+		t.Errorf("watch of a gone pane: %v, want ErrNotSent", err)
+	}
+	legacy := a
+	legacy.ID, legacy.Socket = "", ""
+	if _, err := c.WatchOutput(t.Context(), legacy); !errors.Is(err, ErrInvalid) {
+		t.Errorf("watch of a legacy pane: %v, want ErrInvalid", err)
+	}
+}
+
+// drained waits (bounded) until ch is closed.
+func drained(t *testing.T, ch <-chan struct{}) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the output channel was not closed")
+		}
 	}
 }
