@@ -262,6 +262,7 @@ func (m *monitor) run(ctx context.Context) error {
 	fileEvent := false
 	for {
 		stop, next, err := m.check(ctx, fileEvent)
+		lastCheck := time.Now()
 		if err != nil && ctx.Err() == nil {
 			if errors.Is(err, store.ErrLeaseLost) {
 				return nil
@@ -280,26 +281,46 @@ func (m *monitor) run(ctx context.Context) error {
 		}
 		fileEvent = false
 		deadline.Reset(max(time.Until(next), 10*time.Millisecond))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-files:
-			fileEvent = true
-		case <-output:
-		case <-recheck.C:
-		case <-deadline.C:
-		case <-renew.C:
-			now := time.Now()
-			m.lease.Until = now.Add(m.h.o.LeaseTTL).UnixMilli()
-			if err := m.s.o.Store.RenewMonitorLease(ctx, m.lease, now.UnixMilli()); err != nil {
-				if errors.Is(err, store.ErrLeaseLost) {
-					return nil
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-files:
+				fileEvent = true
+				break wait
+			case _, ok := <-output:
+				if !ok {
+					output = nil // the control client ended; the re-check remains
+					continue
 				}
-				m.s.log.Warn("renew monitor lease", "turn_id", m.turnID, "err", err)
+				// A redrawing pane writes many times a second: one look
+				// per outputGap at most.
+				if gap := outputGap - time.Since(lastCheck); gap > 0 {
+					deadline.Reset(gap)
+					continue
+				}
+				break wait
+			case <-recheck.C:
+				break wait
+			case <-deadline.C:
+				break wait
+			case <-renew.C:
+				now := time.Now()
+				m.lease.Until = now.Add(m.h.o.LeaseTTL).UnixMilli()
+				if err := m.s.o.Store.RenewMonitorLease(ctx, m.lease, now.UnixMilli()); err != nil {
+					if errors.Is(err, store.ErrLeaseLost) {
+						return nil
+					}
+					m.s.log.Warn("renew monitor lease", "turn_id", m.turnID, "err", err)
+				}
 			}
 		}
 	}
 }
+
+// outputGap is the shortest time between two looks woken by pane output.
+const outputGap = 250 * time.Millisecond
 
 func (m *monitor) fence() *store.Fence {
 	return &store.Fence{Owner: m.lease.Owner, Token: m.lease.Token, Now: time.Now().UnixMilli()}

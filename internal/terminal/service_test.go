@@ -1,9 +1,11 @@
 package terminal
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -614,4 +616,46 @@ func TestMalformedSessionFileIsADiagnosticNeverACompletion(t *testing.T) {
 	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "must not be reported while the file is unreadable" {
 		t.Fatalf("turn = %+v", v)
 	}
+}
+
+// closedOutput is fake terminals whose pane-output watch ends at once (a
+// control client that exited).
+type closedOutput struct {
+	*fakeTerminals
+	captures atomic.Int64
+}
+
+func (c *closedOutput) Capture(ctx context.Context, p Pane) (string, error) {
+	c.captures.Add(1)
+	return c.fakeTerminals.Capture(ctx, p)
+}
+
+func (c *closedOutput) WatchOutput(context.Context, Pane) (<-chan struct{}, error) {
+	ch := make(chan struct{})
+	close(ch)
+	return ch, nil
+}
+
+func TestEndedOutputWatchDoesNotSpin(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 230)
+	r := newRig(t, a)
+	co := &closedOutput{fakeTerminals: r.ft}
+	svc := NewService(Options{Store: r.st, Terminals: co, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
+	r.svc = svc
+	h := r.start(svc, HostOptions{})
+	res, err := svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.until("a monitor runs", func() bool { return h.Monitoring() == 1 })
+	before := co.captures.Load()
+	select {
+	case <-time.After(300 * time.Millisecond):
+	case <-t.Context().Done():
+	}
+	if n := co.captures.Load() - before; n > 5 {
+		t.Fatalf("%d screen captures in 300 ms after the output watch ended: the monitor spins", n)
+	}
+	a.finish("ok", false)
+	r.waitStatus(res.TurnID, store.TurnIdle)
 }

@@ -26,7 +26,18 @@ type TmuxTerminals struct {
 var (
 	_ Terminals      = (*TmuxTerminals)(nil)
 	_ ProcessChecker = (*TmuxTerminals)(nil)
+	_ OutputWatcher  = (*TmuxTerminals)(nil)
 )
+
+// WatchOutput implements OutputWatcher with a read-only tmux control-mode
+// client on the pane's session.
+func (t *TmuxTerminals) WatchOutput(ctx context.Context, p Pane) (<-chan struct{}, error) {
+	r, err := rowOf(p)
+	if err != nil {
+		return nil, err
+	}
+	return t.Tmux.WatchOutput(ctx, r.Pane)
+}
 
 // NewTmuxTerminals returns Terminals over tmux with o, reading /proc.
 func NewTmuxTerminals(o tmux.Options) (*TmuxTerminals, error) {
