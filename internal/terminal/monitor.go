@@ -495,7 +495,7 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
 			event(now.UnixMilli(), "terminal_bridge_approval_detected", map[string]any{"fingerprint": sc.Approval.Fingerprint, "approvable": sc.Approval.Approvable}),
 			event(now.UnixMilli(), "message", msg)},
-			Also: prepareCallback(t, msg, msg.ID, KindApproval, map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind})})
+			Also: prepareCallback(t, msg, msg.ID, KindApproval, map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint})})
 	case sc.Approval == nil && t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil:
 		// Answered in the terminal by a human.
 		t.Approval, t.Status = nil, store.TurnWaitingForAgent
