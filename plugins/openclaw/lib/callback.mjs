@@ -168,6 +168,7 @@ export async function handle(params, enqueue) {
     session_key: cb.sessionKey, conversation_id: cb.turnId, session_id: cb.sessionId, turn_id: cb.turnId,
     message_id: cb.messageId, message_type: cb.type,
   };
+  if (isObject(res) && res.enqueued === false && typeof res.reason === "string") out.injection_reason = res.reason;
   if (cb.requiresResponse || WAKE_TYPES.has(cb.type)) {
     out.delivery_required = true;
     out.delivery_mode = "chat.send";
