@@ -17,13 +17,27 @@ function settings(api) {
     home: typeof c.home === "string" ? c.home : "",
     daemon: c.daemon !== false,
     timeoutMs: typeof c.timeoutMs === "number" && c.timeoutMs > 0 ? c.timeoutMs : 120_000,
+    ...ownGateway(api.config),
   };
 }
 
 function childEnv(s) {
   const env = { ...process.env };
   if (s.home) env.CLAWCONNECT_HOME = s.home;
+  // Callbacks go to the gateway this plugin runs in, unless the
+  // environment names one.
+  if (!env.OPENCLAW_URL && s.gatewayUrl) env.OPENCLAW_URL = s.gatewayUrl;
+  if (!env.OPENCLAW_GATEWAY_TOKEN && s.gatewayToken) env.OPENCLAW_GATEWAY_TOKEN = s.gatewayToken;
   return env;
+}
+
+// ownGateway is the loopback URL and token of the gateway from its config.
+function ownGateway(cfg) {
+  const g = cfg?.gateway;
+  const out = {};
+  if (Number.isInteger(g?.port)) out.gatewayUrl = `ws://127.0.0.1:${g.port}`;
+  if (typeof g?.auth?.token === "string") out.gatewayToken = g.auth.token;
+  return out;
 }
 
 /** run executes clawconnect with args and parses its JSON output. */

@@ -95,8 +95,9 @@ type Options struct {
 	// Plugins are more plugins loaded from their directories (besides the
 	// test plugin), each enabled with its config.
 	Plugins []Plugin
-	// ToolSearchOff sets tools.toolSearch:false, so models see plugin tools
-	// by name instead of behind tool_search/tool_call.
+	// ToolSearchOff sets tools.toolSearch:false and allows the Plugins'
+	// optional tools (tools.alsoAllow), so models see plugin tools by name
+	// instead of behind tool_search/tool_call.
 	ToolSearchOff bool
 	// Logger receives lifecycle lines; nil discards.
 	Logger *slog.Logger
@@ -483,7 +484,11 @@ func (g *Gateway) config(pluginDir string) map[string]any {
 		"plugins": g.pluginConfig(pluginDir),
 	}
 	if g.toolSearchOff {
-		cfg["tools"] = map[string]any{"toolSearch": false}
+		ids := []string{}
+		for _, p := range g.plugins {
+			ids = append(ids, p.ID)
+		}
+		cfg["tools"] = map[string]any{"toolSearch": false, "profile": "coding", "alsoAllow": ids}
 	}
 	return cfg
 }

@@ -157,3 +157,10 @@ test("validate normalises ids", () => {
   assert.equal(injectionKey(cb), "clawconnect:session-20261201-ab12:turn-20261201T120000-ab12cd34:msg-terminal-0123456789abcdef0123456789abcdef");
   assert.equal(wakeKey(cb), "clawconnect-callback:session-20261201-ab12:turn-20261201T120000-ab12cd34:msg-terminal-0123456789abcdef0123456789abcdef");
 });
+
+test("the manifest declares every tool the plugin registers (OpenClaw refuses undeclared tools)", async () => {
+  const { readFile } = await import("node:fs/promises");
+  const manifest = JSON.parse(await readFile(new URL("../openclaw.plugin.json", import.meta.url), "utf8"));
+  assert.equal(manifest.id, "clawconnect");
+  assert.deepEqual([...manifest.contracts.tools].sort(), specs.map((s) => s.name).sort());
+});
