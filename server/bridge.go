@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -207,6 +208,17 @@ func (b *Bridge) Registry() *config.Registry { return b.registry }
 
 // Timeouts returns the effective timeouts.
 func (b *Bridge) Timeouts() config.Timeouts { return b.timeouts }
+
+// SharedStore returns the store the bridge owns, for a host that runs more
+// services on the same database (clawconnect serve hosts the terminal
+// monitors on it). It is nil when the bridge only reads a store another
+// process owns, or keeps a private one.
+func (b *Bridge) SharedStore() io.Closer {
+	if b.readOnly || b.private {
+		return nil
+	}
+	return b.st
+}
 
 // PrivateStore reports whether Open fell back to a private store.
 func (b *Bridge) PrivateStore() bool { return b.private }

@@ -32,7 +32,10 @@ type backend struct {
 	registry *config.Registry
 	timeouts config.Timeouts
 	runtimes []string // registered agent-session runtimes, for doctor and logs
-	close    func()
+	// shared is the store the bridge owns (nil when it only reads one);
+	// serve hosts the terminal monitors on it.
+	shared any
+	close  func()
 }
 
 // opener builds the backend of a command. Tests pass one over an in-memory
@@ -153,7 +156,7 @@ func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, o server.
 		}
 		return nil, err
 	}
-	return &backend{tasks: b, registry: b.Registry(), timeouts: b.Timeouts(), runtimes: names, close: func() {
+	return &backend{tasks: b, registry: b.Registry(), timeouts: b.Timeouts(), runtimes: names, shared: b.SharedStore(), close: func() {
 		b.Close()
 		stop()
 	}}, nil

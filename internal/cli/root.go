@@ -108,7 +108,7 @@ system manages.`,
 		newVersionCmd(env),
 		newExecCmd(env),
 		newGatewayCmd(env),
-		newMCPCmd(env), newServeCmd(env), newRunCmd(env), newStatusCmd(env), newLogsCmd(env), newSessionsCmd(env), newAgentsCmd(env), newDoctorCmd(env),
+		newMCPCmd(env), newServeCmd(env), newTerminalCmd(env), newRunCmd(env), newStatusCmd(env), newLogsCmd(env), newSessionsCmd(env), newAgentsCmd(env), newDoctorCmd(env),
 	)
 	return root
 }

@@ -89,6 +89,8 @@ configuration.`,
 			if len(b.runtimes) > 0 {
 				fmt.Fprintf(env.Stderr, "clawconnect serve: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))
 			}
+			stopTerminals := startTerminalHost(ctx, env, b.shared, logger)
+			defer stopTerminals()
 			srv, err := server.New(server.Options{
 				Tasks: b.tasks, Registry: b.registry, Timeouts: &b.timeouts, Auth: authn,
 				AllowUnauthenticatedRemote: allowRemote,

@@ -1,0 +1,533 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/postgres"
+	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
+)
+
+// terminalAPI is the Turn service as the terminal commands use it: the
+// in-process Service, or a Client of the host that owns the store.
+type terminalAPI interface {
+	List(ctx context.Context) (terminal.ListResult, error)
+	Send(ctx context.Context, r terminal.SendRequest) (terminal.SendResult, error)
+	Wait(ctx context.Context, turnID string) (terminal.TurnView, error)
+	Status(ctx context.Context, turnID string) (terminal.TurnView, error)
+	Respond(ctx context.Context, turnID, text string) (terminal.SendResult, error)
+	Approve(ctx context.Context, turnID, fingerprint string) (terminal.TurnView, error)
+	Cancel(ctx context.Context, turnID string) (terminal.TurnView, error)
+	Renew(ctx context.Context, turnID string, minutes float64) (terminal.TurnView, error)
+	Close(ctx context.Context, turnID, reason string) (terminal.TurnView, error)
+}
+
+var (
+	_ terminalAPI = (*terminal.Service)(nil)
+	_ terminalAPI = (*terminal.Client)(nil)
+)
+
+// terminalStack is an opened terminal service: the API, and, when this
+// process owns the store, the Service and a Host to run its monitors.
+type terminalStack struct {
+	api   terminalAPI
+	svc   *terminal.Service // nil when api is a remote host
+	host  *terminal.Host
+	close func()
+}
+
+func terminalSocket(env Env) string {
+	return filepath.Join(config.Home(getenv(env)), terminal.SocketName)
+}
+
+// openTerminalStore opens the shared store: PostgreSQL at
+// CLAWCONNECT_DATABASE_URL, else the SQLite file under CLAWCONNECT_HOME.
+func openTerminalStore(ctx context.Context, env Env) (store.TerminalStore, func() error, error) {
+	g := getenv(env)
+	if u := strings.TrimSpace(g("CLAWCONNECT_DATABASE_URL")); u != "" {
+		db, err := postgres.Open(ctx, postgres.Options{URL: u})
+		if err != nil {
+			return nil, nil, err
+		}
+		return db, db.Close, nil
+	}
+	db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(config.Home(g), sqlite.FileName)})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return nil, nil, fmt.Errorf("%w\nAnother clawconnect process holds the store without serving terminal turns; "+
+				"start `clawconnect terminal daemon` instead of it, or use PostgreSQL (CLAWCONNECT_DATABASE_URL)", err)
+		}
+		return nil, nil, err
+	}
+	return db, db.Close, nil
+}
+
+// newTerminalService builds the Service over st with the real panes and
+// agent readers.
+func newTerminalService(env Env, st store.TerminalStore, logger *slog.Logger) (*terminal.Service, config.Terminal, error) {
+	c := config.LoadTerminal(getenv(env))
+	terms, err := terminal.NewTmuxTerminals(tmux.Options{TMUX: c.TMUX, Sockets: c.Sockets, NoDefaultServer: c.NoDefaultServer, Logger: logger})
+	if err != nil {
+		return nil, c, err
+	}
+	svc := terminal.NewService(terminal.Options{Store: st, Terminals: terms, Agents: terminal.DefaultAgents(), Logger: logger,
+		InactivityTimeout: c.InactivityTimeout, HardTimeout: c.HardTimeout})
+	return svc, c, nil
+}
+
+// openTerminal returns the host's API when a monitor host listens on the
+// socket, else a Service over the store opened here.
+func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalStack, error) {
+	if c, err := terminal.Dial(terminalSocket(env)); err == nil {
+		return &terminalStack{api: c, close: func() {}}, nil
+	}
+	st, closeStore, err := openTerminalStore(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	svc, c, err := newTerminalService(env, st, logger)
+	if err != nil {
+		_ = closeStore()
+		return nil, err
+	}
+	ex, _ := st.(interface{ Exclusive() bool })
+	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Exclusive: ex != nil && ex.Exclusive()})
+	return &terminalStack{api: svc, svc: svc, host: host, close: func() { _ = closeStore() }}, nil
+}
+
+// terminalExit maps the service's errors to exit codes.
+func terminalExit(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, terminal.ErrBadInput):
+		return &ExitError{Code: ExitUsage, Err: err}
+	case errors.Is(err, terminal.ErrNotFound):
+		return &ExitError{Code: ExitNotFound, Err: err}
+	}
+	return &ExitError{Code: ExitFailure, Err: err}
+}
+
+func newTerminalCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "terminal",
+		Short: "Drive Codex and Claude Code running in tmux panes, one Turn at a time",
+		Long: `Send a request to a Codex or Claude Code TUI running in a tmux pane as a new
+Turn, and follow it from the agent's own session files until it is done (with
+the reply), waits for approval, stalls or fails.
+
+Panes are found on tmux's default server, the server of $TMUX and the sockets
+in CLAWCONNECT_TMUX_SOCKETS (comma-separated). Turns are followed by a monitor
+host: ` + "`clawconnect serve`" + ` or ` + "`clawconnect terminal daemon`" + `. Without one,
+send --wait follows its own Turn until it ends.
+
+Exit codes: 0 success, 1 the operation failed or was refused (pane busy,
+dialog open, process changed, Turn failed), 2 bad arguments or a malformed id,
+4 no such Session, Turn or terminal, 5 --timeout elapsed while the Turn runs.`,
+		Example: `  clawconnect terminal list
+  clawconnect terminal send --terminal terminal:v2:tmux:codex:work:0.0:4242 --wait "Summarise README.md"
+  clawconnect terminal status turn-20260101T120000-1a2b3c4d --json`,
+	}
+	cmd.AddCommand(terminalListCmd(env), terminalSendCmd(env), terminalStatusCmd(env), terminalRespondCmd(env),
+		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalDaemonCmd(env))
+	return cmd
+}
+
+// withTerminal opens the service for one command.
+func withTerminal(cmd *cobra.Command, env Env, f func(ctx context.Context, s *terminalStack) error) error {
+	ctx := cmd.Context()
+	s, err := openTerminal(ctx, env, newLogger(env))
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	return terminalExit(f(ctx, s))
+}
+
+func terminalListCmd(env Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the live Codex and Claude Code panes and what may be sent to each",
+		Long: `List one row per live agent pane: its terminal id, agent, pid, working
+directory, activity (idle, working, awaiting_approval, unknown), whether a
+Session manages it (managed, unmanaged, conflict), the Session and its current
+Turn, and the send actions allowed now with their arguments prefilled. It
+changes nothing.`,
+		Example: `  clawconnect terminal list
+  clawconnect terminal list --json | jq '.terminals[].available_actions'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
+				res, err := s.api.List(ctx)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(env.Stdout, res)
+				}
+				printTerminalRows(env.Stdout, res.Terminals)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
+	return cmd
+}
+
+func printTerminalRows(w io.Writer, rows []terminal.TerminalRow) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "no Codex or Claude Code pane found (is it running inside tmux?)")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGENT\tPID\tACTIVITY\tMANAGED\tSESSION\tTURN\tSEND")
+	for _, r := range rows {
+		turn := "-"
+		if r.CurrentTurn != nil {
+			turn = r.CurrentTurn.TurnID + " (" + r.CurrentTurn.Status + ")"
+		}
+		var scopes []string
+		for _, a := range r.AvailableActions {
+			scopes = append(scopes, a.Scope)
+		}
+		send := strings.Join(scopes, ",")
+		if send == "" {
+			send = "none: " + r.Reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Agent, r.PID, r.ActivityState, r.ManagementState,
+			orDash(r.SessionID), turn, send)
+	}
+	_ = tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func printTurn(w io.Writer, v terminal.TurnView) {
+	fmt.Fprintf(w, "turn:     %s\nsession:  %s\nstatus:   %s\n", v.TurnID, v.SessionID, v.Status)
+	if v.Approval != nil {
+		fmt.Fprintf(w, "approval: %s (fingerprint %s)", v.Approval.Kind, v.Approval.Fingerprint)
+		if v.Approval.Command != "" {
+			fmt.Fprintf(w, ": %s", v.Approval.Command)
+		}
+		fmt.Fprintf(w, "\n          approve with: clawconnect terminal approve %s --fingerprint %s\n", v.TurnID, v.Approval.Fingerprint)
+	}
+	if v.StalledReason != "" {
+		fmt.Fprintf(w, "stalled:  %s (renew with: clawconnect terminal renew %s)\n", v.StalledReason, v.TurnID)
+	}
+	if v.Result != nil {
+		fmt.Fprintf(w, "outcome:  %s\n\n%s\n", v.Result.Outcome, v.Result.Text)
+	}
+}
+
+// turnExit is the exit status of a Turn that left the running statuses.
+func turnExit(v terminal.TurnView) error {
+	switch v.Status {
+	case store.TurnFailed, store.TurnCancelled, store.TurnStalled:
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("turn %s is %s", v.TurnID, v.Status)}
+	}
+	return nil
+}
+
+// waitTurn waits for the Turn (hosting its monitor when no host runs) up to
+// timeout (0 = no limit).
+func waitTurn(ctx context.Context, s *terminalStack, turnID string, timeout time.Duration) (terminal.TurnView, error) {
+	if s.host != nil {
+		hctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = s.host.Run(hctx) }()
+		defer func() { cancel(); <-done }()
+		s.host.Watch(turnID)
+	}
+	wctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	v, err := s.api.Wait(wctx, turnID)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return v, &ExitError{Code: ExitPending, Err: fmt.Errorf("turn %s is still %s after %s; follow it with `clawconnect terminal status %s`", turnID, v.Status, timeout, turnID)}
+	}
+	return v, err
+}
+
+func terminalSendCmd(env Env) *cobra.Command {
+	var (
+		sessionID, terminalID string
+		wait, asJSON          bool
+		timeout, inactivity   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "send (--session ID | --terminal TERMINAL_ID) [--wait] REQUEST",
+		Short: "Send a request to an agent pane as a new Turn",
+		Long: `Send REQUEST to a coding agent as a new Turn, in one of two scopes:
+
+  --session ID           session_exact: that Session's exact native context; refused
+                         (before any text is typed) if the pane's foreground thread
+                         changed or someone typed in the pane since its last Turn.
+  --terminal TERMINAL_ID terminal_follow_current: whatever context the pane shows now;
+                         the Session is created or adopted as needed.
+
+The request is typed into the pane, Enter is pressed once the draft shows (Codex),
+and the agent's session file must show it took the request within 5 s. A request
+whose first line is a slash command is refused. Input whose outcome is uncertain
+is never sent again. Prints session_id, turn_id and submission_outcome; with
+--wait it returns when the Turn leaves the running statuses and prints the Turn.`,
+		Example: `  clawconnect terminal send --terminal terminal:v2:tmux:codex:work:0.0:4242 "Add a test for parse()"
+  clawconnect terminal send --session session-20260101120000-1a2b3c4d --wait "Now run it"
+  clawconnect terminal send --terminal terminal:v2:tmux:claude:dev:1.0:777 --wait --json "Explain main.go" | jq -r .result.text`,
+		Args: exactArgs(1, "send: pass the request as one argument (quote it)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
+				res, err := s.api.Send(ctx, terminal.SendRequest{SessionID: sessionID, TerminalID: terminalID, Request: args[0], InactivityTimeout: inactivity})
+				if err != nil {
+					if asJSON && res.TurnID != "" {
+						_ = printJSON(env.Stdout, res)
+					}
+					return err
+				}
+				if !wait {
+					if asJSON {
+						return printJSON(env.Stdout, res)
+					}
+					fmt.Fprintf(env.Stdout, "session_id: %s\nturn_id: %s\nsubmission_outcome: %s\n", res.SessionID, res.TurnID, res.SubmissionOutcome)
+					if s.host != nil {
+						fmt.Fprintln(env.Stderr, "clawconnect: no monitor host runs; the Turn is followed once `clawconnect terminal daemon` or `serve` starts")
+					}
+					return nil
+				}
+				v, err := waitTurn(ctx, s, res.TurnID, timeout)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if err := printJSON(env.Stdout, v); err != nil {
+						return err
+					}
+				} else {
+					printTurn(env.Stdout, v)
+				}
+				return turnExit(v)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&sessionID, "session", "", "send in this Session's exact context (session_exact)")
+	cmd.Flags().StringVar(&terminalID, "terminal", "", "send to whatever context this pane shows (terminal_follow_current)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Turn leaves the running statuses, then print it")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up waiting after this long (exit 5); 0 waits until the Turn ends")
+	cmd.Flags().DurationVar(&inactivity, "inactivity-timeout", 0, "stall the Turn after this long without activity in the agent's session file (default 60m)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// turnCmd builds a command that takes one TURN_ID.
+func turnCmd(env Env, use, short, long, example string, flags func(cmd *cobra.Command),
+	run func(ctx context.Context, s *terminalStack, id string, rest []string) (any, error)) *cobra.Command {
+	var asJSON bool
+	nargs := strings.Count(use, " ")
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long, Example: example,
+		Args: exactArgs(nargs, strings.Fields(use)[0]+": usage: clawconnect terminal "+use),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
+				out, err := run(ctx, s, args[0], args[1:])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(env.Stdout, out)
+				}
+				switch v := out.(type) {
+				case terminal.TurnView:
+					printTurn(env.Stdout, v)
+				case terminal.SendResult:
+					fmt.Fprintf(env.Stdout, "session_id: %s\nturn_id: %s\nsubmission_outcome: %s\n", v.SessionID, v.TurnID, v.SubmissionOutcome)
+				}
+				return nil
+			})
+		},
+	}
+	if flags != nil {
+		flags(cmd)
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func terminalStatusCmd(env Env) *cobra.Command {
+	return turnCmd(env, "status TURN_ID", "Show a Turn: status, result, approval, timestamps",
+		`Show a Turn without waiting: turn_id, session_id, status (created, running,
+waiting_for_agent, waiting_for_openclaw, idle, stalled, failed, closed,
+cancelled, cancelling), result (outcome completed|failed, text), the approval
+prompt when one waits, and timestamps.`,
+		`  clawconnect terminal status turn-20260101T120000-1a2b3c4d
+  clawconnect terminal status turn-20260101T120000-1a2b3c4d --json | jq .result.text`, nil,
+		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
+			return s.api.Status(ctx, id)
+		})
+}
+
+func terminalRespondCmd(env Env) *cobra.Command {
+	return turnCmd(env, "respond TURN_ID ANSWER", "Answer a Turn that waits for OpenClaw, in the same Turn",
+		`Type ANSWER into the pane as the next message of a Turn in status
+waiting_for_openclaw. Refused while an approval prompt is open (use approve or
+cancel) and for a Turn in any other status.`,
+		`  clawconnect terminal respond turn-20260101T120000-1a2b3c4d "Use the staging database"`, nil,
+		func(ctx context.Context, s *terminalStack, id string, rest []string) (any, error) {
+			return s.api.Respond(ctx, id, rest[0])
+		})
+}
+
+func terminalApproveCmd(env Env) *cobra.Command {
+	var fingerprint string
+	return turnCmd(env, "approve TURN_ID", "Approve the exact approval prompt a Turn reported",
+		`Answer "yes, once" to the approval prompt of a Turn in status
+waiting_for_openclaw, only if the pane still shows exactly the prompt that
+status reported (its fingerprint; pass --fingerprint to pin the one you saw).
+A prompt that changed, closed or does not have the known safe shape is refused.`,
+		`  clawconnect terminal status turn-20260101T120000-1a2b3c4d
+  clawconnect terminal approve turn-20260101T120000-1a2b3c4d --fingerprint 3f2a…`,
+		func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&fingerprint, "fingerprint", "", "the approval fingerprint status showed")
+		},
+		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
+			return s.api.Approve(ctx, id, fingerprint)
+		})
+}
+
+func terminalCancelCmd(env Env) *cobra.Command {
+	return turnCmd(env, "cancel TURN_ID", "Interrupt the agent and cancel the Turn",
+		`Send the agent its interrupt key (Codex Ctrl-C, Claude Code Escape) and mark the
+Turn cancelled at once. Refused while a dialog that cannot be dismissed safely
+covers the pane.`,
+		`  clawconnect terminal cancel turn-20260101T120000-1a2b3c4d`, nil,
+		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
+			return s.api.Cancel(ctx, id)
+		})
+}
+
+func terminalRenewCmd(env Env) *cobra.Command {
+	var minutes float64
+	return turnCmd(env, "renew TURN_ID", "Resume following a stalled Turn",
+		`Give a stalled Turn a new inactivity deadline (before its hard deadline) and
+follow it again.`,
+		`  clawconnect terminal renew turn-20260101T120000-1a2b3c4d --minutes 30`,
+		func(cmd *cobra.Command) {
+			cmd.Flags().Float64Var(&minutes, "minutes", 0, "new inactivity timeout in minutes (default: the Turn's own)")
+		},
+		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
+			v, err := s.api.Renew(ctx, id, minutes)
+			if err == nil && s.host != nil {
+				fmt.Fprintln(env.Stderr, "clawconnect: no monitor host runs; the Turn is followed once `clawconnect terminal daemon` or `serve` starts")
+			}
+			return v, err
+		})
+}
+
+func terminalCloseCmd(env Env) *cobra.Command {
+	var reason string
+	return turnCmd(env, "close TURN_ID", "Close a Turn that is no longer with the agent",
+		`Close an idle, failed, stalled or waiting Turn. Closing the Turn whose input
+was not accepted or whose outcome is uncertain releases the pane for new sends
+(look at the pane first).`,
+		`  clawconnect terminal close turn-20260101T120000-1a2b3c4d --reason "checked the pane"`,
+		func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&reason, "reason", "", "why (recorded on the Turn)")
+		},
+		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
+			return s.api.Close(ctx, id, reason)
+		})
+}
+
+// runTerminalHost runs the monitor host over svc and serves its socket
+// until ctx ends.
+func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal) error {
+	ex, _ := st.(interface{ Exclusive() bool })
+	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Exclusive: ex != nil && ex.Exclusive()})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- host.Run(ctx) }()
+	sock := terminalSocket(env)
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		cancel()
+		<-done
+		return err
+	}
+	err := terminal.ServeSocket(ctx, sock, svc)
+	cancel()
+	return errors.Join(err, <-done)
+}
+
+// startTerminalHost runs the terminal monitor host on shared (the store
+// serve owns) in the background; the returned func stops it. Terminal turns
+// are optional for serve: a failure is logged, never fatal.
+func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Logger) func() {
+	st, ok := shared.(store.TerminalStore)
+	if !ok {
+		return func() {}
+	}
+	svc, c, err := newTerminalService(env, st, logger)
+	if err != nil {
+		logger.Warn("terminal turns disabled", "err", err)
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := runTerminalHost(ctx, env, st, svc, c); err != nil && ctx.Err() == nil {
+			logger.Warn("terminal monitor host stopped", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func terminalDaemonCmd(env Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "daemon",
+		Short: "Run only the terminal monitor host",
+		Long: `Run the monitor host of terminal turns until interrupted: it resumes every open
+Turn in the store (after a restart or kill -9 too), follows new ones, and serves
+the other terminal commands on CLAWCONNECT_HOME/terminal.sock. ` + "`clawconnect serve`" + `
+hosts the same monitors; run one or the other on a SQLite store.`,
+		Example: `  clawconnect terminal daemon &
+  clawconnect terminal send --terminal terminal:v2:tmux:codex:work:0.0:4242 "Fix the failing test"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			logger := newLogger(env)
+			st, closeStore, err := openTerminalStore(ctx, env)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = closeStore() }()
+			svc, c, err := newTerminalService(env, st, logger)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stderr, "clawconnect terminal daemon: following terminal turns; socket %s\n", terminalSocket(env))
+			return runTerminalHost(ctx, env, st, svc, c)
+		},
+	}
+}

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+)
+
+// runTerminal runs `clawconnect terminal args...` in env and returns stdout.
+func runTerminal(ctx context.Context, envm map[string]string, args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	err := Run(ctx, Env{Args: append([]string{"terminal"}, args...), Stdout: &out, Stderr: &errb,
+		Getenv: func(k string) string { return envm[k] }})
+	return out.String(), errb.String(), err
+}
+
+// TestE2ETerminalSendWaitPrintsExactReply drives a real Codex TUI through
+// the CLI: list finds it, send --wait prints the fake model's exact reply.
+func TestE2ETerminalSendWaitPrintsExactReply(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	tui := realtui.Require(t, realcli.Codex, model, realtui.Options{Width: 200, Height: 50})
+	envm := map[string]string{
+		"CLAWCONNECT_HOME": t.TempDir(), "CLAWCONNECT_TMUX_SOCKETS": tui.Socket,
+		"CLAWCONNECT_TMUX_DEFAULT_SERVER": "off",
+	}
+	ctx := t.Context()
+	var row terminal.TerminalRow
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, stderr, err := runTerminal(ctx, envm, "list", "--json")
+		if err != nil {
+			t.Fatalf("list: %v\n%s", err, stderr)
+		}
+		var res terminal.ListResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("list --json: %v\n%s", err, out)
+		}
+		// The same process twice in a row: Codex's launcher hands over to
+		// its native binary during start-up.
+		if len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
+			if res.Terminals[0].ID == row.ID {
+				break
+			}
+			row = res.Terminals[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sendable Codex pane listed:\n%s", out)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if row.Agent != "codex" || row.ManagementState != "unmanaged" || row.AvailableActions[0].Scope != terminal.ScopeTerminalFollowCurrent {
+		t.Fatalf("row = %+v", row)
+	}
+	out, stderr, err := runTerminal(ctx, envm, "send", "--terminal", row.ID, "--wait", "--timeout", "90s", "--json", "ECHO=cli-terminal-ok")
+	if err != nil {
+		t.Fatalf("send --wait: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	}
+	var v terminal.TurnView
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("send --wait --json: %v\n%s", err, out)
+	}
+	if v.Status != "idle" || v.Result == nil || v.Result.Outcome != "completed" || v.Result.Text != "cli-terminal-ok" {
+		t.Fatalf("turn = %+v", v)
+	}
+	out, _, err = runTerminal(ctx, envm, "status", v.TurnID)
+	if err != nil || !strings.Contains(out, "cli-terminal-ok") || !strings.Contains(out, "status:   idle") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	if _, _, err := runTerminal(ctx, envm, "status", "turn-nope!"); ExitCode(err) != ExitUsage {
+		t.Fatalf("status of a malformed id: exit %d (%v)", ExitCode(err), err)
+	}
+	if _, _, err := runTerminal(ctx, envm, "status", "turn-20260101T000000-00000000"); ExitCode(err) != ExitNotFound {
+		t.Fatalf("status of an unknown id: exit %d (%v)", ExitCode(err), err)
+	}
+}
+
+// TestHelperTerminalDaemon is not a test: TestE2ETerminalDaemonKill9 runs
+// the test binary with it as `clawconnect terminal daemon`, so it can kill
+// it with SIGKILL.
+func TestHelperTerminalDaemon(t *testing.T) {
+	if os.Getenv("CLAWCONNECT_TEST_HELPER_DAEMON") != "1" {
+		t.Skip("helper process only")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	err := Run(ctx, Env{Args: []string{"terminal", "daemon"}, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestE2ETerminalDaemonKill9 kills the monitor host with SIGKILL in the
+// middle of a Turn; a restarted host resumes the Turn from the store and
+// records exactly one completion.
+func TestE2ETerminalDaemonKill9(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	tui := realtui.Require(t, realcli.Codex, model, realtui.Options{Width: 200, Height: 50})
+	home := t.TempDir()
+	envm := map[string]string{
+		"CLAWCONNECT_HOME": home, "CLAWCONNECT_TMUX_SOCKETS": tui.Socket,
+		"CLAWCONNECT_TMUX_DEFAULT_SERVER": "off", "CLAWCONNECT_TERMINAL_RECHECK_MS": "1000",
+	}
+	ctx := t.Context()
+	envm["CLAWCONNECT_LOG_LEVEL"] = "debug"
+	var logPath string
+	startDaemon := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTerminalDaemon$")
+		cmd.Env = append(os.Environ(), "CLAWCONNECT_TEST_HELPER_DAEMON=1")
+		for k, v := range envm {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		logs, err := os.CreateTemp(t.TempDir(), "daemon-*.log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		logPath = logs.Name()
+		cmd.Stdout, cmd.Stderr = logs, logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if c, err := terminal.Dial(filepath.Join(home, terminal.SocketName)); err == nil {
+				_ = c
+				return cmd
+			}
+			if time.Now().After(deadline) {
+				b, _ := os.ReadFile(logPath)
+				t.Fatalf("the daemon did not serve its socket:\n%s", b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	a := startDaemon()
+	var row terminal.TerminalRow
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, stderr, err := runTerminal(ctx, envm, "list", "--json")
+		if err != nil {
+			t.Fatalf("list: %v\n%s", err, stderr)
+		}
+		var res terminal.ListResult
+		_ = json.Unmarshal([]byte(out), &res)
+		// The same process twice in a row: Codex's launcher hands over to
+		// its native binary during start-up.
+		if len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
+			if res.Terminals[0].ID == row.ID {
+				break
+			}
+			row = res.Terminals[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sendable pane:\n%s", out)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	out, stderr, err := runTerminal(ctx, envm, "send", "--terminal", row.ID, "--json", "tell a long story SLOW")
+	if err != nil {
+		t.Fatalf("send: %v\n%s\n%s", err, out, stderr)
+	}
+	var sent terminal.SendResult
+	if err := json.Unmarshal([]byte(out), &sent); err != nil || sent.SubmissionOutcome != terminal.OutcomeAccepted {
+		t.Fatalf("send = %s (%v)", out, err)
+	}
+	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Wait()
+	b := startDaemon()
+	var v terminal.TurnView
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		out, _, err := runTerminal(ctx, envm, "status", sent.TurnID, "--json")
+		if err == nil && json.Unmarshal([]byte(out), &v) == nil && !terminal.Running(v.Status) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("turn not done after the restart: %s (%v)\ndaemon log:\n%s", out, err, b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if v.Status != "idle" || v.Result == nil || !strings.HasPrefix(v.Result.Text, fakemodel.DefaultPrefix) {
+		t.Fatalf("turn = %+v", v)
+	}
+	_ = b.Process.Signal(syscall.SIGTERM)
+	_ = b.Wait()
+	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(home, sqlite.FileName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ev, err := st.TurnEvents(ctx, sent.TurnID, 0, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ev {
+		if e.Type == "terminal_bridge_completion_claimed" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d completions recorded, want exactly 1", n)
+	}
+}

@@ -1,0 +1,643 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+var _ store.TerminalStore = (*DB)(nil)
+
+// querier is the read side shared by the pools and transactions.
+type termQuerier interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) scanner
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
+func (db *DB) termSession(ctx context.Context, q termQuerier, id string, lock bool) (*store.TermSession, error) {
+	stmt := `SELECT revision, data FROM term_sessions WHERE session_id = ?`
+	if lock {
+		stmt += db.d.ForUpdate
+	}
+	var rev int64
+	var data string
+	err := q.QueryRowContext(ctx, stmt, id).Scan(&rev, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s store.TermSession
+	if err := json.Unmarshal([]byte(data), &s); err != nil {
+		return nil, fmt.Errorf("session %s has an unreadable data column: %v: %w", id, err, store.ErrIncompatible)
+	}
+	s.Revision = rev
+	return &s, nil
+}
+
+func terminalKeyOf(s *store.TermSession) string {
+	if s.Binding == nil {
+		return ""
+	}
+	return s.Binding.TerminalKey
+}
+
+// bindThread records that s binds its native thread, failing with
+// ErrThreadBound when another Session already does.
+func (db *DB) bindThread(ctx context.Context, tx *txn, s *store.TermSession) error {
+	if s.Binding == nil || s.Binding.NativeThreadID == "" {
+		return nil
+	}
+	thread := strings.ToLower(s.Binding.NativeThreadID)
+	var owner string
+	err := tx.QueryRowContext(ctx, `SELECT session_id FROM term_native_threads WHERE agent = ? AND thread_id = ?`+db.d.ForUpdate,
+		s.Agent, thread).Scan(&owner)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		_, err = tx.ExecContext(ctx, `INSERT INTO term_native_threads (agent, thread_id, session_id) VALUES (?, ?, ?)`,
+			s.Agent, thread, s.SessionID)
+		if err != nil && db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
+			return fmt.Errorf("thread %s: %w", thread, store.ErrThreadBound)
+		}
+		return err
+	case err != nil:
+		return err
+	case owner != s.SessionID:
+		return fmt.Errorf("native thread %s is bound by session %s: %w", thread, owner, store.ErrThreadBound)
+	}
+	return nil
+}
+
+// CreateTermSession implements store.TerminalStore.
+func (db *DB) CreateTermSession(ctx context.Context, s *store.TermSession) error {
+	if s.Revision != 0 {
+		return fmt.Errorf("create session %s: revision must be 0 for a new session", s.SessionID)
+	}
+	if !strings.HasPrefix(s.SessionID, "session-") {
+		return fmt.Errorf("create session %q: ids start with session-", s.SessionID)
+	}
+	if err := store.CheckSessionWrite(nil, s); err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	s.Revision = 1
+	data, err := json.Marshal(s)
+	if err != nil {
+		s.Revision = 0
+		return fmt.Errorf("create session: %w", err)
+	}
+	err = db.tx(ctx, func(tx *txn) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO term_sessions (session_id, agent, terminal_key, revision, updated_at, data)
+			VALUES (?, ?, ?, 1, ?, ?)`, s.SessionID, s.Agent, terminalKeyOf(s), s.UpdatedAt, string(data)); err != nil {
+			if db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
+				return fmt.Errorf("session %s: %w", s.SessionID, store.ErrExists)
+			}
+			return err
+		}
+		return db.bindThread(ctx, tx, s)
+	})
+	if err != nil {
+		s.Revision = 0
+		return fmt.Errorf("create session: %w", err)
+	}
+	return nil
+}
+
+// GetTermSession implements store.TerminalStore.
+func (db *DB) GetTermSession(ctx context.Context, id string) (*store.TermSession, error) {
+	s, err := db.termSession(ctx, db.r, id, false)
+	if err != nil {
+		return nil, fmt.Errorf("get session: %w", err)
+	}
+	return s, nil
+}
+
+// SaveTermSession implements store.TerminalStore.
+func (db *DB) SaveTermSession(ctx context.Context, s *store.TermSession) error {
+	err := db.tx(ctx, func(tx *txn) error {
+		old, err := db.termSession(ctx, tx, s.SessionID, true)
+		if err != nil {
+			return err
+		}
+		if old.Revision != s.Revision {
+			return fmt.Errorf("session %s is at revision %d, not %d: %w", s.SessionID, old.Revision, s.Revision, store.ErrConflict)
+		}
+		if err := store.CheckSessionWrite(old, s); err != nil {
+			return err
+		}
+		next := *s
+		next.Revision = s.Revision + 1
+		data, err := json.Marshal(&next)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE term_sessions SET terminal_key = ?, revision = ?, updated_at = ?, data = ?
+			WHERE session_id = ? AND revision = ?`, terminalKeyOf(s), next.Revision, s.UpdatedAt, string(data), s.SessionID, s.Revision)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrConflict
+		}
+		return db.bindThread(ctx, tx, s)
+	})
+	if err != nil {
+		return fmt.Errorf("save session: %w", err)
+	}
+	s.Revision++
+	return nil
+}
+
+// SessionByThread implements store.TerminalStore.
+func (db *DB) SessionByThread(ctx context.Context, agent, thread string) (*store.TermSession, error) {
+	var id string
+	err := db.r.QueryRowContext(ctx, `SELECT session_id FROM term_native_threads WHERE agent = ? AND thread_id = ?`,
+		agent, strings.ToLower(thread)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("session of thread %s: %w", thread, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session of thread %s: %w", thread, err)
+	}
+	return db.GetTermSession(ctx, id)
+}
+
+// SessionsByTerminal implements store.TerminalStore.
+func (db *DB) SessionsByTerminal(ctx context.Context, terminalKey string) ([]*store.TermSession, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT revision, data FROM term_sessions WHERE terminal_key = ?
+		ORDER BY updated_at DESC LIMIT 20`, terminalKey)
+	if err != nil {
+		return nil, fmt.Errorf("sessions of terminal: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.TermSession
+	for rows.Next() {
+		var rev int64
+		var data string
+		if err := rows.Scan(&rev, &data); err != nil {
+			return nil, fmt.Errorf("sessions of terminal: %w", err)
+		}
+		var s store.TermSession
+		if err := json.Unmarshal([]byte(data), &s); err != nil {
+			return nil, fmt.Errorf("sessions of terminal: %v: %w", err, store.ErrIncompatible)
+		}
+		s.Revision = rev
+		out = append(out, &s)
+	}
+	return out, rows.Err()
+}
+
+func (db *DB) turn(ctx context.Context, q termQuerier, id string, lock bool) (*store.Turn, error) {
+	stmt := `SELECT version, data FROM term_turns WHERE turn_id = ?`
+	if lock {
+		stmt += db.d.ForUpdate
+	}
+	var v int64
+	var data string
+	err := q.QueryRowContext(ctx, stmt, id).Scan(&v, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("turn %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeTurn(id, v, data)
+}
+
+func decodeTurn(id string, v int64, data string) (*store.Turn, error) {
+	var t store.Turn
+	if err := json.Unmarshal([]byte(data), &t); err != nil {
+		return nil, fmt.Errorf("turn %s has an unreadable data column: %v: %w", id, err, store.ErrIncompatible)
+	}
+	t.Version = v
+	return &t, nil
+}
+
+func (db *DB) dispatch(ctx context.Context, q termQuerier, key string, lock bool) (*store.Dispatch, error) {
+	stmt := `SELECT data FROM term_dispatch WHERE terminal_key = ?`
+	if lock {
+		stmt += db.d.ForUpdate
+	}
+	var data string
+	err := q.QueryRowContext(ctx, stmt, key).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("dispatch of %s: %w", key, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d store.Dispatch
+	if err := json.Unmarshal([]byte(data), &d); err != nil {
+		return nil, fmt.Errorf("dispatch of %s: %v: %w", key, err, store.ErrIncompatible)
+	}
+	return &d, nil
+}
+
+// checkDispatchFree fails with ErrTerminalBusy when the terminal's ledger
+// entry blocks new input; it returns the current generation ("" if none).
+func (db *DB) checkDispatchFree(ctx context.Context, tx *txn, key, exceptTurn string) (string, error) {
+	cur, err := db.dispatch(ctx, tx, key, true)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	owner := ""
+	if cur.TurnID != "" {
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM term_turns WHERE turn_id = ?`, cur.TurnID).Scan(&status)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return "", err
+		}
+		owner = status
+	}
+	if cur.TurnID == exceptTurn && cur.Status == store.DispatchAgentAccepted {
+		return cur.GenerationID, nil
+	}
+	if cur.Blocks(owner) {
+		return "", fmt.Errorf("turn %s owns the terminal's next input (dispatch %s, turn %s): %w",
+			cur.TurnID, cur.Status, owner, store.ErrTerminalBusy)
+	}
+	return cur.GenerationID, nil
+}
+
+func (db *DB) putDispatch(ctx context.Context, tx *txn, d *store.Dispatch) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO term_dispatch (terminal_key, generation_id, data) VALUES (?, ?, ?)
+		ON CONFLICT (terminal_key) DO UPDATE SET generation_id = excluded.generation_id, data = excluded.data`,
+		d.TerminalKey, d.GenerationID, string(data))
+	return err
+}
+
+// CreateTurn implements store.TerminalStore.
+func (db *DB) CreateTurn(ctx context.Context, tc store.TurnCreate) error {
+	t := tc.Turn
+	if !strings.HasPrefix(t.TurnID, "turn-") || t.SessionID == "" {
+		return fmt.Errorf("create turn %q: a turn-… id and a session id are required", t.TurnID)
+	}
+	if !store.ValidTurnStatus(t.Status) {
+		return fmt.Errorf("create turn %s: invalid status %q", t.TurnID, t.Status)
+	}
+	if tc.Dispatch == nil || tc.Dispatch.TerminalKey == "" || tc.Dispatch.Status != store.DispatchPrepared {
+		return fmt.Errorf("create turn %s: a prepared dispatch entry is required", t.TurnID)
+	}
+	data, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("create turn: %w", err)
+	}
+	err = db.tx(ctx, func(tx *txn) error {
+		// The Session row serializes sends on one Session.
+		sess, err := db.termSession(ctx, tx, t.SessionID, true)
+		if err != nil {
+			return err
+		}
+		if sess.Binding == nil || sess.Binding.BindingID != t.TerminalBindingID || sess.Binding.Generation != t.TerminalBindingGeneration {
+			return fmt.Errorf("turn %s names binding %s/%d but the session's current binding differs: %w",
+				t.TurnID, t.TerminalBindingID, t.TerminalBindingGeneration, store.ErrConflict)
+		}
+		var busy, busyStatus string
+		err = tx.QueryRowContext(ctx, `SELECT turn_id, status FROM term_turns WHERE session_id = ?
+			AND status IN ('created','running','waiting_for_agent','waiting_for_openclaw','stalled','cancelling') LIMIT 1`,
+			t.SessionID).Scan(&busy, &busyStatus)
+		if err == nil {
+			return fmt.Errorf("session %s has turn %s in status %s: %w", t.SessionID, busy, busyStatus, store.ErrTerminalBusy)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		prev, err := db.checkDispatchFree(ctx, tx, tc.Dispatch.TerminalKey, "")
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO term_turns (turn_id, session_id, status, created_at, version, data)
+			VALUES (?, ?, ?, ?, 1, ?)`, t.TurnID, t.SessionID, t.Status, t.CreatedAt, string(data)); err != nil {
+			if db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
+				return fmt.Errorf("turn %s: %w", t.TurnID, store.ErrExists)
+			}
+			return err
+		}
+		d := *tc.Dispatch
+		d.PreviousGenerationID = prev
+		if err := db.putDispatch(ctx, tx, &d); err != nil {
+			return err
+		}
+		return db.appendTurnEvents(ctx, tx, t.TurnID, tc.Events)
+	})
+	if err != nil {
+		return fmt.Errorf("create turn: %w", err)
+	}
+	t.Version = 1
+	return nil
+}
+
+// GetTurn implements store.TerminalStore.
+func (db *DB) GetTurn(ctx context.Context, id string) (*store.Turn, error) {
+	t, err := db.turn(ctx, db.r, id, false)
+	if err != nil {
+		return nil, fmt.Errorf("get turn: %w", err)
+	}
+	return t, nil
+}
+
+// termTx adapts a transaction to store.TerminalTx.
+type termTx struct {
+	db *DB
+	tx *txn
+}
+
+// AppendTurnEvents implements store.TerminalTx.
+func (t termTx) AppendTurnEvents(ctx context.Context, turnID string, events []store.TurnEvent) error {
+	return t.db.appendTurnEvents(ctx, t.tx, turnID, events)
+}
+
+func (db *DB) appendTurnEvents(ctx context.Context, tx *txn, turnID string, events []store.TurnEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	var last int64
+	if err := tx.QueryRowContext(ctx, `UPDATE term_turns SET event_count = event_count + ? WHERE turn_id = ?
+		RETURNING event_count`, len(events), turnID).Scan(&last); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("append events: turn %s: %w", turnID, store.ErrNotFound)
+		}
+		return err
+	}
+	seq := last - int64(len(events))
+	for _, e := range events {
+		seq++
+		data := string(e.Data)
+		if data == "" {
+			data = "{}"
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO term_turn_events (turn_id, seq, ts, type, data) VALUES (?, ?, ?, ?, ?)`,
+			turnID, seq, e.TS, e.Type, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteTurn implements store.TerminalStore.
+func (db *DB) WriteTurn(ctx context.Context, w store.TurnWrite) error {
+	t := w.Turn
+	if !store.ValidTurnStatus(t.Status) {
+		return fmt.Errorf("write turn %s: invalid status %q", t.TurnID, t.Status)
+	}
+	data, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("write turn: %w", err)
+	}
+	err = db.tx(ctx, func(tx *txn) error {
+		if w.Fence != nil {
+			if err := db.checkFence(ctx, tx, t.TurnID, *w.Fence); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE term_turns SET status = ?, data = ?, version = version + 1
+			WHERE turn_id = ? AND version = ?`, t.Status, string(data), t.TurnID, t.Version)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			if _, err := db.turn(ctx, tx, t.TurnID, false); err != nil {
+				return err
+			}
+			return fmt.Errorf("turn %s changed since version %d: %w", t.TurnID, t.Version, store.ErrConflict)
+		}
+		if w.Claim != nil {
+			if err := db.claim(ctx, tx, w.Claim); err != nil {
+				return err
+			}
+		}
+		if a := w.Dispatch; a != nil {
+			cur, err := db.dispatch(ctx, tx, a.TerminalKey, true)
+			if err != nil {
+				return err
+			}
+			if cur.GenerationID != a.GenerationID {
+				return fmt.Errorf("dispatch of %s moved to generation %s: %w", a.TerminalKey, cur.GenerationID, store.ErrConflict)
+			}
+			if err := db.putDispatch(ctx, tx, a.Update); err != nil {
+				return err
+			}
+		}
+		if d := w.NewDispatch; d != nil {
+			prev, err := db.checkDispatchFree(ctx, tx, d.TerminalKey, t.TurnID)
+			if err != nil {
+				return err
+			}
+			nd := *d
+			nd.PreviousGenerationID = prev
+			if err := db.putDispatch(ctx, tx, &nd); err != nil {
+				return err
+			}
+		}
+		if err := db.appendTurnEvents(ctx, tx, t.TurnID, w.Events); err != nil {
+			return err
+		}
+		if w.Also != nil {
+			return w.Also(ctx, termTx{db, tx})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("write turn %s: %w", t.TurnID, err)
+	}
+	t.Version++
+	db.announce(ctx, db.w, t.TurnID)
+	return nil
+}
+
+func (db *DB) claim(ctx context.Context, tx *txn, c *store.CompletionClaim) error {
+	var fp string
+	err := tx.QueryRowContext(ctx, `SELECT fingerprint FROM term_completion_claims WHERE turn_id = ?`, c.TurnID).Scan(&fp)
+	switch {
+	case err == nil && fp == c.CompletionFingerprint:
+		return nil
+	case err == nil:
+		return fmt.Errorf("turn %s already claimed completion %s: %w", c.TurnID, fp, store.ErrClaimed)
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO term_completion_claims (turn_id, fingerprint, data) VALUES (?, ?, ?)`,
+		c.TurnID, c.CompletionFingerprint, string(data))
+	if err != nil && db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
+		return fmt.Errorf("turn %s: %w", c.TurnID, store.ErrClaimed)
+	}
+	return err
+}
+
+func (db *DB) checkFence(ctx context.Context, tx *txn, turnID string, f store.Fence) error {
+	var owner string
+	var token, until int64
+	err := tx.QueryRowContext(ctx, `SELECT owner, token, lease_until FROM term_monitor_leases WHERE turn_id = ?`+db.d.ForUpdate,
+		turnID).Scan(&owner, &token, &until)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("monitor lease of turn %s: %w", turnID, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return err
+	}
+	if owner != f.Owner || token != f.Token || until < f.Now {
+		return fmt.Errorf("monitor lease of turn %s (token %d) is held by %s with token %d: %w", turnID, f.Token, owner, token, store.ErrLeaseLost)
+	}
+	return nil
+}
+
+// OpenTurns implements store.TerminalStore.
+func (db *DB) OpenTurns(ctx context.Context, limit int) ([]*store.Turn, error) {
+	return db.queryTurns(ctx, `SELECT turn_id, version, data FROM term_turns
+		WHERE status IN ('created','running','waiting_for_agent','waiting_for_openclaw','cancelling')
+		ORDER BY turn_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
+}
+
+// SessionTurns implements store.TerminalStore.
+func (db *DB) SessionTurns(ctx context.Context, sessionID string, limit int) ([]*store.Turn, error) {
+	return db.queryTurns(ctx, `SELECT turn_id, version, data FROM term_turns WHERE session_id = ?
+		ORDER BY created_at DESC, turn_id DESC LIMIT ?`, sessionID, store.ClampPage(limit, 20))
+}
+
+func (db *DB) queryTurns(ctx context.Context, q string, args ...any) ([]*store.Turn, error) {
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list turns: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.Turn
+	for rows.Next() {
+		var id, data string
+		var v int64
+		if err := rows.Scan(&id, &v, &data); err != nil {
+			return nil, fmt.Errorf("list turns: %w", err)
+		}
+		t, err := decodeTurn(id, v, data)
+		if err != nil {
+			return nil, fmt.Errorf("list turns: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// TurnEvents implements store.TerminalStore.
+func (db *DB) TurnEvents(ctx context.Context, turnID string, after int64, limit int) ([]store.TurnEvent, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT seq, ts, type, data FROM term_turn_events WHERE turn_id = ? AND seq > ?
+		ORDER BY seq LIMIT ?`, turnID, after, store.ClampPage(limit, store.MaxPage))
+	if err != nil {
+		return nil, fmt.Errorf("turn events: %w", err)
+	}
+	defer rows.Close()
+	var out []store.TurnEvent
+	for rows.Next() {
+		var e store.TurnEvent
+		var data string
+		if err := rows.Scan(&e.Seq, &e.TS, &e.Type, &data); err != nil {
+			return nil, fmt.Errorf("turn events: %w", err)
+		}
+		e.Data = json.RawMessage(data)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// GetCompletionClaim implements store.TerminalStore.
+func (db *DB) GetCompletionClaim(ctx context.Context, turnID string) (*store.CompletionClaim, error) {
+	var data string
+	err := db.r.QueryRowContext(ctx, `SELECT data FROM term_completion_claims WHERE turn_id = ?`, turnID).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("completion claim of %s: %w", turnID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("completion claim of %s: %w", turnID, err)
+	}
+	var c store.CompletionClaim
+	if err := json.Unmarshal([]byte(data), &c); err != nil {
+		return nil, fmt.Errorf("completion claim of %s: %v: %w", turnID, err, store.ErrIncompatible)
+	}
+	return &c, nil
+}
+
+// GetDispatch implements store.TerminalStore.
+func (db *DB) GetDispatch(ctx context.Context, terminalKey string) (*store.Dispatch, error) {
+	d, err := db.dispatch(ctx, db.r, terminalKey, false)
+	if err != nil {
+		return nil, fmt.Errorf("get dispatch: %w", err)
+	}
+	return d, nil
+}
+
+// AcquireMonitorLease implements store.TerminalStore.
+func (db *DB) AcquireMonitorLease(ctx context.Context, turnID, owner string, now, until int64) (store.MonitorLease, error) {
+	l := store.MonitorLease{TurnID: turnID, Owner: owner, Until: until}
+	err := db.tx(ctx, func(tx *txn) error {
+		var cur string
+		var token, curUntil int64
+		err := tx.QueryRowContext(ctx, `SELECT owner, token, lease_until FROM term_monitor_leases WHERE turn_id = ?`+db.d.ForUpdate,
+			turnID).Scan(&cur, &token, &curUntil)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			l.Token = 1
+			_, err = tx.ExecContext(ctx, `INSERT INTO term_monitor_leases (turn_id, owner, token, lease_until) VALUES (?, ?, 1, ?)`,
+				turnID, owner, until)
+			if err != nil && db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
+				return store.ErrLeaseLost
+			}
+			return err
+		case err != nil:
+			return err
+		case cur != owner && curUntil >= now:
+			return fmt.Errorf("held by %s until %d: %w", cur, curUntil, store.ErrLeaseLost)
+		}
+		l.Token = token + 1
+		_, err = tx.ExecContext(ctx, `UPDATE term_monitor_leases SET owner = ?, token = ?, lease_until = ? WHERE turn_id = ?`,
+			owner, l.Token, until, turnID)
+		return err
+	})
+	if err != nil {
+		return store.MonitorLease{}, fmt.Errorf("acquire monitor lease of %s: %w", turnID, err)
+	}
+	return l, nil
+}
+
+// RenewMonitorLease implements store.TerminalStore.
+func (db *DB) RenewMonitorLease(ctx context.Context, l store.MonitorLease, now int64) error {
+	res, err := db.w.ExecContext(ctx, `UPDATE term_monitor_leases SET lease_until = ?
+		WHERE turn_id = ? AND owner = ? AND token = ? AND lease_until >= ?`, l.Until, l.TurnID, l.Owner, l.Token, now)
+	if err != nil {
+		return fmt.Errorf("renew monitor lease of %s: %w", l.TurnID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("renew monitor lease of %s: %w", l.TurnID, err)
+	} else if n == 0 {
+		return fmt.Errorf("renew monitor lease of %s: %w", l.TurnID, store.ErrLeaseLost)
+	}
+	return nil
+}
+
+// ReleaseMonitorLease implements store.TerminalStore.
+func (db *DB) ReleaseMonitorLease(ctx context.Context, l store.MonitorLease) error {
+	_, err := db.w.ExecContext(ctx, `UPDATE term_monitor_leases SET lease_until = 0 WHERE turn_id = ? AND owner = ? AND token = ?`,
+		l.TurnID, l.Owner, l.Token)
+	if err != nil {
+		return fmt.Errorf("release monitor lease of %s: %w", l.TurnID, err)
+	}
+	return nil
+}

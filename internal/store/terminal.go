@@ -1,0 +1,482 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Terminal-turn records: the managed Session of a coding agent running in a
+// terminal pane, its Turns with their append-only event logs, the
+// per-terminal dispatch ledger, the monitor lease of each open Turn and the
+// completion claim stored once per Turn. Field names and statuses are AKK's.
+
+// Sentinel errors of the terminal records.
+var (
+	// ErrThreadBound reports that another Session already binds the native
+	// thread (one native thread is bound by one Session).
+	ErrThreadBound = errors.New("native thread already bound by another session")
+	// ErrBindingRule reports a Session write that breaks the binding rules
+	// (generation, binding id, immutable fields).
+	ErrBindingRule = errors.New("session binding rule violated")
+	// ErrTerminalBusy reports that the terminal's dispatch ledger or the
+	// Session's open Turn owns the next input.
+	ErrTerminalBusy = errors.New("terminal busy")
+	// ErrClaimed reports that a different completion was already claimed
+	// for the Turn.
+	ErrClaimed = errors.New("completion already claimed")
+)
+
+// Session statuses of AKK's managed Session record.
+const (
+	SessionBound         = "bound"
+	SessionDetached      = "detached"
+	SessionTransitioning = "transitioning"
+	SessionQuarantined   = "quarantined"
+)
+
+// NativeProcess fences a binding to one process incarnation.
+type NativeProcess struct {
+	PID          int    `json:"pid"`
+	ProcessUUID  string `json:"process_uuid,omitempty"`
+	ProcessBirth string `json:"process_birth,omitempty"`
+	// Rollout is the native session file (Codex rollout or Claude
+	// transcript) the binding was verified against.
+	Rollout string `json:"rollout,omitempty"`
+}
+
+// Binding ties a Session to one terminal pane, process and native thread.
+// A binding is never removed, only replaced by one with a new BindingID and
+// Generation+1; the same binding may only fill identity fields that were
+// empty.
+type Binding struct {
+	BindingID      string          `json:"binding_id"`
+	Generation     int64           `json:"generation"`
+	TerminalID     string          `json:"terminal_id"`
+	TerminalKey    string          `json:"terminal_key"`
+	NativeThreadID string          `json:"native_thread_id,omitempty"`
+	NativeProcess  NativeProcess   `json:"native_process"`
+	Checkpoint     json.RawMessage `json:"checkpoint,omitempty"`
+	BoundAt        int64           `json:"bound_at"`
+	LastVerifiedAt int64           `json:"last_verified_at"`
+}
+
+// Lineage says how a Session came to be; it is immutable.
+type Lineage struct {
+	CreatedBy                 string `json:"created_by"`
+	PreviousSessionID         string `json:"previous_session_id,omitempty"`
+	ResumedFromNativeThreadID string `json:"resumed_from_native_thread_id,omitempty"`
+}
+
+// TermSession is AKK's managed Session: one native coding-agent context
+// bound to a terminal. Writes are compare-and-set on Revision.
+type TermSession struct {
+	SessionID        string   `json:"session_id"`
+	Revision         int64    `json:"revision"`
+	Agent            string   `json:"agent"`
+	Workspace        string   `json:"workspace"`
+	Status           string   `json:"status"`
+	Binding          *Binding `json:"binding,omitempty"`
+	Lineage          Lineage  `json:"lineage"`
+	CreatedAt        int64    `json:"created_at"`
+	UpdatedAt        int64    `json:"updated_at"`
+	DetachedAt       int64    `json:"detached_at,omitempty"`
+	QuarantineReason string   `json:"quarantine_reason,omitempty"`
+}
+
+// CheckSessionWrite enforces AKK's Session write rules for replacing old
+// with next (old nil = create). It returns an error wrapping ErrBindingRule.
+func CheckSessionWrite(old, next *TermSession) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("session %s: %s: %w", next.SessionID, fmt.Sprintf(format, a...), ErrBindingRule)
+	}
+	switch next.Status {
+	case SessionBound, SessionDetached, SessionTransitioning, SessionQuarantined:
+	default:
+		return bad("unknown status %q", next.Status)
+	}
+	if next.Agent == "" || next.SessionID == "" {
+		return bad("session id and agent are required")
+	}
+	if next.Status == SessionBound && next.Binding == nil {
+		return bad("a bound session needs a binding")
+	}
+	if old == nil {
+		if next.Binding != nil && next.Binding.Generation != 1 {
+			return bad("the first binding must have generation 1, not %d", next.Binding.Generation)
+		}
+		return checkBindingShape(next)
+	}
+	if old.Agent != next.Agent || old.Workspace != next.Workspace || old.CreatedAt != next.CreatedAt || old.Lineage != next.Lineage {
+		return bad("agent, workspace, created_at and lineage are immutable")
+	}
+	ob, nb := old.Binding, next.Binding
+	switch {
+	case ob == nil && nb == nil:
+	case ob != nil && nb == nil:
+		return bad("a binding can be replaced but never removed")
+	case ob == nil:
+		if nb.Generation != 1 {
+			return bad("the first binding must have generation 1, not %d", nb.Generation)
+		}
+	case ob.BindingID == nb.BindingID:
+		if ob.Generation != nb.Generation {
+			return bad("binding %s changed generation without a new binding id", nb.BindingID)
+		}
+		if ob.TerminalID != nb.TerminalID || ob.TerminalKey != nb.TerminalKey {
+			return bad("binding %s may not change its terminal", nb.BindingID)
+		}
+		if !refines(ob.NativeThreadID, nb.NativeThreadID) || ob.NativeProcess.PID != nb.NativeProcess.PID ||
+			!refines(ob.NativeProcess.ProcessUUID, nb.NativeProcess.ProcessUUID) ||
+			!refines(ob.NativeProcess.ProcessBirth, nb.NativeProcess.ProcessBirth) ||
+			!refines(ob.NativeProcess.Rollout, nb.NativeProcess.Rollout) {
+			return bad("binding %s may only fill missing identity, never change it (a new process or thread needs a new binding)", nb.BindingID)
+		}
+	default:
+		if nb.Generation != ob.Generation+1 {
+			return bad("a replacing binding needs generation %d, not %d", ob.Generation+1, nb.Generation)
+		}
+	}
+	return checkBindingShape(next)
+}
+
+func refines(old, next string) bool { return old == "" || old == next }
+
+func checkBindingShape(s *TermSession) error {
+	b := s.Binding
+	if b == nil {
+		return nil
+	}
+	if !strings.HasPrefix(b.BindingID, "binding-") || b.TerminalID == "" || b.TerminalKey == "" {
+		return fmt.Errorf("session %s: a binding needs a binding-… id, a terminal id and key: %w", s.SessionID, ErrBindingRule)
+	}
+	return nil
+}
+
+// Turn statuses of AKK's Turn (Conversation) record.
+const (
+	TurnCreated            = "created"
+	TurnRunning            = "running"
+	TurnWaitingForAgent    = "waiting_for_agent"
+	TurnWaitingForOpenClaw = "waiting_for_openclaw"
+	TurnIdle               = "idle"
+	TurnStalled            = "stalled"
+	TurnFailed             = "failed"
+	TurnClosed             = "closed"
+	TurnCancelled          = "cancelled"
+	TurnCancelling         = "cancelling"
+)
+
+// ValidTurnStatus reports whether s is a Turn status.
+func ValidTurnStatus(s string) bool {
+	switch s {
+	case TurnCreated, TurnRunning, TurnWaitingForAgent, TurnWaitingForOpenClaw, TurnIdle,
+		TurnStalled, TurnFailed, TurnClosed, TurnCancelled, TurnCancelling:
+		return true
+	}
+	return false
+}
+
+// TurnSendBlocking reports whether a Turn in status s keeps its Session from
+// taking a new Turn (AKK's session-send-blocking group).
+func TurnSendBlocking(s string) bool {
+	switch s {
+	case TurnCreated, TurnRunning, TurnWaitingForAgent, TurnWaitingForOpenClaw, TurnStalled, TurnCancelling:
+		return true
+	}
+	return false
+}
+
+// TurnReleased reports whether a Turn in status s has released the
+// terminal's next input (AKK's dispatch-owner-released group).
+func TurnReleased(s string) bool {
+	switch s {
+	case TurnIdle, TurnFailed, TurnClosed, TurnCancelled:
+		return true
+	}
+	return false
+}
+
+// TurnMonitored reports whether a Turn in status s needs a monitor.
+func TurnMonitored(s string) bool {
+	switch s {
+	case TurnCreated, TurnRunning, TurnWaitingForAgent, TurnWaitingForOpenClaw, TurnCancelling:
+		return true
+	}
+	return false
+}
+
+// TurnResult is what the agent answered.
+type TurnResult struct {
+	// Outcome is "completed" or "failed".
+	Outcome string `json:"outcome"`
+	// Text is the reply, redacted, at most 4000 characters.
+	Text string `json:"text"`
+	// Match names the native evidence (e.g. "codex_task_complete").
+	Match string `json:"match,omitempty"`
+}
+
+// Approval is an approval prompt the agent shows for the Turn.
+type Approval struct {
+	Fingerprint string `json:"fingerprint"`
+	Kind        string `json:"kind"`
+	// Command is the redacted command (Codex only; Claude approvals carry
+	// no raw command).
+	Command    string `json:"command,omitempty"`
+	DetectedAt int64  `json:"detected_at"`
+}
+
+// Submission is the state of the message currently in flight.
+type Submission struct {
+	MessageID   string `json:"message_id"`
+	MessageType string `json:"message_type"`
+	RequestHash string `json:"request_hash"`
+	// Text is the answer text of a respond (a task's text is the Turn's
+	// request text).
+	Text string `json:"text,omitempty"`
+	// Status is the dispatch status (prepared … agent_accepted).
+	Status string `json:"status"`
+	// Outcome is the submission outcome reported to the sender.
+	Outcome            string          `json:"outcome,omitempty"`
+	Anchor             json.RawMessage `json:"anchor,omitempty"`
+	AcceptanceEvidence json.RawMessage `json:"acceptance_evidence,omitempty"`
+	// NativeTurnID is the agent's own id of the accepted turn (Codex
+	// turn_id, Claude prompt uuid).
+	NativeTurnID string `json:"native_turn_id,omitempty"`
+	PreparedAt   int64  `json:"prepared_at"`
+	AcceptedAt   int64  `json:"accepted_at,omitempty"`
+}
+
+// Takeover holds the terminal-bridge fields of AKK's
+// native_session_takeover that a monitor needs to resume a Turn.
+type Takeover struct {
+	TerminalID               string          `json:"terminal_id"`
+	TerminalKey              string          `json:"terminal_key"`
+	TerminalControl          json.RawMessage `json:"terminal_control,omitempty"`
+	AgentPID                 int             `json:"terminal_agent_pid"`
+	ProcessBirth             string          `json:"process_birth,omitempty"`
+	RequestText              string          `json:"terminal_bridge_request_text"`
+	StartedAt                int64           `json:"terminal_bridge_started_at"`
+	InactivityTimeoutMinutes float64         `json:"terminal_bridge_inactivity_timeout_minutes"`
+	HardTimeoutMinutes       float64         `json:"terminal_bridge_hard_timeout_minutes"`
+	InactivityDeadlineAt     int64           `json:"terminal_bridge_inactivity_deadline_at,omitempty"`
+	HardDeadlineAt           int64           `json:"terminal_bridge_hard_deadline_at,omitempty"`
+	LastActivityAt           int64           `json:"terminal_bridge_last_activity_at,omitempty"`
+	LastActivityReason       string          `json:"terminal_bridge_last_activity_reason,omitempty"`
+	Submission               Submission      `json:"terminal_bridge_submission"`
+	DetectorDiagnostic       string          `json:"terminal_bridge_detector_diagnostic,omitempty"`
+	ApprovalResolvedAt       int64           `json:"terminal_bridge_approval_resolved_at,omitempty"`
+	LastApprovalFingerprint  string          `json:"terminal_bridge_last_approval_fingerprint,omitempty"`
+	PreSendScreenFingerprint string          `json:"terminal_bridge_pre_send_screen_fingerprint,omitempty"`
+}
+
+// Turn is one request sent to a terminal agent and followed to its end.
+// Writes go through WriteTurn, compare-and-set on Version.
+type Turn struct {
+	TurnID                    string      `json:"turn_id"`
+	SessionID                 string      `json:"session_id"`
+	Agent                     string      `json:"agent"`
+	Workspace                 string      `json:"workspace"`
+	TerminalBindingID         string      `json:"terminal_binding_id"`
+	TerminalBindingGeneration int64       `json:"terminal_binding_generation"`
+	NativeThreadID            string      `json:"native_thread_id,omitempty"`
+	UserRequest               string      `json:"user_request"`
+	Status                    string      `json:"status"`
+	ResponseRoundsUsed        int         `json:"response_rounds_used"`
+	Result                    *TurnResult `json:"result,omitempty"`
+	Approval                  *Approval   `json:"approval,omitempty"`
+	CreatedAt                 int64       `json:"created_at"`
+	UpdatedAt                 int64       `json:"updated_at"`
+	IdleSince                 int64       `json:"idle_since,omitempty"`
+	ClosedAt                  int64       `json:"closed_at,omitempty"`
+	CloseReason               string      `json:"close_reason,omitempty"`
+	CancelRequestedAt         int64       `json:"cancel_requested_at,omitempty"`
+	StalledAt                 int64       `json:"stalled_at,omitempty"`
+	StalledReason             string      `json:"stalled_reason,omitempty"`
+	Takeover                  Takeover    `json:"native_session_takeover"`
+	// Version is the compare-and-set version; WriteTurn bumps it.
+	Version int64 `json:"-"`
+}
+
+// Dispatch ledger statuses (§5.5).
+const (
+	DispatchPrepared        = "prepared"
+	DispatchTextInjected    = "text_injected"
+	DispatchEnterDispatched = "enter_dispatched"
+	DispatchAgentAccepted   = "agent_accepted"
+	DispatchNotAccepted     = "not_accepted"
+	DispatchUncertain       = "uncertain"
+	DispatchAborted         = "aborted"
+)
+
+// Dispatch is the per-terminal ledger entry: who owns the next input.
+type Dispatch struct {
+	TerminalKey          string `json:"terminal_key"`
+	GenerationID         string `json:"generation_id"`
+	PreviousGenerationID string `json:"previous_generation_id,omitempty"`
+	SessionID            string `json:"session_id"`
+	TurnID               string `json:"turn_id"`
+	MessageID            string `json:"message_id"`
+	MessageType          string `json:"message_type"`
+	RequestHash          string `json:"request_hash"`
+	Status               string `json:"status"`
+	BindingID            string `json:"binding_id"`
+	BindingGeneration    int64  `json:"binding_generation"`
+	PreparedAt           int64  `json:"prepared_at"`
+	TextInjectedAt       int64  `json:"text_injected_at,omitempty"`
+	EnterDispatchedAt    int64  `json:"enter_dispatched_at,omitempty"`
+	AgentAcceptedAt      int64  `json:"agent_accepted_at,omitempty"`
+	NotAcceptedAt        int64  `json:"not_accepted_at,omitempty"`
+	UncertainAt          int64  `json:"uncertain_at,omitempty"`
+	// SafeToRetry is set only for an abort before any input reached the
+	// pane.
+	SafeToRetry bool   `json:"safe_to_retry,omitempty"`
+	Error       string `json:"error,omitempty"`
+	// ReleasedAt is set when an explicit close resolved a blocking entry.
+	ReleasedAt int64 `json:"released_at,omitempty"`
+}
+
+// Blocks reports whether d keeps the terminal from taking new input, given
+// the status of its owning Turn ("" if the Turn is gone).
+func (d *Dispatch) Blocks(ownerStatus string) bool {
+	if d == nil || d.ReleasedAt != 0 {
+		return false
+	}
+	switch d.Status {
+	case DispatchPrepared, DispatchTextInjected, "dispatching", DispatchUncertain, DispatchNotAccepted:
+		return true
+	case DispatchAborted:
+		return false
+	}
+	return ownerStatus != "" && !TurnReleased(ownerStatus)
+}
+
+// TurnEvent is one line of a Turn's append-only event log. Seq is 1-based
+// and dense per Turn; the store assigns it.
+type TurnEvent struct {
+	Seq  int64           `json:"seq"`
+	TS   int64           `json:"ts"`
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// CompletionClaim is stored once per Turn: the one completion a monitor may
+// report. A second claim with the same fingerprint is a no-op; a different
+// one fails with ErrClaimed.
+type CompletionClaim struct {
+	TurnID                string `json:"turn_id"`
+	MessageID             string `json:"terminal_bridge_message_id"`
+	CompletionFingerprint string `json:"completion_fingerprint"`
+	CompletionID          string `json:"completion_id"`
+	CallbackMessageID     string `json:"callback_message_id"`
+	Outcome               string `json:"outcome"`
+	ClaimedAt             int64  `json:"claimed_at"`
+}
+
+// MonitorLease gives one monitor per Turn across processes. Token grows
+// on every acquisition, so a write fenced by an old token fails.
+type MonitorLease struct {
+	TurnID string
+	Owner  string
+	Token  int64
+	Until  int64
+}
+
+// Fence is the monitor lease a write must still hold.
+type Fence struct {
+	Owner string
+	Token int64
+	Now   int64
+}
+
+// TurnCreate creates a Turn and takes the terminal's next input atomically.
+type TurnCreate struct {
+	Turn     *Turn
+	Dispatch *Dispatch
+	Events   []TurnEvent
+}
+
+// DispatchAdvance moves the ledger entry of one generation to a new state.
+type DispatchAdvance struct {
+	TerminalKey  string
+	GenerationID string
+	// Update replaces the stored entry when its generation still matches.
+	Update *Dispatch
+}
+
+// TerminalTx is the transaction a completion claim runs in; the callback
+// outbox writes its message through it in the same commit.
+type TerminalTx interface {
+	// AppendTurnEvents appends events to the Turn's log.
+	AppendTurnEvents(ctx context.Context, turnID string, events []TurnEvent) error
+}
+
+// TurnWrite is one atomic change of a Turn: compare-and-set on
+// Turn.Version, optionally fenced by a monitor lease, with the ledger
+// advance, events, completion claim and Also hook in the same transaction.
+type TurnWrite struct {
+	Turn     *Turn
+	Fence    *Fence
+	Dispatch *DispatchAdvance
+	// NewDispatch starts a new ledger generation for the terminal (a
+	// respond within the Turn); refused with ErrTerminalBusy while the
+	// current entry blocks.
+	NewDispatch *Dispatch
+	Events      []TurnEvent
+	Claim       *CompletionClaim
+	// Also runs last inside the transaction (e.g. the callback outbox).
+	Also func(ctx context.Context, tx TerminalTx) error
+}
+
+// TerminalStore holds the terminal-turn records. Implementations are safe for
+// concurrent use; records are returned as fresh copies.
+type TerminalStore interface {
+	// CreateTermSession inserts s (Revision must be 0; it becomes 1),
+	// enforcing the write rules and one Session per native thread
+	// (ErrThreadBound).
+	CreateTermSession(ctx context.Context, s *TermSession) error
+	// GetTermSession returns the Session or ErrNotFound.
+	GetTermSession(ctx context.Context, id string) (*TermSession, error)
+	// SaveTermSession replaces the Session if its stored revision is
+	// s.Revision (else ErrConflict), enforcing the write rules, and bumps
+	// s.Revision.
+	SaveTermSession(ctx context.Context, s *TermSession) error
+	// SessionByThread returns the Session binding agent's native thread.
+	SessionByThread(ctx context.Context, agent, thread string) (*TermSession, error)
+	// SessionsByTerminal returns the Sessions whose binding names the
+	// terminal key (bounded, newest first).
+	SessionsByTerminal(ctx context.Context, terminalKey string) ([]*TermSession, error)
+
+	// CreateTurn inserts tc.Turn and makes tc.Dispatch the terminal's
+	// ledger entry, refusing with ErrTerminalBusy while the Session has a
+	// send-blocking Turn or the current ledger entry blocks.
+	CreateTurn(ctx context.Context, tc TurnCreate) error
+	// GetTurn returns the Turn or ErrNotFound.
+	GetTurn(ctx context.Context, id string) (*Turn, error)
+	// WriteTurn applies w atomically (see TurnWrite) and bumps
+	// w.Turn.Version.
+	WriteTurn(ctx context.Context, w TurnWrite) error
+	// OpenTurns returns up to limit Turns that need a monitor.
+	OpenTurns(ctx context.Context, limit int) ([]*Turn, error)
+	// SessionTurns returns the Session's latest Turns, newest first.
+	SessionTurns(ctx context.Context, sessionID string, limit int) ([]*Turn, error)
+	// TurnEvents returns up to limit events with Seq > after.
+	TurnEvents(ctx context.Context, turnID string, after int64, limit int) ([]TurnEvent, error)
+	// GetCompletionClaim returns the Turn's claim or ErrNotFound.
+	GetCompletionClaim(ctx context.Context, turnID string) (*CompletionClaim, error)
+
+	// GetDispatch returns the terminal's ledger entry or ErrNotFound.
+	GetDispatch(ctx context.Context, terminalKey string) (*Dispatch, error)
+
+	// AcquireMonitorLease takes the Turn's monitor lease for owner until
+	// `until` if it is free, expired at now, or already owner's; the token
+	// grows on every acquisition. A live lease of another owner fails with
+	// ErrLeaseLost.
+	AcquireMonitorLease(ctx context.Context, turnID, owner string, now, until int64) (MonitorLease, error)
+	// RenewMonitorLease extends a lease still held with token.
+	RenewMonitorLease(ctx context.Context, l MonitorLease, now int64) error
+	// ReleaseMonitorLease ends a lease still held with token.
+	ReleaseMonitorLease(ctx context.Context, l MonitorLease) error
+}

@@ -1,0 +1,387 @@
+package terminal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/native"
+	"github.com/clawconnect/clawconnect/internal/terminal/proc"
+	"github.com/clawconnect/clawconnect/internal/terminal/screen"
+)
+
+// DefaultAgents returns the readers of the real Codex and Claude Code TUIs.
+func DefaultAgents() map[string]Agent {
+	return map[string]Agent{AgentCodex: CodexAgent{}, AgentClaude: ClaudeAgent{}}
+}
+
+// evidence is what Accepted stores: the anchor the scans continue from
+// (bound or materialized since the send) and the native acceptance.
+type evidence struct {
+	Anchor     json.RawMessage   `json:"anchor"`
+	Acceptance native.Acceptance `json:"acceptance"`
+}
+
+// anchorJSON returns the anchor inside raw, which is either an anchor or an
+// evidence record.
+func anchorJSON(raw json.RawMessage) json.RawMessage {
+	var ev evidence
+	if json.Unmarshal(raw, &ev) == nil && len(ev.Anchor) > 0 {
+		return ev.Anchor
+	}
+	return raw
+}
+
+func toScreen(s screen.Screen) Screen {
+	out := Screen{Activity: string(s.Activity), ComposerEmpty: s.Activity == screen.Idle && s.Draft == ""}
+	if a := s.Approval; a != nil {
+		out.Approval = &ScreenApproval{Fingerprint: a.Fingerprint, Kind: string(a.Kind), Command: a.Command, Approvable: a.Approvable}
+	}
+	return out
+}
+
+// CodexAgent reads a Codex TUI: its open root rollout (from /proc) and its
+// screen. CodexHome is read from the process's environment (default
+// ~/.codex of its HOME).
+type CodexAgent struct{}
+
+var _ Agent = CodexAgent{}
+
+func (CodexAgent) inventory(p Pane) (codex.Inventory, error) {
+	home := processEnv(p.PID, "CODEX_HOME")
+	if home == "" {
+		home = filepath.Join(homeOf(p.PID), ".codex")
+	}
+	files, err := proc.OpenFiles(p.PID)
+	if err != nil {
+		return codex.Inventory{}, fmt.Errorf("open files of codex pid %d: %w", p.PID, err)
+	}
+	in := codex.InventoryInput{CodexHome: home, Cwd: p.Cwd}
+	type key struct{ dev, ino uint64 }
+	seen := map[key]bool{}
+	for _, f := range files {
+		// Codex may hold one rollout open on two descriptors: one file.
+		if k := (key{f.Dev, f.Ino}); f.Regular && seen[k] {
+			continue
+		} else if f.Regular {
+			seen[k] = true
+		}
+		if f.Regular || f.Deleted {
+			path := f.Path
+			if f.Deleted {
+				path += " (deleted)"
+			}
+			in.OpenFiles = append(in.OpenFiles, codex.OpenFile{FD: f.FD, Path: path, Dev: f.Dev, Ino: f.Ino})
+		}
+	}
+	return codex.TakeInventory(in)
+}
+
+// Identify implements Agent: the one open root rollout, none for a virgin
+// TUI, and an error when several are open (the foreground is unknown).
+func (c CodexAgent) Identify(_ context.Context, p Pane) (Identity, error) {
+	inv, err := c.inventory(p)
+	if err != nil {
+		return Identity{}, err
+	}
+	switch inv.Status {
+	case codex.Resolved:
+		return Identity{ThreadID: inv.Roots[0].ThreadID, File: inv.Roots[0].Path}, nil
+	case codex.VerifiedAbsent:
+		return Identity{}, nil
+	}
+	return Identity{}, fmt.Errorf("%w: codex holds %d root rollouts open (%s); its foreground thread is unknown", ErrRefused, len(inv.Roots), inv.Reason)
+}
+
+// Anchor implements Agent.
+func (c CodexAgent) Anchor(ctx context.Context, p Pane, id Identity) (json.RawMessage, error) {
+	if id.File == "" {
+		return json.Marshal(codex.VirginAnchor(time.Now()))
+	}
+	for attempt := 0; ; attempt++ {
+		inv, err := c.inventory(p)
+		if err != nil {
+			return nil, err
+		}
+		var a codex.Anchor
+		err = fmt.Errorf("the rollout %s is no longer open", id.File)
+		for _, r := range inv.Roots {
+			if r.Path == id.File {
+				a, err = codex.CaptureAnchor(r, time.Now())
+			}
+		}
+		if err == nil {
+			return json.Marshal(a)
+		}
+		if attempt >= 20 {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Accepted implements Agent: task_started + the user response_item with the
+// request's hash after the anchor; a virgin anchor is bound to the rollout
+// the process opened since.
+func (c CodexAgent) Accepted(_ context.Context, p Pane, raw json.RawMessage, text string) (*Acceptance, error) {
+	var a codex.Anchor
+	if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
+		return nil, fmt.Errorf("codex anchor: %w", err)
+	}
+	if !a.Bound() {
+		inv, err := c.inventory(p)
+		if err != nil {
+			return nil, err
+		}
+		if inv.Status != codex.Resolved {
+			return nil, nil
+		}
+		if a, err = a.Bind(inv.Roots[0]); err != nil {
+			return nil, err
+		}
+	}
+	res, err := codex.ScanAcceptance(a, hashOf(text))
+	if err != nil || !res.Accepted {
+		return nil, err
+	}
+	ab, _ := json.Marshal(a)
+	ev, _ := json.Marshal(evidence{Anchor: ab, Acceptance: res})
+	return &Acceptance{NativeTurnID: res.TurnID, ThreadID: a.ThreadID, Evidence: ev}, nil
+}
+
+// Completion implements Agent: task_complete (or turn_aborted) of the
+// accepted turn in the exact rollout.
+func (CodexAgent) Completion(_ context.Context, _ Pane, raw json.RawMessage, acc Acceptance) (*Completion, error) {
+	if len(acc.Evidence) > 0 {
+		raw = acc.Evidence
+	}
+	var a codex.Anchor
+	if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
+		return nil, fmt.Errorf("codex anchor: %w", err)
+	}
+	if !a.Bound() {
+		return nil, nil
+	}
+	res, err := codex.ScanCompletion(a, acc.NativeTurnID)
+	if err != nil {
+		return nil, err
+	}
+	switch res.State {
+	case native.Completed:
+		return &Completion{Outcome: "completed", Text: res.Text, Match: "codex_task_complete", ID: acc.NativeTurnID}, nil
+	case native.Aborted, native.Failed:
+		return &Completion{Outcome: "failed", Text: "the agent's turn ended without a reply (" + res.Reason + ")", Match: "codex_turn_aborted", ID: acc.NativeTurnID}, nil
+	}
+	return nil, nil
+}
+
+// UserInputSince implements Agent: a native turn started after the
+// checkpoint (it is asked before a send, so no such turn is
+// ClawConnect's); a replaced or truncated rollout counts as changed.
+func (CodexAgent) UserInputSince(_ context.Context, _ Pane, raw json.RawMessage) (bool, error) {
+	var a codex.Anchor
+	if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
+		return false, fmt.Errorf("codex checkpoint: %w", err)
+	}
+	if !a.Bound() {
+		return false, nil
+	}
+	turns, err := codex.TurnsStartedAfter(a)
+	if changedFile(err) {
+		return true, nil
+	}
+	return len(turns) > 0, err
+}
+
+// changedFile reports a session file that was replaced or truncated since
+// its anchor: the context the anchor named is gone.
+func changedFile(err error) bool {
+	var se *native.ScanError
+	return errors.As(err, &se) && (se.Code == native.CodeIdentityMismatch || se.Code == native.CodeTruncated)
+}
+
+// WatchPaths implements Agent: the rollout, or the sessions tree's day
+// directory of a virgin TUI.
+func (CodexAgent) WatchPaths(p Pane, raw json.RawMessage) []string {
+	var a codex.Anchor
+	if json.Unmarshal(anchorJSON(raw), &a) == nil && a.Bound() {
+		return []string{a.Path}
+	}
+	home := processEnv(p.PID, "CODEX_HOME")
+	if home == "" {
+		home = filepath.Join(homeOf(p.PID), ".codex")
+	}
+	return []string{filepath.Join(home, "sessions", time.Now().Format("2006/01/02"))}
+}
+
+// Screen implements Agent.
+func (CodexAgent) Screen(text string) Screen { return toScreen(codex.ParseScreen(text)) }
+
+// DraftVisible implements Agent: the idle composer holds exactly request.
+func (CodexAgent) DraftVisible(text, request string) bool {
+	s := codex.ParseScreen(text)
+	return s.Activity == screen.Idle && screen.DraftShows(s.Draft, request)
+}
+
+// Keys implements Agent: "y" approves once; Escape interrupts (never C-c,
+// which exits Codex when it lands on an idle composer).
+func (CodexAgent) Keys() ([]string, []string) {
+	return []string{codex.ApproveKey}, []string{codex.InterruptKey}
+}
+
+// ClaudeAgent reads a Claude Code TUI: its live-session registry entry, its
+// transcript, and its screen. The config directory is the process's
+// $CLAUDE_CONFIG_DIR (default ~/.claude of its HOME).
+type ClaudeAgent struct{}
+
+var _ Agent = ClaudeAgent{}
+
+func claudeDir(pid int) string {
+	if d := processEnv(pid, "CLAUDE_CONFIG_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(homeOf(pid), ".claude")
+}
+
+// Identify implements Agent: the registry entry of the pid.
+func (ClaudeAgent) Identify(_ context.Context, p Pane) (Identity, error) {
+	dir := claudeDir(p.PID)
+	s, err := claude.ReadLiveSession(dir, p.PID)
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{ThreadID: s.SessionID, File: claude.TranscriptPath(dir, s.Cwd, s.SessionID)}, nil
+}
+
+// Anchor implements Agent: the end of the transcript (which may not exist
+// yet).
+func (ClaudeAgent) Anchor(ctx context.Context, p Pane, _ Identity) (json.RawMessage, error) {
+	dir := claudeDir(p.PID)
+	for attempt := 0; ; attempt++ {
+		s, err := claude.ReadLiveSession(dir, p.PID)
+		if err != nil {
+			return nil, err
+		}
+		a, err := claude.CaptureAnchor(dir, s, time.Now())
+		if err == nil {
+			return json.Marshal(a)
+		}
+		if attempt >= 20 {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func claudeAnchor(raw json.RawMessage) (claude.Anchor, error) {
+	var a claude.Anchor
+	if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
+		return a, fmt.Errorf("claude anchor: %w", err)
+	}
+	m, err := a.Materialize()
+	if errors.Is(err, os.ErrNotExist) {
+		return a, errNotYet
+	}
+	return m, err
+}
+
+// errNotYet reports a session file that does not exist yet.
+var errNotYet = errors.New("the session file does not exist yet")
+
+// Accepted implements Agent: the exact prompt record after the anchor.
+func (ClaudeAgent) Accepted(_ context.Context, _ Pane, raw json.RawMessage, text string) (*Acceptance, error) {
+	a, err := claudeAnchor(raw)
+	if errors.Is(err, errNotYet) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := claude.ScanAcceptance(a, text)
+	if err != nil || !res.Accepted {
+		return nil, err
+	}
+	ab, _ := json.Marshal(a)
+	ev, _ := json.Marshal(evidence{Anchor: ab, Acceptance: res})
+	return &Acceptance{NativeTurnID: res.TurnID, ThreadID: a.SessionID, Evidence: ev}, nil
+}
+
+// Completion implements Agent: the turn_duration + end_turn chain under the
+// prompt, or an API error.
+func (ClaudeAgent) Completion(_ context.Context, _ Pane, raw json.RawMessage, acc Acceptance) (*Completion, error) {
+	if len(acc.Evidence) > 0 {
+		raw = acc.Evidence
+	}
+	a, err := claudeAnchor(raw)
+	if errors.Is(err, errNotYet) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := claude.ScanCompletion(a, acc.NativeTurnID)
+	if err != nil {
+		return nil, err
+	}
+	switch res.State {
+	case native.Completed:
+		return &Completion{Outcome: "completed", Text: res.Text, Match: "claude_transcript_turn_duration", ID: acc.NativeTurnID}, nil
+	case native.Failed, native.Aborted:
+		return &Completion{Outcome: "failed", Text: res.Text, Match: "claude_transcript_api_error", ID: acc.NativeTurnID}, nil
+	}
+	return nil, nil
+}
+
+// UserInputSince implements Agent: a human prompt record after the
+// checkpoint, or a replaced or truncated transcript.
+func (ClaudeAgent) UserInputSince(_ context.Context, _ Pane, raw json.RawMessage) (bool, error) {
+	var a claude.Anchor
+	if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
+		return false, fmt.Errorf("claude checkpoint: %w", err)
+	}
+	prompts, err := claude.PromptsAfter(a)
+	if changedFile(err) {
+		return true, nil
+	}
+	return len(prompts) > 0, err
+}
+
+// WatchPaths implements Agent: the transcript and the registry entry.
+func (ClaudeAgent) WatchPaths(p Pane, raw json.RawMessage) []string {
+	var a claude.Anchor
+	_ = json.Unmarshal(anchorJSON(raw), &a)
+	out := []string{claude.RegistryPath(claudeDir(p.PID), p.PID)}
+	if a.Path != "" {
+		out = append(out, a.Path)
+	}
+	return out
+}
+
+// Screen implements Agent.
+func (ClaudeAgent) Screen(text string) Screen { return toScreen(claude.ParseScreen(text)) }
+
+// DraftVisible implements Agent.
+func (ClaudeAgent) DraftVisible(text, request string) bool {
+	s := claude.ParseScreen(text)
+	return screen.DraftShows(s.Draft, request)
+}
+
+// Keys implements Agent: Enter on the highlighted one-time "Yes"; Escape
+// interrupts.
+func (ClaudeAgent) Keys() ([]string, []string) {
+	return []string{claude.ApproveKey}, []string{claude.InterruptKey}
+}

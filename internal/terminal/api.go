@@ -1,0 +1,236 @@
+package terminal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+// SocketName is the file name of the monitor host's control socket inside
+// CLAWCONNECT_HOME. A CLI command talks to the host through it, because an
+// embedded SQLite store belongs to one process.
+const SocketName = "terminal.sock"
+
+// apiRequest is the body of every call.
+type apiRequest struct {
+	TurnID      string      `json:"turn_id,omitempty"`
+	Request     string      `json:"request,omitempty"`
+	Fingerprint string      `json:"fingerprint,omitempty"`
+	Minutes     float64     `json:"minutes,omitempty"`
+	Reason      string      `json:"reason,omitempty"`
+	Send        SendRequest `json:"send"`
+}
+
+// apiError carries an error and the sentinel it matched.
+type apiError struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+var apiKinds = []struct {
+	name string
+	err  error
+}{{"bad_input", ErrBadInput}, {"not_found", ErrNotFound}, {"refused", ErrRefused},
+	{"input_not_sent", ErrInputNotSent}, {"outcome_uncertain", ErrOutcomeUncertain}}
+
+// Handler serves s over HTTP (POST /v1/<operation>, JSON in and out) for
+// Client. It is meant for a unix socket only the user can open.
+func Handler(s *Service) http.Handler {
+	mux := http.NewServeMux()
+	op := func(name string, f func(ctx context.Context, r apiRequest) (any, error)) {
+		mux.HandleFunc("POST /v1/"+name, func(w http.ResponseWriter, req *http.Request) {
+			var r apiRequest
+			if err := json.NewDecoder(io.LimitReader(req.Body, 1<<20)).Decode(&r); err != nil {
+				http.Error(w, "bad request body", http.StatusBadRequest)
+				return
+			}
+			out, err := f(req.Context(), r)
+			var body struct {
+				Result any       `json:"result,omitempty"`
+				Error  *apiError `json:"error,omitempty"`
+			}
+			body.Result = out
+			if err != nil {
+				body.Error = &apiError{Kind: "failed", Message: err.Error()}
+				for _, k := range apiKinds {
+					if errors.Is(err, k.err) {
+						body.Error.Kind = k.name
+						break
+					}
+				}
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(body)
+		})
+	}
+	op("list", func(ctx context.Context, _ apiRequest) (any, error) { return s.List(ctx) })
+	op("send", func(ctx context.Context, r apiRequest) (any, error) {
+		// A send runs to its end even if the client goes away: input
+		// already typed must be recorded.
+		return s.Send(context.WithoutCancel(ctx), r.Send)
+	})
+	op("wait", func(ctx context.Context, r apiRequest) (any, error) { return s.Wait(ctx, r.TurnID) })
+	op("status", func(ctx context.Context, r apiRequest) (any, error) { return s.Status(ctx, r.TurnID) })
+	op("respond", func(ctx context.Context, r apiRequest) (any, error) {
+		return s.Respond(context.WithoutCancel(ctx), r.TurnID, r.Request)
+	})
+	op("approve", func(ctx context.Context, r apiRequest) (any, error) {
+		return s.Approve(context.WithoutCancel(ctx), r.TurnID, r.Fingerprint)
+	})
+	op("cancel", func(ctx context.Context, r apiRequest) (any, error) {
+		return s.Cancel(context.WithoutCancel(ctx), r.TurnID)
+	})
+	op("renew", func(ctx context.Context, r apiRequest) (any, error) { return s.Renew(ctx, r.TurnID, r.Minutes) })
+	op("close", func(ctx context.Context, r apiRequest) (any, error) { return s.Close(ctx, r.TurnID, r.Reason) })
+	return mux
+}
+
+// ServeSocket serves s on the unix socket path (mode 0600, replacing a
+// stale socket file) until ctx ends.
+func ServeSocket(ctx context.Context, path string, s *Service) error {
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		_ = c.Close()
+		return fmt.Errorf("serve terminal socket: %s is in use by another clawconnect process", path)
+	}
+	_ = os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("serve terminal socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = l.Close()
+		return fmt.Errorf("serve terminal socket: %w", err)
+	}
+	srv := &http.Server{Handler: Handler(s), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	err = srv.Serve(l)
+	<-done
+	_ = os.Remove(path)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("serve terminal socket: %w", err)
+}
+
+// Client calls a Service through its host's socket. Its methods mirror
+// Service's and return errors matching the same sentinels.
+type Client struct {
+	hc *http.Client
+}
+
+// Dial returns a Client for the host listening on path, or an error when
+// no host listens there.
+func Dial(path string) (*Client, error) {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	_ = c.Close()
+	return &Client{hc: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+	}}}, nil
+}
+
+func (c *Client) call(ctx context.Context, op string, in apiRequest, out any) error {
+	b, _ := json.Marshal(in)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://clawconnect/v1/"+op, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: call the terminal host: %w", op, err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Result json.RawMessage `json:"result"`
+		Error  *apiError       `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return fmt.Errorf("%s: read the terminal host's answer (HTTP %d): %w", op, resp.StatusCode, err)
+	}
+	if len(body.Result) > 0 {
+		if err := json.Unmarshal(body.Result, out); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if body.Error != nil {
+		for _, k := range apiKinds {
+			if k.name == body.Error.Kind {
+				return &remoteError{msg: body.Error.Message, kind: k.err}
+			}
+		}
+		return errors.New(body.Error.Message)
+	}
+	return nil
+}
+
+type remoteError struct {
+	msg  string
+	kind error
+}
+
+func (e *remoteError) Error() string        { return e.msg }
+func (e *remoteError) Is(target error) bool { return target == e.kind }
+
+// List calls Service.List.
+func (c *Client) List(ctx context.Context) (out ListResult, err error) {
+	return out, c.call(ctx, "list", apiRequest{}, &out)
+}
+
+// Send calls Service.Send.
+func (c *Client) Send(ctx context.Context, r SendRequest) (out SendResult, err error) {
+	return out, c.call(ctx, "send", apiRequest{Send: r}, &out)
+}
+
+// Wait calls Service.Wait.
+func (c *Client) Wait(ctx context.Context, id string) (out TurnView, err error) {
+	return out, c.call(ctx, "wait", apiRequest{TurnID: id}, &out)
+}
+
+// Status calls Service.Status.
+func (c *Client) Status(ctx context.Context, id string) (out TurnView, err error) {
+	return out, c.call(ctx, "status", apiRequest{TurnID: id}, &out)
+}
+
+// Respond calls Service.Respond.
+func (c *Client) Respond(ctx context.Context, id, text string) (out SendResult, err error) {
+	return out, c.call(ctx, "respond", apiRequest{TurnID: id, Request: text}, &out)
+}
+
+// Approve calls Service.Approve.
+func (c *Client) Approve(ctx context.Context, id, fingerprint string) (out TurnView, err error) {
+	return out, c.call(ctx, "approve", apiRequest{TurnID: id, Fingerprint: fingerprint}, &out)
+}
+
+// Cancel calls Service.Cancel.
+func (c *Client) Cancel(ctx context.Context, id string) (out TurnView, err error) {
+	return out, c.call(ctx, "cancel", apiRequest{TurnID: id}, &out)
+}
+
+// Renew calls Service.Renew.
+func (c *Client) Renew(ctx context.Context, id string, minutes float64) (out TurnView, err error) {
+	return out, c.call(ctx, "renew", apiRequest{TurnID: id, Minutes: minutes}, &out)
+}
+
+// Close calls Service.Close.
+func (c *Client) Close(ctx context.Context, id, reason string) (out TurnView, err error) {
+	return out, c.call(ctx, "close", apiRequest{TurnID: id, Reason: reason}, &out)
+}

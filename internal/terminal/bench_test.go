@@ -1,0 +1,236 @@
+package terminal
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
+	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+)
+
+// BenchmarkE2ECodexCompletionLatency measures, over 100 Turns with the real
+// Codex TUI, the time from the moment Codex stamps its task_complete record
+// to the moment the Turn is stored done (idle_since), and reports p50 and
+// p95. Run with CLAWCONNECT_E2E=1 -bench CompletionLatency -benchtime 1x.
+func BenchmarkE2ECodexCompletionLatency(b *testing.B) {
+	if os.Getenv("CLAWCONNECT_E2E") != "1" {
+		b.Skip("set CLAWCONNECT_E2E=1 to run against the real Codex TUI")
+	}
+	turns := 100
+	if v, err := strconv.Atoi(os.Getenv("CLAWCONNECT_BENCH_TURNS")); err == nil && v > 0 {
+		turns = v
+	}
+	lat := codexLatencies(b, turns)
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return
+	}
+	p := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+	b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(p(0.95).Microseconds())/1000, "p95-ms")
+	b.Logf("completion latency over %d turns: p50 %v, p95 %v, max %v", len(lat), p(0.50), p(0.95), lat[len(lat)-1])
+}
+
+func codexLatencies(b *testing.B, turns int) []time.Duration {
+	model := fakemodel.New(b, fakemodel.Options{})
+	rp := startRealTUI(b, realcli.Codex, model)
+	st := newBenchSQLite(b)
+	svc := NewService(Options{Store: st, Terminals: rp.terms, Agents: DefaultAgents()})
+	h := NewHost(svc, HostOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = h.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	var out []time.Duration
+	for i := range turns {
+		res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: fmt.Sprintf("ECHO=bench-%d", i)})
+		if err != nil {
+			b.Fatalf("turn %d: send: %v", i, err)
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+		v, err := svc.Wait(wctx, res.TurnID)
+		wcancel()
+		if err != nil || v.Status != store.TurnIdle || v.Result.Text != fmt.Sprintf("bench-%d", i) {
+			b.Fatalf("turn %d = %+v, %v", i, v, err)
+		}
+		turn, err := st.GetTurn(ctx, res.TurnID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		written, err := taskCompleteStamp(turn)
+		if err != nil {
+			b.Fatalf("turn %d: %v", i, err)
+		}
+		out = append(out, time.UnixMilli(turn.IdleSince).Sub(written))
+		// The next send needs the idle composer back.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			text, _ := rp.terms.Capture(ctx, rp.pane)
+			if s := rp.agent.Screen(text); s.Activity == "idle" && s.ComposerEmpty {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("pane not idle after turn %d", i)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+// taskCompleteStamp returns the timestamp Codex wrote on the task_complete
+// record of the Turn's native turn.
+func taskCompleteStamp(t *store.Turn) (time.Time, error) {
+	var ev evidence
+	if err := json.Unmarshal(t.Takeover.Submission.AcceptanceEvidence, &ev); err != nil {
+		return time.Time{}, err
+	}
+	var a struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(ev.Anchor, &a); err != nil {
+		return time.Time{}, err
+	}
+	f, err := os.Open(a.Path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var r struct {
+			Timestamp time.Time `json:"timestamp"`
+			Type      string    `json:"type"`
+			Payload   struct {
+				Type   string `json:"type"`
+				TurnID string `json:"turn_id"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Payload.Type == "task_complete" && r.Payload.TurnID == t.Takeover.Submission.NativeTurnID {
+			return r.Timestamp, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("no task_complete for native turn %s in %s", t.Takeover.Submission.NativeTurnID, a.Path)
+}
+
+// BenchmarkHostIdle50 follows 50 open Turns whose agents stay silent (fake
+// panes, real fsnotify watches on 50 session files, default re-check) for
+// 20 s and reports the host's CPU time per second and its heap.
+func BenchmarkHostIdle50(b *testing.B) {
+	const n = 50
+	dir := b.TempDir()
+	var agents []*fakeAgent
+	for i := range n {
+		a := newFakeAgent(AgentCodex, 1000+i)
+		a.pane.Key = filepath.Join(dir, fmt.Sprintf("rollout-%d.jsonl", i)) // WatchPaths = the key
+		if err := os.WriteFile(a.pane.Key, []byte("{}\n"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		agents = append(agents, a)
+	}
+	st := newBenchSQLite(b)
+	ft := &fakeTerminals{agents: agents}
+	svc := NewService(Options{Store: st, Terminals: ft, Agents: map[string]Agent{AgentCodex: fakeReader{ft}}, DraftTimeout: time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, a := range agents {
+		if _, err := svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "work"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h := NewHost(svc, HostOptions{})
+	done := make(chan struct{})
+	go func() { _ = h.Run(ctx); close(done) }()
+	for h.Monitoring() < n {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // let start-up settle
+	runtime.GC()
+	cpu0, wall0 := cpuTime(), time.Now()
+	window := 20 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("CLAWCONNECT_BENCH_IDLE")); err == nil && v > 0 {
+		window = v
+	}
+	b.ResetTimer()
+	time.Sleep(window)
+	b.StopTimer()
+	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(cpu.Microseconds())/1000/wall.Seconds(), "cpu-ms/s")
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+	b.Logf("%d monitored turns for %v: CPU %v (%.3f%% of one core), heap in use %.1f MiB, goroutines %d",
+		h.Monitoring(), wall.Round(time.Millisecond), cpu, 100*cpu.Seconds()/wall.Seconds(), float64(ms.HeapInuse)/(1<<20), runtime.NumGoroutine())
+	cancel()
+	<-done
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkList50Panes measures Service.List over 50 panes of a private
+// tmux server, each running a process that classifies as Codex (a link
+// named codex to sleep) and holds no rollout: one tmux list, one /proc
+// snapshot, and per pane a capture, an open-file inventory and store reads.
+func BenchmarkList50Panes(b *testing.B) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		b.Skip("no tmux")
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		b.Skip("no sleep")
+	}
+	dir, err := os.MkdirTemp("", "cc-list-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	codexBin := filepath.Join(dir, "codex")
+	if err := os.Symlink(sleep, codexBin); err != nil {
+		b.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s")
+	tm := func(args ...string) {
+		if out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput(); err != nil {
+			b.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+	}
+	tm("new-session", "-d", "-s", "bench", "-x", "200", "-y", "50", codexBin+" 600")
+	defer func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() }()
+	for i := 1; i < 50; i++ {
+		tm("new-window", "-d", "-t", "bench", codexBin+" 600")
+	}
+	terms, err := NewTmuxTerminals(tmux.Options{Sockets: []string{sock}, NoDefaultServer: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := NewService(Options{Store: newBenchSQLite(b), Terminals: terms, Agents: DefaultAgents()})
+	ctx := context.Background()
+	res, err := svc.List(ctx)
+	if err != nil || len(res.Terminals) != 50 {
+		b.Fatalf("list = %d rows, %v", len(res.Terminals), err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := svc.List(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,13 @@
+// Package terminal is the Turn service of terminal turns: it sends a request
+// to a Codex or Claude Code TUI running in a terminal pane as a new Turn,
+// follows that Turn from the agent's own session files to done, waiting for
+// approval, stalled or failed, and keeps the records (Session, Turn, dispatch
+// ledger, event log, completion claim) in the store.
+//
+// The Go API is named as the CLI: List, Send, Status, Respond, Approve,
+// Cancel, Renew, Close (Service), and a monitor Host whose goroutines follow
+// every open Turn of the store (one per Turn across processes, by a lease in
+// the store). Panes and processes come from a Terminals implementation
+// (tmux and /proc), native evidence from one Agent per coding agent (Codex
+// rollouts, Claude Code transcripts); both are small interfaces defined here.
+package terminal

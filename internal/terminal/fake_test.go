@@ -1,0 +1,382 @@
+package terminal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+)
+
+// fakeAgent is one scripted coding agent in one pane: its screen state and
+// its native session file (a list of records).
+type fakeAgent struct {
+	mu       sync.Mutex
+	pane     Pane
+	alive    bool
+	thread   string // "" until the first prompt (a virgin pane)
+	activity string // idle | working
+	draft    string
+	approval *ScreenApproval
+	dialog   bool
+	records  []fakeRecord
+	keys     []string
+	wake     chan struct{}
+	// acceptPrompts, when false, leaves typed prompts in the composer.
+	acceptPrompts bool
+	sendErr       error
+	// scanErr makes the completion scan fail (a malformed session-file
+	// line).
+	scanErr error
+}
+
+type fakeRecord struct {
+	kind   string // prompt | complete | human
+	hash   string
+	turn   string
+	text   string
+	failed bool
+}
+
+func newFakeAgent(agent string, pid int) *fakeAgent {
+	return &fakeAgent{
+		pane: Pane{TerminalID: agentproc.FormatTerminalID(agentproc.Agent(agent), "work:0.0", pid),
+			Key: fmt.Sprintf("socket:/tmp/s:pane-id:%%%d", pid), Agent: agent, PID: pid, Birth: "birth-1", Cwd: "/w"},
+		alive: true, thread: "thread-" + fmt.Sprint(pid), activity: "idle", acceptPrompts: true,
+		wake: make(chan struct{}, 1),
+	}
+}
+
+func (f *fakeAgent) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// finish writes the completion record of the running native turn.
+func (f *fakeAgent) finish(text string, failed bool) {
+	f.mu.Lock()
+	last := ""
+	for _, r := range f.records {
+		if r.kind == "prompt" {
+			last = r.turn
+		}
+	}
+	f.records = append(f.records, fakeRecord{kind: "complete", turn: last, text: text, failed: failed})
+	f.activity, f.approval = "idle", nil
+	f.mu.Unlock()
+	f.poke()
+}
+
+// human types a prompt directly in the pane.
+func (f *fakeAgent) human(text string) {
+	f.mu.Lock()
+	f.records = append(f.records, fakeRecord{kind: "human", text: text})
+	f.mu.Unlock()
+	f.poke()
+}
+
+func (f *fakeAgent) set(fn func(f *fakeAgent)) {
+	f.mu.Lock()
+	fn(f)
+	f.mu.Unlock()
+	f.poke()
+}
+
+func (f *fakeAgent) sentKeys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.keys...)
+}
+
+// fakeTerminals serves a set of fake agents.
+type fakeTerminals struct {
+	mu           sync.Mutex
+	agents       []*fakeAgent
+	failDiscover error
+}
+
+func (ft *fakeTerminals) Discover(context.Context) ([]Pane, error) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if ft.failDiscover != nil {
+		return nil, ft.failDiscover
+	}
+	var out []Pane
+	for _, a := range ft.agents {
+		a.mu.Lock()
+		if a.alive {
+			out = append(out, a.pane)
+		}
+		a.mu.Unlock()
+	}
+	return out, nil
+}
+
+func (ft *fakeTerminals) find(p Pane) *fakeAgent {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	for _, a := range ft.agents {
+		if a.pane.Key == p.Key {
+			return a
+		}
+	}
+	return nil
+}
+
+func (ft *fakeTerminals) Capture(_ context.Context, p Pane) (string, error) {
+	a := ft.find(p)
+	if a == nil {
+		return "", fmt.Errorf("no pane")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"activity": a.activity, "draft": a.draft, "approval": a.approval, "dialog": a.dialog, "n": len(a.records)})
+	return string(b), nil
+}
+
+func (ft *fakeTerminals) SendText(_ context.Context, p Pane, text string) error {
+	a := ft.find(p)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sendErr != nil {
+		return a.sendErr
+	}
+	a.draft += text
+	return nil
+}
+
+func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) error {
+	a := ft.find(p)
+	a.mu.Lock()
+	a.keys = append(a.keys, keys...)
+	for _, k := range keys {
+		switch k {
+		case "Enter":
+			if a.draft != "" && a.acceptPrompts {
+				sum := sha256.Sum256([]byte(a.draft))
+				if a.thread == "" {
+					a.thread = "thread-new"
+				}
+				a.records = append(a.records, fakeRecord{kind: "prompt", hash: hex.EncodeToString(sum[:]), turn: fmt.Sprintf("native-%d", len(a.records))})
+				a.draft, a.activity = "", "working"
+			}
+		case "C-c", "Escape":
+			a.activity, a.approval = "idle", nil
+		case "y":
+			a.approval = nil
+		}
+	}
+	a.mu.Unlock()
+	a.poke()
+	return nil
+}
+
+// fakeReader is the Agent over the fake's records; the anchor is a record
+// count.
+type fakeReader struct{ ft *fakeTerminals }
+
+type fakeAnchor struct {
+	Offset int    `json:"offset"`
+	Thread string `json:"thread"`
+}
+
+func (r fakeReader) agentOf(p Pane) *fakeAgent { return r.ft.find(p) }
+
+func (r fakeReader) Identify(_ context.Context, p Pane) (Identity, error) {
+	a := r.agentOf(p)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return Identity{ThreadID: a.thread}, nil
+}
+
+func (r fakeReader) Anchor(_ context.Context, p Pane, id Identity) (json.RawMessage, error) {
+	a := r.agentOf(p)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return json.Marshal(fakeAnchor{Offset: len(a.records), Thread: id.ThreadID})
+}
+
+func (r fakeReader) Accepted(_ context.Context, p Pane, anchor json.RawMessage, text string) (*Acceptance, error) {
+	sum := sha256.Sum256([]byte(text))
+	hash := hex.EncodeToString(sum[:])
+	var an fakeAnchor
+	if err := json.Unmarshal(anchor, &an); err != nil {
+		return nil, err
+	}
+	a := r.agentOf(p)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, rec := range a.records[an.Offset:] {
+		if rec.kind == "prompt" && rec.hash == hash {
+			return &Acceptance{NativeTurnID: rec.turn, ThreadID: a.thread}, nil
+		}
+	}
+	return nil, nil
+}
+
+func (r fakeReader) Completion(_ context.Context, p Pane, anchor json.RawMessage, acc Acceptance) (*Completion, error) {
+	var an fakeAnchor
+	if err := json.Unmarshal(anchor, &an); err != nil {
+		return nil, err
+	}
+	a := r.agentOf(p)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.scanErr != nil {
+		return nil, a.scanErr
+	}
+	for _, rec := range a.records[an.Offset:] {
+		if rec.kind == "complete" && rec.turn == acc.NativeTurnID {
+			out := "completed"
+			if rec.failed {
+				out = "failed"
+			}
+			return &Completion{Outcome: out, Text: rec.text, Match: "fake_complete", ID: rec.turn}, nil
+		}
+	}
+	return nil, nil
+}
+
+func (r fakeReader) UserInputSince(_ context.Context, p Pane, checkpoint json.RawMessage) (bool, error) {
+	var an fakeAnchor
+	if err := json.Unmarshal(checkpoint, &an); err != nil {
+		return false, err
+	}
+	a := r.agentOf(p)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, rec := range a.records[min(an.Offset, len(a.records)):] {
+		if rec.kind == "human" || rec.kind == "prompt" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (r fakeReader) WatchPaths(p Pane, _ json.RawMessage) []string { return []string{p.Key} }
+
+func (r fakeReader) Screen(text string) Screen {
+	var s struct {
+		Activity string
+		Draft    string
+		Approval *ScreenApproval
+		Dialog   bool
+	}
+	_ = json.Unmarshal([]byte(text), &s)
+	return Screen{Activity: s.Activity, Approval: s.Approval, Dialog: s.Dialog, ComposerEmpty: s.Draft == "" && s.Activity == "idle"}
+}
+
+func (r fakeReader) DraftVisible(text, request string) bool {
+	var s struct{ Draft string }
+	_ = json.Unmarshal([]byte(text), &s)
+	return s.Draft == request
+}
+
+func (r fakeReader) Keys() ([]string, []string) { return []string{"y"}, []string{"C-c"} }
+
+// rig is a Service + Host over a real SQLite store and fake panes.
+type rig struct {
+	t    *testing.T
+	st   store.TerminalStore
+	ft   *fakeTerminals
+	svc  *Service
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func newRig(t *testing.T, agents ...*fakeAgent) *rig {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	ft := &fakeTerminals{agents: agents}
+	r := &rig{t: t, st: st, ft: ft}
+	r.svc = r.service()
+	return r
+}
+
+func (r *rig) service() *Service {
+	return NewService(Options{Store: r.st, Terminals: r.ft,
+		Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
+}
+
+// start runs a Host for svc until the test ends.
+func (r *rig) start(svc *Service, o HostOptions) *Host {
+	r.t.Helper()
+	if o.Watch == nil {
+		o.Watch = r.fakeWatch
+	}
+	h := NewHost(svc, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = h.Run(ctx); close(done) }()
+	stop := func() { cancel(); <-done }
+	r.t.Cleanup(stop)
+	r.stop, r.done = cancel, done
+	return h
+}
+
+// fakeWatch wakes a monitor when its fake agent changes.
+func (r *rig) fakeWatch(_ context.Context, paths []string) (<-chan struct{}, error) {
+	for _, a := range r.ft.agents {
+		if a.pane.Key == paths[0] {
+			return a.wake, nil
+		}
+	}
+	return nil, fmt.Errorf("no fake pane %s", paths[0])
+}
+
+// waitStatus waits (bounded) until the Turn has status.
+func (r *rig) waitStatus(id, status string) TurnView {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ch := r.svc.changes()
+		v, err := r.svc.Status(r.t.Context(), id)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if v.Status == status {
+			return v
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("turn %s is %s, want %s (%+v)", id, v.Status, status, v)
+		}
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// until waits (bounded) for cond, re-checking at every change the service
+// announces and at least every 20 ms.
+func (r *rig) until(what string, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ch := r.svc.changes()
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("timed out waiting until %s", what)
+		}
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package terminal
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+)
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func uuid() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// newSessionID returns "session-YYYYMMDDHHMMSS-<8 hex>" (UTC), AKK's form.
+func newSessionID(now time.Time) string {
+	return "session-" + now.UTC().Format("20060102150405") + "-" + randHex(4)
+}
+
+// newTurnID returns "turn-YYYYMMDDTHHMMSS-<8 hex>" (UTC).
+func newTurnID(now time.Time) string {
+	return "turn-" + now.UTC().Format("20060102T150405") + "-" + randHex(4)
+}
+
+func newBindingID() string { return "binding-" + uuid() }
+func newMessageID() string { return "msg-" + uuid() }
+
+// checkID refuses an id that is empty, lacks prefix, or holds characters no
+// generated id has, so a typo is reported as malformed rather than unknown.
+func checkID(kind, prefix, id string) error {
+	if !strings.HasPrefix(id, prefix) || len(id) == len(prefix) || len(id) > 100 {
+		return fmt.Errorf("%w: %s %q is malformed: it must start with %q (copy it from `clawconnect terminal list` or a send result)",
+			ErrBadInput, kind, id, prefix)
+	}
+	for _, c := range id[len(prefix):] {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return fmt.Errorf("%w: %s %q is malformed: unexpected character %q", ErrBadInput, kind, id, c)
+		}
+	}
+	return nil
+}
+
+// checkTerminalID refuses a terminal_id that does not parse.
+func checkTerminalID(id string) error {
+	if _, err := agentproc.ParseTerminalID(id); err != nil {
+		return fmt.Errorf("%w: terminal id %q is malformed (%v); copy it from `clawconnect terminal list`", ErrBadInput, id, err)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package terminal
+
+import (
+	"fmt"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// Message types and actors of AKK's Turn messages.
+const (
+	MsgTask     = "task"
+	MsgQuestion = "question"
+	MsgAnswer   = "answer"
+	MsgProgress = "progress"
+	MsgBlocked  = "blocked"
+	MsgDone     = "done"
+	MsgError    = "error"
+	MsgControl  = "control"
+
+	ActorOpenClaw = "openclaw"
+)
+
+// Message is one message of a Turn, logged as a "message" event.
+type Message struct {
+	ID               string `json:"id"`
+	TS               int64  `json:"ts"`
+	SessionID        string `json:"session_id"`
+	TurnID           string `json:"turn_id"`
+	From             string `json:"from"`
+	To               string `json:"to"`
+	Type             string `json:"type"`
+	RequiresResponse bool   `json:"requires_response"`
+	Body             string `json:"body"`
+}
+
+// actorOf returns the message actor of an agent kind.
+func actorOf(agent string) string {
+	if agent == "claude" {
+		return "claude-code"
+	}
+	return agent
+}
+
+// newMessage builds a message with AKK's default requires_response
+// (task, question, answer, blocked) and checks its route.
+func newMessage(t *store.Turn, from, to, typ, body string, ts int64) (Message, error) {
+	m := Message{ID: newMessageID(), TS: ts, SessionID: t.SessionID, TurnID: t.TurnID, From: from, To: to, Type: typ, Body: body}
+	switch typ {
+	case MsgTask, MsgQuestion, MsgAnswer, MsgBlocked:
+		m.RequiresResponse = true
+	}
+	if body == "" {
+		return m, fmt.Errorf("message %s: the body is empty", typ)
+	}
+	allowed := map[string]bool{}
+	if from == ActorOpenClaw {
+		allowed = map[string]bool{MsgTask: true, MsgAnswer: true, MsgControl: true, MsgError: true}
+	} else if to == ActorOpenClaw {
+		allowed = map[string]bool{MsgQuestion: true, MsgProgress: true, MsgBlocked: true, MsgDone: true, MsgError: true}
+	}
+	if !allowed[typ] {
+		return m, fmt.Errorf("message %s from %s to %s is not an allowed route", typ, from, to)
+	}
+	return m, nil
+}
+
+// ApplyMessage applies AKK's message → status rules to t: done → idle (with
+// idle_since), error → failed, blocked → waiting_for_openclaw, a message to
+// OpenClaw that requires a response → waiting_for_openclaw, one from
+// OpenClaw that requires a response → waiting_for_agent, otherwise a created
+// Turn becomes running. Requires-response messages use a response round.
+func ApplyMessage(t *store.Turn, m Message) {
+	switch {
+	case m.Type == MsgDone:
+		t.Status, t.IdleSince = store.TurnIdle, m.TS
+	case m.Type == MsgError:
+		t.Status = store.TurnFailed
+	case m.Type == MsgBlocked:
+		t.Status = store.TurnWaitingForOpenClaw
+	case m.To == ActorOpenClaw && m.RequiresResponse:
+		t.Status = store.TurnWaitingForOpenClaw
+	case m.From == ActorOpenClaw && m.RequiresResponse:
+		t.Status = store.TurnWaitingForAgent
+	case t.Status == store.TurnCreated:
+		t.Status = store.TurnRunning
+	}
+	if m.RequiresResponse {
+		t.ResponseRoundsUsed++
+	}
+	t.UpdatedAt = m.TS
+}

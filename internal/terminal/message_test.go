@@ -1,0 +1,101 @@
+package terminal
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+func TestApplyMessageRules(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		from, to   string
+		typ        string
+		start      string
+		want       string
+		wantRounds int
+	}{
+		{"task from openclaw waits for the agent", ActorOpenClaw, "codex", MsgTask, store.TurnCreated, store.TurnWaitingForAgent, 1},
+		{"answer from openclaw waits for the agent", ActorOpenClaw, "codex", MsgAnswer, store.TurnWaitingForOpenClaw, store.TurnWaitingForAgent, 1},
+		{"question to openclaw waits for openclaw", "codex", ActorOpenClaw, MsgQuestion, store.TurnWaitingForAgent, store.TurnWaitingForOpenClaw, 1},
+		{"blocked waits for openclaw", "claude-code", ActorOpenClaw, MsgBlocked, store.TurnWaitingForAgent, store.TurnWaitingForOpenClaw, 1},
+		{"done is idle", "codex", ActorOpenClaw, MsgDone, store.TurnWaitingForAgent, store.TurnIdle, 0},
+		{"error fails", "codex", ActorOpenClaw, MsgError, store.TurnWaitingForAgent, store.TurnFailed, 0},
+		{"progress starts a created turn", "codex", ActorOpenClaw, MsgProgress, store.TurnCreated, store.TurnRunning, 0},
+		{"progress keeps a waiting turn", "codex", ActorOpenClaw, MsgProgress, store.TurnWaitingForAgent, store.TurnWaitingForAgent, 0},
+		{"control from openclaw starts a created turn", ActorOpenClaw, "codex", MsgControl, store.TurnCreated, store.TurnRunning, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			turn := &store.Turn{TurnID: "turn-1", SessionID: "session-1", Status: tt.start}
+			m, err := newMessage(turn, tt.from, tt.to, tt.typ, "body", 42)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ApplyMessage(turn, m)
+			if turn.Status != tt.want || turn.ResponseRoundsUsed != tt.wantRounds || turn.UpdatedAt != 42 {
+				t.Fatalf("status %s rounds %d updated %d, want %s %d 42", turn.Status, turn.ResponseRoundsUsed, turn.UpdatedAt, tt.want, tt.wantRounds)
+			}
+			if tt.typ == MsgDone && turn.IdleSince != 42 {
+				t.Fatalf("idle_since = %d", turn.IdleSince)
+			}
+		})
+	}
+}
+
+func TestMessageRoutesAndIDs(t *testing.T) {
+	t.Parallel()
+	turn := &store.Turn{TurnID: "turn-1", SessionID: "session-1"}
+	for _, bad := range []struct{ from, to, typ, body string }{
+		{ActorOpenClaw, "codex", MsgDone, "x"},     // openclaw never says done
+		{"codex", ActorOpenClaw, MsgTask, "x"},     // the agent never sends a task
+		{"codex", "claude-code", MsgQuestion, "x"}, // no route between agents
+		{ActorOpenClaw, "codex", MsgTask, ""},      // empty body
+	} {
+		if _, err := newMessage(turn, bad.from, bad.to, bad.typ, bad.body, 1); err == nil {
+			t.Errorf("message %+v accepted", bad)
+		}
+	}
+	for _, tc := range []struct {
+		kind, prefix, id string
+		ok               bool
+	}{
+		{"turn id", "turn-", "turn-20260101T000000-abcdef12", true},
+		{"turn id", "turn-", "turn-", false},
+		{"turn id", "turn-", "TURN-1", false},
+		{"session id", "session-", "session-1 2", false},
+	} {
+		if err := checkID(tc.kind, tc.prefix, tc.id); (err == nil) != tc.ok {
+			t.Errorf("checkID(%q) = %v", tc.id, err)
+		}
+	}
+	if err := checkTerminalID("terminal:v2:tmux:codex:work:0.0:42"); err != nil {
+		t.Errorf("valid terminal id refused: %v", err)
+	}
+	for _, bad := range []string{"", "terminal:v2:tmux:vim:w:0.0:1", "terminal:v2:tmux:codex:w:0.0:x", "turn-1"} {
+		if err := checkTerminalID(bad); err == nil {
+			t.Errorf("terminal id %q accepted", bad)
+		}
+	}
+}
+
+func FuzzSubmissionPayload(f *testing.F) {
+	for _, s := range []string{"hello", "/model x", "\n\n  /exit", "a\nb\n", " ", "ok /not-first", "  lead and trail  "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		text, hash, err := submissionPayload(s)
+		if err != nil {
+			return
+		}
+		if text == "" || hashOf(text) != hash || !strings.Contains(s, text) {
+			t.Fatalf("payload %q hash %q for %q", text, hash, s)
+		}
+		if text2, _, err := submissionPayload(text); err != nil || text2 != text {
+			t.Fatalf("payload not stable: %q -> %q, %v", text, text2, err)
+		}
+	})
+}

@@ -1,0 +1,694 @@
+package terminal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// HostOptions configures a monitor Host. Zero values are the documented
+// defaults.
+type HostOptions struct {
+	// Owner names this host in monitor leases; "" means host-pid-random.
+	Owner string
+	// LeaseTTL is how long a monitor lease lasts unrenewed; 30 s. A Turn
+	// whose host died is taken over after it.
+	LeaseTTL time.Duration
+	// Recheck is the slow safety re-check of each Turn between file and
+	// pane events; 10 s.
+	Recheck time.Duration
+	// Rescan is how often the store is scanned for open Turns that no live
+	// host follows; 15 s.
+	Rescan time.Duration
+	// Exclusive says the store belongs to this process alone (SQLite behind
+	// its lock file): a lease another owner holds is a dead process's, and
+	// is taken over at once instead of after it expires.
+	Exclusive bool
+	// Watch wakes a monitor when one of paths (files or directories)
+	// changes; nil means fsnotify. The channel must stay open until ctx
+	// ends.
+	Watch func(ctx context.Context, paths []string) (<-chan struct{}, error)
+}
+
+// Host runs one monitor goroutine per open Turn, in one long-lived process.
+// Monitors wake on session-file events, pane output and a slow re-check;
+// a lease in the store keeps one monitor per Turn across processes, and the
+// stored completion claim one completion per Turn.
+type Host struct {
+	s   *Service
+	o   HostOptions
+	log *slog.Logger
+
+	mu      sync.Mutex
+	ctx     context.Context // set while Run runs
+	running map[string]bool
+	pending map[string]bool
+	again   map[string]bool // Watch called while the monitor was stopping
+	// startup are the Turns open when Run began: on an exclusive store
+	// their leases are dead processes' and are taken over at once.
+	startup map[string]bool
+	wg      sync.WaitGroup
+}
+
+// NewHost returns a Host for s; s.Send and friends hand it new Turns.
+func NewHost(s *Service, o HostOptions) *Host {
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		o.Owner = host + "-" + strconv.Itoa(os.Getpid()) + "-" + randHex(3)
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = 10 * time.Second
+	}
+	if o.Rescan <= 0 {
+		o.Rescan = 15 * time.Second
+	}
+	if o.Watch == nil {
+		o.Watch = watchFiles
+	}
+	h := &Host{s: s, o: o, log: s.log, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{}}
+	s.mu.Lock()
+	s.watch = h.Watch
+	s.mu.Unlock()
+	return h
+}
+
+// Owner is the host's lease owner name.
+func (h *Host) Owner() string { return h.o.Owner }
+
+// Run resumes every open Turn of the store, follows new ones, and rescans
+// for Turns whose host died, until ctx ends; it then waits for its
+// monitors to stop.
+func (h *Host) Run(ctx context.Context) error {
+	h.mu.Lock()
+	h.ctx = ctx
+	pending := h.pending
+	h.pending = map[string]bool{}
+	h.startup = map[string]bool{}
+	h.mu.Unlock()
+	if h.o.Exclusive {
+		if turns, err := h.s.o.Store.OpenTurns(ctx, store.MaxPage); err == nil {
+			h.mu.Lock()
+			for _, t := range turns {
+				h.startup[t.TurnID] = true
+			}
+			h.mu.Unlock()
+		}
+	}
+	for id := range pending {
+		h.Watch(id)
+	}
+	t := time.NewTicker(h.o.Rescan)
+	defer t.Stop()
+	for {
+		h.rescan(ctx)
+		select {
+		case <-ctx.Done():
+			h.mu.Lock()
+			h.ctx = nil
+			h.mu.Unlock()
+			h.wg.Wait()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (h *Host) rescan(ctx context.Context) {
+	turns, err := h.s.o.Store.OpenTurns(ctx, store.MaxPage)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("scan open turns", "err", err)
+		}
+		return
+	}
+	for _, t := range turns {
+		h.Watch(t.TurnID)
+	}
+}
+
+// Watch starts a monitor for the Turn unless this host already runs one.
+// Before Run it queues the Turn. It never blocks.
+func (h *Host) Watch(turnID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ctx == nil {
+		h.pending[turnID] = true
+		return
+	}
+	if h.running[turnID] {
+		// The running monitor may be about to stop (it saw the Turn
+		// leave the monitored statuses): it checks once more first.
+		h.again[turnID] = true
+		return
+	}
+	h.running[turnID] = true
+	h.wg.Add(1)
+	go h.monitor(h.ctx, turnID)
+}
+
+// monitor runs the Turn's monitor until it stops, then again if Watch was
+// called meanwhile.
+func (h *Host) monitor(ctx context.Context, turnID string) {
+	defer h.wg.Done()
+	for {
+		m := &monitor{h: h, s: h.s, turnID: turnID}
+		if err := m.run(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("terminal monitor stopped", "turn_id", turnID, "err", err)
+		}
+		h.mu.Lock()
+		if !h.again[turnID] || ctx.Err() != nil {
+			delete(h.running, turnID)
+			delete(h.again, turnID)
+			h.mu.Unlock()
+			return
+		}
+		delete(h.again, turnID)
+		h.mu.Unlock()
+	}
+}
+
+// Monitoring reports how many monitors this host runs now.
+func (h *Host) Monitoring() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.running)
+}
+
+// monitor follows one Turn.
+type monitor struct {
+	h      *Host
+	s      *Service
+	turnID string
+	lease  store.MonitorLease
+
+	pane       Pane
+	agent      Agent
+	activityAt time.Time
+	diagnostic string
+}
+
+func (m *monitor) run(ctx context.Context) error {
+	now := time.Now()
+	at := now.UnixMilli()
+	m.h.mu.Lock()
+	dead := m.h.startup[m.turnID]
+	delete(m.h.startup, m.turnID)
+	m.h.mu.Unlock()
+	if dead {
+		at = math.MaxInt64 // every other holder was a dead process
+	}
+	l, err := m.s.o.Store.AcquireMonitorLease(ctx, m.turnID, m.h.o.Owner, at, now.Add(m.h.o.LeaseTTL).UnixMilli())
+	if errors.Is(err, store.ErrLeaseLost) {
+		return nil // another host follows it
+	}
+	if err != nil {
+		return err
+	}
+	m.lease = l
+	defer func() { _ = m.s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), m.lease) }()
+	t, err := m.s.o.Store.GetTurn(ctx, m.turnID)
+	if err != nil {
+		return err
+	}
+	if !store.TurnMonitored(t.Status) {
+		return nil
+	}
+	if err := json.Unmarshal(t.Takeover.TerminalControl, &m.pane); err != nil {
+		return fmt.Errorf("turn %s has no readable pane record: %w", m.turnID, err)
+	}
+	if m.agent, err = m.s.agent(t.Agent); err != nil {
+		return err
+	}
+	m.activityAt = time.UnixMilli(t.Takeover.LastActivityAt)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	anchor := t.Takeover.Submission.Anchor
+	if ev := t.Takeover.Submission.AcceptanceEvidence; len(ev) > 0 {
+		anchor = ev
+	}
+	files, err := m.h.o.Watch(wctx, m.agent.WatchPaths(m.pane, anchor))
+	if err != nil {
+		m.s.log.Warn("watch session files; falling back to the re-check", "turn_id", m.turnID, "err", err)
+	}
+	var output <-chan struct{}
+	if ow, ok := m.s.o.Terminals.(OutputWatcher); ok {
+		if output, err = ow.WatchOutput(wctx, m.pane); err != nil {
+			m.s.log.Warn("watch pane output", "turn_id", m.turnID, "err", err)
+		}
+	}
+	recheck := time.NewTicker(m.h.o.Recheck)
+	defer recheck.Stop()
+	renew := time.NewTicker(m.h.o.LeaseTTL / 3)
+	defer renew.Stop()
+	deadline := time.NewTimer(time.Hour)
+	defer deadline.Stop()
+	fileEvent := false
+	for {
+		stop, next, err := m.check(ctx, fileEvent)
+		lastCheck := time.Now()
+		if err != nil && ctx.Err() == nil {
+			if errors.Is(err, store.ErrLeaseLost) {
+				return nil
+			}
+			m.s.log.Warn("terminal monitor check", "turn_id", m.turnID, "err", err)
+		}
+		if stop {
+			return nil
+		}
+		if fileEvent {
+			// The screen often follows the file (an approval prompt is
+			// drawn after the tool call is written): look again soon.
+			if soon := time.Now().Add(300 * time.Millisecond); soon.Before(next) {
+				next = soon
+			}
+		}
+		fileEvent = false
+		deadline.Reset(max(time.Until(next), 10*time.Millisecond))
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-files:
+				fileEvent = true
+				break wait
+			case _, ok := <-output:
+				if !ok {
+					output = nil // the control client ended; the re-check remains
+					continue
+				}
+				// A redrawing pane writes many times a second: one look
+				// per outputGap at most.
+				if gap := outputGap - time.Since(lastCheck); gap > 0 {
+					deadline.Reset(gap)
+					continue
+				}
+				break wait
+			case <-recheck.C:
+				break wait
+			case <-deadline.C:
+				break wait
+			case <-renew.C:
+				now := time.Now()
+				m.lease.Until = now.Add(m.h.o.LeaseTTL).UnixMilli()
+				if err := m.s.o.Store.RenewMonitorLease(ctx, m.lease, now.UnixMilli()); err != nil {
+					if errors.Is(err, store.ErrLeaseLost) {
+						return nil
+					}
+					m.s.log.Warn("renew monitor lease", "turn_id", m.turnID, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// outputGap is the shortest time between two looks woken by pane output.
+const outputGap = 250 * time.Millisecond
+
+func (m *monitor) fence() *store.Fence {
+	return &store.Fence{Owner: m.lease.Owner, Token: m.lease.Token, Now: time.Now().UnixMilli()}
+}
+
+// write stores t fenced by the lease.
+func (m *monitor) write(ctx context.Context, w store.TurnWrite) error {
+	w.Fence = m.fence()
+	w.Turn.UpdatedAt = time.Now().UnixMilli()
+	if err := m.s.o.Store.WriteTurn(ctx, w); err != nil {
+		return err
+	}
+	m.s.notify()
+	return nil
+}
+
+// check looks at the Turn once. It returns stop when the Turn no longer
+// needs a monitor, and when the next timeout falls due.
+func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, error) {
+	never := time.Now().Add(time.Hour)
+	t, err := m.s.o.Store.GetTurn(ctx, m.turnID)
+	if err != nil {
+		return false, never, err
+	}
+	if !store.TurnMonitored(t.Status) {
+		return true, never, nil
+	}
+	sess, err := m.s.o.Store.GetTermSession(ctx, t.SessionID)
+	if err != nil {
+		return false, never, err
+	}
+	if b := sess.Binding; b == nil || b.BindingID != t.TerminalBindingID || b.Generation != t.TerminalBindingGeneration {
+		return true, never, m.stall(ctx, t, "binding_superseded", "the session was rebound to another terminal context")
+	}
+	now := time.Now()
+	if fileEvent {
+		m.activityAt = now
+	}
+	panes, derr := m.s.sharedDiscover(ctx, 500*time.Millisecond)
+	alive := false
+	for _, p := range panes {
+		if p.Key == m.pane.Key && p.PID == m.pane.PID && p.Birth == m.pane.Birth {
+			alive, m.pane = true, p
+		}
+	}
+	dead := derr == nil && !alive
+	if pc, ok := m.s.o.Terminals.(ProcessChecker); ok {
+		// The incarnation itself decides: a pane that is briefly not
+		// listed (or not controllable) is not a dead agent.
+		if running, err := pc.Alive(m.pane); err == nil {
+			dead = !running
+		} else {
+			dead = false
+		}
+	}
+	sub := t.Takeover.Submission
+	if sub.Status == store.DispatchPrepared || sub.Status == store.DispatchTextInjected {
+		// A sender owns these phases. Once it has had longer than any send
+		// takes, it is gone: the text may be in the composer. Never resend.
+		if due := time.UnixMilli(sub.PreparedAt).Add(senderLeaseTTL); now.Before(due) {
+			return false, due, nil
+		}
+		return true, never, m.abandonSend(ctx, t)
+	}
+	if sub.Status == store.DispatchEnterDispatched {
+		acc, err := m.agent.Accepted(ctx, m.pane, sub.Anchor, m.requestText(t))
+		if err != nil {
+			m.diagnose(ctx, t, "acceptance: "+err.Error())
+		} else if acc != nil {
+			if err := m.accept(ctx, t, *acc); err != nil {
+				return false, never, err
+			}
+			sub = t.Takeover.Submission
+		}
+	}
+	if sub.Status == store.DispatchAgentAccepted {
+		c, err := m.agent.Completion(ctx, m.pane, sub.Anchor, Acceptance{NativeTurnID: sub.NativeTurnID, ThreadID: t.NativeThreadID, Evidence: sub.AcceptanceEvidence})
+		if err != nil {
+			m.diagnose(ctx, t, "completion: "+err.Error())
+		} else if c != nil {
+			return true, never, m.complete(ctx, t, *c)
+		}
+	}
+	if dead {
+		reason := "bound_agent_process_verified_dead"
+		if sub.Status != store.DispatchAgentAccepted {
+			reason += "_completion_unverifiable"
+		}
+		return true, never, m.stall(ctx, t, reason, "the agent process exited before the Turn completed")
+	}
+	if alive {
+		if err := m.screen(ctx, t, now); err != nil {
+			return false, never, err
+		}
+	}
+	if t.Status == store.TurnWaitingForOpenClaw {
+		return false, never, nil
+	}
+	// Timeouts: hard wins over inactivity.
+	last := time.UnixMilli(t.Takeover.LastActivityAt)
+	if m.activityAt.After(last) {
+		last = m.activityAt
+	}
+	inact := time.Duration(t.Takeover.InactivityTimeoutMinutes * float64(time.Minute))
+	hard := time.UnixMilli(t.Takeover.HardDeadlineAt)
+	if t.Takeover.HardDeadlineAt > 0 && !now.Before(hard) {
+		return true, never, m.stall(ctx, t, "hard_timeout",
+			fmt.Sprintf("terminal bridge reached its hard lifetime of %g minutes", t.Takeover.HardTimeoutMinutes))
+	}
+	next := never
+	if inact > 0 {
+		due := last.Add(inact)
+		if !now.Before(due) {
+			return true, never, m.stall(ctx, t, "inactivity_timeout",
+				fmt.Sprintf("terminal bridge observed no activity for %g minutes", t.Takeover.InactivityTimeoutMinutes))
+		}
+		next = due
+		// Persist activity now and then, so a restarted host does not
+		// stall a Turn that was active.
+		if last.UnixMilli()-t.Takeover.LastActivityAt > min(inact.Milliseconds()/10, 30_000) {
+			t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = last.UnixMilli(), "observed"
+			t.Takeover.InactivityDeadlineAt = due.UnixMilli()
+			if err := m.write(ctx, store.TurnWrite{Turn: t}); err != nil {
+				return false, next, err
+			}
+		}
+	}
+	if t.Takeover.HardDeadlineAt > 0 && hard.Before(next) {
+		next = hard
+	}
+	return false, next, nil
+}
+
+// screen reads the pane: approval prompts and screen activity.
+func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) error {
+	text, err := m.s.o.Terminals.Capture(ctx, m.pane)
+	if err != nil {
+		return nil // a failed capture proves nothing
+	}
+	// Only the agent's own session files count as activity: a spinner
+	// that keeps redrawing over a hung model request is not progress.
+	sc := m.agent.Screen(text)
+	switch {
+	case sc.Approval != nil && (t.Approval == nil || t.Approval.Fingerprint != sc.Approval.Fingerprint):
+		cmd := ""
+		if t.Agent == AgentCodex {
+			cmd = Redact(sc.Approval.Command)
+		}
+		t.Approval = &store.Approval{Fingerprint: sc.Approval.Fingerprint, Kind: sc.Approval.Kind, Command: cmd, DetectedAt: now.UnixMilli()}
+		typ, body := MsgQuestion, "The agent asks for approval ("+sc.Approval.Kind+")."
+		if !sc.Approval.Approvable {
+			typ, body = MsgBlocked, "The agent shows an approval prompt that cannot be answered safely from here."
+		}
+		msg, err := newMessage(t, actorOf(t.Agent), ActorOpenClaw, typ, body, now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		ApplyMessage(t, msg)
+		t.Takeover.LastApprovalFingerprint = sc.Approval.Fingerprint
+		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
+			event(now.UnixMilli(), "terminal_bridge_approval_detected", map[string]any{"fingerprint": sc.Approval.Fingerprint, "approvable": sc.Approval.Approvable}),
+			event(now.UnixMilli(), "message", msg)}})
+	case sc.Approval == nil && t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil:
+		// Answered in the terminal by a human.
+		t.Approval, t.Status = nil, store.TurnWaitingForAgent
+		t.Takeover.ApprovalResolvedAt = now.UnixMilli()
+		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
+			event(now.UnixMilli(), "terminal_bridge_approval_resolved", map[string]any{"decision": "answered_in_terminal"})}})
+	}
+	return nil
+}
+
+// requestText is the text of the message in flight.
+func (m *monitor) requestText(t *store.Turn) string {
+	if t.Takeover.Submission.MessageType == MsgAnswer {
+		return t.Takeover.Submission.Text
+	}
+	return t.Takeover.RequestText
+}
+
+// diagnose records a detector error once (redacted); it never completes
+// the Turn from a guess.
+func (m *monitor) diagnose(ctx context.Context, t *store.Turn, msg string) {
+	msg = Redact(msg)
+	if msg == m.diagnostic {
+		return
+	}
+	m.diagnostic = msg
+	t.Takeover.DetectorDiagnostic = msg
+	if err := m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{event(time.Now().UnixMilli(), "terminal_bridge_detector_diagnostic", map[string]any{"diagnostic": msg})}}); err != nil {
+		m.s.log.Warn("record detector diagnostic", "turn_id", t.TurnID, "err", err)
+	}
+}
+
+// accept records acceptance found by the monitor after Send returned.
+func (m *monitor) accept(ctx context.Context, t *store.Turn, acc Acceptance) error {
+	d, err := m.s.o.Store.GetDispatch(ctx, t.Takeover.TerminalKey)
+	if err != nil {
+		return err
+	}
+	if d.TurnID != t.TurnID || d.MessageID != t.Takeover.Submission.MessageID {
+		return fmt.Errorf("the terminal's dispatch ledger moved to turn %s", d.TurnID)
+	}
+	now := time.Now().UnixMilli()
+	nd := *d
+	nd.Status, nd.AgentAcceptedAt = store.DispatchAgentAccepted, now
+	t.Takeover.Submission.Status = store.DispatchAgentAccepted
+	t.Takeover.Submission.Outcome = OutcomeAccepted
+	t.Takeover.Submission.NativeTurnID = acc.NativeTurnID
+	t.Takeover.Submission.AcceptanceEvidence = acc.Evidence
+	t.Takeover.Submission.AcceptedAt = now
+	if t.NativeThreadID == "" && acc.ThreadID != "" {
+		t.NativeThreadID = acc.ThreadID
+		if err := m.s.refineThread(ctx, t.SessionID, t.TerminalBindingID, acc.ThreadID); err != nil {
+			m.s.log.Warn("bind the native thread", "turn_id", t.TurnID, "err", err)
+		}
+	}
+	return m.write(ctx, store.TurnWrite{Turn: t,
+		Dispatch: &store.DispatchAdvance{TerminalKey: d.TerminalKey, GenerationID: d.GenerationID, Update: &nd},
+		Events:   []store.TurnEvent{event(now, "terminal_message_agent_accepted", map[string]any{"native_turn_id": acc.NativeTurnID, "by": "monitor"})}})
+}
+
+// complete claims the Turn's one completion and records the reply.
+func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) error {
+	sub := t.Takeover.Submission
+	text := resultText(c.Text)
+	b, _ := json.Marshal(map[string]string{"text": text, "match": c.Match, "id": c.ID, "native_turn_id": sub.NativeTurnID, "message_id": sub.MessageID})
+	sum := sha256.Sum256(b)
+	fp := hex.EncodeToString(sum[:])
+	outcome := c.Outcome
+	if outcome != "failed" {
+		outcome = "completed"
+	}
+	now := time.Now().UnixMilli()
+	typ, body := MsgDone, text
+	if outcome == "failed" {
+		typ = MsgError
+	}
+	if body == "" {
+		body = "(the agent finished without reply text)"
+	}
+	msg, err := newMessage(t, actorOf(t.Agent), ActorOpenClaw, typ, body, now)
+	if err != nil {
+		return err
+	}
+	msg.ID = "msg-" + fp[:32]
+	ApplyMessage(t, msg)
+	t.Result = &store.TurnResult{Outcome: outcome, Text: text, Match: c.Match}
+	t.Approval = nil
+	claim := &store.CompletionClaim{TurnID: t.TurnID, MessageID: sub.MessageID, CompletionFingerprint: fp,
+		CompletionID: c.ID, CallbackMessageID: msg.ID, Outcome: outcome, ClaimedAt: now}
+	err = m.write(ctx, store.TurnWrite{Turn: t, Claim: claim, Events: []store.TurnEvent{
+		event(now, "terminal_bridge_completion_claimed", claim), event(now, "message", msg)}})
+	if err != nil {
+		return err
+	}
+	m.checkpoint(ctx, t)
+	return nil
+}
+
+// checkpoint records on the Session where its native context ended, so a
+// later session_exact send can tell whether a human typed since.
+func (m *monitor) checkpoint(ctx context.Context, t *store.Turn) {
+	id, err := m.agent.Identify(ctx, m.pane)
+	if err != nil {
+		m.s.log.Warn("checkpoint: identify", "turn_id", t.TurnID, "err", err)
+		return
+	}
+	anchor, err := m.agent.Anchor(ctx, m.pane, id)
+	if err != nil {
+		m.s.log.Warn("checkpoint: anchor", "turn_id", t.TurnID, "err", err)
+		return
+	}
+	for range 3 {
+		sess, err := m.s.o.Store.GetTermSession(ctx, t.SessionID)
+		if err != nil || sess.Binding == nil || sess.Binding.BindingID != t.TerminalBindingID {
+			return
+		}
+		sess.Binding.Checkpoint, sess.Binding.LastVerifiedAt, sess.UpdatedAt = anchor, time.Now().UnixMilli(), time.Now().UnixMilli()
+		err = m.s.o.Store.SaveTermSession(ctx, sess)
+		if err == nil {
+			m.s.notify()
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return
+		}
+	}
+}
+
+// abandonSend fails a Turn whose sender died between prepared and Enter:
+// the ledger records uncertain, which blocks the pane until a human closes
+// the Turn.
+func (m *monitor) abandonSend(ctx context.Context, t *store.Turn) error {
+	d, err := m.s.o.Store.GetDispatch(ctx, t.Takeover.TerminalKey)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UnixMilli()
+	reason := "the sending process stopped before Enter; the text may be in the composer and is never resent — look at the pane, then close the Turn"
+	w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{event(now, "terminal_message_uncertain", map[string]any{"reason": reason})}}
+	if d.TurnID == t.TurnID && d.MessageID == t.Takeover.Submission.MessageID {
+		nd := *d
+		nd.Status, nd.UncertainAt, nd.Error = store.DispatchUncertain, now, reason
+		w.Dispatch = &store.DispatchAdvance{TerminalKey: d.TerminalKey, GenerationID: d.GenerationID, Update: &nd}
+	}
+	t.Status = store.TurnFailed
+	t.Takeover.Submission.Status, t.Takeover.Submission.Outcome = store.DispatchUncertain, OutcomeUncertain
+	t.Takeover.DetectorDiagnostic = reason
+	t.Result = &store.TurnResult{Outcome: "failed", Text: reason, Match: "submission_uncertain"}
+	return m.write(ctx, w)
+}
+
+// stall marks the Turn stalled with reason.
+func (m *monitor) stall(ctx context.Context, t *store.Turn, code, reason string) error {
+	now := time.Now().UnixMilli()
+	t.Status, t.StalledAt, t.StalledReason = store.TurnStalled, now, reason
+	return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
+		event(now, "conversation_stalled", map[string]any{"code": code, "reason": reason})}})
+}
+
+// watchFiles wakes on changes of paths with fsnotify. A file is watched
+// through its directory (it may not exist yet, and agents replace files),
+// and events are filtered to the named files; a directory path wakes on
+// any change inside it.
+func watchFiles(ctx context.Context, paths []string) (<-chan struct{}, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watch files: %w", err)
+	}
+	files, asked, dirs := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			asked[p], dirs[p] = true, true
+			continue
+		}
+		files[p], dirs[filepath.Dir(p)] = true, true
+	}
+	for d := range dirs {
+		if err := w.Add(d); err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("watch %s: %w", d, err)
+		}
+	}
+	out := make(chan struct{}, 1)
+	go func() {
+		defer w.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if !files[ev.Name] && !asked[filepath.Dir(ev.Name)] {
+					continue
+				}
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			case _, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}

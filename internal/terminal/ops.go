@@ -1,0 +1,382 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// TurnView is a Turn as Status reports it.
+type TurnView struct {
+	TurnID            string            `json:"turn_id"`
+	SessionID         string            `json:"session_id"`
+	Agent             string            `json:"agent"`
+	TerminalID        string            `json:"terminal_id"`
+	Status            string            `json:"status"`
+	SubmissionOutcome string            `json:"submission_outcome,omitempty"`
+	Result            *store.TurnResult `json:"result,omitempty"`
+	Approval          *store.Approval   `json:"approval,omitempty"`
+	StalledReason     string            `json:"stalled_reason,omitempty"`
+	// DetectorDiagnostic is the last error reading the agent's session
+	// file (redacted); the Turn is never completed from a guess.
+	DetectorDiagnostic string `json:"detector_diagnostic,omitempty"`
+	CloseReason        string `json:"close_reason,omitempty"`
+	CreatedAt          string `json:"created_at"`
+	UpdatedAt          string `json:"updated_at"`
+	IdleSince          string `json:"idle_since,omitempty"`
+	StalledAt          string `json:"stalled_at,omitempty"`
+	ClosedAt           string `json:"closed_at,omitempty"`
+	InactivityDeadline string `json:"inactivity_deadline_at,omitempty"`
+	HardDeadline       string `json:"hard_deadline_at,omitempty"`
+}
+
+func ts(ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+}
+
+// View converts a stored Turn.
+func View(t *store.Turn) TurnView {
+	return TurnView{
+		TurnID: t.TurnID, SessionID: t.SessionID, Agent: t.Agent, TerminalID: t.Takeover.TerminalID, Status: t.Status,
+		SubmissionOutcome: t.Takeover.Submission.Outcome, Result: t.Result, Approval: t.Approval,
+		StalledReason: t.StalledReason, CloseReason: t.CloseReason, DetectorDiagnostic: t.Takeover.DetectorDiagnostic,
+		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), IdleSince: ts(t.IdleSince), StalledAt: ts(t.StalledAt),
+		ClosedAt: ts(t.ClosedAt), InactivityDeadline: ts(t.Takeover.InactivityDeadlineAt), HardDeadline: ts(t.Takeover.HardDeadlineAt),
+	}
+}
+
+// Running reports whether a Turn in status is still with the agent (the
+// statuses send --wait waits through).
+func Running(status string) bool {
+	switch status {
+	case store.TurnCreated, store.TurnRunning, store.TurnWaitingForAgent, store.TurnCancelling:
+		return true
+	}
+	return false
+}
+
+func (s *Service) turn(ctx context.Context, turnID string) (*store.Turn, error) {
+	if err := checkID("turn id", "turn-", turnID); err != nil {
+		return nil, err
+	}
+	t, err := s.o.Store.GetTurn(ctx, turnID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: no turn %s; a send prints the turn id", ErrNotFound, turnID)
+	}
+	return t, err
+}
+
+// Status returns the Turn.
+func (s *Service) Status(ctx context.Context, turnID string) (TurnView, error) {
+	t, err := s.turn(ctx, turnID)
+	if err != nil {
+		return TurnView{}, fmt.Errorf("status: %w", err)
+	}
+	return View(t), nil
+}
+
+// Wait blocks until the Turn leaves the running statuses or ctx ends, and
+// returns it. Changes made in this process wake it at once; changes by other
+// processes are seen within a second.
+func (s *Service) Wait(ctx context.Context, turnID string) (TurnView, error) {
+	for {
+		ch := s.changes()
+		t, err := s.turn(ctx, turnID)
+		if err != nil {
+			return TurnView{}, fmt.Errorf("wait: %w", err)
+		}
+		if !Running(t.Status) {
+			return View(t), nil
+		}
+		select {
+		case <-ctx.Done():
+			return View(t), fmt.Errorf("wait for turn %s: %w", turnID, ctx.Err())
+		case <-ch:
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// write stores t with events; on a conflict the caller re-reads.
+func (s *Service) write(ctx context.Context, t *store.Turn, events ...store.TurnEvent) error {
+	t.UpdatedAt = nowMs()
+	if err := s.o.Store.WriteTurn(ctx, store.TurnWrite{Turn: t, Events: events}); err != nil {
+		return err
+	}
+	s.notify()
+	return nil
+}
+
+// turnPane verifies that the Turn's binding is still its Session's current
+// binding and returns its live pane (same process incarnation).
+func (s *Service) turnPane(ctx context.Context, t *store.Turn) (Pane, Agent, error) {
+	sess, err := s.o.Store.GetTermSession(ctx, t.SessionID)
+	if err != nil {
+		return Pane{}, nil, err
+	}
+	if sess.Binding == nil || sess.Binding.BindingID != t.TerminalBindingID || sess.Binding.Generation != t.TerminalBindingGeneration {
+		return Pane{}, nil, fmt.Errorf("%w: turn %s belongs to a superseded binding of session %s", ErrRefused, t.TurnID, t.SessionID)
+	}
+	p, err := s.findPane(ctx, t.Takeover.TerminalKey, t.Takeover.AgentPID, t.Takeover.ProcessBirth)
+	if err != nil {
+		return Pane{}, nil, err
+	}
+	a, err := s.agent(p.Agent)
+	return p, a, err
+}
+
+// Respond continues a Turn that waits for OpenClaw with an answer typed
+// into the pane, as a new message of the same Turn.
+func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResult, error) {
+	payload, hash, err := submissionPayload(request)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("respond: %w", err)
+	}
+	t, err := s.turn(ctx, turnID)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("respond: %w", err)
+	}
+	if t.Status != store.TurnWaitingForOpenClaw {
+		return SendResult{}, fmt.Errorf("respond: %w: turn %s is %s; respond only answers a Turn waiting for OpenClaw", ErrRefused, turnID, t.Status)
+	}
+	p, a, err := s.turnPane(ctx, t)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("respond: %w", err)
+	}
+	if _, err := s.checkScreen(ctx, a, p); err != nil {
+		return SendResult{}, fmt.Errorf("respond: %w", err)
+	}
+	sess, err := s.o.Store.GetTermSession(ctx, t.SessionID)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("respond: %w", err)
+	}
+	id, err := a.Identify(ctx, p)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("respond: %w", err)
+	}
+	token := freshness(sess, p, id)
+	anchor, err := a.Anchor(ctx, p, id)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("respond: %w", err)
+	}
+	now := nowMs()
+	msg, err := newMessage(t, ActorOpenClaw, actorOf(t.Agent), MsgAnswer, payload, now)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("respond: %w", err)
+	}
+	d := &store.Dispatch{
+		TerminalKey: p.Key, GenerationID: "dispatch-" + uuid(), SessionID: t.SessionID, TurnID: t.TurnID,
+		MessageID: msg.ID, MessageType: MsgAnswer, RequestHash: hash, Status: store.DispatchPrepared,
+		BindingID: t.TerminalBindingID, BindingGeneration: t.TerminalBindingGeneration, PreparedAt: now,
+	}
+	t.Approval = nil
+	t.Takeover.Submission = store.Submission{MessageID: msg.ID, MessageType: MsgAnswer, RequestHash: hash, Text: payload,
+		Status: store.DispatchPrepared, Anchor: anchor, PreparedAt: now}
+	t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "respond"
+	t.UpdatedAt = now
+	if err := s.o.Store.WriteTurn(ctx, store.TurnWrite{Turn: t, NewDispatch: d,
+		Events: []store.TurnEvent{event(now, "terminal_message_submit_prepared", map[string]any{"message_id": msg.ID, "request_hash": hash})}}); err != nil {
+		if errors.Is(err, store.ErrTerminalBusy) || errors.Is(err, store.ErrConflict) {
+			return SendResult{}, fmt.Errorf("respond: %w: %w", ErrRefused, err)
+		}
+		return SendResult{}, fmt.Errorf("respond: %w", err)
+	}
+	s.notify()
+	outcome, derr := s.dispatch(ctx, t, d, p, a, token, msg)
+	return SendResult{SessionID: t.SessionID, TurnID: t.TurnID, SubmissionOutcome: outcome, DoNotRetry: outcome != OutcomeNotSent}, derr
+}
+
+// approvalSettle is how long a prompt must have been shown before Approve
+// presses its key.
+const approvalSettle = 1500 * time.Millisecond
+
+// Approve answers the approval prompt of a Turn waiting for OpenClaw, only
+// when the pane still shows the exact prompt Status reported (fingerprint);
+// an empty fingerprint means the one stored on the Turn.
+func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (TurnView, error) {
+	t, err := s.turn(ctx, turnID)
+	if err != nil {
+		return TurnView{}, fmt.Errorf("approve: %w", err)
+	}
+	if t.Status != store.TurnWaitingForOpenClaw || t.Approval == nil {
+		return TurnView{}, fmt.Errorf("approve: %w: turn %s is %s with no approval prompt to answer", ErrRefused, turnID, t.Status)
+	}
+	if fingerprint != "" && fingerprint != t.Approval.Fingerprint {
+		return TurnView{}, fmt.Errorf("approve: %w: the approval shown for turn %s has fingerprint %s, not %s; run status again", ErrRefused, turnID, t.Approval.Fingerprint, fingerprint)
+	}
+	p, a, err := s.turnPane(ctx, t)
+	if err != nil {
+		return TurnView{}, fmt.Errorf("approve: %w", err)
+	}
+	// A TUI ignores keys for a moment after it draws a permission prompt
+	// (so that typing cannot approve by accident): let the prompt settle.
+	if wait := time.Until(time.UnixMilli(t.Approval.DetectedAt).Add(approvalSettle)); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return TurnView{}, fmt.Errorf("approve: %w", ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+	text, err := s.o.Terminals.Capture(ctx, p)
+	if err != nil {
+		return TurnView{}, fmt.Errorf("approve: capture pane: %w", err)
+	}
+	sc := a.Screen(text)
+	switch {
+	case sc.Approval == nil:
+		return TurnView{}, fmt.Errorf("approve: %w: the pane no longer shows the approval prompt", ErrRefused)
+	case sc.Approval.Fingerprint != t.Approval.Fingerprint:
+		return TurnView{}, fmt.Errorf("approve: %w: the pane shows a different approval prompt than the one reported; run status again", ErrRefused)
+	case !sc.Approval.Approvable:
+		return TurnView{}, fmt.Errorf("approve: %w: the prompt does not have the exact shape that can be answered safely; answer it in the terminal", ErrRefused)
+	}
+	keys, _ := a.Keys()
+	if err := s.o.Terminals.SendKeys(ctx, p, keys...); err != nil {
+		return TurnView{}, fmt.Errorf("approve: press the approve key: %w", err)
+	}
+	fp := t.Approval.Fingerprint
+	for {
+		now := nowMs()
+		t.Approval = nil
+		t.Status = store.TurnWaitingForAgent
+		t.Takeover.ApprovalResolvedAt = now
+		t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "approved"
+		err := s.write(context.WithoutCancel(ctx), t, event(now, "terminal_bridge_approval_resolved", map[string]any{"fingerprint": fp, "decision": "approve"}))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return TurnView{}, fmt.Errorf("approve: the key was pressed but recording it failed: %w", err)
+		}
+		// The monitor wrote meanwhile (e.g. it saw the prompt close).
+		if t, err = s.turn(context.WithoutCancel(ctx), turnID); err != nil {
+			return TurnView{}, fmt.Errorf("approve: %w", err)
+		}
+		if t.Status != store.TurnWaitingForOpenClaw || t.Approval == nil || t.Approval.Fingerprint != fp {
+			break
+		}
+	}
+	s.startMonitor(t.TurnID)
+	return View(t), nil
+}
+
+// Cancel interrupts the agent (Codex C-c, Claude Escape) and marks the Turn
+// cancelled at once. It refuses while a dialog it cannot answer covers the
+// pane.
+func (s *Service) Cancel(ctx context.Context, turnID string) (TurnView, error) {
+	t, err := s.turn(ctx, turnID)
+	if err != nil {
+		return TurnView{}, fmt.Errorf("cancel: %w", err)
+	}
+	if !store.TurnMonitored(t.Status) && t.Status != store.TurnStalled {
+		return TurnView{}, fmt.Errorf("cancel: %w: turn %s is already %s", ErrRefused, turnID, t.Status)
+	}
+	p, a, err := s.turnPane(ctx, t)
+	keysSent := false
+	switch {
+	case err == nil:
+		text, cerr := s.o.Terminals.Capture(ctx, p)
+		if cerr != nil {
+			return TurnView{}, fmt.Errorf("cancel: capture pane: %w", cerr)
+		}
+		if sc := a.Screen(text); sc.Dialog || (sc.Approval != nil && !sc.Approval.Approvable) {
+			return TurnView{}, fmt.Errorf("cancel: %w: the pane shows a dialog that cannot be dismissed safely; handle it in the terminal", ErrRefused)
+		}
+		_, keys := a.Keys()
+		if err := s.o.Terminals.SendKeys(ctx, p, keys...); err != nil {
+			return TurnView{}, fmt.Errorf("cancel: send the interrupt key: %w", err)
+		}
+		keysSent = true
+	case errors.Is(err, ErrRefused):
+		// The pane or process is gone: nothing to interrupt.
+	default:
+		return TurnView{}, fmt.Errorf("cancel: %w", err)
+	}
+	for {
+		now := nowMs()
+		t.Status, t.CancelRequestedAt, t.Approval = store.TurnCancelled, now, nil
+		err := s.write(context.WithoutCancel(ctx), t, event(now, "terminal_cancel_requested", map[string]any{"keys_sent": keysSent}))
+		if !errors.Is(err, store.ErrConflict) {
+			if err != nil {
+				return TurnView{}, fmt.Errorf("cancel: %w", err)
+			}
+			return View(t), nil
+		}
+		if t, err = s.turn(ctx, turnID); err != nil {
+			return TurnView{}, fmt.Errorf("cancel: %w", err)
+		}
+		if !store.TurnMonitored(t.Status) && t.Status != store.TurnStalled {
+			return View(t), nil
+		}
+	}
+}
+
+// Renew resumes a stalled Turn before its hard deadline: a new inactivity
+// deadline, and the monitor follows it again.
+func (s *Service) Renew(ctx context.Context, turnID string, minutes float64) (TurnView, error) {
+	t, err := s.turn(ctx, turnID)
+	if err != nil {
+		return TurnView{}, fmt.Errorf("renew: %w", err)
+	}
+	if t.Status != store.TurnStalled {
+		return TurnView{}, fmt.Errorf("renew: %w: turn %s is %s; only a stalled Turn can be renewed", ErrRefused, turnID, t.Status)
+	}
+	now := time.Now()
+	if t.Takeover.HardDeadlineAt > 0 && now.UnixMilli() >= t.Takeover.HardDeadlineAt {
+		return TurnView{}, fmt.Errorf("renew: %w: turn %s passed its hard deadline; close it and send again", ErrRefused, turnID)
+	}
+	if minutes < 0 {
+		return TurnView{}, fmt.Errorf("renew: %w: minutes must be positive", ErrBadInput)
+	}
+	if minutes > 0 {
+		t.Takeover.InactivityTimeoutMinutes = minutes
+	}
+	inact := time.Duration(t.Takeover.InactivityTimeoutMinutes * float64(time.Minute))
+	t.Status, t.StalledAt, t.StalledReason = store.TurnWaitingForAgent, 0, ""
+	t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now.UnixMilli(), "renewed"
+	t.Takeover.InactivityDeadlineAt = now.Add(inact).UnixMilli()
+	if err := s.write(ctx, t, event(now.UnixMilli(), "terminal_bridge_renewed", map[string]any{"inactivity_timeout_minutes": t.Takeover.InactivityTimeoutMinutes})); err != nil {
+		return TurnView{}, fmt.Errorf("renew: %w", err)
+	}
+	s.startMonitor(t.TurnID)
+	return View(t), nil
+}
+
+// Close ends a Turn that is no longer with the agent (idle, failed,
+// stalled, waiting for OpenClaw) and releases the terminal's next input if
+// this Turn held it in an unresolved state (a not-accepted or uncertain
+// submission that a human has looked at).
+func (s *Service) Close(ctx context.Context, turnID, reason string) (TurnView, error) {
+	t, err := s.turn(ctx, turnID)
+	if err != nil {
+		return TurnView{}, fmt.Errorf("close: %w", err)
+	}
+	switch {
+	case t.Status == store.TurnClosed || t.Status == store.TurnCancelled:
+		return TurnView{}, fmt.Errorf("close: %w: turn %s is already %s", ErrRefused, turnID, t.Status)
+	case Running(t.Status):
+		return TurnView{}, fmt.Errorf("close: %w: turn %s is still with the agent (%s); cancel it instead", ErrRefused, turnID, t.Status)
+	}
+	if reason == "" {
+		reason = "closed_by_user"
+	}
+	now := nowMs()
+	w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{event(now, "turn_closed", map[string]any{"reason": reason})}}
+	if d, err := s.o.Store.GetDispatch(ctx, t.Takeover.TerminalKey); err == nil && d.TurnID == t.TurnID && d.ReleasedAt == 0 {
+		nd := *d
+		nd.ReleasedAt = now
+		w.Dispatch = &store.DispatchAdvance{TerminalKey: d.TerminalKey, GenerationID: d.GenerationID, Update: &nd}
+	}
+	t.Status, t.ClosedAt, t.CloseReason, t.Approval, t.UpdatedAt = store.TurnClosed, now, reason, nil, now
+	if err := s.o.Store.WriteTurn(ctx, w); err != nil {
+		return TurnView{}, fmt.Errorf("close: %w", err)
+	}
+	s.notify()
+	return View(t), nil
+}

@@ -1,0 +1,88 @@
+package terminal
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/postgres"
+)
+
+// pgSchema opens n stores (as n processes would) on one fresh schema of
+// TEST_DATABASE_URL, or skips.
+func pgStores(t *testing.T, n int) []store.TerminalStore {
+	t.Helper()
+	url := os.Getenv("TEST_DATABASE_URL")
+	if url == "" {
+		t.Skip("TEST_DATABASE_URL is not set")
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "ccterm_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		if db, err := sql.Open("pgx", url); err == nil {
+			_, _ = db.ExecContext(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`)
+			_ = db.Close()
+		}
+	})
+	var out []store.TerminalStore
+	for range n {
+		st, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		out = append(out, st)
+	}
+	return out
+}
+
+// TestHostsOnPostgresShareTurns runs two hosts over one PostgreSQL schema,
+// as two processes would: one monitor per Turn, one completion, and the
+// survivor takes the Turn over when the other host stops.
+func TestHostsOnPostgresShareTurns(t *testing.T) {
+	stores := pgStores(t, 2)
+	a := newFakeAgent(AgentCodex, 300)
+	r := newRig(t, a)
+	mk := func(st store.TerminalStore) *Service {
+		return NewService(Options{Store: st, Terminals: r.ft, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
+	}
+	s1, s2 := mk(stores[0]), mk(stores[1])
+	r.svc, r.st = s1, stores[0]
+	ctx := t.Context()
+
+	// Host 1 follows the Turn; host 2 sees it open but leased.
+	ctx1, stop1 := context.WithCancel(context.Background())
+	h1 := NewHost(s1, HostOptions{Rescan: 20 * time.Millisecond, LeaseTTL: 300 * time.Millisecond, Watch: r.fakeWatch})
+	done1 := make(chan struct{})
+	go func() { _ = h1.Run(ctx1); close(done1) }()
+	t.Cleanup(func() { stop1(); <-done1 })
+	r.start(s2, HostOptions{Rescan: 20 * time.Millisecond, LeaseTTL: 300 * time.Millisecond})
+	res, err := s1.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.until("host 1 monitors the turn", func() bool { return h1.Monitoring() == 1 })
+	stop1()
+	<-done1
+	a.finish("finished under host 2", false)
+	r.svc = s2
+	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "finished under host 2" {
+		t.Fatalf("turn = %+v", v)
+	}
+	ev, _ := stores[0].TurnEvents(ctx, res.TurnID, 0, 100)
+	n := 0
+	for _, e := range ev {
+		if e.Type == "terminal_bridge_completion_claimed" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d completions, want 1", n)
+	}
+}
