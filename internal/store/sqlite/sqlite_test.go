@@ -226,7 +226,7 @@ func TestReaderBesideTheOwner(t *testing.T) {
 	if r.Exclusive() {
 		t.Fatal("a reader claims to own the store")
 	}
-	if err := owner.AppendLogs(ctx, "t1", []store.LogEntry{{Seq: 1, Type: "x", Text: "after the reader opened"}}); err != nil {
+	if err := owner.AppendLogs(ctx, "t1", 1, []store.LogEntry{{Seq: 1, Type: "x", Text: "after the reader opened"}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := r.GetTask(ctx, "main", "t1")
