@@ -262,6 +262,10 @@ func mapErr(op string, err error) error {
 	if errors.Is(err, task.ErrInvalidInput) || errors.Is(err, task.ErrPayloadNotStored) {
 		return errors.New(strings.TrimPrefix(err.Error(), op+": "))
 	}
+	if errors.Is(err, task.ErrStoreUnavailable) {
+		// The detail (database, user, host, port) is in the server log.
+		return task.ErrStoreUnavailable
+	}
 	return err
 }
 

@@ -17,7 +17,8 @@ const abortTimeout = 15 * time.Second
 // cancelled (cancelled-by-request); an unconfirmed one ends it in error
 // (cancellation-not-confirmed). Idempotent: a second call while an abort is
 // in flight waits on the same operation.
-func (m *Manager) Cancel(ctx context.Context, taskID, sessionKey string) (*CancelResult, error) {
+func (m *Manager) Cancel(ctx context.Context, taskID, sessionKey string) (_ *CancelResult, err error) {
+	defer m.hideStoreErr(ctx, "cancel task", &err)
 	if taskID == "" && sessionKey == "" {
 		return nil, fmt.Errorf("cancel task: %w: %s", ErrInvalidInput, MsgCancelNeedsTarget)
 	}

@@ -486,7 +486,8 @@ func (m *Manager) lockSession(key string) func() {
 // that order, so a crash at any point leaves a state a restart finishes
 // (the persisted task is re-sent under the same idempotency key). It
 // returns as soon as the task is persisted.
-func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (*RunResult, error) {
+func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *RunResult, err error) {
+	defer m.hideStoreErr(ctx, "submit", &err)
 	if err := m.validate(&req); err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
