@@ -3,6 +3,7 @@ package task
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
 )
 
@@ -297,5 +299,79 @@ func TestStaleFollowerChangesNothing(t *testing.T) {
 	}
 	if after.Owner != "replica-b" || after.OutcomeVersion != 1 {
 		t.Fatalf("owner %q outcome version %d", after.Owner, after.OutcomeVersion)
+	}
+}
+
+// logSignal is a slog handler that reports each record's message.
+type logSignal struct {
+	msgs chan string
+}
+
+func newLogSignal() *logSignal { return &logSignal{msgs: make(chan string, 1<<12)} }
+
+func (h *logSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logSignal) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h *logSignal) WithGroup(string) slog.Handler             { return h }
+func (h *logSignal) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h.msgs <- r.Message:
+	default:
+	}
+	return nil
+}
+
+// await waits for a log message with the prefix.
+func (h *logSignal) await(t *testing.T, prefix string) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case m := <-h.msgs:
+			if strings.HasPrefix(m, prefix) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no log message %q", prefix)
+		}
+	}
+}
+
+// TestOutcomeSurvivesPostgresOutage is the reproduction on a real
+// database: PostgreSQL (a throwaway cluster of this test) stops just as
+// the run ends and comes back seconds later; the task completes with the
+// run's text and its session is free, and a client asking meanwhile is
+// told only that the store is unavailable.
+func TestOutcomeSurvivesPostgresOutage(t *testing.T) {
+	cluster := storetest.StartPostgres(t)
+	st, err := postgres.Open(t.Context(), postgres.Options{URL: cluster.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	e := newEnv(t)
+	logs := newLogSignal()
+	m := e.manager(func(o *Options) {
+		o.Store, o.Logger = st, slog.New(logs)
+		o.RetryMin, o.RetryMax = 10*time.Millisecond, 200*time.Millisecond
+	})
+	res, err := m.Submit(t.Context(), SubmitRequest{Task: "x SLOW 4", SessionKey: "agent:main:pg-blip"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.waitStarted(t, res.JobID)
+	cluster.Stop(t)
+	e.gw.end(res.JobID, Outcome{Status: OutcomeOK, Text: "written after the outage"})
+	logs.await(t, "writing the task outcome failed; retrying")
+	_, err = m.Check(t.Context(), CheckRequest{JobID: res.JobID, Mode: CheckPoll})
+	if !errors.Is(err, ErrStoreUnavailable) || strings.Contains(err.Error(), "user=") || strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("check_task during the outage = %v, want only that the store is unavailable", err)
+	}
+	cluster.Start(t)
+	s := await(t, m, res.JobID)
+	if s.Status != "completed" || s.Summary != "written after the outage" {
+		t.Fatalf("after the outage: %s %q %s", s.Status, s.Summary, s.TerminalReason)
+	}
+	if _, err := m.Submit(t.Context(), SubmitRequest{Task: "next", SessionKey: "agent:main:pg-blip"}); err != nil {
+		t.Fatalf("the session is not free after the outage: %v", err)
 	}
 }
