@@ -85,7 +85,7 @@ elapsed while the task is still running (it keeps running).`,
 				// The process is about to exit: make sure the gateway has the
 				// run before the task manager stops following it.
 				if !awaitDispatch(ctx, b.tasks, res, 15*time.Second) {
-					fmt.Fprintf(env.Stderr, "The gateway has not acknowledged the task yet; it is stored and will be sent when clawconnect next runs (mcp, serve or status).\n")
+					fmt.Fprintf(env.Stderr, "The gateway has not acknowledged the task yet; it is stored, and a running clawconnect mcp or serve (or the next one to start) sends it.\n")
 				}
 				if asJSON {
 					return printJSON(env.Stdout, res)

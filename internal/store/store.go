@@ -31,9 +31,6 @@ var (
 	// write lock (another process held it) and gave up; nothing was
 	// written. Retry later.
 	ErrBusy = errors.New("store busy")
-	// ErrLocked reports that another process already owns an embedded
-	// (single-process) database.
-	ErrLocked = errors.New("database in use by another process")
 	// ErrIncompatible reports that the database holds data this build must
 	// not touch (foreign, corrupt, or written by a newer schema). The store
 	// refuses to start rather than overwrite evidence.

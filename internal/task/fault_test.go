@@ -310,8 +310,8 @@ type logSignal struct {
 func newLogSignal() *logSignal { return &logSignal{msgs: make(chan string, 1<<12)} }
 
 func (h *logSignal) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logSignal) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h *logSignal) WithGroup(string) slog.Handler             { return h }
+func (h *logSignal) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logSignal) WithGroup(string) slog.Handler            { return h }
 func (h *logSignal) Handle(_ context.Context, r slog.Record) error {
 	select {
 	case h.msgs <- r.Message:

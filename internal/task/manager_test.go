@@ -20,6 +20,9 @@ import (
 // TestMain runs the tests, stops the shared real gateway (started only by
 // the e2e tests, when CLAWCONNECT_E2E=1) and then checks for goroutine leaks.
 func TestMain(m *testing.M) {
+	if os.Getenv(replicaEnv) != "" {
+		os.Exit(replicaMain()) // a replica process of the multi-process tests
+	}
 	code := m.Run()
 	if err := realgateway.StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop shared real gateway:", err)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -44,18 +45,15 @@ type Dialect struct {
 	// for a database this process owns alone (a crash may lose the newest
 	// poll counts, which are cosmetic; never a task or an outcome).
 	BatchPolls time.Duration
-	// Exclusive marks a database this process owns alone (SQLite behind
-	// its lock file), so every running task in it is this process's.
-	Exclusive bool
-	// ReadOnly marks a database opened beside its owner: TouchPoll reports
-	// the owner's count without counting the poll (every write fails).
-	ReadOnly bool
 	// Notify, if set, announces a change of the task whose id is its one
 	// argument to the other processes sharing the database (Listen).
 	Notify string
 	// ChangeTable marks a Notify that writes a row (SQLite's change log),
 	// which must commit in the same transaction as the change it announces.
 	ChangeTable bool
+	// TrimChanges, if set, deletes old change rows; it runs with every
+	// 1024th announcement.
+	TrimChanges string
 	// IsBusy, if set, recognizes a write that gave up waiting for the
 	// database's write lock (reported as store.ErrBusy).
 	IsBusy func(error) bool
@@ -78,6 +76,7 @@ type DB struct {
 
 	watch        taskWatch
 	stopListener func() // nil without Dialect.Listen
+	announced    atomic.Int64
 }
 
 var _ store.Store = (*DB)(nil)
@@ -112,11 +111,6 @@ func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
 	}
 	return db
 }
-
-// Exclusive reports whether the database is owned by this process alone
-// (SQLite, guarded by its lock file), so every running task in it is this
-// process's to follow.
-func (db *DB) Exclusive() bool { return db.d.Exclusive }
 
 // Writer returns the writer pool (for benchmark seeding and tests).
 func (db *DB) Writer() *sql.DB { return db.w.db }
@@ -369,7 +363,7 @@ func (db *DB) classify(err error) error {
 
 // TouchPoll implements store.Store.
 func (db *DB) TouchPoll(ctx context.Context, agent, id string, at int64) (int64, error) {
-	if db.polls != nil || db.d.ReadOnly {
+	if db.polls != nil {
 		return db.touchPollBatched(ctx, agent, id, at)
 	}
 	var n int64
