@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,7 +30,7 @@ import (
 // each opens the store named by its environment, dials the parent's fake
 // gateway, runs a task manager and obeys line commands on stdin:
 //
-//	submit SESSION TASK...  ->  job ID
+//	submit SESSION TASK...  ->  job ID  (SESSION "-": a new thread)
 //	await ID                ->  done ID STATUS SUMMARY
 //
 // It logs to stderr and exits when stdin closes (a clean Close).
@@ -71,6 +72,9 @@ func replicaMain() int {
 	defer c.Close()
 	o := fastOptions()
 	o.Store, o.Gateway, o.Logger, o.Role = st, GatewayClient(c), logger, "replica"
+	// A wait on another process's task must be woken by the store's change
+	// feed: the fallback re-read is longer than any test.
+	o.ForeignPollInterval = time.Hour
 	if ms, err := strconv.Atoi(os.Getenv(replicaLeaseEnv)); err == nil {
 		o.Lease = time.Duration(ms) * time.Millisecond
 	}
@@ -97,12 +101,19 @@ func replicaMain() int {
 		switch cmd {
 		case "submit":
 			session, text, _ := strings.Cut(rest, " ")
-			res, err := m.Submit(ctx, SubmitRequest{Task: text, SessionKey: session})
-			if err != nil {
-				say("error %v", err)
-				continue
+			if session == "-" {
+				session = ""
 			}
-			say("job %s", res.JobID)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := m.Submit(ctx, SubmitRequest{Task: text, SessionKey: session})
+				if err != nil {
+					say("error %v", err)
+					return
+				}
+				say("job %s", res.JobID)
+			}()
 		case "await":
 			wg.Add(1)
 			go func(id string) {
@@ -445,5 +456,90 @@ func TestMeasureTakeoverAfterRestart(t *testing.T) {
 				b.stop()
 			})
 		}
+	}
+}
+
+// TestProcessesShareTasks is the store's multi-process conformance, run
+// with real OS processes on each store: 4 processes submit tasks
+// concurrently, and each task is awaited in a process other than the one
+// that submitted it (woken only by the store's change feed). Every task is
+// followed exactly once (one run submitted to the gateway under its key)
+// and its outcome written once, with its own run's text.
+func TestProcessesShareTasks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	perProcess := 25
+	if n, err := strconv.Atoi(os.Getenv("CLAWCONNECT_MULTIPROC_TASKS")); err == nil && n > 0 {
+		perProcess = n // e.g. 2500: 10^4 tasks from 4 processes
+	}
+	for name, open := range storeSpecs(t) {
+		t.Run(name, func(t *testing.T) {
+			spec, st := open(t)
+			fg := fakegateway.New(t, fakegateway.Options{Token: fakegateway.Token})
+			const procs = 4
+			rs := make([]*replica, procs)
+			for i := range rs {
+				rs[i] = startReplica(t, fg, spec, 30*time.Second)
+			}
+			ids := make([][]string, procs)
+			for i, r := range rs {
+				for k := range perProcess {
+					r.send(fmt.Sprintf("submit - p%d task %d", i, k))
+				}
+			}
+			for i, r := range rs {
+				for range perProcess {
+					ids[i] = append(ids[i], strings.TrimPrefix(r.expect("job "), "job "))
+				}
+			}
+			for i := range rs {
+				waiter := rs[(i+1)%procs]
+				for _, id := range ids[i] {
+					waiter.send("await " + id)
+				}
+			}
+			for i := range rs {
+				waiter := rs[(i+1)%procs]
+				for range ids[i] {
+					l := waiter.expect("done ")
+					if !strings.Contains(l, " completed FAKE-REPLY: ") {
+						t.Fatalf("await through another process: %q", l)
+					}
+				}
+			}
+			starts := map[string]int{}
+			for _, r := range fg.Requests() {
+				if r.Method != "agent" {
+					continue
+				}
+				var p struct {
+					IdempotencyKey string `json:"idempotencyKey"`
+				}
+				if err := json.Unmarshal(r.Params, &p); err == nil {
+					starts[p.IdempotencyKey]++
+				}
+			}
+			for i, list := range ids {
+				seen := map[string]bool{}
+				for _, id := range list {
+					task, err := st.GetTask(t.Context(), "main", id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, asked, _ := strings.Cut(task.Summary, fmt.Sprintf("p%d ", i))
+					if task.Status != store.StatusCompleted || task.OutcomeVersion != 1 || !strings.HasPrefix(task.Summary, "FAKE-REPLY: ") || seen[asked] {
+						t.Fatalf("task %s: %s outcome version %d summary %q", id, task.Status, task.OutcomeVersion, task.Summary)
+					}
+					seen[asked] = true
+					if starts[id] != 1 {
+						t.Fatalf("task %s was started %d times, want once", id, starts[id])
+					}
+				}
+				if len(seen) != perProcess {
+					t.Fatalf("process %d: %d distinct answers for %d tasks", i, len(seen), perProcess)
+				}
+			}
+		})
 	}
 }
