@@ -295,3 +295,42 @@ func mcpStructured(t *testing.T, r *mcp.CallToolResult) map[string]any {
 	}
 	return m
 }
+
+// BenchmarkIdleCPU5Processes: five clawconnect mcp processes (five MCP
+// clients) share one store with nothing to do. Each op is one second of
+// idleness; cpu-ms/s is their CPU time per second, all five together (the
+// target: no busy polling — only the lease heartbeats and the poll-counter
+// flush wake an idle process).
+func BenchmarkIdleCPU5Processes(b *testing.B) {
+	e := &bridgeEnv{vars: map[string]string{"CLAWCONNECT_HOME": b.TempDir(),
+		"OPENCLAW_URL": "ws://127.0.0.1:1", "OPENCLAW_PASSWORD": "x"}}
+	ctx := context.Background()
+	var pids []int
+	for i := range 5 {
+		cmd := e.clawconnectCmd("mcp")
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: fmt.Sprint("idle-", i), Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = cs.Close() })
+		// A store-backed call: the store, the task managers and their
+		// lease loops are running.
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_tasks", Arguments: map[string]any{}}); err != nil {
+			b.Fatal(err)
+		}
+		pids = append(pids, cmd.Process.Pid)
+	}
+	total := func() time.Duration {
+		var sum time.Duration
+		for _, pid := range pids {
+			sum += cpuTime(pid)
+		}
+		return sum
+	}
+	before, start := total(), time.Now()
+	for b.Loop() {
+		time.Sleep(time.Second)
+	}
+	used, wall := total()-before, time.Since(start)
+	b.ReportMetric(float64(used.Microseconds())/1000/wall.Seconds(), "cpu-ms/s")
+}

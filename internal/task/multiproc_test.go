@@ -137,7 +137,7 @@ func replicaMain() int {
 
 // replica is a replica process started by a test.
 type replica struct {
-	t     *testing.T
+	t     testing.TB
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	out   chan string // stdout lines
@@ -148,7 +148,7 @@ type replica struct {
 
 // startReplica starts a replica over the store spec and the fake gateway
 // and waits until it is ready.
-func startReplica(t *testing.T, fg *fakegateway.Server, spec string, lease time.Duration) *replica {
+func startReplica(t testing.TB, fg *fakegateway.Server, spec string, lease time.Duration) *replica {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), replicaEnv+"="+spec, replicaGatewayEnv+"="+fg.URL(),
@@ -171,22 +171,19 @@ func startReplica(t *testing.T, fg *fakegateway.Server, spec string, lease time.
 	r := &replica{t: t, cmd: cmd, stdin: stdin, out: make(chan string, 1<<14), logs: make(chan string, 1<<14), done: make(chan struct{})}
 	var readers sync.WaitGroup
 	readers.Add(2)
-	pump := func(src io.Reader, dst chan string, echo bool) {
+	pump := func(src io.Reader, dst chan string) {
 		defer readers.Done()
 		s := bufio.NewScanner(src)
 		s.Buffer(make([]byte, 64<<10), 1<<20)
 		for s.Scan() {
-			if echo && testing.Verbose() {
-				t.Logf("replica %d: %s", cmd.Process.Pid, s.Text())
-			}
 			select {
 			case dst <- s.Text():
 			default:
 			}
 		}
 	}
-	go pump(stdout, r.out, false)
-	go pump(stderr, r.logs, false)
+	go pump(stdout, r.out)
+	go pump(stderr, r.logs)
 	go func() {
 		readers.Wait()
 		_ = cmd.Wait()
@@ -275,9 +272,9 @@ func (r *replica) stop() {
 // storeSpecs returns the stores the multi-process tests run on: a SQLite
 // file, and a fresh PostgreSQL schema when TEST_DATABASE_URL is set. The
 // parent's own connection to each is returned too.
-func storeSpecs(t *testing.T) map[string]func(t *testing.T) (string, store.Store) {
-	specs := map[string]func(t *testing.T) (string, store.Store){
-		"sqlite": func(t *testing.T) (string, store.Store) {
+func storeSpecs(t testing.TB) map[string]func(t testing.TB) (string, store.Store) {
+	specs := map[string]func(t testing.TB) (string, store.Store){
+		"sqlite": func(t testing.TB) (string, store.Store) {
 			spec := "sqlite:" + t.TempDir() + "/clawconnect.db"
 			st, err := openStoreSpec(t.Context(), spec)
 			if err != nil {
@@ -291,7 +288,7 @@ func storeSpecs(t *testing.T) map[string]func(t *testing.T) (string, store.Store
 	if url == "" {
 		return specs
 	}
-	specs["postgres"] = func(t *testing.T) (string, store.Store) {
+	specs["postgres"] = func(t testing.TB) (string, store.Store) {
 		b := make([]byte, 6)
 		_, _ = rand.Read(b)
 		schema := "ccmp_" + hex.EncodeToString(b)
@@ -313,7 +310,7 @@ func storeSpecs(t *testing.T) map[string]func(t *testing.T) (string, store.Store
 }
 
 // heldGateway is a fake gateway whose runs end only on Release.
-func heldGateway(t *testing.T) *fakegateway.Server {
+func heldGateway(t testing.TB) *fakegateway.Server {
 	return fakegateway.New(t, fakegateway.Options{Token: fakegateway.Token, Script: func(s fakegateway.Submit) fakegateway.Turn {
 		return fakegateway.Turn{Reply: "answer: " + s.Message[strings.LastIndex(s.Message, "\n")+1:], Hold: true}
 	}})
@@ -540,6 +537,62 @@ func TestProcessesShareTasks(t *testing.T) {
 					t.Fatalf("process %d: %d distinct answers for %d tasks", i, len(seen), perProcess)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkCrossProcessRoundTrip: run_task then a waiting check_task that
+// returns when the task ends, against a gateway that answers each run
+// after 2 ms. same-process: both calls go to the process that follows the
+// task. other-process: run_task goes to a replica process (which follows
+// the task) and check_task to this one, which is woken by the store's
+// change feed (its fallback re-read is an hour). The target is the
+// other-process round trip within 2 ms of the same-process one.
+func BenchmarkCrossProcessRoundTrip(b *testing.B) {
+	for name, open := range storeSpecs(b) {
+		b.Run(name, func(b *testing.B) {
+			spec, st := open(b)
+			fg := fakegateway.New(b, fakegateway.Options{Token: fakegateway.Token, Script: func(s fakegateway.Submit) fakegateway.Turn {
+				return fakegateway.Turn{Reply: "ok", Delay: 2 * time.Millisecond}
+			}})
+			c, err := gateway.Dial(context.Background(), gateway.Options{URL: fg.URL(), Token: fakegateway.Token})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = c.Close() })
+			o := fastOptions()
+			o.Store, o.Gateway, o.ForeignPollInterval = st, GatewayClient(c), time.Hour
+			m, err := New(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := m.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(m.Close)
+			ctx := context.Background()
+			wait := func(id string) {
+				s, err := m.Check(ctx, CheckRequest{JobID: id, WaitMs: waitMs(30000)})
+				if err != nil || s.Status != "completed" {
+					b.Fatalf("%v %+v", err, s)
+				}
+			}
+			b.Run("same-process", func(b *testing.B) {
+				for b.Loop() {
+					res, err := m.Submit(ctx, SubmitRequest{Task: "bench"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					wait(res.JobID)
+				}
+			})
+			r := startReplica(b, fg, spec, 30*time.Second)
+			b.Run("other-process", func(b *testing.B) {
+				for b.Loop() {
+					r.send("submit - bench")
+					wait(strings.TrimPrefix(r.expect("job "), "job "))
+				}
+			})
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -19,15 +20,15 @@ const keepChanges = 10000
 //
 // How a process learns that another one changed a task: every write of a
 // task appends the task's id to the task_changes table in the same
-// transaction. The listener watches the database's directory (inotify, no
-// timer), and each write to the database's WAL or main file makes it read
-// the rows after the last one it saw, and wake the waiters of exactly those
-// tasks. Events that arrive while it reads coalesce into one more read.
-// The directory is watched rather than the WAL itself, which SQLite
-// deletes and recreates.
+// transaction, and once that transaction has committed the writer writes a
+// byte to the signal file beside the database (signal). The listener
+// watches the database's directory (inotify, no timer); each write to the
+// signal file makes it read the change rows after the last one it saw, and
+// wake the waiters of exactly those tasks. Events that arrive while it
+// reads coalesce into one more read. (The WAL's own write events come
+// before the commit is visible to readers, so they cannot be the signal.)
 func listener(path string, busy time.Duration) func(ctx context.Context, changed func(id string)) error {
-	base := filepath.Base(path)
-	wal := base + "-wal"
+	sig := filepath.Base(path) + signalSuffix
 	return func(ctx context.Context, changed func(id string)) error {
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
@@ -58,7 +59,7 @@ func listener(path string, busy time.Duration) func(ctx context.Context, changed
 				if !ok {
 					return errors.New("watch store changes: watcher closed")
 				}
-				if n := filepath.Base(ev.Name); (n != wal && n != base) || !ev.Has(fsnotify.Write|fsnotify.Create) {
+				if filepath.Base(ev.Name) != sig || !ev.Has(fsnotify.Write|fsnotify.Create) {
 					continue
 				}
 			}
@@ -109,4 +110,20 @@ func readChanges(ctx context.Context, db *sql.DB, last int64, changed func(id st
 			return last, nil
 		}
 	}
+}
+
+// signalSuffix names the signal file beside the database.
+const signalSuffix = "-changed"
+
+// signal returns the store's post-commit signal (sqlstore.Dialect.Committed)
+// and a func that closes its file. The write's content does not matter; its
+// inotify event does. A signal that cannot be written leaves waiters to
+// their fallback re-read.
+func signal(path string) (func(), func() error) {
+	f, err := os.OpenFile(path+signalSuffix, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return func() {}, func() error { return nil }
+	}
+	b := []byte{'.'}
+	return func() { _, _ = f.WriteAt(b, 0) }, f.Close
 }

@@ -119,7 +119,9 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 		Notify: `INSERT INTO task_changes (task_id) VALUES (?)`, ChangeTable: true,
 		TrimChanges: `DELETE FROM task_changes WHERE seq < (SELECT MAX(seq) FROM task_changes) - ` + strconv.Itoa(keepChanges),
 		Listen:      listener(o.Path, busy)}
-	return sqlstore.New(w, r, d, nil), nil
+	var closeSignal func() error
+	d.Committed, closeSignal = signal(o.Path)
+	return sqlstore.New(w, r, d, closeSignal), nil
 }
 
 // The connection settings of the writer and of the readers, which refuse

@@ -54,6 +54,10 @@ type Dialect struct {
 	// TrimChanges, if set, deletes old change rows; it runs with every
 	// 1024th announcement.
 	TrimChanges string
+	// Committed, if set, runs after each commit that wrote a change row:
+	// it signals the other processes' listeners, which read the rows only
+	// once the commit is visible.
+	Committed func()
 	// IsBusy, if set, recognizes a write that gave up waiting for the
 	// database's write lock (reported as store.ErrBusy).
 	IsBusy func(error) bool
@@ -328,6 +332,7 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 	if n == 0 {
 		return fmt.Errorf("update task %s: %w", t.ID, db.missed(ctx, t.ID, t.Fence))
 	}
+	db.committed()
 	t.Version++
 	if !db.d.ChangeTable {
 		db.announce(ctx, db.w, t.ID)
@@ -446,6 +451,7 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, fence int64, entrie
 	if err != nil {
 		return fmt.Errorf("append logs %s: %w", taskID, db.classify(err))
 	}
+	db.committed()
 	return nil
 }
 

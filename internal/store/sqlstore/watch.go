@@ -107,3 +107,10 @@ func (db *DB) announce(ctx context.Context, r execer, id string) {
 		_, _ = r.ExecContext(ctx, db.d.TrimChanges)
 	}
 }
+
+// committed runs the dialect's post-commit signal of a change row.
+func (db *DB) committed() {
+	if db.d.ChangeTable && db.d.Committed != nil {
+		db.d.Committed()
+	}
+}
