@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -237,6 +238,12 @@ func TestCommandsShareTheStore(t *testing.T) {
 	out, _, err = e.run(t, "", "sessions")
 	if err != nil || !strings.Contains(out, res.SessionKey) {
 		t.Fatalf("sessions beside the owner = %q, %v", out, err)
+	}
+	// doctor lists the serve process and the task it follows (the run
+	// command released it on exit; serve took it over at its start).
+	out, _, _ = e.run(t, "", "doctor", "--timeout", "5s")
+	if want := fmt.Sprintf("serve pid %d", os.Getpid()); !strings.Contains(out, want) || !strings.Contains(out, "follows 1 running task(s): "+res.JobID) {
+		t.Fatalf("doctor does not list serve (%q) following %s:\n%s", want, res.JobID, out)
 	}
 	if out, errOut, err := e.run(t, "", "run", "another", "--json"); err != nil || !strings.Contains(out, `"jobId"`) {
 		t.Fatalf("run beside serve = %q, %v (%s)", out, err, errOut)
