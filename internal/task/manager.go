@@ -288,7 +288,8 @@ func (m *Manager) dropLost(ids []string) {
 
 // reapDead releases every lease of the registered processes on this host
 // that are provably dead (their pid gone or reused), so their running
-// tasks are claimed at once instead of after their leases expire.
+// tasks are claimed at once instead of after their leases expire, and
+// removes them (and long-silent rows of other hosts) from the registry.
 func (m *Manager) reapDead(ctx context.Context) {
 	ps, err := m.st.Processes(ctx)
 	if err != nil {
@@ -297,8 +298,11 @@ func (m *Manager) reapDead(ctx context.Context) {
 		}
 		return
 	}
+	// A row that has not beaten for ten leases (a process on another host
+	// that died) holds no live lease any more: its row goes too.
+	stale := m.now().Add(-10 * m.o.Lease).UnixMilli()
 	for _, p := range ps {
-		if p.ID == m.o.Owner || !m.self.Dead(p) {
+		if p.ID == m.o.Owner || (!m.self.Dead(p) && p.HeartbeatAt >= stale) {
 			continue
 		}
 		n, err := m.st.ReleaseLeases(ctx, p.ID, nil)

@@ -374,3 +374,30 @@ func TestBusyWriteFailsClearly(t *testing.T) {
 		t.Fatalf("the retried write: %v", err)
 	}
 }
+
+// TestConcurrentFirstOpens: processes starting together on a file that does
+// not exist yet all open it (the first migrates, the others wait for its
+// lock and find the schema current).
+func TestConcurrentFirstOpens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new", sqlite.FileName)
+	const n = 8
+	var wg sync.WaitGroup
+	stores := make([]*sqlstore.DB, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { stores[i], errs[i] = sqlite.Open(t.Context(), sqlite.Options{Path: path}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		t.Cleanup(func() { _ = stores[i].Close() })
+	}
+	if err := stores[0].CreateTask(t.Context(), storetest.Task("t1", "main", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores[n-1].GetTask(t.Context(), "main", "t1"); err != nil {
+		t.Fatal(err)
+	}
+}
