@@ -9,14 +9,43 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
-// The lease pattern, for any record one process follows at a time (a
-// running task today; a Turn's monitor or a pending delivery can reuse it):
-// the record carries owner, lease_until and fence columns and a partial
-// index on (owner, id) over the rows that still need a follower. A claim
-// takes rows whose lease expired and raises their fence; renewal and
-// release name the rows the caller follows; every write of a follower adds
-// "AND fence = ?" with the token its claim returned, and a miss on a row
-// whose fence moved on is store.ErrLeaseLost.
+// LeaseTable names a table whose rows are followed under leases, one live
+// process per row: a running task today; a Turn's monitor or a pending
+// callback delivery can use the same pattern. The table has a TEXT key
+// column "id" and the columns
+//
+//	owner       TEXT   NOT NULL DEFAULT ''   -- the follower's process id (store.Process.ID)
+//	lease_until BIGINT NOT NULL DEFAULT 0    -- Unix ms; expired = claimable
+//	fence       BIGINT NOT NULL DEFAULT 1    -- fencing token, raised by each claim
+//
+// and a partial index on (owner, id) WHERE <Active>, plus one on
+// (lease_until, id) WHERE <Active> for claims. A follower claims rows
+// (ClaimRows: expired ones, fence raised), renews and releases exactly the
+// rows it follows (RenewRows, ReleaseRows), and adds FenceCond with the
+// token its claim returned to every write of the row; a write that matches
+// nothing on a row whose fence moved on is store.ErrLeaseLost. A process
+// proven dead (owner.Identity.Dead) has ReleaseRows(owner, nil) applied to
+// each lease table.
+type LeaseTable struct {
+	// Name is the table.
+	Name string
+	// Active is the SQL condition of a row that still needs a follower
+	// ("status = 'running'").
+	Active string
+}
+
+// FenceCond is the condition every write of a follower adds, with its
+// fencing token as the argument.
+const FenceCond = " AND fence = ?"
+
+// Lease is one row a claim took: its key and the new fencing token.
+type Lease struct {
+	ID    string
+	Fence int64
+}
+
+// tasksTable is the tasks' LeaseTable.
+var tasksTable = LeaseTable{Name: "tasks", Active: "status = 'running'"}
 
 // idChunk is how many ids one renewal or release statement names. Shorter
 // lists are padded with their first id, so every statement has one of a
@@ -37,16 +66,44 @@ func inList(ids []string) (string, []any) {
 	return "(" + strings.TrimSuffix(strings.Repeat("?, ", idChunk), ", ") + ")", args
 }
 
-// RenewLeases implements store.Store.
-func (db *DB) RenewLeases(ctx context.Context, owner string, until int64, ids []string) ([]string, error) {
+// ClaimRows leases to owner (until until) up to limit active rows of lt
+// whose lease expired before now, raising their fence, and returns them.
+func (db *DB) ClaimRows(ctx context.Context, lt LeaseTable, owner string, now, until int64, limit int) ([]Lease, error) {
+	if owner == "" {
+		return nil, errors.New("claim rows: owner is required")
+	}
+	rows, err := db.w.QueryContext(ctx, `UPDATE `+lt.Name+` SET owner = ?, lease_until = ?, fence = fence + 1 WHERE id IN (
+		SELECT id FROM `+lt.Name+` WHERE `+lt.Active+` AND lease_until < ? ORDER BY lease_until, id LIMIT ?`+db.d.SkipLocked+`)
+		RETURNING id, fence`, owner, until, now, store.ClampPage(limit, store.MaxPage))
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", lt.Name, db.classify(err))
+	}
+	defer rows.Close()
+	var out []Lease
+	for rows.Next() {
+		var l Lease
+		if err := rows.Scan(&l.ID, &l.Fence); err != nil {
+			return nil, fmt.Errorf("claim %s: %w", lt.Name, err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim %s: %w", lt.Name, db.classify(err))
+	}
+	return out, nil
+}
+
+// RenewRows extends to until the leases owner holds on the active rows of
+// lt that ids names, and returns the ids it no longer holds.
+func (db *DB) RenewRows(ctx context.Context, lt LeaseTable, owner string, until int64, ids []string) ([]string, error) {
 	if owner == "" {
 		return nil, errors.New("renew leases: owner is required")
 	}
 	held := make(map[string]bool, len(ids))
 	for chunk := range chunks(ids) {
 		list, args := inList(chunk)
-		rows, err := db.w.QueryContext(ctx, `UPDATE tasks SET lease_until = ?
-			WHERE owner = ? AND status = 'running' AND id IN `+list+` RETURNING id`,
+		rows, err := db.w.QueryContext(ctx, `UPDATE `+lt.Name+` SET lease_until = ?
+			WHERE owner = ? AND `+lt.Active+` AND id IN `+list+` RETURNING id`,
 			append([]any{until, owner}, args...)...)
 		if err != nil {
 			return nil, fmt.Errorf("renew leases: %w", db.classify(err))
@@ -73,13 +130,14 @@ func (db *DB) RenewLeases(ctx context.Context, owner string, until int64, ids []
 	return lost, nil
 }
 
-// ReleaseLeases implements store.Store.
-func (db *DB) ReleaseLeases(ctx context.Context, owner string, ids []string) (int, error) {
+// ReleaseRows ends now the leases owner holds on the active rows of lt
+// that ids names (all of owner's when ids is nil) and returns how many.
+func (db *DB) ReleaseRows(ctx context.Context, lt LeaseTable, owner string, ids []string) (int, error) {
 	if owner == "" {
 		return 0, errors.New("release leases: owner is required")
 	}
 	if ids == nil {
-		res, err := db.w.ExecContext(ctx, `UPDATE tasks SET lease_until = 0 WHERE owner = ? AND status = 'running'`, owner)
+		res, err := db.w.ExecContext(ctx, `UPDATE `+lt.Name+` SET lease_until = 0 WHERE owner = ? AND `+lt.Active, owner)
 		if err != nil {
 			return 0, fmt.Errorf("release leases: %w", db.classify(err))
 		}
@@ -89,8 +147,8 @@ func (db *DB) ReleaseLeases(ctx context.Context, owner string, ids []string) (in
 	total := 0
 	for chunk := range chunks(ids) {
 		list, args := inList(chunk)
-		res, err := db.w.ExecContext(ctx, `UPDATE tasks SET lease_until = 0
-			WHERE owner = ? AND status = 'running' AND id IN `+list, append([]any{owner}, args...)...)
+		res, err := db.w.ExecContext(ctx, `UPDATE `+lt.Name+` SET lease_until = 0
+			WHERE owner = ? AND `+lt.Active+` AND id IN `+list, append([]any{owner}, args...)...)
 		if err != nil {
 			return total, fmt.Errorf("release leases: %w", db.classify(err))
 		}
@@ -101,6 +159,16 @@ func (db *DB) ReleaseLeases(ctx context.Context, owner string, ids []string) (in
 		total += int(n)
 	}
 	return total, nil
+}
+
+// RenewLeases implements store.Store.
+func (db *DB) RenewLeases(ctx context.Context, owner string, until int64, ids []string) ([]string, error) {
+	return db.RenewRows(ctx, tasksTable, owner, until, ids)
+}
+
+// ReleaseLeases implements store.Store.
+func (db *DB) ReleaseLeases(ctx context.Context, owner string, ids []string) (int, error) {
+	return db.ReleaseRows(ctx, tasksTable, owner, ids)
 }
 
 // chunks yields ids in slices of at most idChunk.

@@ -304,7 +304,7 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 		return fmt.Errorf("update task: %w", err)
 	}
 	const q = `UPDATE tasks SET status = ?, ended_at = ?, data = ?, version = version + 1
-		WHERE id = ? AND agent = ? AND version = ? AND fence = ?`
+		WHERE id = ? AND agent = ? AND version = ?` + FenceCond
 	args := []any{string(t.Status), t.EndedAt, data, t.ID, t.Agent, t.Version, t.Fence}
 	var n int64
 	if db.d.ChangeTable {
@@ -415,7 +415,7 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, fence int64, entrie
 		}
 		// Claim the sequence numbers: the update (which also locks the row)
 		// matches only while the task's count is the one the entries follow.
-		res, err := tx.ExecContext(ctx, `UPDATE tasks SET log_count = ? WHERE id = ? AND log_count = ? AND fence = ?`,
+		res, err := tx.ExecContext(ctx, `UPDATE tasks SET log_count = ? WHERE id = ? AND log_count = ?`+FenceCond,
 			first-1+int64(len(entries)), taskID, first-1, fence)
 		if err != nil {
 			return err
