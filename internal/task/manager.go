@@ -136,13 +136,22 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.started = true
 	m.mu.Unlock()
+	// A store busy with another process's write (or one stopped while
+	// writing) delays the registration and the first claim to the next
+	// renewal tick; anything else fails the start.
 	if err := m.st.Heartbeat(ctx, m.self.Process(m.o.Role, m.nowMs())); err != nil {
-		return fmt.Errorf("start task manager: %w", err)
+		if !errors.Is(err, store.ErrBusy) {
+			return fmt.Errorf("start task manager: %w", err)
+		}
+		m.o.Logger.Warn("the store is busy; registering at the next renewal", "err", err)
 	}
 	if !m.o.NoClaim {
 		m.reapDead(ctx)
 		if _, err := m.claim(ctx, true); err != nil {
-			return fmt.Errorf("start task manager: %w", err)
+			if !errors.Is(err, store.ErrBusy) {
+				return fmt.Errorf("start task manager: %w", err)
+			}
+			m.o.Logger.Warn("the store is busy; claiming at the next renewal", "err", err)
 		}
 	}
 	m.wg.Add(1)

@@ -363,13 +363,15 @@ func TestPausedReplicaChangesNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec, st := open(t)
 			fg := heldGateway(t)
-			const lease = time.Second
+			const lease = 2 * time.Second
 			a := startReplica(t, fg, spec, lease)
 			a.send("submit agent:main:paused contested task")
 			id := strings.TrimPrefix(a.expect("job "), "job ")
-			if err := fg.AwaitRun(t.Context(), id); err != nil {
-				t.Fatal(err)
-			}
+			// Stop A once it has written what the run's start brings (run id,
+			// first log entry), between two renewals: on SQLite a process
+			// stopped inside a write transaction would hold the file's write
+			// lock, and no other process could write until it resumed.
+			awaitStored(t, st, id, func(x *store.Task) bool { return x.ParentRunID != "" && x.LogCount >= 1 })
 			a.signal(syscall.SIGSTOP)
 			b := startReplica(t, fg, spec, lease)
 			b.awaitLog("rehydrated running task", 30*time.Second)
@@ -594,5 +596,28 @@ func BenchmarkCrossProcessRoundTrip(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// awaitStored waits until the stored task satisfies ok, re-reading it on
+// each change the store announces.
+func awaitStored(t *testing.T, st store.Store, id string, ok func(*store.Task) bool) {
+	t.Helper()
+	changed, stop := st.(store.ChangeFeed).WatchTask(id)
+	defer stop()
+	timeout := time.After(30 * time.Second)
+	for {
+		x, err := st.GetTask(t.Context(), "main", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(x) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("task %s never reached the awaited state: %+v", id, x)
+		}
 	}
 }

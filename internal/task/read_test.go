@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -57,7 +59,20 @@ func TestPollModeWakesOnLifecycle(t *testing.T) {
 
 func TestGetTaskPresetsAndSessions(t *testing.T) {
 	e := newEnv(t)
-	m := e.manager(nil)
+	// A clock whose every reading is a later millisecond, so the three
+	// tasks' start times differ and "newest first" has one answer.
+	var clock atomic.Int64
+	m := e.manager(func(o *Options) {
+		o.Now = func() time.Time {
+			for {
+				prev := clock.Load()
+				next := max(time.Now().UnixMilli(), prev+1)
+				if clock.CompareAndSwap(prev, next) {
+					return time.UnixMilli(next)
+				}
+			}
+		}
+	})
 	key := "agent:main:presets"
 	var ids []string
 	for i := range 3 {

@@ -689,6 +689,17 @@ func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, err
 	if c.IncludeOwn {
 		ownUntil = c.Until
 	}
+	// Most claims find nothing: a read says so without taking the write
+	// lock that every process sharing a SQLite file contends for.
+	var any int
+	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE agent = ? AND status = 'running'
+		AND (lease_until < ? OR (owner = ? AND lease_until < ?)) LIMIT 1`, c.Agent, c.Now, c.Owner, ownUntil).Scan(&any)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
 	// Not gate: a flush holds the writer while it waits for gate. Holding
 	// off flushes keeps the returned poll counts exact.
 	unlock := db.polls.flushLock()
@@ -698,7 +709,7 @@ func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, err
 		ORDER BY lease_until, id LIMIT ?`+db.d.SkipLocked+`) RETURNING `+taskCols,
 		c.Owner, c.Until, c.Agent, c.Now, c.Owner, ownUntil, limit)
 	if err != nil {
-		return nil, fmt.Errorf("claim tasks: %w", err)
+		return nil, fmt.Errorf("claim tasks: %w", db.classify(err))
 	}
 	return out, nil
 }
