@@ -270,13 +270,14 @@ type SweepResult struct {
 
 // ChangeFeed is implemented by a store several processes share: it wakes a
 // reader in one process when another process has changed a task, so a
-// check_task waiting on a task that another replica follows returns when
+// check_task waiting on a task that another process follows returns when
 // the task ends rather than at its next poll.
 type ChangeFeed interface {
 	// WatchTask returns a channel that receives a value after each change
-	// of task id written by any process, and whenever changes may have been
-	// missed (changes not yet received coalesce into one), and a func that
-	// ends the watch. A nil channel means the store cannot tell.
+	// of task id that a waiter acts on (an outcome written by UpdateTask,
+	// log entries appended) by any process, and whenever changes may have
+	// been missed (changes not yet received coalesce into one), and a func
+	// that ends the watch. A nil channel means the store cannot tell.
 	WatchTask(id string) (changed <-chan struct{}, stop func())
 }
 

@@ -259,8 +259,9 @@ func TestSharedByTwoOpens(t *testing.T) {
 }
 
 // TestChangeFeedAcrossOpens: a reader watching a task through one open is
-// woken when another open (another process) changes the task, by the
-// change log and the file event, with no timer involved.
+// woken when another open (another process) appends to the task's log or
+// writes its outcome, by the change log and the file event, with no timer
+// involved.
 func TestChangeFeedAcrossOpens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), sqlite.FileName)
 	writer, reader := open(t, path), open(t, path)
@@ -308,7 +309,7 @@ func TestChangeFeedAcrossOpens(t *testing.T) {
 	// Another task's change does not wake this watcher (once the
 	// listener has read it).
 	drain()
-	other.Summary = "x"
+	other.Status, other.Summary = store.StatusCompleted, "x"
 	if err := writer.UpdateTask(ctx, other); err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func TestChangeFeedAcrossOpens(t *testing.T) {
 	}
 	marked, stopMark := reader.WatchTask("mark")
 	defer stopMark()
-	mark.Summary = "y"
+	mark.Status, mark.Summary = store.StatusCompleted, "y"
 	if err := writer.UpdateTask(ctx, mark); err != nil {
 		t.Fatal(err)
 	}

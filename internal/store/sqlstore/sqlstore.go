@@ -307,7 +307,12 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 		WHERE id = ? AND agent = ? AND version = ?` + FenceCond
 	args := []any{string(t.Status), t.EndedAt, data, t.ID, t.Agent, t.Version, t.Fence}
 	var n int64
-	if db.d.ChangeTable {
+	// Waiters in other processes act on an outcome (and on log entries,
+	// which AppendLogs announces), not on the intermediate fields a
+	// follower records (run id, artifacts, recovery): only an outcome is
+	// announced.
+	announce := db.d.Notify != "" && t.Status.Terminal()
+	if announce && db.d.ChangeTable {
 		// The change row commits with the update, or neither does.
 		err = db.tx(ctx, func(tx *txn) error {
 			res, err := tx.ExecContext(ctx, q, args...)
@@ -332,9 +337,10 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 	if n == 0 {
 		return fmt.Errorf("update task %s: %w", t.ID, db.missed(ctx, t.ID, t.Fence))
 	}
-	db.committed()
 	t.Version++
-	if !db.d.ChangeTable {
+	if announce && db.d.ChangeTable {
+		db.committed()
+	} else if announce {
 		db.announce(ctx, db.w, t.ID)
 	}
 	return nil
