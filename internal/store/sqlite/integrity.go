@@ -117,11 +117,11 @@ func checkOnOpen(ctx context.Context, path string) error {
 	return nil
 }
 
-// signalled reports whether the change signal beside path was written,
-// i.e. a store committed here before (listen.go writes it after each commit).
+// signalled reports whether the change signal beside path exists, i.e. a
+// store was opened here before (every Open creates it, listen.go).
 func signalled(path string) bool {
-	st, err := os.Stat(path + signalSuffix)
-	return err == nil && st.Size() > 0
+	_, err := os.Stat(path + signalSuffix)
+	return err == nil
 }
 
 // checkReplaced refuses an empty store file when a non-empty write-ahead
@@ -137,7 +137,7 @@ func checkReplaced(path string) error {
 	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
 		evidence = fmt.Sprintf("its write-ahead log %s-wal holds %d bytes", path, wal.Size())
 	} else if signalled(path) {
-		evidence = fmt.Sprintf("its change signal %s%s shows a store committed here before", path, signalSuffix)
+		evidence = fmt.Sprintf("its change signal %s%s shows a store was opened here before", path, signalSuffix)
 	}
 	if evidence == "" {
 		return nil
