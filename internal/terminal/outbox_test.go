@@ -448,22 +448,78 @@ func TestStaleGenerationRefusesTheCallback(t *testing.T) {
 	}
 }
 
+// memCallbacks is an in-memory CallbackStore, so the outbox loop can run
+// in a synctest bubble (a database pool may not be shared with goroutines
+// outside it).
+type memCallbacks struct {
+	mu  sync.Mutex
+	cbs map[string]store.Callback
+}
+
+func (m *memCallbacks) GetCallback(_ context.Context, id string) (*store.Callback, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cb, ok := m.cbs[id]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return &cb, nil
+}
+
+func (m *memCallbacks) TurnCallbacks(context.Context, string, int) ([]*store.Callback, error) {
+	return nil, errors.New("not used")
+}
+
+func (m *memCallbacks) DueCallbacks(_ context.Context, now int64, _ int) ([]*store.Callback, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*store.Callback
+	for _, cb := range m.cbs {
+		if (cb.Status == store.CallbackPending || cb.Status == store.CallbackFailed) && cb.NextAttemptAt <= now && cb.LeaseUntil < now {
+			out = append(out, &cb)
+		}
+	}
+	return out, nil
+}
+
+func (m *memCallbacks) ClaimCallback(_ context.Context, id, owner string, now, until int64) (*store.Callback, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cb := m.cbs[id]
+	if (cb.Status != store.CallbackPending && cb.Status != store.CallbackFailed) || (cb.LeaseOwner != owner && cb.LeaseUntil >= now) {
+		return nil, store.ErrLeaseLost
+	}
+	cb.LeaseOwner, cb.LeaseToken, cb.LeaseUntil = owner, cb.LeaseToken+1, until
+	m.cbs[id] = cb
+	return &cb, nil
+}
+
+func (m *memCallbacks) SaveCallback(_ context.Context, cb *store.Callback) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur := m.cbs[cb.MessageID]; cur.LeaseOwner != cb.LeaseOwner || cur.LeaseToken != cb.LeaseToken {
+		return store.ErrLeaseLost
+	}
+	m.cbs[cb.MessageID] = *cb
+	return nil
+}
+
+func (m *memCallbacks) RearmCallback(context.Context, string, int64) (*store.Callback, error) {
+	return nil, errors.New("not used")
+}
+
 // TestOutboxRunRetriesOnSchedule runs the outbox loop in a synctest
 // bubble: the gateway is down for two attempts; the third, 5 s + 15 s
 // later, delivers.
 func TestOutboxRunRetriesOnSchedule(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 309)
-	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
-	_, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
-	cs := r.st.(store.CallbackStore)
 	synctest.Test(t, func(t *testing.T) {
+		id := callbackID("turn-x", "msg-x", "fp", "completed")
+		cs := &memCallbacks{cbs: map[string]store.Callback{id: {MessageID: id, TurnID: "turn-20260101T000000-00000000",
+			SessionID: "session-x", SessionKey: "agent:main:s1", Status: store.CallbackPending, NextAttemptAt: time.Now().UnixMilli(),
+			Message: json.RawMessage(`{"id":"` + id + `","type":"done","body":"x","session_id":"session-x","turn_id":"turn-20260101T000000-00000000"}`)}}}
 		gw := newFakeOpenClaw()
 		gw.down = 2
-		// The store's times are real; the bubble's clock starts in 2000.
-		real0, bubble0 := time.UnixMilli(cb.NextAttemptAt), time.Now()
-		now := func() time.Time { return real0.Add(time.Since(bubble0)) }
-		x := NewOutbox(OutboxOptions{Store: cs, Owner: "bubble", Poll: time.Second, Now: now,
+		x := NewOutbox(OutboxOptions{Store: cs, Owner: "bubble", Poll: time.Second,
 			Dial: func(context.Context, string) (Caller, error) { return gw, nil }})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -472,23 +528,15 @@ func TestOutboxRunRetriesOnSchedule(t *testing.T) {
 		var deliveredAfter time.Duration
 		for range 60 {
 			time.Sleep(time.Second)
-			got, err := cs.GetCallback(context.Background(), cb.MessageID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Status == store.CallbackDelivered {
+			if got, _ := cs.GetCallback(ctx, id); got.Status == store.CallbackDelivered {
 				deliveredAfter = time.Since(start)
 				break
 			}
 		}
 		cancel()
 		<-done
-		got, _ := cs.GetCallback(context.Background(), cb.MessageID)
-		if deliveredAfter < 20*time.Second || deliveredAfter > 23*time.Second {
-			t.Logf("status %s attempts %d next %d real0 %d err %q calls %v", got.Status, got.Attempts, got.NextAttemptAt, real0.UnixMilli(), got.LastError, gw.calls)
-		}
-		if deliveredAfter < 20*time.Second || deliveredAfter > 23*time.Second {
-			t.Fatalf("delivered after %s, want 5 s + 15 s after the first attempt", deliveredAfter)
+		if deliveredAfter < 20*time.Second || deliveredAfter > 22*time.Second {
+			t.Fatalf("delivered after %s, want 5 s + 15 s after the first attempt (calls %v)", deliveredAfter, gw.calls)
 		}
 		if gw.count(CallbackMethod) != 3 || gw.runCount() != 1 {
 			t.Fatalf("calls %v", gw.calls)
