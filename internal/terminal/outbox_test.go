@@ -101,7 +101,7 @@ func (f *fakeOpenClaw) runCount() int {
 }
 
 // completedTurn sends a request from origin session S and finishes it.
-func completedTurn(t *testing.T, r *rig, a *fakeAgent, origin, reply string) (string, *store.Callback) {
+func completedTurn(t testing.TB, r *rig, a *fakeAgent, origin, reply string) (string, *store.Callback) {
 	t.Helper()
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: origin})
