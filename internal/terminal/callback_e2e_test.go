@@ -81,7 +81,17 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 		}
 		return n, text
 	}
-	n, text := callbackRuns(S, "FAKE-REPLY: callback e2e 7f3a")
+	// The run's user message is in the history once the run has started.
+	waitCallback := func(marker string) (n int, text string) {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if n, text = callbackRuns(S, marker); n > 0 || time.Now().After(deadline) {
+				return n, text
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	n, text := waitCallback("FAKE-REPLY: callback e2e 7f3a")
 	if n != 1 || !strings.Contains(text, "Turn: "+turnID) || !strings.Contains(text, "Message type: done") {
 		t.Fatalf("chat.history of S: %d callback messages, last %q", n, text)
 	}
@@ -171,7 +181,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	if got2.Status != store.CallbackDelivered {
 		t.Fatalf("after the gateway came back: %+v", got2)
 	}
-	if n, _ := callbackRuns(S, "FAKE-REPLY: after restart 9c1d"); n != 1 {
+	if n, _ := waitCallback("FAKE-REPLY: after restart 9c1d"); n != 1 {
 		t.Fatalf("S has %d callback messages for the second Turn", n)
 	}
 }
