@@ -36,7 +36,8 @@ type connParams struct {
 }
 
 // Handler returns the HTTP handler: /mcp (stateless streamable HTTP, with
-// CORS and authentication), /health, /metrics and / (plain "OK").
+// CORS and authentication), /health, /metrics and / (the pages set by
+// SetPages, else a plain "OK").
 func (s *Server) Handler() http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		p, ok := r.Context().Value(connKey).(connParams)
@@ -58,6 +59,10 @@ func (s *Server) Handler() http.Handler {
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	})
 	mux.Handle("GET /metrics", s.metrics.handler())
+	if s.pages != nil {
+		mux.Handle("/", s.pages)
+		return mux
+	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("OK"))
