@@ -354,4 +354,3 @@ func (d *Dashboard) cancel(w http.ResponseWriter, r *http.Request, q request) {
 	d.hub.notify()
 	http.Redirect(w, r, "/tasks/"+id, http.StatusSeeOther)
 }
-

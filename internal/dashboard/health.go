@@ -14,8 +14,8 @@ import (
 
 // Chart geometry (SVG user units).
 const (
-	chartW, chartH = 600.0, 160.0
-	chartPad       = 28.0
+	chartW, chartH = 1000.0, 200.0
+	chartPad       = 40.0
 	chartBuckets   = 12 // five minutes each over the last hour
 )
 
@@ -39,7 +39,7 @@ type dot struct {
 
 // chart is the last hour of finished tasks, laid out for the template.
 type chart struct {
-	W, H, Pad, Bottom, Right float64
+	W, H, Pad, Bottom, Right, Mid float64
 	Bars                     []bar
 	Dots                     []dot
 	MaxN                     int
@@ -82,6 +82,7 @@ func (d *Dashboard) healthData(ctx context.Context, q request) (healthBody, erro
 // and each finished task's duration as a dot at its end time.
 func buildChart(rows []task.TaskSummary, now time.Time) chart {
 	c := chart{W: chartW, H: chartH, Pad: chartPad, Bottom: chartH - chartPad, Right: chartW - 8}
+	c.Mid = (c.Pad + c.Right) / 2
 	start := now.Add(-time.Hour).UnixMilli()
 	span := float64(time.Hour.Milliseconds())
 	plotW, plotH := c.Right-c.Pad, c.Bottom-8

@@ -45,6 +45,12 @@ func funcs(now func() time.Time) template.FuncMap {
 			return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05 UTC")
 		},
 		"excerpt": excerpt,
+		"shortID": func(id string) string {
+			if len(id) > 8 {
+				return id[:8]
+			}
+			return id
+		},
 	}
 }
 
