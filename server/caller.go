@@ -139,3 +139,9 @@ func (s *Server) GatewayStates() map[string]string {
 
 // Registry returns the agent configuration the tools serve.
 func (s *Server) Registry() *config.Registry { return s.registry }
+
+// SeesAll reports whether the caller sees every principal's work: a caller
+// with no credential (an open loopback server) or any caller under the
+// team view (SharedTaskView). Work that records no owner, such as terminal
+// panes, is shown only to such a caller.
+func (c *Caller) SeesAll() bool { return c.c.seesAll() }

@@ -92,7 +92,7 @@ configuration.`,
 			if len(b.runtimes) > 0 {
 				fmt.Fprintf(env.Stderr, "clawconnect serve: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))
 			}
-			stopTerminals := startTerminalHost(ctx, env, b.shared, logger)
+			svc, stopTerminals := startTerminalHost(ctx, env, b.shared, logger)
 			defer stopTerminals()
 			srv, err := server.New(server.Options{
 				Tasks: b.tasks, Registry: b.registry, Timeouts: &b.timeouts, Auth: authn,
@@ -104,10 +104,15 @@ configuration.`,
 			if err != nil {
 				return err
 			}
-			dash, err := dashboard.New(dashboard.Options{
+			dopts := dashboard.Options{
 				Server: srv, Runtimes: b.runtimes, StoreInfo: storeInfo(getenv(env), b.shared),
 				Feed: changeFeed(b.shared), Logger: logger.With("component", "dashboard"),
-			})
+			}
+			if svc != nil {
+				dopts.Terminals = svc
+				dopts.TerminalRecords, _ = b.shared.(dashboard.TerminalRecords)
+			}
+			dash, err := dashboard.New(dopts)
 			if err != nil {
 				return fmt.Errorf("serve: dashboard: %w", err)
 			}
@@ -117,7 +122,8 @@ configuration.`,
 				if authn.Required() {
 					auth = "a token is required"
 				}
-				fmt.Fprintf(env.Stderr, "clawconnect serve: listening on http://%s/mcp (%s); dashboard at http://%s/\n", a, auth, a)
+				fmt.Fprintf(env.Stderr, "clawconnect serve: listening on http://%s/mcp (%s)\n", a, auth)
+				fmt.Fprintf(env.Stderr, "clawconnect serve: dashboard at http://%s/\n", a)
 			})
 			if err != nil {
 				return listenError(addr, err)

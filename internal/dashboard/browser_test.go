@@ -171,10 +171,25 @@ func TestBrowser(t *testing.T) {
 		shot("10-task-phone"),
 	)
 
+	// Terminals, on an open loopback rig with a fake Turn service (its
+	// cookie replaces the first rig's: cookies ignore the port).
+	tr, _ := terminalRig(t, "", false)
+	do("terminals",
+		chromedp.EmulateViewport(1280, 860),
+		chromedp.Navigate(tr.ts.URL+"/terminals"),
+		visible(`#live.on`),
+		visible(`tr[data-terminal]`),
+		shot("11-terminals"),
+		chromedp.Click(chromedp.CSS(`tr[data-terminal] a`)),
+		visible(`#cancel-turn`),
+		shot("12-turn"),
+		chromedp.Click(chromedp.CSS(`#cancel-turn`)),
+		visible(`#turn-status.t-cancelling`),
+	)
+
 	// Keyboard: Tab from the top reaches the skip link, then the nav.
 	do("keyboard",
-		chromedp.EmulateViewport(1280, 860),
-		chromedp.Navigate(base+"/"),
+		chromedp.Navigate(tr.ts.URL+"/"),
 		visible(`#live.on`),
 		chromedp.KeyEvent("\t"),
 	)

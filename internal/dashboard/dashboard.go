@@ -51,6 +51,11 @@ type Options struct {
 	// Feed, when set, wakes the event streams when another process changes
 	// a task on the page (the store's change feed).
 	Feed store.ChangeFeed
+	// Terminals, when set, adds the Terminals and Turn pages over the
+	// terminal Turn service; TerminalRecords adds binding generations and
+	// Turn event logs to them.
+	Terminals       Terminals
+	TerminalRecords TerminalRecords
 	// Runtimes names the agent-session runtime modules loaded, for Health.
 	Runtimes []string
 	// StoreInfo describes the store for Health ("sqlite /path", "postgres").
@@ -133,6 +138,9 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("POST /tasks/{id}/cancel", d.withSession(d.cancel))
 	m.HandleFunc("GET /sessions", d.withSession(d.sessionsPage))
 	m.HandleFunc("GET /system", d.withSession(d.healthPage))
+	m.HandleFunc("GET /terminals", d.withSession(d.terminalsPage))
+	m.HandleFunc("GET /turns/{id}", d.withSession(d.turnPage))
+	m.HandleFunc("POST /turns/{id}/cancel", d.withSession(d.cancelTurn))
 	m.HandleFunc("GET /events", d.withSession(d.events))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
 	d.mux = m

@@ -67,9 +67,9 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	qs := r.URL.Query()
 	pg := qs.Get("page")
 	switch pg {
-	case "tasks", "task", "sessions", "health":
+	case "tasks", "task", "sessions", "health", "terminals", "turn":
 	default:
-		http.Error(w, "unknown page: use page=tasks, task, sessions or health", http.StatusBadRequest)
+		http.Error(w, "unknown page: use page=tasks, task, sessions, health, terminals or turn", http.StatusBadRequest)
 		return
 	}
 	st := &streamState{sent: map[string]string{}, watch: map[string]func(){}}
@@ -105,7 +105,11 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 			return
 		}
 		flusher.Flush()
-		timer := time.NewTimer(d.o.Refresh)
+		refresh := d.o.Refresh
+		if pg == "terminals" || pg == "turn" {
+			refresh = max(refresh, terminalsRefresh)
+		}
+		timer := time.NewTimer(refresh)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -234,6 +238,22 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 			return nil, err
 		}
 		if err := render("health-live", b); err != nil {
+			return nil, err
+		}
+	case "terminals":
+		b, err := d.terminalsData(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if err := render("terminals-rows", b); err != nil {
+			return nil, err
+		}
+	case "turn":
+		b, err := d.turnData(ctx, q, get("id"))
+		if err != nil {
+			return nil, err
+		}
+		if err := render("turn-live", b); err != nil {
 			return nil, err
 		}
 	}

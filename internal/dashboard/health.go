@@ -40,12 +40,12 @@ type dot struct {
 // chart is the last hour of finished tasks, laid out for the template.
 type chart struct {
 	W, H, Pad, Bottom, Right, Mid float64
-	Bars                     []bar
-	Dots                     []dot
-	MaxN                     int
-	MaxDur                   string
-	Finished                 int
-	Median                   string
+	Bars                          []bar
+	Dots                          []dot
+	MaxN                          int
+	MaxDur                        string
+	Finished                      int
+	Median                        string
 }
 
 // healthBody is the Health page.

@@ -36,7 +36,11 @@ type rig struct {
 // newRig starts the rig; tokens is MCP_USER_TOKENS ("" = open). A task
 // whose text contains HOLD runs until cancelled; one with XSS answers
 // xssReply; any other is answered at once.
-func newRig(t testing.TB, tokens string) *rig {
+func newRig(t testing.TB, tokens string) *rig { return newRigWith(t, tokens, false, nil) }
+
+// newRigWith is newRig with the team view set by shared and the dashboard
+// options changed by edit.
+func newRigWith(t testing.TB, tokens string, shared bool, edit func(*dashboard.Options)) *rig {
 	t.Helper()
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: func(s fakegateway.Submit) fakegateway.Turn {
 		switch {
@@ -62,12 +66,16 @@ func newRig(t testing.TB, tokens string) *rig {
 	}
 	t.Cleanup(b.Close)
 	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(),
-		Auth: config.NewAuthenticator(config.AuthOptions{UserTokens: tokens})})
+		Auth: config.NewAuthenticator(config.AuthOptions{UserTokens: tokens}), SharedTaskView: shared})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dashboard.New(dashboard.Options{Server: srv, Runtimes: []string{"local-tmux"}, StoreInfo: "SQLite (test)",
-		Refresh: 200 * time.Millisecond})
+	o := dashboard.Options{Server: srv, Runtimes: []string{"local-tmux"}, StoreInfo: "SQLite (test)",
+		Refresh: 200 * time.Millisecond}
+	if edit != nil {
+		edit(&o)
+	}
+	d, err := dashboard.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
