@@ -67,10 +67,6 @@ func openTerminalStore(ctx context.Context, env Env) (store.TerminalStore, func(
 	}
 	db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(config.Home(g), sqlite.FileName)})
 	if err != nil {
-		if errors.Is(err, store.ErrLocked) {
-			return nil, nil, fmt.Errorf("%w\nAnother clawconnect process holds the store without serving terminal turns; "+
-				"start `clawconnect terminal daemon` instead of it, or use PostgreSQL (CLAWCONNECT_DATABASE_URL)", err)
-		}
 		return nil, nil, err
 	}
 	return db, db.Close, nil
