@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clawconnect/clawconnect/internal/dashboard"
 )
 
 func TestPagesRenderAndEscape(t *testing.T) {
@@ -196,6 +198,11 @@ func TestEventStream(t *testing.T) {
 	b.post("/tasks/"+held+"/cancel", url.Values{"csrf": {csrfOf(t, page)}}, "self")
 	tp.until(t, "s-cancelled")
 
+	gone := openStream(ctx, t, b, "/events?page=task&id=no-such-task")
+	gone.until(t, "event: gone")
+	for range gone.lines {
+		// the server ends the stream
+	}
 	if code, _, _ := b.get("/events?page=nope"); code != http.StatusBadRequest {
 		t.Errorf("unknown page: %d, want 400", code)
 	}
@@ -241,4 +248,23 @@ func (s *stream) until(t *testing.T, want string) {
 		}
 	}
 	t.Fatalf("stream ended before %q", want)
+}
+
+// TestEventStreamWakesOnChangeFeed: with no periodic re-read, a task page
+// still sees its task end, because the store's change feed announces it.
+func TestEventStreamWakesOnChangeFeed(t *testing.T) {
+	r := newRigWith(t, "", false, func(o *dashboard.Options) {
+		if o.Feed == nil {
+			t.Skip("the store has no change feed")
+		}
+		o.Refresh = time.Hour
+	})
+	b := r.browser(t)
+	b.get("/")
+	id := r.run(t, "alpha", "SLOW work", "")
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	s := openStream(ctx, t, b, "/events?page=task&id="+id+"&cursor=0")
+	s.until(t, "event: live")
+	s.until(t, "s-completed")
 }

@@ -93,8 +93,13 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 		var buf bytes.Buffer
 		running, err := d.streamOnce(ctx, &buf, q, pg, qs, st, first)
 		if err != nil {
+			// The page's subject is gone or may not be shown (or the
+			// service failed): say so once and end the stream.
 			d.o.Logger.Debug("dashboard stream", "page", pg, "err", err)
 			fmt.Fprintf(&buf, "event: gone\ndata: %s\n\n", mustJSON(err.Error()))
+			_, _ = w.Write(buf.Bytes())
+			flusher.Flush()
+			return
 		}
 		first = false
 		d.syncWatches(st, running, announced)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/dashboard"
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
 )
@@ -72,6 +73,7 @@ func newRigWith(t testing.TB, tokens string, shared bool, edit func(*dashboard.O
 	}
 	o := dashboard.Options{Server: srv, Runtimes: []string{"local-tmux"}, StoreInfo: "SQLite (test)",
 		Refresh: 200 * time.Millisecond}
+	o.Feed, _ = b.SharedStore().(store.ChangeFeed)
 	if edit != nil {
 		edit(&o)
 	}
