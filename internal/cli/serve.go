@@ -108,6 +108,7 @@ configuration.`,
 				Server: srv, Runtimes: b.runtimes, StoreInfo: storeInfo(getenv(env), b.shared),
 				Feed: changeFeed(b.shared), Logger: logger.With("component", "dashboard"),
 			}
+			dopts.Processes, _ = b.shared.(dashboard.ProcessLister)
 			if svc != nil {
 				dopts.Terminals = svc
 				dopts.TerminalRecords, _ = b.shared.(dashboard.TerminalRecords)

@@ -56,6 +56,9 @@ type Options struct {
 	// Turn event logs to them.
 	Terminals       Terminals
 	TerminalRecords TerminalRecords
+	// Processes, when set, lists the processes sharing the store on the
+	// Health page (the store's process registry).
+	Processes ProcessLister
 	// Runtimes names the agent-session runtime modules loaded, for Health.
 	Runtimes []string
 	// StoreInfo describes the store for Health ("sqlite /path", "postgres").
@@ -70,6 +73,12 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// ProcessLister lists the processes sharing the store (part of
+// store.ProcessRegistry).
+type ProcessLister interface {
+	Processes(ctx context.Context) ([]store.Process, error)
 }
 
 // Dashboard serves the pages, the static assets and the event stream. It is

@@ -29,7 +29,7 @@ func TestPagesRenderAndEscape(t *testing.T) {
 		{"/tasks/" + done, []string{"Task <span class=\"mono\">" + done, "&lt;script&gt;document.title=", "please check XSS handling", "log-rows"}},
 		{"/tasks/" + held, []string{"Cancel task", `name="csrf"`}},
 		{"/sessions", []string{"<h1>Sessions</h1>", `href="/tasks/` + done + `"`, "&lt;script&gt;"}},
-		{"/system", []string{"<h1>Health</h1>", "alpha", "local-tmux", "SQLite (test)", "<svg class=\"chart\"", "1 finished"}},
+		{"/system", []string{"<h1>Health</h1>", "alpha", "local-tmux", "SQLite (test)", "<svg class=\"chart\"", "1 finished", "Processes sharing the store"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

@@ -48,13 +48,23 @@ type chart struct {
 	Median                        string
 }
 
+// process is one process sharing the store, on the Health page.
+type process struct {
+	Role, Host      string
+	PID             int64
+	Started, LastUp int64
+	Tasks           int
+}
+
 // healthBody is the Health page.
 type healthBody struct {
-	Gateways []gateway
-	Runtimes []string
-	Store    string
-	Counts   map[string]int
-	Chart    chart
+	Gateways  []gateway
+	Runtimes  []string
+	Store     string
+	Counts    map[string]int
+	Processes []process
+	ProcErr   string
+	Chart     chart
 }
 
 func (d *Dashboard) healthData(ctx context.Context, q request) (healthBody, error) {
@@ -73,6 +83,16 @@ func (d *Dashboard) healthData(ctx context.Context, q request) (healthBody, erro
 	}
 	for _, r := range rows {
 		b.Counts[string(r.Status)]++
+	}
+	if d.o.Processes != nil {
+		ps, err := d.o.Processes.Processes(ctx)
+		if err != nil {
+			d.o.Logger.Warn("dashboard: list processes", "err", err)
+			b.ProcErr = "the store could not list its processes; see the server log"
+		}
+		for _, p := range ps {
+			b.Processes = append(b.Processes, process{Role: p.Role, Host: p.Host, PID: p.PID, Started: p.StartedAt, LastUp: p.HeartbeatAt, Tasks: len(p.Tasks)})
+		}
 	}
 	b.Chart = buildChart(rows, d.o.Now())
 	return b, nil

@@ -74,6 +74,7 @@ func newRigWith(t testing.TB, tokens string, shared bool, edit func(*dashboard.O
 	o := dashboard.Options{Server: srv, Runtimes: []string{"local-tmux"}, StoreInfo: "SQLite (test)",
 		Refresh: 200 * time.Millisecond}
 	o.Feed, _ = b.SharedStore().(store.ChangeFeed)
+	o.Processes, _ = b.SharedStore().(dashboard.ProcessLister)
 	if edit != nil {
 		edit(&o)
 	}
