@@ -100,8 +100,7 @@ func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalS
 		_ = closeStore()
 		return nil, err
 	}
-	ex, _ := st.(interface{ Exclusive() bool })
-	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Exclusive: ex != nil && ex.Exclusive()})
+	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal send"})
 	return &terminalStack{api: svc, svc: svc, host: host, close: func() { _ = closeStore() }}, nil
 }
 
@@ -458,8 +457,7 @@ was not accepted or whose outcome is uncertain releases the pane for new sends
 // runTerminalHost runs the monitor host over svc and serves its socket
 // until ctx ends.
 func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal) error {
-	ex, _ := st.(interface{ Exclusive() bool })
-	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Exclusive: ex != nil && ex.Exclusive()})
+	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal host"})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)

@@ -166,9 +166,20 @@ func (db *DB) RenewLeases(ctx context.Context, owner string, until int64, ids []
 	return db.RenewRows(ctx, tasksTable, owner, until, ids)
 }
 
-// ReleaseLeases implements store.Store.
+// ReleaseLeases implements store.Store. With ids nil it also ends the
+// owner's Turn monitor leases, so whoever proves a process dead (a task
+// manager or a terminal host) frees everything it followed.
 func (db *DB) ReleaseLeases(ctx context.Context, owner string, ids []string) (int, error) {
-	return db.ReleaseRows(ctx, tasksTable, owner, ids)
+	n, err := db.ReleaseRows(ctx, tasksTable, owner, ids)
+	if err != nil || ids != nil {
+		return n, err
+	}
+	res, err := db.w.ExecContext(ctx, `UPDATE term_monitor_leases SET lease_until = 0 WHERE owner = ? AND lease_until > 0`, owner)
+	if err != nil {
+		return n, fmt.Errorf("release monitor leases of %s: %w", owner, db.classify(err))
+	}
+	m, _ := res.RowsAffected()
+	return n + int(m), nil
 }
 
 // chunks yields ids in slices of at most idChunk.
