@@ -102,8 +102,32 @@ func TestAuthRequired(t *testing.T) {
 			t.Errorf("cookie %q lacks %s", c, w)
 		}
 	}
-	if code, _, body := anon.get("/"); code != http.StatusOK || !strings.Contains(body, id) || !strings.Contains(body, "alice") {
+	code, _, page := anon.get("/")
+	if code != http.StatusOK || !strings.Contains(page, id) || !strings.Contains(page, "alice") {
 		t.Errorf("signed in: %d", code)
+	}
+	// Signing out needs the form's token, and ends the session.
+	if code, _, _ := anon.post("/logout", url.Values{}, "self"); code != http.StatusForbidden {
+		t.Errorf("logout without the token: %d, want 403", code)
+	}
+	if code, _, _ := anon.post("/logout", url.Values{"csrf": {csrfOf(t, page)}}, "self"); code != http.StatusSeeOther {
+		t.Errorf("logout: %d, want 303", code)
+	}
+	if code, _, _ := anon.get("/"); code != http.StatusUnauthorized {
+		t.Errorf("after logout: %d, want 401", code)
+	}
+}
+
+func TestOpenLoopbackNeedsNoSignIn(t *testing.T) {
+	r := newRig(t, "")
+	b := r.browser(t)
+	code, h, _ := b.get("/login")
+	if code != http.StatusSeeOther || h.Get("Location") != "/" {
+		t.Errorf("login page of an open server: %d to %q, want 303 to /", code, h.Get("Location"))
+	}
+	code, h, _ = b.get("/")
+	if code != http.StatusOK || !strings.Contains(h.Get("Set-Cookie"), "SameSite=Strict") {
+		t.Errorf("open server: %d, cookie %q", code, h.Get("Set-Cookie"))
 	}
 }
 
