@@ -122,8 +122,10 @@ func (c *Caller) CancelTask(ctx context.Context, taskID string) (res task.Cancel
 	if r.IsError {
 		return task.CancelResult{}, "", refusal(r)
 	}
-	if t, ok := r.Content[0].(*mcp.TextContent); ok {
-		note = t.Text
+	for _, c := range r.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			note += t.Text
+		}
 	}
 	return out.(task.CancelResult), note, nil
 }
