@@ -30,6 +30,11 @@
     state(JSON.parse(ev.data), "off");
     es.close();
   });
-  es.onerror = function () { state("reconnecting…", "off"); };
+  es.onerror = function () {
+    // A refused stream (signed out) is closed for good; anything else
+    // reconnects by itself.
+    if (es.readyState === EventSource.CLOSED) state("offline: reload the page", "off");
+    else state("reconnecting…", "off");
+  };
   es.onopen = function () { state("live", "on"); };
 })();
