@@ -72,13 +72,14 @@ func (c *Caller) ListTasks(ctx context.Context, view task.ListView) ([]task.Task
 	return out.(taskList).Tasks, nil
 }
 
-// GetTask is get_task at the given detail (never "prompt"). A task the
+// GetTask is get_task at the given detail (never "prompt"); with updates,
+// the log entries after knownLogCount (0: the latest window). A task the
 // caller may not see is refused exactly as a missing one.
-func (c *Caller) GetTask(ctx context.Context, taskID string, detail task.Detail) (task.TaskDetail, error) {
+func (c *Caller) GetTask(ctx context.Context, taskID string, detail task.Detail, knownLogCount int64) (task.TaskDetail, error) {
 	if detail == task.DetailPrompt {
 		return task.TaskDetail{}, fmt.Errorf("%w: the prompt preset has its own call", ErrRefused)
 	}
-	r, out, err := c.c.getTask(ctx, nil, GetTaskInput{TaskID: taskID, Detail: string(detail)})
+	r, out, err := c.c.getTask(ctx, nil, GetTaskInput{TaskID: taskID, Detail: string(detail), KnownLogCount: knownLogCount})
 	if err != nil {
 		return task.TaskDetail{}, err
 	}

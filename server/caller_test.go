@@ -32,13 +32,13 @@ func TestCallerIsTheTools(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].TaskID != res.JobID {
 		t.Fatalf("ListTasks = %+v, %v", rows, err)
 	}
-	if d, err := c.GetTask(ctx, res.JobID, task.DetailSummary); err != nil || d.Status != "running" {
+	if d, err := c.GetTask(ctx, res.JobID, task.DetailSummary, 0); err != nil || d.Status != "running" {
 		t.Fatalf("GetTask = %+v, %v", d, err)
 	}
 	if p, err := c.GetPrompt(ctx, res.JobID); err != nil || p.Prompt.Task != "work" {
 		t.Fatalf("GetPrompt = %+v, %v", p, err)
 	}
-	if _, err := c.GetTask(ctx, "missing", task.DetailSummary); !errors.Is(err, server.ErrRefused) {
+	if _, err := c.GetTask(ctx, "missing", task.DetailSummary, 0); !errors.Is(err, server.ErrRefused) {
 		t.Errorf("GetTask of a missing task: %v, want ErrRefused", err)
 	}
 	if _, _, err := c.CancelTask(ctx, ""); !errors.Is(err, server.ErrRefused) || !strings.Contains(err.Error(), "taskId") {

@@ -290,5 +290,6 @@ func TestEventStreamWakesOnChangeFeed(t *testing.T) {
 	defer cancel()
 	s := openStream(ctx, t, b, "/events?page=task&id="+id+"&cursor=0")
 	s.until(t, "event: live")
+	s.until(t, "Agent lifecycle: end") // a log row appended
 	s.until(t, "s-completed")
 }

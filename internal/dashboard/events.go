@@ -205,7 +205,7 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 		}
 	case "task":
 		id := get("id")
-		t, err := q.caller.GetTask(ctx, id, task.DetailFull)
+		t, err := q.caller.GetTask(ctx, id, task.DetailFull, st.cursor)
 		if err != nil {
 			return nil, err
 		}

@@ -167,7 +167,7 @@ type taskBody struct {
 }
 
 func (d *Dashboard) taskData(ctx context.Context, q request, id string) (taskBody, error) {
-	t, err := q.caller.GetTask(ctx, id, task.DetailFull)
+	t, err := q.caller.GetTask(ctx, id, task.DetailFull, 0)
 	if err != nil {
 		return taskBody{}, err
 	}
