@@ -36,8 +36,8 @@ type connParams struct {
 }
 
 // Handler returns the HTTP handler: /mcp (stateless streamable HTTP, with
-// CORS and authentication), /health, /metrics and / (the pages set by
-// SetPages, else a plain "OK").
+// CORS and authentication), /metrics (authenticated like /mcp), /health and
+// / (the pages set by SetPages, else a plain "OK").
 func (s *Server) Handler() http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		p, ok := r.Context().Value(connKey).(connParams)
@@ -58,7 +58,9 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	})
-	mux.Handle("GET /metrics", s.metrics.handler())
+	// Metrics count tasks by status and agent: with auth on they need a
+	// credential too (a scraper sends it as a Bearer token).
+	mux.Handle("GET /metrics", s.withAuth(s.metrics.handler()))
 	if s.pages != nil {
 		mux.Handle("/", s.pages)
 		return mux

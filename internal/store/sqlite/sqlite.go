@@ -71,6 +71,14 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	if err := errors.Join(checkReplaced(o.Path), checkOnOpen(ctx, o.Path)); err != nil {
 		return fail(err)
 	}
+	// The store holds prompts and replies: only its user may read it, even
+	// in a directory others can enter. SQLite gives its -wal and -shm files
+	// the database file's mode.
+	f, err := os.OpenFile(o.Path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fail(err)
+	}
+	_ = f.Close()
 	// Every write transaction begins IMMEDIATE: it takes the file's write
 	// lock first (waiting at most BusyTimeout for another process), since
 	// a deferred one that reads then writes fails at once when another

@@ -402,3 +402,29 @@ func TestConcurrentFirstOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNewStoreIsPrivate: a new store file, and the write-ahead log SQLite
+// makes beside it, are readable by their user only, whatever the umask and
+// the directory's mode.
+func TestNewStoreIsPrivate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, sqlite.FileName)
+	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, p := range []string{path, path + "-wal"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := st.Mode().Perm(); mode&0o077 != 0 {
+			t.Errorf("%s has mode %v; want no access for group and others", filepath.Base(p), mode)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 )
@@ -37,6 +38,7 @@ func Run(t *testing.T, newStore NewStore) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"CreateGetRoundTrip", testRoundTrip},
+		{"EveryFieldSurvives", testEveryFieldSurvives},
 		{"Scope", testScope},
 		{"SessionBusy", testSessionBusy},
 		{"ConcurrentSubmitsOneWins", testConcurrentSubmits},
@@ -99,6 +101,43 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	}
 	if _, err := s.GetTask(ctx, "main", "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetTask(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+// storeOwned are the Task fields the store itself maintains (counters,
+// leases, versions) rather than keeping what the caller wrote.
+var storeOwned = []string{"LogCount", "PollCount", "LastPollAt", "Owner", "LeaseUntil", "Fence", "Version"}
+
+// testEveryFieldSurvives fills every field of a task by reflection (so a
+// field added later is covered without touching this test), then checks
+// that create and update keep each one.
+func testEveryFieldSurvives(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	ignore := cmpopts.IgnoreFields(store.Task{}, storeOwned...)
+	want := Task("every-field", "main", "agent:main:every-field", 1)
+	fill(want, 1, append([]string{"ID", "Agent", "SessionKey", "Status"}, storeOwned...)...)
+	if err := s.CreateTask(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetTask(ctx, "main", want.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got, ignore); diff != "" {
+		t.Fatalf("a created task lost fields (-want +got):\n%s", diff)
+	}
+	// A task's identity and start time are fixed at creation.
+	fill(got, 2, append([]string{"ID", "Agent", "SessionKey", "StartedAt"}, storeOwned...)...)
+	got.Status = store.StatusCompleted
+	if err := s.UpdateTask(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.GetTask(ctx, "main", want.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got, again, ignore); diff != "" {
+		t.Fatalf("an updated task lost fields (-want +got):\n%s", diff)
 	}
 }
 
