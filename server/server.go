@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -76,6 +77,7 @@ type Server struct {
 	origins  originPolicy
 	limits   Limits
 	shared   bool
+	pages    http.Handler // SetPages; nil serves a plain "OK" at /
 
 	mu    sync.Mutex
 	cache map[string]*mcp.Server // per scope+identity, bounded by maxCachedServers

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/dashboard"
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/server"
 )
 
@@ -41,10 +43,11 @@ func serveCmd(env Env, open opener) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the task-bridge MCP tools over streamable HTTP",
+		Short: "Serve the task-bridge MCP tools over streamable HTTP, and the dashboard",
 		Long: `Serve the task-bridge MCP tools over stateless streamable HTTP at /mcp, with
-/health and Prometheus /metrics, until interrupted (SIGINT or SIGTERM), then
-shut down gracefully.
+/health, Prometheus /metrics and a live web dashboard at / (tasks, sessions,
+health; a browser signs in with the same token as /mcp), until interrupted
+(SIGINT or SIGTERM), then shut down gracefully.
 
 Authentication: personal tokens from MCP_USER_TOKENS ("Name:token,...") and
 MCP_USER_TOKENS_FILE (JSON, re-read when it changes), or the shared
@@ -89,7 +92,7 @@ configuration.`,
 			if len(b.runtimes) > 0 {
 				fmt.Fprintf(env.Stderr, "clawconnect serve: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))
 			}
-			stopTerminals := startTerminalHost(ctx, env, b.shared, logger)
+			svc, stopTerminals := startTerminalHost(ctx, env, b.shared, logger)
 			defer stopTerminals()
 			srv, err := server.New(server.Options{
 				Tasks: b.tasks, Registry: b.registry, Timeouts: &b.timeouts, Auth: authn,
@@ -101,12 +104,27 @@ configuration.`,
 			if err != nil {
 				return err
 			}
+			dopts := dashboard.Options{
+				Server: srv, Runtimes: b.runtimes, StoreInfo: storeInfo(getenv(env), b.shared),
+				Feed: changeFeed(b.shared), Logger: logger.With("component", "dashboard"),
+			}
+			dopts.Processes, _ = b.shared.(dashboard.ProcessLister)
+			if svc != nil {
+				dopts.Terminals = svc
+				dopts.TerminalRecords, _ = b.shared.(dashboard.TerminalRecords)
+			}
+			dash, err := dashboard.New(dopts)
+			if err != nil {
+				return fmt.Errorf("serve: dashboard: %w", err)
+			}
+			srv.SetPages(dash)
 			err = srv.ListenAndServe(ctx, addr, grace, func(a net.Addr) {
 				auth := "open: no credentials configured"
 				if authn.Required() {
 					auth = "a token is required"
 				}
 				fmt.Fprintf(env.Stderr, "clawconnect serve: listening on http://%s/mcp (%s)\n", a, auth)
+				fmt.Fprintf(env.Stderr, "clawconnect serve: dashboard at http://%s/\n", a)
 			})
 			if err != nil {
 				return listenError(addr, err)
@@ -131,4 +149,25 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// storeInfo describes the store for the dashboard's Health page, without
+// credentials.
+func storeInfo(g func(string) string, shared any) string {
+	kind := "SQLite under " + config.Home(g)
+	if strings.TrimSpace(g("CLAWCONNECT_DATABASE_URL")) != "" {
+		kind = "PostgreSQL (CLAWCONNECT_DATABASE_URL)"
+	}
+	if shared == nil {
+		return kind + ", read through another process"
+	}
+	return kind
+}
+
+// changeFeed returns the store's cross-process change feed, if it has one.
+func changeFeed(shared any) store.ChangeFeed {
+	if f, ok := shared.(store.ChangeFeed); ok {
+		return f
+	}
+	return nil
 }
