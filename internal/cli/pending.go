@@ -70,6 +70,15 @@ func (p *pendingTasks) wait(ctx context.Context) (server.Tasks, error) {
 	return p.b.tasks, nil
 }
 
+// sharedStore waits for the backend and returns the store it owns (nil
+// when it owns none).
+func (p *pendingTasks) sharedStore(ctx context.Context) (any, error) {
+	if _, err := p.wait(ctx); err != nil {
+		return nil, err
+	}
+	return p.b.shared, nil
+}
+
 // errPendingClosed is what calls get once close ran before anything
 // started the open.
 var errPendingClosed = errors.New("task service closed")

@@ -480,17 +480,18 @@ func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *
 }
 
 // startTerminalHost runs the terminal monitor host on shared (the store
-// serve owns) in the background; the returned func stops it. Terminal turns
-// are optional for serve: a failure is logged, never fatal.
-func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Logger) func() {
+// serve owns) in the background and returns its Service (nil when none
+// runs); the returned func stops it. Terminal turns are optional for serve:
+// a failure is logged, never fatal.
+func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Logger) (*terminal.Service, func()) {
 	st, ok := shared.(store.TerminalStore)
 	if !ok {
-		return func() {}
+		return nil, func() {}
 	}
 	svc, c, err := newTerminalService(env, st, logger)
 	if err != nil {
 		logger.Warn("terminal turns disabled", "err", err)
-		return func() {}
+		return nil, func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -500,7 +501,7 @@ func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Lo
 			logger.Warn("terminal monitor host stopped", "err", err)
 		}
 	}()
-	return func() { cancel(); <-done }
+	return svc, func() { cancel(); <-done }
 }
 
 func terminalDaemonCmd(env Env) *cobra.Command {
