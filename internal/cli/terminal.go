@@ -143,7 +143,8 @@ dialog open, process changed, Turn failed), 2 bad arguments or a malformed id,
   clawconnect terminal status turn-20260101T120000-1a2b3c4d --json`,
 	}
 	cmd.AddCommand(terminalListCmd(env), terminalSendCmd(env), terminalStatusCmd(env), terminalRespondCmd(env),
-		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalDaemonCmd(env))
+		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalDaemonCmd(env),
+		terminalModuleCmd(env))
 	return cmd
 }
 
