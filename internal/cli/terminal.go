@@ -34,6 +34,7 @@ type terminalAPI interface {
 	Cancel(ctx context.Context, turnID string) (terminal.TurnView, error)
 	Renew(ctx context.Context, turnID string, minutes float64) (terminal.TurnView, error)
 	Close(ctx context.Context, turnID, reason string) (terminal.TurnView, error)
+	SessionFile(ctx context.Context, turnID string) (terminal.SessionFile, error)
 }
 
 var (

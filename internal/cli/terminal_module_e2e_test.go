@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,8 @@ import (
 // a Codex-in-tmux terminal Session (runtime tmux-terminal, served by
 // `clawconnect terminal module` as an operator-configured module), and
 // whose OpenClaw parent turn ends with no text, is answered from the
-// Session's last Turn (tier 3, resultSource "agent-session").
+// Session's last Turn (tier 3, resultSource "agent-session"); then exec
+// --runtime codex-tmux --terminal drives the same pane through the executor.
 func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 	model := fakemodel.New(t, fakemodel.Options{})
 	tui := realtui.Require(t, realcli.Codex, model, realtui.Options{Width: 200, Height: 50})
@@ -158,5 +160,30 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 	t.Logf("status %v resultSource %v summary %q agentSession %v", snap["status"], snap["resultSource"], snap["summary"], snap["agentSession"])
 	if snap["status"] != "completed" || snap["resultSource"] != agentsession.ResultSourceAgentSession || snap["summary"] != answer {
 		t.Errorf("status %v resultSource %v summary %q, want completed from the agent session with %q", snap["status"], snap["resultSource"], snap["summary"], answer)
+	}
+
+	// The same pane through the executor: exec --runtime codex-tmux.
+	out, err = run(ctx, "exec", "--runtime", "codex-tmux", "--terminal", row.ID, "--json", "ECHO=exec-terminal-ok")
+	if err != nil {
+		t.Fatalf("exec: %v\n%s", err, out)
+	}
+	var kinds []string
+	var text, reason string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("exec --json line %q: %v", line, err)
+		}
+		k, _ := ev["kind"].(string)
+		kinds = append(kinds, k)
+		if k == "text-delta" {
+			text += ev["text"].(string)
+		}
+		if k == "done" {
+			reason, _ = ev["reason"].(string)
+		}
+	}
+	if text != "exec-terminal-ok" || reason != "success" || kinds[len(kinds)-1] != "done" {
+		t.Errorf("exec events %v, text %q, done %q; want the reply and done: success", kinds, text, reason)
 	}
 }

@@ -91,6 +91,7 @@ func Handler(s *Service) http.Handler {
 	op("renew", func(ctx context.Context, r apiRequest) (any, error) { return s.Renew(ctx, r.TurnID, r.Minutes) })
 	op("close", func(ctx context.Context, r apiRequest) (any, error) { return s.Close(ctx, r.TurnID, r.Reason) })
 	op("session", func(ctx context.Context, r apiRequest) (any, error) { return s.Session(ctx, r.SessionID) })
+	op("file", func(ctx context.Context, r apiRequest) (any, error) { return s.SessionFile(ctx, r.TurnID) })
 	op("detach", func(ctx context.Context, r apiRequest) (any, error) { return s.Detach(ctx, r.SessionID, r.Reason) })
 	return mux
 }
@@ -246,4 +247,9 @@ func (c *Client) Session(ctx context.Context, sessionID string) (out SessionView
 // Detach calls Service.Detach.
 func (c *Client) Detach(ctx context.Context, sessionID, reason string) (out SessionView, err error) {
 	return out, c.call(ctx, "detach", apiRequest{SessionID: sessionID, Reason: reason}, &out)
+}
+
+// SessionFile calls Service.SessionFile.
+func (c *Client) SessionFile(ctx context.Context, turnID string) (out SessionFile, err error) {
+	return out, c.call(ctx, "file", apiRequest{TurnID: turnID}, &out)
 }

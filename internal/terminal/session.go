@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -114,4 +115,41 @@ func (s *Service) Detach(ctx context.Context, sessionID, reason string) (Session
 		return s.Session(ctx, sessionID)
 	}
 	return SessionView{}, fmt.Errorf("detach: session %s keeps changing; try again", sessionID)
+}
+
+// SessionFile is where a Turn's native record starts: the agent's session
+// file (Codex rollout, Claude Code transcript) and the byte offset, just
+// after a newline, from which the Turn's records follow.
+type SessionFile struct {
+	TurnID string `json:"turn_id"`
+	Agent  string `json:"agent"`
+	// Path is empty while a virgin Codex pane's rollout is not bound yet.
+	Path   string `json:"path,omitempty"`
+	Offset int64  `json:"offset_bytes"`
+}
+
+// SessionFile returns the session file and anchor of the Turn, from its
+// acceptance evidence when the agent took the request (a virgin Codex
+// anchor is bound there), else from the anchor taken before Enter.
+func (s *Service) SessionFile(ctx context.Context, turnID string) (SessionFile, error) {
+	t, err := s.turn(ctx, turnID)
+	if err != nil {
+		return SessionFile{}, fmt.Errorf("session file: %w", err)
+	}
+	out := SessionFile{TurnID: t.TurnID, Agent: t.Agent}
+	raw := t.Takeover.Submission.AcceptanceEvidence
+	if len(raw) == 0 {
+		raw = t.Takeover.Submission.Anchor
+	}
+	var a struct {
+		Path   string `json:"path"`
+		Offset int64  `json:"offset_bytes"`
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
+			return out, fmt.Errorf("session file: turn %s: %w", turnID, err)
+		}
+	}
+	out.Path, out.Offset = a.Path, a.Offset
+	return out, nil
 }
