@@ -71,29 +71,39 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 		}
 	}
 
-	// A first Turn makes the pane a managed Session.
-	var row terminal.TerminalRow
-	for {
-		out, err := run(ctx, "terminal", "list", "--json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var res terminal.ListResult
-		if err := json.Unmarshal([]byte(out), &res); err != nil {
-			t.Fatalf("list --json: %v\n%s", err, out)
-		}
-		if len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
-			if res.Terminals[0].ID == row.ID {
-				break
+	// sendable waits until the pane is listed with a send action in two
+	// listings in a row (Codex's launcher hands over to its native binary;
+	// the TUI redraws a moment after a Turn ends).
+	sendable := func() terminal.TerminalRow {
+		t.Helper()
+		var row terminal.TerminalRow
+		for {
+			out, err := run(ctx, "terminal", "list", "--json")
+			if err != nil {
+				t.Fatal(err)
 			}
-			row = res.Terminals[0]
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no sendable Codex pane listed:\n%s", out)
-		case <-time.After(300 * time.Millisecond):
+			var res terminal.ListResult
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("list --json: %v\n%s", err, out)
+			}
+			if len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
+				if res.Terminals[0].ID == row.ID {
+					return row
+				}
+				row = res.Terminals[0]
+			} else {
+				row = terminal.TerminalRow{}
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("no sendable Codex pane listed:\n%s", out)
+			case <-time.After(300 * time.Millisecond):
+			}
 		}
 	}
+
+	// A first Turn makes the pane a managed Session.
+	row := sendable()
 	out, err := run(ctx, "terminal", "send", "--terminal", row.ID, "--wait", "--timeout", "90s", "--json", "ECHO=first-turn")
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +116,7 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 	// The parent turn: while it runs, the Session answers a second Turn;
 	// then the parent ends with no text.
 	const answer = "terminal-session-answer"
+	sendable()
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw"})
 	sendErr := make(chan error, 1)
 	fg.SetScript(func(sub fakegateway.Submit) fakegateway.Turn {
@@ -163,6 +174,7 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 	}
 
 	// The same pane through the executor: exec --runtime codex-tmux.
+	sendable()
 	out, err = run(ctx, "exec", "--runtime", "codex-tmux", "--terminal", row.ID, "--json", "ECHO=exec-terminal-ok")
 	if err != nil {
 		t.Fatalf("exec: %v\n%s", err, out)
