@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/task"
@@ -37,19 +37,33 @@ type BridgeOptions struct {
 	Runtimes *agentsession.Registry
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
-	// PrivateStoreWhenLocked makes Open fall back to a temporary private
-	// SQLite store when another process holds the shared one (tasks of
-	// this process then do not survive it). Meant for stdio servers, which
-	// every MCP client starts on its own.
-	PrivateStoreWhenLocked bool
-	// ReadOnlyWhenLocked makes Open read the shared SQLite store without
-	// owning it when another process holds it: reads see what that process
-	// writes, writes fail, and running tasks are left to their owner. Meant
-	// for commands that only read (status, logs, sessions).
-	ReadOnlyWhenLocked bool
+	// Follow says which running tasks this process follows; the zero
+	// value is FollowAll. Every process shares the store (and its tasks)
+	// whatever it follows.
+	Follow Follow
+	// Role names the process in the store's process registry ("serve",
+	// "mcp", "run"); "" means "bridge".
+	Role string
 	// DialTimeout bounds each lazy gateway connect; zero means 15 s.
 	DialTimeout time.Duration
 }
+
+// Follow says which running tasks a bridge's task managers follow (hold
+// leases on and drive to an outcome).
+type Follow int
+
+const (
+	// FollowAll follows the tasks this process submits and takes over any
+	// running task whose lease is free or expired (serve, mcp).
+	FollowAll Follow = iota
+	// FollowOwn follows only the tasks this process submits, releasing
+	// them when it exits (one-shot commands such as run).
+	FollowOwn
+	// FollowNone follows nothing and starts no task manager: reads only
+	// (status, logs, sessions). A wait on a running task is woken by the
+	// store's change feed.
+	FollowNone
+)
 
 // Bridge is the running task bridge: the agent configuration, the store,
 // one lazily dialled gateway connection and one task manager per agent. It
@@ -59,9 +73,6 @@ type Bridge struct {
 	registry *config.Registry
 	timeouts config.Timeouts
 	st       interface{ Close() error }
-	tempDir  string
-	private  bool
-	readOnly bool
 	managers map[string]*task.Manager
 	gateways map[string]*lazyGateway
 	order    []string
@@ -94,10 +105,13 @@ func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		registry: reg, timeouts: config.LoadTimeouts(getenv),
 		managers: map[string]*task.Manager{}, gateways: map[string]*lazyGateway{},
 	}
-	st, err := b.openStore(ctx, getenv, o, logger)
+	st, err := b.openStore(ctx, getenv)
 	if err != nil {
 		return nil, err
 	}
+	// One lease owner for the whole process, whatever its agents.
+	self := owner.Self()
+	role := cmp.Or(o.Role, "bridge")
 	headers, err := gateway.ParseHeaders(getenv("CLAWCONNECT_GATEWAY_HEADERS"))
 	if err != nil {
 		logger.Warn("ignoring CLAWCONNECT_GATEWAY_HEADERS", "err", err)
@@ -126,10 +140,7 @@ func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		mo := taskOptions(getenv)
 		mo.Agent, mo.OpenClawAgentID, mo.Store, mo.Gateway, mo.Book = a.ID, a.OpenClawAgentID, st, gw, book
 		mo.PayloadDir, mo.Logger = filepath.Join(home, "payloads"), logger.With("component", "task", "agent", a.ID)
-		if b.readOnly {
-			// The owner's writes reach this process only through the file.
-			mo.ForeignPollInterval = 250 * time.Millisecond
-		}
+		mo.Owner, mo.Role, mo.NoClaim = self.ID, role, o.Follow == FollowOwn
 		m, err := task.New(mo)
 		if err != nil {
 			b.Close()
@@ -138,8 +149,8 @@ func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		b.gateways[a.ID] = gw
 		b.managers[a.ID] = m
 		b.order = append(b.order, a.ID)
-		if b.readOnly {
-			continue // the owner follows the running tasks
+		if o.Follow == FollowNone {
+			continue // the processes that follow them answer for running tasks
 		}
 		if err := m.Start(ctx); err != nil {
 			b.Close()
@@ -168,7 +179,7 @@ func taskOptions(getenv func(string) string) task.Options {
 	return o
 }
 
-func (b *Bridge) openStore(ctx context.Context, getenv func(string) string, o BridgeOptions, logger *slog.Logger) (store.Store, error) {
+func (b *Bridge) openStore(ctx context.Context, getenv func(string) string) (store.Store, error) {
 	if u := strings.TrimSpace(getenv("CLAWCONNECT_DATABASE_URL")); u != "" {
 		if !postgres.IsURL(u) {
 			return nil, errors.New("open bridge: CLAWCONNECT_DATABASE_URL must be a postgres:// or postgresql:// URL")
@@ -180,22 +191,8 @@ func (b *Bridge) openStore(ctx context.Context, getenv func(string) string, o Br
 		b.st = db
 		return db, nil
 	}
-	path := filepath.Join(config.Home(getenv), sqlite.FileName)
-	db, err := sqlite.Open(ctx, sqlite.Options{Path: path})
-	if errors.Is(err, store.ErrLocked) && o.ReadOnlyWhenLocked {
-		logger.Info("shared store in use by another process; reading it without owning it", "store", path)
-		b.readOnly = true
-		db, err = sqlite.OpenReader(ctx, path)
-	}
-	if errors.Is(err, store.ErrLocked) && o.PrivateStoreWhenLocked {
-		dir, derr := os.MkdirTemp("", "clawconnect-private-")
-		if derr != nil {
-			return nil, fmt.Errorf("open bridge: %w (and no private store: %w)", err, derr)
-		}
-		logger.Warn("shared store in use by another process; this session keeps its tasks in a private store that ends with it", "store", path)
-		b.tempDir, b.private = dir, true
-		db, err = sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, sqlite.FileName)})
-	}
+	// Every clawconnect process on the machine opens the same file.
+	db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(config.Home(getenv), sqlite.FileName)})
 	if err != nil {
 		return nil, fmt.Errorf("open bridge: %w", err)
 	}
@@ -209,19 +206,10 @@ func (b *Bridge) Registry() *config.Registry { return b.registry }
 // Timeouts returns the effective timeouts.
 func (b *Bridge) Timeouts() config.Timeouts { return b.timeouts }
 
-// SharedStore returns the store the bridge owns, for a host that runs more
-// services on the same database (clawconnect serve hosts the terminal
-// monitors on it). It is nil when the bridge only reads a store another
-// process owns, or keeps a private one.
-func (b *Bridge) SharedStore() io.Closer {
-	if b.readOnly || b.private {
-		return nil
-	}
-	return b.st
-}
-
-// PrivateStore reports whether Open fell back to a private store.
-func (b *Bridge) PrivateStore() bool { return b.private }
+// SharedStore returns the store the bridge opened, for a host that runs
+// more services on the same database (clawconnect serve hosts the terminal
+// monitors on it).
+func (b *Bridge) SharedStore() io.Closer { return b.st }
 
 // Close stops the task managers (running tasks stay running in the store
 // for the next process), closes the gateway connections and the store.
@@ -236,10 +224,6 @@ func (b *Bridge) Close() {
 	if b.st != nil {
 		_ = b.st.Close()
 		b.st = nil
-	}
-	if b.tempDir != "" {
-		_ = os.RemoveAll(b.tempDir)
-		b.tempDir = ""
 	}
 }
 
@@ -273,6 +257,10 @@ func mapErr(op string, err error) error {
 	}
 	if errors.Is(err, task.ErrInvalidInput) || errors.Is(err, task.ErrPayloadNotStored) {
 		return errors.New(strings.TrimPrefix(err.Error(), op+": "))
+	}
+	if errors.Is(err, task.ErrStoreUnavailable) {
+		// The detail (database, user, host, port) is in the server log.
+		return task.ErrStoreUnavailable
 	}
 	return err
 }

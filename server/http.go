@@ -36,7 +36,8 @@ type connParams struct {
 }
 
 // Handler returns the HTTP handler: /mcp (stateless streamable HTTP, with
-// CORS and authentication), /health, /metrics and / (plain "OK").
+// CORS and authentication), /metrics (authenticated like /mcp), /health and
+// / (plain "OK").
 func (s *Server) Handler() http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		p, ok := r.Context().Value(connKey).(connParams)
@@ -57,7 +58,9 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	})
-	mux.Handle("GET /metrics", s.metrics.handler())
+	// Metrics count tasks by status and agent: with auth on they need a
+	// credential too (a scraper sends it as a Bearer token).
+	mux.Handle("GET /metrics", s.withAuth(s.metrics.handler()))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("OK"))

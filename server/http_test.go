@@ -163,6 +163,24 @@ func TestHTTPAuth(t *testing.T) {
 			}
 		})
 	}
+	// /metrics is behind the same credential.
+	for _, tt := range []struct {
+		hdr  string
+		want int
+	}{{"", http.StatusForbidden}, {"Bearer nope", http.StatusForbidden}, {"Bearer tok-d", http.StatusOK}} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/metrics", nil)
+		if tt.hdr != "" {
+			req.Header.Set("Authorization", tt.hdr)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("GET /metrics with %q = %d, want %d", tt.hdr, resp.StatusCode, tt.want)
+		}
+	}
 	// The personal token's name reaches the tools.
 	code, _, body := rpc(t, ts.URL+"/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_connection_info","arguments":{}}}`,
 		map[string]string{"Authorization": "Bearer tok-d"})

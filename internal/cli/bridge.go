@@ -109,28 +109,31 @@ func notFound(what, id string, err error) error {
 }
 
 // openBridge is the opener of run: the task bridge over the store and the
-// configured gateways, without runtime modules (as the reference CLI).
+// configured gateways, without runtime modules (as the reference CLI). It
+// follows only the task it submits, and releases it when it exits, so that
+// a serve or mcp process (or the next one to start) follows it on.
 func openBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, server.BridgeOptions{}, false)
+	return openBridgeWith(ctx, env, logger, server.BridgeOptions{Follow: server.FollowOwn, Role: "run"}, false)
 }
 
 // openReadBridge is the opener of the commands that only read (status, logs,
-// sessions): openBridge, except that while serve or mcp holds the SQLite
-// store they read it beside that process instead of failing.
+// sessions): openBridge without any task manager, so they take no lease;
+// a wait on a running task (logs --follow) is woken by the store's change
+// feed when the process following it writes.
 func openReadBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, server.BridgeOptions{ReadOnlyWhenLocked: true}, false)
+	return openBridgeWith(ctx, env, logger, server.BridgeOptions{Follow: server.FollowNone, Role: "read"}, false)
 }
 
 // openServerBridge is the opener of serve: the bridge with the runtime
 // modules of CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES.
 func openServerBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, server.BridgeOptions{}, true)
+	return openBridgeWith(ctx, env, logger, server.BridgeOptions{Role: "serve"}, true)
 }
 
-// openStdioBridge is openServerBridge for stdio servers, which fall back to
-// a private store when another process holds the shared one.
+// openStdioBridge is openServerBridge for stdio servers: every MCP client
+// starts its own, and they all share the one store.
 func openStdioBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, server.BridgeOptions{PrivateStoreWhenLocked: true}, true)
+	return openBridgeWith(ctx, env, logger, server.BridgeOptions{Role: "mcp"}, true)
 }
 
 // openBridgeWith opens the bridge with the store options of o, and the
@@ -151,8 +154,8 @@ func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, o server.
 	b, err := server.Open(ctx, o)
 	if err != nil {
 		stop()
-		if errors.Is(err, store.ErrLocked) {
-			return nil, fmt.Errorf("%w\nAnother clawconnect process (serve or mcp) holds the store; stop it, or point CLAWCONNECT_HOME elsewhere", err)
+		if errors.Is(err, store.ErrBusy) {
+			return nil, fmt.Errorf("%w\nAnother clawconnect process kept the store busy; retry", err)
 		}
 		return nil, err
 	}

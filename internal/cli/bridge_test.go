@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -203,10 +204,11 @@ func TestLogsFollow(t *testing.T) {
 	}
 }
 
-// TestReadCommandsBesideTheOwner: while another process (here a serve
-// bridge) owns the SQLite store, status, logs --follow and sessions read it
-// beside that process and see what it writes, and run still refuses.
-func TestReadCommandsBesideTheOwner(t *testing.T) {
+// TestCommandsShareTheStore: while another process (here a serve bridge)
+// has the SQLite store open and follows a task, status, logs --follow and
+// sessions read the same store and see what it writes, and run submits
+// beside it.
+func TestCommandsShareTheStore(t *testing.T) {
 	e := newBridgeEnv(t, func(s fakegateway.Submit) fakegateway.Turn {
 		return fakegateway.Turn{Reply: "finished by the owner", Hold: true}
 	})
@@ -238,8 +240,14 @@ func TestReadCommandsBesideTheOwner(t *testing.T) {
 	if err != nil || !strings.Contains(out, res.SessionKey) {
 		t.Fatalf("sessions beside the owner = %q, %v", out, err)
 	}
-	if _, errOut, err := e.run(t, "", "run", "another"); err == nil || !strings.Contains(err.Error()+errOut, "holds the store") {
-		t.Fatalf("run beside the owner = %v (%s), want the store-in-use error", err, errOut)
+	// doctor lists the serve process and the task it follows (the run
+	// command released it on exit; serve took it over at its start).
+	out, _, _ = e.run(t, "", "doctor", "--timeout", "5s")
+	if want := fmt.Sprintf("serve pid %d", os.Getpid()); !strings.Contains(out, want) || !strings.Contains(out, "follows 1 running task(s): "+res.JobID) {
+		t.Fatalf("doctor does not list serve (%q) following %s:\n%s", want, res.JobID, out)
+	}
+	if out, errOut, err := e.run(t, "", "run", "another", "--json"); err != nil || !strings.Contains(out, `"jobId"`) {
+		t.Fatalf("run beside serve = %q, %v (%s)", out, err, errOut)
 	}
 
 	done := make(chan error, 1)

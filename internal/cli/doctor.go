@@ -134,7 +134,7 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 			vs = append(vs, verdict{ok: true, area: "config", detail: "warning: " + w})
 		}
 	}
-	vs = append(vs, checkStore(ctx, get))
+	vs = append(vs, checkStore(ctx, get)...)
 	if reg != nil {
 		for _, a := range reg.Agents {
 			vs = append(vs, checkGateway(ctx, get, a, timeout))
@@ -165,46 +165,98 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 	return vs
 }
 
-func checkStore(ctx context.Context, get func(string) string) verdict {
+// checkStore opens the store (as every process does, beside the others)
+// and lists the live processes that share it and what each follows.
+func checkStore(ctx context.Context, get func(string) string) []verdict {
+	var db processLister
+	var what string
 	if u := strings.TrimSpace(get("CLAWCONNECT_DATABASE_URL")); u != "" {
 		if !postgres.IsURL(u) {
-			return verdict{area: "store", detail: "CLAWCONNECT_DATABASE_URL is not a postgres:// URL", fix: "Set CLAWCONNECT_DATABASE_URL=postgres://user:pass@host/db, or unset it to use the embedded SQLite store."}
+			return []verdict{{area: "store", detail: "CLAWCONNECT_DATABASE_URL is not a postgres:// URL", fix: "Set CLAWCONNECT_DATABASE_URL=postgres://user:pass@host/db, or unset it to use the embedded SQLite store."}}
 		}
-		db, err := postgres.Open(ctx, postgres.Options{URL: u})
+		p, err := postgres.Open(ctx, postgres.Options{URL: u})
 		if err != nil {
-			return verdict{area: "store", detail: err.Error(), fix: "Check that PostgreSQL runs and that CLAWCONNECT_DATABASE_URL's user may create tables."}
+			return []verdict{{area: "store", detail: err.Error(), fix: "Check that PostgreSQL runs and that CLAWCONNECT_DATABASE_URL's user may create tables."}}
 		}
-		_ = db.Close()
-		return verdict{ok: true, area: "store", detail: "PostgreSQL reachable and migrated"}
+		db, what = p, "PostgreSQL reachable and migrated"
+	} else {
+		path := filepath.Join(config.Home(get), sqlite.FileName)
+		// The full integrity check first, read-only: it never writes the
+		// file, whichever processes have it open.
+		cctx, cancel := context.WithTimeout(ctx, doctorIntegrityTimeout)
+		ierr := sqlite.CheckIntegrity(cctx, path)
+		cancel()
+		note := "integrity ok"
+		switch {
+		case errors.Is(ierr, sqlite.ErrCorrupt):
+			return []verdict{{area: "store", detail: ierr.Error(), fix: "Stop clawconnect and recover the file as described; until then nothing is written to it."}}
+		case errors.Is(ierr, sqlite.ErrCheckIncomplete):
+			note = fmt.Sprintf("integrity check did not finish within %s", doctorIntegrityTimeout)
+		case ierr != nil:
+			note = "integrity not checked: " + ierr.Error()
+		}
+		s, err := sqlite.Open(ctx, sqlite.Options{Path: path})
+		switch {
+		case errors.Is(err, sqlite.ErrCorrupt):
+			return []verdict{{area: "store", detail: err.Error(), fix: "Recover the file as described; until then nothing is written to it."}}
+		case errors.Is(err, store.ErrIncompatible):
+			return []verdict{{area: "store", detail: err.Error(), fix: "Move " + path + " aside (a newer build or another program wrote it), or set CLAWCONNECT_HOME to another directory."}}
+		case errors.Is(err, store.ErrBusy):
+			return []verdict{{area: "store", detail: err.Error(), fix: "Another clawconnect process kept the store's write lock; retry, and if it persists look for a hung process (ps aux | grep clawconnect)."}}
+		case err != nil:
+			return []verdict{{area: "store", detail: err.Error(), fix: "Make " + filepath.Dir(path) + " writable, or set CLAWCONNECT_HOME to a writable directory."}}
+		}
+		db, what = s, "SQLite at "+path+" (shared by every clawconnect process on this machine); "+note
 	}
-	path := filepath.Join(config.Home(get), sqlite.FileName)
-	// The full integrity check first, read-only: it never writes the file
-	// and also works while serve or mcp owns it.
-	cctx, cancel := context.WithTimeout(ctx, doctorIntegrityTimeout)
-	ierr := sqlite.CheckIntegrity(cctx, path)
-	cancel()
-	note := "integrity ok"
-	switch {
-	case errors.Is(ierr, sqlite.ErrCorrupt):
-		return verdict{area: "store", detail: ierr.Error(), fix: "Stop clawconnect and recover the file as described; until then nothing is written to it."}
-	case errors.Is(ierr, sqlite.ErrCheckIncomplete):
-		note = fmt.Sprintf("integrity check did not finish within %s", doctorIntegrityTimeout)
-	case ierr != nil:
-		note = "integrity not checked: " + ierr.Error()
+	defer db.Close()
+	vs := []verdict{{ok: true, area: "store", detail: what}}
+	return append(vs, listProcesses(ctx, db, time.Now())...)
+}
+
+// processLister is the part of the store doctor reads.
+type processLister interface {
+	Processes(ctx context.Context) ([]store.Process, error)
+	Close() error
+}
+
+// staleAfter is how old a heartbeat may be before doctor calls the process
+// gone: two default leases (processes beat once per third of theirs).
+const staleAfter = 60 * time.Second
+
+// listProcesses is one verdict per process registered in the store: its
+// role, pid and host, since when it runs, and the running tasks it follows.
+func listProcesses(ctx context.Context, db processLister, now time.Time) []verdict {
+	ps, err := db.Processes(ctx)
+	if err != nil {
+		return []verdict{{area: "processes", detail: err.Error(), fix: "The store answered but its process registry did not; retry."}}
 	}
-	db, err := sqlite.Open(ctx, sqlite.Options{Path: path})
-	switch {
-	case errors.Is(err, store.ErrLocked):
-		return verdict{ok: true, area: "store", detail: path + " is in use by a running clawconnect (serve or mcp); " + note}
-	case errors.Is(err, sqlite.ErrCorrupt):
-		return verdict{area: "store", detail: err.Error(), fix: "Recover the file as described; until then nothing is written to it."}
-	case errors.Is(err, store.ErrIncompatible):
-		return verdict{area: "store", detail: err.Error(), fix: "Move " + path + " aside (a newer build or another program wrote it), or set CLAWCONNECT_HOME to another directory."}
-	case err != nil:
-		return verdict{area: "store", detail: err.Error(), fix: "Make " + filepath.Dir(path) + " writable, or set CLAWCONNECT_HOME to a writable directory."}
+	if len(ps) == 0 {
+		return []verdict{{ok: true, area: "processes", detail: "no clawconnect process follows tasks right now (serve and mcp register while they run)"}}
 	}
-	_ = db.Close()
-	return verdict{ok: true, area: "store", detail: "SQLite at " + path + "; " + note}
+	var vs []verdict
+	for _, p := range ps {
+		host, _, _ := strings.Cut(p.Host, "/")
+		if host == "" {
+			host, _, _ = strings.Cut(p.ID, "/")
+		}
+		age := now.Sub(time.UnixMilli(p.HeartbeatAt)).Round(time.Second)
+		follows := "follows no running task"
+		if n := len(p.Tasks); n > 0 {
+			shown := p.Tasks[:min(n, 5)]
+			follows = fmt.Sprintf("follows %d running task(s): %s", n, strings.Join(shown, ", "))
+			if n > len(shown) {
+				follows += ", …"
+			}
+		}
+		detail := fmt.Sprintf("%s pid %d on %s, up since %s, last heartbeat %s ago; %s",
+			p.Role, p.PID, host, time.UnixMilli(p.StartedAt).UTC().Format(time.RFC3339), age, follows)
+		v := verdict{ok: true, area: "process", detail: detail}
+		if age > staleAfter {
+			v.detail += " (stale: it stopped beating; its tasks pass to another process when its leases expire)"
+		}
+		vs = append(vs, v)
+	}
+	return vs
 }
 
 // doctorIntegrityTimeout bounds doctor's full integrity check of the store.

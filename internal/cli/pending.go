@@ -15,25 +15,33 @@ import (
 // (server.ServeStdio calls it once the tools are registered, so the open
 // competes neither with the answer to initialize nor with the
 // registration) or on the first call, whichever comes first. Each call
-// waits for the backend (or its ctx) and then delegates, or returns the
-// open error.
+// waits for the backend (or its ctx) and then delegates. A failed open
+// (the store unreachable when the client started the server) is tried
+// again by the next call; the calls it fails are told that the task
+// service is unavailable and to retry, while the failure itself goes to
+// the server's log (stderr), since it may name the database's user, host
+// and port.
 type pendingTasks struct {
-	ctx   context.Context
-	open  func(context.Context) (*backend, error)
+	ctx  context.Context
+	open func(context.Context) (*backend, error)
+
+	mu     sync.Mutex
+	cur    *openAttempt // nil until started
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// openAttempt is one run of open.
+type openAttempt struct {
 	ready chan struct{} // closed when b or err is set
 	b     *backend
 	err   error
-
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	wg      sync.WaitGroup
 }
 
 // newPending returns a pendingTasks that runs open(ctx) in a goroutine it
 // owns once started; close waits for it and closes the backend.
 func newPending(ctx context.Context, open func(context.Context) (*backend, error)) *pendingTasks {
-	return &pendingTasks{ctx: ctx, open: open, ready: make(chan struct{})}
+	return &pendingTasks{ctx: ctx, open: open}
 }
 
 var _ server.Starter = (*pendingTasks)(nil)
@@ -44,30 +52,56 @@ var _ server.Starter = (*pendingTasks)(nil)
 func (p *pendingTasks) Start() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.started || p.closed {
-		return
+	if p.cur == nil && !p.closed {
+		p.startLocked()
 	}
-	p.started = true
+}
+
+// startLocked begins a new open attempt (p.mu held).
+func (p *pendingTasks) startLocked() {
+	a := &openAttempt{ready: make(chan struct{})}
+	p.cur = a
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		p.b, p.err = p.open(p.ctx)
-		close(p.ready)
+		a.b, a.err = p.open(p.ctx)
+		close(a.ready)
 	}()
 }
 
-// wait returns the backend's tasks once open finished.
+// errServiceUnavailable is what calls get when the backend could not open.
+var errServiceUnavailable = errors.New("the task service is unavailable (its store could not be opened; the reason is in the server's log); retry in a few seconds")
+
+// wait returns the backend's tasks once an open succeeded; after a failed
+// open it starts another one.
 func (p *pendingTasks) wait(ctx context.Context) (server.Tasks, error) {
-	p.Start()
+	p.mu.Lock()
+	if p.closed && (p.cur == nil || p.cur.b == nil) {
+		p.mu.Unlock()
+		return nil, errPendingClosed
+	}
+	if p.cur == nil {
+		p.startLocked()
+	} else {
+		select {
+		case <-p.cur.ready:
+			if p.cur.err != nil && p.ctx.Err() == nil {
+				p.startLocked() // the last open failed: try again
+			}
+		default:
+		}
+	}
+	a := p.cur
+	p.mu.Unlock()
 	select {
-	case <-p.ready:
+	case <-a.ready:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if p.err != nil {
-		return nil, p.err
+	if a.err != nil {
+		return nil, unavailableError{a.err}
 	}
-	return p.b.tasks, nil
+	return a.b.tasks, nil
 }
 
 // sharedStore waits for the backend and returns the store it owns (nil
@@ -76,31 +110,42 @@ func (p *pendingTasks) sharedStore(ctx context.Context) (any, error) {
 	if _, err := p.wait(ctx); err != nil {
 		return nil, err
 	}
-	return p.b.shared, nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil || p.cur.b == nil {
+		return nil, errPendingClosed
+	}
+	return p.cur.b.shared, nil
 }
+
+// unavailableError reads as errServiceUnavailable and matches it and its
+// hidden cause with errors.Is.
+type unavailableError struct{ cause error }
+
+func (e unavailableError) Error() string   { return errServiceUnavailable.Error() }
+func (e unavailableError) Unwrap() []error { return []error{errServiceUnavailable, e.cause} }
 
 // errPendingClosed is what calls get once close ran before anything
 // started the open.
 var errPendingClosed = errors.New("task service closed")
 
 // close waits for a started open to finish and closes the backend; a later
-// start does nothing, and calls that never started it get
-// errPendingClosed. It is idempotent.
+// start does nothing, and later calls get errPendingClosed. It is
+// idempotent.
 func (p *pendingTasks) close() {
 	p.mu.Lock()
-	already, started := p.closed, p.started
+	already := p.closed
 	p.closed = true
-	if !already && !started {
-		p.err = errPendingClosed
-		close(p.ready)
-	}
 	p.mu.Unlock()
 	if already {
 		return
 	}
 	p.wg.Wait()
-	if p.b != nil {
-		p.b.close()
+	p.mu.Lock()
+	a := p.cur
+	p.mu.Unlock()
+	if a != nil && a.b != nil {
+		a.b.close()
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/clawconnect/clawconnect/server"
@@ -10,15 +11,26 @@ import (
 )
 
 func TestPendingTasks(t *testing.T) {
-	t.Run("open error reaches every call", func(t *testing.T) {
-		boom := errors.New("open bridge: disk on fire")
-		p := newPending(t.Context(), func(context.Context) (*backend, error) { return nil, boom })
+	t.Run("open error reaches every call, without its detail, and the next call retries", func(t *testing.T) {
+		boom := errors.New("open bridge: failed to connect to `user=postgres database=clawconnect`: 127.0.0.1:35739")
+		fails := 2
+		p := newPending(t.Context(), func(context.Context) (*backend, error) {
+			if fails > 0 { // calls are sequential here: no race
+				fails--
+				return nil, boom
+			}
+			return &backend{tasks: servertest.New(), close: func() {}}, nil
+		})
 		defer p.close()
-		if _, err := p.Run(t.Context(), server.RunRequest{Agent: "a", Task: "x"}); !errors.Is(err, boom) {
-			t.Errorf("Run err = %v", err)
+		_, err := p.Run(t.Context(), server.RunRequest{Agent: "a", Task: "x"})
+		if !errors.Is(err, boom) || !errors.Is(err, errServiceUnavailable) || strings.Contains(err.Error(), "user=") || strings.Contains(err.Error(), "127.0.0.1") {
+			t.Errorf("Run err = %v, want the service unavailable without the database's detail", err)
 		}
 		if _, err := p.ListSessions(t.Context()); !errors.Is(err, boom) {
 			t.Errorf("ListSessions err = %v", err)
+		}
+		if _, err := p.ListSessions(t.Context()); err != nil {
+			t.Errorf("ListSessions once the store is back = %v", err)
 		}
 	})
 	t.Run("calls wait for the backend", func(t *testing.T) {

@@ -68,10 +68,6 @@ func openTerminalStore(ctx context.Context, env Env) (store.TerminalStore, func(
 	}
 	db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(config.Home(g), sqlite.FileName)})
 	if err != nil {
-		if errors.Is(err, store.ErrLocked) {
-			return nil, nil, fmt.Errorf("%w\nAnother clawconnect process holds the store without serving terminal turns; "+
-				"start `clawconnect terminal daemon` instead of it, or use PostgreSQL (CLAWCONNECT_DATABASE_URL)", err)
-		}
 		return nil, nil, err
 	}
 	return db, db.Close, nil
@@ -105,8 +101,7 @@ func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalS
 		_ = closeStore()
 		return nil, err
 	}
-	ex, _ := st.(interface{ Exclusive() bool })
-	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Exclusive: ex != nil && ex.Exclusive()})
+	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal send"})
 	return &terminalStack{api: svc, svc: svc, host: host, close: func() { _ = closeStore() }}, nil
 }
 
@@ -464,8 +459,7 @@ was not accepted or whose outcome is uncertain releases the pane for new sends
 // runTerminalHost runs the monitor host over svc and serves its socket
 // until ctx ends.
 func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal) error {
-	ex, _ := st.(interface{ Exclusive() bool })
-	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Exclusive: ex != nil && ex.Exclusive()})
+	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal host"})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)

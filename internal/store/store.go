@@ -24,15 +24,17 @@ var (
 	ErrConflict = errors.New("conflict: record changed concurrently")
 	// ErrExists reports that a record with that key already exists.
 	ErrExists = errors.New("already exists")
-	// ErrLeaseLost reports that the caller no longer owns the task's lease.
+	// ErrLeaseLost reports that the caller no longer owns the task's lease:
+	// another process took it over (the fencing token moved on).
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrBusy reports that a write waited its bound for the database's
+	// write lock (another process held it) and gave up; nothing was
+	// written. Retry later.
+	ErrBusy = errors.New("store busy")
 	// ErrIncompatible reports that the database holds data this build must
 	// not touch (foreign, corrupt, or written by a newer schema). The store
 	// refuses to start rather than overwrite evidence.
 	ErrIncompatible = errors.New("incompatible database")
-	// ErrLocked reports that another process already owns an embedded
-	// (single-process) database.
-	ErrLocked = errors.New("database in use by another process")
 )
 
 // SessionBusyError is returned by CreateTask when the session's latest task
@@ -120,8 +122,8 @@ type Liveness struct {
 
 // Task is one execution (jobId == taskId). Fields other than the keys are
 // written by the task manager's single outcome writer through UpdateTask;
-// PollCount/LastPollAt by TouchPoll; LogCount by AppendLogs; Owner and
-// LeaseUntil by the lease methods.
+// PollCount/LastPollAt by TouchPoll; LogCount by AppendLogs; Owner,
+// LeaseUntil and Fence by the lease methods.
 type Task struct {
 	ID         string `json:"id"`
 	Agent      string `json:"agent"`
@@ -167,6 +169,11 @@ type Task struct {
 	LastPollAt int64  `json:"lastPollAt"`
 	Owner      string `json:"owner,omitempty"`
 	LeaseUntil int64  `json:"leaseUntil,omitempty"`
+	// Fence is the fencing token of the task's lease: CreateTask sets it
+	// to 1 and every ClaimTasks that takes the task raises it. UpdateTask
+	// and AppendLogs refuse (ErrLeaseLost) a write whose Fence is not the
+	// stored one, so a process that lost the task can never change it.
+	Fence int64 `json:"fence,omitempty"`
 	// Version is the row version for compare-and-set; UpdateTask bumps it.
 	Version int64 `json:"version"`
 }
@@ -270,13 +277,14 @@ type SweepResult struct {
 
 // ChangeFeed is implemented by a store several processes share: it wakes a
 // reader in one process when another process has changed a task, so a
-// check_task waiting on a task that another replica follows returns when
+// check_task waiting on a task that another process follows returns when
 // the task ends rather than at its next poll.
 type ChangeFeed interface {
 	// WatchTask returns a channel that receives a value after each change
-	// of task id written by any process, and whenever changes may have been
-	// missed (changes not yet received coalesce into one), and a func that
-	// ends the watch. A nil channel means the store cannot tell.
+	// of task id that a waiter acts on (an outcome written by UpdateTask,
+	// log entries appended) by any process, and whenever changes may have
+	// been missed (changes not yet received coalesce into one), and a func
+	// that ends the watch. A nil channel means the store cannot tell.
 	WatchTask(id string) (changed <-chan struct{}, stop func())
 }
 
@@ -289,16 +297,19 @@ type Store interface {
 	CreateTask(ctx context.Context, t *Task) error
 	// GetTask returns the task with id in agent's scope, or ErrNotFound.
 	GetTask(ctx context.Context, agent, id string) (*Task, error)
-	// UpdateTask writes the manager-owned fields of t if t.Version matches
-	// the stored version (else ErrConflict) and increments t.Version.
+	// UpdateTask writes the manager-owned fields of t if t.Version and
+	// t.Fence match the stored ones, and increments t.Version. A changed
+	// fence (the task was claimed since t was read) is ErrLeaseLost, any
+	// other change ErrConflict.
 	UpdateTask(ctx context.Context, t *Task) error
 	// TouchPoll increments the task's poll count, sets LastPollAt, and
 	// returns the new count.
 	TouchPoll(ctx context.Context, agent, id string, at int64) (int64, error)
 
 	// AppendLogs stores entries (their Seq must continue the task's log
-	// densely) and advances the task's LogCount.
-	AppendLogs(ctx context.Context, taskID string, entries []LogEntry) error
+	// densely, else ErrConflict) and advances the task's LogCount, if fence
+	// is the task's fencing token (else ErrLeaseLost).
+	AppendLogs(ctx context.Context, taskID string, fence int64, entries []LogEntry) error
 	// Logs returns up to limit entries with Seq > after, oldest first.
 	Logs(ctx context.Context, taskID string, after int64, limit int) ([]LogEntry, error)
 	// TailLogs returns the last n entries, oldest first.
@@ -316,11 +327,21 @@ type Store interface {
 	// ClaimTasks leases to c.Owner (until c.Until) up to c.Limit running
 	// tasks of c.Agent whose lease expired before c.Now (unowned tasks have
 	// expired leases), plus, with c.IncludeOwn, those c.Owner holds with a
-	// lease ending before c.Until; it returns them.
+	// lease ending before c.Until; it raises each one's Fence and returns
+	// them.
 	ClaimTasks(ctx context.Context, c Claim) ([]*Task, error)
-	// RenewLeases extends every lease held by owner (of agent's running
-	// tasks) to until and returns how many were renewed.
-	RenewLeases(ctx context.Context, agent, owner string, until int64) (int, error)
+	// RenewLeases extends to until the leases owner holds on the running
+	// tasks ids names (the tasks the caller follows, nothing else), and
+	// returns the ids whose lease owner no longer holds: taken over,
+	// finished or gone.
+	RenewLeases(ctx context.Context, owner string, until int64, ids []string) (lost []string, err error)
+	// ReleaseLeases ends now the leases owner holds on the running tasks
+	// ids names (all of owner's when ids is nil, Turn monitor leases
+	// included), so that any process may claim them at once; it returns how
+	// many it released. A process calls
+	// it for the tasks it stops following, and for every task of an owner
+	// it has proven dead.
+	ReleaseLeases(ctx context.Context, owner string, ids []string) (int, error)
 	// CheckLease returns nil if owner holds task id's lease at now, else
 	// ErrLeaseLost (or ErrNotFound).
 	CheckLease(ctx context.Context, id, owner string, now int64) error
@@ -339,6 +360,8 @@ type Store interface {
 	// Sweep deletes up to limit terminal tasks that ended before cutoff,
 	// their logs, and sessions whose latest task was deleted.
 	Sweep(ctx context.Context, cutoff int64, limit int) (SweepResult, error)
+
+	ProcessRegistry
 
 	// Close releases the database. It is idempotent.
 	Close() error

@@ -17,7 +17,8 @@ const abortTimeout = 15 * time.Second
 // cancelled (cancelled-by-request); an unconfirmed one ends it in error
 // (cancellation-not-confirmed). Idempotent: a second call while an abort is
 // in flight waits on the same operation.
-func (m *Manager) Cancel(ctx context.Context, taskID, sessionKey string) (*CancelResult, error) {
+func (m *Manager) Cancel(ctx context.Context, taskID, sessionKey string) (_ *CancelResult, err error) {
+	defer m.hideStoreErr(ctx, "cancel task", &err)
 	if taskID == "" && sessionKey == "" {
 		return nil, fmt.Errorf("cancel task: %w: %s", ErrInvalidInput, MsgCancelNeedsTarget)
 	}
@@ -73,7 +74,11 @@ func (m *Manager) Cancel(ctx context.Context, taskID, sessionKey string) (*Cance
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	aborted, aerr := m.gw.Abort(actx, key, runID)
 	cancel()
-	m.finish(context.WithoutCancel(ctx), l, cancelOutcome(key, aborted, aerr))
+	// Bounded: if the store is out for longer, the follower writes the
+	// outcome of the aborted run when it returns.
+	fctx, cancel := context.WithTimeout(m.ctx, abortTimeout)
+	m.finish(fctx, l, cancelOutcome(key, aborted, aerr))
+	cancel()
 	res := &CancelResult{Found: true, Requested: true, JobID: t.ID}
 	l.mu.Lock()
 	res.Status = string(l.t.Status)
@@ -150,7 +155,9 @@ func (m *Manager) updateStored(ctx context.Context, t *store.Task, change func(n
 		if err == nil {
 			return &next, nil
 		}
-		if !errors.Is(err, store.ErrConflict) {
+		// A claim between the read and the write moves the fence: that
+		// is a change like any other, so re-read.
+		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrLeaseLost) {
 			return nil, err
 		}
 		if t, err = m.st.GetTask(ctx, m.o.Agent, t.ID); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 )
 
@@ -271,3 +272,29 @@ type contextT = context.Context
 const millis = time.Millisecond
 
 func timeNowPlus(ms int) time.Time { return time.Now().Add(time.Duration(ms) * time.Millisecond) }
+
+// crash stops the manager's goroutines the way kill -9 would: nothing is
+// written on the way down (no lease released, the process stays
+// registered). A later Close does nothing.
+func (m *Manager) crash() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+}
+
+// markDead rewrites owner's process-registry row as a process on this host
+// whose pid has been reused by a later process, which proves it dead.
+func markDead(t *testing.T, st store.Store, ownerID string) {
+	t.Helper()
+	self := owner.Self()
+	if self.Host == "" {
+		t.Skip("proving a process dead needs /proc")
+	}
+	p := self.Process("serve", 1)
+	p.ID, p.Start = ownerID, "another-boot:1"
+	if err := st.Heartbeat(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -31,6 +32,9 @@ type live struct {
 	openTools  int
 	cancelling chan struct{} // non-nil while a cancel is in flight; closed when it ends
 	cancelRes  *CancelResult
+	// pending are log entries the store has not taken yet (an outage);
+	// they follow t.LogCount densely and are written before anything else.
+	pending []store.LogEntry
 
 	stop     chan struct{} // closed to stop following without an outcome
 	stopOnce sync.Once
@@ -85,10 +89,12 @@ func (m *Manager) forget(l *live) {
 	close(l.exited)
 }
 
-// update applies fn to the task's record and writes it (compare-and-set).
-// On a conflict it reloads the record and re-applies fn; a record that
-// became terminal elsewhere is adopted. fn returns false to write nothing.
-// Called with l.mu held.
+// update applies fn to the task's record and writes it (compare-and-set,
+// fenced by the lease's token). On a conflict it reloads the record and
+// re-applies fn; a record that became terminal elsewhere is adopted. A
+// record another process claimed meanwhile is store.ErrLeaseLost: the
+// caller must stop following. fn returns false to write nothing. Called
+// with l.mu held.
 func (m *Manager) updateLocked(ctx context.Context, l *live, fn func(t *store.Task) bool) error {
 	for range 4 {
 		next := *l.t
@@ -103,12 +109,20 @@ func (m *Manager) updateLocked(ctx context.Context, l *live, fn func(t *store.Ta
 			}
 			return nil
 		}
+		if errors.Is(err, store.ErrLeaseLost) {
+			l.abandon()
+			return err
+		}
 		if !errors.Is(err, store.ErrConflict) {
 			return err
 		}
 		fresh, gerr := m.st.GetTask(ctx, m.o.Agent, l.id)
 		if gerr != nil {
 			return gerr
+		}
+		if fresh.Fence != l.t.Fence {
+			l.abandon()
+			return fmt.Errorf("update task %s: claimed by %s: %w", l.id, fresh.Owner, store.ErrLeaseLost)
 		}
 		fresh.LogCount = max(fresh.LogCount, l.t.LogCount)
 		l.t = fresh
@@ -132,6 +146,10 @@ func (l *live) markDoneLocked() {
 	}
 }
 
+// maxPendingLogs bounds the log entries held back by a store outage; later
+// ones are dropped (the log is progress, the outcome is what must land).
+const maxPendingLogs = 1024
+
 // appendLog stores one log entry (text capped) and wakes pollers.
 func (m *Manager) appendLog(ctx context.Context, l *live, typ, text string, isErr bool) {
 	l.mu.Lock()
@@ -143,18 +161,12 @@ func (m *Manager) appendLogLocked(ctx context.Context, l *live, typ, text string
 	if isErr {
 		text = config.RedactText(text)
 	}
-	e := store.LogEntry{Seq: l.t.LogCount + 1, TS: m.nowMs(), Type: typ, Text: capLogText(text, m.o.LogEntryTextMax), IsError: isErr}
-	if err := m.st.AppendLogs(ctx, l.id, []store.LogEntry{e}); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			// Another writer appended (a takeover): resync the count.
-			if fresh, gerr := m.st.GetTask(ctx, m.o.Agent, l.id); gerr == nil {
-				l.t.LogCount = fresh.LogCount
-			}
-		}
-		m.o.Logger.Warn("append log failed", "job_id", l.id, "err", err)
+	if len(l.pending) >= maxPendingLogs {
+		m.o.Logger.Warn("log entry dropped: the store has not taken the earlier ones yet", "job_id", l.id)
 		return
 	}
-	l.t.LogCount = e.Seq
+	e := store.LogEntry{Seq: l.t.LogCount + int64(len(l.pending)) + 1, TS: m.nowMs(), Type: typ, Text: capLogText(text, m.o.LogEntryTextMax), IsError: isErr}
+	l.pending = append(l.pending, e)
 	if typ != "tool" && typ != "tool-result" {
 		l.urgentSeq = e.Seq
 	}
@@ -162,8 +174,44 @@ func (m *Manager) appendLogLocked(ctx context.Context, l *live, typ, text string
 	if len(l.recent) > 6 {
 		l.recent = l.recent[len(l.recent)-6:]
 	}
-	close(l.changed)
-	l.changed = make(chan struct{})
+	m.flushLogsLocked(ctx, l)
+}
+
+// flushLogsLocked writes the pending log entries. A transient failure
+// keeps them for the next attempt (the next entry, the next lease renewal,
+// or the outcome write); a lost lease abandons the task. Called with l.mu
+// held.
+func (m *Manager) flushLogsLocked(ctx context.Context, l *live) error {
+	if len(l.pending) == 0 {
+		return nil
+	}
+	err := m.st.AppendLogs(ctx, l.id, l.t.Fence, l.pending)
+	switch {
+	case err == nil:
+		l.t.LogCount += int64(len(l.pending))
+		l.pending = nil
+		close(l.changed)
+		l.changed = make(chan struct{})
+		return nil
+	case errors.Is(err, store.ErrLeaseLost):
+		m.o.Logger.Warn("lease lost; another process follows the task now", "job_id", l.id, "err", err)
+		l.pending = nil
+		l.abandon()
+		return err
+	case errors.Is(err, store.ErrConflict):
+		// The stored count moved (a write whose answer was lost in an
+		// outage did land): renumber after it.
+		if fresh, gerr := m.st.GetTask(ctx, m.o.Agent, l.id); gerr == nil && fresh.Fence == l.t.Fence {
+			l.t.LogCount = fresh.LogCount
+			for i := range l.pending {
+				l.pending[i].Seq = fresh.LogCount + int64(i) + 1
+			}
+		}
+	}
+	if len(l.pending) == 1 || errors.Is(err, store.ErrConflict) {
+		m.o.Logger.Warn("append log failed; keeping the entries to retry", "job_id", l.id, "pending", len(l.pending), "err", err)
+	}
+	return err
 }
 
 // isEcho reports whether a tool row repeats one of the last 6 entries: the
@@ -298,18 +346,50 @@ func applyOutcome(t *store.Task, o outcome, now int64, force bool) bool {
 }
 
 // finish writes an outcome on a followed task. It reports whether it won.
+// A write the store refuses for a transient reason (an outage, a busy lock)
+// is retried with backoff and jitter, the held-back log entries first,
+// until it lands, the lease is lost (another process then owns the task
+// and its outcome), or ctx ends (the manager closes; the task stays
+// running for the next follower).
 func (m *Manager) finish(ctx context.Context, l *live, o outcome) bool {
-	won := false
-	err := m.update(ctx, l, func(t *store.Task) bool {
-		won = applyOutcome(t, o, m.nowMs(), false)
-		return won
-	})
-	if err != nil {
-		m.o.Logger.Error("writing the task outcome failed", "job_id", l.id, "err", err)
-		return false
+	delay := m.o.RetryMin
+	for attempt := 1; ; attempt++ {
+		won := false
+		l.mu.Lock()
+		_ = m.flushLogsLocked(ctx, l)
+		err := m.updateLocked(ctx, l, func(t *store.Task) bool {
+			won = applyOutcome(t, o, m.nowMs(), false)
+			return won
+		})
+		l.mu.Unlock()
+		switch {
+		case err == nil:
+			if won {
+				m.o.Logger.Info("task finished", "job_id", l.id, "status", string(o.status), "terminal_reason", o.reason)
+			}
+			return won
+		case errors.Is(err, store.ErrLeaseLost):
+			m.o.Logger.Warn("lease lost before the outcome was written; the new owner writes it", "job_id", l.id, "err", err)
+			l.abandon()
+			return false
+		case ctx.Err() != nil:
+			return false
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			m.o.Logger.Error("writing the task outcome failed; retrying", "job_id", l.id, "attempt", attempt, "err", err)
+		}
+		if !sleep(ctx, jitter(delay)) {
+			return false
+		}
+		delay = min(2*delay, m.o.RetryMax)
 	}
-	if won {
-		m.o.Logger.Info("task finished", "job_id", l.id, "status", string(o.status), "terminal_reason", o.reason)
+}
+
+// jitter returns a duration in [d/2, d), so that processes retrying
+// together spread out.
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
 	}
-	return won
+	return d/2 + rand.N(d/2)
 }

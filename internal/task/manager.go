@@ -16,6 +16,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 )
 
 // Errors callers branch on.
@@ -76,6 +77,7 @@ type Manager struct {
 	st   store.Store
 	gw   Gateway
 	book *agentsession.Book
+	self owner.Identity // this process, registered under o.Owner
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -100,9 +102,14 @@ func New(o Options) (*Manager, error) {
 		return nil, errors.New("new task manager: Agent, Store and Gateway are required")
 	}
 	o = o.withDefaults()
+	self := owner.Self()
+	if o.Owner == "" {
+		o.Owner = self.ID
+	}
+	self.ID = o.Owner
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{
-		o: o, st: o.Store, gw: o.Gateway, book: o.Book,
+		o: o, st: o.Store, gw: o.Gateway, book: o.Book, self: self,
 		ctx: ctx, cancel: cancel,
 		live: map[string]*live{}, seed: maphash.MakeSeed(),
 		recheckLast: map[string]time.Time{}, recheckBusy: map[string]bool{},
@@ -126,10 +133,13 @@ func (m *Manager) newUpstream() string {
 func (m *Manager) now() time.Time { return m.o.Now() }
 func (m *Manager) nowMs() int64   { return m.o.Now().UnixMilli() }
 
-// Start claims the agent's running tasks (those this owner held before a
-// restart, and any whose lease expired) and follows each again, then keeps
-// leases renewed, takes over expired leases and sweeps old tasks until
-// Close. ctx bounds only the initial claim.
+// Start registers the process in the store, releases the leases of
+// processes on this host that are provably dead, claims the agent's
+// running tasks whose lease is free or expired and follows each again;
+// then, until Close, it renews the leases of the tasks it follows, takes
+// over expired ones and sweeps old tasks. With NoClaim it claims nothing
+// and only keeps the leases of the tasks it submits. ctx bounds only the
+// initial claim.
 func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -142,8 +152,23 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.started = true
 	m.mu.Unlock()
-	if _, err := m.claim(ctx, true); err != nil {
-		return fmt.Errorf("start task manager: %w", err)
+	// A store busy with another process's write (or one stopped while
+	// writing) delays the registration and the first claim to the next
+	// renewal tick; anything else fails the start.
+	if err := m.st.Heartbeat(ctx, m.self.Process(m.o.Role, m.nowMs())); err != nil {
+		if !errors.Is(err, store.ErrBusy) {
+			return fmt.Errorf("start task manager: %w", err)
+		}
+		m.o.Logger.Warn("the store is busy; registering at the next renewal", "err", err)
+	}
+	if !m.o.NoClaim {
+		m.reapDead(ctx)
+		if _, err := m.claim(ctx, true); err != nil {
+			if !errors.Is(err, store.ErrBusy) {
+				return fmt.Errorf("start task manager: %w", err)
+			}
+			m.o.Logger.Warn("the store is busy; claiming at the next renewal", "err", err)
+		}
 	}
 	m.wg.Add(1)
 	go m.maintain()
@@ -151,7 +176,7 @@ func (m *Manager) Start(ctx context.Context) error {
 }
 
 // claim leases claimable running tasks in pages and follows each; own
-// also takes back tasks this owner held before a restart.
+// also takes back tasks this owner holds with a live lease.
 func (m *Manager) claim(ctx context.Context, own bool) (int, error) {
 	now := m.now()
 	until := now.Add(m.o.Lease).UnixMilli()
@@ -172,12 +197,19 @@ func (m *Manager) claim(ctx context.Context, own bool) (int, error) {
 	}
 }
 
-// adopt starts following a claimed running task unless it is already
-// followed here.
+// adopt starts following a claimed running task. A task already followed
+// here (its lease lapsed during a store outage and this process claimed it
+// again) keeps its follower, which takes the new fencing token.
 func (m *Manager) adopt(t *store.Task) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.live[t.ID] != nil {
+	if m.closed {
+		return false
+	}
+	if l := m.live[t.ID]; l != nil {
+		l.mu.Lock()
+		l.t.Owner, l.t.LeaseUntil, l.t.Fence = t.Owner, t.LeaseUntil, t.Fence
+		l.mu.Unlock()
 		return false
 	}
 	if t.Transcript == "live" || t.Transcript == "detached" {
@@ -198,7 +230,7 @@ func (m *Manager) maintain() {
 	renew := time.NewTicker(max(m.o.Lease/3, 10*time.Millisecond))
 	defer renew.Stop()
 	var sweepC <-chan time.Time
-	if m.o.Retention > 0 {
+	if m.o.Retention > 0 && !m.o.NoClaim {
 		sweep := time.NewTicker(m.o.SweepInterval)
 		defer sweep.Stop()
 		sweepC = sweep.C
@@ -216,41 +248,97 @@ func (m *Manager) maintain() {
 	}
 }
 
+// followed returns the followers of tasks not yet finished.
+func (m *Manager) followed() []*live {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ls := make([]*live, 0, len(m.live))
+	for _, l := range m.live {
+		if !l.isDone() {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
+// renew extends the leases of the tasks followed here (and only those),
+// stops following the ones another process took over, writes log entries
+// a store outage held back, refreshes the process's heartbeat, releases
+// the leases of dead processes on this host and claims expired leases.
 func (m *Manager) renew() {
 	ctx, cancel := context.WithTimeout(m.ctx, m.o.Lease)
 	defer cancel()
-	m.mu.Lock()
-	n := len(m.live)
-	m.mu.Unlock()
-	got, err := m.st.RenewLeases(ctx, m.o.Agent, m.o.Owner, m.now().Add(m.o.Lease).UnixMilli())
-	if err != nil {
-		m.o.Logger.Warn("renew leases failed", "err", err)
+	ls := m.followed()
+	if len(ls) > 0 {
+		ids := make([]string, len(ls))
+		for i, l := range ls {
+			ids[i] = l.id
+		}
+		lost, err := m.st.RenewLeases(ctx, m.o.Owner, m.now().Add(m.o.Lease).UnixMilli(), ids)
+		if err != nil {
+			m.o.Logger.Warn("renew leases failed", "err", err)
+		} else {
+			m.dropLost(lost)
+		}
+		for _, l := range ls {
+			l.mu.Lock()
+			if len(l.pending) > 0 {
+				m.flushLogsLocked(ctx, l)
+			}
+			l.mu.Unlock()
+		}
+	}
+	if err := m.st.Heartbeat(ctx, m.self.Process(m.o.Role, m.nowMs())); err != nil && ctx.Err() == nil {
+		m.o.Logger.Warn("process heartbeat failed", "err", err)
+	}
+	if m.o.NoClaim {
 		return
 	}
-	if got < n {
-		m.dropLostLeases(ctx)
-	}
+	m.reapDead(ctx)
 	if _, err := m.claim(ctx, false); err != nil && ctx.Err() == nil {
 		m.o.Logger.Warn("claim expired leases failed", "err", err)
 	}
 }
 
-// dropLostLeases stops following tasks another owner took over.
-func (m *Manager) dropLostLeases(ctx context.Context) {
-	m.mu.Lock()
-	ls := make([]*live, 0, len(m.live))
-	for _, l := range m.live {
-		ls = append(ls, l)
-	}
-	m.mu.Unlock()
-	for _, l := range ls {
-		if l.isDone() {
-			continue
-		}
-		if err := m.st.CheckLease(ctx, l.id, m.o.Owner, m.nowMs()); errors.Is(err, store.ErrLeaseLost) {
-			m.o.Logger.Warn("lease lost; another replica follows the task now", "job_id", l.id)
+// dropLost stops following the tasks whose lease this process no longer
+// holds: another process took them over, or they ended elsewhere.
+func (m *Manager) dropLost(ids []string) {
+	for _, id := range ids {
+		if l := m.getLive(id); l != nil && !l.isDone() {
+			m.o.Logger.Warn("lease lost; another process follows the task now", "job_id", id)
 			l.abandon()
 		}
+	}
+}
+
+// reapDead releases every lease of the registered processes on this host
+// that are provably dead (their pid gone or reused), so their running
+// tasks are claimed at once instead of after their leases expire, and
+// removes them (and long-silent rows of other hosts) from the registry.
+func (m *Manager) reapDead(ctx context.Context) {
+	ps, err := m.st.Processes(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.o.Logger.Warn("read the process registry failed", "err", err)
+		}
+		return
+	}
+	// A row that has not beaten for ten leases (a process on another host
+	// that died) holds no live lease any more: its row goes too.
+	stale := m.now().Add(-10 * m.o.Lease).UnixMilli()
+	for _, p := range ps {
+		if p.ID == m.o.Owner || (!m.self.Dead(p) && p.HeartbeatAt >= stale) {
+			continue
+		}
+		n, err := m.st.ReleaseLeases(ctx, p.ID, nil)
+		if err != nil {
+			m.o.Logger.Warn("release a dead process's leases failed", "owner", p.ID, "err", err)
+			continue
+		}
+		if err := m.st.RemoveProcess(ctx, p.ID); err != nil {
+			m.o.Logger.Warn("remove a dead process failed", "owner", p.ID, "err", err)
+		}
+		m.o.Logger.Info("released the leases of a dead process", "owner", p.ID, "pid", p.PID, "tasks", n)
 	}
 }
 
@@ -293,13 +381,34 @@ func (m *Manager) sweepPayloads() {
 }
 
 // Close stops every goroutine of the manager and waits for them. Running
-// tasks stay running in the store (a restart resumes them). Idempotent.
+// tasks stay running in the store; their leases are released, so another
+// live process (or the next one to start) follows them at once. It also
+// removes the process from the registry. Idempotent.
 func (m *Manager) Close() {
 	m.mu.Lock()
+	already, started := m.closed, m.started
 	m.closed = true
 	m.mu.Unlock()
+	ls := m.followed()
 	m.cancel()
 	m.wg.Wait()
+	if already || !started {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if len(ls) > 0 {
+		ids := make([]string, len(ls))
+		for i, l := range ls {
+			ids[i] = l.id
+		}
+		if _, err := m.st.ReleaseLeases(ctx, m.o.Owner, ids); err != nil {
+			m.o.Logger.Warn("release leases at close failed; they expire after the lease", "err", err)
+		}
+	}
+	if err := m.st.RemoveProcess(ctx, m.o.Owner); err != nil {
+		m.o.Logger.Warn("leave the process registry failed", "err", err)
+	}
 }
 
 // ---------------------------------------------------------------- submit
@@ -415,7 +524,8 @@ func (m *Manager) lockSession(key string) func() {
 // that order, so a crash at any point leaves a state a restart finishes
 // (the persisted task is re-sent under the same idempotency key). It
 // returns as soon as the task is persisted.
-func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (*RunResult, error) {
+func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *RunResult, err error) {
+	defer m.hideStoreErr(ctx, "submit", &err)
 	if err := m.validate(&req); err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}

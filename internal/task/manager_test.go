@@ -17,7 +17,12 @@ import (
 
 // TestMain runs the tests, stops the shared real gateway (started only by
 // the e2e tests, when CLAWCONNECT_E2E=1) and then checks for goroutine leaks.
-func TestMain(m *testing.M) { realgateway.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(replicaEnv) != "" {
+		os.Exit(replicaMain()) // a replica process of the multi-process tests
+	}
+	realgateway.Main(m)
+}
 
 func TestSubmitFollowComplete(t *testing.T) {
 	e := newEnv(t)

@@ -1,9 +1,7 @@
 package task
 
 import (
-	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/clawconnect/clawconnect/agentsession"
@@ -41,13 +39,25 @@ type Options struct {
 	// PayloadDir receives run_task payloads (<dir>/<jobId>.payload, 0600);
 	// "" rejects any payload ("payload could not be stored").
 	PayloadDir string
-	// Owner identifies this process for leases. "" means "local" for a
-	// store owned by one process (SQLite: a restarted process takes its
-	// tasks back at once), and a unique host/pid/random id otherwise (each
-	// replica sharing PostgreSQL must own its leases).
+	// Owner identifies this process for leases; "" means a new unique
+	// host/pid/random id (owner.Self). Managers of one process should share
+	// it. The manager registers it in the store's process registry, with
+	// what proves the process dead to another one on the same host.
 	Owner string
+	// Role names the command in the process registry ("serve", "mcp",
+	// "run"); "" means "task".
+	Role string
 	// Lease is the ownership lease of a running task (default 30 s).
 	Lease time.Duration
+	// NoClaim makes the manager follow only the tasks it submits itself:
+	// it claims no other task, at Start or later. One-shot commands (run)
+	// set it, since they must not take leases they will not keep.
+	NoClaim bool
+	// RetryMin and RetryMax bound the backoff (with jitter) between
+	// attempts to write an outcome or a log entry the store refused for a
+	// transient reason (default 100 ms and 5 s). A follower keeps trying
+	// until the write lands or its lease is lost.
+	RetryMin, RetryMax time.Duration
 
 	// ChatTimeout is the live wait window (CLAWCONNECT_TIMEOUT_MS, 30 min).
 	ChatTimeout time.Duration
@@ -117,6 +127,8 @@ func DefaultOptions() Options {
 		Retention:               30 * 24 * time.Hour,
 		SweepInterval:           time.Hour,
 		PayloadTTL:              24 * time.Hour,
+		RetryMin:                100 * time.Millisecond,
+		RetryMax:                5 * time.Second,
 	}
 }
 
@@ -147,10 +159,10 @@ func (o Options) withDefaults() Options {
 		}
 	}
 	str(&o.OpenClawAgentID, d.OpenClawAgentID)
-	if o.Owner == "" {
-		o.Owner = defaultOwner(o.Store)
-	}
+	str(&o.Role, "task")
 	dur(&o.Lease, d.Lease)
+	dur(&o.RetryMin, d.RetryMin)
+	dur(&o.RetryMax, d.RetryMax)
 	dur(&o.ChatTimeout, d.ChatTimeout)
 	dur(&o.RecoveryTimeout, d.RecoveryTimeout)
 	dur(&o.RecoveryIdleTimeout, d.RecoveryIdleTimeout)
@@ -181,16 +193,6 @@ func (o Options) withDefaults() Options {
 		o.NewID = newUUID
 	}
 	return o
-}
-
-// defaultOwner is "local" for an exclusive (single-process) store and a
-// unique id otherwise.
-func defaultOwner(st store.Store) string {
-	if ex, ok := st.(interface{ Exclusive() bool }); ok && ex.Exclusive() {
-		return "local"
-	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), newUUID()[:8])
 }
 
 // ApplyEnv reads every timing and limit of the task service from the

@@ -89,7 +89,8 @@ func (m *Manager) clampWait(waitMs *float64) time.Duration {
 // lifecycle/recovery entry at once, tool chatter after PollDebounce). A
 // terminal completed_no_summary, error or provisional task gets the lazy
 // transcript re-check first.
-func (m *Manager) Check(ctx context.Context, req CheckRequest) (*Snapshot, error) {
+func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err error) {
+	defer m.hideStoreErr(ctx, "check task", &err)
 	if req.JobID == "" && req.SessionKey == "" {
 		return nil, fmt.Errorf("check task: %w: pass jobId (or sessionKey)", ErrInvalidInput)
 	}
@@ -312,7 +313,8 @@ func CheckText(s *Snapshot) string {
 
 // GetTask is get_task for every preset but "prompt" (use GetPrompt). It
 // never waits and does not bump pollCount. An unknown detail is refused.
-func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, knownLogCount int64) (*TaskDetail, error) {
+func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, knownLogCount int64) (_ *TaskDetail, err error) {
+	defer m.hideStoreErr(ctx, "get task", &err)
 	if detail == "" {
 		detail = DetailSummary
 	}
@@ -400,7 +402,8 @@ func failureReason(t *store.Task) string {
 
 // GetPrompt is get_task's "prompt" preset: the only read path of a task's
 // prompt, scoped like every other read.
-func (m *Manager) GetPrompt(ctx context.Context, taskID string) (*PromptResult, error) {
+func (m *Manager) GetPrompt(ctx context.Context, taskID string) (_ *PromptResult, err error) {
+	defer m.hideStoreErr(ctx, "get prompt", &err)
 	t, err := m.st.GetTask(ctx, m.o.Agent, taskID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("get prompt: %w", &NotFoundError{Message: MsgTaskNotFound})
@@ -451,7 +454,8 @@ func (m *Manager) summaryRow(ctx context.Context, t *store.Task) TaskSummary {
 // ListTasks is list_tasks: one row per session (its latest task), most
 // recently active first, one bounded page (limit ≤ store.MaxPage; 0 means
 // 100). The active view keeps queued, running, blocked and needs-human.
-func (m *Manager) ListTasks(ctx context.Context, view ListView, limit int) ([]TaskSummary, error) {
+func (m *Manager) ListTasks(ctx context.Context, view ListView, limit int) (_ []TaskSummary, err error) {
+	defer m.hideStoreErr(ctx, "list tasks", &err)
 	if view == "" {
 		view = ViewAll
 	}
@@ -495,7 +499,8 @@ type SessionRequest struct {
 }
 
 // GetSession is get_session over the session's latest task.
-func (m *Manager) GetSession(ctx context.Context, req SessionRequest) (*SessionResult, error) {
+func (m *Manager) GetSession(ctx context.Context, req SessionRequest) (_ *SessionResult, err error) {
+	defer m.hideStoreErr(ctx, "get session", &err)
 	if req.Mode == "" {
 		req.Mode = ModeSnapshot
 	}
@@ -559,7 +564,8 @@ func (m *Manager) GetSession(ctx context.Context, req SessionRequest) (*SessionR
 // ListSessions is list_sessions: the continuation state of the agent's
 // most recently active sessions (one bounded page; 0 means 100), finished
 // ones included.
-func (m *Manager) ListSessions(ctx context.Context, limit int) (*SessionList, error) {
+func (m *Manager) ListSessions(ctx context.Context, limit int) (_ *SessionList, err error) {
+	defer m.hideStoreErr(ctx, "list sessions", &err)
 	rows, _, err := m.st.ListSessions(ctx, m.o.Agent, store.Page{Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)

@@ -106,7 +106,7 @@ func (m *Manager) rewrite(ctx context.Context, t *store.Task, o outcome) bool {
 		return true // changed meanwhile: the caller re-reads
 	}
 	applyOutcome(fresh, o, m.nowMs(), true)
-	if err := m.st.UpdateTask(ctx, fresh); err != nil && !errors.Is(err, store.ErrConflict) {
+	if err := m.st.UpdateTask(ctx, fresh); err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrLeaseLost) {
 		m.o.Logger.Warn("lazy re-check write failed", "job_id", t.ID, "err", err)
 	}
 	return true

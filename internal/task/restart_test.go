@@ -24,10 +24,11 @@ func TestRestartResumesRunningTask(t *testing.T) {
 	}{
 		{"after persist, before dispatch", func(t *testing.T, e *env) string {
 			task := storetest.Task("job-persisted", "main", "agent:main:k1", time.Now().UnixMilli())
-			task.Owner, task.LeaseUntil = "local", time.Now().Add(20*time.Second).UnixMilli() // a live lease of the dead process
+			task.Owner, task.LeaseUntil = "previous", time.Now().Add(time.Hour).UnixMilli() // a live lease of the dead process
 			if err := e.st.CreateTask(t.Context(), task); err != nil {
 				t.Fatal(err)
 			}
+			markDead(t, e.st, "previous")
 			return task.ID
 		}},
 		{"mid-run, with events and a run id", func(t *testing.T, e *env) string {
@@ -38,7 +39,8 @@ func TestRestartResumesRunningTask(t *testing.T) {
 			}
 			e.gw.waitStarted(t, res.JobID)
 			e.gw.emit(res.JobID, Event{Kind: EventLifecycle, Phase: "start", Seq: 3})
-			m.Close() // "kill -9": nothing is written on the way down
+			m.crash() // "kill -9": nothing is written on the way down
+			markDead(t, e.st, m.o.Owner)
 			return res.JobID
 		}},
 	}
@@ -50,13 +52,9 @@ func TestRestartResumesRunningTask(t *testing.T) {
 			if err != nil || before.Status != store.StatusRunning {
 				t.Fatalf("after the crash: %+v %v", before, err)
 			}
-			// The new process starts later than the dead one: a claim in the
-			// very millisecond of the old lease's grant would not see that
-			// lease as older than its own (lease_until < until), which no
-			// real restart is fast enough to meet.
-			fresh := e.manager(func(o *Options) {
-				o.Now = func() time.Time { return time.Now().Add(time.Second) }
-			})
+			// The lease is an hour: the fresh process resumes the task at
+			// once because the previous owner is provably dead.
+			fresh := e.manager(func(o *Options) { o.Lease = time.Hour })
 			e.gw.waitStarted(t, id)
 			if got := e.gw.messages[id]; got != before.Message {
 				t.Fatalf("resumed with another message:\n%s\nwant\n%s", got, before.Message)
@@ -106,8 +104,9 @@ func TestRestartKeepsFinishedTasks(t *testing.T) {
 }
 
 // TestLeaseTakeover: two owners share one store; the first dies holding the
-// lease; the second takes the task over once the lease expires and
-// finishes it, while answering reads for it all along.
+// lease (nothing proves it dead: another host, say); the second takes the
+// task over once the lease expires and finishes it, while answering reads
+// for it all along.
 func TestLeaseTakeover(t *testing.T) {
 	e := newEnv(t)
 	a := e.manager(func(o *Options) { o.Owner = "replica-a"; o.Lease = 200 * time.Millisecond })
@@ -116,7 +115,7 @@ func TestLeaseTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.gw.waitStarted(t, res.JobID)
-	a.Close() // replica a dies; its lease runs out
+	a.crash() // replica a dies; its lease runs out
 	b := e.manager(func(o *Options) { o.Owner = "replica-b"; o.Lease = 200 * time.Millisecond })
 	// b answers reads for a task it does not follow yet.
 	g, err := b.GetTask(t.Context(), res.JobID, DetailCore, 0)

@@ -8,23 +8,26 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 )
 
 // HostOptions configures a monitor Host. Zero values are the documented
 // defaults.
 type HostOptions struct {
-	// Owner names this host in monitor leases; "" means host-pid-random.
+	// Owner names this host in monitor leases and in the store's process
+	// registry; "" means this process's owner id (owner.Self).
 	Owner string
+	// Role is the host's role in the process registry; "" means
+	// "terminal".
+	Role string
 	// LeaseTTL is how long a monitor lease lasts unrenewed; 30 s. A Turn
 	// whose host died is taken over after it.
 	LeaseTTL time.Duration
@@ -34,10 +37,6 @@ type HostOptions struct {
 	// Rescan is how often the store is scanned for open Turns that no live
 	// host follows; 15 s.
 	Rescan time.Duration
-	// Exclusive says the store belongs to this process alone (SQLite behind
-	// its lock file): a lease another owner holds is a dead process's, and
-	// is taken over at once instead of after it expires.
-	Exclusive bool
 	// Watch wakes a monitor when one of paths (files or directories)
 	// changes; nil means fsnotify. The channel must stay open until ctx
 	// ends.
@@ -58,17 +57,19 @@ type Host struct {
 	running map[string]bool
 	pending map[string]bool
 	again   map[string]bool // Watch called while the monitor was stopping
-	// startup are the Turns open when Run began: on an exclusive store
-	// their leases are dead processes' and are taken over at once.
-	startup map[string]bool
 	wg      sync.WaitGroup
+	self    owner.Identity
 }
 
 // NewHost returns a Host for s; s.Send and friends hand it new Turns.
 func NewHost(s *Service, o HostOptions) *Host {
+	self := owner.Self()
 	if o.Owner == "" {
-		host, _ := os.Hostname()
-		o.Owner = host + "-" + strconv.Itoa(os.Getpid()) + "-" + randHex(3)
+		o.Owner = self.ID
+	}
+	self.ID = o.Owner
+	if o.Role == "" {
+		o.Role = "terminal"
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = 30 * time.Second
@@ -82,7 +83,7 @@ func NewHost(s *Service, o HostOptions) *Host {
 	if o.Watch == nil {
 		o.Watch = watchFiles
 	}
-	h := &Host{s: s, o: o, log: s.log, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{}}
+	h := &Host{s: s, o: o, log: s.log, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{}, self: self}
 	s.mu.Lock()
 	s.watch = h.Watch
 	s.mu.Unlock()
@@ -100,22 +101,20 @@ func (h *Host) Run(ctx context.Context) error {
 	h.ctx = ctx
 	pending := h.pending
 	h.pending = map[string]bool{}
-	h.startup = map[string]bool{}
 	h.mu.Unlock()
-	if h.o.Exclusive {
-		if turns, err := h.s.o.Store.OpenTurns(ctx, store.MaxPage); err == nil {
-			h.mu.Lock()
-			for _, t := range turns {
-				h.startup[t.TurnID] = true
-			}
-			h.mu.Unlock()
-		}
+	reg, _ := h.s.o.Store.(registry)
+	if reg != nil {
+		h.heartbeat(ctx, reg)
+		defer func() { _ = reg.RemoveProcess(context.WithoutCancel(ctx), h.o.Owner) }()
+		h.reapDead(ctx, reg) // before the first scan: a dead predecessor's Turns are free at once
 	}
 	for id := range pending {
 		h.Watch(id)
 	}
 	t := time.NewTicker(h.o.Rescan)
 	defer t.Stop()
+	beat := time.NewTicker(h.o.LeaseTTL / 3)
+	defer beat.Stop()
 	for {
 		h.rescan(ctx)
 		select {
@@ -126,8 +125,55 @@ func (h *Host) Run(ctx context.Context) error {
 			h.wg.Wait()
 			return nil
 		case <-t.C:
+		case <-beat.C:
+			if reg != nil {
+				h.heartbeat(ctx, reg)
+				h.reapDead(ctx, reg)
+			}
 		}
 	}
+}
+
+// registry is the part of the store through which hosts (and task
+// managers) prove each other dead and free a dead process's leases.
+type registry interface {
+	store.ProcessRegistry
+	ReleaseLeases(ctx context.Context, owner string, ids []string) (int, error)
+}
+
+// heartbeat registers the host in the store's process registry, so that a
+// host that restarts after this one was killed can prove it dead.
+func (h *Host) heartbeat(ctx context.Context, reg registry) {
+	if err := reg.Heartbeat(ctx, h.self.Process(h.o.Role, time.Now().UnixMilli())); err != nil && ctx.Err() == nil {
+		h.log.Warn("terminal host heartbeat failed", "err", err)
+	}
+}
+
+// reapDead frees every lease of a process this host proves dead (same
+// machine, pid gone or reused) or that stopped beating ten leases ago, so
+// its Turns' monitors are taken over now instead of when their leases
+// expire.
+func (h *Host) reapDead(ctx context.Context, reg registry) {
+	ps, err := reg.Processes(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("read the process registry failed", "err", err)
+		}
+		return
+	}
+	stale := time.Now().Add(-10 * h.o.LeaseTTL).UnixMilli()
+	for _, p := range ps {
+		if p.ID == h.o.Owner || (!h.self.Dead(p) && p.HeartbeatAt >= stale) {
+			continue
+		}
+		if _, err := reg.ReleaseLeases(ctx, p.ID, nil); err != nil {
+			h.log.Warn("release a dead process's leases failed", "owner", p.ID, "err", err)
+			continue
+		}
+		_ = reg.RemoveProcess(ctx, p.ID)
+		h.log.Info("released the leases of a dead process", "owner", p.ID, "pid", p.PID)
+	}
+	h.rescan(ctx)
 }
 
 func (h *Host) rescan(ctx context.Context) {
@@ -206,15 +252,7 @@ type monitor struct {
 
 func (m *monitor) run(ctx context.Context) error {
 	now := time.Now()
-	at := now.UnixMilli()
-	m.h.mu.Lock()
-	dead := m.h.startup[m.turnID]
-	delete(m.h.startup, m.turnID)
-	m.h.mu.Unlock()
-	if dead {
-		at = math.MaxInt64 // every other holder was a dead process
-	}
-	l, err := m.s.o.Store.AcquireMonitorLease(ctx, m.turnID, m.h.o.Owner, at, now.Add(m.h.o.LeaseTTL).UnixMilli())
+	l, err := m.s.o.Store.AcquireMonitorLease(ctx, m.turnID, m.h.o.Owner, now.UnixMilli(), now.Add(m.h.o.LeaseTTL).UnixMilli())
 	if errors.Is(err, store.ErrLeaseLost) {
 		return nil // another host follows it
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 )
 
 func TestSendWaitDoneWithExactReply(t *testing.T) {
@@ -422,6 +423,47 @@ func TestHostRestartResumesWithOneCompletion(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d completions, want 1", n)
+	}
+}
+
+// TestHostTakesOverADeadProcessAtOnce: a monitor lease held by a process
+// the store's registry proves dead (this host, its pid now another process)
+// is freed when a new host starts, long before the lease would expire.
+func TestHostTakesOverADeadProcessAtOnce(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 165)
+	r := newRig(t, a)
+	ctx := t.Context()
+	self := owner.Self()
+	if self.Host == "" {
+		t.Skip("proving a process dead needs /proc")
+	}
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := r.st.(registry)
+	dead := self.Process("terminal host", 1)
+	dead.ID, dead.Start = "killed-host", "another-boot:1" // our pid, another incarnation
+	if err := reg.Heartbeat(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := r.st.AcquireMonitorLease(ctx, res.TurnID, dead.ID, now.UnixMilli(), now.Add(time.Hour).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	a.finish("after kill -9", false)
+	r.start(r.svc, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour})
+	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "after kill -9" {
+		t.Fatalf("turn = %+v", v)
+	}
+	ps, err := reg.Processes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.ID == dead.ID {
+			t.Errorf("the dead process is still registered: %+v", p)
+		}
 	}
 }
 

@@ -149,7 +149,7 @@ func TestChangeFeed(t *testing.T) {
 	otherT1, stop3 := other.WatchTask("t1")
 	defer stop3()
 
-	if err := a.AppendLogs(ctx, "t1", []store.LogEntry{{Seq: 1, Type: "x", Text: "one"}}); err != nil {
+	if err := a.AppendLogs(ctx, "t1", 1, []store.LogEntry{{Seq: 1, Type: "x", Text: "one"}}); err != nil {
 		t.Fatal(err)
 	}
 	awaitSignal(t, t1, "b's watch of t1 after a's log append")
@@ -175,7 +175,7 @@ func TestChangeFeed(t *testing.T) {
 	}
 	t9, stop9 := other.WatchTask("t9")
 	defer stop9()
-	if err := other.AppendLogs(ctx, "t9", []store.LogEntry{{Seq: 1, Type: "x"}}); err != nil {
+	if err := other.AppendLogs(ctx, "t9", 1, []store.LogEntry{{Seq: 1, Type: "x"}}); err != nil {
 		t.Fatal(err)
 	}
 	awaitSignal(t, t9, "the other schema's own announcement")

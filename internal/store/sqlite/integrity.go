@@ -117,19 +117,18 @@ func checkOnOpen(ctx context.Context, path string) error {
 	return nil
 }
 
-// lockHeld reports whether the lock file beside path names a process, i.e.
-// a store was opened here before. Open asks before it takes the lock (which
-// rewrites the file).
-func lockHeld(path string) bool {
-	st, err := os.Stat(path + ".lock")
-	return err == nil && st.Size() > 0
+// signalled reports whether the change signal beside path exists, i.e. a
+// store was opened here before (every Open creates it, listen.go).
+func signalled(path string) bool {
+	_, err := os.Stat(path + signalSuffix)
+	return err == nil
 }
 
 // checkReplaced refuses an empty store file when a non-empty write-ahead
-// log, or a lock file that a previous process wrote, shows that a store was
+// log, or the change signal that every commit writes, shows that a store was
 // in use here: the file was truncated or replaced, and opening it would
 // silently start an empty store over the evidence.
-func checkReplaced(path string, hadLock bool) error {
+func checkReplaced(path string) error {
 	st, err := os.Stat(path)
 	if err != nil || st.Size() != 0 {
 		return nil
@@ -137,13 +136,13 @@ func checkReplaced(path string, hadLock bool) error {
 	var evidence string
 	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
 		evidence = fmt.Sprintf("its write-ahead log %s-wal holds %d bytes", path, wal.Size())
-	} else if hadLock {
-		evidence = fmt.Sprintf("its lock file %s.lock shows a store was opened here before", path)
+	} else if signalled(path) {
+		evidence = fmt.Sprintf("its change signal %s%s shows a store was opened here before", path, signalSuffix)
 	}
 	if evidence == "" {
 		return nil
 	}
 	return &corruptError{msg: fmt.Sprintf("the SQLite store %s is an empty file, but %s: it was truncated or replaced. "+
 		"It was left untouched. Restore it from a backup; or, if you mean to start with an empty store, stop every "+
-		"clawconnect process and remove %[1]s, %[1]s-wal and %[1]s.lock", path, evidence)}
+		"clawconnect process and remove %[1]s, %[1]s-wal and %[1]s%[3]s", path, evidence, signalSuffix)}
 }

@@ -117,8 +117,8 @@ func TestCheckIntegrityBesideOwner(t *testing.T) {
 }
 
 // TestOpenRefusesReplacedStore is issue 11 item 7 (empty file): a store
-// truncated to zero bytes is not silently a fresh store when its lock file
-// or write-ahead log shows one was in use; without such evidence an empty
+// truncated to zero bytes is not silently a fresh store when its change
+// signal or write-ahead log shows one was in use; without such evidence an empty
 // file is still a fresh store.
 func TestOpenRefusesReplacedStore(t *testing.T) {
 	t.Parallel()
@@ -127,7 +127,7 @@ func TestOpenRefusesReplacedStore(t *testing.T) {
 		prepare func(t *testing.T, path string)
 		refused bool
 	}{
-		{"lock file of an earlier owner", func(t *testing.T, path string) {
+		{"change signal of an earlier store", func(t *testing.T, path string) {
 			fillStore(t, path)
 			if err := os.Truncate(path, 0); err != nil {
 				t.Fatal(err)

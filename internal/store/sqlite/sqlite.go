@@ -1,7 +1,11 @@
-// Package sqlite is the embedded, single-process store: one SQLite file
-// (default CLAWCONNECT_HOME/clawconnect.db) in WAL mode with one writer
-// connection and a small read-only pool. A second process that tries to open
-// the same file is refused with store.ErrLocked.
+// Package sqlite is the embedded store that every clawconnect process on a
+// machine shares: one SQLite file (default CLAWCONNECT_HOME/clawconnect.db)
+// in WAL mode, opened read-write by each process with one writer connection
+// and a small read-only pool. Writers of different processes take the
+// file's write lock in turn (BEGIN IMMEDIATE, waiting at most BusyTimeout);
+// running tasks are owned through leases in the file, as on PostgreSQL; and
+// a process waiting on a task another process follows is woken by the
+// change log (see listener).
 package sqlite
 
 import (
@@ -15,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"modernc.org/sqlite"
@@ -34,14 +37,21 @@ type Options struct {
 	Path string
 	// Readers is the size of the read-only pool; 0 means 4.
 	Readers int
+	// BusyTimeout bounds how long a write waits for the write lock another
+	// process holds before it fails with store.ErrBusy, writing nothing;
+	// 0 means DefaultBusyTimeout.
+	BusyTimeout time.Duration
 }
 
-// Open opens (creating and migrating if needed) the database at o.Path and
-// takes the process lock on it. It refuses a file that is not a SQLite
-// database, a database holding foreign tables, or one a newer build wrote
-// (store.ErrIncompatible), a file that fails its integrity check or an
-// empty one that replaced a store in use (ErrCorrupt, see integrity.go),
-// and a file another process holds (store.ErrLocked).
+// DefaultBusyTimeout is the default Options.BusyTimeout.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Open opens (creating and migrating if needed) the database at o.Path,
+// beside any other process that has it open. It refuses a file that is not
+// a SQLite database, a database holding foreign tables, or one a newer
+// build wrote (store.ErrIncompatible), and a file that fails its integrity
+// check or an empty one that replaced a store in use (ErrCorrupt, see
+// integrity.go).
 func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	if o.Path == "" {
 		return nil, errors.New("open sqlite store: no path")
@@ -52,30 +62,44 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
-	hadLock := lockHeld(o.Path) // asked before lockFile rewrites it
-	lock, err := lockFile(o.Path + ".lock")
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite store %s: %w", o.Path, err)
-	}
 	fail := func(err error) (*sqlstore.DB, error) {
-		_ = lock.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", o.Path, err)
 	}
 	if err := checkHeader(o.Path); err != nil {
 		return fail(err)
 	}
-	if err := errors.Join(checkReplaced(o.Path, hadLock), checkOnOpen(ctx, o.Path)); err != nil {
+	if err := errors.Join(checkReplaced(o.Path), checkOnOpen(ctx, o.Path)); err != nil {
 		return fail(err)
 	}
-	w, err := sql.Open("sqlite", o.Path+"?"+pragmas+"&_txlock=immediate")
+	// The store holds prompts and replies: only its user may read it, even
+	// in a directory others can enter. SQLite gives its -wal and -shm files
+	// the database file's mode.
+	f, err := os.OpenFile(o.Path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fail(err)
+	}
+	_ = f.Close()
+	// Every write transaction begins IMMEDIATE: it takes the file's write
+	// lock first (waiting at most BusyTimeout for another process), since
+	// a deferred one that reads then writes fails at once when another
+	// process wrote meanwhile.
+	busy := o.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	w, err := sql.Open("sqlite", o.Path+"?"+busyPragma(busy)+pragmas+"&_txlock=immediate")
 	if err != nil {
 		return fail(err)
 	}
 	w.SetMaxOpenConns(1)
+	// Concurrent first opens serialize on the migration's IMMEDIATE
+	// transaction; the later ones find the schema current.
 	if err := sqlstore.Migrate(ctx, w, sqlstore.MigrateOptions{Tables: tables}); err != nil {
 		_ = w.Close()
 		if isNotADB(err) {
 			err = fmt.Errorf("the file is not a readable SQLite database (%v); refusing to overwrite it: %w", err, store.ErrIncompatible)
+		} else if isBusy(err) {
+			err = fmt.Errorf("another clawconnect process held the database's write lock for over %v while this one started; retry: %w", busy, store.ErrBusy)
 		}
 		return fail(err)
 	}
@@ -84,7 +108,7 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	// the munmap and page faults that follow cost more than the copies they
 	// save whenever tasks are being written (run_task + check_task round
 	// trip 4.4 → 3.9 ms).
-	r, err := sql.Open("sqlite", o.Path+"?"+readerPragmas)
+	r, err := sql.Open("sqlite", o.Path+"?"+busyPragma(busy)+readerPragmas)
 	if err != nil {
 		_ = w.Close()
 		return fail(err)
@@ -98,52 +122,33 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	// cache of each reader connection, so a write per check_task poll made
 	// every read a cold b-tree descent, and at 10^6 rows each poll dirtied
 	// its own page. Batched, repeated polls of a task merge into one update
-	// written off the request path. The process owns the file alone (lock
-	// above), so the in-memory counts are the whole truth; a crash loses at
-	// most BatchPolls worth of (cosmetic) poll counts, never a task.
-	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation, AfterBulk: "PRAGMA wal_checkpoint(TRUNCATE)",
-		BatchPolls: 5 * time.Second, Exclusive: true}
-	return sqlstore.New(w, r, d, lock.Close), nil
+	// written off the request path, as an increment, so the batches of
+	// several processes add up. A process sees the polls other processes
+	// have not flushed yet only after their next flush (at most BatchPolls);
+	// a crash loses at most BatchPolls worth of (cosmetic) poll counts,
+	// never a task.
+	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation, IsBusy: isBusy,
+		AfterBulk: "PRAGMA wal_checkpoint(TRUNCATE)", BatchPolls: 5 * time.Second,
+		Notify: `INSERT INTO task_changes (task_id) VALUES (?)`, ChangeTable: true,
+		TrimChanges: `DELETE FROM task_changes WHERE seq < (SELECT MAX(seq) FROM task_changes) - ` + strconv.Itoa(keepChanges),
+		Listen:      listener(o.Path, busy)}
+	var closeSignal func() error
+	d.Committed, closeSignal = signal(o.Path)
+	return sqlstore.New(w, r, d, closeSignal), nil
 }
 
 // The connection settings of the writer and of the readers, which refuse
 // to write. cache_size is per connection (16 MiB): the writer's working set.
+// Each connection string starts with busyPragma, so that even switching to
+// WAL waits for a process that holds the lock.
 const (
-	pragmas = "_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)" +
-		"&_pragma=cache_size(-16384)&_time_format=sqlite"
+	pragmas       = "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-16384)&_time_format=sqlite"
 	readerPragmas = pragmas + "&_pragma=query_only(1)"
 )
 
-// OpenReader opens the existing store at path for reading only and without
-// the process lock, so that another process (clawconnect status while serve
-// runs) can read what the owner writes; WAL lets both work at once. Poll
-// counts the owner has not flushed yet are not visible. It refuses a file
-// that is missing, is not a SQLite database, or holds a schema other than
-// this build's (store.ErrIncompatible).
-func OpenReader(ctx context.Context, path string) (*sqlstore.DB, error) {
-	if strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("open sqlite store for reading: path %q must not contain '?' or '#'", path)
-	}
-	fail := func(err error) (*sqlstore.DB, error) {
-		return nil, fmt.Errorf("open sqlite store %s for reading: %w", path, err)
-	}
-	if _, err := os.Stat(path); err != nil {
-		return fail(err)
-	}
-	if err := checkHeader(path); err != nil {
-		return fail(err)
-	}
-	r, err := sql.Open("sqlite", path+"?"+readerPragmas)
-	if err != nil {
-		return fail(err)
-	}
-	r.SetMaxOpenConns(2)
-	if err := sqlstore.CheckSchema(ctx, r); err != nil {
-		_ = r.Close()
-		return fail(err)
-	}
-	d := sqlstore.Dialect{Name: "sqlite", IsUniqueViolation: isUniqueViolation, ReadOnly: true}
-	return sqlstore.New(r, r, d, nil), nil
+// busyPragma sets SQLite's busy_timeout to d.
+func busyPragma(d time.Duration) string {
+	return "_pragma=busy_timeout(" + strconv.FormatInt(max(d.Milliseconds(), 1), 10) + ")"
 }
 
 func tables(ctx context.Context, tx *sql.Tx) ([]string, error) {
@@ -202,27 +207,11 @@ func isUniqueViolation(err error) bool {
 	return false
 }
 
-// lockFile takes an exclusive, non-blocking flock on path, writing our pid
-// into it. The lock is released when the returned file is closed or the
-// process dies.
-func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(path)
-		_ = f.Close()
-		holder := strings.TrimSpace(string(b))
-		if holder == "" {
-			holder = "unknown"
-		}
-		return nil, fmt.Errorf("another clawconnect process (pid %s) owns this SQLite database; SQLite is "+
-			"single-process — stop that process, or use PostgreSQL (CLAWCONNECT_DATABASE_URL) for several replicas: %w",
-			holder, store.ErrLocked)
-	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return f, nil
+	return false
 }

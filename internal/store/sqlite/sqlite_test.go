@@ -8,15 +8,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
 )
 
-func open(t *testing.T, path string) store.Store {
+func open(t *testing.T, path string) *sqlstore.DB {
 	t.Helper()
 	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
 	if err != nil {
@@ -50,15 +52,6 @@ func TestReopenKeepsData(t *testing.T) {
 	s2 := open(t, path)
 	if _, err := s2.GetTask(t.Context(), "main", "t1"); err != nil {
 		t.Fatalf("task lost across reopen: %v", err)
-	}
-}
-
-func TestSecondOwnerRefused(t *testing.T) {
-	path := filepath.Join(t.TempDir(), sqlite.FileName)
-	open(t, path)
-	_, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
-	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "single-process") {
-		t.Fatalf("second Open = %v, want ErrLocked with a clear message", err)
 	}
 }
 
@@ -208,80 +201,230 @@ func TestBatchedPollCounts(t *testing.T) {
 	}
 }
 
-// TestReaderBesideTheOwner: while one process owns the file, another can
-// open it for reading, sees what the owner writes, cannot write, and does
-// not count as the owner of its running tasks.
-func TestReaderBesideTheOwner(t *testing.T) {
+// TestSharedByTwoOpens: two opens of one file (as two processes have it)
+// write concurrently without a busy error, each sees the other's writes at
+// once, and their batched poll counts add up.
+func TestSharedByTwoOpens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), sqlite.FileName)
-	owner := open(t, path)
+	a, b := open(t, path), open(t, path)
 	ctx := t.Context()
-	if err := owner.CreateTask(ctx, storetest.Task("t1", "main", "k", 1)); err != nil {
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := range n {
+		for j, s := range []store.Store{a, b} {
+			wg.Go(func() {
+				id := fmt.Sprintf("t%d-%d", j, i)
+				task := storetest.Task(id, "main", "k-"+id, int64(i))
+				if err := s.CreateTask(ctx, task); err != nil {
+					errs <- err
+					return
+				}
+				task.Status, task.Summary = store.StatusCompleted, "by "+id
+				if err := s.UpdateTask(ctx, task); err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
 		t.Fatal(err)
 	}
-	r, err := sqlite.OpenReader(ctx, path)
-	if err != nil {
-		t.Fatalf("OpenReader beside the owner: %v", err)
+	for i := range n {
+		for j := range 2 {
+			id := fmt.Sprintf("t%d-%d", j, i)
+			for _, s := range []store.Store{a, b} {
+				got, err := s.GetTask(ctx, "main", id)
+				if err != nil || got.Summary != "by "+id {
+					t.Fatalf("%s read through both opens: %+v %v", id, got, err)
+				}
+			}
+		}
 	}
-	defer r.Close()
-	if r.Exclusive() {
-		t.Fatal("a reader claims to own the store")
+	for _, s := range []store.Store{a, b, a} {
+		if _, err := s.TouchPoll(ctx, "main", "t0-0", 1); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := owner.AppendLogs(ctx, "t1", []store.LogEntry{{Seq: 1, Type: "x", Text: "after the reader opened"}}); err != nil {
-		t.Fatal(err)
+	for _, s := range []*sqlstore.DB{a, b} {
+		if err := s.FlushPolls(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
-	got, err := r.GetTask(ctx, "main", "t1")
-	if err != nil || got.LogCount != 1 {
-		t.Fatalf("reader sees %+v, %v; want the owner's task with 1 log entry", got, err)
-	}
-	if _, err := owner.TouchPoll(ctx, "main", "t1", 5); err != nil {
-		t.Fatal(err)
-	}
-	// A reader's poll is not counted; it reports the owner's written count.
-	if n, err := r.TouchPoll(ctx, "main", "t1", 6); err != nil || n != 0 {
-		t.Fatalf("reader TouchPoll = %d, %v; want the owner's unflushed count not visible (0) and no error", n, err)
-	}
-	if err := r.CreateTask(ctx, storetest.Task("t2", "main", "k2", 2)); err == nil {
-		t.Fatal("a reader wrote a task")
-	}
-	if _, err := owner.GetTask(ctx, "main", "t2"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("the reader's write reached the store: %v", err)
+	if got, err := b.GetTask(ctx, "main", "t0-0"); err != nil || got.PollCount != 3 {
+		t.Fatalf("poll count across opens = %+v, %v; want 3", got, err)
 	}
 }
 
-func TestReaderRefusals(t *testing.T) {
-	dir := t.TempDir()
-	notDB := filepath.Join(dir, "notes.txt")
-	if err := os.WriteFile(notDB, []byte("not a database at all"), 0o600); err != nil {
+// TestChangeFeedAcrossOpens: a reader watching a task through one open is
+// woken when another open (another process) appends to the task's log or
+// writes its outcome, by the change log and the file event, with no timer
+// involved.
+func TestChangeFeedAcrossOpens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	writer, reader := open(t, path), open(t, path)
+	ctx := t.Context()
+	task := storetest.Task("watched", "main", "k", 1)
+	other := storetest.Task("other", "main", "k2", 1)
+	for _, x := range []*store.Task{task, other} {
+		if err := writer.CreateTask(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed, stop := reader.WatchTask("watched")
+	defer stop()
+	if changed == nil {
+		t.Fatal("a shared SQLite store offers no change feed")
+	}
+	drain := func() {
+		for {
+			select {
+			case <-changed:
+			default:
+				return
+			}
+		}
+	}
+	wake := func(what string) {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not wake the watcher", what)
+		}
+	}
+	drain()
+	if err := writer.AppendLogs(ctx, "watched", 1, []store.LogEntry{{Seq: 1, Type: "x", Text: "progress"}}); err != nil {
 		t.Fatal(err)
 	}
-	// A build with a newer schema wrote this one (simulated).
-	newer := filepath.Join(dir, "newer.db")
-	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: newer})
+	wake("a log entry")
+	drain()
+	task.Status, task.Summary = store.StatusCompleted, "done"
+	if err := writer.UpdateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	wake("the outcome")
+	// Another task's change does not wake this watcher (once the
+	// listener has read it).
+	drain()
+	other.Status, other.Summary = store.StatusCompleted, "x"
+	if err := writer.UpdateTask(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	mark := storetest.Task("mark", "main", "k3", 1)
+	if err := writer.CreateTask(ctx, mark); err != nil {
+		t.Fatal(err)
+	}
+	marked, stopMark := reader.WatchTask("mark")
+	defer stopMark()
+	mark.Status, mark.Summary = store.StatusCompleted, "y"
+	if err := writer.UpdateTask(ctx, mark); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-marked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the marker change was not heard")
+	}
+	select {
+	case <-changed:
+		t.Fatal("another task's change woke the watcher")
+	default:
+	}
+}
+
+// TestBusyWriteFailsClearly: while another process holds the write lock
+// past the busy timeout, a write fails with store.ErrBusy and a message
+// that says what to do, and the stored task is unchanged; once the lock is
+// free the same write lands.
+func TestBusyWriteFailsClearly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: path, BusyTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Writer().Exec(`UPDATE clawconnect_meta SET value = '999' WHERE key = 'schema_version'`); err != nil {
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := t.Context()
+	task := storetest.Task("t1", "main", "k", 1)
+	if err := s.CreateTask(ctx, task); err != nil {
 		t.Fatal(err)
 	}
-	_ = s.Close()
-	for name, tc := range map[string]struct {
-		path string
-		want error
-	}{
-		"missing":       {filepath.Join(dir, "absent.db"), os.ErrNotExist},
-		"not sqlite":    {notDB, store.ErrIncompatible},
-		"newer schema":  {newer, store.ErrIncompatible},
-		"hostile path?": {filepath.Join(dir, "x?mode=rw"), nil},
-	} {
-		t.Run(name, func(t *testing.T) {
-			r, err := sqlite.OpenReader(t.Context(), tc.path)
-			if err == nil {
-				_ = r.Close()
-				t.Fatal("OpenReader succeeded")
-			}
-			if tc.want != nil && !errors.Is(err, tc.want) {
-				t.Fatalf("OpenReader = %v, want %v", err, tc.want)
-			}
-		})
+	holder := open(t, path).Writer()
+	conn, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	task.Summary = "blocked"
+	err = s.UpdateTask(ctx, task)
+	if !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), "retry") {
+		t.Fatalf("write under another's lock = %v, want ErrBusy saying to retry", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetTask(ctx, "main", "t1"); err != nil || got.Summary != "" || got.Version != 1 {
+		t.Fatalf("after the refused write: %+v, %v", got, err)
+	}
+	if err := s.UpdateTask(ctx, task); err != nil {
+		t.Fatalf("the retried write: %v", err)
+	}
+}
+
+// TestConcurrentFirstOpens: processes starting together on a file that does
+// not exist yet all open it (the first migrates, the others wait for its
+// lock and find the schema current).
+func TestConcurrentFirstOpens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new", sqlite.FileName)
+	const n = 8
+	var wg sync.WaitGroup
+	stores := make([]*sqlstore.DB, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { stores[i], errs[i] = sqlite.Open(t.Context(), sqlite.Options{Path: path}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		t.Cleanup(func() { _ = stores[i].Close() })
+	}
+	if err := stores[0].CreateTask(t.Context(), storetest.Task("t1", "main", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores[n-1].GetTask(t.Context(), "main", "t1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNewStoreIsPrivate: a new store file, and the write-ahead log SQLite
+// makes beside it, are readable by their user only, whatever the umask and
+// the directory's mode.
+func TestNewStoreIsPrivate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, sqlite.FileName)
+	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, p := range []string{path, path + "-wal"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := st.Mode().Perm(); mode&0o077 != 0 {
+			t.Errorf("%s has mode %v; want no access for group and others", filepath.Base(p), mode)
+		}
 	}
 }

@@ -64,6 +64,12 @@ func Migrate(ctx context.Context, db *sql.DB, o MigrateOptions) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	q := func(s string) string { return rebind(s, o.Dollar) }
+	// A current schema needs no lock: several processes open one SQLite
+	// file, and one of them may hold its write lock (or be stopped while
+	// holding it) for a while.
+	if format, version, err := readMeta(ctx, db); err == nil && format == Format && version == len(ms) {
+		return nil
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)

@@ -210,8 +210,8 @@ func (db *DB) flushChunk(ctx context.Context, chunk []pollEntry) error {
 	return nil
 }
 
-// touchPollBatched is TouchPoll without a write: the row's count plus the
-// pending delta (none on a read-only database, which counts no polls).
+// touchPollBatched is TouchPoll without a write: the row's count plus this
+// process's pending delta.
 func (db *DB) touchPollBatched(ctx context.Context, agent, id string, at int64) (int64, error) {
 	unlock := db.polls.readLock()
 	defer unlock()
@@ -222,9 +222,6 @@ func (db *DB) touchPollBatched(ctx context.Context, agent, id string, at int64) 
 	}
 	if err != nil {
 		return 0, fmt.Errorf("touch poll %s: %w", id, err)
-	}
-	if db.polls == nil {
-		return n, nil
 	}
 	return n + db.polls.add(pollKey{agent, id}, at).n, nil
 }

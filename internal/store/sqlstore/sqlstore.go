@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -44,15 +45,22 @@ type Dialect struct {
 	// for a database this process owns alone (a crash may lose the newest
 	// poll counts, which are cosmetic; never a task or an outcome).
 	BatchPolls time.Duration
-	// Exclusive marks a database this process owns alone (SQLite behind
-	// its lock file), so every running task in it is this process's.
-	Exclusive bool
-	// ReadOnly marks a database opened beside its owner: TouchPoll reports
-	// the owner's count without counting the poll (every write fails).
-	ReadOnly bool
 	// Notify, if set, announces a change of the task whose id is its one
 	// argument to the other processes sharing the database (Listen).
 	Notify string
+	// ChangeTable marks a Notify that writes a row (SQLite's change log),
+	// which must commit in the same transaction as the change it announces.
+	ChangeTable bool
+	// TrimChanges, if set, deletes old change rows; it runs with every
+	// 1024th announcement.
+	TrimChanges string
+	// Committed, if set, runs after each commit that wrote a change row:
+	// it signals the other processes' listeners, which read the rows only
+	// once the commit is visible.
+	Committed func()
+	// IsBusy, if set, recognizes a write that gave up waiting for the
+	// database's write lock (reported as store.ErrBusy).
+	IsBusy func(error) bool
 	// Listen, if set, delivers the ids that other processes announce to
 	// changed until ctx ends or the connection fails; it is restarted
 	// after a failure. It makes the store a store.ChangeFeed.
@@ -72,6 +80,7 @@ type DB struct {
 
 	watch        taskWatch
 	stopListener func() // nil without Dialect.Listen
+	announced    atomic.Int64
 }
 
 var _ store.Store = (*DB)(nil)
@@ -106,11 +115,6 @@ func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
 	}
 	return db
 }
-
-// Exclusive reports whether the database is owned by this process alone
-// (SQLite, guarded by its lock file), so every running task in it is this
-// process's to follow.
-func (db *DB) Exclusive() bool { return db.d.Exclusive }
 
 // Writer returns the writer pool (for benchmark seeding and tests).
 func (db *DB) Writer() *sql.DB { return db.w.db }
@@ -183,7 +187,7 @@ func encodeTask(t *store.Task) (string, error) {
 }
 
 // taskCols is the column list every task read selects, in scanTask order.
-const taskCols = "id, agent, session_key, status, started_at, ended_at, owner, lease_until, version, log_count, poll_count, last_poll_at, data"
+const taskCols = "id, agent, session_key, status, started_at, ended_at, owner, lease_until, fence, version, log_count, poll_count, last_poll_at, data"
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -191,7 +195,7 @@ func scanTask(s scanner) (*store.Task, error) {
 	var t store.Task
 	var status, data string
 	if err := s.Scan(&t.ID, &t.Agent, &t.SessionKey, &status, &t.StartedAt, &t.EndedAt, &t.Owner,
-		&t.LeaseUntil, &t.Version, &t.LogCount, &t.PollCount, &t.LastPollAt, &data); err != nil {
+		&t.LeaseUntil, &t.Fence, &t.Version, &t.LogCount, &t.PollCount, &t.LastPollAt, &data); err != nil {
 		return nil, err
 	}
 	t.Status = store.Status(status)
@@ -260,7 +264,7 @@ func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, 0, ?, ?, 1, 0, 0, 0, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, 0, ?, ?, 1, 1, 0, 0, 0, ?)`,
 			t.ID, t.Agent, t.SessionKey, string(t.Status), t.StartedAt, t.Owner, t.LeaseUntil, data); err != nil {
 			if db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
 				return fmt.Errorf("task %s: %w", t.ID, store.ErrExists)
@@ -274,7 +278,7 @@ func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
-	t.Version, t.LogCount, t.PollCount, t.LastPollAt, t.EndedAt = 1, 0, 0, 0, 0
+	t.Version, t.Fence, t.LogCount, t.PollCount, t.LastPollAt, t.EndedAt = 1, 1, 0, 0, 0, 0
 	return nil
 }
 
@@ -302,29 +306,78 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 	if err != nil {
 		return fmt.Errorf("update task: %w", err)
 	}
-	res, err := db.w.ExecContext(ctx, `UPDATE tasks SET status = ?, ended_at = ?, data = ?, version = version + 1
-		WHERE id = ? AND agent = ? AND version = ?`, string(t.Status), t.EndedAt, data, t.ID, t.Agent, t.Version)
-	if err != nil {
-		return fmt.Errorf("update task %s: %w", t.ID, err)
+	const q = `UPDATE tasks SET status = ?, ended_at = ?, data = ?, version = version + 1
+		WHERE id = ? AND agent = ? AND version = ?` + FenceCond
+	args := []any{string(t.Status), t.EndedAt, data, t.ID, t.Agent, t.Version, t.Fence}
+	var n int64
+	// Waiters in other processes act on an outcome (and on log entries,
+	// which AppendLogs announces), not on the intermediate fields a
+	// follower records (run id, artifacts, recovery): only an outcome is
+	// announced.
+	announce := db.d.Notify != "" && t.Status.Terminal()
+	if announce && db.d.ChangeTable {
+		// The change row commits with the update, or neither does.
+		err = db.tx(ctx, func(tx *txn) error {
+			res, err := tx.ExecContext(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			if n, err = res.RowsAffected(); err != nil || n == 0 {
+				return err
+			}
+			db.announce(ctx, tx, t.ID)
+			return nil
+		})
+	} else {
+		var res sql.Result
+		if res, err = db.w.ExecContext(ctx, q, args...); err == nil {
+			n, err = res.RowsAffected()
+		}
 	}
-	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("update task %s: %w", t.ID, err)
+		return fmt.Errorf("update task %s: %w", t.ID, db.classify(err))
 	}
 	if n == 0 {
-		if _, gerr := db.GetTask(ctx, t.Agent, t.ID); errors.Is(gerr, store.ErrNotFound) {
-			return fmt.Errorf("update task %s: %w", t.ID, store.ErrNotFound)
-		}
-		return fmt.Errorf("update task %s: %w", t.ID, store.ErrConflict)
+		return fmt.Errorf("update task %s: %w", t.ID, db.missed(ctx, t.ID, t.Fence))
 	}
 	t.Version++
-	db.announce(ctx, db.w, t.ID)
+	if announce && db.d.ChangeTable {
+		db.committed()
+	} else if announce {
+		db.announce(ctx, db.w, t.ID)
+	}
 	return nil
+}
+
+// missed explains a fenced write that matched no row: the task is gone
+// (ErrNotFound), was claimed since the writer's token was issued
+// (ErrLeaseLost), or changed otherwise (ErrConflict).
+func (db *DB) missed(ctx context.Context, id string, fence int64) error {
+	var cur int64
+	err := db.w.QueryRowContext(ctx, `SELECT fence FROM tasks WHERE id = ?`, id).Scan(&cur)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return store.ErrNotFound
+	case err != nil:
+		return db.classify(err)
+	case cur != fence:
+		return fmt.Errorf("fencing token %d, the task's is %d: %w", fence, cur, store.ErrLeaseLost)
+	}
+	return store.ErrConflict
+}
+
+// classify maps a driver error the dialect recognizes (a lock wait that ran
+// out) to its store sentinel; others pass unchanged.
+func (db *DB) classify(err error) error {
+	if db.d.IsBusy != nil && db.d.IsBusy(err) {
+		return fmt.Errorf("%w: another process held the database's write lock for longer than the busy timeout; nothing was written, retry (%v)", store.ErrBusy, err)
+	}
+	return err
 }
 
 // TouchPoll implements store.Store.
 func (db *DB) TouchPoll(ctx context.Context, agent, id string, at int64) (int64, error) {
-	if db.polls != nil || db.d.ReadOnly {
+	if db.polls != nil {
 		return db.touchPollBatched(ctx, agent, id, at)
 	}
 	var n int64
@@ -351,7 +404,7 @@ func (db *DB) TouchPoll(ctx context.Context, agent, id string, at int64) (int64,
 }
 
 // AppendLogs implements store.Store.
-func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.LogEntry) error {
+func (db *DB) AppendLogs(ctx context.Context, taskID string, fence int64, entries []store.LogEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -371,20 +424,23 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.Log
 		}
 		// Claim the sequence numbers: the update (which also locks the row)
 		// matches only while the task's count is the one the entries follow.
-		res, err := tx.ExecContext(ctx, `UPDATE tasks SET log_count = ? WHERE id = ? AND log_count = ?`,
-			first-1+int64(len(entries)), taskID, first-1)
+		res, err := tx.ExecContext(ctx, `UPDATE tasks SET log_count = ? WHERE id = ? AND log_count = ?`+FenceCond,
+			first-1+int64(len(entries)), taskID, first-1, fence)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			var count int64
-			if err := tx.QueryRowContext(ctx, `SELECT log_count FROM tasks WHERE id = ?`, taskID).Scan(&count); err != nil {
+			var count, cur int64
+			if err := tx.QueryRowContext(ctx, `SELECT log_count, fence FROM tasks WHERE id = ?`, taskID).Scan(&count, &cur); err != nil {
 				if errors.Is(err, sql.ErrNoRows) {
 					return store.ErrNotFound
 				}
 				return err
+			}
+			if cur != fence {
+				return fmt.Errorf("fencing token %d, the task's is %d: %w", fence, cur, store.ErrLeaseLost)
 			}
 			return fmt.Errorf("log seq %d does not follow %d: %w", first, count, store.ErrConflict)
 		}
@@ -402,8 +458,9 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, entries []store.Log
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("append logs %s: %w", taskID, err)
+		return fmt.Errorf("append logs %s: %w", taskID, db.classify(err))
 	}
+	db.committed()
 	return nil
 }
 
@@ -548,18 +605,18 @@ func prefixed(alias, cols string) string {
 
 // nullTaskCols scans a LEFT JOINed task.
 type nullTaskCols struct {
-	id, agent, key, status, owner, data                           sql.NullString
-	started, ended, lease, version, logCount, pollCount, lastPoll sql.NullInt64
+	id, agent, key, status, owner, data                                  sql.NullString
+	started, ended, lease, fence, version, logCount, pollCount, lastPoll sql.NullInt64
 }
 
 func (c *nullTaskCols) dest() []any {
-	return []any{&c.id, &c.agent, &c.key, &c.status, &c.started, &c.ended, &c.owner, &c.lease, &c.version,
+	return []any{&c.id, &c.agent, &c.key, &c.status, &c.started, &c.ended, &c.owner, &c.lease, &c.fence, &c.version,
 		&c.logCount, &c.pollCount, &c.lastPoll, &c.data}
 }
 
 func (c *nullTaskCols) task() (*store.Task, error) {
 	return scanTask(valuesScanner{c.id.String, c.agent.String, c.key.String, c.status.String, c.started.Int64,
-		c.ended.Int64, c.owner.String, c.lease.Int64, c.version.Int64, c.logCount.Int64, c.pollCount.Int64,
+		c.ended.Int64, c.owner.String, c.lease.Int64, c.fence.Int64, c.version.Int64, c.logCount.Int64, c.pollCount.Int64,
 		c.lastPoll.Int64, c.data.String})
 }
 
@@ -641,32 +698,29 @@ func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, err
 	if c.IncludeOwn {
 		ownUntil = c.Until
 	}
+	// Most claims find nothing: a read says so without taking the write
+	// lock that every process sharing a SQLite file contends for.
+	var any int
+	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE agent = ? AND status = 'running'
+		AND (lease_until < ? OR (owner = ? AND lease_until < ?)) LIMIT 1`, c.Agent, c.Now, c.Owner, ownUntil).Scan(&any)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
 	// Not gate: a flush holds the writer while it waits for gate. Holding
 	// off flushes keeps the returned poll counts exact.
 	unlock := db.polls.flushLock()
 	defer unlock()
-	out, err := db.queryTasks(ctx, db.w, `UPDATE tasks SET owner = ?, lease_until = ? WHERE id IN (
+	out, err := db.queryTasks(ctx, db.w, `UPDATE tasks SET owner = ?, lease_until = ?, fence = fence + 1 WHERE id IN (
 		SELECT id FROM tasks WHERE agent = ? AND status = 'running' AND (lease_until < ? OR (owner = ? AND lease_until < ?))
 		ORDER BY lease_until, id LIMIT ?`+db.d.SkipLocked+`) RETURNING `+taskCols,
 		c.Owner, c.Until, c.Agent, c.Now, c.Owner, ownUntil, limit)
 	if err != nil {
-		return nil, fmt.Errorf("claim tasks: %w", err)
+		return nil, fmt.Errorf("claim tasks: %w", db.classify(err))
 	}
 	return out, nil
-}
-
-// RenewLeases implements store.Store.
-func (db *DB) RenewLeases(ctx context.Context, agent, owner string, until int64) (int, error) {
-	res, err := db.w.ExecContext(ctx, `UPDATE tasks SET lease_until = ? WHERE agent = ? AND owner = ? AND status = 'running'`,
-		until, agent, owner)
-	if err != nil {
-		return 0, fmt.Errorf("renew leases: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("renew leases: %w", err)
-	}
-	return int(n), nil
 }
 
 // CheckLease implements store.Store.

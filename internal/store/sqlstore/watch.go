@@ -58,8 +58,8 @@ func (w *taskWatch) changed(id string) {
 	}
 }
 
-// WatchTask implements store.ChangeFeed. Without a listening dialect
-// (SQLite: one process owns the file) it returns a nil channel.
+// WatchTask implements store.ChangeFeed. Without a listening dialect it
+// returns a nil channel.
 func (db *DB) WatchTask(id string) (<-chan struct{}, func()) {
 	if db.d.Listen == nil {
 		return nil, func() {}
@@ -99,7 +99,18 @@ type execer interface {
 // transaction the announcement goes out at commit. A lost one only delays a
 // waiter to its next re-read.
 func (db *DB) announce(ctx context.Context, r execer, id string) {
-	if db.d.Notify != "" {
-		_, _ = r.ExecContext(ctx, db.d.Notify, id)
+	if db.d.Notify == "" {
+		return
+	}
+	_, _ = r.ExecContext(ctx, db.d.Notify, id)
+	if db.d.TrimChanges != "" && db.announced.Add(1)%1024 == 0 {
+		_, _ = r.ExecContext(ctx, db.d.TrimChanges)
+	}
+}
+
+// committed runs the dialect's post-commit signal of a change row.
+func (db *DB) committed() {
+	if db.d.ChangeTable && db.d.Committed != nil {
+		db.d.Committed()
 	}
 }

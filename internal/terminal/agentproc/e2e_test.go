@@ -54,7 +54,11 @@ func TestDiscoverRealAgents(t *testing.T) {
 	rows := discoverUntilFor(t, f, 90*time.Second, func(rows []Row) bool {
 		found := 0
 		for _, r := range rows {
-			if r.Controllable && (r.Pane.ID == cxPane && r.Agent == Codex && filepath.Base(r.Process.Exe) == "codex" || r.Pane.ID == ccPane && r.Agent == Claude) {
+			// Codex's node script execs the native binary in place; until the
+			// exec has finished, exe and argv may still be the script's (or
+			// argv briefly empty).
+			execd := filepath.Base(r.Process.Exe) == "codex" && len(r.Process.Argv) > 0 && r.Process.Argv[0] == r.Process.Exe
+			if r.Controllable && (r.Pane.ID == cxPane && r.Agent == Codex && execd || r.Pane.ID == ccPane && r.Agent == Claude) {
 				found++
 			}
 		}

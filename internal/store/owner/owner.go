@@ -1,0 +1,95 @@
+// Package owner names the running process for the leases it holds in the
+// store, and proves another registered process dead: on the same host and
+// pid namespace, a pid that is gone, or that now belongs to a process that
+// started at another time (or in another boot), is not the registered
+// process any more, so its leases can be taken over at once.
+package owner
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// Identity is what the store records about a process (store.Process
+// without role and times).
+type Identity struct {
+	// ID is the lease owner id: host name, pid and a random suffix.
+	ID string
+	// Host is the host name and pid namespace; "" where it cannot be read.
+	Host string
+	PID  int64
+	// Start is the boot id and the process's start time in clock ticks;
+	// "" where it cannot be read (then nothing can be proven about it).
+	Start string
+}
+
+// Self returns this process's identity, with a fresh random ID suffix
+// (each call names a new owner).
+func Self() Identity {
+	host, _ := os.Hostname()
+	pid := os.Getpid()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	id := Identity{ID: fmt.Sprintf("%s/%d/%s", host, pid, hex.EncodeToString(b)), PID: int64(pid)}
+	if ns, err := os.Readlink("/proc/self/ns/pid"); err == nil {
+		id.Host = host + "/" + ns
+	}
+	id.Start, _ = startOf(int64(pid))
+	return id
+}
+
+// Process returns the registry row of id for role at now (Unix ms).
+func (id Identity) Process(role string, now int64) store.Process {
+	return store.Process{ID: id.ID, Host: id.Host, PID: id.PID, Start: id.Start, Role: role, StartedAt: now, HeartbeatAt: now}
+}
+
+// Dead reports whether p is provably not running, as seen from self: it ran
+// on the same host and pid namespace, and its pid is gone or belongs to a
+// process with another start identity. Anything unprovable (another host,
+// no /proc) reports false, so the caller waits for p's leases to expire.
+func (id Identity) Dead(p store.Process) bool {
+	if id.Host == "" || p.Host != id.Host || p.Start == "" || p.PID <= 0 {
+		return false
+	}
+	start, err := startOf(p.PID)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return err == nil && start != p.Start
+}
+
+// startOf returns "<boot id>:<start ticks>" of pid from /proc.
+func startOf(pid int64) (string, error) {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", err
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.FormatInt(pid, 10) + "/stat")
+	if err != nil {
+		return "", err
+	}
+	// The command name (field 2) is parenthesized and may hold spaces;
+	// the fields after its closing parenthesis start at field 3.
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return "", fmt.Errorf("unreadable /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	const startField = 22 - 3
+	if len(f) <= startField {
+		return "", fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return "", fs.ErrNotExist // a zombie holds no leases
+	}
+	return strings.TrimSpace(string(boot)) + ":" + f[startField], nil
+}

@@ -1,0 +1,129 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// keepChanges is how many of the newest task_changes rows writers keep; a
+// watcher that fell further behind (it missed rows) wakes every waiter.
+const keepChanges = 10000
+
+// listener returns the store's change listener (sqlstore.Dialect.Listen).
+//
+// How a process learns that another one changed a task: every write of a
+// task appends the task's id to the task_changes table in the same
+// transaction, and once that transaction has committed the writer writes a
+// byte to the signal file beside the database (signal). The listener
+// watches the database's directory (inotify, no timer); each write to the
+// signal file makes it read the change rows after the last one it saw, and
+// wake the waiters of exactly those tasks. Events that arrive while it
+// reads coalesce into one more read. (The WAL's own write events come
+// before the commit is visible to readers, so they cannot be the signal.)
+func listener(path string, busy time.Duration) func(ctx context.Context, changed func(id string)) error {
+	sig := filepath.Base(path) + signalSuffix
+	return func(ctx context.Context, changed func(id string)) error {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			return fmt.Errorf("watch store changes: %w", err)
+		}
+		defer w.Close()
+		if err := w.Add(filepath.Dir(path)); err != nil {
+			return fmt.Errorf("watch store changes: %w", err)
+		}
+		db, err := sql.Open("sqlite", path+"?"+busyPragma(busy)+readerPragmas)
+		if err != nil {
+			return fmt.Errorf("watch store changes: %w", err)
+		}
+		defer db.Close()
+		db.SetMaxOpenConns(1)
+		var last int64
+		if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM task_changes`).Scan(&last); err != nil {
+			return fmt.Errorf("watch store changes: %w", err)
+		}
+		changed("") // listening: changes made before were not heard
+		for {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case err := <-w.Errors:
+				return fmt.Errorf("watch store changes: %w", err)
+			case ev, ok := <-w.Events:
+				if !ok {
+					return errors.New("watch store changes: watcher closed")
+				}
+				if filepath.Base(ev.Name) != sig || !ev.Has(fsnotify.Write|fsnotify.Create) {
+					continue
+				}
+			}
+			// One read covers every event queued so far.
+			for drained := false; !drained; {
+				select {
+				case <-w.Events:
+				default:
+					drained = true
+				}
+			}
+			if last, err = readChanges(ctx, db, last, changed); err != nil {
+				return fmt.Errorf("watch store changes: %w", err)
+			}
+		}
+	}
+}
+
+// readChanges passes on the ids of the change rows after last and returns
+// the newest seq; a gap (rows trimmed before this process read them) wakes
+// every waiter.
+func readChanges(ctx context.Context, db *sql.DB, last int64, changed func(id string)) (int64, error) {
+	const page = 1000
+	for {
+		rows, err := db.QueryContext(ctx, `SELECT seq, task_id FROM task_changes WHERE seq > ? ORDER BY seq LIMIT ?`, last, page)
+		if err != nil {
+			return last, err
+		}
+		n := 0
+		for rows.Next() {
+			var seq int64
+			var id string
+			if err := rows.Scan(&seq, &id); err != nil {
+				rows.Close()
+				return last, err
+			}
+			if n == 0 && seq > last+1 && last > 0 {
+				changed("")
+			}
+			changed(id)
+			last, n = seq, n+1
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return last, err
+		}
+		if n < page {
+			return last, nil
+		}
+	}
+}
+
+// signalSuffix names the signal file beside the database.
+const signalSuffix = "-changed"
+
+// signal returns the store's post-commit signal (sqlstore.Dialect.Committed)
+// and a func that closes its file. The write's content does not matter; its
+// inotify event does. A signal that cannot be written leaves waiters to
+// their fallback re-read.
+func signal(path string) (func(), func() error) {
+	f, err := os.OpenFile(path+signalSuffix, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return func() {}, func() error { return nil }
+	}
+	b := []byte{'.'}
+	return func() { _, _ = f.WriteAt(b, 0) }, f.Close
+}
