@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -13,26 +14,57 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/sessionrt"
 )
 
-// socketSessions opens the Turn service of the monitor host listening on
-// the terminal socket, once one listens; each call retries until then.
-type socketSessions struct {
-	env Env
-	mu  sync.Mutex
-	c   *terminal.Client
+// moduleSessions opens the Turn service for the module at its first call:
+// the monitor host listening on the terminal socket, else a Service over
+// the shared store with a monitor host of its own (running until the module
+// exits). A failed open is tried again at the next call.
+type moduleSessions struct {
+	env    Env
+	ctx    context.Context
+	logger *slog.Logger
+
+	mu   sync.Mutex
+	api  sessionrt.Sessions
+	stop func()
 }
 
-func (s *socketSessions) open(context.Context) (sessionrt.Sessions, error) {
+func (s *moduleSessions) open(ctx context.Context) (sessionrt.Sessions, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.c != nil {
-		return s.c, nil
+	if s.api != nil {
+		return s.api, nil
 	}
-	c, err := terminal.Dial(terminalSocket(s.env))
+	if c, err := terminal.Dial(terminalSocket(s.env)); err == nil {
+		s.api = c
+		return c, nil
+	}
+	st, closeStore, err := openTerminalStore(ctx, s.env)
 	if err != nil {
-		return nil, fmt.Errorf("no terminal monitor host answers on %s: run `clawconnect serve` or `clawconnect terminal daemon` with the same CLAWCONNECT_HOME", terminalSocket(s.env))
+		return nil, fmt.Errorf("open the terminal store (or run `clawconnect serve` or `clawconnect terminal daemon` with the same CLAWCONNECT_HOME): %w", err)
 	}
-	s.c = c
-	return c, nil
+	svc, c, err := newTerminalService(s.env, st, s.logger)
+	if err != nil {
+		_ = closeStore()
+		return nil, err
+	}
+	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal module"})
+	hctx, cancel := context.WithCancel(s.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = host.Run(hctx) }()
+	s.stop = func() { cancel(); <-done; _ = closeStore() }
+	s.api = svc
+	return svc, nil
+}
+
+// close stops the host open started, if any.
+func (s *moduleSessions) close() {
+	s.mu.Lock()
+	stop := s.stop
+	s.stop = nil
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 func terminalModuleCmd(env Env) *cobra.Command {
@@ -48,7 +80,8 @@ continue sends the prompt as a new Turn in session_exact scope, and detach
 releases the Session without touching its pane.
 
 It reaches the Turns through the monitor host of the same CLAWCONNECT_HOME
-(` + "`clawconnect serve`" + ` or ` + "`clawconnect terminal daemon`" + `). It is not started by
+(` + "`clawconnect serve`" + ` or ` + "`clawconnect terminal daemon`" + `) when one listens, else
+through the shared store, following the Turns it sends itself. It is not started by
 itself: an operator opts in by naming it in
 CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES, with the binary's absolute path
 (PATH is never searched).`,
@@ -56,7 +89,8 @@ CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES, with the binary's absolute path
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			reg := agentsession.NewRegistry()
-			s := &socketSessions{env: env}
+			s := &moduleSessions{env: env, ctx: cmd.Context(), logger: newLogger(env)}
+			defer s.close()
 			if err := reg.Register(sessionrt.Runtime(s.open)); err != nil {
 				return err
 			}

@@ -54,7 +54,7 @@ func turnService(t *testing.T, socket string) *iterm.Service {
 		t.Fatal(err)
 	}
 	svc := iterm.NewService(iterm.Options{Store: st, Terminals: terms, Agents: iterm.DefaultAgents()})
-	host := iterm.NewHost(svc, iterm.HostOptions{Exclusive: true})
+	host := iterm.NewHost(svc, iterm.HostOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = host.Run(ctx) }()
