@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,10 +72,11 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 		}
 	}
 
-	// sendable waits until the pane is listed with a send action in two
-	// listings in a row (Codex's launcher hands over to its native binary;
-	// the TUI redraws a moment after a Turn ends).
-	sendable := func() terminal.TerminalRow {
+	// sendable waits until the pane is listed with a send action of scope
+	// in two listings in a row (Codex's launcher hands over to its native
+	// binary; the TUI redraws a moment after a Turn ends; the Session's
+	// checkpoint is written just after its Turn is stored done).
+	sendable := func(scope string) terminal.TerminalRow {
 		t.Helper()
 		var row terminal.TerminalRow
 		for {
@@ -86,7 +88,7 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("list --json: %v\n%s", err, out)
 			}
-			if len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
+			if len(res.Terminals) == 1 && slices.ContainsFunc(res.Terminals[0].AvailableActions, func(a terminal.Action) bool { return a.Scope == scope }) {
 				if res.Terminals[0].ID == row.ID {
 					return row
 				}
@@ -103,7 +105,7 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 	}
 
 	// A first Turn makes the pane a managed Session.
-	row := sendable()
+	row := sendable(terminal.ScopeTerminalFollowCurrent)
 	out, err := run(ctx, "terminal", "send", "--terminal", row.ID, "--wait", "--timeout", "90s", "--json", "ECHO=first-turn")
 	if err != nil {
 		t.Fatal(err)
@@ -113,68 +115,85 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 		t.Fatalf("first turn: %v\n%s", err, out)
 	}
 
-	// The parent turn: while it runs, the Session answers a second Turn;
-	// then the parent ends with no text.
-	const answer = "terminal-session-answer"
-	sendable()
-	fg := fakegateway.New(t, fakegateway.Options{Password: "pw"})
-	sendErr := make(chan error, 1)
-	fg.SetScript(func(sub fakegateway.Submit) fakegateway.Turn {
-		go func() {
-			_, err := run(ctx, "terminal", "send", "--session", first.SessionID, "--wait", "--timeout", "90s", "ECHO="+answer)
-			fg.Release(sub.IdempotencyKey)
-			sendErr <- err
+	// ask runs a task attached to the Session through a fresh `clawconnect
+	// mcp` with the module configured: while the parent turn runs, the
+	// Session answers a new Turn; then the parent ends with no text. It
+	// returns check_task's final snapshot.
+	ask := func(answer string) map[string]any {
+		t.Helper()
+		sendable(terminal.ScopeSessionExact)
+		fg := fakegateway.New(t, fakegateway.Options{Password: "pw"})
+		sendErr := make(chan error, 1)
+		fg.SetScript(func(sub fakegateway.Submit) fakegateway.Turn {
+			go func() {
+				_, err := run(ctx, "terminal", "send", "--session", first.SessionID, "--wait", "--timeout", "90s", "ECHO="+answer)
+				fg.Release(sub.IdempotencyKey)
+				sendErr <- err
+			}()
+			return fakegateway.Turn{Hold: true, EmptyFinal: true, NoTranscript: true}
+		})
+		cmd := exec.Command(bin, "mcp")
+		cmd.Env = []string{
+			"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CLAWCONNECT_HOME=" + home, "CLAWCONNECT_LOG_LEVEL=debug",
+			"OPENCLAW_URL=" + fg.URL(), "OPENCLAW_PASSWORD=pw",
+			"CLAWCONNECT_RECOVERY_IDLE_MS=300", "CLAWCONNECT_RECOVERY_INTERVAL_MS=50",
+			"CLAWCONNECT_LAZY_RECHECK_SPACING_MS=100", "CLAWCONNECT_LAZY_RECHECK_INTERVAL_MS=20",
+			"CLAWCONNECT_TMUX_SOCKETS=" + tui.Socket, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off",
+			// The documented opt-in: the binary's absolute path and its args.
+			"CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES=" + bin + " terminal module",
+		}
+		stderr := &lockedBuffer{}
+		cmd.Stderr = stderr
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "terminal-module-e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v\nstderr:\n%s", err, stderr)
+		}
+		defer func() {
+			_ = cs.Close()
+			if t.Failed() {
+				t.Logf("clawconnect mcp stderr:\n%s", stderr)
+			}
 		}()
-		return fakegateway.Turn{Hold: true, EmptyFinal: true, NoTranscript: true}
-	})
-
-	cmd := exec.Command(bin, "mcp")
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CLAWCONNECT_HOME=" + home, "CLAWCONNECT_LOG_LEVEL=debug",
-		"OPENCLAW_URL=" + fg.URL(), "OPENCLAW_PASSWORD=pw",
-		"CLAWCONNECT_RECOVERY_IDLE_MS=300", "CLAWCONNECT_RECOVERY_INTERVAL_MS=50",
-		"CLAWCONNECT_LAZY_RECHECK_SPACING_MS=100", "CLAWCONNECT_LAZY_RECHECK_INTERVAL_MS=20",
-		// The documented opt-in: the binary's absolute path and its args.
-		"CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES=" + bin + " terminal module",
-	}
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "terminal-module-e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr)
-	}
-	defer func() {
-		_ = cs.Close()
-		if t.Failed() {
-			t.Logf("clawconnect mcp stderr:\n%s", stderr)
+		marker := fmt.Sprintf(`<agent-session>{"runtime":"tmux-terminal","sessionId":%q,"state":"running"}</agent-session>`, first.SessionID)
+		res := callTool(ctx, t, cs, "run_task", map[string]any{"task": "Report what the terminal agent answered.", "context": "Delegated to Codex in tmux.\n" + marker})
+		if res.IsError {
+			t.Fatalf("run_task: %s", toolText(res))
 		}
-	}()
-	marker := fmt.Sprintf(`<agent-session>{"runtime":"tmux-terminal","sessionId":%q,"state":"running"}</agent-session>`, first.SessionID)
-	res := callTool(ctx, t, cs, "run_task", map[string]any{"task": "Report what the terminal agent answered.", "context": "Delegated to Codex in tmux.\n" + marker})
-	if res.IsError {
-		t.Fatalf("run_task: %s", toolText(res))
-	}
-	jobID, _ := structuredOf(t, res)["jobId"].(string)
-	var snap map[string]any
-	for {
-		snap = structuredOf(t, callTool(ctx, t, cs, "check_task", map[string]any{"jobId": jobID, "waitMs": 20000}))
-		if snap["isTerminal"] == true {
-			break
+		jobID, _ := structuredOf(t, res)["jobId"].(string)
+		var snap map[string]any
+		for {
+			snap = structuredOf(t, callTool(ctx, t, cs, "check_task", map[string]any{"jobId": jobID, "waitMs": 20000}))
+			if snap["isTerminal"] == true {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("task %s not terminal in time: %v", jobID, snap)
+			}
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("task %s not terminal in time: %v", jobID, snap)
+		if err := <-sendErr; err != nil {
+			t.Fatalf("the Session's turn: %v", err)
 		}
-	}
-	if err := <-sendErr; err != nil {
-		t.Fatalf("second turn: %v", err)
-	}
-	t.Logf("status %v resultSource %v summary %q agentSession %v", snap["status"], snap["resultSource"], snap["summary"], snap["agentSession"])
-	if snap["status"] != "completed" || snap["resultSource"] != agentsession.ResultSourceAgentSession || snap["summary"] != answer {
-		t.Errorf("status %v resultSource %v summary %q, want completed from the agent session with %q", snap["status"], snap["resultSource"], snap["summary"], answer)
+		t.Logf("status %v resultSource %v summary %q agentSession %v", snap["status"], snap["resultSource"], snap["summary"], snap["agentSession"])
+		if snap["status"] != "completed" || snap["resultSource"] != agentsession.ResultSourceAgentSession || snap["summary"] != answer {
+			t.Errorf("status %v resultSource %v summary %q, want completed from the agent session with %q", snap["status"], snap["resultSource"], snap["summary"], answer)
+		}
+		return snap
 	}
 
-	// The same pane through the executor: exec --runtime codex-tmux.
-	sendable()
+	// The module reaches the Turns through the daemon's socket.
+	ask("terminal-session-answer")
+
+	// Without a monitor host the module opens the shared store itself.
+	stopDaemon()
+	if err := <-daemonDone; err != nil {
+		t.Fatalf("daemon: %v", err)
+	}
+	daemonDone <- nil // for the cleanup
+	ask("answer-through-the-store")
+
+	// The same pane through the executor (no monitor host runs: exec
+	// follows its Turn itself): exec --runtime codex-tmux.
+	sendable(terminal.ScopeTerminalFollowCurrent)
 	out, err = run(ctx, "exec", "--runtime", "codex-tmux", "--terminal", row.ID, "--json", "ECHO=exec-terminal-ok")
 	if err != nil {
 		t.Fatalf("exec: %v\n%s", err, out)
