@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,9 +17,11 @@ import (
 )
 
 // TestTSClientTerminalTools drives a real Codex TUI in a private tmux
-// server through `clawconnect mcp --terminal-tools` with the TypeScript
-// SDK: terminal_list finds the pane, terminal_send types the request, and a
-// waiting terminal_status returns the fake model's exact reply.
+// server with the TypeScript SDK, through `clawconnect mcp --terminal-tools`
+// (stdio), then through `clawconnect serve` with
+// CLAWCONNECT_TERMINAL_TOOLS=1 (streamable HTTP): terminal_list finds the
+// pane, terminal_send types the request, and a waiting terminal_status
+// returns the fake model's exact reply.
 func TestTSClientTerminalTools(t *testing.T) {
 	peers.RequireE2E(t)
 	in := peers.Require(t, peers.Node, peers.MCPSDK)
@@ -36,7 +37,8 @@ func TestTSClientTerminalTools(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "agents.json"), []byte(`{"agents":[{"id":"main","url":"ws://127.0.0.1:9","password":"p"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{bin: bin, home: home, in: in}
+	f := &fixture{bin: bin, home: home, in: in,
+		extraEnv: []string{"CLAWCONNECT_TMUX_SOCKETS=" + tui.Socket, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off"}}
 
 	dir := t.TempDir()
 	script, err := os.ReadFile("testdata/terminal.mjs")
@@ -49,21 +51,31 @@ func TestTSClientTerminalTools(t *testing.T) {
 	if err := os.Symlink(in.NodeModules(peers.MCPSDK), filepath.Join(dir, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
-	c := in.MustCommand(t, peers.MCPSDK)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cmd := c.Cmd(ctx, filepath.Join(dir, "terminal.mjs"), bin, "mcp", "--terminal-tools")
-	cmd.Env = append(f.env(), c.Env...)
-	cmd.Env = append(cmd.Env, "CLAWCONNECT_TMUX_SOCKETS="+tui.Socket, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off",
-		"TERMINAL_REQUEST=ECHO=mcp-terminal-ok")
-	var stderr strings.Builder
-	cmd.Stderr = io.MultiWriter(&stderr)
-	out, err := cmd.Output()
-	if err != nil {
-		screen, _ := tui.Capture(context.Background())
-		t.Fatalf("ts client: %v\nstdout: %s\nstderr: %s\nscreen:\n%s", err, out, stderr.String(), screen)
+	client := func(reply string, target ...string) map[string]any {
+		t.Helper()
+		c := in.MustCommand(t, peers.MCPSDK)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+		defer cancel()
+		cmd := c.Cmd(ctx, append([]string{filepath.Join(dir, "terminal.mjs")}, target...)...)
+		cmd.Env = append(f.env(), c.Env...)
+		cmd.Env = append(cmd.Env, "TERMINAL_REQUEST=ECHO="+reply)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			screen, _ := tui.Capture(context.Background())
+			t.Fatalf("ts client: %v\nstdout: %s\nstderr: %s\nscreen:\n%s", err, out, stderr.String(), screen)
+		}
+		return decode(t, out, stderr.String())
 	}
-	doc := decode(t, out, stderr.String())
+	check(t, client("mcp-terminal-ok", bin, "mcp", "--terminal-tools"), "mcp-terminal-ok")
+	f.extraEnv = append(f.extraEnv, "CLAWCONNECT_TERMINAL_TOOLS=1")
+	check(t, client("http-terminal-ok", f.serve(t)), "http-terminal-ok")
+}
+
+// check asserts on the output of terminal.mjs.
+func check(t *testing.T, doc map[string]any, reply string) {
+	t.Helper()
 	var tools []string
 	for _, x := range doc["tools"].([]any) {
 		tools = append(tools, x.(string))
@@ -82,10 +94,10 @@ func TestTSClientTerminalTools(t *testing.T) {
 	st := doc["status"].(map[string]any)
 	turn := st["turn"].(map[string]any)
 	res, _ := turn["result"].(map[string]any)
-	if turn["status"] != "idle" || res == nil || res["text"] != "mcp-terminal-ok" || st["running"] != false {
+	if turn["status"] != "idle" || res == nil || res["text"] != reply || st["running"] != false {
 		t.Errorf("status = %v", st)
 	}
-	if text, _ := doc["text"].(string); !strings.Contains(text, "mcp-terminal-ok") {
+	if text, _ := doc["text"].(string); !strings.Contains(text, reply) {
 		t.Errorf("status text = %q", text)
 	}
 	t.Logf("progress notifications while the Turn ran: %v", doc["progress"])

@@ -1,7 +1,9 @@
 // A real MCP client for the terminal tools: the TypeScript SDK against
-// `clawconnect mcp --terminal-tools` (stdio).
+// `clawconnect mcp --terminal-tools` (stdio) or `clawconnect serve` with the
+// tools on (streamable HTTP).
 //
 //   node terminal.mjs <command> [args...]
+//   node terminal.mjs http://127.0.0.1:PORT/mcp
 //
 // It lists the tools and the terminals, waits until one pane offers a send
 // (the same process in two listings in a row), sends a request, and waits
@@ -10,10 +12,13 @@
 // validates every structuredContent against the tool's outputSchema.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const [command, ...args] = process.argv.slice(2);
 const request = process.env.TERMINAL_REQUEST;
-const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+const transport = command.startsWith("http")
+  ? new StreamableHTTPClientTransport(new URL(command))
+  : new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
 const client = new Client({ name: "clawconnect-e2e-terminal", version: "1.0.0" });
 await client.connect(transport);
 
