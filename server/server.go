@@ -1,7 +1,8 @@
-// Package server is ClawConnect's MCP server: the nine task-bridge tools,
-// declared once and served identically over stdio and stateless streamable
-// HTTP, with HTTP authentication, per-connection agent scopes, CORS, a
-// health endpoint and Prometheus metrics. It is public so that a host can
+// Package server is ClawConnect's MCP server: the nine task-bridge tools
+// (plus the terminal tools when Options.Terminals is set), declared once
+// and served identically over stdio and stateless streamable HTTP, with
+// HTTP authentication, per-connection agent scopes, CORS, a health endpoint
+// and Prometheus metrics. It is public so that a host can
 // embed the bridge with its own task service and runtime registry.
 package server
 
