@@ -450,6 +450,17 @@ func (c *conn) principal() string {
 // caller with no credential (stdio, an open loopback server) or a team view.
 func (c *conn) seesAll() bool { return c.principal() == "" || c.s.shared }
 
+// only is the principal whose sessions this connection lists, or nil when
+// it sees everyone's. Filtering in the store, not after its page, keeps a
+// credential's own sessions listed however many newer ones others have.
+func (c *conn) only() *string {
+	if c.seesAll() {
+		return nil
+	}
+	p := c.principal()
+	return &p
+}
+
 // mine reports whether a task or session of principal p may be shown to and
 // controlled by this connection.
 func (c *conn) mine(p string) bool { return c.seesAll() || p == c.principal() }
@@ -675,7 +686,7 @@ func (c *conn) listTasks(ctx context.Context, _ *mcp.CallToolRequest, in ListTas
 	if view == "" {
 		view = task.ViewAll
 	}
-	rows, err := c.s.tasks.ListTasks(ctx, view)
+	rows, err := c.s.tasks.ListTasks(ctx, view, c.only())
 	if err != nil {
 		return nil, nil, fmt.Errorf("list tasks: %w", err)
 	}
@@ -728,7 +739,7 @@ func (c *conn) getSession(ctx context.Context, _ *mcp.CallToolRequest, in GetSes
 }
 
 func (c *conn) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ EmptyInput) (*mcp.CallToolResult, any, error) {
-	all, err := c.s.tasks.ListSessions(ctx)
+	all, err := c.s.tasks.ListSessions(ctx, c.only())
 	if err != nil {
 		return nil, nil, fmt.Errorf("list sessions: %w", err)
 	}

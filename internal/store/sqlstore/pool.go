@@ -44,17 +44,26 @@ func (p *pool) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	return s, nil
 }
 
-// rebind turns q's ? placeholders into $1, $2, … where the dialect needs it.
+// rebind turns q's ? placeholders into $1, $2, … where the dialect needs it;
+// a ? inside a quoted literal or identifier is text, not a placeholder.
 func (p *pool) rebind(q string) string { return rebind(q, p.dollar) }
 
 func rebind(q string, dollar bool) string {
-	if !dollar {
+	if !dollar || !strings.Contains(q, "?") {
 		return q
 	}
 	var b strings.Builder
 	n := 0
+	var quote rune // the quote of the literal or identifier q is inside, or 0
 	for _, c := range q {
-		if c == '?' {
+		switch {
+		case quote != 0:
+			if c == quote { // a doubled quote reopens the literal at once
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '?':
 			n++
 			b.WriteString("$" + strconv.Itoa(n))
 			continue

@@ -48,7 +48,13 @@ func TestRebind(t *testing.T) {
 	if got := rebind(q, false); got != q {
 		t.Errorf("rebind without dollar = %q", got)
 	}
-	if got, want := rebind(q, true), `SELECT a FROM t WHERE x = $1 AND y IN ($2, $3)`; got != want {
-		t.Errorf("rebind = %q, want %q", got, want)
+	for _, tt := range []struct{ in, want string }{
+		{q, `SELECT a FROM t WHERE x = $1 AND y IN ($2, $3)`},
+		{`SELECT '?' || ? FROM "q?" WHERE note = 'it''s ?' AND y = ?`, `SELECT '?' || $1 FROM "q?" WHERE note = 'it''s ?' AND y = $2`},
+		{`SELECT 1`, `SELECT 1`},
+	} {
+		if got := rebind(tt.in, true); got != tt.want {
+			t.Errorf("rebind(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

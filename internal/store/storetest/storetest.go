@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 )
@@ -37,6 +38,7 @@ func Run(t *testing.T, newStore NewStore) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"CreateGetRoundTrip", testRoundTrip},
+		{"EveryFieldSurvives", testEveryFieldSurvives},
 		{"Scope", testScope},
 		{"SessionBusy", testSessionBusy},
 		{"ConcurrentSubmitsOneWins", testConcurrentSubmits},
@@ -54,6 +56,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Attachments", testAttachments},
 		{"Sweep", testSweep},
 		{"Principal", testPrincipal},
+		{"ListByPrincipal", testListByPrincipal},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,6 +102,43 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	}
 	if _, err := s.GetTask(ctx, "main", "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetTask(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+// storeOwned are the Task fields the store itself maintains (counters,
+// leases, versions) rather than keeping what the caller wrote.
+var storeOwned = []string{"LogCount", "PollCount", "LastPollAt", "Owner", "LeaseUntil", "Fence", "Version"}
+
+// testEveryFieldSurvives fills every field of a task by reflection (so a
+// field added later is covered without touching this test), then checks
+// that create and update keep each one.
+func testEveryFieldSurvives(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	ignore := cmpopts.IgnoreFields(store.Task{}, storeOwned...)
+	want := Task("every-field", "main", "agent:main:every-field", 1)
+	fill(want, 1, append([]string{"ID", "Agent", "SessionKey", "Status"}, storeOwned...)...)
+	if err := s.CreateTask(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetTask(ctx, "main", want.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got, ignore); diff != "" {
+		t.Fatalf("a created task lost fields (-want +got):\n%s", diff)
+	}
+	// A task's identity and start time are fixed at creation.
+	fill(got, 2, append([]string{"ID", "Agent", "SessionKey", "StartedAt"}, storeOwned...)...)
+	got.Status = store.StatusCompleted
+	if err := s.UpdateTask(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.GetTask(ctx, "main", want.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got, again, ignore); diff != "" {
+		t.Fatalf("an updated task lost fields (-want +got):\n%s", diff)
 	}
 }
 
@@ -608,6 +648,36 @@ func testPrincipal(t *testing.T, s store.Store) {
 	}
 	if sess.Principal != "user:alice" {
 		t.Errorf("session principal = %q, want the starter's user:alice", sess.Principal)
+	}
+}
+
+// testListByPrincipal: a principal's page holds its own sessions however
+// many newer sessions another principal has (filtered in the query, not
+// after the page).
+func testListByPrincipal(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newTask := func(id, principal string, at int64) {
+		task := Task(id, "main", "agent:main:"+id, at)
+		task.Principal = principal
+		if err := s.CreateTask(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newTask("bob-1", "user:bob", 1)
+	for i := range 5 {
+		newTask(fmt.Sprintf("alice-%d", i), "user:alice", int64(10+i))
+	}
+	bob := "user:bob"
+	rows, _, err := s.ListSessions(ctx, "main", store.Page{Limit: 3, Principal: &bob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Session.SessionKey != "agent:main:bob-1" {
+		t.Fatalf("bob's page = %+v, want his one session", rows)
+	}
+	all, _, err := s.ListSessions(ctx, "main", store.Page{Limit: 3})
+	if err != nil || len(all) != 3 || all[0].Session.SessionKey != "agent:main:alice-4" {
+		t.Fatalf("unfiltered page = %+v, %v; want alice's three newest", all, err)
 	}
 }
 
