@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -82,6 +83,7 @@ type Server struct {
 	origins   originPolicy
 	limits    Limits
 	shared    bool
+	pages     http.Handler // SetPages; nil serves a plain "OK" at /
 	terminals Terminals
 
 	mu    sync.Mutex

@@ -11,7 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawconnect/clawconnect/internal/config"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/dashboard"
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/server"
 )
 
@@ -43,10 +44,11 @@ func serveCmd(env Env, open opener) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the task-bridge MCP tools over streamable HTTP",
+		Short: "Serve the task-bridge MCP tools over streamable HTTP, and the dashboard",
 		Long: `Serve the task-bridge MCP tools over stateless streamable HTTP at /mcp, with
-/health and Prometheus /metrics, until interrupted (SIGINT or SIGTERM), then
-shut down gracefully.
+/health, Prometheus /metrics and a live web dashboard at / (tasks, sessions,
+health; a browser signs in with the same token as /mcp), until interrupted
+(SIGINT or SIGTERM), then shut down gracefully.
 
 Authentication: personal tokens from MCP_USER_TOKENS ("Name:token,...") and
 MCP_USER_TOKENS_FILE (JSON, re-read when it changes), or the shared
@@ -96,21 +98,15 @@ configuration.`,
 			if len(b.runtimes) > 0 {
 				fmt.Fprintf(env.Stderr, "clawconnect serve: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))
 			}
-			var remote terminalAPI
-			if c, err := terminal.Dial(terminalSocket(env)); err == nil {
-				remote = c // a terminal daemon follows the Turns
-			}
 			svc, stopTerminals := startTerminalHost(ctx, env, b.shared, logger)
 			defer stopTerminals()
 			var terms server.Terminals
 			switch {
 			case !terminalToolsOn(env, termTools):
-			case remote != nil:
-				terms = remote
 			case svc != nil:
 				terms = svc
 			default:
-				fmt.Fprintln(env.Stderr, "clawconnect serve: terminal tools off: this process does not own the store and no terminal daemon runs")
+				fmt.Fprintln(env.Stderr, "clawconnect serve: terminal tools off: terminal turns are unavailable in this process (see the log)")
 			}
 			srv, err := server.New(server.Options{
 				Terminals: terms,
@@ -123,12 +119,27 @@ configuration.`,
 			if err != nil {
 				return err
 			}
+			dopts := dashboard.Options{
+				Server: srv, Runtimes: b.runtimes, StoreInfo: storeInfo(getenv(env), b.shared),
+				Feed: changeFeed(b.shared), Logger: logger.With("component", "dashboard"),
+			}
+			dopts.Processes, _ = b.shared.(dashboard.ProcessLister)
+			if svc != nil {
+				dopts.Terminals = svc
+				dopts.TerminalRecords, _ = b.shared.(dashboard.TerminalRecords)
+			}
+			dash, err := dashboard.New(dopts)
+			if err != nil {
+				return fmt.Errorf("serve: dashboard: %w", err)
+			}
+			srv.SetPages(dash)
 			err = srv.ListenAndServe(ctx, addr, grace, func(a net.Addr) {
 				auth := "open: no credentials configured"
 				if authn.Required() {
 					auth = "a token is required"
 				}
 				fmt.Fprintf(env.Stderr, "clawconnect serve: listening on http://%s/mcp (%s)\n", a, auth)
+				fmt.Fprintf(env.Stderr, "clawconnect serve: dashboard at http://%s/\n", a)
 			})
 			if err != nil {
 				return listenError(addr, err)
@@ -154,4 +165,25 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// storeInfo describes the store for the dashboard's Health page, without
+// credentials.
+func storeInfo(g func(string) string, shared any) string {
+	kind := "SQLite under " + config.Home(g)
+	if strings.TrimSpace(g("CLAWCONNECT_DATABASE_URL")) != "" {
+		kind = "PostgreSQL (CLAWCONNECT_DATABASE_URL)"
+	}
+	if shared == nil {
+		return kind + ", read through another process"
+	}
+	return kind
+}
+
+// changeFeed returns the store's cross-process change feed, if it has one.
+func changeFeed(shared any) store.ChangeFeed {
+	if f, ok := shared.(store.ChangeFeed); ok {
+		return f
+	}
+	return nil
 }
