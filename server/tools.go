@@ -363,7 +363,7 @@ func (c *conn) tools() []toolDef {
 			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.connectionInfo) },
 		},
 	}
-	return defs
+	return append(defs, c.terminalTools()...)
 }
 
 // toolsetVersion is the first 12 hex digits of the SHA-256 of the JSON of

@@ -104,6 +104,20 @@ func (p *pendingTasks) wait(ctx context.Context) (server.Tasks, error) {
 	return a.b.tasks, nil
 }
 
+// sharedStore waits for the backend and returns the store it owns (nil
+// when it owns none).
+func (p *pendingTasks) sharedStore(ctx context.Context) (any, error) {
+	if _, err := p.wait(ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil || p.cur.b == nil {
+		return nil, errPendingClosed
+	}
+	return p.cur.b.shared, nil
+}
+
 // unavailableError reads as errServiceUnavailable and matches it and its
 // hidden cause with errors.Is.
 type unavailableError struct{ cause error }

@@ -40,6 +40,7 @@ func serveCmd(env Env, open opener) *cobra.Command {
 		addr        string
 		allowRemote bool
 		grace       time.Duration
+		termTools   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -63,6 +64,11 @@ credential sees and controls every task.
 Browsers: a request whose Origin header is not the server's own origin and
 not listed in CLAWCONNECT_ALLOWED_ORIGINS (comma-separated, e.g.
 "http://localhost:5173") is refused with 403.
+
+Terminal tools: --terminal-tools (or CLAWCONNECT_TERMINAL_TOOLS=1) adds
+terminal_list, terminal_send, terminal_status, terminal_respond,
+terminal_approve and terminal_cancel to every connection: any caller allowed
+on /mcp can then type into the Codex and Claude Code panes of this machine.
 
 Scopes: /mcp?group=<g>, ?agents=a,b or ?agent=a narrow a connection to some
 agents; tasks of other agents then read as not found.
@@ -94,8 +100,17 @@ configuration.`,
 			}
 			svc, stopTerminals := startTerminalHost(ctx, env, b.shared, logger)
 			defer stopTerminals()
+			var terms server.Terminals
+			switch {
+			case !terminalToolsOn(env, termTools):
+			case svc != nil:
+				terms = svc
+			default:
+				fmt.Fprintln(env.Stderr, "clawconnect serve: terminal tools off: terminal turns are unavailable in this process (see the log)")
+			}
 			srv, err := server.New(server.Options{
-				Tasks: b.tasks, Registry: b.registry, Timeouts: &b.timeouts, Auth: authn,
+				Terminals: terms,
+				Tasks:     b.tasks, Registry: b.registry, Timeouts: &b.timeouts, Auth: authn,
 				AllowUnauthenticatedRemote: allowRemote,
 				AllowedOrigins:             splitList(getenv(env)("CLAWCONNECT_ALLOWED_ORIGINS")),
 				SharedTaskView:             getenv(env)("CLAWCONNECT_SHARED_TASK_VIEW") == "1",
@@ -135,6 +150,7 @@ configuration.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", DefaultServeAddr, "listen address host:port")
 	cmd.Flags().BoolVar(&allowRemote, "allow-unauthenticated-remote", false, "listen beyond loopback even though no credential is configured")
+	cmd.Flags().BoolVar(&termTools, "terminal-tools", false, "also serve the terminal_* tools (CLAWCONNECT_TERMINAL_TOOLS=1)")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may take to finish on shutdown")
 	return cmd
 }

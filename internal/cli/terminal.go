@@ -34,6 +34,7 @@ type terminalAPI interface {
 	Cancel(ctx context.Context, turnID string) (terminal.TurnView, error)
 	Renew(ctx context.Context, turnID string, minutes float64) (terminal.TurnView, error)
 	Close(ctx context.Context, turnID, reason string) (terminal.TurnView, error)
+	SessionFile(ctx context.Context, turnID string) (terminal.SessionFile, error)
 }
 
 var (
@@ -138,7 +139,8 @@ dialog open, process changed, Turn failed), 2 bad arguments or a malformed id,
   clawconnect terminal status turn-20260101T120000-1a2b3c4d --json`,
 	}
 	cmd.AddCommand(terminalListCmd(env), terminalSendCmd(env), terminalStatusCmd(env), terminalRespondCmd(env),
-		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalDaemonCmd(env))
+		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalDaemonCmd(env),
+		terminalModuleCmd(env))
 	return cmd
 }
 
