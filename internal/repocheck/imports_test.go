@@ -27,7 +27,8 @@ var allowedImports = map[string][]string{
 	"gateway":                     {"internal/jsonscan"},
 	"internal/cli": {"agentsession", "agentsession/module", "executor", "gateway", "internal/config",
 		"internal/dashboard", "internal/store", "internal/store/postgres", "internal/store/sqlite", "internal/task",
-		"internal/terminal", "internal/terminal/tmux", "runtime/claudecode", "runtime/codex", "runtime/openclaw", "server"},
+		"internal/terminal", "internal/terminal/sessionrt", "internal/terminal/tmux", "runtime/claudecode", "runtime/codex",
+		"runtime/openclaw", "runtime/terminal", "server"},
 	"internal/config":          nil,
 	"internal/dashboard":       {"internal/config", "internal/store", "internal/task", "internal/terminal", "server"},
 	"internal/jsonscan":        nil,
@@ -53,6 +54,8 @@ var allowedImports = map[string][]string{
 	"internal/terminal/request": nil,
 	"internal/terminal/screen":  nil,
 	"internal/terminal/tmux":    nil,
+	// The terminal Turns as an agent-session runtime (served by a module).
+	"internal/terminal/sessionrt": {"agentsession", "internal/store", "internal/terminal"},
 	// Test peers: imported by tests only (checked below).
 	"internal/testbed/cmd/installpeers": {"internal/testbed/peers"},
 	"internal/testbed/cmd/localgateway": {"internal/testbed/realgateway"},
@@ -67,8 +70,9 @@ var allowedImports = map[string][]string{
 	"runtime/internal/fakecli":          {"executor", "executor/contract"},
 	"runtime/internal/oneshot":          {"executor"},
 	"runtime/openclaw":                  {"executor", "gateway", "internal/jsonscan"},
+	"runtime/terminal":                  {"executor", "internal/store", "internal/terminal"},
 	"server": {"agentsession", "gateway", "internal/config", "internal/store", "internal/store/owner",
-		"internal/store/postgres", "internal/store/sqlite", "internal/task"},
+		"internal/store/postgres", "internal/store/sqlite", "internal/task", "internal/terminal"},
 	"server/e2e":        nil,
 	"server/servertest": {"internal/task", "server"},
 }
