@@ -376,10 +376,10 @@ func (b *Bridge) GetPrompt(ctx context.Context, taskID string) (task.PromptResul
 
 // ListTasks implements Tasks: each agent's latest page, merged by recent
 // activity.
-func (b *Bridge) ListTasks(ctx context.Context, view task.ListView) ([]task.TaskSummary, error) {
+func (b *Bridge) ListTasks(ctx context.Context, view task.ListView, only *string) ([]task.TaskSummary, error) {
 	var out []task.TaskSummary
 	for _, id := range b.order {
-		rows, err := b.managers[id].ListTasks(ctx, view, 0)
+		rows, err := b.managers[id].ListTasks(ctx, view, 0, only)
 		if err != nil {
 			return nil, mapErr("list tasks", err)
 		}
@@ -403,10 +403,10 @@ func (b *Bridge) GetSession(ctx context.Context, req SessionRequest) (task.Sessi
 }
 
 // ListSessions implements Tasks.
-func (b *Bridge) ListSessions(ctx context.Context) ([]task.ContinuationState, error) {
+func (b *Bridge) ListSessions(ctx context.Context, only *string) ([]task.ContinuationState, error) {
 	var out []task.ContinuationState
 	for _, id := range b.order {
-		l, err := b.managers[id].ListSessions(ctx, 0)
+		l, err := b.managers[id].ListSessions(ctx, 0, only)
 		if err != nil {
 			return nil, mapErr("list sessions", err)
 		}
@@ -433,7 +433,7 @@ func (b *Bridge) Cancel(ctx context.Context, jobID string) (task.CancelResult, e
 func (b *Bridge) CountByStatus(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
 	for _, id := range b.order {
-		rows, err := b.managers[id].ListTasks(ctx, task.ViewAll, store.MaxPage)
+		rows, err := b.managers[id].ListTasks(ctx, task.ViewAll, store.MaxPage, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -37,7 +37,7 @@ type connParams struct {
 
 // Handler returns the HTTP handler: /mcp (stateless streamable HTTP, with
 // CORS and authentication), /metrics (authenticated like /mcp), /health and
-// / (plain "OK").
+// / (the pages set by SetPages, else a plain "OK").
 func (s *Server) Handler() http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		p, ok := r.Context().Value(connKey).(connParams)
@@ -61,6 +61,10 @@ func (s *Server) Handler() http.Handler {
 	// Metrics count tasks by status and agent: with auth on they need a
 	// credential too (a scraper sends it as a Bearer token).
 	mux.Handle("GET /metrics", s.withAuth(s.metrics.handler()))
+	if s.pages != nil {
+		mux.Handle("/", s.pages)
+		return mux
+	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("OK"))

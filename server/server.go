@@ -1,7 +1,8 @@
-// Package server is ClawConnect's MCP server: the nine task-bridge tools,
-// declared once and served identically over stdio and stateless streamable
-// HTTP, with HTTP authentication, per-connection agent scopes, CORS, a
-// health endpoint and Prometheus metrics. It is public so that a host can
+// Package server is ClawConnect's MCP server: the nine task-bridge tools
+// (plus the terminal tools when Options.Terminals is set), declared once
+// and served identically over stdio and stateless streamable HTTP, with
+// HTTP authentication, per-connection agent scopes, CORS, a health endpoint
+// and Prometheus metrics. It is public so that a host can
 // embed the bridge with its own task service and runtime registry.
 package server
 
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -59,23 +61,30 @@ type Options struct {
 	Build string
 	// Logger receives operational logs; nil discards them. Never stdout.
 	Logger *slog.Logger
+	// Terminals, when set, adds the terminal tools (terminal_list,
+	// terminal_send, terminal_status, terminal_respond, terminal_approve,
+	// terminal_cancel) to every connection. Nil (the default) leaves them
+	// out, and tools/list is exactly the nine task-bridge tools.
+	Terminals Terminals
 }
 
 // Server serves the tools. It is safe for concurrent use by any number of
 // connections; it owns no goroutines of its own.
 type Server struct {
-	tasks    Tasks
-	registry *config.Registry
-	timeouts config.Timeouts
-	auth     *config.Authenticator
-	allowRem bool
-	version  string
-	build    string
-	logger   *slog.Logger
-	metrics  *metrics
-	origins  originPolicy
-	limits   Limits
-	shared   bool
+	tasks     Tasks
+	registry  *config.Registry
+	timeouts  config.Timeouts
+	auth      *config.Authenticator
+	allowRem  bool
+	version   string
+	build     string
+	logger    *slog.Logger
+	metrics   *metrics
+	origins   originPolicy
+	limits    Limits
+	shared    bool
+	pages     http.Handler // SetPages; nil serves a plain "OK" at /
+	terminals Terminals
 
 	mu    sync.Mutex
 	cache map[string]*mcp.Server // per scope+identity, bounded by maxCachedServers
@@ -96,18 +105,19 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("server: Options.Registry with at least one agent is required")
 	}
 	s := &Server{
-		tasks:    opts.Tasks,
-		registry: opts.Registry,
-		timeouts: config.DefaultTimeouts(),
-		auth:     opts.Auth,
-		allowRem: opts.AllowUnauthenticatedRemote,
-		limits:   opts.Limits,
-		shared:   opts.SharedTaskView,
-		version:  opts.Version,
-		build:    opts.Build,
-		logger:   opts.Logger,
-		cache:    make(map[string]*mcp.Server),
-		draining: make(chan struct{}),
+		tasks:     opts.Tasks,
+		registry:  opts.Registry,
+		timeouts:  config.DefaultTimeouts(),
+		auth:      opts.Auth,
+		allowRem:  opts.AllowUnauthenticatedRemote,
+		limits:    opts.Limits,
+		shared:    opts.SharedTaskView,
+		terminals: opts.Terminals,
+		version:   opts.Version,
+		build:     opts.Build,
+		logger:    opts.Logger,
+		cache:     make(map[string]*mcp.Server),
+		draining:  make(chan struct{}),
 	}
 	if opts.Timeouts != nil {
 		s.timeouts = *opts.Timeouts

@@ -27,12 +27,14 @@ type Tasks interface {
 	GetTask(ctx context.Context, taskID string, detail task.Detail, knownLogCount int64) (task.TaskDetail, error)
 	// GetPrompt returns what the caller asked for a task.
 	GetPrompt(ctx context.Context, taskID string) (task.PromptResult, error)
-	// ListTasks returns one row per known session: its latest job.
-	ListTasks(ctx context.Context, view task.ListView) ([]task.TaskSummary, error)
+	// ListTasks returns one row per known session: its latest job. only,
+	// when set, keeps the sessions that principal started.
+	ListTasks(ctx context.Context, view task.ListView, only *string) ([]task.TaskSummary, error)
 	// GetSession inspects a session. A missing session is ErrNotFound.
 	GetSession(ctx context.Context, req SessionRequest) (task.SessionResult, error)
-	// ListSessions returns the continuation state of every known session.
-	ListSessions(ctx context.Context) ([]task.ContinuationState, error)
+	// ListSessions returns the continuation state of every known session
+	// (with only set, of those that principal started).
+	ListSessions(ctx context.Context, only *string) ([]task.ContinuationState, error)
 	// Cancel asks the gateway to stop a job; it is idempotent.
 	Cancel(ctx context.Context, jobID string) (task.CancelResult, error)
 }

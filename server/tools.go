@@ -363,7 +363,7 @@ func (c *conn) tools() []toolDef {
 			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.connectionInfo) },
 		},
 	}
-	return defs
+	return append(defs, c.terminalTools()...)
 }
 
 // toolsetVersion is the first 12 hex digits of the SHA-256 of the JSON of
@@ -449,6 +449,17 @@ func (c *conn) principal() string {
 // seesAll reports whether the connection sees every principal's tasks: a
 // caller with no credential (stdio, an open loopback server) or a team view.
 func (c *conn) seesAll() bool { return c.principal() == "" || c.s.shared }
+
+// only is the principal whose sessions this connection lists, or nil when
+// it sees everyone's. Filtering in the store, not after its page, keeps a
+// credential's own sessions listed however many newer ones others have.
+func (c *conn) only() *string {
+	if c.seesAll() {
+		return nil
+	}
+	p := c.principal()
+	return &p
+}
 
 // mine reports whether a task or session of principal p may be shown to and
 // controlled by this connection.
@@ -675,7 +686,7 @@ func (c *conn) listTasks(ctx context.Context, _ *mcp.CallToolRequest, in ListTas
 	if view == "" {
 		view = task.ViewAll
 	}
-	rows, err := c.s.tasks.ListTasks(ctx, view)
+	rows, err := c.s.tasks.ListTasks(ctx, view, c.only())
 	if err != nil {
 		return nil, nil, fmt.Errorf("list tasks: %w", err)
 	}
@@ -728,7 +739,7 @@ func (c *conn) getSession(ctx context.Context, _ *mcp.CallToolRequest, in GetSes
 }
 
 func (c *conn) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ EmptyInput) (*mcp.CallToolResult, any, error) {
-	all, err := c.s.tasks.ListSessions(ctx)
+	all, err := c.s.tasks.ListSessions(ctx, c.only())
 	if err != nil {
 		return nil, nil, fmt.Errorf("list sessions: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/clawconnect/clawconnect/runtime/claudecode"
 	"github.com/clawconnect/clawconnect/runtime/codex"
 	"github.com/clawconnect/clawconnect/runtime/openclaw"
+	rtterminal "github.com/clawconnect/clawconnect/runtime/terminal"
 )
 
 // Exit codes of exec beyond the shared ones.
@@ -78,6 +79,7 @@ func execEnviron(env Env) []string {
 
 type execFlags struct {
 	runtime, model, resume, cwd, session string
+	terminal                             string
 	asJSON                               bool
 	gw                                   gatewayFlags
 }
@@ -85,7 +87,7 @@ type execFlags struct {
 func newExecCmd(env Env) *cobra.Command {
 	f := &execFlags{}
 	cmd := &cobra.Command{
-		Use:   "exec --runtime openclaw|claude-code|codex [flags] PROMPT...",
+		Use:   "exec --runtime openclaw|claude-code|codex|codex-tmux|claude-code-tmux [flags] PROMPT...",
 		Short: "Run one prompt on a runtime and stream its normalized events",
 		Long: `Run one prompt on an agent runtime through the executor and stream what it
 does: assistant text as it arrives on standard output, tool calls, status and
@@ -99,6 +101,12 @@ Runtimes:
                --resume names the session key)
   claude-code  the claude CLI (CLAWCONNECT_CLAUDE_BIN, default claude on PATH)
   codex        the codex CLI (CLAWCONNECT_CODEX_BIN, default codex on PATH)
+  codex-tmux, claude-code-tmux
+               a Codex or Claude Code TUI already running in a tmux pane:
+               --terminal TERMINAL_ID (from clawconnect terminal list) names
+               the pane, --resume SESSION_ID a terminal Session instead; the
+               run is one Turn, its events read from the agent's session
+               file, and the pane stays yours to watch
 
 The CLI runtimes inherit your environment (PATH, HOME, provider keys such as
 a Codex env_key), minus ClawConnect's own secrets (OPENCLAW_PASSWORD,
@@ -109,7 +117,8 @@ code follows the done reason: 0 success, 1 error, 6 max_turns, 130 aborted.`,
 		Example: `  clawconnect exec --runtime claude-code "explain what main.go does"
   clawconnect exec --runtime codex --cwd ~/src/app --model gpt-5 "fix the failing test"
   clawconnect exec --runtime codex --resume THREAD_ID "now add a test"
-  clawconnect exec --runtime openclaw --json "Say hello" | jq -r .kind`,
+  clawconnect exec --runtime openclaw --json "Say hello" | jq -r .kind
+  clawconnect exec --runtime codex-tmux --terminal terminal:v2:tmux:codex:work:0.0:4242 "run the tests"`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return &ExitError{Code: ExitUsage, Err: errors.New("exec needs a PROMPT")}
@@ -121,11 +130,12 @@ code follows the done reason: 0 success, 1 error, 6 max_turns, 130 aborted.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.runtime, "runtime", "", "runtime: openclaw, claude-code or codex (required)")
+	fl.StringVar(&f.runtime, "runtime", "", "runtime: openclaw, claude-code, codex, codex-tmux or claude-code-tmux (required)")
 	fl.StringVar(&f.model, "model", "", "model for the run (default: the runtime's)")
 	fl.StringVar(&f.resume, "resume", "", "continue a session: the native session/thread id (claude-code, codex) or session key (openclaw)")
 	fl.StringVar(&f.cwd, "cwd", "", "working directory of a CLI runtime (default: the current directory)")
 	fl.StringVar(&f.session, "session", "", "openclaw session key (default: a new agent:<OPENCLAW_AGENT_ID or main>:exec-<id>)")
+	fl.StringVar(&f.terminal, "terminal", "", "codex-tmux, claude-code-tmux: the pane's terminal id (see clawconnect terminal list)")
 	fl.BoolVar(&f.asJSON, "json", false, "print normalized events as JSON lines")
 	fl.StringVar(&f.gw.url, "url", "", "openclaw gateway URL (default OPENCLAW_URL, then "+DefaultGatewayURL+")")
 	fl.DurationVar(&f.gw.timeout, "connect-timeout", 30*time.Second, "openclaw: bound on connecting and on each gateway call")
@@ -167,10 +177,28 @@ func execRuntime(ctx context.Context, env Env, f *execFlags) (executor.RuntimeAd
 			key = "agent:" + agent + ":exec-" + hex.EncodeToString(b)
 		}
 		return a, key, func() { dispose(a); c.Close() }, nil
+	case rtterminal.IDCodex, rtterminal.IDClaudeCode:
+		if f.terminal == "" && f.resume == "" {
+			return nil, "", nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("--runtime %s needs --terminal TERMINAL_ID (see `clawconnect terminal list`) or --resume SESSION_ID", f.runtime)}
+		}
+		ts, err := openTerminal(ctx, env, logger)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		stopHost := func() {}
+		if ts.host != nil {
+			// No monitor host runs: follow the Turn from here.
+			hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+			done := make(chan struct{})
+			go func() { defer close(done); _ = ts.host.Run(hctx) }()
+			stopHost = func() { cancel(); <-done }
+		}
+		a := rtterminal.New(rtterminal.Options{ID: executor.RuntimeID(f.runtime), Turns: ts.api, TerminalID: f.terminal, Logger: logger})
+		return a, "exec", func() { dispose(a); stopHost(); ts.close() }, nil
 	case "":
-		return nil, "", nil, &ExitError{Code: ExitUsage, Err: errors.New("--runtime is required: openclaw, claude-code or codex")}
+		return nil, "", nil, &ExitError{Code: ExitUsage, Err: errors.New("--runtime is required: openclaw, claude-code, codex, codex-tmux or claude-code-tmux")}
 	default:
-		return nil, "", nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("unknown runtime %q: use openclaw, claude-code or codex", f.runtime)}
+		return nil, "", nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("unknown runtime %q: use openclaw, claude-code, codex, codex-tmux or claude-code-tmux", f.runtime)}
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 func newMCPCmd(env Env) *cobra.Command { return mcpCmd(env, openStdioBridge) }
 
 func mcpCmd(env Env, open opener) *cobra.Command {
-	return &cobra.Command{
+	var terminalTools bool
+	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the task-bridge MCP tools over stdio",
 		Long: `Serve the task-bridge MCP tools (run_task, check_task, get_task, list_tasks,
@@ -23,7 +24,10 @@ over stdio, for MCP clients that start a local command.
 
 Standard output carries only the MCP protocol; logs go to standard error
 (level from CLAWCONNECT_LOG_LEVEL). The command exits when the client closes
-standard input. Agents come from CLAWCONNECT_HOME/agents.json or from
+standard input. With --terminal-tools (or CLAWCONNECT_TERMINAL_TOOLS=1) it
+also serves terminal_list, terminal_send, terminal_status, terminal_respond,
+terminal_approve and terminal_cancel, which drive the Codex and Claude Code
+TUIs in tmux panes (see clawconnect terminal). Agents come from CLAWCONNECT_HOME/agents.json or from
 OPENCLAW_URL + OPENCLAW_PASSWORD.
 
 Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
@@ -61,14 +65,22 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 			})
 			defer pending.close()
 			timeouts := config.LoadTimeouts(getenv(env))
-			srv, err := server.New(server.Options{
+			opts := server.Options{
 				Tasks: pending, Registry: reg, Timeouts: &timeouts,
 				Version: version(), Build: config.BuildSHA(getenv(env)), Logger: logger,
-			})
+			}
+			if terminalToolsOn(env, terminalTools) {
+				terms := &lazyTerminals{env: env, logger: logger, ctx: ctx, shared: pending.sharedStore}
+				defer terms.close()
+				opts.Terminals = terms
+			}
+			srv, err := server.New(opts)
 			if err != nil {
 				return err
 			}
 			return srv.ServeStdio(ctx, env.Stdin, env.Stdout)
 		},
 	}
+	cmd.Flags().BoolVar(&terminalTools, "terminal-tools", false, "also serve the terminal_* tools (CLAWCONNECT_TERMINAL_TOOLS=1)")
+	return cmd
 }

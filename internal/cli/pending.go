@@ -104,6 +104,20 @@ func (p *pendingTasks) wait(ctx context.Context) (server.Tasks, error) {
 	return a.b.tasks, nil
 }
 
+// sharedStore waits for the backend and returns the store it owns (nil
+// when it owns none).
+func (p *pendingTasks) sharedStore(ctx context.Context) (any, error) {
+	if _, err := p.wait(ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil || p.cur.b == nil {
+		return nil, errPendingClosed
+	}
+	return p.cur.b.shared, nil
+}
+
 // unavailableError reads as errServiceUnavailable and matches it and its
 // hidden cause with errors.Is.
 type unavailableError struct{ cause error }
@@ -169,12 +183,12 @@ func (p *pendingTasks) GetPrompt(ctx context.Context, id string) (task.PromptRes
 	return t.GetPrompt(ctx, id)
 }
 
-func (p *pendingTasks) ListTasks(ctx context.Context, view task.ListView) ([]task.TaskSummary, error) {
+func (p *pendingTasks) ListTasks(ctx context.Context, view task.ListView, only *string) ([]task.TaskSummary, error) {
 	t, err := p.wait(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return t.ListTasks(ctx, view)
+	return t.ListTasks(ctx, view, only)
 }
 
 func (p *pendingTasks) GetSession(ctx context.Context, req server.SessionRequest) (task.SessionResult, error) {
@@ -185,12 +199,12 @@ func (p *pendingTasks) GetSession(ctx context.Context, req server.SessionRequest
 	return t.GetSession(ctx, req)
 }
 
-func (p *pendingTasks) ListSessions(ctx context.Context) ([]task.ContinuationState, error) {
+func (p *pendingTasks) ListSessions(ctx context.Context, only *string) ([]task.ContinuationState, error) {
 	t, err := p.wait(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return t.ListSessions(ctx)
+	return t.ListSessions(ctx, only)
 }
 
 func (p *pendingTasks) Cancel(ctx context.Context, id string) (task.CancelResult, error) {

@@ -26,10 +26,10 @@ func TestPendingTasks(t *testing.T) {
 		if !errors.Is(err, boom) || !errors.Is(err, errServiceUnavailable) || strings.Contains(err.Error(), "user=") || strings.Contains(err.Error(), "127.0.0.1") {
 			t.Errorf("Run err = %v, want the service unavailable without the database's detail", err)
 		}
-		if _, err := p.ListSessions(t.Context()); !errors.Is(err, boom) {
+		if _, err := p.ListSessions(t.Context(), nil); !errors.Is(err, boom) {
 			t.Errorf("ListSessions err = %v", err)
 		}
-		if _, err := p.ListSessions(t.Context()); err != nil {
+		if _, err := p.ListSessions(t.Context(), nil); err != nil {
 			t.Errorf("ListSessions once the store is back = %v", err)
 		}
 	})
@@ -44,7 +44,7 @@ func TestPendingTasks(t *testing.T) {
 		})
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if _, err := p.ListTasks(ctx, ""); !errors.Is(err, context.Canceled) {
+		if _, err := p.ListTasks(ctx, "", nil); !errors.Is(err, context.Canceled) {
 			t.Errorf("ListTasks before open with a cancelled ctx = %v", err)
 		}
 		close(release)
@@ -74,7 +74,7 @@ func TestPendingTasks(t *testing.T) {
 		p.Start()
 		p.Start()
 		<-opened
-		if _, err := p.ListSessions(t.Context()); err != nil {
+		if _, err := p.ListSessions(t.Context(), nil); err != nil {
 			t.Errorf("ListSessions after Start = %v", err)
 		}
 	})
@@ -85,7 +85,7 @@ func TestPendingTasks(t *testing.T) {
 		})
 		p.close()
 		p.Start()
-		if _, err := p.ListTasks(t.Context(), ""); !errors.Is(err, errPendingClosed) {
+		if _, err := p.ListTasks(t.Context(), "", nil); !errors.Is(err, errPendingClosed) {
 			t.Errorf("ListTasks after close = %v, want errPendingClosed", err)
 		}
 		p.close()

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/dashboard"
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/server"
 )
 
@@ -38,13 +40,15 @@ func serveCmd(env Env, open opener) *cobra.Command {
 		addr        string
 		allowRemote bool
 		grace       time.Duration
+		termTools   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the task-bridge MCP tools over streamable HTTP",
+		Short: "Serve the task-bridge MCP tools over streamable HTTP, and the dashboard",
 		Long: `Serve the task-bridge MCP tools over stateless streamable HTTP at /mcp, with
-/health and Prometheus /metrics, until interrupted (SIGINT or SIGTERM), then
-shut down gracefully.
+/health, Prometheus /metrics and a live web dashboard at / (tasks, sessions,
+health; a browser signs in with the same token as /mcp), until interrupted
+(SIGINT or SIGTERM), then shut down gracefully.
 
 Authentication: personal tokens from MCP_USER_TOKENS ("Name:token,...") and
 MCP_USER_TOKENS_FILE (JSON, re-read when it changes), or the shared
@@ -60,6 +64,11 @@ credential sees and controls every task.
 Browsers: a request whose Origin header is not the server's own origin and
 not listed in CLAWCONNECT_ALLOWED_ORIGINS (comma-separated, e.g.
 "http://localhost:5173") is refused with 403.
+
+Terminal tools: --terminal-tools (or CLAWCONNECT_TERMINAL_TOOLS=1) adds
+terminal_list, terminal_send, terminal_status, terminal_respond,
+terminal_approve and terminal_cancel to every connection: any caller allowed
+on /mcp can then type into the Codex and Claude Code panes of this machine.
 
 Scopes: /mcp?group=<g>, ?agents=a,b or ?agent=a narrow a connection to some
 agents; tasks of other agents then read as not found.
@@ -89,10 +98,19 @@ configuration.`,
 			if len(b.runtimes) > 0 {
 				fmt.Fprintf(env.Stderr, "clawconnect serve: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))
 			}
-			stopTerminals := startTerminalHost(ctx, env, b.shared, logger)
+			svc, stopTerminals := startTerminalHost(ctx, env, b.shared, logger)
 			defer stopTerminals()
+			var terms server.Terminals
+			switch {
+			case !terminalToolsOn(env, termTools):
+			case svc != nil:
+				terms = svc
+			default:
+				fmt.Fprintln(env.Stderr, "clawconnect serve: terminal tools off: terminal turns are unavailable in this process (see the log)")
+			}
 			srv, err := server.New(server.Options{
-				Tasks: b.tasks, Registry: b.registry, Timeouts: &b.timeouts, Auth: authn,
+				Terminals: terms,
+				Tasks:     b.tasks, Registry: b.registry, Timeouts: &b.timeouts, Auth: authn,
 				AllowUnauthenticatedRemote: allowRemote,
 				AllowedOrigins:             splitList(getenv(env)("CLAWCONNECT_ALLOWED_ORIGINS")),
 				SharedTaskView:             getenv(env)("CLAWCONNECT_SHARED_TASK_VIEW") == "1",
@@ -101,12 +119,27 @@ configuration.`,
 			if err != nil {
 				return err
 			}
+			dopts := dashboard.Options{
+				Server: srv, Runtimes: b.runtimes, StoreInfo: storeInfo(getenv(env), b.shared),
+				Feed: changeFeed(b.shared), Logger: logger.With("component", "dashboard"),
+			}
+			dopts.Processes, _ = b.shared.(dashboard.ProcessLister)
+			if svc != nil {
+				dopts.Terminals = svc
+				dopts.TerminalRecords, _ = b.shared.(dashboard.TerminalRecords)
+			}
+			dash, err := dashboard.New(dopts)
+			if err != nil {
+				return fmt.Errorf("serve: dashboard: %w", err)
+			}
+			srv.SetPages(dash)
 			err = srv.ListenAndServe(ctx, addr, grace, func(a net.Addr) {
 				auth := "open: no credentials configured"
 				if authn.Required() {
 					auth = "a token is required"
 				}
 				fmt.Fprintf(env.Stderr, "clawconnect serve: listening on http://%s/mcp (%s)\n", a, auth)
+				fmt.Fprintf(env.Stderr, "clawconnect serve: dashboard at http://%s/\n", a)
 			})
 			if err != nil {
 				return listenError(addr, err)
@@ -117,6 +150,7 @@ configuration.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", DefaultServeAddr, "listen address host:port")
 	cmd.Flags().BoolVar(&allowRemote, "allow-unauthenticated-remote", false, "listen beyond loopback even though no credential is configured")
+	cmd.Flags().BoolVar(&termTools, "terminal-tools", false, "also serve the terminal_* tools (CLAWCONNECT_TERMINAL_TOOLS=1)")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may take to finish on shutdown")
 	return cmd
 }
@@ -131,4 +165,25 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// storeInfo describes the store for the dashboard's Health page, without
+// credentials.
+func storeInfo(g func(string) string, shared any) string {
+	kind := "SQLite under " + config.Home(g)
+	if strings.TrimSpace(g("CLAWCONNECT_DATABASE_URL")) != "" {
+		kind = "PostgreSQL (CLAWCONNECT_DATABASE_URL)"
+	}
+	if shared == nil {
+		return kind + ", read through another process"
+	}
+	return kind
+}
+
+// changeFeed returns the store's cross-process change feed, if it has one.
+func changeFeed(shared any) store.ChangeFeed {
+	if f, ok := shared.(store.ChangeFeed); ok {
+		return f
+	}
+	return nil
 }

@@ -30,7 +30,7 @@ Exit codes: 0 listed, 1 failure, 3 no or invalid agent configuration.`,
 				return err
 			}
 			defer b.close()
-			list, err := b.tasks.ListSessions(ctx)
+			list, err := b.tasks.ListSessions(ctx, nil)
 			if err != nil {
 				return fmt.Errorf("sessions: %w", err)
 			}

@@ -36,6 +36,7 @@ type terminalAPI interface {
 	Renew(ctx context.Context, turnID string, minutes float64) (terminal.TurnView, error)
 	Close(ctx context.Context, turnID, reason string) (terminal.TurnView, error)
 	RetryCallback(ctx context.Context, turnID string) (terminal.TurnView, error)
+	SessionFile(ctx context.Context, turnID string) (terminal.SessionFile, error)
 }
 
 var (
@@ -142,7 +143,7 @@ dialog open, process changed, Turn failed), 2 bad arguments or a malformed id,
 	}
 	cmd.AddCommand(terminalListCmd(env), terminalSendCmd(env), terminalStatusCmd(env), terminalRespondCmd(env),
 		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalRetryCallbackCmd(env),
-		terminalDaemonCmd(env))
+		terminalDaemonCmd(env), terminalModuleCmd(env))
 	return cmd
 }
 
@@ -497,17 +498,18 @@ func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *
 }
 
 // startTerminalHost runs the terminal monitor host on shared (the store
-// serve owns) in the background; the returned func stops it. Terminal turns
-// are optional for serve: a failure is logged, never fatal.
-func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Logger) func() {
+// serve owns) in the background and returns its Service (nil when none
+// runs); the returned func stops it. Terminal turns are optional for serve:
+// a failure is logged, never fatal.
+func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Logger) (*terminal.Service, func()) {
 	st, ok := shared.(store.TerminalStore)
 	if !ok {
-		return func() {}
+		return nil, func() {}
 	}
 	svc, c, err := newTerminalService(env, st, logger)
 	if err != nil {
 		logger.Warn("terminal turns disabled", "err", err)
-		return func() {}
+		return nil, func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -517,7 +519,7 @@ func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Lo
 			logger.Warn("terminal monitor host stopped", "err", err)
 		}
 	}()
-	return func() { cancel(); <-done }
+	return svc, func() { cancel(); <-done }
 }
 
 func terminalDaemonCmd(env Env) *cobra.Command {

@@ -27,7 +27,7 @@ func TestServeHostsTerminalTurns(t *testing.T) {
 	defer st.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	stop := startTerminalHost(ctx, env, st, slog.New(slog.DiscardHandler))
+	_, stop := startTerminalHost(ctx, env, st, slog.New(slog.DiscardHandler))
 	sock := filepath.Join(home, terminal.SocketName)
 	var c *terminal.Client
 	deadline := time.Now().Add(10 * time.Second)
@@ -66,6 +66,9 @@ func TestServeHostsTerminalTurns(t *testing.T) {
 
 func TestStartTerminalHostWithoutSharedStore(t *testing.T) {
 	t.Parallel()
-	stop := startTerminalHost(t.Context(), Env{}, nil, slog.New(slog.DiscardHandler))
+	svc, stop := startTerminalHost(t.Context(), Env{}, nil, slog.New(slog.DiscardHandler))
+	if svc != nil {
+		t.Error("a Service without a store")
+	}
 	stop() // a read-only or private store: nothing runs, nothing to stop
 }

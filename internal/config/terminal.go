@@ -22,6 +22,9 @@ type Terminal struct {
 	// Recheck is each monitor's slow safety re-check
 	// (CLAWCONNECT_TERMINAL_RECHECK_MS, default 10 s).
 	Recheck time.Duration
+	// Tools adds the terminal tools to the MCP servers of mcp and serve
+	// (CLAWCONNECT_TERMINAL_TOOLS=1; off by default).
+	Tools bool
 }
 
 // LoadTerminal reads the terminal-turn settings.
@@ -40,5 +43,9 @@ func LoadTerminal(getenv func(string) string) Terminal {
 	t.InactivityTimeout = Millis(getenv, "CLAWCONNECT_TERMINAL_INACTIVITY_MS", 60*time.Minute)
 	t.HardTimeout = Millis(getenv, "CLAWCONNECT_TERMINAL_HARD_MS", 720*time.Minute)
 	t.Recheck = Millis(getenv, "CLAWCONNECT_TERMINAL_RECHECK_MS", 10*time.Second)
+	switch strings.ToLower(strings.TrimSpace(getenv("CLAWCONNECT_TERMINAL_TOOLS"))) {
+	case "1", "on", "true", "yes":
+		t.Tools = true
+	}
 	return t
 }

@@ -156,7 +156,15 @@ func TestMachinePathPattern(t *testing.T) {
 // do not exist yet are skipped.
 var entryPointDirs = []string{"cmd", "internal/cli", "server", "internal/server"}
 
-const agentsessionImport = "github.com/clawconnect/clawconnect/agentsession"
+const (
+	agentsessionImport = "github.com/clawconnect/clawconnect/agentsession"
+	moduleImport       = "github.com/clawconnect/clawconnect/agentsession/module"
+	// sessionrtImport is the terminal runtime ClawConnect can serve as a
+	// module; an entry point may hand it only to module.Serve (its own
+	// process, which an operator names in the modules variable), never to
+	// a registry it loads or serves tools with.
+	sessionrtImport = "github.com/clawconnect/clawconnect/internal/terminal/sessionrt"
+)
 
 // runtimeRegistrations returns, for one Go source file, every place that
 // builds a runtime of its own: an agentsession.Runtime composite literal or
@@ -164,10 +172,21 @@ const agentsessionImport = "github.com/clawconnect/clawconnect/agentsession"
 func runtimeRegistrations(fset *token.FileSet, f *ast.File) []string {
 	var found []string
 	aliases := map[string]bool{}
+	var sessionrtAt token.Pos
+	moduleName := ""
 	for _, imp := range f.Imports {
 		path, _ := strconv.Unquote(imp.Path.Value)
 		if strings.Contains(path, "/examples/") {
 			found = append(found, fset.Position(imp.Pos()).String()+": imports example "+path)
+		}
+		switch path {
+		case sessionrtImport:
+			sessionrtAt = imp.Pos()
+		case moduleImport:
+			moduleName = "module"
+			if imp.Name != nil {
+				moduleName = imp.Name.Name
+			}
 		}
 		if path == agentsessionImport {
 			name := "agentsession"
@@ -177,7 +196,14 @@ func runtimeRegistrations(fset *token.FileSet, f *ast.File) []string {
 			aliases[name] = true
 		}
 	}
+	serves, loads := false, false
 	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok && moduleName != "" {
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == moduleName {
+				serves = serves || sel.Sel.Name == "Serve"
+				loads = loads || sel.Sel.Name == "Load"
+			}
+		}
 		lit, ok := n.(*ast.CompositeLit)
 		if !ok {
 			return true
@@ -189,6 +215,9 @@ func runtimeRegistrations(fset *token.FileSet, f *ast.File) []string {
 		}
 		return true
 	})
+	if sessionrtAt.IsValid() && (!serves || loads) {
+		found = append(found, fset.Position(sessionrtAt).String()+": uses the terminal runtime other than as a module of its own (module.Serve only)")
+	}
 	return found
 }
 
@@ -243,6 +272,20 @@ import (
 	"github.com/clawconnect/clawconnect/agentsession/module"
 )
 func f() { r := agentsession.NewRegistry(); module.Load(nil, "", r, module.LoadOptions{}) }`, 0},
+		{"serves the terminal runtime as a module", `package p
+import (
+	"github.com/clawconnect/clawconnect/agentsession"
+	"github.com/clawconnect/clawconnect/agentsession/module"
+	"github.com/clawconnect/clawconnect/internal/terminal/sessionrt"
+)
+func f() { r := agentsession.NewRegistry(); _ = r.Register(sessionrt.Runtime(nil)); module.Serve(nil, r, nil, nil) }`, 0},
+		{"registers the terminal runtime in a host", `package p
+import (
+	"github.com/clawconnect/clawconnect/agentsession"
+	"github.com/clawconnect/clawconnect/agentsession/module"
+	"github.com/clawconnect/clawconnect/internal/terminal/sessionrt"
+)
+func f() { r := agentsession.NewRegistry(); _ = r.Register(sessionrt.Runtime(nil)); module.Load(nil, "", r, module.LoadOptions{}) }`, 1},
 		{"another package's Runtime type", `package p
 import "example.com/other"
 var _ = other.Runtime{}`, 0},

@@ -211,6 +211,10 @@ type SessionTask struct {
 type Page struct {
 	Limit  int
 	Before string
+	// Principal, when set, keeps only the sessions that principal started
+	// (ListSessions), so a credential's page is full of its own sessions
+	// however many others there are; nil keeps every principal's.
+	Principal *string
 }
 
 // MaxPage is the largest page any list method returns.

@@ -195,7 +195,7 @@ func TestPayload(t *testing.T) {
 	if !errors.Is(err, ErrPayloadNotStored) || !strings.Contains(err.Error(), "Nothing is running, so retrying is not a duplicate submit") {
 		t.Fatalf("submit without payload dir = %v", err)
 	}
-	if l, err := noDir.ListSessions(t.Context(), 0); err != nil || len(l.Sessions) != 0 {
+	if l, err := noDir.ListSessions(t.Context(), 0, nil); err != nil || len(l.Sessions) != 0 {
 		t.Fatalf("a refused submit left state: %+v %v", l, err)
 	}
 }
@@ -230,7 +230,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 			}
 		})
 	}
-	l, err := m.ListSessions(t.Context(), 0)
+	l, err := m.ListSessions(t.Context(), 0, nil)
 	if err != nil || len(l.Sessions) != 0 {
 		t.Fatalf("bad input left sessions: %+v %v", l, err)
 	}
@@ -497,7 +497,7 @@ func TestTier3AndBlockedDelegation(t *testing.T) {
 			if s.AgentSession == nil {
 				t.Fatal("no agentSession on the snapshot")
 			}
-			rows, err := m.ListTasks(t.Context(), ViewAll, 0)
+			rows, err := m.ListTasks(t.Context(), ViewAll, 0, nil)
 			if err != nil || len(rows) != 1 || rows[0].Status != tc.list {
 				t.Fatalf("list rows %+v %v", rows, err)
 			}
@@ -505,7 +505,7 @@ func TestTier3AndBlockedDelegation(t *testing.T) {
 				if rows[0].BlockedDelegation == nil || !strings.Contains(CheckText(s), "waiting for input") {
 					t.Fatalf("blocked row %+v text %q", rows[0], CheckText(s))
 				}
-				active, err := m.ListTasks(t.Context(), ViewActive, 0)
+				active, err := m.ListTasks(t.Context(), ViewActive, 0, nil)
 				if err != nil || len(active) != 1 {
 					t.Fatalf("active view %+v %v", active, err)
 				}

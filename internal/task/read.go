@@ -454,7 +454,8 @@ func (m *Manager) summaryRow(ctx context.Context, t *store.Task) TaskSummary {
 // ListTasks is list_tasks: one row per session (its latest task), most
 // recently active first, one bounded page (limit ≤ store.MaxPage; 0 means
 // 100). The active view keeps queued, running, blocked and needs-human.
-func (m *Manager) ListTasks(ctx context.Context, view ListView, limit int) (_ []TaskSummary, err error) {
+// only, when set, keeps the sessions that principal started.
+func (m *Manager) ListTasks(ctx context.Context, view ListView, limit int, only *string) (_ []TaskSummary, err error) {
 	defer m.hideStoreErr(ctx, "list tasks", &err)
 	if view == "" {
 		view = ViewAll
@@ -462,7 +463,7 @@ func (m *Manager) ListTasks(ctx context.Context, view ListView, limit int) (_ []
 	if view != ViewAll && view != ViewActive {
 		return nil, fmt.Errorf("list tasks: %w: unknown view %q", ErrInvalidInput, view)
 	}
-	rows, _, err := m.st.ListSessions(ctx, m.o.Agent, store.Page{Limit: limit})
+	rows, _, err := m.st.ListSessions(ctx, m.o.Agent, store.Page{Limit: limit, Principal: only})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
@@ -563,10 +564,10 @@ func (m *Manager) GetSession(ctx context.Context, req SessionRequest) (_ *Sessio
 
 // ListSessions is list_sessions: the continuation state of the agent's
 // most recently active sessions (one bounded page; 0 means 100), finished
-// ones included.
-func (m *Manager) ListSessions(ctx context.Context, limit int) (_ *SessionList, err error) {
+// ones included. only, when set, keeps the sessions that principal started.
+func (m *Manager) ListSessions(ctx context.Context, limit int, only *string) (_ *SessionList, err error) {
 	defer m.hideStoreErr(ctx, "list sessions", &err)
-	rows, _, err := m.st.ListSessions(ctx, m.o.Agent, store.Page{Limit: limit})
+	rows, _, err := m.st.ListSessions(ctx, m.o.Agent, store.Page{Limit: limit, Principal: only})
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}

@@ -150,7 +150,7 @@ func TestGetTaskPresetsAndSessions(t *testing.T) {
 	if diff := cmp.Diff([]string{ids[2], ids[1], ids[0]}, got); diff != "" {
 		t.Fatalf("tasks newest first (-want +got):\n%s", diff)
 	}
-	list, err := m.ListSessions(t.Context(), 0)
+	list, err := m.ListSessions(t.Context(), 0, nil)
 	if err != nil || len(list.Sessions) != 1 || list.Sessions[0].LastJobID != last || len([]rune(list.Sessions[0].LastSummary)) != ContinuationSummaryMax {
 		t.Fatalf("list sessions %+v %v", list, err)
 	}

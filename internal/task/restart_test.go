@@ -94,7 +94,7 @@ func TestRestartKeepsFinishedTasks(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("snapshot across restart (-want +got):\n%s", diff)
 	}
-	sessions, err := fresh.ListSessions(t.Context(), 0)
+	sessions, err := fresh.ListSessions(t.Context(), 0, nil)
 	if err != nil || len(sessions.Sessions) != 1 || sessions.Sessions[0].LastSummary != "kept" {
 		t.Fatalf("sessions %+v %v", sessions, err)
 	}

@@ -25,6 +25,7 @@ type apiRequest struct {
 	Fingerprint string      `json:"fingerprint,omitempty"`
 	Minutes     float64     `json:"minutes,omitempty"`
 	Reason      string      `json:"reason,omitempty"`
+	SessionID   string      `json:"session_id,omitempty"`
 	Send        SendRequest `json:"send"`
 }
 
@@ -90,6 +91,9 @@ func Handler(s *Service) http.Handler {
 	op("renew", func(ctx context.Context, r apiRequest) (any, error) { return s.Renew(ctx, r.TurnID, r.Minutes) })
 	op("close", func(ctx context.Context, r apiRequest) (any, error) { return s.Close(ctx, r.TurnID, r.Reason) })
 	op("retry-callback", func(ctx context.Context, r apiRequest) (any, error) { return s.RetryCallback(ctx, r.TurnID) })
+	op("session", func(ctx context.Context, r apiRequest) (any, error) { return s.Session(ctx, r.SessionID) })
+	op("file", func(ctx context.Context, r apiRequest) (any, error) { return s.SessionFile(ctx, r.TurnID) })
+	op("detach", func(ctx context.Context, r apiRequest) (any, error) { return s.Detach(ctx, r.SessionID, r.Reason) })
 	return mux
 }
 
@@ -239,4 +243,19 @@ func (c *Client) Close(ctx context.Context, id, reason string) (out TurnView, er
 // RetryCallback calls Service.RetryCallback.
 func (c *Client) RetryCallback(ctx context.Context, id string) (out TurnView, err error) {
 	return out, c.call(ctx, "retry-callback", apiRequest{TurnID: id}, &out)
+}
+
+// Session calls Service.Session.
+func (c *Client) Session(ctx context.Context, sessionID string) (out SessionView, err error) {
+	return out, c.call(ctx, "session", apiRequest{SessionID: sessionID}, &out)
+}
+
+// Detach calls Service.Detach.
+func (c *Client) Detach(ctx context.Context, sessionID, reason string) (out SessionView, err error) {
+	return out, c.call(ctx, "detach", apiRequest{SessionID: sessionID, Reason: reason}, &out)
+}
+
+// SessionFile calls Service.SessionFile.
+func (c *Client) SessionFile(ctx context.Context, turnID string) (out SessionFile, err error) {
+	return out, c.call(ctx, "file", apiRequest{TurnID: turnID}, &out)
 }

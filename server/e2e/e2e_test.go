@@ -58,6 +58,8 @@ type fixture struct {
 	bin  string
 	home string
 	in   *peers.Installer
+	// extraEnv is appended to the environment of clawconnect processes.
+	extraEnv []string
 }
 
 func setup(t *testing.T) *fixture {
@@ -86,7 +88,7 @@ func (f *fixture) env() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "CLAWCONNECT_HOME="+f.home, "CLAWCONNECT_LOG_LEVEL=info")
+	return append(append(env, "CLAWCONNECT_HOME="+f.home, "CLAWCONNECT_LOG_LEVEL=info"), f.extraEnv...)
 }
 
 // serve starts clawconnect serve on a free loopback port and returns its

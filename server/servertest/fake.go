@@ -210,7 +210,7 @@ func (f *Tasks) GetPrompt(_ context.Context, id string) (task.PromptResult, erro
 }
 
 // ListTasks implements server.Tasks.
-func (f *Tasks) ListTasks(_ context.Context, view task.ListView) ([]task.TaskSummary, error) {
+func (f *Tasks) ListTasks(_ context.Context, view task.ListView, _ *string) ([]task.TaskSummary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []task.TaskSummary
@@ -256,7 +256,7 @@ func (f *Tasks) GetSession(_ context.Context, req server.SessionRequest) (task.S
 }
 
 // ListSessions implements server.Tasks.
-func (f *Tasks) ListSessions(context.Context) ([]task.ContinuationState, error) {
+func (f *Tasks) ListSessions(context.Context, *string) ([]task.ContinuationState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := []task.ContinuationState{}

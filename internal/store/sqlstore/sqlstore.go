@@ -548,6 +548,10 @@ func (db *DB) ListSessions(ctx context.Context, agent string, p store.Page) ([]s
 		FROM sessions s LEFT JOIN tasks t ON t.id = s.last_job_id
 		WHERE s.agent = ? AND s.last_job_id <> ''`
 	args := []any{agent}
+	if p.Principal != nil {
+		q += ` AND s.principal = ?`
+		args = append(args, *p.Principal)
+	}
 	if p.Before != "" {
 		n, key, err := decodeCursor(p.Before)
 		if err != nil {

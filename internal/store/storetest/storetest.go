@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Attachments", testAttachments},
 		{"Sweep", testSweep},
 		{"Principal", testPrincipal},
+		{"ListByPrincipal", testListByPrincipal},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -647,6 +648,36 @@ func testPrincipal(t *testing.T, s store.Store) {
 	}
 	if sess.Principal != "user:alice" {
 		t.Errorf("session principal = %q, want the starter's user:alice", sess.Principal)
+	}
+}
+
+// testListByPrincipal: a principal's page holds its own sessions however
+// many newer sessions another principal has (filtered in the query, not
+// after the page).
+func testListByPrincipal(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newTask := func(id, principal string, at int64) {
+		task := Task(id, "main", "agent:main:"+id, at)
+		task.Principal = principal
+		if err := s.CreateTask(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newTask("bob-1", "user:bob", 1)
+	for i := range 5 {
+		newTask(fmt.Sprintf("alice-%d", i), "user:alice", int64(10+i))
+	}
+	bob := "user:bob"
+	rows, _, err := s.ListSessions(ctx, "main", store.Page{Limit: 3, Principal: &bob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Session.SessionKey != "agent:main:bob-1" {
+		t.Fatalf("bob's page = %+v, want his one session", rows)
+	}
+	all, _, err := s.ListSessions(ctx, "main", store.Page{Limit: 3})
+	if err != nil || len(all) != 3 || all[0].Session.SessionKey != "agent:main:alice-4" {
+		t.Fatalf("unfiltered page = %+v, %v; want alice's three newest", all, err)
 	}
 }
 

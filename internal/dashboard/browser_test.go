@@ -1,0 +1,200 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/clawconnect/clawconnect/internal/testbed/peers"
+)
+
+// ArtifactsEnv names a directory the browser test saves its screenshots
+// in; unset, they go to the test's temporary directory (printed in the log).
+const ArtifactsEnv = "CLAWCONNECT_DASHBOARD_ARTIFACTS"
+
+// TestBrowser drives the dashboard in headless Chromium (Debian's chromium
+// package): sign in, watch a task started over MCP appear and finish
+// without a reload, read its log, cancel another task from the page, see an
+// agent's <script> reply as text, and save a screenshot of every page. One
+// browser serves every step.
+func TestBrowser(t *testing.T) {
+	peers.RequireE2E(t)
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium not found (scripts/setup/system.sh chromium installs it): %v", err)
+	}
+	dir := os.Getenv(ArtifactsEnv)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", dir)
+
+	r := newRig(t, "alice:tok-alice,bob:tok-bob")
+	base := r.ts.URL
+
+	// A request without the token is refused.
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET / without a token: %d, want 401", resp.StatusCode)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 860))
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+
+	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	shot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			png, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			p := filepath.Join(dir, name+".png")
+			t.Logf("screenshot %s", p)
+			return os.WriteFile(p, png, 0o644)
+		})
+	}
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return v
+	}
+	visible := func(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
+
+	do("sign in",
+		chromedp.Navigate(base+"/"),
+		visible(`#token`),
+		shot("01-login"),
+		chromedp.SendKeys(chromedp.CSS(`#token`), "tok-alice"),
+		chromedp.Submit(chromedp.CSS(`#token`)),
+		visible(`#live.on`),
+	)
+
+	// A task started over MCP appears and finishes on the open page; a
+	// marker set in the page survives, so nothing reloaded it.
+	do("mark page", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[int](`window.ccMarker = 42`)(ctx, tg)
+		return err
+	}))
+	done := r.mcpRun(t, "tok-alice", "SLOW: summarize the release notes")
+	do("task appears live",
+		visible(`tr[data-task="`+done+`"][data-status="running"]`),
+		shot("02-tasks-running"),
+		visible(`tr[data-task="`+done+`"][data-status="done"]`),
+	)
+	marker, err := chromedp.Run(bctx, chromedp.Evaluate[int](`window.ccMarker || 0`))
+	if err != nil || marker != 42 {
+		t.Fatalf("the page reloaded (marker %d, %v)", marker, err)
+	}
+
+	// Its log.
+	do("open log",
+		chromedp.Click(chromedp.CSS(`tr[data-task="`+done+`"] a`)),
+		visible(`#log-rows li`),
+		shot("03-task-log"),
+	)
+	if logText := text(`#log-rows`); !strings.Contains(logText, "Agent lifecycle: end") {
+		t.Errorf("log shows %q, want the run's end", logText)
+	}
+
+	// Cancel another task from its page.
+	held := r.mcpRun(t, "tok-alice", "HOLD: watch the build")
+	do("cancel",
+		chromedp.Navigate(base+"/tasks/"+held),
+		visible(`#cancel`),
+		chromedp.Click(chromedp.CSS(`#cancel`)),
+		visible(`#task-status.s-cancelled`),
+		shot("04-task-cancelled"),
+	)
+
+	// A reply with <script> renders as text.
+	xss := r.mcpRun(t, "tok-alice", "XSS: reply with markup")
+	r.waitDone(t, xss)
+	do("escape",
+		chromedp.Navigate(base+"/tasks/"+xss),
+		visible(`#task-result`),
+		shot("05-task-escaped"),
+	)
+	result := text(`#task-result`)
+	title, _ := chromedp.Run(bctx, chromedp.Title())
+	imgs, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("main img").length`))
+	if !strings.Contains(result, `<script>document.title="pwned"</script>`) || strings.Contains(title, "pwned") || imgs != 0 {
+		t.Errorf("reply not shown as text: result %q, title %q, %d img elements", result, title, imgs)
+	}
+
+	do("sessions and health",
+		chromedp.Navigate(base+"/sessions"),
+		visible(`#sessions-rows a`),
+		shot("06-sessions"),
+		chromedp.Navigate(base+"/system"),
+		visible(`svg.chart`),
+		shot("07-health"),
+		chromedp.Navigate(base+"/"),
+		visible(`#live.on`),
+		shot("08-tasks"),
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(base+"/"),
+		visible(`#live.on`),
+		shot("09-tasks-phone"),
+		chromedp.Navigate(base+"/tasks/"+done),
+		visible(`#log-rows li`),
+		shot("10-task-phone"),
+	)
+
+	// Terminals, on an open loopback rig with a fake Turn service (its
+	// cookie replaces the first rig's: cookies ignore the port).
+	tr, _ := terminalRig(t, "", false)
+	do("terminals",
+		chromedp.EmulateViewport(1280, 860),
+		chromedp.Navigate(tr.ts.URL+"/terminals"),
+		visible(`#live.on`),
+		visible(`tr[data-terminal]`),
+		shot("11-terminals"),
+		chromedp.Click(chromedp.CSS(`tr[data-terminal] a`)),
+		visible(`#cancel-turn`),
+		shot("12-turn"),
+		chromedp.Click(chromedp.CSS(`#cancel-turn`)),
+		visible(`#turn-status.t-cancelling`),
+	)
+
+	// Keyboard: Tab from the top reaches the skip link, then the nav.
+	do("keyboard",
+		chromedp.Navigate(tr.ts.URL+"/"),
+		visible(`#live.on`),
+		chromedp.KeyEvent("\t"),
+	)
+	focused, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.activeElement.textContent`))
+	if focused != "Skip to content" {
+		t.Errorf("first Tab focuses %q, want the skip link", focused)
+	}
+}

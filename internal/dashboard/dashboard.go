@@ -1,0 +1,373 @@
+// Package dashboard is the live web dashboard of `clawconnect serve`: HTML
+// pages of tasks, sessions and health, rendered by html/template, kept
+// current over server-sent events, with every action taken through the
+// same tool calls, validation and owner isolation as /mcp.
+package dashboard
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/server"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// cookieName names the dashboard's session cookie.
+const cookieName = "clawconnect_session"
+
+// Defaults of Options.
+const (
+	defaultSessionTTL  = 12 * time.Hour
+	defaultMaxSessions = 1024
+	defaultRefresh     = time.Second
+	heartbeat          = 15 * time.Second
+)
+
+// csp is the Content-Security-Policy of every response: nothing inline,
+// nothing from elsewhere, no framing.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// Options configures a Dashboard. Server is required; every zero value is
+// a documented default.
+type Options struct {
+	// Server is the MCP server whose tools, credentials and origin policy
+	// the dashboard shares.
+	Server *server.Server
+	// Feed, when set, wakes the event streams when another process changes
+	// a task on the page (the store's change feed).
+	Feed store.ChangeFeed
+	// Terminals, when set, adds the Terminals and Turn pages over the
+	// terminal Turn service; TerminalRecords adds binding generations and
+	// Turn event logs to them.
+	Terminals       Terminals
+	TerminalRecords TerminalRecords
+	// Processes, when set, lists the processes sharing the store on the
+	// Health page (the store's process registry).
+	Processes ProcessLister
+	// Runtimes names the agent-session runtime modules loaded, for Health.
+	Runtimes []string
+	// StoreInfo describes the store for Health ("sqlite /path", "postgres").
+	StoreInfo string
+	// Refresh is the longest an open page goes without re-reading what it
+	// shows when nothing woke it; default 1 s. Streams re-read at once when
+	// the dashboard itself acts or the Feed announces a change.
+	Refresh time.Duration
+	// SessionTTL bounds a browser login; default 12 h.
+	SessionTTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// ProcessLister lists the processes sharing the store (part of
+// store.ProcessRegistry).
+type ProcessLister interface {
+	Processes(ctx context.Context) ([]store.Process, error)
+}
+
+// Dashboard serves the pages, the static assets and the event stream. It is
+// an http.Handler, safe for concurrent use; it owns no goroutines beyond
+// the requests it serves.
+type Dashboard struct {
+	o    Options
+	srv  *server.Server
+	tpl  *template.Template
+	mux  *http.ServeMux
+	hub  hub
+	stat fs.FS
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+// session is one browser login.
+type session struct {
+	id      string
+	token   string // the credential, re-checked on every request
+	csrf    string
+	expires time.Time
+	flash   string
+}
+
+// New returns the dashboard.
+func New(o Options) (*Dashboard, error) {
+	if o.Server == nil {
+		return nil, errors.New("dashboard: Options.Server is required")
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = defaultRefresh
+	}
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = defaultSessionTTL
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	tpl, err := template.New("").Funcs(funcs(o.Now)).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, err
+	}
+	stat, err := fs.Sub(assets, "assets/static")
+	if err != nil {
+		return nil, err
+	}
+	d := &Dashboard{o: o, srv: o.Server, tpl: tpl, stat: stat, sessions: map[string]*session{}}
+	d.routes()
+	return d, nil
+}
+
+func (d *Dashboard) routes() {
+	m := http.NewServeMux()
+	static := http.FileServerFS(d.stat)
+	m.Handle("GET /static/", http.StripPrefix("/static/", static))
+	m.HandleFunc("GET /login", d.loginPage)
+	m.HandleFunc("POST /login", d.login)
+	m.HandleFunc("POST /logout", d.withSession(d.logout))
+	m.HandleFunc("GET /{$}", d.withSession(d.tasksPage))
+	m.HandleFunc("GET /tasks/{id}", d.withSession(d.taskPage))
+	m.HandleFunc("POST /tasks/{id}/cancel", d.withSession(d.cancel))
+	m.HandleFunc("GET /sessions", d.withSession(d.sessionsPage))
+	m.HandleFunc("GET /system", d.withSession(d.healthPage))
+	m.HandleFunc("GET /terminals", d.withSession(d.terminalsPage))
+	m.HandleFunc("GET /turns/{id}", d.withSession(d.turnPage))
+	m.HandleFunc("POST /turns/{id}/cancel", d.withSession(d.cancelTurn))
+	m.HandleFunc("GET /events", d.withSession(d.events))
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	d.mux = m
+}
+
+// ServeHTTP implements http.Handler.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	d.mux.ServeHTTP(w, r)
+}
+
+// request is what a page handler knows about its caller.
+type request struct {
+	sess   *session
+	id     config.Identity
+	caller *server.Caller
+}
+
+// withSession resolves the caller: a login cookie whose credential still
+// authenticates, or, when no credential is configured, an anonymous session
+// made on the spot (so that its buttons still carry a CSRF token). Anything
+// else gets the login form with 401.
+func (d *Dashboard) withSession(next func(http.ResponseWriter, *http.Request, request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s := d.lookup(r)
+		if s == nil && !d.srv.AuthRequired() {
+			s = d.newSession("")
+			d.setCookie(w, r, s)
+		}
+		if s == nil {
+			d.refuse(w, r)
+			return
+		}
+		id, ok := d.srv.Authenticate(s.token)
+		if !ok {
+			d.drop(s.id)
+			d.refuse(w, r)
+			return
+		}
+		next(w, r, request{sess: s, id: id, caller: d.srv.Caller(id)})
+	}
+}
+
+func (d *Dashboard) refuse(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/events" || r.Method != http.MethodGet {
+		http.Error(w, "not signed in: open the dashboard and sign in with your token", http.StatusUnauthorized)
+		return
+	}
+	w.WriteHeader(http.StatusUnauthorized)
+	d.render(w, "login", loginData{Next: r.URL.Path})
+}
+
+func randomID() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (d *Dashboard) newSession(token string) *session {
+	s := &session{id: randomID(), token: token, csrf: randomID(), expires: d.o.Now().Add(d.o.SessionTTL)}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.o.Now()
+	for id, old := range d.sessions {
+		if now.After(old.expires) {
+			delete(d.sessions, id)
+		}
+	}
+	if len(d.sessions) >= defaultMaxSessions {
+		var oldest *session
+		for _, old := range d.sessions {
+			if oldest == nil || old.expires.Before(oldest.expires) {
+				oldest = old
+			}
+		}
+		delete(d.sessions, oldest.id)
+	}
+	d.sessions[s.id] = s
+	return s
+}
+
+func (d *Dashboard) lookup(r *http.Request) *session {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.sessions[c.Value]
+	if s == nil || d.o.Now().After(s.expires) {
+		return nil
+	}
+	return s
+}
+
+func (d *Dashboard) drop(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.sessions, id)
+}
+
+func (d *Dashboard) setCookie(w http.ResponseWriter, r *http.Request, s *session) {
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: s.id, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
+		SameSite: http.SameSiteStrictMode, Expires: s.expires,
+	})
+}
+
+// takeFlash returns and clears the session's one-time message.
+func (d *Dashboard) takeFlash(s *session) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f := s.flash
+	s.flash = ""
+	return f
+}
+
+func (d *Dashboard) setFlash(s *session, msg string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s.flash = msg
+}
+
+// checkAction guards a state-changing request: its Origin (when the browser
+// sent one) must be the server's own or an allowed one, and its form must
+// carry the session's CSRF token.
+func (d *Dashboard) checkAction(r *http.Request, s *session) error {
+	if !d.srv.AllowOrigin(r) {
+		return errors.New("cross-origin request refused")
+	}
+	if r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return errors.New("cross-site request refused")
+	}
+	got := r.PostFormValue("csrf")
+	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+		return errors.New("the form is stale or was not sent by this dashboard: reload the page and try again")
+	}
+	return nil
+}
+
+type loginData struct {
+	Next  string
+	Error string
+}
+
+func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
+	if !d.srv.AuthRequired() {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	d.render(w, "login", loginData{Next: "/"})
+}
+
+// login checks the posted token as /mcp would and opens a session.
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if !d.srv.AllowOrigin(r) {
+		http.Error(w, "cross-origin sign-in refused", http.StatusForbidden)
+		return
+	}
+	token := r.PostFormValue("token")
+	next := r.PostFormValue("next")
+	if next == "" || next[0] != '/' || (len(next) > 1 && (next[1] == '/' || next[1] == '\\')) {
+		next = "/"
+	}
+	if _, ok := d.srv.Authenticate(token); !ok || (d.srv.AuthRequired() && token == "") {
+		w.WriteHeader(http.StatusUnauthorized)
+		d.render(w, "login", loginData{Next: next, Error: "That token was not accepted. Use a token from MCP_USER_TOKENS or the PUBLIC_MCP_PASS password."})
+		return
+	}
+	s := d.newSession(token)
+	d.setCookie(w, r, s)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, q request) {
+	if err := d.checkAction(r, q.sess); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	d.drop(q.sess.id)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func (d *Dashboard) render(w http.ResponseWriter, name string, data any) {
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	}
+	if err := d.tpl.ExecuteTemplate(w, name, data); err != nil {
+		d.o.Logger.Warn("render dashboard page", "page", name, "err", err)
+	}
+}
+
+// cancel is cancel_task through the caller's tools.
+func (d *Dashboard) cancel(w http.ResponseWriter, r *http.Request, q request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := d.checkAction(r, q.sess); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	_, note, err := q.caller.CancelTask(ctx, id)
+	switch {
+	case errors.Is(err, server.ErrRefused):
+		note = err.Error()
+	case err != nil:
+		d.o.Logger.Warn("dashboard cancel", "job_id", id, "err", err)
+		note = "cancel failed: " + err.Error()
+	}
+	d.setFlash(q.sess, note)
+	d.hub.notify()
+	http.Redirect(w, r, "/tasks/"+id, http.StatusSeeOther)
+}

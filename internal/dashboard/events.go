@@ -1,0 +1,297 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/task"
+)
+
+// hub wakes every open event stream when the dashboard itself changed
+// something (a cancel), so the change shows at once. The zero value is
+// ready to use.
+type hub struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// wait returns a channel closed at the next notify.
+func (h *hub) wait() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ch == nil {
+		h.ch = make(chan struct{})
+	}
+	return h.ch
+}
+
+func (h *hub) notify() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ch != nil {
+		close(h.ch)
+		h.ch = nil
+	}
+}
+
+// fragment is one part of a page the stream replaces or extends.
+type fragment struct {
+	ID   string `json:"id"`
+	HTML string `json:"html"`
+}
+
+// streamState is what one stream last sent.
+type streamState struct {
+	sent   map[string]string
+	cursor int64
+	watch  map[string]func() // change-feed watches of running tasks
+}
+
+// events serves the page's server-sent events: on every wake it re-renders
+// the page's live fragments and sends those that changed ("swap"), and on
+// a task page the new log rows ("append"). It wakes when the dashboard
+// acts, when the store's change feed announces a change of a running task
+// on the page, and at the latest every Options.Refresh.
+func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	qs := r.URL.Query()
+	pg := qs.Get("page")
+	switch pg {
+	case "tasks", "task", "sessions", "health", "terminals", "turn":
+	default:
+		http.Error(w, "unknown page: use page=tasks, task, sessions, health, terminals or turn", http.StatusBadRequest)
+		return
+	}
+	st := &streamState{sent: map[string]string{}, watch: map[string]func(){}}
+	st.cursor, _ = strconv.ParseInt(qs.Get("cursor"), 10, 64)
+	defer func() {
+		for _, stop := range st.watch {
+			stop()
+		}
+	}()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	ctx := r.Context()
+	announced := make(chan struct{}, 1)
+	first := true
+	for {
+		woke := d.hub.wait()
+		_ = rc.SetWriteDeadline(time.Now().Add(2 * heartbeat))
+		var buf bytes.Buffer
+		running, err := d.streamOnce(ctx, &buf, q, pg, qs, st, first)
+		if err != nil {
+			// The page's subject is gone or may not be shown (or the
+			// service failed): say so once and end the stream.
+			d.o.Logger.Debug("dashboard stream", "page", pg, "err", err)
+			fmt.Fprintf(&buf, "event: gone\ndata: %s\n\n", mustJSON(err.Error()))
+			_, _ = w.Write(buf.Bytes())
+			flusher.Flush()
+			return
+		}
+		first = false
+		d.syncWatches(st, running, announced)
+		if buf.Len() == 0 {
+			buf.WriteString(": keep-alive\n\n")
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return
+		}
+		flusher.Flush()
+		refresh := d.o.Refresh
+		if pg == "terminals" || pg == "turn" {
+			refresh = max(refresh, terminalsRefresh)
+		}
+		timer := time.NewTimer(refresh)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-woke:
+		case <-announced:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// syncWatches keeps one change-feed watch per running task on the page.
+func (d *Dashboard) syncWatches(st *streamState, running []string, announced chan struct{}) {
+	if d.o.Feed == nil {
+		return
+	}
+	want := map[string]bool{}
+	for _, id := range running {
+		want[id] = true
+		if _, ok := st.watch[id]; ok {
+			continue
+		}
+		ch, stop := d.o.Feed.WatchTask(id)
+		if ch == nil {
+			stop()
+			continue
+		}
+		done := make(chan struct{})
+		go func() { // owned by the stream: ends when the watch is stopped
+			for {
+				select {
+				case <-done:
+					return
+				case <-ch:
+					select {
+					case announced <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}()
+		st.watch[id] = func() { stop(); close(done) }
+	}
+	for id, stop := range st.watch {
+		if !want[id] {
+			stop()
+			delete(st.watch, id)
+		}
+	}
+}
+
+// streamOnce renders the page's fragments into buf (only those that
+// changed) and returns the ids of running tasks shown.
+func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request, pg string, qs map[string][]string, st *streamState, first bool) ([]string, error) {
+	get := func(k string) string {
+		if v := qs[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	var running []string
+	frags := map[string]string{}
+	render := func(name string, data any) error {
+		var b bytes.Buffer
+		if err := d.tpl.ExecuteTemplate(&b, name, data); err != nil {
+			return err
+		}
+		frags[name] = b.String()
+		return nil
+	}
+	switch pg {
+	case "tasks":
+		b, err := d.tasksData(ctx, q, taskFilter{Status: get("status"), Agent: get("agent")})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range b.Rows {
+			if !r.Finished {
+				running = append(running, r.TaskID)
+			}
+		}
+		if err := render("tasks-rows", b); err != nil {
+			return nil, err
+		}
+		if err := render("tasks-counts", b); err != nil {
+			return nil, err
+		}
+	case "task":
+		id := get("id")
+		t, err := q.caller.GetTask(ctx, id, task.DetailFull, st.cursor)
+		if err != nil {
+			return nil, err
+		}
+		if !t.IsTerminal {
+			running = append(running, t.TaskID)
+		}
+		if err := render("task-head", taskBody{Task: t, Running: !t.IsTerminal, CSRF: q.sess.csrf}); err != nil {
+			return nil, err
+		}
+		var fresh []task.LogEntry
+		for _, e := range t.Updates {
+			if e.Seq > st.cursor {
+				fresh = append(fresh, e)
+				st.cursor = e.Seq
+			}
+		}
+		if len(fresh) > 0 {
+			var b bytes.Buffer
+			if err := d.tpl.ExecuteTemplate(&b, "log-rows", fresh); err != nil {
+				return nil, err
+			}
+			writeEvent(buf, "append", fragment{ID: "log-rows", HTML: b.String()})
+		}
+	case "sessions":
+		b, err := d.sessionsData(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if err := render("sessions-rows", b); err != nil {
+			return nil, err
+		}
+	case "health":
+		b, err := d.healthData(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if err := render("health-live", b); err != nil {
+			return nil, err
+		}
+	case "terminals":
+		b, err := d.terminalsData(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if err := render("terminals-rows", b); err != nil {
+			return nil, err
+		}
+	case "turn":
+		b, err := d.turnData(ctx, q, get("id"))
+		if err != nil {
+			return nil, err
+		}
+		if err := render("turn-live", b); err != nil {
+			return nil, err
+		}
+	}
+	for id, html := range frags {
+		if st.sent[id] == html {
+			continue
+		}
+		if _, seen := st.sent[id]; seen || !first {
+			writeEvent(buf, "swap", fragment{ID: id, HTML: html})
+		}
+		st.sent[id] = html
+	}
+	if first {
+		// The page was rendered a moment ago: only say the stream is live,
+		// and send what changed since in the next round.
+		st.sent = map[string]string{}
+		for id, html := range frags {
+			writeEvent(buf, "swap", fragment{ID: id, HTML: html})
+			st.sent[id] = html
+		}
+		buf.WriteString("event: live\ndata: {}\n\n")
+	}
+	return running, nil
+}
+
+func writeEvent(buf *bytes.Buffer, name string, v any) {
+	fmt.Fprintf(buf, "event: %s\ndata: %s\n\n", name, mustJSON(v))
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`null`)
+	}
+	return b
+}

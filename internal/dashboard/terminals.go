@@ -1,0 +1,160 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal"
+)
+
+// Terminals is the part of the terminal Turn service the dashboard uses
+// (internal/terminal.Service, or the Client of a terminal daemon's socket).
+type Terminals interface {
+	List(ctx context.Context) (terminal.ListResult, error)
+	Status(ctx context.Context, turnID string) (terminal.TurnView, error)
+	Cancel(ctx context.Context, turnID string) (terminal.TurnView, error)
+}
+
+// TerminalRecords reads what the Turn service does not report: a Session's
+// binding and a Turn's event log (store.TerminalStore).
+type TerminalRecords interface {
+	GetTermSession(ctx context.Context, id string) (*store.TermSession, error)
+	TurnEvents(ctx context.Context, turnID string, after int64, limit int) ([]store.TurnEvent, error)
+}
+
+// terminalsRefresh is the longest a Terminals page goes without looking at
+// the panes again: each look captures every agent pane.
+const terminalsRefresh = 2 * time.Second
+
+// turnEventsMax bounds the event rows of a Turn page.
+const turnEventsMax = 500
+
+// paneRow is one agent pane on the Terminals page.
+type paneRow struct {
+	terminal.TerminalRow
+	Generation int64
+}
+
+type terminalsBody struct {
+	Rows []paneRow
+}
+
+// errOperatorOnly answers a caller who may not see terminal panes.
+var errOperatorOnly = errors.New("terminal panes have no owner, so they are shown only on an open loopback server " +
+	"or under the team view (CLAWCONNECT_SHARED_TASK_VIEW=1)")
+
+// errNoTerminals answers when serve runs no Turn service.
+var errNoTerminals = errors.New("terminal turns are not running in this process (no tmux, or the store is another process's)")
+
+func (d *Dashboard) terminalsAllowed(q request) error {
+	switch {
+	case !q.caller.SeesAll():
+		return errOperatorOnly
+	case d.o.Terminals == nil:
+		return errNoTerminals
+	}
+	return nil
+}
+
+func (d *Dashboard) terminalsData(ctx context.Context, q request) (terminalsBody, error) {
+	if err := d.terminalsAllowed(q); err != nil {
+		return terminalsBody{}, err
+	}
+	res, err := d.o.Terminals.List(ctx)
+	if err != nil {
+		return terminalsBody{}, err
+	}
+	var b terminalsBody
+	for _, r := range res.Terminals {
+		row := paneRow{TerminalRow: r}
+		if r.SessionID != "" && d.o.TerminalRecords != nil {
+			if s, err := d.o.TerminalRecords.GetTermSession(ctx, r.SessionID); err == nil && s.Binding != nil {
+				row.Generation = s.Binding.Generation
+			}
+		}
+		b.Rows = append(b.Rows, row)
+	}
+	return b, nil
+}
+
+func (d *Dashboard) terminalsPage(w http.ResponseWriter, r *http.Request, q request) {
+	b, err := d.terminalsData(r.Context(), q)
+	if err != nil {
+		d.failTerminal(w, q, err)
+		return
+	}
+	d.render(w, "terminals", d.newPage(q, "Terminals", "terminals", "page=terminals", b))
+}
+
+// turnBody is a Turn page.
+type turnBody struct {
+	Turn    terminal.TurnView
+	Events  []store.TurnEvent
+	Running bool
+	CSRF    string
+}
+
+func (d *Dashboard) turnData(ctx context.Context, q request, id string) (turnBody, error) {
+	if err := d.terminalsAllowed(q); err != nil {
+		return turnBody{}, err
+	}
+	v, err := d.o.Terminals.Status(ctx, id)
+	if err != nil {
+		return turnBody{}, err
+	}
+	b := turnBody{Turn: v, Running: terminal.Running(v.Status) || v.Status == store.TurnWaitingForOpenClaw, CSRF: q.sess.csrf}
+	if d.o.TerminalRecords != nil {
+		if ev, err := d.o.TerminalRecords.TurnEvents(ctx, id, 0, turnEventsMax); err == nil {
+			b.Events = ev
+		}
+	}
+	return b, nil
+}
+
+func (d *Dashboard) turnPage(w http.ResponseWriter, r *http.Request, q request) {
+	b, err := d.turnData(r.Context(), q, r.PathValue("id"))
+	if err != nil {
+		d.failTerminal(w, q, err)
+		return
+	}
+	d.render(w, "turn", d.newPage(q, "Turn "+b.Turn.TurnID, "terminals", "page=turn&id="+urlq(b.Turn.TurnID), b))
+}
+
+// cancelTurn is `clawconnect terminal cancel` through the same service.
+func (d *Dashboard) cancelTurn(w http.ResponseWriter, r *http.Request, q request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := d.checkAction(r, q.sess); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	if err := d.terminalsAllowed(q); err != nil {
+		d.failTerminal(w, q, err)
+		return
+	}
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	v, err := d.o.Terminals.Cancel(ctx, id)
+	note := "Cancel requested: the Turn is " + v.Status + "."
+	if err != nil {
+		note = "Cancel refused: " + err.Error()
+	}
+	d.setFlash(q.sess, note)
+	d.hub.notify()
+	http.Redirect(w, r, "/turns/"+id, http.StatusSeeOther)
+}
+
+func (d *Dashboard) failTerminal(w http.ResponseWriter, q request, err error) {
+	code := http.StatusNotFound
+	switch {
+	case errors.Is(err, errOperatorOnly):
+		code = http.StatusForbidden
+	case errors.Is(err, errNoTerminals):
+		code = http.StatusServiceUnavailable
+	}
+	w.WriteHeader(code)
+	d.render(w, "error", d.newPage(q, "Not available", "terminals", "", err.Error()))
+}

@@ -1,0 +1,155 @@
+package terminal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// SessionView is a managed Session with its latest Turn, as the
+// agent-session runtime reports them. Times are epoch milliseconds.
+type SessionView struct {
+	SessionID      string `json:"session_id"`
+	Agent          string `json:"agent"`
+	Status         string `json:"status"`
+	TerminalID     string `json:"terminal_id,omitempty"`
+	NativeThreadID string `json:"native_thread_id,omitempty"`
+	CreatedAt      int64  `json:"created_at"`
+	UpdatedAt      int64  `json:"updated_at"`
+	DetachedAt     int64  `json:"detached_at,omitempty"`
+	// Latest is the Session's newest Turn; nil before the first.
+	Latest *TurnView `json:"latest_turn,omitempty"`
+	// LatestUpdatedAt and LatestIdleSince date the newest Turn's last
+	// change and its reply (0 when none).
+	LatestUpdatedAt int64 `json:"latest_updated_at,omitempty"`
+	LatestIdleSince int64 `json:"latest_idle_since,omitempty"`
+}
+
+func (s *Service) sessionView(ctx context.Context, sess *store.TermSession) (SessionView, error) {
+	v := SessionView{SessionID: sess.SessionID, Agent: sess.Agent, Status: sess.Status,
+		CreatedAt: sess.CreatedAt, UpdatedAt: sess.UpdatedAt, DetachedAt: sess.DetachedAt}
+	if b := sess.Binding; b != nil {
+		v.TerminalID, v.NativeThreadID = b.TerminalID, b.NativeThreadID
+	}
+	turns, err := s.o.Store.SessionTurns(ctx, sess.SessionID, 1)
+	if err != nil {
+		return v, err
+	}
+	if len(turns) == 1 {
+		tv := View(turns[0])
+		v.Latest, v.LatestUpdatedAt, v.LatestIdleSince = &tv, turns[0].UpdatedAt, turns[0].IdleSince
+	}
+	return v, nil
+}
+
+func (s *Service) session(ctx context.Context, sessionID string) (*store.TermSession, error) {
+	if err := checkID("session id", "session-", sessionID); err != nil {
+		return nil, err
+	}
+	sess, err := s.o.Store.GetTermSession(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: no session %s; terminal list shows the managed Sessions", ErrNotFound, sessionID)
+	}
+	return sess, err
+}
+
+// Session returns the managed Session and its latest Turn. It changes
+// nothing.
+func (s *Service) Session(ctx context.Context, sessionID string) (SessionView, error) {
+	sess, err := s.session(ctx, sessionID)
+	if err != nil {
+		return SessionView{}, fmt.Errorf("session: %w", err)
+	}
+	v, err := s.sessionView(ctx, sess)
+	if err != nil {
+		return SessionView{}, fmt.Errorf("session: %w", err)
+	}
+	return v, nil
+}
+
+// Detach releases the Session from management: its ended Turn, if still
+// open (waiting for approval, stalled), is closed with reason, and the
+// Session is marked detached so that no session_exact send reaches it
+// again. The pane and the agent are not touched. A Session whose Turn is
+// still with the agent is refused: cancel the Turn first. Detaching a
+// detached Session changes nothing.
+func (s *Service) Detach(ctx context.Context, sessionID, reason string) (SessionView, error) {
+	if reason == "" {
+		reason = "detached"
+	}
+	for range 3 {
+		sess, err := s.session(ctx, sessionID)
+		if err != nil {
+			return SessionView{}, fmt.Errorf("detach: %w", err)
+		}
+		v, err := s.sessionView(ctx, sess)
+		if err != nil {
+			return SessionView{}, fmt.Errorf("detach: %w", err)
+		}
+		if sess.Status == store.SessionDetached {
+			return v, nil
+		}
+		if t := v.Latest; t != nil {
+			switch {
+			case Running(t.Status):
+				return v, fmt.Errorf("detach: %w: turn %s is still with the agent (%s); cancel it first", ErrRefused, t.TurnID, t.Status)
+			case store.TurnSendBlocking(t.Status):
+				if _, err := s.Close(ctx, t.TurnID, reason); err != nil && !errors.Is(err, ErrRefused) {
+					return v, fmt.Errorf("detach: %w", err)
+				}
+			}
+		}
+		now := nowMs()
+		sess.Status, sess.DetachedAt, sess.UpdatedAt = store.SessionDetached, now, now
+		err = s.o.Store.SaveTermSession(ctx, sess)
+		if errors.Is(err, store.ErrConflict) {
+			continue // changed meanwhile: look again
+		}
+		if err != nil {
+			return v, fmt.Errorf("detach: %w", err)
+		}
+		s.notify()
+		return s.Session(ctx, sessionID)
+	}
+	return SessionView{}, fmt.Errorf("detach: session %s keeps changing; try again", sessionID)
+}
+
+// SessionFile is where a Turn's native record starts: the agent's session
+// file (Codex rollout, Claude Code transcript) and the byte offset, just
+// after a newline, from which the Turn's records follow.
+type SessionFile struct {
+	TurnID string `json:"turn_id"`
+	Agent  string `json:"agent"`
+	// Path is empty while a virgin Codex pane's rollout is not bound yet.
+	Path   string `json:"path,omitempty"`
+	Offset int64  `json:"offset_bytes"`
+}
+
+// SessionFile returns the session file and anchor of the Turn, from its
+// acceptance evidence when the agent took the request (a virgin Codex
+// anchor is bound there), else from the anchor taken before Enter.
+func (s *Service) SessionFile(ctx context.Context, turnID string) (SessionFile, error) {
+	t, err := s.turn(ctx, turnID)
+	if err != nil {
+		return SessionFile{}, fmt.Errorf("session file: %w", err)
+	}
+	out := SessionFile{TurnID: t.TurnID, Agent: t.Agent}
+	raw := t.Takeover.Submission.AcceptanceEvidence
+	if len(raw) == 0 {
+		raw = t.Takeover.Submission.Anchor
+	}
+	var a struct {
+		Path   string `json:"path"`
+		Offset int64  `json:"offset_bytes"`
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
+			return out, fmt.Errorf("session file: turn %s: %w", turnID, err)
+		}
+	}
+	out.Path, out.Offset = a.Path, a.Offset
+	return out, nil
+}

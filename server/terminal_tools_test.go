@@ -1,0 +1,281 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/server"
+)
+
+// fakeTerminals is an in-memory Turn service: one pane, Turns that run
+// until the test ends them.
+type fakeTerminals struct {
+	mu      sync.Mutex
+	turns   map[string]terminal.TurnView
+	changed chan struct{}
+	sent    []terminal.SendRequest
+}
+
+func newFakeTerminals() *fakeTerminals {
+	return &fakeTerminals{turns: map[string]terminal.TurnView{}, changed: make(chan struct{})}
+}
+
+const fakeTerminalID = "terminal:v2:tmux:codex:work:0.0:4242"
+
+func (f *fakeTerminals) List(context.Context) (terminal.ListResult, error) {
+	return terminal.ListResult{Terminals: []terminal.TerminalRow{{
+		ID: fakeTerminalID, Agent: "codex", PID: 4242, Cwd: "/src", ActivityState: "idle", ManagementState: "unmanaged",
+		AvailableActions: []terminal.Action{{Action: "send", Scope: terminal.ScopeTerminalFollowCurrent,
+			Arguments: map[string]string{"terminal_id": fakeTerminalID}, MissingRequired: []string{"request"}}},
+	}}}, nil
+}
+
+func (f *fakeTerminals) Send(_ context.Context, r terminal.SendRequest) (terminal.SendResult, error) {
+	if r.TerminalID != fakeTerminalID {
+		return terminal.SendResult{}, fmt.Errorf("send: %w: no terminal %s", terminal.ErrNotFound, r.TerminalID)
+	}
+	if strings.HasPrefix(r.Request, "/") {
+		return terminal.SendResult{}, fmt.Errorf("send: %w: a slash command", terminal.ErrBadInput)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, r)
+	id := fmt.Sprintf("turn-20260101T120000-%08d", len(f.sent))
+	f.turns[id] = terminal.TurnView{TurnID: id, SessionID: "session-1", Agent: "codex", TerminalID: r.TerminalID, Status: store.TurnRunning}
+	return terminal.SendResult{SessionID: "session-1", TurnID: id, SubmissionOutcome: terminal.OutcomeAccepted}, nil
+}
+
+// finish ends a Turn with status and reply.
+func (f *fakeTerminals) finish(id, status, reply string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := f.turns[id]
+	v.Status = status
+	if reply != "" {
+		v.Result = &store.TurnResult{Outcome: "completed", Text: reply}
+	}
+	if status == store.TurnWaitingForOpenClaw {
+		v.Approval = &store.Approval{Fingerprint: "fp-1", Kind: "exec", Command: "rm -rf build"}
+	}
+	f.turns[id] = v
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeTerminals) Status(_ context.Context, id string) (terminal.TurnView, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.turns[id]
+	if !ok {
+		return v, fmt.Errorf("status: %w: no turn %s", terminal.ErrNotFound, id)
+	}
+	return v, nil
+}
+
+func (f *fakeTerminals) Wait(ctx context.Context, id string) (terminal.TurnView, error) {
+	for {
+		f.mu.Lock()
+		v, ok := f.turns[id]
+		ch := f.changed
+		f.mu.Unlock()
+		if !ok {
+			return v, fmt.Errorf("wait: %w", terminal.ErrNotFound)
+		}
+		if !terminal.Running(v.Status) {
+			return v, nil
+		}
+		select {
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+func (f *fakeTerminals) Respond(ctx context.Context, id, text string) (terminal.SendResult, error) {
+	v, err := f.Status(ctx, id)
+	if err != nil {
+		return terminal.SendResult{}, err
+	}
+	return f.Send(ctx, terminal.SendRequest{TerminalID: v.TerminalID, Request: text})
+}
+
+func (f *fakeTerminals) Approve(ctx context.Context, id, fp string) (terminal.TurnView, error) {
+	v, err := f.Status(ctx, id)
+	if err != nil {
+		return v, err
+	}
+	if v.Approval == nil || v.Approval.Fingerprint != fp {
+		return v, fmt.Errorf("approve: %w: the prompt changed", terminal.ErrRefused)
+	}
+	f.finish(id, store.TurnRunning, "")
+	return f.Status(ctx, id)
+}
+
+func (f *fakeTerminals) Cancel(ctx context.Context, id string) (terminal.TurnView, error) {
+	if _, err := f.Status(ctx, id); err != nil {
+		return terminal.TurnView{}, err
+	}
+	f.finish(id, store.TurnCancelled, "")
+	return f.Status(ctx, id)
+}
+
+func TestTerminalToolsGolden(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(o *server.Options) { o.Terminals = newFakeTerminals() })
+	res, err := b.fullSession(t).ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.MarshalIndent(res.Tools, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	const golden = "testdata/tools_terminal.golden.json"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./server -run TestTerminalToolsGolden -update)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("tools/list mismatch (-want +got):\n%s", diff)
+	}
+	// The nine task-bridge tools come first, unchanged.
+	base, err := setup(t, nil).fullSession(t).ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(jsonOf(t, base.Tools), jsonOf(t, res.Tools[:len(base.Tools)])); diff != "" {
+		t.Errorf("task-bridge tools changed with the terminal tools on (-off +on):\n%s", diff)
+	}
+	if len(res.Tools) != len(base.Tools)+6 {
+		t.Errorf("got %d tools, want %d", len(res.Tools), len(base.Tools)+6)
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestTerminalStatusWaits: a waiting terminal_status reports progress while
+// the Turn runs and returns with the reply as soon as it ends.
+func TestTerminalStatusWaits(t *testing.T) {
+	t.Parallel()
+	f := newFakeTerminals()
+	b := setup(t, func(o *server.Options) { o.Terminals = f })
+	progressed := make(chan string, 16)
+	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{}), &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			progressed <- r.Params.Message
+		},
+	})
+	list := structured(t, call(t, cs, "terminal_list", map[string]any{}))
+	rows := list["terminals"].([]any)
+	args := rows[0].(map[string]any)["available_actions"].([]any)[0].(map[string]any)["arguments"].(map[string]any)
+	sent := call(t, cs, "terminal_send", map[string]any{"terminal_id": args["terminal_id"], "request": "Summarise README.md"})
+	if sent.IsError {
+		t.Fatalf("send: %s", text(sent))
+	}
+	turnID := structured(t, sent)["turn_id"].(string)
+
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: "terminal_status", Arguments: map[string]any{"turn_id": turnID, "wait_ms": 120000}}
+		params.SetProgressToken("p1")
+		res, err := cs.CallTool(context.Background(), params)
+		if err != nil {
+			t.Errorf("terminal_status: %v", err)
+		}
+		done <- res
+	}()
+	if msg := <-progressed; !strings.Contains(msg, "running") {
+		t.Errorf("progress %q, want the running status", msg)
+	}
+	f.finish(turnID, store.TurnIdle, "README says hello")
+	res := <-done
+	if res == nil {
+		t.FailNow()
+	}
+	out := structured(t, res)
+	turn := out["turn"].(map[string]any)
+	if turn["status"] != store.TurnIdle || turn["result"].(map[string]any)["text"] != "README says hello" || out["running"] != false {
+		t.Errorf("status result = %v", out)
+	}
+	if !strings.Contains(text(res), "README says hello") {
+		t.Errorf("text %q lacks the reply", text(res))
+	}
+}
+
+func TestTerminalToolsActOnResults(t *testing.T) {
+	t.Parallel()
+	f := newFakeTerminals()
+	b := setup(t, func(o *server.Options) { o.Terminals = f })
+	cs := b.fullSession(t)
+	tests := []struct {
+		name, tool string
+		args       map[string]any
+		wantErr    bool
+		wantText   string
+	}{
+		{"neither target", "terminal_send", map[string]any{"request": "x"}, true, "exactly one of terminal_id and session_id"},
+		{"unknown pane", "terminal_send", map[string]any{"terminal_id": "terminal:v2:tmux:codex:x:0.0:1", "request": "x"}, true, "Call terminal_list"},
+		{"slash command", "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "/quit"}, true, "Fix the arguments"},
+		{"unknown turn", "terminal_status", map[string]any{"turn_id": "turn-nope", "wait_ms": 0}, true, "Call terminal_list"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := call(t, cs, tc.tool, tc.args)
+			if res.IsError != tc.wantErr || !strings.Contains(text(res), tc.wantText) {
+				t.Errorf("%s: isError=%v text=%q, want isError=%v and %q", tc.tool, res.IsError, text(res), tc.wantErr, tc.wantText)
+			}
+		})
+	}
+	if len(f.sent) != 0 {
+		t.Errorf("refused sends reached the service: %v", f.sent)
+	}
+
+	// An approval: status names the fingerprint, approve with a stale one
+	// is refused, with the right one the Turn runs again; cancel ends it.
+	sent := structured(t, call(t, cs, "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "clean up"}))
+	id := sent["turn_id"].(string)
+	f.finish(id, store.TurnWaitingForOpenClaw, "")
+	st := call(t, cs, "terminal_status", map[string]any{"turn_id": id})
+	if !strings.Contains(text(st), "terminal_approve") || !strings.Contains(text(st), "rm -rf build") {
+		t.Errorf("status text %q does not say how to approve", text(st))
+	}
+	if res := call(t, cs, "terminal_approve", map[string]any{"turn_id": id, "fingerprint": "old"}); !res.IsError || !strings.Contains(text(res), "Nothing was typed") {
+		t.Errorf("stale approve: isError=%v %q", res.IsError, text(res))
+	}
+	if res := call(t, cs, "terminal_approve", map[string]any{"turn_id": id, "fingerprint": "fp-1"}); res.IsError || structured(t, res)["running"] != true {
+		t.Errorf("approve: isError=%v %q", res.IsError, text(res))
+	}
+	res := call(t, cs, "terminal_cancel", map[string]any{"turn_id": id})
+	if turn := structured(t, res)["turn"].(map[string]any); turn["status"] != store.TurnCancelled {
+		t.Errorf("cancel: %v", turn)
+	}
+	resp := call(t, cs, "terminal_respond", map[string]any{"turn_id": id, "request": "try again"})
+	if resp.IsError || structured(t, resp)["turn_id"] == id {
+		t.Errorf("respond: %q", text(resp))
+	}
+}
