@@ -299,6 +299,18 @@ func TestDoctor(t *testing.T) {
 			}
 		}
 	})
+	t.Run("openclaw plugin", func(t *testing.T) {
+		e := newBridgeEnv(t, nil)
+		out, _, _ := e.run(t, "", "doctor", "--timeout", "10s")
+		if !strings.Contains(out, "the ClawConnect plugin is not loaded (no clawconnect.callback)") {
+			t.Errorf("doctor does not say the plugin is missing:\n%s", out)
+		}
+		e.fg.Handle("clawconnect.callback", func(context.Context, json.RawMessage) (any, error) { return map[string]any{"ok": true}, nil })
+		out, _, _ = e.run(t, "", "doctor", "--timeout", "10s")
+		if !strings.Contains(out, "the ClawConnect plugin is loaded (clawconnect.callback)") {
+			t.Errorf("doctor does not see the loaded plugin:\n%s", out)
+		}
+	})
 	t.Run("runtime module", func(t *testing.T) {
 		e := newBridgeEnv(t, nil)
 		mod, err := filepath.Abs("testdata/rtmodule.sh")

@@ -20,6 +20,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/terminal"
 )
 
 // loadReasons is the slog handler doctor gives the module loader: it keeps
@@ -287,7 +288,14 @@ func checkGateway(ctx context.Context, get func(string) string, a config.Agent, 
 		return verdict{area: area, detail: a.URL + ": " + err.Error(), fix: fix}
 	}
 	defer c.Close()
-	return verdict{ok: true, area: area, detail: a.URL + " answered the handshake (OpenClaw agent " + a.OpenClawAgentID + ")"}
+	detail := a.URL + " answered the handshake (OpenClaw agent " + a.OpenClawAgentID + ")"
+	if h := c.Hello(); h != nil && h.HasMethod(terminal.CallbackMethod) {
+		detail += "; the ClawConnect plugin is loaded (" + terminal.CallbackMethod + ")"
+	} else {
+		detail += "; warning: the ClawConnect plugin is not loaded (no " + terminal.CallbackMethod +
+			"), so terminal Turns cannot report back into OpenClaw sessions: install plugins/openclaw (see the README)"
+	}
+	return verdict{ok: true, area: area, detail: detail}
 }
 
 // isLoopbackURL reports whether a gateway URL points at this machine.

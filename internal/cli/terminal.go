@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
@@ -34,6 +35,7 @@ type terminalAPI interface {
 	Cancel(ctx context.Context, turnID string) (terminal.TurnView, error)
 	Renew(ctx context.Context, turnID string, minutes float64) (terminal.TurnView, error)
 	Close(ctx context.Context, turnID, reason string) (terminal.TurnView, error)
+	RetryCallback(ctx context.Context, turnID string) (terminal.TurnView, error)
 	SessionFile(ctx context.Context, turnID string) (terminal.SessionFile, error)
 }
 
@@ -81,8 +83,9 @@ func newTerminalService(env Env, st store.TerminalStore, logger *slog.Logger) (*
 	if err != nil {
 		return nil, c, err
 	}
+	gw, _ := callbackGateway(env)
 	svc := terminal.NewService(terminal.Options{Store: st, Terminals: terms, Agents: terminal.DefaultAgents(), Logger: logger,
-		InactivityTimeout: c.InactivityTimeout, HardTimeout: c.HardTimeout})
+		InactivityTimeout: c.InactivityTimeout, HardTimeout: c.HardTimeout, CallbackGateway: gw.URL})
 	return svc, c, nil
 }
 
@@ -139,8 +142,8 @@ dialog open, process changed, Turn failed), 2 bad arguments or a malformed id,
   clawconnect terminal status turn-20260101T120000-1a2b3c4d --json`,
 	}
 	cmd.AddCommand(terminalListCmd(env), terminalSendCmd(env), terminalStatusCmd(env), terminalRespondCmd(env),
-		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalDaemonCmd(env),
-		terminalModuleCmd(env))
+		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalRetryCallbackCmd(env),
+		terminalDaemonCmd(env), terminalModuleCmd(env))
 	return cmd
 }
 
@@ -231,6 +234,16 @@ func printTurn(w io.Writer, v terminal.TurnView) {
 	if v.StalledReason != "" {
 		fmt.Fprintf(w, "stalled:  %s (renew with: clawconnect terminal renew %s)\n", v.StalledReason, v.TurnID)
 	}
+	if cb := v.CallbackDelivery; cb != nil {
+		fmt.Fprintf(w, "callback: %s %s to %s (attempts %d)", cb.Type, cb.Status, cb.SessionKey, cb.Attempts)
+		if cb.NextAttemptAt != "" {
+			fmt.Fprintf(w, ", next attempt %s", cb.NextAttemptAt)
+		}
+		if cb.LastError != "" {
+			fmt.Fprintf(w, "\n          last error: %s", cb.LastError)
+		}
+		fmt.Fprintln(w)
+	}
 	if v.Result != nil {
 		fmt.Fprintf(w, "outcome:  %s\n\n%s\n", v.Result.Outcome, v.Result.Text)
 	}
@@ -271,6 +284,7 @@ func waitTurn(ctx context.Context, s *terminalStack, turnID string, timeout time
 func terminalSendCmd(env Env) *cobra.Command {
 	var (
 		sessionID, terminalID string
+		origin, gatewayURL    string
 		wait, asJSON          bool
 		timeout, inactivity   time.Duration
 	)
@@ -296,7 +310,8 @@ is never sent again. Prints session_id, turn_id and submission_outcome; with
 		Args: exactArgs(1, "send: pass the request as one argument (quote it)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
-				res, err := s.api.Send(ctx, terminal.SendRequest{SessionID: sessionID, TerminalID: terminalID, Request: args[0], InactivityTimeout: inactivity})
+				res, err := s.api.Send(ctx, terminal.SendRequest{SessionID: sessionID, TerminalID: terminalID, Request: args[0], InactivityTimeout: inactivity,
+					OriginSession: origin, GatewayURL: gatewayURL})
 				if err != nil {
 					if asJSON && res.TurnID != "" {
 						_ = printJSON(env.Stdout, res)
@@ -334,6 +349,8 @@ is never sent again. Prints session_id, turn_id and submission_outcome; with
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up waiting after this long (exit 5); 0 waits until the Turn ends")
 	cmd.Flags().DurationVar(&inactivity, "inactivity-timeout", 0, "stall the Turn after this long without activity in the agent's session file (default 60m)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&origin, "origin-session", "", "OpenClaw session key that receives the Turn's callbacks (done, question, blocked, error)")
+	cmd.Flags().StringVar(&gatewayURL, "gateway-url", "", "gateway serving --origin-session (default: the configured agent's gateway, or OPENCLAW_URL)")
 	return cmd
 }
 
@@ -459,7 +476,12 @@ was not accepted or whose outcome is uncertain releases the pane for new sends
 // runTerminalHost runs the monitor host over svc and serves its socket
 // until ctx ends.
 func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal) error {
-	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal host"})
+	ho := terminal.HostOptions{Recheck: c.Recheck, Role: "terminal host"}
+	if cs, ok := st.(store.CallbackStore); ok {
+		ho.Outbox = terminal.NewOutbox(terminal.OutboxOptions{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env)})
+		defer func() { _ = ho.Outbox.Close() }()
+	}
+	host := terminal.NewHost(svc, ho)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -526,5 +548,56 @@ hosts the same monitors; run one or the other on a SQLite store.`,
 			fmt.Fprintf(env.Stderr, "clawconnect terminal daemon: following terminal turns; socket %s\n", terminalSocket(env))
 			return runTerminalHost(ctx, env, st, svc, c)
 		},
+	}
+}
+
+func terminalRetryCallbackCmd(env Env) *cobra.Command {
+	return turnCmd(env, "retry-callback TURN_ID", "Deliver a Turn's failed callback again",
+		`Make the Turn's latest callback due again with a fresh retry budget. The same
+message and ids are reused, so OpenClaw never receives it twice (the gateway
+dedups the injection and the wake by their idempotency keys). A delivered
+callback is left as it is. The monitor host delivers it.`,
+		`  clawconnect terminal retry-callback turn-20260101T120000-1a2b3c4d`, nil,
+		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
+			return s.api.RetryCallback(ctx, id)
+		})
+}
+
+// callbackGateway is the gateway callbacks go to: the default agent of
+// agents.json, else OPENCLAW_URL (+ OPENCLAW_PASSWORD / token), else the
+// local default.
+func callbackGateway(env Env) (gateway.Options, error) {
+	o := (&gatewayFlags{}).options(env)
+	if r, err := config.LoadRegistry(getenv(env)); err == nil {
+		if a, err := r.Resolve(""); err == nil && a.URL != "" {
+			o.URL, o.Password = a.URL, a.Password
+		}
+	}
+	return o, nil
+}
+
+// callbackDialer dials the gateway of a callback: the recorded URL with
+// the matching agent's credentials (or the environment's).
+func callbackDialer(env Env) func(ctx context.Context, url string) (terminal.Caller, error) {
+	return func(ctx context.Context, url string) (terminal.Caller, error) {
+		o, _ := callbackGateway(env)
+		if url != "" && url != o.URL {
+			o.URL, o.Password = url, (&gatewayFlags{}).options(env).Password
+			if r, err := config.LoadRegistry(getenv(env)); err == nil {
+				for _, a := range r.Agents {
+					if a.URL == url {
+						o.Password = a.Password
+						break
+					}
+				}
+			}
+		}
+		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		c, err := gateway.Dial(dctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("dial gateway %s: %w", o.URL, err)
+		}
+		return c, nil
 	}
 }

@@ -296,6 +296,12 @@ type Turn struct {
 	StalledAt                 int64       `json:"stalled_at,omitempty"`
 	StalledReason             string      `json:"stalled_reason,omitempty"`
 	Takeover                  Takeover    `json:"native_session_takeover"`
+	// OriginSessionKey is the OpenClaw session the Turn was sent from;
+	// its callbacks go there. Empty: no callback is prepared.
+	OriginSessionKey string `json:"origin_session_key,omitempty"`
+	// GatewayURL is the gateway that serves OriginSessionKey (recorded at
+	// send from the configured agent).
+	GatewayURL string `json:"gateway_url,omitempty"`
 	// Version is the compare-and-set version; WriteTurn bumps it.
 	Version int64 `json:"-"`
 }
@@ -411,6 +417,78 @@ type DispatchAdvance struct {
 type TerminalTx interface {
 	// AppendTurnEvents appends events to the Turn's log.
 	AppendTurnEvents(ctx context.Context, turnID string, events []TurnEvent) error
+	// GetTermSession reads the Session inside the transaction (locked
+	// where the database can).
+	GetTermSession(ctx context.Context, id string) (*TermSession, error)
+	// PutCallback inserts a pending callback. The same message id with the
+	// same Message is a no-op (an exact duplicate); with a different
+	// Message it fails with ErrConflict: an outbox payload is immutable.
+	PutCallback(ctx context.Context, cb *Callback) error
+}
+
+// Callback delivery statuses.
+const (
+	CallbackPending   = "pending"
+	CallbackDelivered = "delivered"
+	CallbackFailed    = "failed"
+	CallbackExhausted = "exhausted"
+)
+
+// Callback is one outbox entry: the canonical message for an OpenClaw
+// session and its delivery state. Message is immutable once stored; the
+// rest is written only under the attempt lease (LeaseOwner, LeaseToken).
+type Callback struct {
+	MessageID  string          `json:"message_id"`
+	TurnID     string          `json:"turn_id"`
+	SessionID  string          `json:"session_id"`
+	Kind       string          `json:"kind"`
+	SessionKey string          `json:"session_key"`
+	GatewayURL string          `json:"gateway_url,omitempty"`
+	BindingID  string          `json:"binding_id"`
+	Generation int64           `json:"binding_generation"`
+	Message    json.RawMessage `json:"message"`
+	Status     string          `json:"status"`
+	Attempts   int             `json:"attempts"`
+	// ManualRetries counts retry-callback requests (each restores the
+	// retry budget; ids stay the same).
+	ManualRetries  int             `json:"manual_retries,omitempty"`
+	LastError      string          `json:"last_error,omitempty"`
+	NextAttemptAt  int64           `json:"next_attempt_at,omitempty"`
+	CreatedAt      int64           `json:"created_at"`
+	UpdatedAt      int64           `json:"updated_at"`
+	LastAttemptAt  int64           `json:"last_attempt_at,omitempty"`
+	DeliveredAt    int64           `json:"delivered_at,omitempty"`
+	Injection      json.RawMessage `json:"injection,omitempty"`
+	Wake           json.RawMessage `json:"wake,omitempty"`
+	RunObservation json.RawMessage `json:"run_observation,omitempty"`
+	LeaseOwner     string          `json:"-"`
+	LeaseToken     int64           `json:"-"`
+	LeaseUntil     int64           `json:"-"`
+}
+
+// CallbackStore holds the callback outbox.
+type CallbackStore interface {
+	// GetCallback returns the callback or ErrNotFound.
+	GetCallback(ctx context.Context, messageID string) (*Callback, error)
+	// TurnCallbacks returns the Turn's callbacks, newest first.
+	TurnCallbacks(ctx context.Context, turnID string, limit int) ([]*Callback, error)
+	// DueCallbacks returns up to limit pending or failed callbacks whose
+	// next attempt is due at now and whose attempt lease is free.
+	DueCallbacks(ctx context.Context, now int64, limit int) ([]*Callback, error)
+	// ClaimCallback takes the attempt lease of a due callback for owner
+	// until `until`; the token grows on every claim. A live lease of
+	// another owner, or a callback no longer pending/failed, fails with
+	// ErrLeaseLost.
+	ClaimCallback(ctx context.Context, messageID, owner string, now, until int64) (*Callback, error)
+	// SaveCallback writes cb's delivery state if its lease (LeaseOwner,
+	// LeaseToken) is still the stored one, else ErrLeaseLost. The stored
+	// Message is never changed. LeaseUntil is written as given (0 frees
+	// the lease).
+	SaveCallback(ctx context.Context, cb *Callback) error
+	// RearmCallback makes a failed or exhausted callback pending again,
+	// due now, with a fresh retry budget (a manual retry); a delivered or
+	// in-flight one is returned unchanged.
+	RearmCallback(ctx context.Context, messageID string, now int64) (*Callback, error)
 }
 
 // TurnWrite is one atomic change of a Turn: compare-and-set on

@@ -90,6 +90,7 @@ func Handler(s *Service) http.Handler {
 	})
 	op("renew", func(ctx context.Context, r apiRequest) (any, error) { return s.Renew(ctx, r.TurnID, r.Minutes) })
 	op("close", func(ctx context.Context, r apiRequest) (any, error) { return s.Close(ctx, r.TurnID, r.Reason) })
+	op("retry-callback", func(ctx context.Context, r apiRequest) (any, error) { return s.RetryCallback(ctx, r.TurnID) })
 	op("session", func(ctx context.Context, r apiRequest) (any, error) { return s.Session(ctx, r.SessionID) })
 	op("file", func(ctx context.Context, r apiRequest) (any, error) { return s.SessionFile(ctx, r.TurnID) })
 	op("detach", func(ctx context.Context, r apiRequest) (any, error) { return s.Detach(ctx, r.SessionID, r.Reason) })
@@ -237,6 +238,11 @@ func (c *Client) Renew(ctx context.Context, id string, minutes float64) (out Tur
 // Close calls Service.Close.
 func (c *Client) Close(ctx context.Context, id, reason string) (out TurnView, err error) {
 	return out, c.call(ctx, "close", apiRequest{TurnID: id, Reason: reason}, &out)
+}
+
+// RetryCallback calls Service.RetryCallback.
+func (c *Client) RetryCallback(ctx context.Context, id string) (out TurnView, err error) {
+	return out, c.call(ctx, "retry-callback", apiRequest{TurnID: id}, &out)
 }
 
 // Session calls Service.Session.

@@ -286,7 +286,7 @@ func (r fakeReader) Keys() ([]string, []string) { return []string{"y"}, []string
 
 // rig is a Service + Host over a real SQLite store and fake panes.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	st   store.TerminalStore
 	ft   *fakeTerminals
 	svc  *Service
@@ -294,7 +294,7 @@ type rig struct {
 	done chan struct{}
 }
 
-func newRig(t *testing.T, agents ...*fakeAgent) *rig {
+func newRig(t testing.TB, agents ...*fakeAgent) *rig {
 	t.Helper()
 	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -41,6 +42,9 @@ type HostOptions struct {
 	// changes; nil means fsnotify. The channel must stay open until ctx
 	// ends.
 	Watch func(ctx context.Context, paths []string) (<-chan struct{}, error)
+	// Outbox, when set, delivers the callback outbox while Run runs; a
+	// change of any Turn wakes it.
+	Outbox *Outbox
 }
 
 // Host runs one monitor goroutine per open Turn, in one long-lived process.
@@ -110,6 +114,14 @@ func (h *Host) Run(ctx context.Context) error {
 	}
 	for id := range pending {
 		h.Watch(id)
+	}
+	if x := h.o.Outbox; x != nil {
+		h.s.setKick(x.Kick)
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			_ = x.Run(ctx)
+		}()
 	}
 	t := time.NewTicker(h.o.Rescan)
 	defer t.Stop()
@@ -516,11 +528,13 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 		if err != nil {
 			return err
 		}
+		msg.ID = callbackID(t.TurnID, t.Takeover.Submission.MessageID, sc.Approval.Fingerprint, typ)
 		ApplyMessage(t, msg)
 		t.Takeover.LastApprovalFingerprint = sc.Approval.Fingerprint
 		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
 			event(now.UnixMilli(), "terminal_bridge_approval_detected", map[string]any{"fingerprint": sc.Approval.Fingerprint, "approvable": sc.Approval.Approvable}),
-			event(now.UnixMilli(), "message", msg)}})
+			event(now.UnixMilli(), "message", msg)},
+			Also: prepareCallback(t, msg, msg.ID, KindApproval, map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint})})
 	case sc.Approval == nil && t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil:
 		// Answered in the terminal by a human.
 		t.Approval, t.Status = nil, store.TurnWaitingForAgent
@@ -604,14 +618,16 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 	if err != nil {
 		return err
 	}
-	msg.ID = "msg-" + fp[:32]
+	msg.ID = callbackID(t.TurnID, sub.MessageID, fp, outcome)
 	ApplyMessage(t, msg)
 	t.Result = &store.TurnResult{Outcome: outcome, Text: text, Match: c.Match}
 	t.Approval = nil
 	claim := &store.CompletionClaim{TurnID: t.TurnID, MessageID: sub.MessageID, CompletionFingerprint: fp,
 		CompletionID: c.ID, CallbackMessageID: msg.ID, Outcome: outcome, ClaimedAt: now}
 	err = m.write(ctx, store.TurnWrite{Turn: t, Claim: claim, Events: []store.TurnEvent{
-		event(now, "terminal_bridge_completion_claimed", claim), event(now, "message", msg)}})
+		event(now, "terminal_bridge_completion_claimed", claim), event(now, "message", msg)},
+		Also: prepareCallback(t, msg, msg.ID, KindCompletion, map[string]any{"completion_fingerprint": fp, "completion_id": c.ID,
+			"completion_outcome": outcome, "match": c.Match, "rollout_turn_id": sub.NativeTurnID})})
 	if err != nil {
 		return err
 	}
@@ -675,8 +691,13 @@ func (m *monitor) abandonSend(ctx context.Context, t *store.Turn) error {
 func (m *monitor) stall(ctx context.Context, t *store.Turn, code, reason string) error {
 	now := time.Now().UnixMilli()
 	t.Status, t.StalledAt, t.StalledReason = store.TurnStalled, now, reason
-	return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
-		event(now, "conversation_stalled", map[string]any{"code": code, "reason": reason})}})
+	w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{
+		event(now, "conversation_stalled", map[string]any{"code": code, "reason": reason})}}
+	if msg, err := newMessage(t, actorOf(t.Agent), ActorOpenClaw, MsgBlocked, "The Turn stalled: "+reason, now); err == nil {
+		id := callbackID(t.TurnID, t.Takeover.Submission.MessageID, code, strconv.FormatInt(now, 10))
+		w.Also = prepareCallback(t, msg, id, KindStall, map[string]any{"reason": code})
+	}
+	return m.write(ctx, w)
 }
 
 // watchFiles wakes on changes of paths with fsnotify. A file is watched

@@ -31,6 +31,11 @@ type TurnView struct {
 	ClosedAt           string `json:"closed_at,omitempty"`
 	InactivityDeadline string `json:"inactivity_deadline_at,omitempty"`
 	HardDeadline       string `json:"hard_deadline_at,omitempty"`
+	// OriginSession is the OpenClaw session the Turn reports back to.
+	OriginSession string `json:"origin_session,omitempty"`
+	// CallbackDelivery is the delivery state of the Turn's latest
+	// callback (Status only).
+	CallbackDelivery *CallbackView `json:"callback_delivery,omitempty"`
 }
 
 func ts(ms int64) string {
@@ -48,6 +53,7 @@ func View(t *store.Turn) TurnView {
 		StalledReason: t.StalledReason, CloseReason: t.CloseReason, DetectorDiagnostic: t.Takeover.DetectorDiagnostic,
 		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), IdleSince: ts(t.IdleSince), StalledAt: ts(t.StalledAt),
 		ClosedAt: ts(t.ClosedAt), InactivityDeadline: ts(t.Takeover.InactivityDeadlineAt), HardDeadline: ts(t.Takeover.HardDeadlineAt),
+		OriginSession: t.OriginSessionKey,
 	}
 }
 
@@ -78,7 +84,39 @@ func (s *Service) Status(ctx context.Context, turnID string) (TurnView, error) {
 	if err != nil {
 		return TurnView{}, fmt.Errorf("status: %w", err)
 	}
-	return View(t), nil
+	v := View(t)
+	if cs, ok := s.o.Store.(store.CallbackStore); ok {
+		if cbs, err := cs.TurnCallbacks(ctx, turnID, 1); err == nil && len(cbs) > 0 {
+			v.CallbackDelivery = callbackView(cbs[0])
+		}
+	}
+	return v, nil
+}
+
+// RetryCallback makes the Turn's latest callback due again with a fresh
+// retry budget, reusing its message and ids (the gateway side dedups by
+// them). A delivered callback is left as it is and reported.
+func (s *Service) RetryCallback(ctx context.Context, turnID string) (TurnView, error) {
+	t, err := s.turn(ctx, turnID)
+	if err != nil {
+		return TurnView{}, fmt.Errorf("retry-callback: %w", err)
+	}
+	cs, ok := s.o.Store.(store.CallbackStore)
+	if !ok {
+		return TurnView{}, fmt.Errorf("retry-callback: %w: this store keeps no callback outbox", ErrRefused)
+	}
+	cbs, err := cs.TurnCallbacks(ctx, t.TurnID, 1)
+	if err != nil {
+		return TurnView{}, fmt.Errorf("retry-callback: %w", err)
+	}
+	if len(cbs) == 0 {
+		return TurnView{}, fmt.Errorf("retry-callback: %w: turn %s has no callback (it was sent without an origin session, or has not reported yet)", ErrNotFound, turnID)
+	}
+	if _, err := cs.RearmCallback(ctx, cbs[0].MessageID, time.Now().UnixMilli()); err != nil {
+		return TurnView{}, fmt.Errorf("retry-callback: %w", err)
+	}
+	s.notify()
+	return s.Status(ctx, turnID)
 }
 
 // Wait blocks until the Turn leaves the running statuses or ctx ends, and

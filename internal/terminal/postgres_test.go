@@ -86,3 +86,31 @@ func TestHostsOnPostgresShareTurns(t *testing.T) {
 		t.Fatalf("%d completions, want 1", n)
 	}
 }
+
+// TestOutboxOnPostgresTwoHosts: two outboxes over one PostgreSQL schema (two
+// processes) race for the same due callback; exactly one delivers it.
+func TestOutboxOnPostgresTwoHosts(t *testing.T) {
+	stores := pgStores(t, 2)
+	a := newFakeAgent(AgentCodex, 310)
+	r := &rig{t: t, st: stores[0], ft: &fakeTerminals{agents: []*fakeAgent{a}}}
+	r.svc = r.service()
+	r.start(r.svc, HostOptions{})
+	_, cb := completedTurn(t, r, a, "agent:main:pg", "the answer")
+	gw := newFakeOpenClaw()
+	done := make(chan int, 2)
+	for i, st := range stores {
+		x := newTestOutbox(st, gw, "host-"+string(rune('a'+i)), time.Now)
+		go func() {
+			n, _ := x.DeliverDue(t.Context())
+			done <- n
+		}()
+	}
+	total := <-done + <-done
+	got, err := stores[1].(store.CallbackStore).GetCallback(t.Context(), cb.MessageID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 1 || got.Status != store.CallbackDelivered || gw.count(CallbackMethod) != 1 || gw.runCount() != 1 {
+		t.Fatalf("attempts %d, callback %s, calls %v", total, got.Status, gw.calls)
+	}
+}

@@ -55,6 +55,9 @@ type Options struct {
 	AcceptanceTimeout time.Duration
 	// DraftTimeout bounds the wait for a Codex draft to show; 2 s.
 	DraftTimeout time.Duration
+	// CallbackGateway is the gateway URL recorded on a Turn sent with an
+	// origin session and no gateway of its own.
+	CallbackGateway string
 }
 
 // Service is the Turn service. It is safe for concurrent use.
@@ -64,6 +67,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at every change
+	kick    func()        // called at every change (the outbox); may be nil
 	watch   func(turnID string)
 
 	// inv is the last pane inventory, shared by monitors so that many
@@ -112,6 +116,17 @@ func (s *Service) notify() {
 	s.mu.Lock()
 	close(s.changed)
 	s.changed = make(chan struct{})
+	kick := s.kick
+	s.mu.Unlock()
+	if kick != nil {
+		kick()
+	}
+}
+
+// setKick makes every change also call kick (the outbox's wake-up).
+func (s *Service) setKick(kick func()) {
+	s.mu.Lock()
+	s.kick = kick
 	s.mu.Unlock()
 }
 
@@ -227,6 +242,26 @@ type SendRequest struct {
 	// InactivityTimeout and HardTimeout override the service defaults.
 	InactivityTimeout time.Duration `json:"inactivity_timeout,omitempty"`
 	HardTimeout       time.Duration `json:"hard_timeout,omitempty"`
+	// OriginSession is the OpenClaw session key the request came from;
+	// the Turn's callbacks are delivered there. Empty: no callbacks.
+	OriginSession string `json:"origin_session,omitempty"`
+	// GatewayURL is the gateway serving OriginSession; "" = the
+	// service's CallbackGateway.
+	GatewayURL string `json:"gateway_url,omitempty"`
+}
+
+// checkSessionKey validates an OpenClaw session key given as a callback
+// origin.
+func checkSessionKey(k string) error {
+	if len(k) > 512 {
+		return fmt.Errorf("%w: the origin session key is longer than 512 bytes", ErrBadInput)
+	}
+	for _, r := range k {
+		if r <= ' ' || r == 0x7f {
+			return fmt.Errorf("%w: the origin session key %q contains a space or control character", ErrBadInput, k)
+		}
+	}
+	return nil
 }
 
 // SendResult is what Send and Respond report.
@@ -247,6 +282,12 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	payload, hash, err := submissionPayload(req.Request)
 	if err != nil {
 		return SendResult{}, fmt.Errorf("send: %w", err)
+	}
+	if err := checkSessionKey(req.OriginSession); err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
+	}
+	if req.GatewayURL == "" {
+		req.GatewayURL = s.o.CallbackGateway
 	}
 	if (req.SessionID == "") == (req.TerminalID == "") {
 		return SendResult{}, fmt.Errorf("send: %w: give exactly one of a session id (session_exact) or a terminal id (terminal_follow_current)", ErrBadInput)
@@ -299,6 +340,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		TerminalBindingID: sess.Binding.BindingID, TerminalBindingGeneration: sess.Binding.Generation,
 		NativeThreadID: id.ThreadID, UserRequest: payload, Status: store.TurnCreated,
 		CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
+		OriginSessionKey: req.OriginSession, GatewayURL: req.GatewayURL,
 		Takeover: store.Takeover{
 			TerminalID: p.TerminalID, TerminalKey: p.Key, TerminalControl: ctrl, AgentPID: p.PID, ProcessBirth: p.Birth,
 			RequestText: payload, StartedAt: now.UnixMilli(),

@@ -52,6 +52,10 @@
 //	                  "Bash" for Claude Code, "exec_command" for Codex
 //	                  (each verified end to end: the command runs and its
 //	                  output comes back to the model)
+//	TOOLUSE: <name> <json>
+//	                  ask the client to call the tool <name> (any tool it
+//	                  declared, e.g. a plugin's) with the JSON object <json>
+//	                  (rest of the line) as its arguments
 //
 // When the newest input is a tool result, the reply is
 // ToolResultPrefix + the tool's output (first line, trimmed), and no

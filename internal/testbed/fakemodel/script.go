@@ -34,6 +34,7 @@ const openclawInternal = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
 var (
 	stampPrefix = regexp.MustCompile(`^\[[^\]\n]*\]\s*`)
 	toolcallRe  = regexp.MustCompile(`TOOLCALL:[ \t]*([^\n]*)`)
+	tooluseRe   = regexp.MustCompile(`TOOLUSE:[ \t]*([A-Za-z0-9_.-]+)[ \t]*(\{[^\n]*\})`)
 )
 
 // Script is what the server does with one request, decided from its prompt.
@@ -51,6 +52,10 @@ type Script struct {
 	Hang bool
 	// ToolCommand, when non-empty, asks the client to run this shell command.
 	ToolCommand string
+	// ToolName and ToolArgs, when ToolName is non-empty, ask the client to
+	// call that tool (by name, e.g. a plugin's) with these JSON arguments
+	// (TOOLUSE: <name> <json object>).
+	ToolName, ToolArgs string
 	// Escalate asks for the tool call to run outside the client's sandbox
 	// (TOOLCALL: ESCALATE <cmd>), which makes Codex show its approval
 	// prompt under its default on-request policy.
@@ -79,6 +84,9 @@ func ParseScript(prompt string) Script {
 		if cmd, ok := strings.CutPrefix(s.ToolCommand, "ESCALATE "); ok && strings.TrimSpace(cmd) != "" {
 			s.ToolCommand, s.Escalate = strings.TrimSpace(cmd), true
 		}
+	}
+	if m := tooluseRe.FindStringSubmatch(prompt); m != nil && json.Valid([]byte(m[2])) {
+		s.ToolName, s.ToolArgs = m[1], m[2]
 	}
 	echoed := false
 	for _, w := range strings.Fields(prompt) {

@@ -282,3 +282,13 @@ func FuzzExtractPrompt(f *testing.F) {
 		}
 	})
 }
+
+func TestParseScriptToolUse(t *testing.T) {
+	s := ParseScript(`please TOOLUSE: clawconnect_terminal_send {"terminal_id":"terminal:v2:x","request":"ECHO=ok"}` + "\nmore")
+	if s.ToolName != "clawconnect_terminal_send" || s.ToolArgs != `{"terminal_id":"terminal:v2:x","request":"ECHO=ok"}` {
+		t.Fatalf("script = %+v", s)
+	}
+	if s := ParseScript(`TOOLUSE: broken {"a":`); s.ToolName != "" {
+		t.Fatalf("invalid JSON arguments gave a tool call: %+v", s)
+	}
+}

@@ -1,6 +1,7 @@
 package fakemodel
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -442,7 +443,11 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *Request
 		model = s.opts.Model
 	}
 	var tool toolChoice
-	if sc.ToolCommand != "" && sc.Fail == 0 {
+	switch {
+	case sc.Fail != 0:
+	case sc.ToolName != "":
+		tool = toolChoice{name: sc.ToolName, args: sc.ToolArgs}
+	case sc.ToolCommand != "":
 		tool = pickTool(api, req.Tools, sc.ToolCommand, sc.Escalate)
 	}
 	s.annotate(rec, func(rec *Request) {
@@ -480,7 +485,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *Request
 	s.annotate(rec, func(rec *Request) {
 		rec.Reply = in.text
 		if tool.name != "" {
-			rec.ToolCall = sc.ToolCommand
+			rec.ToolCall = cmp.Or(sc.ToolCommand, sc.ToolName)
 		}
 	})
 	if !req.Stream {

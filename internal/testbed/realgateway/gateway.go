@@ -92,22 +92,38 @@ type Options struct {
 	StartTimeout time.Duration
 	// ExtraEnv is appended to the gateway's environment.
 	ExtraEnv []string
+	// Plugins are more plugins loaded from their directories (besides the
+	// test plugin), each enabled with its config.
+	Plugins []Plugin
+	// ToolSearchOff sets tools.toolSearch:false and allows the Plugins'
+	// optional tools (tools.alsoAllow), so models see plugin tools by name
+	// instead of behind tool_search/tool_call.
+	ToolSearchOff bool
 	// Logger receives lifecycle lines; nil discards.
 	Logger *slog.Logger
+}
+
+// Plugin is a plugin directory the gateway loads, with its id and config.
+type Plugin struct {
+	ID     string
+	Dir    string
+	Config map[string]any
 }
 
 // Gateway is a running (or stopped) real OpenClaw gateway. Its methods are
 // safe for concurrent use.
 type Gateway struct {
-	dir, token   string
-	port         int
-	removeDir    bool
-	model        *fakemodel.Server
-	ownModel     bool
-	cmd          peers.Command
-	env          []string
-	startTimeout time.Duration
-	logger       *slog.Logger
+	dir, token    string
+	port          int
+	removeDir     bool
+	model         *fakemodel.Server
+	ownModel      bool
+	cmd           peers.Command
+	env           []string
+	startTimeout  time.Duration
+	logger        *slog.Logger
+	plugins       []Plugin
+	toolSearchOff bool
 
 	mu        sync.Mutex
 	proc      *os.Process
@@ -122,7 +138,7 @@ type Gateway struct {
 // install and the start (Options.StartTimeout applies on top).
 func Start(ctx context.Context, opts Options) (_ *Gateway, err error) {
 	g := &Gateway{dir: opts.Dir, port: opts.Port, token: opts.Token, model: opts.ModelServer,
-		startTimeout: opts.StartTimeout, logger: opts.Logger}
+		startTimeout: opts.StartTimeout, logger: opts.Logger, plugins: opts.Plugins, toolSearchOff: opts.ToolSearchOff}
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
 	}
@@ -436,7 +452,7 @@ func (g *Gateway) config(pluginDir string) map[string]any {
 			"contextWindow": ctxWindow, "maxTokens": 4096,
 		}
 	}
-	return map[string]any{
+	cfg := map[string]any{
 		"gateway": map[string]any{
 			"mode": "local", "bind": "loopback", "port": g.port,
 			"auth": map[string]any{"mode": "token", "token": g.token},
@@ -465,11 +481,30 @@ func (g *Gateway) config(pluginDir string) map[string]any {
 				"heartbeat": map[string]any{"every": "0m"},
 			},
 		},
-		"plugins": map[string]any{
-			"load":    map[string]any{"paths": []string{pluginDir}},
-			"entries": map[string]any{PluginID: map[string]any{"enabled": true}},
-		},
+		"plugins": g.pluginConfig(pluginDir),
 	}
+	if g.toolSearchOff {
+		ids := []string{}
+		for _, p := range g.plugins {
+			ids = append(ids, p.ID)
+		}
+		cfg["tools"] = map[string]any{"toolSearch": false, "profile": "coding", "alsoAllow": ids}
+	}
+	return cfg
+}
+
+func (g *Gateway) pluginConfig(pluginDir string) map[string]any {
+	paths := []string{pluginDir}
+	entries := map[string]any{PluginID: map[string]any{"enabled": true}}
+	for _, p := range g.plugins {
+		paths = append(paths, p.Dir)
+		e := map[string]any{"enabled": true}
+		if p.Config != nil {
+			e["config"] = p.Config
+		}
+		entries[p.ID] = e
+	}
+	return map[string]any{"load": map[string]any{"paths": paths}, "entries": entries}
 }
 
 func (g *Gateway) logTail(n int) string {

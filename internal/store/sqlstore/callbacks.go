@@ -1,0 +1,226 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+var _ store.CallbackStore = (*DB)(nil)
+
+// GetTermSession implements store.TerminalTx.
+func (t termTx) GetTermSession(ctx context.Context, id string) (*store.TermSession, error) {
+	return t.db.termSession(ctx, t.tx, id, true)
+}
+
+// PutCallback implements store.TerminalTx.
+func (t termTx) PutCallback(ctx context.Context, cb *store.Callback) error {
+	return t.db.putCallback(ctx, t.tx, cb)
+}
+
+func (db *DB) putCallback(ctx context.Context, q termQuerier, cb *store.Callback) error {
+	if cb.MessageID == "" || cb.TurnID == "" || len(cb.Message) == 0 {
+		return fmt.Errorf("put callback: message id, turn id and message are required")
+	}
+	cur, err := db.callback(ctx, q, cb.MessageID, true)
+	switch {
+	case err == nil:
+		if !sameJSON(cur.Message, cb.Message) || cur.TurnID != cb.TurnID || cur.SessionKey != cb.SessionKey {
+			return fmt.Errorf("put callback %s: an outbox message is immutable and a different one is stored: %w", cb.MessageID, store.ErrConflict)
+		}
+		*cb = *cur
+		return nil
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	data, err := json.Marshal(cb)
+	if err != nil {
+		return fmt.Errorf("put callback: %w", err)
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO term_callbacks (message_id, turn_id, status, next_attempt_at, created_at, data)
+		VALUES (?, ?, ?, ?, ?, ?)`, cb.MessageID, cb.TurnID, cb.Status, cb.NextAttemptAt, cb.CreatedAt, string(data))
+	if err != nil && db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
+		return fmt.Errorf("put callback %s: %w", cb.MessageID, store.ErrConflict)
+	}
+	return err
+}
+
+// sameJSON compares two JSON documents by their canonical re-encoding.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return string(a) == string(b)
+	}
+	ea, _ := json.Marshal(x)
+	eb, _ := json.Marshal(y)
+	return string(ea) == string(eb)
+}
+
+const callbackCols = `data, status, next_attempt_at, lease_owner, lease_token, lease_until`
+
+func scanCallback(sc scanner) (*store.Callback, error) {
+	var data string
+	var cb store.Callback
+	var status string
+	var next int64
+	var owner string
+	var token, until int64
+	if err := sc.Scan(&data, &status, &next, &owner, &token, &until); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(data), &cb); err != nil {
+		return nil, fmt.Errorf("callback has an unreadable data column: %v: %w", err, store.ErrIncompatible)
+	}
+	cb.Status, cb.NextAttemptAt, cb.LeaseOwner, cb.LeaseToken, cb.LeaseUntil = status, next, owner, token, until
+	return &cb, nil
+}
+
+func (db *DB) callback(ctx context.Context, q termQuerier, id string, lock bool) (*store.Callback, error) {
+	stmt := `SELECT ` + callbackCols + ` FROM term_callbacks WHERE message_id = ?`
+	if lock {
+		stmt += db.d.ForUpdate
+	}
+	cb, err := scanCallback(q.QueryRowContext(ctx, stmt, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("callback %s: %w", id, store.ErrNotFound)
+	}
+	return cb, err
+}
+
+// GetCallback implements store.CallbackStore.
+func (db *DB) GetCallback(ctx context.Context, messageID string) (*store.Callback, error) {
+	cb, err := db.callback(ctx, db.r, messageID, false)
+	if err != nil {
+		return nil, fmt.Errorf("get callback: %w", err)
+	}
+	return cb, nil
+}
+
+func (db *DB) queryCallbacks(ctx context.Context, q string, args ...any) ([]*store.Callback, error) {
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.Callback
+	for rows.Next() {
+		cb, err := scanCallback(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cb)
+	}
+	return out, rows.Err()
+}
+
+// TurnCallbacks implements store.CallbackStore.
+func (db *DB) TurnCallbacks(ctx context.Context, turnID string, limit int) ([]*store.Callback, error) {
+	out, err := db.queryCallbacks(ctx, `SELECT `+callbackCols+` FROM term_callbacks WHERE turn_id = ?
+		ORDER BY created_at DESC, message_id DESC LIMIT ?`, turnID, store.ClampPage(limit, store.MaxPage))
+	if err != nil {
+		return nil, fmt.Errorf("turn callbacks: %w", err)
+	}
+	return out, nil
+}
+
+// DueCallbacks implements store.CallbackStore.
+func (db *DB) DueCallbacks(ctx context.Context, now int64, limit int) ([]*store.Callback, error) {
+	out, err := db.queryCallbacks(ctx, `SELECT `+callbackCols+` FROM term_callbacks
+		WHERE status IN ('pending','failed') AND next_attempt_at <= ? AND lease_until < ?
+		ORDER BY next_attempt_at, message_id LIMIT ?`, now, now, store.ClampPage(limit, store.MaxPage))
+	if err != nil {
+		return nil, fmt.Errorf("due callbacks: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimCallback implements store.CallbackStore.
+func (db *DB) ClaimCallback(ctx context.Context, messageID, owner string, now, until int64) (*store.Callback, error) {
+	var cb *store.Callback
+	err := db.tx(ctx, func(tx *txn) error {
+		cur, err := db.callback(ctx, tx, messageID, true)
+		if err != nil {
+			return err
+		}
+		if cur.Status != store.CallbackPending && cur.Status != store.CallbackFailed {
+			return fmt.Errorf("callback is %s: %w", cur.Status, store.ErrLeaseLost)
+		}
+		if cur.LeaseOwner != owner && cur.LeaseUntil >= now {
+			return fmt.Errorf("attempt held by %s until %d: %w", cur.LeaseOwner, cur.LeaseUntil, store.ErrLeaseLost)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE term_callbacks SET lease_owner = ?, lease_token = lease_token + 1, lease_until = ?
+			WHERE message_id = ? AND lease_token = ?`, owner, until, messageID, cur.LeaseToken)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return store.ErrLeaseLost
+		}
+		cur.LeaseOwner, cur.LeaseToken, cur.LeaseUntil = owner, cur.LeaseToken+1, until
+		cb = cur
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim callback %s: %w", messageID, err)
+	}
+	return cb, nil
+}
+
+// SaveCallback implements store.CallbackStore.
+func (db *DB) SaveCallback(ctx context.Context, cb *store.Callback) error {
+	err := db.tx(ctx, func(tx *txn) error {
+		cur, err := db.callback(ctx, tx, cb.MessageID, true)
+		if err != nil {
+			return err
+		}
+		if cur.LeaseOwner != cb.LeaseOwner || cur.LeaseToken != cb.LeaseToken {
+			return fmt.Errorf("attempt lease (token %d) is now %s's token %d: %w", cb.LeaseToken, cur.LeaseOwner, cur.LeaseToken, store.ErrLeaseLost)
+		}
+		next := *cb
+		next.Message = cur.Message
+		data, err := json.Marshal(&next)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE term_callbacks SET status = ?, next_attempt_at = ?, lease_until = ?, data = ?
+			WHERE message_id = ?`, cb.Status, cb.NextAttemptAt, cb.LeaseUntil, string(data), cb.MessageID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("save callback %s: %w", cb.MessageID, err)
+	}
+	return nil
+}
+
+// RearmCallback implements store.CallbackStore.
+func (db *DB) RearmCallback(ctx context.Context, messageID string, now int64) (*store.Callback, error) {
+	var out *store.Callback
+	err := db.tx(ctx, func(tx *txn) error {
+		cur, err := db.callback(ctx, tx, messageID, true)
+		if err != nil {
+			return err
+		}
+		out = cur
+		if cur.Status != store.CallbackFailed && cur.Status != store.CallbackExhausted {
+			return nil
+		}
+		cur.Status, cur.Attempts, cur.NextAttemptAt, cur.UpdatedAt = store.CallbackPending, 0, now, now
+		cur.ManualRetries++
+		data, err := json.Marshal(cur)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE term_callbacks SET status = ?, next_attempt_at = ?, lease_until = 0, data = ?
+			WHERE message_id = ?`, cur.Status, now, string(data), messageID)
+		cur.LeaseUntil = 0
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rearm callback: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,187 @@
+package terminal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/gateway"
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
+	"github.com/clawconnect/clawconnect/plugins/openclaw"
+)
+
+// TestCallbackIntoRealGateway: the real gateway 2026.9.6 with the
+// ClawConnect plugin loaded; a Turn sent from session S completes, the
+// outbox delivers its callback through clawconnect.callback and chat.send,
+// and S gets exactly one new run whose user message carries the callback
+// and the agent's reply. Then: a replay is deduplicated by OpenClaw; bad
+// params are refused with CLAWCONNECT_CALLBACK_FAILED; with the gateway
+// stopped the delivery fails, is retried after 5 s and delivered once when
+// the gateway is back.
+func TestCallbackIntoRealGateway(t *testing.T) {
+	if os.Getenv("CLAWCONNECT_E2E") != "1" {
+		t.Skip("set CLAWCONNECT_E2E=1 to run against the real OpenClaw gateway")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
+	defer cancel()
+	g, err := realgateway.Start(ctx, realgateway.Options{
+		Plugins: []realgateway.Plugin{{ID: "clawconnect", Dir: openclaw.Dir(), Config: map[string]any{"daemon": false}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if !strings.Contains(string(g.Hello()), `"`+CallbackMethod+`"`) {
+		t.Fatalf("hello-ok does not list %s: the plugin did not load\n%s", CallbackMethod, g.LogPath())
+	}
+	dial := func(ctx context.Context, _ string) (Caller, error) {
+		return gateway.Dial(ctx, gateway.Options{URL: g.URL(), Token: g.Token(), CallTimeout: 5 * time.Second})
+	}
+	gc, err := gateway.Dial(ctx, gateway.Options{URL: g.URL(), Token: g.Token()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+
+	a := newFakeAgent(AgentCodex, 401)
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	const S = "agent:main:cc-callback-s"
+	const other = "agent:main:cc-callback-other"
+	turnID, cb := completedTurn(t, r, a, S, "FAKE-REPLY: callback e2e 7f3a")
+	c := &clock{now: time.Now()}
+	x := NewOutbox(OutboxOptions{Store: r.st.(store.CallbackStore), Owner: "e2e", Now: c.Now, Dial: dial, WaitTimeout: 60 * time.Second})
+	defer x.Close()
+	if n, err := x.DeliverDue(ctx); err != nil || n != 1 {
+		t.Fatalf("deliver: %d, %v", n, err)
+	}
+	got, _ := r.st.(store.CallbackStore).GetCallback(ctx, cb.MessageID)
+	if got.Status != store.CallbackDelivered || !accepted(got.Wake) {
+		t.Fatalf("callback %s: %s (injection %s wake %s)", got.MessageID, got.Status, got.Injection, got.Wake)
+	}
+	var wake struct {
+		RunID string `json:"run_id"`
+	}
+	_ = json.Unmarshal(got.Wake, &wake)
+	t.Logf("delivered %s: wake %s, observation %s", cb.MessageID, got.Wake, got.RunObservation)
+	callbackRuns := func(key, marker string) (n int, text string) {
+		h, err := gc.History(ctx, gateway.HistoryRequest{SessionKey: key, Limit: 200})
+		if err != nil {
+			return 0, ""
+		}
+		for _, m := range h.Messages {
+			if m.Role == "user" && strings.Contains(m.Text, "[ClawConnect callback]") && strings.Contains(m.Text, marker) {
+				n++
+				text = m.Text
+			}
+		}
+		return n, text
+	}
+	// The run's user message is in the history once the run has started.
+	waitCallback := func(marker string) (n int, text string) {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if n, text = callbackRuns(S, marker); n > 0 || time.Now().After(deadline) {
+				return n, text
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	n, text := waitCallback("FAKE-REPLY: callback e2e 7f3a")
+	if n != 1 || !strings.Contains(text, "Turn: "+turnID) || !strings.Contains(text, "Message type: done") {
+		t.Fatalf("chat.history of S: %d callback messages, last %q", n, text)
+	}
+	t.Logf("S received (excerpt): %.400s", text)
+	if n, _ := callbackRuns(other, "callback e2e"); n != 0 {
+		t.Fatal("another session received the callback")
+	}
+	// A replay with the same ids is deduplicated by OpenClaw.
+	raw, err := gc.Call(ctx, CallbackMethod, callbackParams(got))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("replayed plan: %.600s", raw)
+	p, err := parsePlan(raw, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := gc.Call(ctx, "chat.send", p.ChatSend)
+	if err != nil || !strings.Contains(string(ack), wake.RunID) {
+		t.Fatalf("replayed chat.send: %s, %v", ack, err)
+	}
+	if n, _ := callbackRuns(S, "FAKE-REPLY: callback e2e 7f3a"); n != 1 {
+		t.Fatalf("after a replay S has %d callback messages", n)
+	}
+
+	// Bad params: CLAWCONNECT_CALLBACK_FAILED, nothing reaches S.
+	bad := []map[string]any{
+		{"sessionKey": S},
+		{"sessionKey": S, "session_id": got.SessionID, "turn_id": got.TurnID, "message": map[string]any{"id": 42}},
+		func() map[string]any {
+			p := callbackParams(got)
+			p["session_id"] = "session-other"
+			return p
+		}(),
+		func() map[string]any {
+			p := callbackParams(got)
+			p["sessionKey"] = other
+			return p
+		}(),
+	}
+	for i, params := range bad {
+		_, err := gc.Call(ctx, CallbackMethod, params)
+		var re *gateway.RPCError
+		if !errors.As(err, &re) || re.Code != "CLAWCONNECT_CALLBACK_FAILED" || re.Message == "" {
+			t.Fatalf("bad params %d: %v", i, err)
+		}
+	}
+	if n, _ := callbackRuns(other, "callback e2e"); n != 0 {
+		t.Fatal("a refused callback reached another session")
+	}
+
+	// The gateway is down during delivery: failed, retried, delivered once.
+	turn2, cb2 := completedTurn(t, r, a, S, "FAKE-REPLY: after restart 9c1d")
+	if err := g.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Since(c.Now()))
+	if n, _ := x.DeliverDue(ctx); n != 1 {
+		t.Fatal("no attempt while the gateway is down")
+	}
+	got2, _ := r.st.(store.CallbackStore).GetCallback(ctx, cb2.MessageID)
+	if got2.Status != store.CallbackFailed || got2.Attempts != 1 || got2.LastError == "" {
+		t.Fatalf("with the gateway down: %+v", got2)
+	}
+	v, _ := r.svc.Status(ctx, turn2)
+	t.Logf("status while down: %+v", v.CallbackDelivery)
+	if err := g.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.add(5 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := x.DeliverDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got2, _ = r.st.(store.CallbackStore).GetCallback(ctx, cb2.MessageID)
+		if got2.Status == store.CallbackDelivered || time.Now().After(deadline) {
+			break
+		}
+		c.add(60 * time.Second) // the client reconnects in the background
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if got2.Status != store.CallbackDelivered {
+		t.Fatalf("after the gateway came back: %+v", got2)
+	}
+	if n, _ := waitCallback("FAKE-REPLY: after restart 9c1d"); n != 1 {
+		t.Fatalf("S has %d callback messages for the second Turn", n)
+	}
+}

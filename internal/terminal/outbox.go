@@ -1,0 +1,500 @@
+package terminal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// CallbackMethod is the gateway method of the ClawConnect OpenClaw plugin
+// that takes a callback into a session.
+const CallbackMethod = "clawconnect.callback"
+
+// Callback kinds.
+const (
+	KindCompletion = "completion"
+	KindApproval   = "approval"
+	KindStall      = "stall"
+)
+
+// CallbackMessage is the canonical message of a callback: what the OpenClaw
+// session receives. It never holds thinking text or raw terminal output.
+type CallbackMessage struct {
+	ID               string         `json:"id"`
+	TS               int64          `json:"ts"`
+	From             string         `json:"from"`
+	To               string         `json:"to"`
+	Type             string         `json:"type"`
+	RequiresResponse bool           `json:"requires_response"`
+	Round            int            `json:"round"`
+	Body             string         `json:"body"`
+	SessionID        string         `json:"session_id"`
+	TurnID           string         `json:"turn_id"`
+	ConversationID   string         `json:"conversation_id"`
+	Metadata         map[string]any `json:"metadata"`
+}
+
+// callbackID is the deterministic id of a callback message: the same
+// completion (or approval, or stall) always yields the same id.
+func callbackID(parts ...string) string {
+	b, _ := json.Marshal(parts)
+	sum := sha256.Sum256(b)
+	return "msg-terminal-" + hex.EncodeToString(sum[:])[:32]
+}
+
+// prepareCallback returns the hook that writes the callback of msg into the
+// outbox in the Turn write's transaction, or nil when the Turn has no
+// origin session. The callback is prepared only while the Turn's binding
+// id and generation are the Session's current ones; otherwise a
+// callback_refused event is logged and nothing is queued.
+func prepareCallback(t *store.Turn, msg Message, id, kind string, meta map[string]any) func(context.Context, store.TerminalTx) error {
+	if t.OriginSessionKey == "" {
+		return nil
+	}
+	md := map[string]any{"source": "terminal_bridge", "kind": kind, "gateway_session": t.OriginSessionKey,
+		"agent": t.Agent, "terminal_bridge_message_id": t.Takeover.Submission.MessageID}
+	for k, v := range meta {
+		md[k] = v
+	}
+	cm := CallbackMessage{ID: id, TS: msg.TS, From: msg.From, To: msg.To, Type: msg.Type, RequiresResponse: msg.RequiresResponse,
+		Round: t.ResponseRoundsUsed, Body: msg.Body, SessionID: t.SessionID, TurnID: t.TurnID, ConversationID: t.TurnID, Metadata: md}
+	turn := *t
+	return func(ctx context.Context, tx store.TerminalTx) error {
+		sess, err := tx.GetTermSession(ctx, turn.SessionID)
+		if err != nil {
+			return fmt.Errorf("prepare callback: %w", err)
+		}
+		if sess.Binding == nil || sess.Binding.BindingID != turn.TerminalBindingID || sess.Binding.Generation != turn.TerminalBindingGeneration {
+			return tx.AppendTurnEvents(ctx, turn.TurnID, []store.TurnEvent{event(msg.TS, "callback_refused", map[string]any{
+				"message_id": id, "reason": "the Session was re-bound (binding id or generation changed) before the callback was prepared"})})
+		}
+		body, err := json.Marshal(cm)
+		if err != nil {
+			return fmt.Errorf("prepare callback: %w", err)
+		}
+		cb := &store.Callback{MessageID: id, TurnID: turn.TurnID, SessionID: turn.SessionID, Kind: kind, SessionKey: turn.OriginSessionKey,
+			GatewayURL: turn.GatewayURL, BindingID: turn.TerminalBindingID, Generation: turn.TerminalBindingGeneration, Message: body,
+			Status: store.CallbackPending, NextAttemptAt: msg.TS, CreatedAt: msg.TS, UpdatedAt: msg.TS}
+		if err := tx.PutCallback(ctx, cb); err != nil {
+			return err
+		}
+		return tx.AppendTurnEvents(ctx, turn.TurnID, []store.TurnEvent{event(msg.TS, "callback_prepared",
+			map[string]any{"message_id": id, "type": msg.Type, "session_key": turn.OriginSessionKey})})
+	}
+}
+
+// Caller is the part of the gateway client the outbox uses.
+type Caller interface {
+	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
+}
+
+// DefaultCallbackDelays are the waits before retries 1–4 of a failed
+// delivery; a fifth failure exhausts it.
+var DefaultCallbackDelays = []time.Duration{5 * time.Second, 15 * time.Second, 60 * time.Second, 60 * time.Second}
+
+// OutboxOptions configures an Outbox.
+type OutboxOptions struct {
+	// Store holds the outbox; required.
+	Store store.CallbackStore
+	// Dial returns a gateway client for a gateway URL ("" = the
+	// configured default); required. Clients are cached per URL.
+	Dial func(ctx context.Context, gatewayURL string) (Caller, error)
+	// Owner names this process in attempt leases; "" = host-pid-random.
+	Owner string
+	// Delays between attempts; DefaultCallbackDelays.
+	Delays []time.Duration
+	// Lease is the attempt lease; 2 minutes.
+	Lease time.Duration
+	// Poll is how often due callbacks are looked for; 1 s.
+	Poll time.Duration
+	// WaitTimeout bounds the agent.wait observation; 20 s.
+	WaitTimeout time.Duration
+	// Workers is the number of concurrent attempts; 8.
+	Workers int
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; time.Now.
+	Now func() time.Time
+}
+
+// Outbox delivers pending callbacks to their OpenClaw sessions: one attempt
+// at a time per message under an attempt lease held in the store, retried
+// after Delays, picked up again by any host after a restart.
+type Outbox struct {
+	o    OutboxOptions
+	log  *slog.Logger
+	kick chan struct{}
+
+	mu      sync.Mutex
+	callers map[string]Caller
+}
+
+// NewOutbox returns an Outbox; call Run to deliver.
+func NewOutbox(o OutboxOptions) *Outbox {
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		o.Owner = host + "-" + strconv.Itoa(os.Getpid()) + "-" + randHex(3)
+	}
+	if len(o.Delays) == 0 {
+		o.Delays = DefaultCallbackDelays
+	}
+	if o.Lease <= 0 {
+		o.Lease = 2 * time.Minute
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.WaitTimeout <= 0 {
+		o.WaitTimeout = 20 * time.Second
+	}
+	if o.Workers <= 0 {
+		o.Workers = 8
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Outbox{o: o, log: log, kick: make(chan struct{}, 1), callers: map[string]Caller{}}
+}
+
+// Kick asks Run to look for due callbacks now.
+func (x *Outbox) Kick() {
+	select {
+	case x.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers due callbacks until ctx ends.
+func (x *Outbox) Run(ctx context.Context) error {
+	t := time.NewTicker(x.o.Poll)
+	defer t.Stop()
+	for {
+		if _, err := x.DeliverDue(ctx); err != nil && ctx.Err() == nil {
+			x.log.Warn("deliver callbacks", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-x.kick:
+		}
+	}
+}
+
+// DeliverDue makes one attempt for every callback due now (Workers at a
+// time) and returns how many it attempted.
+func (x *Outbox) DeliverDue(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		due, err := x.o.Store.DueCallbacks(ctx, x.o.Now().UnixMilli(), store.MaxPage)
+		if err != nil {
+			return total, err
+		}
+		n := 0
+		sem := make(chan struct{}, x.o.Workers)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, cb := range due {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if x.attempt(ctx, cb.MessageID) {
+					mu.Lock()
+					n++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		total += n
+		if n == 0 || len(due) < store.MaxPage || ctx.Err() != nil {
+			return total, ctx.Err()
+		}
+	}
+}
+
+func (x *Outbox) caller(ctx context.Context, url string) (Caller, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if c, ok := x.callers[url]; ok {
+		return c, nil
+	}
+	c, err := x.o.Dial(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	x.callers[url] = c
+	return c, nil
+}
+
+// Close closes the cached gateway clients that are io.Closers.
+func (x *Outbox) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for url, c := range x.callers {
+		if cl, ok := c.(io.Closer); ok {
+			_ = cl.Close()
+		}
+		delete(x.callers, url)
+	}
+	return nil
+}
+
+// plan is the answer of clawconnect.callback.
+type plan struct {
+	OK               bool            `json:"ok"`
+	Enqueued         *bool           `json:"enqueued"`
+	DeliveryRequired *bool           `json:"delivery_required"`
+	DeliveryMode     string          `json:"delivery_mode"`
+	ChatSend         *chatSend       `json:"chat_send"`
+	InjectionID      string          `json:"injection_id"`
+	SessionKey       string          `json:"session_key"`
+	MessageID        string          `json:"message_id"`
+	Extra            json.RawMessage `json:"-"`
+}
+
+type chatSend struct {
+	SessionKey     string `json:"sessionKey"`
+	Message        string `json:"message"`
+	IdempotencyKey string `json:"idempotencyKey"`
+	Deliver        bool   `json:"deliver"`
+}
+
+func parsePlan(raw json.RawMessage, cb *store.Callback) (plan, error) {
+	var p plan
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return p, fmt.Errorf("callback answer is not a plan: %w", err)
+	}
+	switch {
+	case !p.OK:
+		return p, errors.New("callback answer: ok is not true")
+	case p.MessageID != "" && p.MessageID != cb.MessageID:
+		return p, fmt.Errorf("callback answer names message %s, not %s", p.MessageID, cb.MessageID)
+	case p.DeliveryRequired != nil && *p.DeliveryRequired && (p.DeliveryMode != "chat.send" || p.ChatSend == nil):
+		return p, fmt.Errorf("callback answer requires delivery by %q without a chat_send plan", p.DeliveryMode)
+	case p.DeliveryRequired != nil && !*p.DeliveryRequired && p.ChatSend != nil:
+		return p, errors.New("callback answer has a chat_send plan but no delivery required")
+	}
+	if c := p.ChatSend; c != nil {
+		if c.SessionKey != cb.SessionKey || c.Message == "" || c.IdempotencyKey == "" || !c.Deliver {
+			return p, fmt.Errorf("callback answer: chat_send needs sessionKey %s, a message, an idempotencyKey and deliver:true", cb.SessionKey)
+		}
+	}
+	return p, nil
+}
+
+// callbackParams are the params of clawconnect.callback.
+func callbackParams(cb *store.Callback) map[string]any {
+	return map[string]any{
+		"sessionKey": cb.SessionKey, "session_id": cb.SessionID, "turn_id": cb.TurnID,
+		"conversation": map[string]any{"conversation_id": cb.TurnID, "session_id": cb.SessionID, "turn_id": cb.TurnID,
+			"gateway_session": cb.SessionKey, "binding_id": cb.BindingID, "binding_generation": cb.Generation},
+		"message": cb.Message,
+	}
+}
+
+func accepted(raw json.RawMessage) bool {
+	var v struct {
+		Status string `json:"status"`
+	}
+	return json.Unmarshal(raw, &v) == nil && v.Status == "accepted"
+}
+
+// attempt makes one delivery attempt of the callback and settles it; it
+// reports whether it held the attempt lease.
+func (x *Outbox) attempt(ctx context.Context, id string) bool {
+	now := x.o.Now()
+	cb, err := x.o.Store.ClaimCallback(ctx, id, x.o.Owner, now.UnixMilli(), now.Add(x.o.Lease).UnixMilli())
+	if err != nil {
+		if !errors.Is(err, store.ErrLeaseLost) && ctx.Err() == nil {
+			x.log.Warn("claim callback", "message_id", id, "err", err)
+		}
+		return false
+	}
+	// Evidence of an earlier attempt that died after acceptance: settle,
+	// never resend.
+	if accepted(cb.Injection) || accepted(cb.Wake) {
+		x.settle(ctx, cb, nil, false)
+		return true
+	}
+	cb.Attempts++
+	cb.LastAttemptAt = now.UnixMilli()
+	x.settle(ctx, cb, x.send(ctx, cb), true)
+	return true
+}
+
+// send calls the plugin's method and follows its plan, recording the
+// evidence on cb as it arrives.
+func (x *Outbox) send(ctx context.Context, cb *store.Callback) error {
+	c, err := x.caller(ctx, cb.GatewayURL)
+	if err != nil {
+		return fmt.Errorf("connect to the gateway: %w", err)
+	}
+	raw, err := c.Call(ctx, CallbackMethod, callbackParams(cb))
+	if err != nil {
+		return fmt.Errorf("%s: %w", CallbackMethod, err)
+	}
+	p, err := parsePlan(raw, cb)
+	if err != nil {
+		return err
+	}
+	inj := map[string]any{"status": "unconfirmed", "injection_id": p.InjectionID, "at": x.o.Now().UnixMilli()}
+	if p.Enqueued != nil {
+		inj["status"] = map[bool]string{true: "accepted", false: "uncertain"}[*p.Enqueued]
+	}
+	cb.Injection, _ = json.Marshal(inj)
+	x.progress(ctx, cb)
+	if p.ChatSend == nil {
+		if p.Enqueued != nil && *p.Enqueued {
+			return nil
+		}
+		return errors.New("the plugin neither enqueued the callback nor returned a wake plan")
+	}
+	ack, err := c.Call(ctx, "chat.send", p.ChatSend)
+	if err != nil {
+		return fmt.Errorf("chat.send: %w", err)
+	}
+	var a struct {
+		RunID  string `json:"runId"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(ack, &a); err != nil {
+		return fmt.Errorf("chat.send answer: %w", err)
+	}
+	switch a.Status {
+	case "started", "in_flight", "ok", "error", "timeout":
+	default:
+		return fmt.Errorf("chat.send answered status %q", a.Status)
+	}
+	if a.RunID != p.ChatSend.IdempotencyKey {
+		return fmt.Errorf("chat.send answered run %s, not %s", a.RunID, p.ChatSend.IdempotencyKey)
+	}
+	cb.Wake, _ = json.Marshal(map[string]any{"status": "accepted", "run_id": a.RunID, "ack_status": a.Status,
+		"idempotency_key": p.ChatSend.IdempotencyKey, "at": x.o.Now().UnixMilli()})
+	return nil
+}
+
+// progress persists evidence mid-attempt (and extends the lease).
+func (x *Outbox) progress(ctx context.Context, cb *store.Callback) {
+	cb.UpdatedAt = x.o.Now().UnixMilli()
+	cb.LeaseUntil = x.o.Now().Add(x.o.Lease).UnixMilli()
+	if err := x.o.Store.SaveCallback(ctx, cb); err != nil {
+		x.log.Warn("record callback progress", "message_id", cb.MessageID, "err", err)
+	}
+}
+
+// settle records the attempt's outcome: delivered when the injection or
+// the wake was accepted, whatever failed after; otherwise failed with the
+// next attempt due, or exhausted. observe follows the woken run (only for
+// a wake made by this attempt).
+func (x *Outbox) settle(ctx context.Context, cb *store.Callback, sendErr error, observe bool) {
+	now := x.o.Now().UnixMilli()
+	cb.UpdatedAt = now
+	if accepted(cb.Injection) || accepted(cb.Wake) {
+		cb.Status, cb.DeliveredAt, cb.LastError, cb.NextAttemptAt = store.CallbackDelivered, now, "", 0
+		if sendErr != nil {
+			cb.LastError = "after acceptance: " + Redact(sendErr.Error())
+		}
+		observe = observe && accepted(cb.Wake) && sendErr == nil
+		if !observe {
+			cb.LeaseUntil = 0
+		}
+		if err := x.o.Store.SaveCallback(ctx, cb); err != nil {
+			x.log.Warn("settle callback", "message_id", cb.MessageID, "err", err)
+			return
+		}
+		x.log.Info("callback delivered", "message_id", cb.MessageID, "turn_id", cb.TurnID, "attempts", cb.Attempts)
+		if observe {
+			x.observe(ctx, cb)
+		}
+		return
+	}
+	cb.LastError = Redact(sendErr.Error())
+	cb.LeaseUntil = 0
+	if cb.Attempts > len(x.o.Delays) {
+		cb.Status, cb.NextAttemptAt = store.CallbackExhausted, 0
+	} else {
+		cb.Status, cb.NextAttemptAt = store.CallbackFailed, now+x.o.Delays[cb.Attempts-1].Milliseconds()
+	}
+	if err := x.o.Store.SaveCallback(ctx, cb); err != nil {
+		x.log.Warn("settle callback", "message_id", cb.MessageID, "err", err)
+		return
+	}
+	x.log.Warn("callback not delivered", "message_id", cb.MessageID, "status", cb.Status, "attempts", cb.Attempts, "err", cb.LastError)
+}
+
+// observe follows the woken run with agent.wait; the result is recorded
+// and never changes the settlement.
+func (x *Outbox) observe(ctx context.Context, cb *store.Callback) {
+	var w struct {
+		RunID string `json:"run_id"`
+	}
+	_ = json.Unmarshal(cb.Wake, &w)
+	obs := map[string]any{"run_id": w.RunID}
+	if c, err := x.caller(ctx, cb.GatewayURL); err == nil {
+		wctx, cancel := context.WithTimeout(ctx, x.o.WaitTimeout+5*time.Second)
+		raw, err := c.Call(wctx, "agent.wait", map[string]any{"runId": w.RunID, "timeoutMs": x.o.WaitTimeout.Milliseconds()})
+		cancel()
+		var r struct {
+			Status string `json:"status"`
+		}
+		if err != nil {
+			obs["status"], obs["error"] = "unknown", Redact(err.Error())
+		} else if json.Unmarshal(raw, &r) == nil {
+			obs["status"] = r.Status
+		}
+	}
+	obs["at"] = x.o.Now().UnixMilli()
+	cb.RunObservation, _ = json.Marshal(obs)
+	cb.LeaseUntil = 0
+	if err := x.o.Store.SaveCallback(ctx, cb); err != nil {
+		x.log.Warn("record run observation", "message_id", cb.MessageID, "err", err)
+	}
+}
+
+// CallbackView is the visible delivery state of a Turn's latest callback.
+type CallbackView struct {
+	MessageID      string          `json:"message_id"`
+	Type           string          `json:"type,omitempty"`
+	Kind           string          `json:"kind"`
+	SessionKey     string          `json:"session_key"`
+	Status         string          `json:"status"`
+	Attempts       int             `json:"attempts"`
+	LastError      string          `json:"last_error,omitempty"`
+	NextAttemptAt  string          `json:"next_attempt_at,omitempty"`
+	DeliveredAt    string          `json:"delivered_at,omitempty"`
+	Injection      json.RawMessage `json:"injection,omitempty"`
+	Wake           json.RawMessage `json:"wake,omitempty"`
+	RunObservation json.RawMessage `json:"run_observation,omitempty"`
+}
+
+func callbackView(cb *store.Callback) *CallbackView {
+	var m struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(cb.Message, &m)
+	v := &CallbackView{MessageID: cb.MessageID, Type: m.Type, Kind: cb.Kind, SessionKey: cb.SessionKey, Status: cb.Status,
+		Attempts: cb.Attempts, LastError: cb.LastError, DeliveredAt: ts(cb.DeliveredAt), Injection: cb.Injection, Wake: cb.Wake,
+		RunObservation: cb.RunObservation}
+	if cb.Status == store.CallbackPending || cb.Status == store.CallbackFailed {
+		v.NextAttemptAt = ts(cb.NextAttemptAt)
+	}
+	return v
+}

@@ -1,0 +1,125 @@
+// Model tools of the ClawConnect plugin. Each runs the clawconnect binary
+// with --json. The model passes only semantic ids (session_id, terminal_id,
+// turn_id); the approval fingerprint stays in the plugin (an offer the
+// session saw through status or an approval callback).
+
+const TURN_ID = { type: "string", pattern: "^turn-[A-Za-z0-9-]+$", description: "The Turn id a send returned." };
+const obj = (properties, required = []) => ({ type: "object", additionalProperties: false, properties, required });
+const OFFER_TTL_MS = 10 * 60 * 1000;
+const MAX_OFFERS = 512;
+
+/** Offers remembers the approval fingerprints a session was shown. */
+export class Offers {
+  constructor(now = () => Date.now()) {
+    this.now = now;
+    this.map = new Map();
+  }
+  remember(sessionKey, turnId, fingerprint) {
+    if (!sessionKey || !turnId || !fingerprint) return;
+    const k = `${sessionKey}\u0000${turnId}`;
+    this.map.delete(k);
+    this.map.set(k, { fingerprint, at: this.now() });
+    while (this.map.size > MAX_OFFERS) this.map.delete(this.map.keys().next().value);
+  }
+  take(sessionKey, turnId) {
+    const k = `${sessionKey}\u0000${turnId}`;
+    const o = this.map.get(k);
+    this.map.delete(k);
+    return o && this.now() - o.at <= OFFER_TTL_MS ? o.fingerprint : undefined;
+  }
+}
+
+/**
+ * specs lists the tools: name, description, JSON schema, and argv(params,
+ * ctx) building the clawconnect arguments (ctx.sessionKey is the calling
+ * OpenClaw session).
+ */
+export const specs = [
+  {
+    name: "clawconnect_terminal_list",
+    description: "List the Codex and Claude Code panes in tmux: terminal_id, agent, state, managed session_id and the actions each takes.",
+    parameters: obj({}),
+    argv: () => ["terminal", "list", "--json"],
+  },
+  {
+    name: "clawconnect_terminal_send",
+    description: "Hand a request to a coding agent in tmux as a new Turn. Give session_id (that exact context) or terminal_id (whatever the pane shows). Returns at once with turn_id; the result comes back into this conversation as a ClawConnect callback, so do not poll.",
+    parameters: obj({
+      request: { type: "string", minLength: 1, description: "What the coding agent should do." },
+      session_id: { type: "string", pattern: "^session-[A-Za-z0-9-]+$", description: "A managed Session (from list or an earlier send)." },
+      terminal_id: { type: "string", pattern: "^terminal:", description: "A pane's terminal_id from list." },
+    }, ["request"]),
+    argv: (p, ctx) => {
+      if ((p.session_id === undefined) === (p.terminal_id === undefined)) {
+        throw new Error("give exactly one of session_id and terminal_id");
+      }
+      const a = ["terminal", "send", "--json"];
+      a.push(...(p.session_id !== undefined ? ["--session", p.session_id] : ["--terminal", p.terminal_id]));
+      if (ctx.sessionKey) a.push("--origin-session", ctx.sessionKey);
+      return [...a, "--", p.request];
+    },
+  },
+  {
+    name: "clawconnect_terminal_respond",
+    description: "Answer a Turn that waits for OpenClaw (a question or blocked callback), in the same Turn.",
+    parameters: obj({ turn_id: TURN_ID, request: { type: "string", minLength: 1, description: "The answer." } }, ["turn_id", "request"]),
+    argv: (p) => ["terminal", "respond", "--json", p.turn_id, "--", p.request],
+  },
+  {
+    name: "clawconnect_terminal_status",
+    description: "Show a Turn: status, result, the approval it waits for, and callback_delivery.",
+    parameters: obj({ turn_id: TURN_ID }, ["turn_id"]),
+    argv: (p) => ["terminal", "status", "--json", p.turn_id],
+  },
+  {
+    name: "clawconnect_terminal_approve",
+    description: "Approve the approval prompt this conversation was shown for the Turn (by status or an approval callback).",
+    parameters: obj({ turn_id: TURN_ID }, ["turn_id"]),
+    argv: (p, ctx) => {
+      const fp = ctx.offers.take(ctx.sessionKey, p.turn_id);
+      if (!fp) throw new Error(`no approval of ${p.turn_id} was shown in this conversation in the last 10 minutes; call clawconnect_terminal_status first`);
+      return ["terminal", "approve", "--json", "--fingerprint", fp, p.turn_id];
+    },
+  },
+  {
+    name: "clawconnect_terminal_cancel",
+    description: "Interrupt the coding agent and cancel the Turn.",
+    parameters: obj({ turn_id: TURN_ID }, ["turn_id"]),
+    argv: (p) => ["terminal", "cancel", "--json", p.turn_id],
+  },
+  {
+    name: "clawconnect_terminal_renew",
+    description: "Resume following a stalled Turn, optionally with a new inactivity timeout.",
+    parameters: obj({ turn_id: TURN_ID, minutes: { type: "number", exclusiveMinimum: 0, maximum: 10080 } }, ["turn_id"]),
+    argv: (p) => ["terminal", "renew", "--json", ...(p.minutes !== undefined ? ["--minutes", String(p.minutes)] : []), p.turn_id],
+  },
+  {
+    name: "clawconnect_terminal_retry_callback",
+    description: "Deliver a Turn's failed callback again (same message, never twice).",
+    parameters: obj({ turn_id: TURN_ID }, ["turn_id"]),
+    argv: (p) => ["terminal", "retry-callback", "--json", p.turn_id],
+  },
+  {
+    name: "clawconnect_terminal_close",
+    description: "Close a Turn that is no longer with the agent.",
+    parameters: obj({ turn_id: TURN_ID, reason: { type: "string", maxLength: 500 } }, ["turn_id"]),
+    argv: (p) => ["terminal", "close", "--json", ...(p.reason ? ["--reason", p.reason] : []), p.turn_id],
+  },
+];
+
+/** checkParams enforces the schema's closed shape and types. */
+export function checkParams(spec, params) {
+  const p = params ?? {};
+  if (typeof p !== "object" || Array.isArray(p)) throw new Error("parameters must be an object");
+  const props = spec.parameters.properties;
+  for (const k of Object.keys(p)) if (!(k in props)) throw new Error(`unknown parameter ${k}`);
+  for (const k of spec.parameters.required) if (p[k] === undefined) throw new Error(`missing parameter ${k}`);
+  for (const [k, v] of Object.entries(p)) {
+    const s = props[k];
+    if (s.type === "string" && (typeof v !== "string" || (s.pattern && !new RegExp(s.pattern).test(v)) || (s.minLength && v.length < s.minLength))) {
+      throw new Error(`parameter ${k} must be a string${s.pattern ? ` matching ${s.pattern}` : ""}`);
+    }
+    if (s.type === "number" && (typeof v !== "number" || !Number.isFinite(v))) throw new Error(`parameter ${k} must be a number`);
+  }
+  return p;
+}

@@ -1,0 +1,166 @@
+// Tests of the clawconnect.callback handler: what it accepts, what it
+// refuses (nothing enqueued), its idempotency keys and delivery plan.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { handle, validate, CallbackError, injectionKey, wakeKey } from "../lib/callback.mjs";
+import { specs, checkParams, Offers } from "../lib/tools.mjs";
+import plugin from "../index.mjs";
+
+const S = "agent:main:s1";
+const good = () => ({
+  sessionKey: S, session_id: "session-20261201-ab12", turn_id: "turn-20261201T120000-ab12cd34",
+  conversation: { conversation_id: "turn-20261201T120000-ab12cd34", session_id: "session-20261201-ab12", turn_id: "turn-20261201T120000-ab12cd34", gateway_session: S },
+  message: {
+    id: "msg-terminal-0123456789abcdef0123456789abcdef", type: "done", body: "FAKE-REPLY: all tests pass", requires_response: false, round: 1,
+    session_id: "session-20261201-ab12", turn_id: "turn-20261201T120000-ab12cd34", conversation_id: "turn-20261201T120000-ab12cd34",
+    metadata: { source: "terminal_bridge", gateway_session: S },
+  },
+});
+
+function recorder() {
+  const calls = [];
+  const enqueue = async (req) => { calls.push(req); return { enqueued: true, id: req.idempotencyKey, sessionKey: req.sessionKey }; };
+  return { calls, enqueue };
+}
+
+test("a done callback is enqueued once with stable keys and a chat.send plan", async () => {
+  const r = recorder();
+  const { result } = await handle(good(), r.enqueue);
+  assert.equal(r.calls.length, 1);
+  const inj = r.calls[0];
+  assert.equal(inj.sessionKey, S);
+  assert.equal(inj.idempotencyKey, "clawconnect:session-20261201-ab12:turn-20261201T120000-ab12cd34:msg-terminal-0123456789abcdef0123456789abcdef");
+  assert.equal(inj.placement, "append_context");
+  assert.match(inj.text, /^\[ClawConnect callback\]\nSession: session-20261201-ab12\nTurn: turn-20261201T120000-ab12cd34\nMessage type: done/);
+  assert.match(inj.text, /FAKE-REPLY: all tests pass/);
+  assert.equal(result.ok, true);
+  assert.equal(result.enqueued, true);
+  assert.equal(result.delivery_required, true);
+  assert.equal(result.delivery_mode, "chat.send");
+  assert.deepEqual(Object.keys(result.chat_send).sort(), ["deliver", "idempotencyKey", "message", "sessionKey"]);
+  assert.equal(result.chat_send.sessionKey, S);
+  assert.equal(result.chat_send.deliver, true);
+  assert.equal(result.chat_send.idempotencyKey, "clawconnect-callback:session-20261201-ab12:turn-20261201T120000-ab12cd34:msg-terminal-0123456789abcdef0123456789abcdef");
+  assert.match(result.chat_send.message, /FAKE-REPLY: all tests pass/);
+  // The same params give the same keys (a retry is deduplicated by OpenClaw).
+  const again = await handle(good(), r.enqueue);
+  assert.equal(r.calls[1].idempotencyKey, inj.idempotencyKey);
+  assert.equal(again.result.chat_send.idempotencyKey, result.chat_send.idempotencyKey);
+});
+
+test("progress is context only; question asks for a response", async () => {
+  const r = recorder();
+  const p = good();
+  p.message.type = "progress";
+  const { result } = await handle(p, r.enqueue);
+  assert.equal(result.delivery_required, false);
+  assert.equal(result.delivery_mode, "none");
+  assert.equal(result.chat_send, undefined);
+  const q = good();
+  q.message.type = "question";
+  q.message.requires_response = true;
+  q.message.metadata.reason = "approval_required";
+  const out = await handle(q, r.enqueue);
+  assert.match(out.result.chat_send.message, /Requires OpenClaw response: yes/);
+  assert.match(out.result.chat_send.message, /clawconnect_terminal_status/);
+});
+
+const bad = [
+  ["not an object", () => "x"],
+  ["missing sessionKey", (p) => { delete p.sessionKey; }],
+  ["sessionKey with a space", (p) => { p.sessionKey = "agent:main: s1"; }],
+  ["missing message", (p) => { delete p.message; }],
+  ["message not an object", (p) => { p.message = "done"; }],
+  ["missing message id", (p) => { delete p.message.id; }],
+  ["message id of the wrong type", (p) => { p.message.id = 42; }],
+  ["missing session_id everywhere", (p) => { delete p.session_id; delete p.conversation.session_id; delete p.message.session_id; }],
+  ["missing turn_id everywhere", (p) => { delete p.turn_id; delete p.conversation.turn_id; delete p.message.turn_id; }],
+  ["session_id mismatch", (p) => { p.message.session_id = "session-other"; }],
+  ["turn_id mismatch", (p) => { p.conversation.turn_id = "turn-other"; }],
+  ["conversation_id is not the turn", (p) => { p.message.conversation_id = "turn-other"; p.conversation.conversation_id = "turn-other"; }],
+  ["gateway_session is another session", (p) => { p.conversation.gateway_session = "agent:main:other"; p.message.metadata.gateway_session = "agent:main:other"; }],
+  ["gateway_session disagrees", (p) => { p.message.metadata.gateway_session = "agent:main:other"; }],
+  ["unknown type", (p) => { p.message.type = "chat"; }],
+  ["empty body", (p) => { p.message.body = ""; }],
+  ["requires_response not a boolean", (p) => { p.message.requires_response = "yes"; }],
+  ["round not an integer", (p) => { p.message.round = "1"; }],
+  ["session id not a ClawConnect id", (p) => { p.session_id = p.conversation.session_id = p.message.session_id = "../etc"; }],
+  ["message id not a ClawConnect id", (p) => { p.message.id = "x y"; }],
+];
+
+for (const [name, mutate] of bad) {
+  test(`refused: ${name} (nothing enqueued)`, async () => {
+    let p = good();
+    const replaced = mutate(p);
+    if (replaced !== undefined) p = replaced;
+    const r = recorder();
+    await assert.rejects(handle(p, r.enqueue), (e) => e instanceof CallbackError && e.code === "CLAWCONNECT_CALLBACK_FAILED" && e.message.length > 0);
+    assert.equal(r.calls.length, 0);
+  });
+}
+
+test("the registered gateway method answers CLAWCONNECT_CALLBACK_FAILED and registers once per api", async () => {
+  const methods = new Map(), tools = [], services = [];
+  const enqueued = [];
+  const api = {
+    pluginConfig: { daemon: false },
+    session: { workflow: { enqueueNextTurnInjection: async (req) => { enqueued.push(req); return { enqueued: true, id: req.idempotencyKey }; } } },
+    registerGatewayMethod: (name, fn, opts) => methods.set(name, { fn, opts }),
+    registerTool: (factory, opts) => tools.push({ factory, opts }),
+    registerService: (s) => services.push(s),
+  };
+  plugin.register(api);
+  plugin.register(api);
+  assert.equal(methods.size, 1);
+  assert.equal(methods.get("clawconnect.callback").opts.scope, "operator.write");
+  assert.equal(tools.length, 9);
+  assert.equal(services.length, 1);
+  const answers = [];
+  const p = good();
+  p.message.session_id = "session-mismatch";
+  await methods.get("clawconnect.callback").fn({ params: p, respond: (...a) => answers.push(a) });
+  assert.equal(answers[0][0], false);
+  assert.equal(answers[0][2].code, "CLAWCONNECT_CALLBACK_FAILED");
+  assert.match(answers[0][2].message, /session_id mismatch/);
+  assert.equal(enqueued.length, 0);
+  await methods.get("clawconnect.callback").fn({ params: good(), respond: (...a) => answers.push(a) });
+  assert.equal(answers[1][0], true);
+  assert.equal(enqueued.length, 1);
+  // Tools are closed schemas and send records the calling session.
+  for (const t of tools) {
+    const tool = t.factory({ sessionKey: S });
+    assert.equal(tool.parameters.additionalProperties, false, tool.name);
+    assert.match(tool.name, /^clawconnect_terminal_/);
+  }
+});
+
+test("tool argv: send records the origin session; approve needs an offer; bad params refused", () => {
+  const by = Object.fromEntries(specs.map((s) => [s.name, s]));
+  const offers = new Offers();
+  const ctx = { sessionKey: S, offers };
+  assert.deepEqual(by.clawconnect_terminal_send.argv(checkParams(by.clawconnect_terminal_send, { terminal_id: "terminal:v2:tmux:codex:w:0.0:1", request: "-rf" }), ctx),
+    ["terminal", "send", "--json", "--terminal", "terminal:v2:tmux:codex:w:0.0:1", "--origin-session", S, "--", "-rf"]);
+  assert.throws(() => by.clawconnect_terminal_send.argv({ request: "x" }, ctx), /exactly one/);
+  assert.throws(() => checkParams(by.clawconnect_terminal_status, { turn_id: "turn-1", fingerprint: "f" }), /unknown parameter fingerprint/);
+  assert.throws(() => checkParams(by.clawconnect_terminal_status, {}), /missing parameter turn_id/);
+  assert.throws(() => checkParams(by.clawconnect_terminal_status, { turn_id: "--json" }), /must be a string matching/);
+  assert.throws(() => by.clawconnect_terminal_approve.argv({ turn_id: "turn-1" }, ctx), /clawconnect_terminal_status first/);
+  offers.remember(S, "turn-1", "fp-1");
+  assert.throws(() => by.clawconnect_terminal_approve.argv({ turn_id: "turn-1" }, { sessionKey: "agent:main:other", offers }), /status first/);
+  offers.remember(S, "turn-1", "fp-1");
+  assert.deepEqual(by.clawconnect_terminal_approve.argv({ turn_id: "turn-1" }, ctx), ["terminal", "approve", "--json", "--fingerprint", "fp-1", "turn-1"]);
+  assert.throws(() => by.clawconnect_terminal_approve.argv({ turn_id: "turn-1" }, ctx), /status first/, "an offer is single-use");
+});
+
+test("validate normalises ids", () => {
+  const cb = validate(good());
+  assert.equal(injectionKey(cb), "clawconnect:session-20261201-ab12:turn-20261201T120000-ab12cd34:msg-terminal-0123456789abcdef0123456789abcdef");
+  assert.equal(wakeKey(cb), "clawconnect-callback:session-20261201-ab12:turn-20261201T120000-ab12cd34:msg-terminal-0123456789abcdef0123456789abcdef");
+});
+
+test("the manifest declares every tool the plugin registers (OpenClaw refuses undeclared tools)", async () => {
+  const { readFile } = await import("node:fs/promises");
+  const manifest = JSON.parse(await readFile(new URL("../openclaw.plugin.json", import.meta.url), "utf8"));
+  assert.equal(manifest.id, "clawconnect");
+  assert.deepEqual([...manifest.contracts.tools].sort(), specs.map((s) => s.name).sort());
+});
