@@ -471,18 +471,32 @@ func (x *Outbox) observe(ctx context.Context, cb *store.Callback) {
 
 // CallbackView is the visible delivery state of a Turn's latest callback.
 type CallbackView struct {
-	MessageID      string          `json:"message_id"`
-	Type           string          `json:"type,omitempty"`
-	Kind           string          `json:"kind"`
-	SessionKey     string          `json:"session_key"`
-	Status         string          `json:"status"`
-	Attempts       int             `json:"attempts"`
-	LastError      string          `json:"last_error,omitempty"`
-	NextAttemptAt  string          `json:"next_attempt_at,omitempty"`
-	DeliveredAt    string          `json:"delivered_at,omitempty"`
-	Injection      json.RawMessage `json:"injection,omitempty"`
-	Wake           json.RawMessage `json:"wake,omitempty"`
-	RunObservation json.RawMessage `json:"run_observation,omitempty"`
+	MessageID     string `json:"message_id"`
+	Type          string `json:"type,omitempty"`
+	Kind          string `json:"kind"`
+	SessionKey    string `json:"session_key"`
+	Status        string `json:"status"`
+	Attempts      int    `json:"attempts"`
+	LastError     string `json:"last_error,omitempty"`
+	NextAttemptAt string `json:"next_attempt_at,omitempty"`
+	DeliveredAt   string `json:"delivered_at,omitempty"`
+	// The evidence objects as recorded. They are maps rather than raw JSON so
+	// that the MCP tools' inferred output schema says "object" (a
+	// json.RawMessage infers as an array of bytes, and the delivered result
+	// would fail the SDK's output validation).
+	Injection      map[string]any `json:"injection,omitempty"`
+	Wake           map[string]any `json:"wake,omitempty"`
+	RunObservation map[string]any `json:"run_observation,omitempty"`
+}
+
+// evidenceObject decodes a recorded evidence object; anything else reads as
+// absent.
+func evidenceObject(raw json.RawMessage) map[string]any {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
 }
 
 func callbackView(cb *store.Callback) *CallbackView {
@@ -491,8 +505,8 @@ func callbackView(cb *store.Callback) *CallbackView {
 	}
 	_ = json.Unmarshal(cb.Message, &m)
 	v := &CallbackView{MessageID: cb.MessageID, Type: m.Type, Kind: cb.Kind, SessionKey: cb.SessionKey, Status: cb.Status,
-		Attempts: cb.Attempts, LastError: cb.LastError, DeliveredAt: ts(cb.DeliveredAt), Injection: cb.Injection, Wake: cb.Wake,
-		RunObservation: cb.RunObservation}
+		Attempts: cb.Attempts, LastError: cb.LastError, DeliveredAt: ts(cb.DeliveredAt), Injection: evidenceObject(cb.Injection),
+		Wake: evidenceObject(cb.Wake), RunObservation: evidenceObject(cb.RunObservation)}
 	if cb.Status == store.CallbackPending || cb.Status == store.CallbackFailed {
 		v.NextAttemptAt = ts(cb.NextAttemptAt)
 	}
