@@ -22,6 +22,10 @@ unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
+echo "== go mod tidy"
+if ! go mod tidy -diff; then
+  echo "go.mod/go.sum are not tidy: run go mod tidy and commit them"; exit 1
+fi
 echo "== go vet"
 go vet ./...
 echo "== staticcheck"
