@@ -182,10 +182,18 @@ func TestBrowser(t *testing.T) {
 		shot("11-terminals"),
 		chromedp.Click(chromedp.CSS(`tr[data-terminal] a`)),
 		visible(`#cancel-turn`),
+		visible(`#callback-status.cb-failed`),
+		visible(`#callback-error`),
 		shot("12-turn"),
+		chromedp.Click(chromedp.CSS(`#retry-callback`)),
+		visible(`#callback-status.cb-pending`),
+		shot("13-turn-callback-retried"),
 		chromedp.Click(chromedp.CSS(`#cancel-turn`)),
 		visible(`#turn-status.t-cancelling`),
 	)
+	if got := text(`#callback-error`); !strings.Contains(got, `<script>alert(1)</script>`) {
+		t.Errorf("callback error shows %q, want the markup as text", got)
+	}
 
 	// Keyboard: Tab from the top reaches the skip link, then the nav.
 	do("keyboard",

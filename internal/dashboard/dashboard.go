@@ -150,6 +150,7 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /terminals", d.withSession(d.terminalsPage))
 	m.HandleFunc("GET /turns/{id}", d.withSession(d.turnPage))
 	m.HandleFunc("POST /turns/{id}/cancel", d.withSession(d.cancelTurn))
+	m.HandleFunc("POST /turns/{id}/retry-callback", d.withSession(d.retryCallback))
 	m.HandleFunc("GET /events", d.withSession(d.events))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
 	d.mux = m

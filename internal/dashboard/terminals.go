@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -16,6 +17,9 @@ type Terminals interface {
 	List(ctx context.Context) (terminal.ListResult, error)
 	Status(ctx context.Context, turnID string) (terminal.TurnView, error)
 	Cancel(ctx context.Context, turnID string) (terminal.TurnView, error)
+	// RetryCallback is `clawconnect terminal retry-callback`: the Turn's
+	// latest callback due again with a fresh retry budget.
+	RetryCallback(ctx context.Context, turnID string) (terminal.TurnView, error)
 }
 
 // TerminalRecords reads what the Turn service does not report: a Session's
@@ -94,7 +98,10 @@ type turnBody struct {
 	Turn    terminal.TurnView
 	Events  []store.TurnEvent
 	Running bool
-	CSRF    string
+	// Retryable offers the Retry callback button: the Turn has a callback
+	// that is not delivered (a delivered one is left as it is).
+	Retryable bool
+	CSRF      string
 }
 
 func (d *Dashboard) turnData(ctx context.Context, q request, id string) (turnBody, error) {
@@ -106,6 +113,7 @@ func (d *Dashboard) turnData(ctx context.Context, q request, id string) (turnBod
 		return turnBody{}, err
 	}
 	b := turnBody{Turn: v, Running: terminal.Running(v.Status) || v.Status == store.TurnWaitingForOpenClaw, CSRF: q.sess.csrf}
+	b.Retryable = v.CallbackDelivery != nil && v.CallbackDelivery.Status != store.CallbackDelivered
 	if d.o.TerminalRecords != nil {
 		if ev, err := d.o.TerminalRecords.TurnEvents(ctx, id, 0, turnEventsMax); err == nil {
 			b.Events = ev
@@ -144,7 +152,39 @@ func (d *Dashboard) cancelTurn(w http.ResponseWriter, r *http.Request, q request
 	}
 	d.setFlash(q.sess, note)
 	d.hub.notify()
-	http.Redirect(w, r, "/turns/"+id, http.StatusSeeOther)
+	http.Redirect(w, r, "/turns/"+url.PathEscape(id), http.StatusSeeOther)
+}
+
+// retryCallback is `clawconnect terminal retry-callback` through the same
+// service: the service decides what may be retried and says why not.
+func (d *Dashboard) retryCallback(w http.ResponseWriter, r *http.Request, q request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := d.checkAction(r, q.sess); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	if err := d.terminalsAllowed(q); err != nil {
+		d.failTerminal(w, q, err)
+		return
+	}
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	v, err := d.o.Terminals.RetryCallback(ctx, id)
+	var note string
+	switch {
+	case err != nil:
+		note = "Retry refused: " + err.Error()
+	case v.CallbackDelivery == nil:
+		note = "Retry requested."
+	case v.CallbackDelivery.Status == store.CallbackDelivered:
+		note = "The callback was already delivered; nothing to retry."
+	default:
+		note = "Retry requested: the callback is " + v.CallbackDelivery.Status + "."
+	}
+	d.setFlash(q.sess, note)
+	d.hub.notify()
+	http.Redirect(w, r, "/turns/"+url.PathEscape(id), http.StatusSeeOther)
 }
 
 func (d *Dashboard) failTerminal(w http.ResponseWriter, q request, err error) {

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,11 +17,18 @@ import (
 )
 
 // fakeTerminals is the Turn service as the dashboard sees it: one Codex
-// pane with a Turn waiting for approval.
+// pane with a Turn waiting for approval, whose callback to its origin
+// session failed once.
 type fakeTerminals struct {
 	mu        sync.Mutex
 	status    string
 	cancelled []string
+	// origin and cb are the Turn's origin session and callback state;
+	// retryErr, when set, is what RetryCallback refuses with.
+	origin   string
+	cb       *terminal.CallbackView
+	retryErr error
+	retried  []string
 }
 
 const turnID = "turn-1"
@@ -43,7 +51,56 @@ func (f *fakeTerminals) Status(_ context.Context, id string) (terminal.TurnView,
 	}
 	return terminal.TurnView{TurnID: turnID, SessionID: "sess-1", Agent: "codex", TerminalID: "terminal:v2:tmux:codex:work:0.0:4242",
 		Status: f.status, Approval: &store.Approval{Fingerprint: "fp-123", Kind: "exec", Command: "rm -rf <build>"},
-		CreatedAt: "2026-12-01T10:00:00Z", UpdatedAt: "2026-12-01T10:01:00Z"}, nil
+		CreatedAt: "2026-12-01T10:00:00Z", UpdatedAt: "2026-12-01T10:01:00Z",
+		OriginSession: f.origin, CallbackDelivery: f.cbCopy()}, nil
+}
+
+func (f *fakeTerminals) cbCopy() *terminal.CallbackView {
+	if f.cb == nil {
+		return nil
+	}
+	c := *f.cb
+	return &c
+}
+
+// RetryCallback behaves as the service's: refused with retryErr, a
+// delivered callback left alone, anything else pending again with a fresh
+// budget.
+func (f *fakeTerminals) RetryCallback(_ context.Context, id string) (terminal.TurnView, error) {
+	f.mu.Lock()
+	f.retried = append(f.retried, id)
+	err := f.retryErr
+	if id != turnID {
+		err = fmt.Errorf("retry-callback: %w: no turn %s", terminal.ErrNotFound, id)
+	}
+	if err == nil && f.cb != nil && f.cb.Status != store.CallbackDelivered {
+		f.cb.Status, f.cb.Attempts, f.cb.NextAttemptAt = store.CallbackPending, 0, "2026-12-01T10:02:00Z"
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return terminal.TurnView{}, err
+	}
+	return f.Status(context.Background(), id)
+}
+
+func (f *fakeTerminals) setCallback(origin string, cb *terminal.CallbackView, retryErr error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.origin, f.cb, f.retryErr = origin, cb, retryErr
+}
+
+func (f *fakeTerminals) retries() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.retried...)
+}
+
+// failedCallback is a callback whose first delivery failed; its session key
+// and error carry markup, as untrusted text may.
+func failedCallback() *terminal.CallbackView {
+	return &terminal.CallbackView{MessageID: "cbm-1", Type: "turn_completed", Kind: "completed",
+		SessionKey: "agent:main:<i>x</i>", Status: store.CallbackFailed, Attempts: 1,
+		LastError: `gateway said <script>alert(1)</script>`, NextAttemptAt: "2026-12-01T10:01:30Z"}
 }
 
 func (f *fakeTerminals) Cancel(_ context.Context, id string) (terminal.TurnView, error) {
@@ -66,7 +123,7 @@ func (fakeRecords) TurnEvents(context.Context, string, int64, int) ([]store.Turn
 }
 
 func terminalRig(t *testing.T, tokens string, shared bool) (*rig, *fakeTerminals) {
-	ft := &fakeTerminals{status: store.TurnWaitingForOpenClaw}
+	ft := &fakeTerminals{status: store.TurnWaitingForOpenClaw, origin: "agent:main:<i>x</i>", cb: failedCallback()}
 	r := newRigWith(t, tokens, shared, func(o *dashboard.Options) {
 		o.Terminals, o.TerminalRecords = ft, fakeRecords{}
 	})
@@ -144,5 +201,136 @@ func TestTerminalPagesWithoutService(t *testing.T) {
 	r := newRig(t, "")
 	if code, _, body := r.browser(t).get("/terminals"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not running") {
 		t.Errorf("no service: %d", code)
+	}
+}
+
+// TestTurnCallbackDelivery: the Turn page shows its origin session and its
+// callback's delivery state in each status, escaped, with the Retry button
+// only where a retry can do something.
+func TestTurnCallbackDelivery(t *testing.T) {
+	r, ft := terminalRig(t, "", false)
+	b := r.browser(t)
+	const escKey = "agent:main:&lt;i&gt;x&lt;/i&gt;"
+	for _, tt := range []struct {
+		status    string
+		edit      func(*terminal.CallbackView)
+		want      []string
+		wantRetry bool
+	}{
+		{store.CallbackPending, func(c *terminal.CallbackView) { c.Attempts, c.LastError = 0, "" },
+			[]string{"Next attempt", "2026-12-01T10:01:30Z"}, true},
+		{store.CallbackFailed, nil,
+			[]string{"Next attempt", "gateway said &lt;script&gt;alert(1)&lt;/script&gt;", `id="callback-error"`}, true},
+		{store.CallbackExhausted, func(c *terminal.CallbackView) { c.Attempts, c.NextAttemptAt = 8, "" },
+			[]string{"<dd>8</dd>", "gateway said &lt;script&gt;"}, true},
+		{store.CallbackDelivered, func(c *terminal.CallbackView) {
+			c.Attempts, c.LastError, c.NextAttemptAt, c.DeliveredAt = 2, "", "", "2026-12-01T10:03:00Z"
+		}, []string{"Delivered", "2026-12-01T10:03:00Z"}, false},
+	} {
+		t.Run(tt.status, func(t *testing.T) {
+			cb := failedCallback()
+			cb.Status = tt.status
+			if tt.edit != nil {
+				tt.edit(cb)
+			}
+			ft.setCallback("agent:main:<i>x</i>", cb, nil)
+			code, _, body := b.get("/turns/" + turnID)
+			if code != http.StatusOK {
+				t.Fatalf("turn: %d", code)
+			}
+			want := append([]string{`id="callback-delivery"`, `class="badge cb-` + tt.status + `"`, "turn_completed", "cbm-1", escKey}, tt.want...)
+			for _, w := range want {
+				if !strings.Contains(body, w) {
+					t.Errorf("turn page lacks %q", w)
+				}
+			}
+			for _, raw := range []string{"<i>x</i>", "<script>alert"} {
+				if strings.Contains(body, raw) {
+					t.Errorf("turn page shows %q unescaped", raw)
+				}
+			}
+			if got := strings.Contains(body, `id="retry-callback"`); got != tt.wantRetry {
+				t.Errorf("retry button shown = %v, want %v", got, tt.wantRetry)
+			}
+			if tt.status != store.CallbackPending && tt.status != store.CallbackFailed && strings.Contains(body, "Next attempt") {
+				t.Errorf("a %s callback shows a next attempt", tt.status)
+			}
+		})
+	}
+
+	ft.setCallback("", nil, nil)
+	_, _, body := b.get("/turns/" + turnID)
+	for _, w := range []string{"No callback recorded", "none (no callback)"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("turn without callback lacks %q", w)
+		}
+	}
+	if strings.Contains(body, `id="retry-callback"`) {
+		t.Errorf("retry offered for a Turn without a callback")
+	}
+}
+
+// TestTurnRetryCallback: the Retry button calls the service's RetryCallback
+// behind the same Origin and CSRF checks as Cancel, shows the outcome or the
+// refusal, and the open Turn page's stream shows the new delivery state.
+func TestTurnRetryCallback(t *testing.T) {
+	r, ft := terminalRig(t, "", false)
+	b := r.browser(t)
+	_, _, page := b.get("/turns/" + turnID)
+	token := csrfOf(t, page)
+	path := "/turns/" + turnID + "/retry-callback"
+
+	for _, tt := range []struct {
+		name   string
+		form   url.Values
+		origin string
+	}{
+		{"no token", url.Values{}, "self"},
+		{"forged token", url.Values{"csrf": {"forged"}}, "self"},
+		{"cross origin", url.Values{"csrf": {token}}, "http://evil.example"},
+	} {
+		if code, _, _ := b.post(path, tt.form, tt.origin); code != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", tt.name, code)
+		}
+	}
+	if got := ft.retries(); len(got) != 0 {
+		t.Fatalf("refused requests reached the service: %v", got)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	s := openStream(ctx, t, b, "/events?page=turn&id="+turnID)
+	s.until(t, "cb-failed")
+	code, hdr, _ := b.post(path, url.Values{"csrf": {token}}, "self")
+	if code != http.StatusSeeOther || hdr.Get("Location") != "/turns/"+turnID {
+		t.Fatalf("retry: %d %q", code, hdr.Get("Location"))
+	}
+	if got := ft.retries(); len(got) != 1 || got[0] != turnID {
+		t.Fatalf("retries = %v, want [%s]", got, turnID)
+	}
+	s.until(t, "cb-pending")
+	if _, _, body := b.get("/turns/" + turnID); !strings.Contains(body, "Retry requested: the callback is pending.") ||
+		!strings.Contains(body, `class="badge cb-pending"`) {
+		t.Errorf("no note or pending state after retry")
+	}
+
+	ft.setCallback("agent:main:x", failedCallback(), fmt.Errorf("retry-callback: %w: this store keeps no callback outbox <b>", terminal.ErrRefused))
+	if code, _, _ := b.post(path, url.Values{"csrf": {token}}, "self"); code != http.StatusSeeOther {
+		t.Fatalf("refused retry: %d, want 303 with the error shown", code)
+	}
+	_, _, body := b.get("/turns/" + turnID)
+	if !strings.Contains(body, "Retry refused: retry-callback: refused: this store keeps no callback outbox &lt;b&gt;") {
+		t.Errorf("refusal not shown (escaped) on the page")
+	}
+	if !strings.Contains(body, `class="badge cb-failed"`) {
+		t.Errorf("a refused retry changed the shown state")
+	}
+
+	ft.setCallback("agent:main:x", failedCallback(), nil)
+	if code, _, _ := b.post("/turns/turn-nope/retry-callback", url.Values{"csrf": {token}}, "self"); code != http.StatusSeeOther {
+		t.Errorf("retry of an unknown turn: %d, want 303 with the error shown", code)
+	}
+	if _, _, body := b.get("/turns/" + turnID); !strings.Contains(body, "Retry refused: retry-callback: not found: no turn turn-nope") {
+		t.Errorf("the unknown turn's refusal is not shown")
 	}
 }
