@@ -218,15 +218,20 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 		Status: store.DispatchPrepared, Anchor: anchor, PreparedAt: now}
 	t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "respond"
 	t.UpdatedAt = now
+	// A monitor that still follows the waiting Turn keeps its lease (and
+	// reads the answer's dispatch); otherwise the responder holds it while
+	// it types.
+	lease, _ := s.senderLease(ctx, t.TurnID)
 	if err := s.o.Store.WriteTurn(ctx, store.TurnWrite{Turn: t, NewDispatch: d,
 		Events: []store.TurnEvent{event(now, "terminal_message_submit_prepared", map[string]any{"message_id": msg.ID, "request_hash": hash})}}); err != nil {
+		_ = s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), lease)
 		if errors.Is(err, store.ErrTerminalBusy) || errors.Is(err, store.ErrConflict) {
 			return SendResult{}, fmt.Errorf("respond: %w: %w", ErrRefused, err)
 		}
 		return SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	s.notify()
-	outcome, derr := s.dispatch(ctx, t, d, p, a, token, msg)
+	outcome, derr := s.dispatch(ctx, lease, t, d, p, a, token, msg)
 	return SendResult{SessionID: t.SessionID, TurnID: t.TurnID, SubmissionOutcome: outcome, DoNotRetry: outcome != OutcomeNotSent}, derr
 }
 

@@ -360,9 +360,16 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		MessageID: msg.ID, MessageType: MsgTask, RequestHash: hash, Status: store.DispatchPrepared,
 		BindingID: sess.Binding.BindingID, BindingGeneration: sess.Binding.Generation, PreparedAt: now.UnixMilli(),
 	}
+	// The sender holds the Turn's monitor lease from before the Turn exists,
+	// so no host's rescan can start a monitor that writes under the send.
+	lease, err := s.senderLease(ctx, turn.TurnID)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
+	}
 	err = s.o.Store.CreateTurn(ctx, store.TurnCreate{Turn: turn, Dispatch: d,
 		Events: []store.TurnEvent{event(now.UnixMilli(), "terminal_message_submit_prepared", map[string]any{"message_id": msg.ID, "request_hash": hash})}})
 	if err != nil {
+		_ = s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), lease)
 		if errors.Is(err, store.ErrTerminalBusy) || errors.Is(err, store.ErrConflict) {
 			return SendResult{}, fmt.Errorf("send: %w: %w; wait for it, or cancel/close it first", ErrRefused, err)
 		}
@@ -370,7 +377,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	}
 	s.notify()
 	res := SendResult{SessionID: sess.SessionID, TurnID: turn.TurnID}
-	outcome, derr := s.dispatch(ctx, turn, d, p, a, token, msg)
+	outcome, derr := s.dispatch(ctx, lease, turn, d, p, a, token, msg)
 	res.SubmissionOutcome = outcome
 	res.DoNotRetry = outcome != OutcomeNotSent
 	return res, derr
@@ -564,17 +571,24 @@ func (s *Service) failSubmission(ctx context.Context, turn *store.Turn, d *store
 // sender that dies mid-send leaves the Turn to a monitor after it.
 const senderLeaseTTL = 60 * time.Second
 
-// dispatch types msg into the pane, presses Enter and waits for acceptance,
-// holding the Turn's monitor lease meanwhile so that no monitor (of any
-// process) writes the Turn under it; then it hands the Turn to the host.
-// Nothing past prepared is retried.
-func (s *Service) dispatch(ctx context.Context, turn *store.Turn, d *store.Dispatch, p Pane, a Agent, token string, msg Message) (string, error) {
+// senderLease takes the Turn's monitor lease for a send, before the write
+// that makes the Turn one a monitor follows: while a sender holds it no
+// monitor (of any process) writes the Turn.
+func (s *Service) senderLease(ctx context.Context, turnID string) (store.MonitorLease, error) {
 	now := time.Now()
-	lease, lerr := s.o.Store.AcquireMonitorLease(ctx, turn.TurnID, "send-"+uuid(), now.UnixMilli(), now.Add(senderLeaseTTL).UnixMilli())
-	outcome, err := s.dispatchLocked(ctx, turn, d, p, a, token, msg)
-	if lerr == nil {
-		_ = s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), lease)
+	l, err := s.o.Store.AcquireMonitorLease(ctx, turnID, "send-"+uuid(), now.UnixMilli(), now.Add(senderLeaseTTL).UnixMilli())
+	if errors.Is(err, store.ErrLeaseLost) {
+		return l, fmt.Errorf("%w: a monitor is still following this Turn; retry in a moment: %w", ErrRefused, err)
 	}
+	return l, err
+}
+
+// dispatch types msg into the pane, presses Enter and waits for acceptance
+// under the sender's lease, then releases it and hands the Turn to the
+// host. Nothing past prepared is retried.
+func (s *Service) dispatch(ctx context.Context, lease store.MonitorLease, turn *store.Turn, d *store.Dispatch, p Pane, a Agent, token string, msg Message) (string, error) {
+	outcome, err := s.dispatchLocked(ctx, turn, d, p, a, token, msg)
+	_ = s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), lease)
 	if outcome == OutcomeAccepted || outcome == OutcomePendingAcceptance {
 		s.startMonitor(turn.TurnID)
 	}
