@@ -136,9 +136,14 @@ func TestNewRequiresTasksAndRegistry(t *testing.T) {
 }
 
 func TestToolsGolden(t *testing.T) {
-	b := setup(t, nil)
-	cs := b.fullSession(t)
-	res, err := cs.ListTools(t.Context(), nil)
+	checkToolsGolden(t, setup(t, nil), "testdata/tools.golden.json", "TestToolsGolden")
+}
+
+// checkToolsGolden compares b's tools/list with the golden file (rewritten
+// with -update; test names the test that regenerates it) and returns it.
+func checkToolsGolden(t *testing.T, b *bundle, golden, test string) []*mcp.Tool {
+	t.Helper()
+	res, err := b.fullSession(t).ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +152,6 @@ func TestToolsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(got, '\n')
-	const golden = "testdata/tools.golden.json"
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -155,11 +159,12 @@ func TestToolsGolden(t *testing.T) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v (run go test ./server -run TestToolsGolden -update)", err)
+		t.Fatalf("%v (run go test ./server -run %s -update)", err, test)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("tools/list mismatch (-want +got):\n%s", diff)
 	}
+	return res.Tools
 }
 
 func TestToolSurfaceRules(t *testing.T) {

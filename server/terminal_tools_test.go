@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -134,38 +133,17 @@ func (f *fakeTerminals) Cancel(ctx context.Context, id string) (terminal.TurnVie
 func TestTerminalToolsGolden(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(o *server.Options) { o.Terminals = newFakeTerminals() })
-	res, err := b.fullSession(t).ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := json.MarshalIndent(res.Tools, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	const golden = "testdata/tools_terminal.golden.json"
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./server -run TestTerminalToolsGolden -update)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("tools/list mismatch (-want +got):\n%s", diff)
-	}
+	tools := checkToolsGolden(t, b, "testdata/tools_terminal.golden.json", "TestTerminalToolsGolden")
 	// The nine task-bridge tools come first, unchanged.
 	base, err := setup(t, nil).fullSession(t).ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(jsonOf(t, base.Tools), jsonOf(t, res.Tools[:len(base.Tools)])); diff != "" {
+	if diff := cmp.Diff(jsonOf(t, base.Tools), jsonOf(t, tools[:len(base.Tools)])); diff != "" {
 		t.Errorf("task-bridge tools changed with the terminal tools on (-off +on):\n%s", diff)
 	}
-	if len(res.Tools) != len(base.Tools)+6 {
-		t.Errorf("got %d tools, want %d", len(res.Tools), len(base.Tools)+6)
+	if len(tools) != len(base.Tools)+6 {
+		t.Errorf("got %d tools, want %d", len(tools), len(base.Tools)+6)
 	}
 }
 
