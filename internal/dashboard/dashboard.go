@@ -33,8 +33,14 @@ const cookieName = "clawconnect_session"
 const (
 	defaultSessionTTL  = 12 * time.Hour
 	defaultMaxSessions = 1024
+	// defaultRefresh re-reads a page that no change feed announces;
+	// defaultFeedRefresh is the safety net when the feed does.
 	defaultRefresh     = time.Second
-	heartbeat          = 15 * time.Second
+	defaultFeedRefresh = 30 * time.Second
+	// healthRefresh re-reads the Health page (gateway states and process
+	// heartbeats are not announced).
+	healthRefresh = 2 * time.Second
+	heartbeat     = 15 * time.Second
 )
 
 // csp is the Content-Security-Policy of every response: nothing inline,
@@ -48,9 +54,13 @@ type Options struct {
 	// Server is the MCP server whose tools, credentials and origin policy
 	// the dashboard shares.
 	Server *server.Server
-	// Feed, when set, wakes the event streams when another process changes
-	// a task on the page (the store's change feed).
+	// Feed, when set, wakes the event streams when any process changes a
+	// task on the page, or (when it is also a store.NewTaskFeed) creates
+	// one (the store's change feed).
 	Feed store.ChangeFeed
+	// Attachments, when set, adds the attachment lineage of its session
+	// (every record, superseded and detached ones too) to a task page.
+	Attachments AttachmentReader
 	// Terminals, when set, adds the Terminals and Turn pages over the
 	// terminal Turn service; TerminalRecords adds binding generations and
 	// Turn event logs to them.
@@ -63,9 +73,12 @@ type Options struct {
 	Runtimes []string
 	// StoreInfo describes the store for Health ("sqlite /path", "postgres").
 	StoreInfo string
-	// Refresh is the longest an open page goes without re-reading what it
-	// shows when nothing woke it; default 1 s. Streams re-read at once when
-	// the dashboard itself acts or the Feed announces a change.
+	// Refresh is the longest an open Tasks, task or Sessions page goes
+	// without re-reading what it shows when nothing woke it: default 1 s
+	// without a Feed, and 30 s with one, whose announcements wake the
+	// streams at once (the re-read only covers a lost announcement).
+	// Streams also re-read at once when the dashboard itself acts. Health
+	// re-reads at least every 2 s, the terminal pages every 2 s.
 	Refresh time.Duration
 	// SessionTTL bounds a browser login; default 12 h.
 	SessionTTL time.Duration
@@ -112,6 +125,9 @@ func New(o Options) (*Dashboard, error) {
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = defaultRefresh
+		if o.Feed != nil {
+			o.Refresh = defaultFeedRefresh
+		}
 	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = defaultSessionTTL

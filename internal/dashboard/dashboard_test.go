@@ -238,7 +238,17 @@ type stream struct {
 
 func openStream(ctx context.Context, t *testing.T, b *browser, path string) *stream {
 	t.Helper()
+	return openStreamWith(ctx, t, b, path, nil)
+}
+
+// openStreamWith is openStream with extra request headers (a reconnecting
+// EventSource's Last-Event-ID).
+func openStreamWith(ctx context.Context, t *testing.T, b *browser, path string, h http.Header) *stream {
+	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.ts.URL+path, nil)
+	for k, v := range h {
+		req.Header[k] = v
+	}
 	resp, err := b.c.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/task"
 )
 
@@ -57,7 +58,8 @@ type streamState struct {
 // the page's live fragments and sends those that changed ("swap"), and on
 // a task page the new log rows ("append"). It wakes when the dashboard
 // acts, when the store's change feed announces a change of a running task
-// on the page, and at the latest every Options.Refresh.
+// the page depends on or (on the lists) a new task, and at the latest
+// every refresh (refreshFor).
 func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -74,6 +76,12 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	}
 	st := &streamState{sent: map[string]string{}, watch: map[string]func(){}}
 	st.cursor, _ = strconv.ParseInt(qs.Get("cursor"), 10, 64)
+	// A reconnecting EventSource names the last log row it appended (the
+	// id of an "append" event): start after it, not after the rows the
+	// page was rendered with, or the log would show rows twice.
+	if seen, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && seen > st.cursor {
+		st.cursor = seen
+	}
 	defer func() {
 		for _, stop := range st.watch {
 			stop()
@@ -86,6 +94,15 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	rc := http.NewResponseController(w)
 	ctx := r.Context()
 	announced := make(chan struct{}, 1)
+	// A list learns of a new task from the feed (a nil channel, never
+	// ready, when the store cannot tell).
+	var created <-chan struct{}
+	if nf, ok := d.o.Feed.(store.NewTaskFeed); ok && (pg == "tasks" || pg == "sessions" || pg == "health") {
+		ch, stop := nf.WatchNewTasks()
+		defer stop()
+		created = ch
+	}
+	refresh := d.refreshFor(pg)
 	first := true
 	for {
 		woke := d.hub.wait()
@@ -110,10 +127,6 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 			return
 		}
 		flusher.Flush()
-		refresh := d.o.Refresh
-		if pg == "terminals" || pg == "turn" {
-			refresh = max(refresh, terminalsRefresh)
-		}
 		timer := time.NewTimer(refresh)
 		select {
 		case <-ctx.Done():
@@ -121,10 +134,27 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 			return
 		case <-woke:
 		case <-announced:
+		case <-created:
 		case <-timer.C:
 		}
 		timer.Stop()
 	}
+}
+
+// refreshFor is the longest page pg goes without re-reading when nothing
+// woke it. Tasks, a task and sessions are announced by the change feed, so
+// Options.Refresh is only a safety net there (for a lost announcement, or
+// a provisional outcome replaced later). Health shows gateway states and
+// process heartbeats, which no feed announces, and the terminal pages
+// capture every pane on each look: each has a period of its own.
+func (d *Dashboard) refreshFor(pg string) time.Duration {
+	switch pg {
+	case "health":
+		return min(d.o.Refresh, healthRefresh)
+	case "terminals", "turn":
+		return terminalsRefresh
+	}
+	return d.o.Refresh
 }
 
 // syncWatches keeps one change-feed watch per running task on the page.
@@ -192,11 +222,7 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range b.Rows {
-			if !r.Finished {
-				running = append(running, r.TaskID)
-			}
-		}
+		running = b.Running
 		if err := render("tasks-rows", b); err != nil {
 			return nil, err
 		}
@@ -209,10 +235,15 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 		if err != nil {
 			return nil, err
 		}
-		if !t.IsTerminal {
-			running = append(running, t.TaskID)
+		// Watched even when it ended: a provisional outcome may still be
+		// replaced by the real one.
+		running = append(running, t.TaskID)
+		b := taskBody{Task: t, Running: !t.IsTerminal, CSRF: q.sess.csrf}
+		d.withAttachments(ctx, &b, t)
+		if err := render("task-head", b); err != nil {
+			return nil, err
 		}
-		if err := render("task-head", taskBody{Task: t, Running: !t.IsTerminal, CSRF: q.sess.csrf}); err != nil {
+		if err := render("task-lineage", b); err != nil {
 			return nil, err
 		}
 		var fresh []task.LogEntry
@@ -227,12 +258,22 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 			if err := d.tpl.ExecuteTemplate(&b, "log-rows", fresh); err != nil {
 				return nil, err
 			}
+			// The id is the log cursor the page has reached (see events).
+			fmt.Fprintf(buf, "id: %d\n", st.cursor)
 			writeEvent(buf, "append", fragment{ID: "log-rows", HTML: b.String()})
 		}
 	case "sessions":
 		b, err := d.sessionsData(ctx, q)
 		if err != nil {
 			return nil, err
+		}
+		// A session's last result changes when its running task ends.
+		active, err := q.caller.ListTasks(ctx, task.ViewActive)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range active {
+			running = append(running, r.TaskID)
 		}
 		if err := render("sessions-rows", b); err != nil {
 			return nil, err
@@ -242,6 +283,7 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 		if err != nil {
 			return nil, err
 		}
+		running = b.Running
 		if err := render("health-live", b); err != nil {
 			return nil, err
 		}
@@ -279,7 +321,9 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 			writeEvent(buf, "swap", fragment{ID: id, HTML: html})
 			st.sent[id] = html
 		}
-		buf.WriteString("event: live\ndata: {}\n\n")
+		// The server's clock lets the page tick elapsed times between
+		// events without trusting the browser's clock.
+		writeEvent(buf, "live", map[string]int64{"now": d.o.Now().UnixMilli()})
 	}
 	return running, nil
 }

@@ -75,6 +75,7 @@ func newRigWith(t testing.TB, tokens string, shared bool, edit func(*dashboard.O
 		Refresh: 200 * time.Millisecond}
 	o.Feed, _ = b.SharedStore().(store.ChangeFeed)
 	o.Processes, _ = b.SharedStore().(dashboard.ProcessLister)
+	o.Attachments, _ = b.SharedStore().(dashboard.AttachmentReader)
 	if edit != nil {
 		edit(&o)
 	}
