@@ -299,15 +299,25 @@ func (d *Dashboard) setFlash(s *session, msg string) {
 // sent one) must be the server's own or an allowed one, and its form must
 // carry the session's CSRF token.
 func (d *Dashboard) checkAction(r *http.Request, s *session) error {
+	if err := d.checkSite(r); err != nil {
+		return err
+	}
+	got := r.PostFormValue("csrf")
+	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+		return errors.New("the form is stale or was not sent by this dashboard: reload the page and try again")
+	}
+	return nil
+}
+
+// checkSite refuses a request from another site: an Origin that is not
+// the server's own or an allowed one, or, without an Origin, a browser's
+// Sec-Fetch-Site of cross-site.
+func (d *Dashboard) checkSite(r *http.Request) error {
 	if !d.srv.AllowOrigin(r) {
 		return errors.New("cross-origin request refused")
 	}
 	if r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") == "cross-site" {
 		return errors.New("cross-site request refused")
-	}
-	got := r.PostFormValue("csrf")
-	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
-		return errors.New("the form is stale or was not sent by this dashboard: reload the page and try again")
 	}
 	return nil
 }
@@ -328,8 +338,10 @@ func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 // login checks the posted token as /mcp would and opens a session.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if !d.srv.AllowOrigin(r) {
-		http.Error(w, "cross-origin sign-in refused", http.StatusForbidden)
+	// A sign-in from another site could log the browser in as someone
+	// else (login CSRF).
+	if err := d.checkSite(r); err != nil {
+		http.Error(w, "sign-in refused: "+err.Error(), http.StatusForbidden)
 		return
 	}
 	token := r.PostFormValue("token")
