@@ -39,8 +39,8 @@ const (
 	defaultFeedRefresh = 30 * time.Second
 	// healthRefresh re-reads the Health page (gateway states and process
 	// heartbeats are not announced).
-	healthRefresh = 2 * time.Second
-	heartbeat     = 15 * time.Second
+	healthRefresh    = 2 * time.Second
+	defaultHeartbeat = 15 * time.Second
 )
 
 // csp is the Content-Security-Policy of every response: nothing inline,
@@ -80,6 +80,9 @@ type Options struct {
 	// Streams also re-read at once when the dashboard itself acts. Health
 	// re-reads at least every 2 s, the terminal pages every 2 s.
 	Refresh time.Duration
+	// Heartbeat is how often a quiet event stream sends a comment, so that
+	// proxies keep it open; default 15 s.
+	Heartbeat time.Duration
 	// SessionTTL bounds a browser login; default 12 h.
 	SessionTTL time.Duration
 	// Now is the clock; nil means time.Now.
@@ -128,6 +131,9 @@ func New(o Options) (*Dashboard, error) {
 		if o.Feed != nil {
 			o.Refresh = defaultFeedRefresh
 		}
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = defaultHeartbeat
 	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = defaultSessionTTL

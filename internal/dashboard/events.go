@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -106,7 +107,7 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	first := true
 	for {
 		woke := d.hub.wait()
-		_ = rc.SetWriteDeadline(time.Now().Add(2 * heartbeat))
+		_ = rc.SetWriteDeadline(time.Now().Add(2 * d.o.Heartbeat))
 		var buf bytes.Buffer
 		running, err := d.streamOnce(ctx, &buf, q, pg, qs, st, first)
 		if err != nil {
@@ -119,25 +120,57 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 			return
 		}
 		first = false
-		d.syncWatches(st, running, announced)
-		if buf.Len() == 0 {
-			buf.WriteString(": keep-alive\n\n")
+		// A task's change between the read above and its new watch would
+		// be announced to nobody: after adding a watch, read once more
+		// (what changed since is then either in that read or announced).
+		reread := d.syncWatches(st, running, announced)
+		if buf.Len() > 0 {
+			if _, err := w.Write(buf.Bytes()); err != nil {
+				return
+			}
+			flusher.Flush()
 		}
-		if _, err := w.Write(buf.Bytes()); err != nil {
+		if reread {
+			continue
+		}
+		if !d.idle(ctx, w, rc, flusher, refresh, woke, announced, created) {
 			return
 		}
-		flusher.Flush()
-		timer := time.NewTimer(refresh)
+	}
+}
+
+// idle waits until something wakes the stream or refresh has passed,
+// sending a comment every Heartbeat meanwhile, so that proxies keep the
+// connection and the write deadline never lapses on a quiet page. It
+// returns false when the stream should end.
+func (d *Dashboard) idle(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, flusher http.Flusher,
+	refresh time.Duration, woke, announced, created <-chan struct{}) bool {
+	due := time.Now().Add(refresh)
+	for {
+		wait := min(time.Until(due), d.o.Heartbeat)
+		if wait <= 0 {
+			return true
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return
+			return false
 		case <-woke:
 		case <-announced:
 		case <-created:
 		case <-timer.C:
+			if time.Now().Before(due) {
+				_ = rc.SetWriteDeadline(time.Now().Add(2 * d.o.Heartbeat))
+				if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+					return false
+				}
+				flusher.Flush()
+				continue
+			}
 		}
 		timer.Stop()
+		return true
 	}
 }
 
@@ -157,10 +190,11 @@ func (d *Dashboard) refreshFor(pg string) time.Duration {
 	return d.o.Refresh
 }
 
-// syncWatches keeps one change-feed watch per running task on the page.
-func (d *Dashboard) syncWatches(st *streamState, running []string, announced chan struct{}) {
+// syncWatches keeps one change-feed watch per running task on the page,
+// and reports whether it added one.
+func (d *Dashboard) syncWatches(st *streamState, running []string, announced chan struct{}) (added bool) {
 	if d.o.Feed == nil {
-		return
+		return false
 	}
 	want := map[string]bool{}
 	for _, id := range running {
@@ -188,6 +222,7 @@ func (d *Dashboard) syncWatches(st *streamState, running []string, announced cha
 			}
 		}()
 		st.watch[id] = func() { stop(); close(done) }
+		added = true
 	}
 	for id, stop := range st.watch {
 		if !want[id] {
@@ -195,6 +230,7 @@ func (d *Dashboard) syncWatches(st *streamState, running []string, announced cha
 			delete(st.watch, id)
 		}
 	}
+	return added
 }
 
 // streamOnce renders the page's fragments into buf (only those that
@@ -263,17 +299,20 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 			writeEvent(buf, "append", fragment{ID: "log-rows", HTML: b.String()})
 		}
 	case "sessions":
-		b, err := d.sessionsData(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		// A session's last result changes when its running task ends.
+		// A session's last result changes when its running task ends. The
+		// running tasks are read first: one that ends after this read is
+		// watched (and read again, see events), one that ended before shows
+		// its result in the sessions read below.
 		active, err := q.caller.ListTasks(ctx, task.ViewActive)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range active {
 			running = append(running, r.TaskID)
+		}
+		b, err := d.sessionsData(ctx, q)
+		if err != nil {
+			return nil, err
 		}
 		if err := render("sessions-rows", b); err != nil {
 			return nil, err

@@ -149,3 +149,24 @@ func TestTaskPageShowsAttachmentLineage(t *testing.T) {
 	s := openStream(ctx2, t, alice, "/events?page=task&id="+second.JobID+"&cursor=0")
 	s.until(t, `"id":"task-lineage"`)
 }
+
+// TestQuietStreamStaysOpen: a page nothing changes on gets a comment every
+// Heartbeat (its write deadline is two heartbeats), and an announcement
+// long after the last change still reaches it on the same connection.
+func TestQuietStreamStaysOpen(t *testing.T) {
+	r := newRigWith(t, "", false, func(o *dashboard.Options) {
+		o.Refresh, o.Heartbeat = time.Hour, 50*time.Millisecond
+	})
+	b := r.browser(t)
+	b.get("/")
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	s := openStream(ctx, t, b, "/events?page=tasks")
+	s.until(t, "event: live")
+	// Six heartbeats: three times the write deadline.
+	for range 6 {
+		s.until(t, ": keep-alive")
+	}
+	id := r.run(t, "alpha", "HOLD after a quiet spell", "")
+	s.until(t, `data-task=\"`+id+`\"`)
+}
