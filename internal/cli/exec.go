@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawconnect/clawconnect/executor"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/runtime/claudecode"
 	"github.com/clawconnect/clawconnect/runtime/codex"
 	"github.com/clawconnect/clawconnect/runtime/openclaw"
@@ -142,6 +143,19 @@ code follows the done reason: 0 success, 1 error, 6 max_turns, 130 aborted.`,
 	return cmd
 }
 
+// cliBinary is the binary exec starts for a CLI runtime
+// (CLAWCONNECT_CLAUDE_BIN, CLAWCONNECT_CODEX_BIN); "" means the adapter's
+// name on PATH.
+func cliBinary(sv settings.Values, id executor.RuntimeID) string {
+	switch id {
+	case claudecode.ID:
+		return sv.ClaudeBin
+	case codex.ID:
+		return sv.CodexBin
+	}
+	return ""
+}
+
 // execRuntime builds the adapter for f.runtime and the session key to use,
 // plus a cleanup to run when done.
 func execRuntime(ctx context.Context, env Env, f *execFlags) (executor.RuntimeAdapter, string, func(), error) {
@@ -150,11 +164,11 @@ func execRuntime(ctx context.Context, env Env, f *execFlags) (executor.RuntimeAd
 	environ := execEnviron(env)
 	switch executor.RuntimeID(f.runtime) {
 	case claudecode.ID:
-		a := claudecode.New(claudecode.Options{Binary: sv.ClaudeBin, Environ: environ, Dir: f.cwd,
+		a := claudecode.New(claudecode.Options{Binary: cliBinary(sv, claudecode.ID), Environ: environ, Dir: f.cwd,
 			Logger: logger})
 		return a, "exec", func() { dispose(a) }, nil
 	case codex.ID:
-		a := codex.New(codex.Options{Binary: sv.CodexBin, Environ: environ, Dir: f.cwd,
+		a := codex.New(codex.Options{Binary: cliBinary(sv, codex.ID), Environ: environ, Dir: f.cwd,
 			Logger: logger})
 		return a, "exec", func() { dispose(a) }, nil
 	case openclaw.ID:
