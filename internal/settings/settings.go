@@ -386,7 +386,7 @@ func gatewayURL(raw string) error {
 
 func postgresURL(raw string) error {
 	if !strings.HasPrefix(raw, "postgres://") && !strings.HasPrefix(raw, "postgresql://") {
-		return &problem{"not a postgres:// or postgresql:// URL", "give postgres://user:pass@host/db, or unset it to use the embedded SQLite store"}
+		return &problem{"not a postgres:// or postgresql:// URL", "give the database's postgres:// URL (e.g. postgres://clawconnect@db.example/clawconnect), or unset it to use the embedded SQLite store"}
 	}
 	if _, err := url.Parse(raw); err != nil {
 		return &problem{"not a valid URL", "check its escaping (percent-encode special characters in the password)"}
