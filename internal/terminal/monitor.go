@@ -199,6 +199,7 @@ func (h *Host) rescan(ctx context.Context) {
 	for _, t := range turns {
 		h.Watch(t.TurnID)
 	}
+	h.rescanWatches(ctx)
 }
 
 // Watch starts a monitor for the Turn unless this host already runs one.
@@ -226,8 +227,13 @@ func (h *Host) Watch(turnID string) {
 func (h *Host) monitor(ctx context.Context, turnID string) {
 	defer h.wg.Done()
 	for {
-		m := &monitor{h: h, s: h.s, turnID: turnID}
-		if err := m.run(ctx); err != nil && ctx.Err() == nil {
+		var err error
+		if isWatchID(turnID) {
+			err = (&watcher{h: h, s: h.s, id: turnID}).run(ctx)
+		} else {
+			err = (&monitor{h: h, s: h.s, turnID: turnID}).run(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
 			h.log.Warn("terminal monitor stopped", "turn_id", turnID, "err", err)
 		}
 		h.mu.Lock()
