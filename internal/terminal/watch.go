@@ -19,6 +19,9 @@ import (
 // notification per approval prompt — through the callback outbox into the
 // OpenClaw session that asked for the watch.
 
+// activeTaskWait bounds the look for a running task's record.
+const activeTaskWait = 3 * time.Second
+
 // DefaultWatchTimeout is a watch's hard lifetime when none is given.
 const DefaultWatchTimeout = 720 * time.Minute
 
@@ -162,7 +165,19 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 			return WatchView{}, fmt.Errorf("watch: anchor the session file: %w", err)
 		}
 	default:
-		if anchor, err = finder.ActiveTaskAnchor(ctx, p, id); err != nil {
+		// The screen shows work a moment before the session file records
+		// the task: look for it a little while.
+		for deadline := time.Now().Add(activeTaskWait); ; {
+			if anchor, err = finder.ActiveTaskAnchor(ctx, p, id); err == nil || time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return WatchView{}, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if err != nil {
 			return WatchView{}, fmt.Errorf("watch: %w: the agent is %s but its running task cannot be found in its session file (%v); start the watch before the human presses Enter",
 				ErrRefused, sc.Activity, Redact(err.Error()))
 		}
