@@ -160,8 +160,8 @@ already ended is shown unchanged.`,
 func terminalWatchStatusCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "watch-status WATCH_ID",
-		Short: "Show a watch: status, the task seen, how it ended, its notifications' delivery",
+		Use:     "watch-status WATCH_ID",
+		Short:   "Show a watch: status, the task seen, how it ended, its notifications' delivery",
 		Example: `  clawconnect terminal watch-status watch-20260101T120000-1a2b3c4d --json`,
 		Args:    exactArgs(1, "watch-status: usage: clawconnect terminal watch-status WATCH_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
