@@ -30,18 +30,18 @@ func TestParseStatusCards(t *testing.T) {
 		ok     bool
 	}{
 		{"codex 0.171.0 card", ParseCodexStatus, codexScreen, StatusCard{
-			Version: "0.171.0", Model: "fake-model", SessionID: "01a232b5-ad6c-73c0-915d-ea5015aac435", Workspace: "/home/dev/project",
+			Version: "0.171.0", Model: "fake-model", SessionID: "01a232b5-ad6c-73c0-915d-ea5015aac435", Workspace: "/srv/project",
 			Fields: map[string]string{
-				"Model": "fake-model (reasoning none, summaries auto)", "Model provider": "fake", "Directory": "/home/dev/project",
+				"Model": "fake-model (reasoning none, summaries auto)", "Model provider": "fake", "Directory": "/srv/project",
 				"Permissions": "Workspace (Ask for approval)", "Agents.md": "<none>", "Collaboration mode": "Default",
 				"Session": "01a232b5-ad6c-73c0-915d-ea5015aac435", "Token usage": "0 total (0 input + 0 output)", "Limits": "data not available yet",
 			}}, true},
 		{"codex draft is no card", ParseCodexStatus, readInspectScreen(t, "codex-draft.txt"), StatusCard{}, false},
 		{"claude 2.1.332 status tab", ParseClaudeStatus, claudeScreen, StatusCard{
-			Version: "2.1.332", Model: "fake-model", SessionID: "b19a4240-e8c7-41f5-8fb5-fd5e9714f326", Workspace: "/home/dev/project",
+			Version: "2.1.332", Model: "fake-model", SessionID: "b19a4240-e8c7-41f5-8fb5-fd5e9714f326", Workspace: "/srv/project",
 			Fields: map[string]string{
 				"Version": "2.1.332", "Session name": "/rename to add a name", "Session ID": "b19a4240-e8c7-41f5-8fb5-fd5e9714f326",
-				"Session kind": "interactive", "cwd": "/home/dev/project", "Model": "fake-model", "Setting sources": "User settings",
+				"Session kind": "interactive", "cwd": "/srv/project", "Model": "fake-model", "Setting sources": "User settings",
 				"Managed settings (remote)": "not fetched — not available with a custom ANTHROPIC_BASE_URL",
 				"Organization policy":       "not fetched with a custom ANTHROPIC_BASE_URL", "Auto mode server": "Enabled",
 				"Features": "some aren't available while CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC is set, such as /advisor, /artifact-diagramming, /design, /design-login, /design-sync, /import,",
