@@ -61,6 +61,12 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 	if err := s.ourTurnRuns(ctx, p); err != nil {
 		return InspectResult{}, fmt.Errorf("inspect: %w", err)
 	}
+	if id, err := s.activeWatch(ctx, p.Key); err != nil {
+		return InspectResult{}, fmt.Errorf("inspect: %w", err)
+	} else if id != "" {
+		// The typed command could pass for the task the watch waits for.
+		return InspectResult{}, fmt.Errorf("inspect: %w: watch %s follows this pane; unwatch it first", ErrRefused, id)
+	}
 	if _, err := s.checkScreen(ctx, a, p); err != nil {
 		return InspectResult{}, fmt.Errorf("inspect: %w", err)
 	}

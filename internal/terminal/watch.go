@@ -209,6 +209,19 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 	return s.watchView(ctx, w), nil
 }
 
+// activeWatch returns the id of the terminal key's active watch, or "".
+func (s *Service) activeWatch(ctx context.Context, terminalKey string) (string, error) {
+	ws, ok := s.o.Store.(store.WatchStore)
+	if !ok {
+		return "", nil
+	}
+	list, err := ws.TerminalWatches(ctx, terminalKey, 1)
+	if err != nil || len(list) == 0 || list[0].Status != store.WatchActive {
+		return "", err
+	}
+	return list[0].WatchID, nil
+}
+
 // WatchStatus returns the watch and its notifications' delivery state.
 func (s *Service) WatchStatus(ctx context.Context, watchID string) (WatchView, error) {
 	w, err := s.getWatch(ctx, watchID)

@@ -204,6 +204,12 @@ func (m *watcher) check(ctx context.Context) (bool, time.Time, error) {
 			dead = false
 		}
 	}
+	if d, err := m.s.o.Store.GetDispatch(ctx, w.TerminalKey); err == nil && d.PreparedAt >= w.CreatedAt {
+		// ClawConnect sent a Turn into the pane: it is followed as that
+		// Turn, never reported as the human's task.
+		return true, never, m.settle(ctx, w, WatchKindInvalidated, "clawconnect_turn_sent",
+			"A ClawConnect Turn ("+d.TurnID+") was sent to the watched pane; it is followed as that Turn and the watch stopped.", d.TurnID)
+	}
 	anchor := m.anchorOf(w)
 	if w.NativeTurnID == "" {
 		acc, err := m.find.StartedTask(ctx, m.pane, w.Anchor)

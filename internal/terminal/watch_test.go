@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -263,6 +264,33 @@ func TestWatchResumedByANewHostAndTimesOut(t *testing.T) {
 		t.Fatalf("timed out watch = %+v", got)
 	}
 	if n := r.notifications(v.WatchID); len(n) != 1 || n[0][:24] != "watch_timed_out/error/Th" {
+		t.Fatalf("notifications = %v", n)
+	}
+}
+
+func TestWatchYieldsToATurnOfOursAndBlocksInspect(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 306)
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.Inspect(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), v.WatchID) {
+		t.Fatalf("inspect of a watched pane: %v, want a refusal naming %s", err, v.WatchID)
+	}
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "ours"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.waitWatch(v.WatchID, store.WatchInvalidated)
+	if got.Settlement.Match != "clawconnect_turn_sent" || got.NativeTurnID != "" {
+		t.Fatalf("watch after our send = %+v", got)
+	}
+	a.finish("our reply", false)
+	r.waitStatus(res.TurnID, store.TurnIdle)
+	if n := r.notifications(v.WatchID); len(n) != 1 || !strings.HasPrefix(n[0], "watch_invalidated/error/A ClawConnect Turn") {
 		t.Fatalf("notifications = %v", n)
 	}
 }
