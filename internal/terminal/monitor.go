@@ -202,8 +202,9 @@ func (h *Host) rescan(ctx context.Context) {
 	h.rescanWatches(ctx)
 }
 
-// Watch starts a monitor for the Turn unless this host already runs one.
-// Before Run it queues the Turn. It never blocks.
+// Watch starts a monitor for the Turn (or the follower of a terminal
+// watch, for a "watch-" id) unless this host already runs one. Before Run
+// it queues the id. It never blocks.
 func (h *Host) Watch(turnID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
