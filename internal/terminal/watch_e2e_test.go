@@ -27,8 +27,18 @@ func TestE2EInspectStatusCard(t *testing.T) {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			model := fakemodel.New(t, fakemodel.Options{})
 			rp := startRealTUI(t, tc.kind, model)
-			svc, _ := newRealService(t, rp)
+			svc, st := newRealService(t, rp)
+			runHost(t, svc)
 			ctx := t.Context()
+			// A managed Session first: inspect must not count as human
+			// input, so its exact context stays sendable afterwards.
+			first, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=before-inspect"})
+			if err != nil {
+				t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
+			}
+			waitTurnStatus(t, svc, first.TurnID, 90*time.Second, store.TurnIdle)
+			waitCheckpoint(t, st, first.SessionID)
+			waitSendable(t, svc, rp)
 			res, err := svc.Inspect(ctx, rp.pane.TerminalID)
 			if err != nil {
 				t.Fatalf("inspect: %v; screen:\n%s", err, rp.debug())
@@ -37,18 +47,22 @@ func TestE2EInspectStatusCard(t *testing.T) {
 				res.Workspace != rp.pane.Cwd || !res.ComposerEmpty {
 				t.Fatalf("inspect = %+v (pane cwd %s)", res, rp.pane.Cwd)
 			}
-			if id, err := rp.agent.Identify(ctx, rp.pane); err == nil && id.ThreadID != "" && !strings.EqualFold(id.ThreadID, res.SessionID) {
-				t.Fatalf("card session %s, native identity %s", res.SessionID, id.ThreadID)
+			id, err := rp.agent.Identify(ctx, rp.pane)
+			if err != nil || !strings.EqualFold(id.ThreadID, res.SessionID) {
+				t.Fatalf("card session %s, native identity %+v, %v", res.SessionID, id, err)
 			}
 			sc := rp.agent.Screen(rp.screen())
 			if sc.Activity != "idle" || !sc.ComposerEmpty || sc.Dialog {
 				t.Fatalf("pane after inspect = %+v; screen:\n%s", sc, rp.debug())
 			}
 			t.Logf("%s card: version %s model %s session %s fields %d", tc.kind, res.Version, res.Model, res.SessionID, len(res.Fields))
-			// The pane still takes a send.
-			sent, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=after-inspect"})
+			// The exact Session still takes a send.
+			sent, err := svc.Send(ctx, SendRequest{SessionID: first.SessionID, Request: "Reply with ECHO=after-inspect"})
 			if err != nil || sent.SubmissionOutcome != OutcomeAccepted {
-				t.Fatalf("send after inspect: %+v, %v; screen:\n%s", sent, err, rp.debug())
+				t.Fatalf("session_exact send after inspect: %+v, %v; screen:\n%s", sent, err, rp.debug())
+			}
+			if v := waitTurnStatus(t, svc, sent.TurnID, 90*time.Second, store.TurnIdle); v.Result.Text != "after-inspect" {
+				t.Fatalf("turn after inspect = %+v", v)
 			}
 		})
 	}
