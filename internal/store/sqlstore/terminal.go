@@ -263,6 +263,10 @@ func (db *DB) checkDispatchFree(ctx context.Context, tx *txn, key, exceptTurn st
 	if cur.TurnID == exceptTurn && cur.Status == store.DispatchAgentAccepted {
 		return cur.GenerationID, nil
 	}
+	if cur.Blocks(owner) && cur.MessageType == store.DispatchTransition {
+		return "", fmt.Errorf("native thread transition %s owns the terminal's next input (%s): %w",
+			cur.MessageID, cur.Status, store.ErrTerminalBusy)
+	}
 	if cur.Blocks(owner) {
 		return "", fmt.Errorf("turn %s owns the terminal's next input (dispatch %s, turn %s): %w",
 			cur.TurnID, cur.Status, owner, store.ErrTerminalBusy)
