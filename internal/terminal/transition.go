@@ -237,9 +237,6 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 		if !ok {
 			return fail(fmt.Errorf("%w: the %s reader has no native thread controls", ErrRefused, p.Agent))
 		}
-		if version, plan, err = tc.ThreadPlan(ctx, p, kind, thread); err != nil {
-			return fail(err)
-		}
 		if kind == store.TransitionResumeThread {
 			if strings.EqualFold(thread, id.ThreadID) {
 				return fail(fmt.Errorf("%w: thread %s is already the pane's current thread", ErrRefused, thread))
@@ -257,6 +254,9 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 			if !found {
 				return fail(fmt.Errorf("%w: thread %s is not a resumable thread of this pane's workspace; `clawconnect terminal threads %s` lists them", ErrNotFound, thread, terminalID))
 			}
+		}
+		if version, plan, err = tc.ThreadPlan(ctx, p, kind, thread); err != nil {
+			return fail(err)
 		}
 		if _, err := s.checkScreen(ctx, a, p); err != nil {
 			return fail(err)
