@@ -144,6 +144,7 @@ dialog open, process changed, Turn failed), 2 bad arguments or a malformed id,
 	cmd.AddCommand(terminalListCmd(env), terminalSendCmd(env), terminalStatusCmd(env), terminalRespondCmd(env),
 		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalRetryCallbackCmd(env),
 		terminalDaemonCmd(env), terminalModuleCmd(env))
+	cmd.AddCommand(terminalThreadCmds(env)...)
 	return cmd
 }
 

@@ -26,13 +26,13 @@ type Action struct {
 
 // TerminalRow is one live agent pane.
 type TerminalRow struct {
-	ID              string   `json:"id"`
-	Agent           string   `json:"agent"`
-	PID             int      `json:"pid"`
-	Cwd             string   `json:"cwd"`
-	ActivityState   string   `json:"activity_state"`
-	ManagementState string   `json:"management_state"`
-	SessionID       string   `json:"session_id,omitempty"`
+	ID              string `json:"id"`
+	Agent           string `json:"agent"`
+	PID             int    `json:"pid"`
+	Cwd             string `json:"cwd"`
+	ActivityState   string `json:"activity_state"`
+	ManagementState string `json:"management_state"`
+	SessionID       string `json:"session_id,omitempty"`
 	// BindingGeneration is the generation of the pane's current binding
 	// (0 while unmanaged); a thread transition advances it.
 	BindingGeneration int64 `json:"binding_generation"`
