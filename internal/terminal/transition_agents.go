@@ -209,11 +209,28 @@ func codexFirstPrompt(path string) string {
 			Type    string `json:"type"`
 			Payload struct {
 				Type    string `json:"type"`
+				Role    string `json:"role"`
 				Message string `json:"message"`
+				Content []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
 			} `json:"payload"`
 		}
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Type == "event_msg" && r.Payload.Type == "user_message" && r.Payload.Message != "" {
+		if json.Unmarshal(sc.Bytes(), &r) != nil {
+			continue
+		}
+		// The user's request: a user message item (Codex 0.171.0), or the
+		// older user_message event; context items start with "<".
+		if r.Type == "event_msg" && r.Payload.Type == "user_message" && r.Payload.Message != "" {
 			return threadTitle(r.Payload.Message)
+		}
+		if r.Type == "response_item" && r.Payload.Type == "message" && r.Payload.Role == "user" {
+			for _, c := range r.Payload.Content {
+				if c.Type == "input_text" && c.Text != "" && !strings.HasPrefix(c.Text, "<") {
+					return threadTitle(c.Text)
+				}
+			}
 		}
 	}
 	return ""

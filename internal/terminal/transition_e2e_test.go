@@ -301,3 +301,32 @@ func TestE2EClaudeTransitionKilled(t *testing.T) {
 		t.Fatalf("send after recovery went to %s, want %s", after.SessionID, tr.TargetSessionID)
 	}
 }
+
+// TestE2ECodexThreadsListedTransitionsRefused: Codex 0.171.0 lists its
+// workspace's threads from the rollouts, and refuses thread transitions
+// with the measured reason (nothing is typed).
+func TestE2ECodexThreadsListedTransitionsRefused(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.Codex, model)
+	svc, st := newRealService(t, rp)
+	runHost(t, svc)
+	ctx := t.Context()
+	res := sendAndWait(t, svc, rp, "remember MARK-CODEX-3 ECHO=codex-done", "codex-done")
+	turn, _ := st.GetTurn(ctx, res.TurnID)
+	th, err := svc.Threads(ctx, rp.pane.TerminalID)
+	if err != nil || len(th.Threads) != 1 || th.Threads[0].ID != turn.NativeThreadID || !th.Threads[0].Current ||
+		!strings.Contains(th.Threads[0].Title, "MARK-CODEX-3") || th.Threads[0].SessionID != res.SessionID {
+		t.Fatalf("codex threads = %+v, %v", th, err)
+	}
+	before := rp.screen()
+	if _, err := svc.NewThread(ctx, rp.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), CodexThreadVersion) {
+		t.Fatalf("codex new-thread: %v", err)
+	}
+	if strings.Contains(rp.screen(), "/clear") || strings.Contains(rp.screen(), "/new") {
+		t.Fatalf("a refused transition typed into the pane:\n%s\n---\n%s", before, rp.screen())
+	}
+	var ts store.TransitionStore = st.(store.TransitionStore)
+	if open, _ := ts.OpenTransitions(ctx, 10); len(open) != 0 {
+		t.Fatalf("refused transition recorded: %+v", open)
+	}
+}
