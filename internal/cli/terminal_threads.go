@@ -188,7 +188,7 @@ mid-way, so the terminal takes input again:
 		`  clawconnect terminal resolve-transition transition-6f1c… --adopt`,
 		func(ctx context.Context, api threadAPI, args []string, w io.Writer, asJSON bool) error {
 			if adopt == abort {
-				return &ExitError{Code: ExitUsage, Err: fmt.Errorf("resolve-transition: pass exactly one of --adopt or --abort")}
+				return fmt.Errorf("resolve-transition: %w: pass exactly one of --adopt or --abort", terminal.ErrBadInput)
 			}
 			v, err := api.ResolveTransition(ctx, args[0], adopt)
 			if v.TransitionID != "" {
