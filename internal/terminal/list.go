@@ -156,7 +156,7 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 	if r.CurrentTurn != nil && store.TurnSendBlocking(r.CurrentTurn.Status) {
 		blocked = append(blocked, "turn "+r.CurrentTurn.TurnID+" is "+r.CurrentTurn.Status)
 	}
-	if d, err := s.o.Store.GetDispatch(ctx, p.Key); err == nil {
+	if d, err := s.o.Store.GetDispatch(ctx, p.Key); err == nil && d.MessageType != store.DispatchTransition {
 		owner := ""
 		if t, err := s.o.Store.GetTurn(ctx, d.TurnID); err == nil {
 			owner = t.Status
