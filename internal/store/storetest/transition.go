@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -44,6 +46,7 @@ func RunTransition(t *testing.T, newStore NewTransitionStore) {
 		{"UncertainBlocksAbortFrees", testTransitionUncertain},
 		{"CommitIsAtomic", testTransitionAtomic},
 		{"ResumeReactivatesADetachedSession", testTransitionReactivate},
+		{"SendAndTransitionSerialize", testTransitionRacesSend},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -355,5 +358,36 @@ func testTransitionReactivate(t *testing.T, s TransitionStores) {
 	other.TargetThreadID = "T0"
 	if err := s.PrepareTransition(ctx, other); !errors.Is(err, store.ErrThreadBound) {
 		t.Fatalf("resume of a bound session's thread: %v, want ErrThreadBound", err)
+	}
+}
+
+// testTransitionRacesSend runs a send and a transition on one Session at
+// the same time, many times: exactly one of them takes the terminal.
+func testTransitionRacesSend(t *testing.T, s TransitionStores) {
+	ctx := t.Context()
+	for i := range 20 {
+		key := fmt.Sprintf("k-race-%d", i)
+		a := TermSession(fmt.Sprintf("session-race-%d", i), fmt.Sprintf("T-race-%d", i), key)
+		mustCreateSession(t, s, a)
+		var wg sync.WaitGroup
+		var sendErr, prepErr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			sendErr = s.CreateTurn(ctx, NewTurn(fmt.Sprintf("turn-race-%d", i), a, 100))
+		}()
+		go func() {
+			defer wg.Done()
+			prepErr = s.PrepareTransition(ctx, Transition(fmt.Sprintf("transition-race-%d", i), store.TransitionNewThread, a, key, fmt.Sprintf("session-race-new-%d", i)))
+		}()
+		wg.Wait()
+		if (sendErr == nil) == (prepErr == nil) {
+			t.Fatalf("round %d: send %v, transition %v: exactly one must take the terminal", i, sendErr, prepErr)
+		}
+		for _, err := range []error{sendErr, prepErr} {
+			if err != nil && !errors.Is(err, store.ErrTerminalBusy) {
+				t.Fatalf("round %d: the loser failed with %v, want ErrTerminalBusy", i, err)
+			}
+		}
 	}
 }
