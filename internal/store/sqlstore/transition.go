@@ -40,44 +40,44 @@ func decodeTransition(id string, v int64, data string) (*store.Transition, error
 
 // unresolved returns why the terminal cannot take a transition now ("" if
 // it can): a send-blocking Turn or an undelivered callback of the Session,
-// a blocking ledger entry, or another open transition.
-func (db *DB) unresolved(ctx context.Context, tx *txn, t *store.Transition) (string, error) {
+// a blocking ledger entry, or another open transition. prev is the ledger
+// generation read (and locked) on the way ("" when there is none).
+func (db *DB) unresolved(ctx context.Context, tx *txn, t *store.Transition) (why, prev string, err error) {
 	if t.FromSessionID != "" {
 		var turn, status string
-		err := tx.QueryRowContext(ctx, `SELECT turn_id, status FROM term_turns WHERE session_id = ?
+		err = tx.QueryRowContext(ctx, `SELECT turn_id, status FROM term_turns WHERE session_id = ?
 			AND status IN ('created','running','waiting_for_agent','waiting_for_openclaw','stalled','cancelling') LIMIT 1`,
 			t.FromSessionID).Scan(&turn, &status)
 		switch {
 		case err == nil:
-			return fmt.Sprintf("turn %s is %s (a running Turn or a pending approval); wait for it, or cancel/close it first", turn, status), nil
+			return fmt.Sprintf("turn %s is %s (a running Turn or a pending approval); wait for it, or cancel/close it first", turn, status), "", nil
 		case !errors.Is(err, sql.ErrNoRows):
-			return "", err
+			return "", "", err
 		}
 		var msg, cbTurn string
 		err = tx.QueryRowContext(ctx, `SELECT c.message_id, c.turn_id FROM term_callbacks c JOIN term_turns t ON t.turn_id = c.turn_id
 			WHERE t.session_id = ? AND c.status IN ('pending','failed') LIMIT 1`, t.FromSessionID).Scan(&msg, &cbTurn)
 		switch {
 		case err == nil:
-			return fmt.Sprintf("callback %s of turn %s is not delivered yet; wait for its delivery (or retry-callback) first", msg, cbTurn), nil
+			return fmt.Sprintf("callback %s of turn %s is not delivered yet; wait for its delivery (or retry-callback) first", msg, cbTurn), "", nil
 		case !errors.Is(err, sql.ErrNoRows):
-			return "", err
+			return "", "", err
 		}
 	}
 	var other, status string
-	err := tx.QueryRowContext(ctx, `SELECT transition_id, status FROM term_transitions WHERE terminal_key = ?
+	err = tx.QueryRowContext(ctx, `SELECT transition_id, status FROM term_transitions WHERE terminal_key = ?
 		AND status NOT IN ('committed','aborted') LIMIT 1`, t.TerminalKey).Scan(&other, &status)
 	switch {
 	case err == nil:
-		return fmt.Sprintf("transition %s is %s; resolve it first (terminal resolve-transition %s --adopt|--abort)", other, status, other), nil
+		return fmt.Sprintf("transition %s is %s; resolve it first (terminal resolve-transition %s --adopt|--abort)", other, status, other), "", nil
 	case !errors.Is(err, sql.ErrNoRows):
-		return "", err
+		return "", "", err
 	}
-	if _, err := db.checkDispatchFree(ctx, tx, t.TerminalKey, ""); errors.Is(err, store.ErrTerminalBusy) {
-		return err.Error() + " (an uncertain or unfinished dispatch); close its Turn after checking the pane", nil
-	} else if err != nil {
-		return "", err
+	prev, err = db.checkDispatchFree(ctx, tx, t.TerminalKey, "")
+	if errors.Is(err, store.ErrTerminalBusy) {
+		return err.Error() + " (an uncertain or unfinished dispatch); close its Turn after checking the pane", "", nil
 	}
-	return "", nil
+	return "", prev, err
 }
 
 // PrepareTransition implements store.TransitionStore.
@@ -114,7 +114,7 @@ func (db *DB) PrepareTransition(ctx context.Context, t *store.Transition) error 
 				return fmt.Errorf("session %s of the target thread is bound to another terminal; detach it first: %w", t.TargetSessionID, store.ErrThreadBound)
 			}
 		}
-		why, err := db.unresolved(ctx, tx, t)
+		why, prev, err := db.unresolved(ctx, tx, t)
 		if err != nil {
 			return err
 		}
@@ -128,15 +128,13 @@ func (db *DB) PrepareTransition(ctx context.Context, t *store.Transition) error 
 			}
 			return err
 		}
-		prev := ""
-		if cur, err := db.dispatch(ctx, tx, t.TerminalKey, true); err == nil {
-			prev = cur.GenerationID
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		return db.putDispatch(ctx, tx, &store.Dispatch{TerminalKey: t.TerminalKey, GenerationID: t.TransitionID,
+		d := &store.Dispatch{TerminalKey: t.TerminalKey, GenerationID: t.TransitionID,
 			PreviousGenerationID: prev, SessionID: t.FromSessionID, MessageID: t.TransitionID, MessageType: store.DispatchTransition,
-			Status: store.DispatchPrepared, BindingID: t.FromBindingID, BindingGeneration: t.FromGeneration, PreparedAt: t.PreparedAt})
+			Status: store.DispatchPrepared, BindingID: t.FromBindingID, BindingGeneration: t.FromGeneration, PreparedAt: t.PreparedAt}
+		if prev == "" {
+			return db.insertDispatch(ctx, tx, d)
+		}
+		return db.putDispatch(ctx, tx, d)
 	})
 	if err != nil {
 		t.Version = 0

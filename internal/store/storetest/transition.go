@@ -47,6 +47,7 @@ func RunTransition(t *testing.T, newStore NewTransitionStore) {
 		{"CommitIsAtomic", testTransitionAtomic},
 		{"ResumeReactivatesADetachedSession", testTransitionReactivate},
 		{"SendAndTransitionSerialize", testTransitionRacesSend},
+		{"UnmanagedPaneSendAndTransitionSerialize", testTransitionRacesFirstSend},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -388,6 +389,34 @@ func testTransitionRacesSend(t *testing.T, s TransitionStores) {
 			if err != nil && !errors.Is(err, store.ErrTerminalBusy) {
 				t.Fatalf("round %d: the loser failed with %v, want ErrTerminalBusy", i, err)
 			}
+		}
+	}
+}
+
+// testTransitionRacesFirstSend races the first send of a new Session with
+// a transition of the still unmanaged pane (no Session row to lock, no
+// ledger entry yet): exactly one takes the terminal.
+func testTransitionRacesFirstSend(t *testing.T, s TransitionStores) {
+	ctx := t.Context()
+	for i := range 20 {
+		key := fmt.Sprintf("k-first-%d", i)
+		a := TermSession(fmt.Sprintf("session-first-%d", i), fmt.Sprintf("T-first-%d", i), key)
+		mustCreateSession(t, s, a)
+		var wg sync.WaitGroup
+		var sendErr, prepErr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			sendErr = s.CreateTurn(ctx, NewTurn(fmt.Sprintf("turn-first-%d", i), a, 100))
+		}()
+		go func() {
+			defer wg.Done()
+			prepErr = s.PrepareTransition(ctx, Transition(fmt.Sprintf("transition-first-%d", i), store.TransitionNewThread, nil, key, fmt.Sprintf("session-first-new-%d", i)))
+		}()
+		wg.Wait()
+		if (sendErr == nil) == (prepErr == nil) {
+			d, derr := s.GetDispatch(ctx, key)
+			t.Fatalf("round %d: send %v, transition %v: exactly one must take the terminal (ledger %+v, %v)", i, sendErr, prepErr, d, derr)
 		}
 	}
 }
