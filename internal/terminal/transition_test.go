@@ -371,3 +371,43 @@ func TestADeadOwnersTransitionIsRecoveredNeverHalfApplied(t *testing.T) {
 		t.Fatalf("send after abort: %v", err)
 	}
 }
+
+func TestTheHostsScanRecoversADeadOwnersTransition(t *testing.T) {
+	a := newFakeAgent(AgentClaude, 407)
+	a.thread = fakeThreadA
+	r := newRig(t, a)
+	ctx := t.Context()
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.finish("ok", false)
+	sess, _ := r.st.GetTermSession(ctx, res.SessionID)
+	ts := r.st.(store.TransitionStore)
+	tr := &store.Transition{TransitionID: "transition-host-scan", Kind: store.TransitionNewThread, Agent: AgentClaude, TerminalID: a.pane.TerminalID,
+		TerminalKey: a.pane.Key, PID: a.pane.PID, ProcessBirth: a.pane.Birth, Workspace: "/w", FromSessionID: sess.SessionID,
+		FromBindingID: sess.Binding.BindingID, FromGeneration: 1, FromThreadID: fakeThreadA, TargetSessionID: newSessionID(time.Now()),
+		ToGeneration: 2, Plan: []string{"/clear"}, Owner: deadOwner(t), PreparedAt: nowMs(), Status: store.TransitionPrepared, UpdatedAt: nowMs()}
+	// A first host follows the Turn to its end and stops (a crash leaves
+	// no host running); the next one starts after the owner died.
+	r.start(r.svc, HostOptions{})
+	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.stop()
+	<-r.done
+	if err := ts.PrepareTransition(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	tr.Status = store.TransitionDispatching
+	if err := ts.AdvanceTransition(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	a.set(func(f *fakeAgent) { f.thread = fakeThreadB })
+	r.start(r.svc, HostOptions{Rescan: 20 * time.Millisecond})
+	r.until("the host's scan settles the transition", func() bool {
+		got, err := ts.GetTransition(ctx, tr.TransitionID)
+		return err == nil && got.Status == store.TransitionCommitted
+	})
+	if got := row(t, r); got.BindingGeneration != 2 || got.NativeThreadID != fakeThreadB || got.Transition != nil {
+		t.Fatalf("row after the host's recovery = %+v", got)
+	}
+}
