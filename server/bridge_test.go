@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
@@ -29,7 +30,7 @@ func openBridge(t testing.TB, script func(fakegateway.Submit) fakegateway.Turn) 
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_CHECK_WAIT_MS": "20000"}
-	b, err := server.Open(context.Background(), server.BridgeOptions{Getenv: func(k string) string { return env[k] }})
+	b, err := server.Open(context.Background(), server.BridgeOptions{Settings: settingsOf(t, env)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,3 +157,13 @@ func TestBridgeProgress(t *testing.T) {
 }
 
 func configIdentity() config.Identity { return config.Identity{} }
+
+// settingsOf is the effective settings of the environment env.
+func settingsOf(t testing.TB, env map[string]string) *settings.Values {
+	t.Helper()
+	v, err := settings.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &v
+}

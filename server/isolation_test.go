@@ -34,7 +34,7 @@ func openIsolation(t *testing.T, shared bool) *isolationBridge {
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home}
-	b, err := server.Open(context.Background(), server.BridgeOptions{Getenv: func(k string) string { return env[k] }})
+	b, err := server.Open(context.Background(), server.BridgeOptions{Settings: settingsOf(t, env)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -329,7 +329,7 @@ func residentPerTask(t testing.TB, n int) float64 {
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_CHECK_WAIT_MS": "20000"}
-	br, err := server.Open(t.Context(), server.BridgeOptions{Getenv: func(k string) string { return env[k] }})
+	br, err := server.Open(t.Context(), server.BridgeOptions{Settings: settingsOf(t, env)})
 	if err != nil {
 		t.Fatal(err)
 	}

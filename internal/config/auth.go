@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/clawconnect/clawconnect/internal/settings"
 )
 
 // Identity is who an HTTP request authenticated as. User is empty for an
@@ -38,14 +40,10 @@ type AuthOptions struct {
 	Logger *slog.Logger
 }
 
-// AuthFromEnv reads MCP_USER_TOKENS, MCP_USER_TOKENS_FILE and PUBLIC_MCP_PASS.
-func AuthFromEnv(getenv func(string) string) AuthOptions {
-	getenv = orEmpty(getenv)
-	return AuthOptions{
-		UserTokens: getenv("MCP_USER_TOKENS"),
-		TokensFile: strings.TrimSpace(getenv("MCP_USER_TOKENS_FILE")),
-		PublicPass: strings.TrimSpace(getenv("PUBLIC_MCP_PASS")),
-	}
+// AuthFrom takes MCP_USER_TOKENS, MCP_USER_TOKENS_FILE and PUBLIC_MCP_PASS
+// from the effective settings.
+func AuthFrom(v settings.Values) AuthOptions {
+	return AuthOptions{UserTokens: v.UserTokens, TokensFile: v.TokensFile, PublicPass: v.PublicPass}
 }
 
 // UserToken is one personal credential: requests that present Token act as

@@ -17,6 +17,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/dashboard"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
@@ -61,7 +62,11 @@ func newRigWith(t testing.TB, tokens string, shared bool, edit func(*dashboard.O
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home}
-	b, err := server.Open(context.Background(), server.BridgeOptions{Getenv: func(k string) string { return env[k] }})
+	sv, err := settings.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := server.Open(context.Background(), server.BridgeOptions{Settings: &sv})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,14 +26,25 @@ type Action struct {
 
 // TerminalRow is one live agent pane.
 type TerminalRow struct {
-	ID              string   `json:"id"`
-	Agent           string   `json:"agent"`
-	PID             int      `json:"pid"`
-	Cwd             string   `json:"cwd"`
-	ActivityState   string   `json:"activity_state"`
-	ManagementState string   `json:"management_state"`
-	SessionID       string   `json:"session_id,omitempty"`
-	CurrentTurn     *TurnRef `json:"current_turn,omitempty"`
+	ID              string `json:"id"`
+	Agent           string `json:"agent"`
+	PID             int    `json:"pid"`
+	Cwd             string `json:"cwd"`
+	ActivityState   string `json:"activity_state"`
+	ManagementState string `json:"management_state"`
+	SessionID       string `json:"session_id,omitempty"`
+	// BindingGeneration is the generation of the pane's current binding
+	// (0 while unmanaged); a thread transition advances it.
+	BindingGeneration int64 `json:"binding_generation"`
+	// NativeThreadID is the pane's foreground thread.
+	NativeThreadID string `json:"native_thread_id,omitempty"`
+	// Conflict is set when a human switched the pane's thread away from
+	// its bound Session.
+	Conflict *ThreadConflict `json:"management_conflict,omitempty"`
+	// Transition is the terminal's unfinished thread transition, with
+	// its recovery actions.
+	Transition  *TransitionView `json:"transition,omitempty"`
+	CurrentTurn *TurnRef        `json:"current_turn,omitempty"`
 	// Reason says why no send is offered, when none is.
 	Reason           string   `json:"reason,omitempty"`
 	AvailableActions []Action `json:"available_actions"`
@@ -123,6 +134,9 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 		}
 	}
 	var blocked []string
+	if idErr == nil {
+		blocked = append(blocked, s.transitionRow(ctx, p, id, sess, &r)...)
+	}
 	if p.NotControllable {
 		blocked = append(blocked, "not controllable: "+p.Reason)
 	}
@@ -142,7 +156,7 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 	if r.CurrentTurn != nil && store.TurnSendBlocking(r.CurrentTurn.Status) {
 		blocked = append(blocked, "turn "+r.CurrentTurn.TurnID+" is "+r.CurrentTurn.Status)
 	}
-	if d, err := s.o.Store.GetDispatch(ctx, p.Key); err == nil {
+	if d, err := s.o.Store.GetDispatch(ctx, p.Key); err == nil && d.MessageType != store.DispatchTransition {
 		owner := ""
 		if t, err := s.o.Store.GetTurn(ctx, d.TurnID); err == nil {
 			owner = t.Status

@@ -189,6 +189,9 @@ func (h *Host) reapDead(ctx context.Context, reg registry) {
 }
 
 func (h *Host) rescan(ctx context.Context) {
+	if _, err := h.s.RecoverTransitions(ctx); err != nil && ctx.Err() == nil {
+		h.log.Warn("recover transitions", "err", err)
+	}
 	turns, err := h.s.o.Store.OpenTurns(ctx, store.MaxPage)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -199,10 +202,12 @@ func (h *Host) rescan(ctx context.Context) {
 	for _, t := range turns {
 		h.Watch(t.TurnID)
 	}
+	h.rescanWatches(ctx)
 }
 
-// Watch starts a monitor for the Turn unless this host already runs one.
-// Before Run it queues the Turn. It never blocks.
+// Watch starts a monitor for the Turn (or the follower of a terminal
+// watch, for a "watch-" id) unless this host already runs one. Before Run
+// it queues the id. It never blocks.
 func (h *Host) Watch(turnID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -226,8 +231,13 @@ func (h *Host) Watch(turnID string) {
 func (h *Host) monitor(ctx context.Context, turnID string) {
 	defer h.wg.Done()
 	for {
-		m := &monitor{h: h, s: h.s, turnID: turnID}
-		if err := m.run(ctx); err != nil && ctx.Err() == nil {
+		var err error
+		if isWatchID(turnID) {
+			err = (&watcher{h: h, s: h.s, id: turnID}).run(ctx)
+		} else {
+			err = (&monitor{h: h, s: h.s, turnID: turnID}).run(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
 			h.log.Warn("terminal monitor stopped", "turn_id", turnID, "err", err)
 		}
 		h.mu.Lock()
