@@ -53,7 +53,7 @@ func TestLineageWindowAndLinks(t *testing.T) {
 		got = append(got, row{r.Seq, r.Record.ID, r.Current, r.ByThisTask, r.SupersededBy, r.Unreadable != ""})
 	}
 	want := []row{
-		{101, "a101", false, true, "", false}, // its successor is unreadable: no link
+		{101, "a101", false, true, "", false},     // its successor is unreadable: no link
 		{102, "a102", false, false, "a103", true}, // unreadable, still linked by id
 		{103, "a103", true, true, "", false},
 	}
