@@ -114,17 +114,21 @@ func TestBrowser(t *testing.T) {
 			return err
 		})
 	}
-	// changes waits, inside the page, for the next change of the text of
-	// the element sel names.
-	changes := func(sel string) chromedp.Action[chromedp.Void] {
+	// ticks waits, inside the page, for the page's own script to change the
+	// element sel names in place (a mutation of that very node, not a
+	// server-sent swap of the fragment around it, after which it follows
+	// the new node).
+	ticks := func(sel string) chromedp.Action[chromedp.Void] {
 		q, _ := json.Marshal(sel)
-		js := `new Promise(function (resolve, reject) {
-			var el = document.querySelector(` + string(q) + `);
-			if (!el) return reject(new Error("no element " + ` + string(q) + `));
-			var before = el.textContent;
-			var mo = new MutationObserver(function () {
-				var now = document.querySelector(` + string(q) + `);
-				if (!now || now.textContent !== before) { mo.disconnect(); resolve(true); }
+		js := `new Promise(function (resolve) {
+			var sel = ` + string(q) + `;
+			var el = document.querySelector(sel);
+			var mo = new MutationObserver(function (records) {
+				for (var i = 0; i < records.length; i++) {
+					var t = records[i].target;
+					if (el && el.isConnected && (t === el || el.contains(t))) { mo.disconnect(); resolve(true); return; }
+				}
+				el = document.querySelector(sel);
 			});
 			mo.observe(document.documentElement, {childList: true, subtree: true, characterData: true});
 		})`
@@ -180,7 +184,7 @@ func TestBrowser(t *testing.T) {
 	}), appears(`tr[data-task="`+held+`"]`),
 		// A running task's elapsed time ticks between events (it runs
 		// until cancelled below).
-		changes(`tr[data-task="`+held+`"] [data-since]`))
+		ticks(`tr[data-task="`+held+`"] [data-since]`))
 	if href, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.activeElement.getAttribute("href") || document.activeElement.tagName`)); href != "/tasks/"+done {
 		t.Errorf("after a live update the focus is on %q, want the link to /tasks/%s", href, done)
 	}
