@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
@@ -20,7 +21,7 @@ import (
 type isolationBridge struct {
 	fg  *fakegateway.Server
 	srv *server.Server
-	b   *server.Bridge
+	b   *bridge.Bridge
 }
 
 func openIsolation(t *testing.T, shared bool) *isolationBridge {
@@ -34,7 +35,7 @@ func openIsolation(t *testing.T, shared bool) *isolationBridge {
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home}
-	b, err := server.Open(context.Background(), server.BridgeOptions{Getenv: func(k string) string { return env[k] }})
+	b, err := bridge.Open(context.Background(), bridge.Options{Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server_test
+package bridge_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
@@ -18,7 +19,7 @@ import (
 
 // openBridge starts a fake gateway and a Bridge over it with two agents
 // (alpha, the default, and beta) and returns an MCP client session.
-func openBridge(t testing.TB, script func(fakegateway.Submit) fakegateway.Turn) (*server.Bridge, *fakegateway.Server, *mcp.ClientSession) {
+func openBridge(t testing.TB, script func(fakegateway.Submit) fakegateway.Turn) (*bridge.Bridge, *fakegateway.Server, *mcp.ClientSession) {
 	t.Helper()
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: script})
 	home := t.TempDir()
@@ -29,7 +30,7 @@ func openBridge(t testing.TB, script func(fakegateway.Submit) fakegateway.Turn) 
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_CHECK_WAIT_MS": "20000"}
-	b, err := server.Open(context.Background(), server.BridgeOptions{Getenv: func(k string) string { return env[k] }})
+	b, err := bridge.Open(context.Background(), bridge.Options{Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/dashboard"
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -29,7 +30,7 @@ const xssReply = `<script>document.title="pwned"</script><img src=x onerror=aler
 // server and the dashboard, on one httptest listener, as serve runs them.
 type rig struct {
 	fg  *fakegateway.Server
-	b   *server.Bridge
+	b   *bridge.Bridge
 	srv *server.Server
 	ts  *httptest.Server
 }
@@ -61,7 +62,7 @@ func newRigWith(t testing.TB, tokens string, shared bool, edit func(*dashboard.O
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home}
-	b, err := server.Open(context.Background(), server.BridgeOptions{Getenv: func(k string) string { return env[k] }})
+	b, err := bridge.Open(context.Background(), bridge.Options{Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}

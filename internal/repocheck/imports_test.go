@@ -25,7 +25,11 @@ var allowedImports = map[string][]string{
 	"executor":                    nil,
 	"executor/contract":           {"executor"},
 	"gateway":                     {"internal/jsonscan"},
-	"internal/cli": {"agentsession", "agentsession/module", "executor", "gateway", "internal/config",
+	// The wiring of stores, gateways and task managers behind server.Tasks:
+	// internal, so that server's importers link neither SQLite nor pgx.
+	"internal/bridge": {"agentsession", "gateway", "internal/config", "internal/store", "internal/store/owner",
+		"internal/store/postgres", "internal/store/sqlite", "internal/task", "server"},
+	"internal/cli": {"agentsession", "agentsession/module", "executor", "gateway", "internal/bridge", "internal/config",
 		"internal/dashboard", "internal/store", "internal/store/postgres", "internal/store/sqlite", "internal/task",
 		"internal/terminal", "internal/terminal/sessionrt", "internal/terminal/tmux", "runtime/claudecode", "runtime/codex",
 		"runtime/openclaw", "runtime/terminal", "server"},
@@ -72,10 +76,9 @@ var allowedImports = map[string][]string{
 	"runtime/internal/oneshot":          {"executor"},
 	"runtime/openclaw":                  {"executor", "gateway", "internal/jsonscan"},
 	"runtime/terminal":                  {"executor", "internal/store", "internal/terminal"},
-	"server": {"agentsession", "gateway", "internal/config", "internal/store", "internal/store/owner",
-		"internal/store/postgres", "internal/store/sqlite", "internal/task", "internal/terminal"},
-	"server/e2e":        nil,
-	"server/servertest": {"internal/task", "server"},
+	"server":                            {"internal/config", "internal/store", "internal/task", "internal/terminal"},
+	"server/e2e":                        nil,
+	"server/servertest":                 {"internal/task", "server"},
 }
 
 // TestImportsMatchTheArchitecture lists every package's imports with

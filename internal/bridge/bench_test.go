@@ -1,4 +1,4 @@
-package server_test
+package bridge_test
 
 import (
 	"context"
