@@ -315,7 +315,7 @@ func (c *conn) terminalStatus(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	wait := time.Duration(0)
 	if in.WaitMs == nil || *in.WaitMs > 0 {
-		wait = c.s.timeouts.ClampCheckWait(in.WaitMs)
+		wait = c.s.waits.clamp(in.WaitMs)
 	}
 	if !terminal.Running(v.Status) || wait == 0 {
 		return turnResult(v)

@@ -13,8 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clawconnect/clawconnect/internal/config"
-	"github.com/clawconnect/clawconnect/internal/task"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // readOnlyPrefix starts the description of every tool that changes nothing.
@@ -27,13 +26,13 @@ const MaxTextBytes = 1 << 20
 const (
 	textSubmitted       = "Task submitted. Use check_task to poll for progress."
 	textTokenHint       = "This connection uses the shared password. Ask the operator for a personal token so your tasks carry your name."
-	textJobNotFound     = task.MsgJobNotFound
+	textJobNotFound     = taskapi.MsgJobNotFound
 	textJobNotFoundBare = "Job not found."
-	textSessionJobGone  = task.MsgSessionJobMissing
-	textTaskNotFound    = task.MsgTaskNotFound
+	textSessionJobGone  = taskapi.MsgSessionJobMissing
+	textTaskNotFound    = taskapi.MsgTaskNotFound
 	textTaskNotFoundSC  = "Task not found."
 	textSessionMissing  = "Session not found."
-	textCancelMissing   = task.MsgCancelNotFound
+	textCancelMissing   = taskapi.MsgCancelNotFound
 	textCancelNeedsArg  = "Pass taskId (or sessionKey) to say which task to stop."
 	textStopRequested   = "Stop requested. Check get_task for the terminal cancellation result."
 	textDraining        = "The server is restarting; the task keeps running. Call check_task again in a few seconds."
@@ -125,8 +124,8 @@ type ConnectionInfo struct {
 // and which agents they may use.
 type conn struct {
 	s        *Server
-	scope    config.Scope
-	identity config.Identity
+	scope    taskapi.Scope
+	identity taskapi.Identity
 }
 
 // toolDef is one tool declaration plus the function that registers its
@@ -281,7 +280,7 @@ func (c *conn) tools() []toolDef {
 				Title:       "List tasks",
 				Description: readOnlyPrefix + "List the latest task of every known session, newest activity first, with a short summary preview.",
 				InputSchema: inputSchema[ListTasksInput](func(p map[string]*jsonschema.Schema) {
-					p["view"].Enum = enumOf(string(task.ViewActive), string(task.ViewAll))
+					p["view"].Enum = enumOf(string(taskapi.ViewActive), string(taskapi.ViewAll))
 				}),
 				OutputSchema: outputSchema([]string{"tasks"}, map[string]*jsonschema.Schema{"tasks": prop("array")}),
 				Annotations:  readOnly("List tasks"),
@@ -295,7 +294,7 @@ func (c *conn) tools() []toolDef {
 				Description: readOnlyPrefix + "Inspect a thread by its sessionKey: its latest task, raw log events page by page, or every task it ran.",
 				InputSchema: inputSchema[GetSessionInput](func(p map[string]*jsonschema.Schema) {
 					agentEnum(p)
-					p["mode"].Enum = enumOf(string(task.ModeSnapshot), string(task.ModeEvents), string(task.ModeTail), string(task.ModeTasks))
+					p["mode"].Enum = enumOf(string(taskapi.ModeSnapshot), string(taskapi.ModeEvents), string(taskapi.ModeTail), string(taskapi.ModeTasks))
 					singleType(p["limit"], "integer")
 					singleType(p["after"], "integer")
 				}),
@@ -502,7 +501,7 @@ func (c *conn) runTask(ctx context.Context, _ *mcp.CallToolRequest, in RunTaskIn
 		return errorResult("Failed to submit: " + err.Error()), nil, nil
 	}
 	text := jsonText(struct {
-		task.RunResult
+		taskapi.RunResult
 		Message string `json:"message"`
 	}{res, textSubmitted})
 	if c.identity.Legacy {
@@ -552,10 +551,10 @@ func (c *conn) checkTask(ctx context.Context, req *mcp.CallToolRequest, in Check
 	if mode == "" {
 		mode = ModeWait
 	}
-	var onUpdate func(task.Snapshot)
+	var onUpdate func(taskapi.Snapshot)
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		var n float64
-		onUpdate = func(s task.Snapshot) {
+		onUpdate = func(s taskapi.Snapshot) {
 			n++
 			msg := s.Status
 			if len(s.Logs) > 0 {
@@ -576,7 +575,7 @@ func (c *conn) checkTask(ctx context.Context, req *mcp.CallToolRequest, in Check
 	}()
 	snap, err := c.s.tasks.Check(wctx, CheckRequest{
 		JobID: jobID, SessionKey: sessionKey, Agent: in.Agent, KnownLogCount: max(in.KnownLogCount, 0),
-		Mode: mode, Wait: c.s.timeouts.ClampCheckWait(in.WaitMs),
+		Mode: mode, Wait: c.s.waits.clamp(in.WaitMs),
 	}, onUpdate)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -599,12 +598,12 @@ func (c *conn) checkTask(ctx context.Context, req *mcp.CallToolRequest, in Check
 // latest job.
 func (c *conn) ownerOf(ctx context.Context, jobID, sessionKey, agent string) (string, string, error) {
 	if jobID != "" {
-		d, err := c.s.tasks.GetTask(ctx, jobID, task.DetailCore, 0)
+		d, err := c.s.tasks.GetTask(ctx, jobID, taskapi.DetailCore, 0)
 		if err == nil || sessionKey == "" {
 			return d.Agent, d.Principal, err
 		}
 	}
-	s, err := c.s.tasks.GetSession(ctx, SessionRequest{SessionID: sessionKey, Agent: agent, Mode: task.ModeSnapshot, Limit: 1})
+	s, err := c.s.tasks.GetSession(ctx, SessionRequest{SessionID: sessionKey, Agent: agent, Mode: taskapi.ModeSnapshot, Limit: 1})
 	if err == nil && !s.Found {
 		err = ErrNotFound
 	}
@@ -612,7 +611,7 @@ func (c *conn) ownerOf(ctx context.Context, jobID, sessionKey, agent string) (st
 }
 
 // checkText is check_task's model-facing text.
-func checkText(s task.Snapshot) string {
+func checkText(s taskapi.Snapshot) string {
 	var text string
 	switch {
 	case s.IsTerminal && s.Status == "error":
@@ -647,13 +646,13 @@ func (c *conn) getTask(ctx context.Context, _ *mcp.CallToolRequest, in GetTaskIn
 	notFound := func() (*mcp.CallToolResult, any, error) {
 		return errorResult(textTaskNotFound), taskNotFound{TaskID: id, Status: "error", Error: textTaskNotFoundSC}, nil
 	}
-	detail := task.Detail(in.Detail)
+	detail := taskapi.Detail(in.Detail)
 	if detail == "" {
-		detail = task.DetailSummary
+		detail = taskapi.DetailSummary
 	}
 	lookup := detail
-	if detail == task.DetailPrompt {
-		lookup = task.DetailCore
+	if detail == taskapi.DetailPrompt {
+		lookup = taskapi.DetailCore
 	}
 	d, err := c.s.tasks.GetTask(ctx, id, lookup, max(in.KnownLogCount, 0))
 	switch {
@@ -664,7 +663,7 @@ func (c *conn) getTask(ctx context.Context, _ *mcp.CallToolRequest, in GetTaskIn
 	case !c.inScope(d.Agent) || !c.mine(d.Principal):
 		return notFound()
 	}
-	if detail != task.DetailPrompt {
+	if detail != taskapi.DetailPrompt {
 		return textResult(jsonText(d)), d, nil
 	}
 	p, err := c.s.tasks.GetPrompt(ctx, id)
@@ -678,19 +677,19 @@ func (c *conn) getTask(ctx context.Context, _ *mcp.CallToolRequest, in GetTaskIn
 }
 
 type taskList struct {
-	Tasks []task.TaskSummary `json:"tasks"`
+	Tasks []taskapi.TaskSummary `json:"tasks"`
 }
 
 func (c *conn) listTasks(ctx context.Context, _ *mcp.CallToolRequest, in ListTasksInput) (*mcp.CallToolResult, any, error) {
-	view := task.ListView(in.View)
+	view := taskapi.ListView(in.View)
 	if view == "" {
-		view = task.ViewAll
+		view = taskapi.ViewAll
 	}
 	rows, err := c.s.tasks.ListTasks(ctx, view, c.only())
 	if err != nil {
 		return nil, nil, fmt.Errorf("list tasks: %w", err)
 	}
-	out := taskList{Tasks: make([]task.TaskSummary, 0, len(rows))}
+	out := taskList{Tasks: make([]taskapi.TaskSummary, 0, len(rows))}
 	for _, r := range rows {
 		if c.inScope(r.Agent) && c.mine(r.Principal) {
 			out.Tasks = append(out.Tasks, r)
@@ -715,9 +714,9 @@ func (c *conn) getSession(ctx context.Context, _ *mcp.CallToolRequest, in GetSes
 	notFound := func() (*mcp.CallToolResult, any, error) {
 		return errorResult(textSessionMissing), sessionNotFound{SessionID: id}, nil
 	}
-	mode := task.SessionMode(in.Mode)
+	mode := taskapi.SessionMode(in.Mode)
 	if mode == "" {
-		mode = task.ModeSnapshot
+		mode = taskapi.ModeSnapshot
 	}
 	limit, after := 50, 0
 	if in.Limit != nil {
@@ -743,7 +742,7 @@ func (c *conn) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ Empty
 	if err != nil {
 		return nil, nil, fmt.Errorf("list sessions: %w", err)
 	}
-	out := task.SessionList{Sessions: make([]task.ContinuationState, 0, len(all)), ConfiguredAgents: slices.Clone(c.scope.Allowed)}
+	out := taskapi.SessionList{Sessions: make([]taskapi.ContinuationState, 0, len(all)), ConfiguredAgents: slices.Clone(c.scope.Allowed)}
 	for _, s := range all {
 		if c.inScope(s.Agent) && c.mine(s.Principal) {
 			out.Sessions = append(out.Sessions, s)
@@ -758,11 +757,11 @@ func (c *conn) cancelTask(ctx context.Context, _ *mcp.CallToolRequest, in Cancel
 		return errorResult(textCancelNeedsArg), nil, nil
 	}
 	notFound := func() (*mcp.CallToolResult, any, error) {
-		return errorResult(textCancelMissing), task.CancelResult{}, nil
+		return errorResult(textCancelMissing), taskapi.CancelResult{}, nil
 	}
 	var owner, principal string
 	if id != "" {
-		d, err := c.s.tasks.GetTask(ctx, id, task.DetailCore, 0)
+		d, err := c.s.tasks.GetTask(ctx, id, taskapi.DetailCore, 0)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return notFound()
@@ -771,7 +770,7 @@ func (c *conn) cancelTask(ctx context.Context, _ *mcp.CallToolRequest, in Cancel
 		}
 		owner, principal = d.Agent, d.Principal
 	} else {
-		s, err := c.s.tasks.GetSession(ctx, SessionRequest{SessionID: sessionKey, Mode: task.ModeSnapshot, Limit: 1})
+		s, err := c.s.tasks.GetSession(ctx, SessionRequest{SessionID: sessionKey, Mode: taskapi.ModeSnapshot, Limit: 1})
 		switch {
 		case errors.Is(err, ErrNotFound) || (err == nil && (!s.Found || s.JobID == "")):
 			return notFound()
@@ -857,7 +856,7 @@ func (c *conn) connectionInfo(_ context.Context, req *mcp.CallToolRequest, _ Emp
 func (c *conn) serverName() string {
 	name := c.scope.ServerName
 	if name == "" {
-		name = config.DefaultServerName
+		name = taskapi.DefaultServerName
 	}
 	if c.identity.User != "" {
 		name += " (" + c.identity.User + ")"

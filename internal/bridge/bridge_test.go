@@ -36,7 +36,7 @@ func openBridge(t testing.TB, script func(fakegateway.Submit) fakegateway.Turn) 
 	}
 	t.Cleanup(b.Close)
 	timeouts := b.Timeouts()
-	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(), Timeouts: &timeouts})
+	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(), CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestBridgeProgress(t *testing.T) {
 		return fakegateway.Turn{Reply: "one two three four", Chunks: 2, MessageTool: "working on it", Hold: true}
 	})
 	timeouts := b.Timeouts()
-	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(), Timeouts: &timeouts})
+	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(), CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait})
 	if err != nil {
 		t.Fatal(err)
 	}

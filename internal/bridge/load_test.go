@@ -82,7 +82,7 @@ func loadServer(t testing.TB) (*bridge.Bridge, *fakegateway.Server, string) {
 	t.Helper()
 	br, fg, _ := openBridge(t, uniqueScript)
 	timeouts := br.Timeouts()
-	srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), Timeouts: &timeouts})
+	srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func residentPerTask(t testing.TB, n int) float64 {
 	}
 	t.Cleanup(br.Close)
 	timeouts := br.Timeouts()
-	srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), Timeouts: &timeouts})
+	srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait})
 	if err != nil {
 		t.Fatal(err)
 	}

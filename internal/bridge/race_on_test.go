@@ -2,6 +2,6 @@
 
 package bridge_test
 
-// raceEnabled reports whether the race detector is on; load tests scale
+// raceEnabled reports whether the race detector is on; the load tests scale
 // down under it.
 const raceEnabled = true

@@ -66,7 +66,7 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 			defer pending.close()
 			timeouts := config.LoadTimeouts(getenv(env))
 			opts := server.Options{
-				Tasks: pending, Registry: reg, Timeouts: &timeouts,
+				Tasks: pending, Registry: reg, CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait,
 				Version: version(), Build: config.BuildSHA(getenv(env)), Logger: logger,
 			}
 			if terminalToolsOn(env, terminalTools) {

@@ -110,7 +110,7 @@ configuration.`,
 			}
 			srv, err := server.New(server.Options{
 				Terminals: terms,
-				Tasks:     b.tasks, Registry: b.registry, Timeouts: &b.timeouts, Auth: authn,
+				Tasks:     b.tasks, Registry: b.registry, CheckWait: b.timeouts.CheckWait, CheckMaxWait: b.timeouts.CheckMaxWait, Auth: authn,
 				AllowUnauthenticatedRemote: allowRemote,
 				AllowedOrigins:             splitList(getenv(env)("CLAWCONNECT_ALLOWED_ORIGINS")),
 				SharedTaskView:             getenv(env)("CLAWCONNECT_SHARED_TASK_VIEW") == "1",
