@@ -10,22 +10,22 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// Terminals is what the terminal tools need from the Turn service: the
-// in-process terminal.Service, or a terminal.Client of the monitor host
-// that owns the store. Implementations must be safe for concurrent use.
+// Terminals is what the terminal tools need from a Turn service (the
+// clawconnect commands pass their in-process one, or a client of the
+// monitor host that owns the store). It speaks termapi's types only, so a
+// host may bring its own. Implementations must be safe for concurrent use.
 type Terminals interface {
-	List(ctx context.Context) (terminal.ListResult, error)
-	Send(ctx context.Context, r terminal.SendRequest) (terminal.SendResult, error)
+	List(ctx context.Context) (termapi.ListResult, error)
+	Send(ctx context.Context, r termapi.SendRequest) (termapi.SendResult, error)
 	// Wait blocks until the Turn leaves the running statuses or ctx ends.
-	Wait(ctx context.Context, turnID string) (terminal.TurnView, error)
-	Status(ctx context.Context, turnID string) (terminal.TurnView, error)
-	Respond(ctx context.Context, turnID, text string) (terminal.SendResult, error)
-	Approve(ctx context.Context, turnID, fingerprint string) (terminal.TurnView, error)
-	Cancel(ctx context.Context, turnID string) (terminal.TurnView, error)
+	Wait(ctx context.Context, turnID string) (termapi.TurnView, error)
+	Status(ctx context.Context, turnID string) (termapi.TurnView, error)
+	Respond(ctx context.Context, turnID, text string) (termapi.SendResult, error)
+	Approve(ctx context.Context, turnID, fingerprint string) (termapi.TurnView, error)
+	Cancel(ctx context.Context, turnID string) (termapi.TurnView, error)
 }
 
 // terminalProgressEvery is how often a waiting terminal_status reports
@@ -64,19 +64,19 @@ type TerminalApproveInput struct {
 
 // TerminalListOutput is terminal_list's result.
 type TerminalListOutput struct {
-	Terminals []terminal.TerminalRow `json:"terminals" jsonschema:"One row per live Codex or Claude Code pane; available_actions are the sends allowed now."`
+	Terminals []termapi.TerminalRow `json:"terminals" jsonschema:"One row per live Codex or Claude Code pane; available_actions are the sends allowed now."`
 }
 
 // TerminalSendOutput is the result of terminal_send and terminal_respond.
 type TerminalSendOutput struct {
-	terminal.SendResult
+	termapi.SendResult
 	NextStep string `json:"next_step" jsonschema:"What to do next."`
 }
 
 // TerminalTurnOutput is the result of terminal_status, terminal_approve and
 // terminal_cancel.
 type TerminalTurnOutput struct {
-	Turn terminal.TurnView `json:"turn"`
+	Turn termapi.TurnView `json:"turn"`
 	// Running is true while the agent still works on the Turn.
 	Running  bool   `json:"running" jsonschema:"True while the agent still works on the Turn; call terminal_status again."`
 	NextStep string `json:"next_step" jsonschema:"What to do next."`
@@ -181,15 +181,15 @@ func (c *conn) terminalTools() []toolDef {
 func terminalError(op string, err error) *mcp.CallToolResult {
 	msg := err.Error()
 	switch {
-	case errors.Is(err, terminal.ErrBadInput):
+	case errors.Is(err, termapi.ErrBadInput):
 		msg += ". Fix the arguments and call " + op + " again."
-	case errors.Is(err, terminal.ErrNotFound):
+	case errors.Is(err, termapi.ErrNotFound):
 		msg += ". Call terminal_list for the current terminals and Sessions."
-	case errors.Is(err, terminal.ErrRefused):
+	case errors.Is(err, termapi.ErrRefused):
 		msg += ". Nothing was typed; call terminal_list to see what the pane allows now."
-	case errors.Is(err, terminal.ErrInputNotSent):
+	case errors.Is(err, termapi.ErrInputNotSent):
 		msg += ". Nothing reached the pane; you may try again."
-	case errors.Is(err, terminal.ErrOutcomeUncertain):
+	case errors.Is(err, termapi.ErrOutcomeUncertain):
 		msg += ". The text may have reached the pane: do NOT send it again; ask a human to check the pane."
 	default:
 		msg = op + " failed: " + msg
@@ -204,11 +204,11 @@ func (c *conn) terminalList(ctx context.Context, _ *mcp.CallToolRequest, _ Empty
 	}
 	out := TerminalListOutput{Terminals: res.Terminals}
 	if out.Terminals == nil {
-		out.Terminals = []terminal.TerminalRow{}
+		out.Terminals = []termapi.TerminalRow{}
 	}
 	for i := range out.Terminals {
 		if out.Terminals[i].AvailableActions == nil {
-			out.Terminals[i].AvailableActions = []terminal.Action{}
+			out.Terminals[i].AvailableActions = []termapi.Action{}
 		}
 	}
 	var b strings.Builder
@@ -231,10 +231,10 @@ func (c *conn) terminalList(ctx context.Context, _ *mcp.CallToolRequest, _ Empty
 	return textResult(strings.TrimSpace(b.String()) + "\n\nStructured: " + jsonText(out)), out, nil
 }
 
-func sendOutput(res terminal.SendResult) TerminalSendOutput {
+func sendOutput(res termapi.SendResult) TerminalSendOutput {
 	out := TerminalSendOutput{SendResult: res}
 	switch res.SubmissionOutcome {
-	case terminal.OutcomeAccepted, terminal.OutcomePendingAcceptance:
+	case termapi.OutcomeAccepted, termapi.OutcomePendingAcceptance:
 		out.NextStep = "Call terminal_status with turn_id " + res.TurnID + " to wait for the reply."
 	default:
 		out.NextStep = "Call terminal_status with turn_id " + res.TurnID + " to see why the request was not taken."
@@ -249,7 +249,7 @@ func (c *conn) terminalSend(ctx context.Context, _ *mcp.CallToolRequest, in Term
 	if (in.TerminalID == "") == (in.SessionID == "") {
 		return errorResult("Pass exactly one of terminal_id and session_id, as terminal_list's available_actions show."), nil, nil
 	}
-	res, err := c.s.terminals.Send(ctx, terminal.SendRequest{TerminalID: in.TerminalID, SessionID: in.SessionID, Request: in.Request})
+	res, err := c.s.terminals.Send(ctx, termapi.SendRequest{TerminalID: in.TerminalID, SessionID: in.SessionID, Request: in.Request})
 	if err != nil && res.TurnID == "" {
 		return terminalError("terminal_send", err), nil, nil
 	}
@@ -271,22 +271,22 @@ func (c *conn) terminalRespond(ctx context.Context, _ *mcp.CallToolRequest, in T
 }
 
 // turnOutput says what a model can do with the Turn v.
-func turnOutput(v terminal.TurnView) TerminalTurnOutput {
-	out := TerminalTurnOutput{Turn: v, Running: terminal.Running(v.Status)}
+func turnOutput(v termapi.TurnView) TerminalTurnOutput {
+	out := TerminalTurnOutput{Turn: v, Running: termapi.Running(v.Status)}
 	switch v.Status {
-	case store.TurnIdle:
+	case termapi.TurnIdle:
 		out.NextStep = "The agent finished; its reply is turn.result.text. Call terminal_respond to continue the same Session."
-	case store.TurnWaitingForOpenClaw:
+	case termapi.TurnWaitingForOpenClaw:
 		cmd := ""
 		if v.Approval != nil && v.Approval.Command != "" {
 			cmd = " to run " + v.Approval.Command
 		}
 		out.NextStep = "The agent asks for approval" + cmd + ": call terminal_approve with turn_id and approval.fingerprint, or terminal_cancel to refuse."
-	case store.TurnStalled:
+	case termapi.TurnStalled:
 		out.NextStep = "The Turn stalled (" + v.StalledReason + "). Look at the pane, then terminal_respond or terminal_cancel."
-	case store.TurnFailed:
+	case termapi.TurnFailed:
 		out.NextStep = "The Turn failed; see turn.result and turn.detector_diagnostic. Call terminal_list before sending again."
-	case store.TurnCancelled, store.TurnClosed:
+	case termapi.TurnCancelled, termapi.TurnClosed:
 		out.NextStep = "The Turn is over. Call terminal_list before sending again."
 	default:
 		out.NextStep = "The agent is working. Call terminal_status again with the same turn_id."
@@ -294,7 +294,7 @@ func turnOutput(v terminal.TurnView) TerminalTurnOutput {
 	return out
 }
 
-func turnResult(v terminal.TurnView) (*mcp.CallToolResult, any, error) {
+func turnResult(v termapi.TurnView) (*mcp.CallToolResult, any, error) {
 	out := turnOutput(v)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Turn %s is %s.", v.TurnID, v.Status)
@@ -303,7 +303,7 @@ func turnResult(v terminal.TurnView) (*mcp.CallToolResult, any, error) {
 	}
 	b.WriteString(" " + out.NextStep)
 	r := textResult(b.String())
-	r.IsError = v.Status == store.TurnFailed
+	r.IsError = v.Status == termapi.TurnFailed
 	return r, out, nil
 }
 
@@ -317,13 +317,13 @@ func (c *conn) terminalStatus(ctx context.Context, req *mcp.CallToolRequest, in 
 	if in.WaitMs == nil || *in.WaitMs > 0 {
 		wait = c.s.waits.clamp(in.WaitMs)
 	}
-	if !terminal.Running(v.Status) || wait == 0 {
+	if !termapi.Running(v.Status) || wait == 0 {
 		return turnResult(v)
 	}
-	var progress func(v terminal.TurnView)
+	var progress func(v termapi.TurnView)
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		var n float64
-		progress = func(v terminal.TurnView) {
+		progress = func(v termapi.TurnView) {
 			n++
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n,
 				Message: "turn " + v.TurnID + " is " + v.Status})

@@ -11,25 +11,25 @@ import (
 )
 
 // publicEmbedPackages are the packages a host outside the module imports to
-// embed the MCP server with its own task service.
-var publicEmbedPackages = []string{"server", "server/servertest", "taskapi"}
+// embed the MCP server (and the terminal executor adapter) with its own
+// task and Turn services.
+var publicEmbedPackages = []string{"server", "server/servertest", "runtime/terminal", "taskapi", "termapi"}
 
 // forbiddenEmbedDeps are what those packages must never link: the storage
-// drivers and the wiring that opens them (internal/bridge).
+// drivers, the gateway client, and any internal package (whose types a host
+// could not name, and which is where the wiring lives).
 var forbiddenEmbedDeps = []string{
 	"modernc.org/sqlite",
 	"github.com/jackc/pgx",
-	module + "internal/bridge",
-	module + "internal/store/sqlite",
-	module + "internal/store/postgres",
-	module + "internal/store/sqlstore",
 	module + "gateway",
+	module + "internal",
 }
 
 // TestPublicServerLinksNoStore lists the transitive dependencies of the
 // public embedding packages with `go list -deps` and fails on a storage
-// driver or the bridge's wiring among them: importing server must cost a
-// host neither SQLite nor pgx.
+// driver, the gateway client or an internal package among them: importing
+// server must cost a host neither SQLite nor pgx, and its API must speak
+// only public types.
 func TestPublicServerLinksNoStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over the module")
@@ -57,18 +57,20 @@ func TestPublicServerLinksNoStore(t *testing.T) {
 	}
 }
 
-// TestTaskAPIIsStandardLibraryOnly keeps taskapi a vocabulary: it imports
-// nothing outside the standard library.
-func TestTaskAPIIsStandardLibraryOnly(t *testing.T) {
+// TestVocabulariesAreStandardLibraryOnly keeps taskapi and termapi
+// vocabularies: they import nothing outside the standard library.
+func TestVocabulariesAreStandardLibraryOnly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over the module")
 	}
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", module+"taskapi").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	if got := strings.Fields(string(out)); len(got) != 1 || got[0] != module+"taskapi" {
-		t.Errorf("taskapi links %v; it must depend on the standard library only", got)
+	for _, pkg := range []string{"taskapi", "termapi"} {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", module+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		if got := strings.Fields(string(out)); len(got) != 1 || got[0] != module+pkg {
+			t.Errorf("%s links %v; it must depend on the standard library only", pkg, got)
+		}
 	}
 }
 

@@ -37,7 +37,7 @@ var allowedImports = map[string][]string{
 	"internal/dashboard":       {"internal/config", "internal/store", "internal/task", "internal/terminal", "server"},
 	"internal/jsonscan":        nil,
 	"internal/repocheck":       nil,
-	"internal/store":           {"taskapi"},
+	"internal/store":           {"taskapi", "termapi"},
 	"internal/store/owner":     {"internal/store"},
 	"internal/store/postgres":  {"internal/store/sqlstore"},
 	"internal/store/sqlite":    {"internal/store", "internal/store/sqlstore"},
@@ -46,7 +46,7 @@ var allowedImports = map[string][]string{
 	"internal/task":            {"agentsession", "gateway", "internal/config", "internal/store", "internal/store/owner", "taskapi"},
 	"internal/terminal": {"internal/store", "internal/store/owner", "internal/terminal/agentproc", "internal/terminal/claude",
 		"internal/terminal/codex", "internal/terminal/native", "internal/terminal/proc", "internal/terminal/redact",
-		"internal/terminal/request", "internal/terminal/screen", "internal/terminal/tmux"},
+		"internal/terminal/request", "internal/terminal/screen", "internal/terminal/tmux", "termapi"},
 	// The readers never import the Turn service that drives them.
 	"internal/terminal/agentproc": {"internal/terminal/proc", "internal/terminal/tmux"},
 	"internal/terminal/claude":    {"internal/terminal/native", "internal/terminal/redact", "internal/terminal/screen"},
@@ -75,13 +75,15 @@ var allowedImports = map[string][]string{
 	"runtime/internal/fakecli":          {"executor", "executor/contract"},
 	"runtime/internal/oneshot":          {"executor"},
 	"runtime/openclaw":                  {"executor", "gateway", "internal/jsonscan"},
-	"runtime/terminal":                  {"executor", "internal/store", "internal/terminal"},
-	"server":                            {"internal/store", "internal/terminal", "taskapi"},
+	"runtime/terminal":                  {"executor", "termapi"},
+	"server":                            {"taskapi", "termapi"},
 	"server/e2e":                        nil,
 	"server/servertest":                 {"server", "taskapi"},
 	// The public vocabulary of server and the task service behind it:
 	// standard library only.
 	"taskapi": nil,
+	// The public vocabulary of terminal Turns: standard library only.
+	"termapi": nil,
 }
 
 // TestImportsMatchTheArchitecture lists every package's imports with
