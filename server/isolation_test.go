@@ -57,6 +57,7 @@ func (ib *isolationBridge) as(t *testing.T, id config.Identity) *mcp.ClientSessi
 // not exist gets. The shared password is one identity of its own; a caller
 // with no credential, and every caller under the team view, sees all.
 func TestOwnerIsolation(t *testing.T) {
+	t.Parallel()
 	ib := openIsolation(t, false)
 	alice := ib.as(t, config.Identity{User: "alice"})
 	bob := ib.as(t, config.Identity{User: "bob"})
@@ -149,6 +150,7 @@ func TestOwnerIsolation(t *testing.T) {
 // TestOwnerIsolationTeamView: with the shared view on, every credential
 // sees and continues every task.
 func TestOwnerIsolationTeamView(t *testing.T) {
+	t.Parallel()
 	ib := openIsolation(t, true)
 	alice := ib.as(t, config.Identity{User: "alice"})
 	bob := ib.as(t, config.Identity{User: "bob"})

@@ -44,6 +44,7 @@ func openBridge(t testing.TB, script func(fakegateway.Submit) fakegateway.Turn) 
 }
 
 func TestBridgeRunToCompletion(t *testing.T) {
+	t.Parallel()
 	_, _, cs := openBridge(t, nil)
 	for _, agent := range []string{"alpha", "beta"} {
 		t.Run(agent, func(t *testing.T) {
@@ -77,6 +78,7 @@ func TestBridgeRunToCompletion(t *testing.T) {
 }
 
 func TestBridgeCancel(t *testing.T) {
+	t.Parallel()
 	_, fg, cs := openBridge(t, func(s fakegateway.Submit) fakegateway.Turn {
 		return fakegateway.Turn{Reply: "never", Hold: true}
 	})
@@ -102,6 +104,7 @@ func TestBridgeCancel(t *testing.T) {
 }
 
 func TestBridgeProgress(t *testing.T) {
+	t.Parallel()
 	b, fg, _ := openBridge(t, func(s fakegateway.Submit) fakegateway.Turn {
 		return fakegateway.Turn{Reply: "one two three four", Chunks: 2, MessageTool: "working on it", Hold: true}
 	})
