@@ -150,11 +150,6 @@ func TestLoadNoLostOrStuckTasks(t *testing.T) {
 		{name: "events-before-ack", eventsFirst: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// Each subtest has its own fake gateway, store and server; running
-			// them side by side halves the wall time on a machine with cores to
-			// spare. The memory test, which reads the process heap, only
-			// starts once both have finished (its parent is not parallel).
-			t.Parallel()
 			br, fg, endpoint := loadServer(t)
 			if tc.eventsFirst {
 				fg.SetScript(eventsFirstScript(fg))
