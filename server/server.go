@@ -2,8 +2,12 @@
 // (plus the terminal tools when Options.Terminals is set), declared once
 // and served identically over stdio and stateless streamable HTTP, with
 // HTTP authentication, per-connection agent scopes, CORS, a health endpoint
-// and Prometheus metrics. It is public so that a host can
-// embed the bridge with its own task service and runtime registry.
+// and Prometheus metrics. It is public so that a host can embed it with
+// its own task service (Tasks), agent list (taskapi.Registry), credential
+// check (Authenticator) and Turn service (Terminals): its API names only
+// its own types and those of taskapi and termapi, and it links no store
+// (see Example_embed). The clawconnect commands pass it the bundled
+// bridge of stores, gateways and task managers, which is internal.
 package server
 
 import (
