@@ -41,7 +41,6 @@ func timingsOf(o task.Options) timings {
 // Every documented CLAWCONNECT_* timing reaches the options each task
 // manager is built with; unset or bad values keep the defaults.
 func TestTaskOptionsFromEnv(t *testing.T) {
-	t.Parallel()
 	d := timingsOf(task.DefaultOptions())
 	set := map[string]string{
 		"CLAWCONNECT_LEASE_MS":                     "1500",
@@ -87,7 +86,6 @@ func TestTaskOptionsFromEnv(t *testing.T) {
 // AGENT_SESSION_CALL_TIMEOUT_MS reaches the attachment book; a bad value is
 // logged at warn and the default used.
 func TestBookOptionsCallTimeout(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name, value string
 		want        time.Duration
