@@ -15,8 +15,10 @@ import (
 const DefaultCallTimeout = 60 * time.Second
 
 // CallTimeoutEnv is the environment variable an operator sets to change the
-// default call timeout, in milliseconds. The package never reads it; the
-// program's main does and passes the value to [ParseCallTimeout].
+// default call timeout, in milliseconds. The package never reads it; a
+// host's main does and passes the value to [ParseCallTimeout] (clawconnect
+// reads it through its settings registry and sets
+// [BookOptions].CallTimeout).
 const CallTimeoutEnv = "AGENT_SESSION_CALL_TIMEOUT_MS"
 
 // ErrInvalidCallTimeout is returned (wrapped) by [ParseCallTimeout].

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
 )
@@ -35,7 +36,7 @@ func openIsolation(t *testing.T, shared bool) *isolationBridge {
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home}
-	b, err := bridge.Open(context.Background(), bridge.Options{Getenv: func(k string) string { return env[k] }})
+	b, err := bridge.Open(context.Background(), bridge.Options{Settings: settingsOf(t, env)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,4 +163,14 @@ func TestOwnerIsolationTeamView(t *testing.T) {
 	if r := call(t, bob, "list_tasks", map[string]any{}); !strings.Contains(text(r), jobA) {
 		t.Errorf("team view list_tasks lacks alice's task: %s", text(r))
 	}
+}
+
+// settingsOf is the effective settings of the environment env.
+func settingsOf(t testing.TB, env map[string]string) *settings.Values {
+	t.Helper()
+	v, err := settings.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &v
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
@@ -34,11 +35,11 @@ import (
 
 // Options configures Open.
 type Options struct {
-	// Getenv supplies the environment (agents.json location, OPENCLAW_*,
-	// every CLAWCONNECT_*_MS timing of task.Options.ApplyEnv,
-	// AGENT_SESSION_CALL_TIMEOUT_MS, CLAWCONNECT_DATABASE_URL,
-	// CLAWCONNECT_GATEWAY_HEADERS); nil means an empty environment.
-	Getenv func(string) string
+	// Settings are the effective settings (agents.json location,
+	// OPENCLAW_*, the task timings, AGENT_SESSION_CALL_TIMEOUT_MS,
+	// CLAWCONNECT_DATABASE_URL, CLAWCONNECT_GATEWAY_HEADERS), read by the
+	// caller with settings.Load; nil means settings.Defaults().
+	Settings *settings.Values
 	// Runtimes are the agent-session runtimes the attachment book may call;
 	// nil means none.
 	Runtimes *agentsession.Registry
@@ -96,36 +97,32 @@ var (
 // one task manager per agent, which resumes that agent's running tasks.
 // Gateways are dialled on first use, so Open does not wait for them.
 func Open(ctx context.Context, o Options) (*Bridge, error) {
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
+	sv := settings.Defaults()
+	if o.Settings != nil {
+		sv = *o.Settings
 	}
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	reg, err := config.LoadRegistry(getenv)
+	reg, err := config.LoadRegistry(sv)
 	if err != nil {
 		return nil, err
 	}
 	b := &Bridge{
-		registry: reg, timeouts: config.LoadTimeouts(getenv),
+		registry: reg, timeouts: config.TimeoutsFrom(sv),
 		managers: map[string]*task.Manager{}, gateways: map[string]*lazyGateway{},
 	}
-	st, err := b.openStore(ctx, getenv)
+	st, err := b.openStore(ctx, sv)
 	if err != nil {
 		return nil, err
 	}
 	// One lease owner for the whole process, whatever its agents.
 	self := owner.Self()
 	role := cmp.Or(o.Role, "bridge")
-	headers, err := gateway.ParseHeaders(getenv("CLAWCONNECT_GATEWAY_HEADERS"))
-	if err != nil {
-		logger.Warn("ignoring CLAWCONNECT_GATEWAY_HEADERS", "err", err)
-		headers = nil
-	}
-	home := config.Home(getenv)
-	bookOpts := bookOptions(getenv, o.Runtimes, logger)
+	headers, _ := gateway.ParseHeaders(sv.GatewayHeaders) // checked by settings.Load
+	home := sv.Home
+	bookOpts := agentsession.BookOptions{Registry: o.Runtimes, Logger: logger, CallTimeout: sv.CallTimeout}
 	for _, a := range reg.Agents {
 		// As the reference client, the agent password is sent as both the
 		// shared password and the shared token.
@@ -144,7 +141,8 @@ func Open(ctx context.Context, o Options) (*Bridge, error) {
 			b.Close()
 			return nil, fmt.Errorf("open bridge: %w", err)
 		}
-		mo := taskOptions(getenv)
+		var mo task.Options
+		mo.ApplySettings(sv)
 		mo.Agent, mo.OpenClawAgentID, mo.Store, mo.Gateway, mo.Book = a.ID, a.OpenClawAgentID, st, gw, book
 		mo.PayloadDir, mo.Logger = filepath.Join(home, "payloads"), logger.With("component", "task", "agent", a.ID)
 		mo.Owner, mo.Role, mo.NoClaim = self.ID, role, o.Follow == FollowOwn
@@ -167,27 +165,8 @@ func Open(ctx context.Context, o Options) (*Bridge, error) {
 	return b, nil
 }
 
-// bookOptions is the attachment book configuration of every agent: the
-// runtimes and the per-callback bound of AGENT_SESSION_CALL_TIMEOUT_MS (a
-// bad value is logged and the default used).
-func bookOptions(getenv func(string) string, runtimes *agentsession.Registry, logger *slog.Logger) agentsession.BookOptions {
-	timeout, err := agentsession.ParseCallTimeout(getenv(agentsession.CallTimeoutEnv))
-	if err != nil {
-		logger.Warn("ignoring "+agentsession.CallTimeoutEnv, "err", err)
-	}
-	return agentsession.BookOptions{Registry: runtimes, Logger: logger, CallTimeout: timeout}
-}
-
-// taskOptions is the timing of every task manager: each documented
-// CLAWCONNECT_*_MS variable (task.Options.ApplyEnv).
-func taskOptions(getenv func(string) string) task.Options {
-	var o task.Options
-	o.ApplyEnv(getenv)
-	return o
-}
-
-func (b *Bridge) openStore(ctx context.Context, getenv func(string) string) (store.Store, error) {
-	if u := strings.TrimSpace(getenv("CLAWCONNECT_DATABASE_URL")); u != "" {
+func (b *Bridge) openStore(ctx context.Context, sv settings.Values) (store.Store, error) {
+	if u := sv.DatabaseURL; u != "" {
 		if !postgres.IsURL(u) {
 			return nil, errors.New("open bridge: CLAWCONNECT_DATABASE_URL must be a postgres:// or postgresql:// URL")
 		}
@@ -199,7 +178,7 @@ func (b *Bridge) openStore(ctx context.Context, getenv func(string) string) (sto
 		return db, nil
 	}
 	// Every clawconnect process on the machine opens the same file.
-	db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(config.Home(getenv), sqlite.FileName)})
+	db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(sv.Home, sqlite.FileName)})
 	if err != nil {
 		return nil, fmt.Errorf("open bridge: %w", err)
 	}

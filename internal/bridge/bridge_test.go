@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
@@ -30,7 +31,7 @@ func openBridge(t testing.TB, script func(fakegateway.Submit) fakegateway.Turn) 
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_CHECK_WAIT_MS": "20000"}
-	b, err := bridge.Open(context.Background(), bridge.Options{Getenv: func(k string) string { return env[k] }})
+	b, err := bridge.Open(context.Background(), bridge.Options{Settings: settingsOf(t, env)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,3 +161,13 @@ func TestBridgeProgress(t *testing.T) {
 }
 
 func configIdentity() config.Identity { return config.Identity{} }
+
+// settingsOf is the effective settings of the environment env.
+func settingsOf(t testing.TB, env map[string]string) *settings.Values {
+	t.Helper()
+	v, err := settings.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &v
+}

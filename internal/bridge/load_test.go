@@ -330,7 +330,7 @@ func residentPerTask(t testing.TB, n int) float64 {
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_CHECK_WAIT_MS": "20000"}
-	br, err := bridge.Open(t.Context(), bridge.Options{Getenv: func(k string) string { return env[k] }})
+	br, err := bridge.Open(t.Context(), bridge.Options{Settings: settingsOf(t, env)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,17 +54,7 @@ func getenv(env Env) func(string) string {
 // newLogger logs to stderr at CLAWCONNECT_LOG_LEVEL (debug, info, warn,
 // error; default warn). Stdout never carries logs.
 func newLogger(env Env) *slog.Logger {
-	var level slog.Level
-	switch strings.ToLower(strings.TrimSpace(getenv(env)("CLAWCONNECT_LOG_LEVEL"))) {
-	case "debug":
-		level = slog.LevelDebug
-	case "info":
-		level = slog.LevelInfo
-	case "error":
-		level = slog.LevelError
-	default:
-		level = slog.LevelWarn
-	}
+	level := settingsOf(env).LogLevel
 	w := env.Stderr
 	if w == nil {
 		w = io.Discard
@@ -76,7 +66,7 @@ func newLogger(env Env) *slog.Logger {
 // ExitConfig: no configuration with the reference's hint, a broken
 // agents.json with doctor's fix.
 func loadRegistry(env Env) (*config.Registry, error) {
-	r, err := config.LoadRegistry(getenv(env))
+	r, err := config.LoadRegistry(settingsOf(env))
 	var fe *config.FileError
 	switch {
 	case errors.As(err, &fe):
@@ -151,7 +141,8 @@ func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, o bridge.
 	if modules {
 		runtimes, names, stop = loadRuntimes(ctx, env, logger)
 	}
-	o.Getenv, o.Runtimes, o.Logger = getenv(env), runtimes, logger
+	sv := settingsOf(env)
+	o.Settings, o.Runtimes, o.Logger = &sv, runtimes, logger
 	b, err := bridge.Open(ctx, o)
 	if err != nil {
 		stop()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
@@ -115,16 +116,16 @@ Exit codes: 0 every check passed, 1 at least one failed.`,
 }
 
 func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
-	get := getenv(env)
-	var vs []verdict
-	reg, err := config.LoadRegistry(get)
+	sv, serr := settings.Load(getenv(env))
+	vs := settingsVerdicts(env, serr)
+	reg, err := config.LoadRegistry(sv)
 	switch {
 	case errors.Is(err, config.ErrIncompleteEnv):
-		vs = append(vs, verdict{area: "config", detail: "no agent configuration (" + config.AgentsPath(get) + " is missing): " + err.Error(), fix: configHint})
+		vs = append(vs, verdict{area: "config", detail: "no agent configuration (" + config.AgentsPath(sv.Home) + " is missing): " + err.Error(), fix: configHint})
 	case errors.Is(err, config.ErrNoConfig):
-		vs = append(vs, verdict{area: "config", detail: "no agent configuration (" + config.AgentsPath(get) + " is missing and OPENCLAW_URL/OPENCLAW_PASSWORD are unset)", fix: configHint})
+		vs = append(vs, verdict{area: "config", detail: "no agent configuration (" + config.AgentsPath(sv.Home) + " is missing and OPENCLAW_URL/OPENCLAW_PASSWORD are unset)", fix: configHint})
 	case err != nil:
-		vs = append(vs, verdict{area: "config", detail: err.Error(), fix: agentsFileFix(config.AgentsPath(get))})
+		vs = append(vs, verdict{area: "config", detail: err.Error(), fix: agentsFileFix(config.AgentsPath(sv.Home))})
 	default:
 		src := "the environment (OPENCLAW_URL)"
 		if reg.Path != "" {
@@ -135,17 +136,17 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 			vs = append(vs, verdict{ok: true, area: "config", detail: "warning: " + w})
 		}
 	}
-	vs = append(vs, checkStore(ctx, get)...)
+	vs = append(vs, checkStore(ctx, sv)...)
 	if reg != nil {
 		for _, a := range reg.Agents {
-			vs = append(vs, checkGateway(ctx, get, a, timeout))
+			vs = append(vs, checkGateway(ctx, sv, a, timeout))
 		}
 	}
 	why := &loadReasons{}
 	_, names, stop := loadRuntimes(ctx, env, slog.New(why))
 	stop()
 	switch {
-	case len(names) == 0 && get(runtimeModulesVar) != "":
+	case len(names) == 0 && sv.RuntimeModules != "":
 		vs = append(vs, verdict{area: "runtimes", detail: runtimeModulesVar + " is set but no module registered a runtime: " + why.String(),
 			fix: "Each entry must be an executable that answers the runtime-module protocol (describe); run it by hand and read its stderr."})
 	case len(names) == 0:
@@ -157,7 +158,7 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 				fix: "Fix or remove the failing entries of " + runtimeModulesVar + "."})
 		}
 	}
-	authn := config.NewAuthenticator(config.AuthFromEnv(get))
+	authn := config.NewAuthenticator(config.AuthFrom(sv))
 	if authn.Required() {
 		vs = append(vs, verdict{ok: true, area: "http auth", detail: "serve requires a token (MCP_USER_TOKENS / MCP_USER_TOKENS_FILE / PUBLIC_MCP_PASS)"})
 	} else {
@@ -168,20 +169,17 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 
 // checkStore opens the store (as every process does, beside the others)
 // and lists the live processes that share it and what each follows.
-func checkStore(ctx context.Context, get func(string) string) []verdict {
+func checkStore(ctx context.Context, sv settings.Values) []verdict {
 	var db processLister
 	var what string
-	if u := strings.TrimSpace(get("CLAWCONNECT_DATABASE_URL")); u != "" {
-		if !postgres.IsURL(u) {
-			return []verdict{{area: "store", detail: "CLAWCONNECT_DATABASE_URL is not a postgres:// URL", fix: "Set CLAWCONNECT_DATABASE_URL=postgres://user:pass@host/db, or unset it to use the embedded SQLite store."}}
-		}
+	if u := sv.DatabaseURL; u != "" {
 		p, err := postgres.Open(ctx, postgres.Options{URL: u})
 		if err != nil {
 			return []verdict{{area: "store", detail: err.Error(), fix: "Check that PostgreSQL runs and that CLAWCONNECT_DATABASE_URL's user may create tables."}}
 		}
 		db, what = p, "PostgreSQL reachable and migrated"
 	} else {
-		path := filepath.Join(config.Home(get), sqlite.FileName)
+		path := filepath.Join(sv.Home, sqlite.FileName)
 		// The full integrity check first, read-only: it never writes the
 		// file, whichever processes have it open.
 		cctx, cancel := context.WithTimeout(ctx, doctorIntegrityTimeout)
@@ -263,14 +261,12 @@ func listProcesses(ctx context.Context, db processLister, now time.Time) []verdi
 // doctorIntegrityTimeout bounds doctor's full integrity check of the store.
 const doctorIntegrityTimeout = time.Minute
 
-func checkGateway(ctx context.Context, get func(string) string, a config.Agent, timeout time.Duration) verdict {
+func checkGateway(ctx context.Context, sv settings.Values, a config.Agent, timeout time.Duration) verdict {
 	area := "gateway " + a.ID
 	opts := gateway.Options{URL: a.URL, Token: a.Password, Password: a.Password, HandshakeTimeout: timeout}
-	if h, err := gateway.ParseHeaders(get("CLAWCONNECT_GATEWAY_HEADERS")); err == nil {
-		opts.Headers = h
-	}
+	opts.Headers, _ = gateway.ParseHeaders(sv.GatewayHeaders) // checked by settings.Load
 	if !isLoopbackURL(a.URL) {
-		dev, err := gateway.LoadOrCreateDevice(config.Home(get))
+		dev, err := gateway.LoadOrCreateDevice(sv.Home)
 		if err != nil {
 			return verdict{area: area, detail: err.Error(), fix: "Make CLAWCONNECT_HOME writable so clawconnect can keep its device identity."}
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawconnect/clawconnect/executor"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/runtime/claudecode"
 	"github.com/clawconnect/clawconnect/runtime/codex"
 	"github.com/clawconnect/clawconnect/runtime/openclaw"
@@ -61,8 +63,7 @@ func execEnviron(env Env) []string {
 		return env.Environ()
 	}
 	get := getenv(env)
-	names := append([]string(nil), execPassEnv...)
-	names = append(names, strings.FieldsFunc(get("CLAWCONNECT_EXEC_PASSENV"), func(r rune) bool { return r == ',' || r == ' ' })...)
+	names := append(slices.Clone(execPassEnv), settingsOf(env).ExecPassEnv...)
 	seen := map[string]bool{}
 	var out []string
 	for _, n := range names {
@@ -142,19 +143,32 @@ code follows the done reason: 0 success, 1 error, 6 max_turns, 130 aborted.`,
 	return cmd
 }
 
+// cliBinary is the binary exec starts for a CLI runtime
+// (CLAWCONNECT_CLAUDE_BIN, CLAWCONNECT_CODEX_BIN); "" means the adapter's
+// name on PATH.
+func cliBinary(sv settings.Values, id executor.RuntimeID) string {
+	switch id {
+	case claudecode.ID:
+		return sv.ClaudeBin
+	case codex.ID:
+		return sv.CodexBin
+	}
+	return ""
+}
+
 // execRuntime builds the adapter for f.runtime and the session key to use,
 // plus a cleanup to run when done.
 func execRuntime(ctx context.Context, env Env, f *execFlags) (executor.RuntimeAdapter, string, func(), error) {
-	get := getenv(env)
+	sv := settingsOf(env)
 	logger := newLogger(env)
 	environ := execEnviron(env)
 	switch executor.RuntimeID(f.runtime) {
 	case claudecode.ID:
-		a := claudecode.New(claudecode.Options{Binary: get("CLAWCONNECT_CLAUDE_BIN"), Environ: environ, Dir: f.cwd,
+		a := claudecode.New(claudecode.Options{Binary: cliBinary(sv, claudecode.ID), Environ: environ, Dir: f.cwd,
 			Logger: logger})
 		return a, "exec", func() { dispose(a) }, nil
 	case codex.ID:
-		a := codex.New(codex.Options{Binary: get("CLAWCONNECT_CODEX_BIN"), Environ: environ, Dir: f.cwd,
+		a := codex.New(codex.Options{Binary: cliBinary(sv, codex.ID), Environ: environ, Dir: f.cwd,
 			Logger: logger})
 		return a, "exec", func() { dispose(a) }, nil
 	case openclaw.ID:
@@ -168,10 +182,7 @@ func execRuntime(ctx context.Context, env Env, f *execFlags) (executor.RuntimeAd
 			key = f.resume
 		}
 		if key == "" {
-			agent := strings.TrimSpace(get("OPENCLAW_AGENT_ID"))
-			if agent == "" {
-				agent = "main"
-			}
+			agent := sv.OpenClawAgentID
 			b := make([]byte, 6)
 			_, _ = rand.Read(b)
 			key = "agent:" + agent + ":exec-" + hex.EncodeToString(b)

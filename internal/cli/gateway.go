@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,30 +25,13 @@ type gatewayFlags struct {
 
 // options resolves flags, then environment, into gateway.Options.
 func (f *gatewayFlags) options(env Env) gateway.Options {
-	get := env.Getenv
-	if get == nil {
-		get = func(string) string { return "" }
+	sv := settingsOf(env)
+	o := gateway.Options{
+		URL:      cmp.Or(f.url, sv.OpenClawURL, DefaultGatewayURL),
+		Token:    cmp.Or(f.token, sv.GatewayToken),
+		Password: cmp.Or(f.password, sv.OpenClawPassword),
 	}
-	o := gateway.Options{URL: f.url, Token: f.token, Password: f.password}
-	if o.URL == "" {
-		o.URL = get("OPENCLAW_URL")
-	}
-	if o.URL == "" {
-		o.URL = DefaultGatewayURL
-	}
-	if o.Token == "" {
-		o.Token = get("OPENCLAW_GATEWAY_TOKEN")
-	}
-	if o.Password == "" {
-		o.Password = get("OPENCLAW_PASSWORD")
-	}
-	if raw := get("CLAWCONNECT_GATEWAY_HEADERS"); raw != "" {
-		h, err := gateway.ParseHeaders(raw)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "warning: ignoring CLAWCONNECT_GATEWAY_HEADERS: %v\n", err)
-		}
-		o.Headers = h
-	}
+	o.Headers, _ = gateway.ParseHeaders(sv.GatewayHeaders) // checked by settings.Load
 	o.CallTimeout = f.timeout
 	return o
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/server"
 )
 
@@ -64,11 +63,9 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 				return b, nil
 			})
 			defer pending.close()
-			timeouts := config.LoadTimeouts(getenv(env))
-			opts := server.Options{
-				Tasks: pending, Registry: reg, CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait,
-				Version: version(), Build: config.BuildSHA(getenv(env)), Logger: logger,
-			}
+			sv := settingsOf(env)
+			opts := serverOptions(sv)
+			opts.Tasks, opts.Registry, opts.Logger = pending, reg, logger
 			if terminalToolsOn(env, terminalTools) {
 				terms := &lazyTerminals{env: env, logger: logger, ctx: ctx, shared: pending.sharedStore}
 				defer terms.close()

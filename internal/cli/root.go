@@ -1,6 +1,7 @@
 // Package cli builds the clawconnect command tree. It is the only place that
-// turns flags and environment variables into the option structs of the
-// library packages; main hands it the process environment and nothing else.
+// turns flags and settings into the option structs of the library packages:
+// main hands it the process environment, it reads that through the settings
+// registry (internal/settings) and passes values on, never the environment.
 package cli
 
 import (
@@ -96,8 +97,9 @@ system manages.`,
 		SilenceErrors: true,
 	}
 	groupCmd(root)
+	root.PersistentPreRunE = checkSettings(env)
 	root.SetVersionTemplate("clawconnect {{.Version}}\n")
-	root.SetHelpCommand(newHelpCmd(root))
+	root.SetHelpCommand(skipSettingsCheck(newHelpCmd(root)))
 	root.SetIn(env.Stdin)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
@@ -105,10 +107,10 @@ system manages.`,
 		return &ExitError{Code: ExitUsage, Err: err}
 	})
 	root.AddCommand(
-		newVersionCmd(env),
+		skipSettingsCheck(newVersionCmd(env)),
 		newExecCmd(env),
 		newGatewayCmd(env),
-		newMCPCmd(env), newServeCmd(env), newTerminalCmd(env), newRunCmd(env), newStatusCmd(env), newLogsCmd(env), newSessionsCmd(env), newAgentsCmd(env), newDoctorCmd(env),
+		newMCPCmd(env), newServeCmd(env), newTerminalCmd(env), newRunCmd(env), newStatusCmd(env), newLogsCmd(env), newSessionsCmd(env), newAgentsCmd(env), skipSettingsCheck(newDoctorCmd(env)),
 	)
 	return root
 }

@@ -18,7 +18,7 @@ const runtimeModulesVar = "CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES"
 // never fails the command). The modules inherit the process environment.
 func loadRuntimes(ctx context.Context, env Env, logger *slog.Logger) (*agentsession.Registry, []string, func()) {
 	reg := agentsession.NewRegistry()
-	spec := getenv(env)(runtimeModulesVar)
+	spec := settingsOf(env).RuntimeModules
 	if spec == "" {
 		return reg, nil, func() {}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/dashboard"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/server"
 )
@@ -86,7 +87,8 @@ configuration.`,
 			}
 			ctx := cmd.Context()
 			logger := newLogger(env)
-			auth := config.AuthFromEnv(getenv(env))
+			sv := settingsOf(env)
+			auth := config.AuthFrom(sv)
 			auth.Logger = logger
 			authn := config.NewAuthenticator(auth)
 			b, err := open(ctx, env, logger)
@@ -108,19 +110,16 @@ configuration.`,
 			default:
 				fmt.Fprintln(env.Stderr, "clawconnect serve: terminal tools off: terminal turns are unavailable in this process (see the log)")
 			}
-			srv, err := server.New(server.Options{
-				Terminals: terms,
-				Tasks:     b.tasks, Registry: b.registry, CheckWait: b.timeouts.CheckWait, CheckMaxWait: b.timeouts.CheckMaxWait, Auth: authn,
-				AllowUnauthenticatedRemote: allowRemote,
-				AllowedOrigins:             splitList(getenv(env)("CLAWCONNECT_ALLOWED_ORIGINS")),
-				SharedTaskView:             getenv(env)("CLAWCONNECT_SHARED_TASK_VIEW") == "1",
-				Version:                    version(), Build: config.BuildSHA(getenv(env)), Logger: logger,
-			})
+			sopts := serverOptions(sv)
+			sopts.Terminals, sopts.Tasks, sopts.Registry, sopts.Auth = terms, b.tasks, b.registry, authn
+			sopts.CheckWait, sopts.CheckMaxWait = b.timeouts.CheckWait, b.timeouts.CheckMaxWait
+			sopts.AllowUnauthenticatedRemote, sopts.Logger = allowRemote, logger
+			srv, err := server.New(sopts)
 			if err != nil {
 				return err
 			}
 			dopts := dashboard.Options{
-				Server: srv, Runtimes: b.runtimes, StoreInfo: storeInfo(getenv(env), b.shared),
+				Server: srv, Runtimes: b.runtimes, StoreInfo: storeInfo(sv, b.shared),
 				Feed: changeFeed(b.shared), Logger: logger.With("component", "dashboard"),
 			}
 			dopts.Processes, _ = b.shared.(dashboard.ProcessLister)
@@ -155,23 +154,11 @@ configuration.`,
 	return cmd
 }
 
-// splitList splits a comma-separated variable into its non-empty, trimmed
-// entries.
-func splitList(v string) []string {
-	var out []string
-	for _, e := range strings.Split(v, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // storeInfo describes the store for the dashboard's Health page, without
 // credentials.
-func storeInfo(g func(string) string, shared any) string {
-	kind := "SQLite under " + config.Home(g)
-	if strings.TrimSpace(g("CLAWCONNECT_DATABASE_URL")) != "" {
+func storeInfo(sv settings.Values, shared any) string {
+	kind := "SQLite under " + sv.Home
+	if sv.DatabaseURL != "" {
 		kind = "PostgreSQL (CLAWCONNECT_DATABASE_URL)"
 	}
 	if shared == nil {

@@ -54,21 +54,21 @@ type terminalStack struct {
 }
 
 func terminalSocket(env Env) string {
-	return filepath.Join(config.Home(getenv(env)), terminal.SocketName)
+	return filepath.Join(settingsOf(env).Home, terminal.SocketName)
 }
 
 // openTerminalStore opens the shared store: PostgreSQL at
 // CLAWCONNECT_DATABASE_URL, else the SQLite file under CLAWCONNECT_HOME.
 func openTerminalStore(ctx context.Context, env Env) (store.TerminalStore, func() error, error) {
-	g := getenv(env)
-	if u := strings.TrimSpace(g("CLAWCONNECT_DATABASE_URL")); u != "" {
+	sv := settingsOf(env)
+	if u := sv.DatabaseURL; u != "" {
 		db, err := postgres.Open(ctx, postgres.Options{URL: u})
 		if err != nil {
 			return nil, nil, err
 		}
 		return db, db.Close, nil
 	}
-	db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(config.Home(g), sqlite.FileName)})
+	db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(sv.Home, sqlite.FileName)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -78,7 +78,7 @@ func openTerminalStore(ctx context.Context, env Env) (store.TerminalStore, func(
 // newTerminalService builds the Service over st with the real panes and
 // agent readers.
 func newTerminalService(env Env, st store.TerminalStore, logger *slog.Logger) (*terminal.Service, config.Terminal, error) {
-	c := config.LoadTerminal(getenv(env))
+	c := config.TerminalFrom(settingsOf(env))
 	terms, err := terminal.NewTmuxTerminals(tmux.Options{TMUX: c.TMUX, Sockets: c.Sockets, NoDefaultServer: c.NoDefaultServer, Logger: logger})
 	if err != nil {
 		return nil, c, err
@@ -144,6 +144,7 @@ dialog open, process changed, Turn failed), 2 bad arguments or a malformed id,
 	cmd.AddCommand(terminalListCmd(env), terminalSendCmd(env), terminalStatusCmd(env), terminalRespondCmd(env),
 		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalRetryCallbackCmd(env),
 		terminalDaemonCmd(env), terminalModuleCmd(env))
+	cmd.AddCommand(terminalWatchCmds(env)...)
 	return cmd
 }
 
@@ -568,7 +569,7 @@ callback is left as it is. The monitor host delivers it.`,
 // local default.
 func callbackGateway(env Env) (gateway.Options, error) {
 	o := (&gatewayFlags{}).options(env)
-	if r, err := config.LoadRegistry(getenv(env)); err == nil {
+	if r, err := config.LoadRegistry(settingsOf(env)); err == nil {
 		if a, err := r.Resolve(""); err == nil && a.URL != "" {
 			o.URL, o.Password = a.URL, a.Password
 		}
@@ -583,7 +584,7 @@ func callbackDialer(env Env) func(ctx context.Context, url string) (terminal.Cal
 		o, _ := callbackGateway(env)
 		if url != "" && url != o.URL {
 			o.URL, o.Password = url, (&gatewayFlags{}).options(env).Password
-			if r, err := config.LoadRegistry(getenv(env)); err == nil {
+			if r, err := config.LoadRegistry(settingsOf(env)); err == nil {
 				for _, a := range r.Agents {
 					if a.URL == url {
 						o.Password = a.Password

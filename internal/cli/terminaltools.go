@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/server"
@@ -16,7 +15,7 @@ import (
 // terminalToolsOn reports whether the MCP terminal tools are enabled, by
 // the flag or CLAWCONNECT_TERMINAL_TOOLS.
 func terminalToolsOn(env Env, flag bool) bool {
-	return flag || config.LoadTerminal(getenv(env)).Tools
+	return flag || settingsOf(env).TerminalTools
 }
 
 // lazyTerminals is the Turn service behind the MCP terminal tools of a

@@ -1,11 +1,12 @@
-// Package config turns agents.json and the process environment into the
-// settings of the task bridge: the agent registry, the timeouts and the HTTP
-// credentials. It never reads the environment itself; callers pass a getenv
-// function, so tests and embedding hosts control every input.
+// Package config turns agents.json and the effective settings
+// (internal/settings) into the configuration of the task bridge: the agent
+// registry, the timeouts, the terminal settings and the HTTP credentials. It
+// never reads the environment itself.
 package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/taskapi"
 )
 
@@ -50,29 +52,19 @@ type Group = taskapi.Group
 // package parses and loads it, taskapi holds its queries.
 type Registry = taskapi.Registry
 
-// Home returns the ClawConnect state directory: CLAWCONNECT_HOME, or
-// $HOME/.clawconnect.
-func Home(getenv func(string) string) string {
-	getenv = orEmpty(getenv)
-	if h := strings.TrimSpace(getenv("CLAWCONNECT_HOME")); h != "" {
-		return h
-	}
-	return filepath.Join(getenv("HOME"), ".clawconnect")
+// AgentsPath returns the path of agents.json under the state directory
+// home (settings.Values.Home).
+func AgentsPath(home string) string {
+	return filepath.Join(home, "agents.json")
 }
 
-// AgentsPath returns the path of agents.json under Home.
-func AgentsPath(getenv func(string) string) string {
-	return filepath.Join(Home(getenv), "agents.json")
-}
-
-// LoadRegistry reads agents.json from AgentsPath; when the file does not
-// exist it builds a single-agent registry from OPENCLAW_URL,
+// LoadRegistry reads agents.json from AgentsPath(v.Home); when the file
+// does not exist it builds a single-agent registry from OPENCLAW_URL,
 // OPENCLAW_PASSWORD, OPENCLAW_AGENT_ID and CLAWCONNECT_AGENT_ALIAS. It returns
 // ErrNoConfig when neither is present and a parse error (with the reference
 // message) when the file is invalid.
-func LoadRegistry(getenv func(string) string) (*Registry, error) {
-	getenv = orEmpty(getenv)
-	path := AgentsPath(getenv)
+func LoadRegistry(v settings.Values) (*Registry, error) {
+	path := AgentsPath(v.Home)
 	data, err := os.ReadFile(path)
 	switch {
 	case err == nil:
@@ -87,7 +79,7 @@ func LoadRegistry(getenv func(string) string) (*Registry, error) {
 		r.Path = path
 		return r, nil
 	case errors.Is(err, fs.ErrNotExist):
-		return RegistryFromEnv(getenv)
+		return RegistryFromEnv(v)
 	default:
 		return nil, fmt.Errorf("read agents.json: %w", err)
 	}
@@ -97,10 +89,8 @@ func LoadRegistry(getenv func(string) string) (*Registry, error) {
 // fallback. It returns ErrNoConfig when OPENCLAW_URL and OPENCLAW_PASSWORD
 // are both unset, and an error matching ErrNoConfig and ErrIncompleteEnv,
 // naming the missing one, when only one is set.
-func RegistryFromEnv(getenv func(string) string) (*Registry, error) {
-	getenv = orEmpty(getenv)
-	url := strings.TrimSpace(getenv("OPENCLAW_URL"))
-	pass := strings.TrimSpace(getenv("OPENCLAW_PASSWORD"))
+func RegistryFromEnv(v settings.Values) (*Registry, error) {
+	url, pass := v.OpenClawURL, v.OpenClawPassword
 	switch {
 	case url == "" && pass == "":
 		return nil, ErrNoConfig
@@ -109,11 +99,8 @@ func RegistryFromEnv(getenv func(string) string) (*Registry, error) {
 	case url == "":
 		return nil, &incompleteEnvError{set: "OPENCLAW_PASSWORD", unset: "OPENCLAW_URL", want: "the gateway's WebSocket URL, e.g. ws://127.0.0.1:18789"}
 	}
-	agentID := strings.TrimSpace(getenv("OPENCLAW_AGENT_ID"))
-	if agentID == "" {
-		agentID = DefaultOpenClawAgentID
-	}
-	alias := strings.TrimSpace(getenv("CLAWCONNECT_AGENT_ALIAS"))
+	agentID := cmp.Or(v.OpenClawAgentID, DefaultOpenClawAgentID)
+	alias := v.AgentAlias
 	if alias == "" {
 		alias = agentID
 	}
@@ -355,11 +342,4 @@ func aOrAn(kind string) string {
 func str(v any) string {
 	s, _ := v.(string)
 	return strings.TrimSpace(s)
-}
-
-func orEmpty(getenv func(string) string) func(string) string {
-	if getenv == nil {
-		return func(string) string { return "" }
-	}
-	return getenv
 }

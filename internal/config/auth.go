@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/taskapi"
 )
 
@@ -36,14 +37,10 @@ type AuthOptions struct {
 	Logger *slog.Logger
 }
 
-// AuthFromEnv reads MCP_USER_TOKENS, MCP_USER_TOKENS_FILE and PUBLIC_MCP_PASS.
-func AuthFromEnv(getenv func(string) string) AuthOptions {
-	getenv = orEmpty(getenv)
-	return AuthOptions{
-		UserTokens: getenv("MCP_USER_TOKENS"),
-		TokensFile: strings.TrimSpace(getenv("MCP_USER_TOKENS_FILE")),
-		PublicPass: strings.TrimSpace(getenv("PUBLIC_MCP_PASS")),
-	}
+// AuthFrom takes MCP_USER_TOKENS, MCP_USER_TOKENS_FILE and PUBLIC_MCP_PASS
+// from the effective settings.
+func AuthFrom(v settings.Values) AuthOptions {
+	return AuthOptions{UserTokens: v.UserTokens, TokensFile: v.TokensFile, PublicPass: v.PublicPass}
 }
 
 // UserToken is one personal credential: requests that present Token act as

@@ -171,11 +171,11 @@ func writeAt(t *testing.T, path, body string, mod time.Time) {
 	}
 }
 
-func TestAuthFromEnv(t *testing.T) {
-	got := AuthFromEnv(envOf(map[string]string{"MCP_USER_TOKENS": "a:b", "MCP_USER_TOKENS_FILE": " /f ", "PUBLIC_MCP_PASS": " p "}))
+func TestAuthFrom(t *testing.T) {
+	got := AuthFrom(envOf(map[string]string{"MCP_USER_TOKENS": "a:b", "MCP_USER_TOKENS_FILE": " /f ", "PUBLIC_MCP_PASS": " p "}))
 	want := AuthOptions{UserTokens: "a:b", TokensFile: "/f", PublicPass: "p"}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("AuthFromEnv mismatch (-want +got):\n%s", diff)
+		t.Errorf("AuthFrom mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -9,10 +9,18 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/clawconnect/clawconnect/internal/settings"
 )
 
-func envOf(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
+// envOf is the effective settings of the environment m; a bad value there
+// is a mistake in the test.
+func envOf(m map[string]string) settings.Values {
+	v, err := settings.Load(func(k string) string { return m[k] })
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func TestParseRegistryErrors(t *testing.T) {
@@ -270,7 +278,7 @@ func TestScope(t *testing.T) {
 	}
 }
 
-func TestLoadTimeouts(t *testing.T) {
+func TestTimeoutsFrom(t *testing.T) {
 	def := DefaultTimeouts()
 	custom := def
 	custom.CheckWait = 1500 * time.Millisecond
@@ -283,15 +291,10 @@ func TestLoadTimeouts(t *testing.T) {
 	}{
 		{"defaults", nil, def},
 		{"valid", map[string]string{"CLAWCONNECT_CHECK_WAIT_MS": " 1500 ", "CLAWCONNECT_TIMEOUT_MS": "2.5", "CLAWCONNECT_LOG_ENTRY_TEXT_MAX": "100"}, custom},
-		{"invalid fall back", map[string]string{
-			"CLAWCONNECT_CHECK_WAIT_MS": "0", "CLAWCONNECT_TIMEOUT_MS": "-5", "CLAWCONNECT_RECOVERY_TIMEOUT_MS": "abc",
-			"CLAWCONNECT_CHECK_MAX_WAIT_MS": "NaN", "CLAWCONNECT_RECONCILE_QUIET_MS": "Inf", "CLAWCONNECT_STREAM_CLOSE_GRACE_MS": "1e300",
-			"CLAWCONNECT_LOG_ENTRY_TEXT_MAX": "",
-		}, def},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, LoadTimeouts(envOf(tt.env))); diff != "" {
+			if diff := cmp.Diff(tt.want, TimeoutsFrom(envOf(tt.env))); diff != "" {
 				t.Errorf("timeouts mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -319,20 +322,5 @@ func TestClampCheckWait(t *testing.T) {
 				t.Errorf("ClampCheckWait = %v, want %v", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestHomeAndBuildSHA(t *testing.T) {
-	if got := Home(envOf(map[string]string{"HOME": "/h"})); got != filepath.Join("/h", ".clawconnect") {
-		t.Errorf("Home = %q", got)
-	}
-	if got := Home(envOf(map[string]string{"HOME": "/h", "CLAWCONNECT_HOME": "/c"})); got != "/c" {
-		t.Errorf("Home = %q", got)
-	}
-	if got := BuildSHA(nil); got != "unknown" {
-		t.Errorf("BuildSHA = %q", got)
-	}
-	if got := BuildSHA(envOf(map[string]string{"CLAWCONNECT_BUILD_SHA": "abc"})); got != "abc" {
-		t.Errorf("BuildSHA = %q", got)
 	}
 }

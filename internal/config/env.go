@@ -2,71 +2,43 @@ package config
 
 import (
 	"math"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/clawconnect/clawconnect/internal/settings"
 )
 
-// Timeouts holds the tunable windows of the task bridge. Every field comes
-// from an environment variable in milliseconds; a value that is not a finite
-// number greater than zero falls back to the default.
+// Timeouts holds the tunable windows of the task bridge's MCP tools (the
+// settings CLAWCONNECT_TIMEOUT_MS ... CLAWCONNECT_LOG_ENTRY_TEXT_MAX; see
+// internal/settings for their defaults and rules).
 type Timeouts struct {
-	Chat                    time.Duration // CLAWCONNECT_TIMEOUT_MS, default 30m
-	Recovery                time.Duration // CLAWCONNECT_RECOVERY_TIMEOUT_MS, default 90m
-	CheckWait               time.Duration // CLAWCONNECT_CHECK_WAIT_MS, default 45s
-	CheckMaxWait            time.Duration // CLAWCONNECT_CHECK_MAX_WAIT_MS, default 120s
-	CosmeticPollDebounce    time.Duration // CLAWCONNECT_COSMETIC_POLL_DEBOUNCE_MS, default 400ms
-	ReconcileQuiet          time.Duration // CLAWCONNECT_RECONCILE_QUIET_MS, default 120s
-	ReconcileSampleInterval time.Duration // CLAWCONNECT_RECONCILE_SAMPLE_INTERVAL_MS, default 15s
-	StreamCloseGrace        time.Duration // CLAWCONNECT_STREAM_CLOSE_GRACE_MS, default 15s
-	LogEntryTextMax         int           // CLAWCONNECT_LOG_ENTRY_TEXT_MAX, default 8000 characters
+	Chat                    time.Duration // CLAWCONNECT_TIMEOUT_MS
+	Recovery                time.Duration // CLAWCONNECT_RECOVERY_TIMEOUT_MS
+	CheckWait               time.Duration // CLAWCONNECT_CHECK_WAIT_MS
+	CheckMaxWait            time.Duration // CLAWCONNECT_CHECK_MAX_WAIT_MS
+	CosmeticPollDebounce    time.Duration // CLAWCONNECT_COSMETIC_POLL_DEBOUNCE_MS
+	ReconcileQuiet          time.Duration // CLAWCONNECT_RECONCILE_QUIET_MS
+	ReconcileSampleInterval time.Duration // CLAWCONNECT_RECONCILE_SAMPLE_INTERVAL_MS
+	LogEntryTextMax         int           // CLAWCONNECT_LOG_ENTRY_TEXT_MAX, characters
 }
 
 // MinCheckWait is the fixed floor of a check_task wait.
 const MinCheckWait = time.Second
 
-// DefaultTimeouts returns the reference defaults.
-func DefaultTimeouts() Timeouts {
+// DefaultTimeouts returns the defaults of the settings registry.
+func DefaultTimeouts() Timeouts { return TimeoutsFrom(settings.Defaults()) }
+
+// TimeoutsFrom takes the timeouts from the effective settings.
+func TimeoutsFrom(v settings.Values) Timeouts {
 	return Timeouts{
-		Chat:                    30 * time.Minute,
-		Recovery:                90 * time.Minute,
-		CheckWait:               45 * time.Second,
-		CheckMaxWait:            120 * time.Second,
-		CosmeticPollDebounce:    400 * time.Millisecond,
-		ReconcileQuiet:          120 * time.Second,
-		ReconcileSampleInterval: 15 * time.Second,
-		StreamCloseGrace:        15 * time.Second,
-		LogEntryTextMax:         8000,
+		Chat:                    v.ChatTimeout,
+		Recovery:                v.RecoveryTimeout,
+		CheckWait:               v.CheckWait,
+		CheckMaxWait:            v.CheckMaxWait,
+		CosmeticPollDebounce:    v.PollDebounce,
+		ReconcileQuiet:          v.ReconcileQuiet,
+		ReconcileSampleInterval: v.ReconcileSampleInterval,
+		LogEntryTextMax:         v.LogEntryTextMax,
 	}
-}
-
-// Millis reads the variable name as a positive number of milliseconds; a
-// missing, non-numeric, non-positive or overflowing value gives def.
-func Millis(getenv func(string) string, name string, def time.Duration) time.Duration {
-	v, ok := PositiveNumber(orEmpty(getenv)(name))
-	if !ok || v*float64(time.Millisecond) > math.MaxInt64 {
-		return def
-	}
-	return time.Duration(v * float64(time.Millisecond))
-}
-
-// LoadTimeouts reads the CLAWCONNECT_*_MS variables; see Timeouts.
-func LoadTimeouts(getenv func(string) string) Timeouts {
-	getenv = orEmpty(getenv)
-	t := DefaultTimeouts()
-	ms := func(name string, def time.Duration) time.Duration { return Millis(getenv, name, def) }
-	t.Chat = ms("CLAWCONNECT_TIMEOUT_MS", t.Chat)
-	t.Recovery = ms("CLAWCONNECT_RECOVERY_TIMEOUT_MS", t.Recovery)
-	t.CheckWait = ms("CLAWCONNECT_CHECK_WAIT_MS", t.CheckWait)
-	t.CheckMaxWait = ms("CLAWCONNECT_CHECK_MAX_WAIT_MS", t.CheckMaxWait)
-	t.CosmeticPollDebounce = ms("CLAWCONNECT_COSMETIC_POLL_DEBOUNCE_MS", t.CosmeticPollDebounce)
-	t.ReconcileQuiet = ms("CLAWCONNECT_RECONCILE_QUIET_MS", t.ReconcileQuiet)
-	t.ReconcileSampleInterval = ms("CLAWCONNECT_RECONCILE_SAMPLE_INTERVAL_MS", t.ReconcileSampleInterval)
-	t.StreamCloseGrace = ms("CLAWCONNECT_STREAM_CLOSE_GRACE_MS", t.StreamCloseGrace)
-	if v, ok := PositiveNumber(getenv("CLAWCONNECT_LOG_ENTRY_TEXT_MAX")); ok && v < math.MaxInt32 {
-		t.LogEntryTextMax = int(v)
-	}
-	return t
 }
 
 // ClampCheckWait applies the check_task wait rule: a missing (nil) or
@@ -85,22 +57,4 @@ func (t Timeouts) ClampCheckWait(waitMs *float64) time.Duration {
 		}
 	}
 	return max(MinCheckWait, min(d, max(t.CheckMaxWait, MinCheckWait)))
-}
-
-// PositiveNumber parses s as a finite number greater than zero, the rule of
-// every numeric environment variable.
-func PositiveNumber(s string) (float64, bool) {
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-		return 0, false
-	}
-	return v, true
-}
-
-// BuildSHA returns CLAWCONNECT_BUILD_SHA, or "unknown".
-func BuildSHA(getenv func(string) string) string {
-	if v := strings.TrimSpace(orEmpty(getenv)("CLAWCONNECT_BUILD_SHA")); v != "" {
-		return v
-	}
-	return "unknown"
 }

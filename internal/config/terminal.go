@@ -1,8 +1,9 @@
 package config
 
 import (
-	"strings"
 	"time"
+
+	"github.com/clawconnect/clawconnect/internal/settings"
 )
 
 // Terminal holds the settings of terminal turns.
@@ -16,36 +17,22 @@ type Terminal struct {
 	// (CLAWCONNECT_TMUX_DEFAULT_SERVER=off).
 	NoDefaultServer bool
 	// InactivityTimeout and HardTimeout stall a Turn
-	// (CLAWCONNECT_TERMINAL_INACTIVITY_MS, default 60 min;
-	// CLAWCONNECT_TERMINAL_HARD_MS, default 720 min).
+	// (CLAWCONNECT_TERMINAL_INACTIVITY_MS, CLAWCONNECT_TERMINAL_HARD_MS).
 	InactivityTimeout, HardTimeout time.Duration
 	// Recheck is each monitor's slow safety re-check
-	// (CLAWCONNECT_TERMINAL_RECHECK_MS, default 10 s).
+	// (CLAWCONNECT_TERMINAL_RECHECK_MS).
 	Recheck time.Duration
 	// Tools adds the terminal tools to the MCP servers of mcp and serve
-	// (CLAWCONNECT_TERMINAL_TOOLS=1; off by default).
+	// (CLAWCONNECT_TERMINAL_TOOLS=1).
 	Tools bool
 }
 
-// LoadTerminal reads the terminal-turn settings.
-func LoadTerminal(getenv func(string) string) Terminal {
-	getenv = orEmpty(getenv)
-	t := Terminal{TMUX: getenv("TMUX")}
-	for s := range strings.SplitSeq(getenv("CLAWCONNECT_TMUX_SOCKETS"), ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			t.Sockets = append(t.Sockets, s)
-		}
+// TerminalFrom takes the terminal-turn settings from the effective
+// settings.
+func TerminalFrom(v settings.Values) Terminal {
+	return Terminal{
+		TMUX: v.TMUX, Sockets: v.TmuxSockets, NoDefaultServer: !v.TmuxDefaultServer,
+		InactivityTimeout: v.TerminalInactivity, HardTimeout: v.TerminalHard, Recheck: v.TerminalRecheck,
+		Tools: v.TerminalTools,
 	}
-	switch strings.ToLower(strings.TrimSpace(getenv("CLAWCONNECT_TMUX_DEFAULT_SERVER"))) {
-	case "off", "0", "false", "no":
-		t.NoDefaultServer = true
-	}
-	t.InactivityTimeout = Millis(getenv, "CLAWCONNECT_TERMINAL_INACTIVITY_MS", 60*time.Minute)
-	t.HardTimeout = Millis(getenv, "CLAWCONNECT_TERMINAL_HARD_MS", 720*time.Minute)
-	t.Recheck = Millis(getenv, "CLAWCONNECT_TERMINAL_RECHECK_MS", 10*time.Second)
-	switch strings.ToLower(strings.TrimSpace(getenv("CLAWCONNECT_TERMINAL_TOOLS"))) {
-	case "1", "on", "true", "yes":
-		t.Tools = true
-	}
-	return t
 }

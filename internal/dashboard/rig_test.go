@@ -18,6 +18,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/dashboard"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
@@ -62,7 +63,11 @@ func newRigWith(t testing.TB, tokens string, shared bool, edit func(*dashboard.O
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home}
-	b, err := bridge.Open(context.Background(), bridge.Options{Getenv: func(k string) string { return env[k] }})
+	sv, err := settings.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bridge.Open(context.Background(), bridge.Options{Settings: &sv})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/agentsession"
-	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
@@ -20,8 +20,9 @@ const (
 	MaxIDBytes         = 128 // task ids
 )
 
-// Options configures a Manager. Zero durations mean the reference defaults
-// (see DefaultOptions).
+// Options configures a Manager. Zero durations mean the defaults (see
+// DefaultOptions); internal/cli fills the ones an operator may set from the
+// settings registry (ApplySettings).
 type Options struct {
 	// Agent is the configured agent id this manager serves (its scope);
 	// required.
@@ -47,7 +48,7 @@ type Options struct {
 	// Role names the command in the process registry ("serve", "mcp",
 	// "run"); "" means "task".
 	Role string
-	// Lease is the ownership lease of a running task (default 30 s).
+	// Lease is the ownership lease of a running task (CLAWCONNECT_LEASE_MS).
 	Lease time.Duration
 	// NoClaim makes the manager follow only the tasks it submits itself:
 	// it claims no other task, at Start or later. One-shot commands (run)
@@ -59,41 +60,43 @@ type Options struct {
 	// until the write lands or its lease is lost.
 	RetryMin, RetryMax time.Duration
 
-	// ChatTimeout is the live wait window (CLAWCONNECT_TIMEOUT_MS, 30 min).
+	// ChatTimeout is the live wait window (CLAWCONNECT_TIMEOUT_MS).
 	ChatTimeout time.Duration
 	// RecoveryTimeout is the hard cap of late recovery
-	// (CLAWCONNECT_RECOVERY_TIMEOUT_MS, 90 min).
+	// (CLAWCONNECT_RECOVERY_TIMEOUT_MS).
 	RecoveryTimeout time.Duration
 	// RecoveryIdleTimeout ends late recovery when the transcript does not
-	// change (300 s).
+	// change (CLAWCONNECT_RECOVERY_IDLE_MS).
 	RecoveryIdleTimeout time.Duration
-	// RecoveryInterval is the late-recovery transcript poll spacing (10 s).
+	// RecoveryInterval is the late-recovery transcript poll spacing
+	// (CLAWCONNECT_RECOVERY_INTERVAL_MS).
 	RecoveryInterval time.Duration
-	// CheckWait is the default check_task wait (CLAWCONNECT_CHECK_WAIT_MS,
-	// 45 s); CheckMaxWait its ceiling (CLAWCONNECT_CHECK_MAX_WAIT_MS,
-	// 120 s); the floor is 1 s.
+	// CheckWait is the default check_task wait (CLAWCONNECT_CHECK_WAIT_MS);
+	// CheckMaxWait its ceiling (CLAWCONNECT_CHECK_MAX_WAIT_MS); the floor
+	// is 1 s.
 	CheckWait, CheckMaxWait time.Duration
 	// PollDebounce is how long tool-only chatter must persist before a poll
-	// returns (CLAWCONNECT_COSMETIC_POLL_DEBOUNCE_MS, 400 ms).
+	// returns (CLAWCONNECT_COSMETIC_POLL_DEBOUNCE_MS).
 	PollDebounce time.Duration
 	// ReconcileQuiet is the silence before the quiet watchdog reads the
-	// transcript (CLAWCONNECT_RECONCILE_QUIET_MS, 120 s).
+	// transcript (CLAWCONNECT_RECONCILE_QUIET_MS).
 	ReconcileQuiet time.Duration
 	// ReconcileSampleInterval separates the watchdog's two samples
-	// (CLAWCONNECT_RECONCILE_SAMPLE_INTERVAL_MS, 15 s).
+	// (CLAWCONNECT_RECONCILE_SAMPLE_INTERVAL_MS).
 	ReconcileSampleInterval time.Duration
 	// LazyRecheckSpacing is the minimum gap between two lazy re-checks of
-	// one task (20 s); LazyRecheckInterval the gap between its reads (3 s).
+	// one task (CLAWCONNECT_LAZY_RECHECK_SPACING_MS); LazyRecheckInterval
+	// the gap between its reads (CLAWCONNECT_LAZY_RECHECK_INTERVAL_MS).
 	LazyRecheckSpacing, LazyRecheckInterval time.Duration
 	// ForeignPollInterval is how often a check_task waiting on a task owned
 	// by another replica re-reads the store even without a change
 	// announcement (store.ChangeFeed), in case one was lost (2 s).
 	ForeignPollInterval time.Duration
 	// LogEntryTextMax caps each log entry's text
-	// (CLAWCONNECT_LOG_ENTRY_TEXT_MAX, 8000 characters).
+	// (CLAWCONNECT_LOG_ENTRY_TEXT_MAX).
 	LogEntryTextMax int
-	// Retention keeps terminal tasks this long (30 days); negative disables
-	// the sweep. SweepInterval is the sweep period (1 h).
+	// Retention keeps terminal tasks this long (CLAWCONNECT_RETENTION_MS);
+	// negative disables the sweep. SweepInterval is the sweep period (1 h).
 	Retention, SweepInterval time.Duration
 	// PayloadTTL is how long payload files are kept (24 h).
 	PayloadTTL time.Duration
@@ -106,43 +109,40 @@ type Options struct {
 	NewID func() string
 }
 
-// DefaultOptions returns the reference defaults of every timing.
+// DefaultOptions returns the defaults of every timing: those an operator
+// may set come from the settings registry (internal/settings), the others
+// are fixed here.
 func DefaultOptions() Options {
-	return Options{
-		OpenClawAgentID:         "main",
-		Lease:                   30 * time.Second,
-		ChatTimeout:             30 * time.Minute,
-		RecoveryTimeout:         90 * time.Minute,
-		RecoveryIdleTimeout:     300 * time.Second,
-		RecoveryInterval:        10 * time.Second,
-		CheckWait:               45 * time.Second,
-		CheckMaxWait:            120 * time.Second,
-		PollDebounce:            400 * time.Millisecond,
-		ReconcileQuiet:          120 * time.Second,
-		ReconcileSampleInterval: 15 * time.Second,
-		LazyRecheckSpacing:      20 * time.Second,
-		LazyRecheckInterval:     3 * time.Second,
-		ForeignPollInterval:     2 * time.Second,
-		LogEntryTextMax:         8000,
-		Retention:               30 * 24 * time.Hour,
-		SweepInterval:           time.Hour,
-		PayloadTTL:              24 * time.Hour,
-		RetryMin:                100 * time.Millisecond,
-		RetryMax:                5 * time.Second,
+	o := Options{
+		OpenClawAgentID:     "main",
+		ForeignPollInterval: 2 * time.Second,
+		SweepInterval:       time.Hour,
+		PayloadTTL:          24 * time.Hour,
+		RetryMin:            100 * time.Millisecond,
+		RetryMax:            5 * time.Second,
 	}
+	o.ApplySettings(settings.Defaults())
+	return o
 }
 
-// ApplyTimeouts copies the CLAWCONNECT_*_MS values (config.LoadTimeouts,
-// which applies the reference defaults and invalid-value fallback) into o.
-func (o *Options) ApplyTimeouts(t config.Timeouts) {
-	o.ChatTimeout = t.Chat
-	o.RecoveryTimeout = t.Recovery
-	o.CheckWait = t.CheckWait
-	o.CheckMaxWait = t.CheckMaxWait
-	o.PollDebounce = t.CosmeticPollDebounce
-	o.ReconcileQuiet = t.ReconcileQuiet
-	o.ReconcileSampleInterval = t.ReconcileSampleInterval
-	o.LogEntryTextMax = t.LogEntryTextMax
+// ApplySettings copies into o every timing and limit of the task service
+// an operator may set (the CLAWCONNECT_*_MS settings and
+// CLAWCONNECT_LOG_ENTRY_TEXT_MAX).
+func (o *Options) ApplySettings(v settings.Values) {
+	o.ChatTimeout = v.ChatTimeout
+	o.RecoveryTimeout = v.RecoveryTimeout
+	o.RecoveryIdleTimeout = v.RecoveryIdleTimeout
+	o.RecoveryInterval = v.RecoveryInterval
+	o.CheckWait = v.CheckWait
+	o.CheckMaxWait = v.CheckMaxWait
+	o.PollDebounce = v.PollDebounce
+	o.ReconcileQuiet = v.ReconcileQuiet
+	o.ReconcileSampleInterval = v.ReconcileSampleInterval
+	o.LazyRecheckSpacing = v.LazyRecheckSpacing
+	o.LazyRecheckInterval = v.LazyRecheckInterval
+	o.Lease = v.Lease
+	o.Retention = v.Retention
+	o.LogEntryTextMax = v.LogEntryTextMax
 }
 
 // withDefaults fills zero fields.
@@ -193,30 +193,4 @@ func (o Options) withDefaults() Options {
 		o.NewID = newUUID
 	}
 	return o
-}
-
-// ApplyEnv reads every timing and limit of the task service from the
-// environment: the reference's CLAWCONNECT_*_MS variables (through
-// config.LoadTimeouts) and this service's own, each in milliseconds with the
-// same rule (a finite number greater than zero, else the default):
-//
-//	CLAWCONNECT_LEASE_MS                 lease of a running task (30000)
-//	CLAWCONNECT_RETENTION_MS             keep terminal tasks this long (30 days)
-//	CLAWCONNECT_RECOVERY_IDLE_MS         late-recovery idle timeout (300000)
-//	CLAWCONNECT_RECOVERY_INTERVAL_MS     late-recovery poll spacing (10000)
-//	CLAWCONNECT_LAZY_RECHECK_SPACING_MS  gap between lazy re-checks of a task (20000)
-//	CLAWCONNECT_LAZY_RECHECK_INTERVAL_MS gap between a lazy re-check's reads (3000)
-func (o *Options) ApplyEnv(getenv func(string) string) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	o.ApplyTimeouts(config.LoadTimeouts(getenv))
-	d := DefaultOptions()
-	ms := func(name string, def time.Duration) time.Duration { return config.Millis(getenv, name, def) }
-	o.Lease = ms("CLAWCONNECT_LEASE_MS", d.Lease)
-	o.Retention = ms("CLAWCONNECT_RETENTION_MS", d.Retention)
-	o.RecoveryIdleTimeout = ms("CLAWCONNECT_RECOVERY_IDLE_MS", d.RecoveryIdleTimeout)
-	o.RecoveryInterval = ms("CLAWCONNECT_RECOVERY_INTERVAL_MS", d.RecoveryInterval)
-	o.LazyRecheckSpacing = ms("CLAWCONNECT_LAZY_RECHECK_SPACING_MS", d.LazyRecheckSpacing)
-	o.LazyRecheckInterval = ms("CLAWCONNECT_LAZY_RECHECK_INTERVAL_MS", d.LazyRecheckInterval)
 }

@@ -6,9 +6,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/clawconnect/clawconnect/internal/settings"
 )
 
-func TestApplyEnv(t *testing.T) {
+// TestApplySettings checks that every task setting lands in its own field.
+func TestApplySettings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -29,16 +33,17 @@ func TestApplyEnv(t *testing.T) {
 			o.RecoveryIdleTimeout, o.RecoveryInterval = 700*time.Millisecond, 50*time.Millisecond
 			o.LazyRecheckSpacing, o.LazyRecheckInterval = 800*time.Millisecond, 30*time.Millisecond
 		}},
-		{"invalid values fall back", map[string]string{
-			"CLAWCONNECT_TIMEOUT_MS": "-5", "CLAWCONNECT_LEASE_MS": "abc", "CLAWCONNECT_RETENTION_MS": "0", "CLAWCONNECT_RECOVERY_IDLE_MS": "NaN",
-		}, func(o *Options) {}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			want := DefaultOptions()
 			tc.want(&want)
 			got := DefaultOptions()
-			got.ApplyEnv(func(k string) string { return tc.env[k] })
+			v, err := settings.Load(func(k string) string { return tc.env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.ApplySettings(v)
 			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Options{}, "Now", "NewID", "Logger")); diff != "" {
 				t.Fatalf("options (-want +got):\n%s", diff)
 			}

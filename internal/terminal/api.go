@@ -27,6 +27,11 @@ type apiRequest struct {
 	Reason      string      `json:"reason,omitempty"`
 	SessionID   string      `json:"session_id,omitempty"`
 	Send        SendRequest `json:"send"`
+	// TerminalID names the pane of inspect, and with WatchID the watch
+	// of unwatch / watch-status.
+	TerminalID string       `json:"terminal_id,omitempty"`
+	WatchID    string       `json:"watch_id,omitempty"`
+	Watch      WatchRequest `json:"watch"`
 }
 
 // apiError carries an error and the sentinel it matched.
@@ -94,6 +99,7 @@ func Handler(s *Service) http.Handler {
 	op("session", func(ctx context.Context, r apiRequest) (any, error) { return s.Session(ctx, r.SessionID) })
 	op("file", func(ctx context.Context, r apiRequest) (any, error) { return s.SessionFile(ctx, r.TurnID) })
 	op("detach", func(ctx context.Context, r apiRequest) (any, error) { return s.Detach(ctx, r.SessionID, r.Reason) })
+	watchOps(s, op)
 	return mux
 }
 

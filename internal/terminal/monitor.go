@@ -199,10 +199,12 @@ func (h *Host) rescan(ctx context.Context) {
 	for _, t := range turns {
 		h.Watch(t.TurnID)
 	}
+	h.rescanWatches(ctx)
 }
 
-// Watch starts a monitor for the Turn unless this host already runs one.
-// Before Run it queues the Turn. It never blocks.
+// Watch starts a monitor for the Turn (or the follower of a terminal
+// watch, for a "watch-" id) unless this host already runs one. Before Run
+// it queues the id. It never blocks.
 func (h *Host) Watch(turnID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -226,8 +228,13 @@ func (h *Host) Watch(turnID string) {
 func (h *Host) monitor(ctx context.Context, turnID string) {
 	defer h.wg.Done()
 	for {
-		m := &monitor{h: h, s: h.s, turnID: turnID}
-		if err := m.run(ctx); err != nil && ctx.Err() == nil {
+		var err error
+		if isWatchID(turnID) {
+			err = (&watcher{h: h, s: h.s, id: turnID}).run(ctx)
+		} else {
+			err = (&monitor{h: h, s: h.s, turnID: turnID}).run(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
 			h.log.Warn("terminal monitor stopped", "turn_id", turnID, "err", err)
 		}
 		h.mu.Lock()

@@ -19,3 +19,15 @@ func TestTerminalConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestWatchConformance(t *testing.T) {
+	url := testURL(t)
+	storetest.RunWatches(t, func(t *testing.T) storetest.WatchBackend {
+		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: freshSchema(t, url)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}

@@ -19,3 +19,14 @@ func TestTerminalConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestWatchConformance(t *testing.T) {
+	storetest.RunWatches(t, func(t *testing.T) storetest.WatchBackend {
+		s, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}

@@ -3,6 +3,8 @@
 // turn_id); the approval fingerprint stays in the plugin (an offer the
 // session saw through status or an approval callback).
 
+import { watchSpecs } from "./watch_tools.mjs";
+
 const TURN_ID = { type: "string", pattern: "^turn-[A-Za-z0-9-]+$", description: "The Turn id a send returned." };
 const obj = (properties, required = []) => ({ type: "object", additionalProperties: false, properties, required });
 const OFFER_TTL_MS = 10 * 60 * 1000;
@@ -105,6 +107,7 @@ export const specs = [
     parameters: obj({ turn_id: TURN_ID, reason: { type: "string", maxLength: 500 } }, ["turn_id"]),
     argv: (p) => ["terminal", "close", "--json", ...(p.reason ? ["--reason", p.reason] : []), p.turn_id],
   },
+  ...watchSpecs,
 ];
 
 /** checkParams enforces the schema's closed shape and types. */

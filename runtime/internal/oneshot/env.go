@@ -14,7 +14,7 @@ import (
 
 // ScrubEnv returns environ without ClawConnect's own secrets (gateway
 // passwords and tokens, MCP tokens and passwords, secret-bearing
-// CLAWCONNECT_* variables), then extra laid over it, so a runtime's own
+// CLAWCONNECT_* variables such as CLAWCONNECT_DATABASE_URL), then extra laid over it, so a runtime's own
 // configuration (PATH, HOME, CODEX_HOME, ANTHROPIC_*, OPENAI_*, provider
 // keys) passes through and an explicitly granted variable is restored.
 func ScrubEnv(environ, extra []string) []string {
@@ -50,7 +50,7 @@ func IsOwnSecret(name string) bool {
 		return true
 	}
 	if rest, ok := strings.CutPrefix(name, "CLAWCONNECT_"); ok {
-		for _, s := range []string{"TOKEN", "PASSWORD", "PASS", "SECRET", "KEY", "HEADERS", "AUTH", "CREDENTIAL"} {
+		for _, s := range []string{"TOKEN", "PASSWORD", "PASS", "SECRET", "KEY", "HEADERS", "AUTH", "CREDENTIAL", "DATABASE_URL"} {
 			if strings.Contains(rest, s) {
 				return true
 			}

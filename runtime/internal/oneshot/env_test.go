@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/clawconnect/clawconnect/internal/settings"
 )
 
 func TestScrubEnv(t *testing.T) {
@@ -35,5 +37,16 @@ func TestLookPath(t *testing.T) {
 	}
 	if _, err := LookPath(t.TempDir(), nil); err == nil {
 		t.Error("LookPath accepted a directory")
+	}
+}
+
+// TestEverySecretSettingIsScrubbed: each variable the settings registry
+// marks secret is kept from a runtime process.
+func TestEverySecretSettingIsScrubbed(t *testing.T) {
+	t.Parallel()
+	for _, s := range settings.All() {
+		if s.Secret && !IsOwnSecret(s.Name) {
+			t.Errorf("%s is a secret setting but a runtime would inherit it", s.Name)
+		}
 	}
 }

@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/settings"
+	"github.com/clawconnect/clawconnect/internal/task"
+	"github.com/clawconnect/clawconnect/runtime/claudecode"
+	"github.com/clawconnect/clawconnect/runtime/codex"
+)
+
+// wired is what internal/cli hands the rest of the program from the
+// settings, each field built by the function production code uses.
+type wired struct {
+	Task      task.Options       // what bridge.Open gives each task manager (ApplySettings)
+	Timeouts  []time.Duration    // serverOptions: the MCP tools' waits (CheckWait, CheckMaxWait)
+	Server    []any              // serverOptions: origins, shared view, build
+	Terminal  config.Terminal    // newTerminalService, runTerminalHost
+	TermTools bool               // terminalToolsOn: the MCP terminal tools of mcp and serve
+	Auth      config.AuthOptions // serve's authenticator
+	Agents    []config.Agent     // config.RegistryFromEnv: the agents without agents.json
+	Gateway   []any              // gatewayFlags.options: the gateway and exec commands, callbacks
+	Bridge    []any              // what bridge.Open reads besides the task options
+	Store     []string           // storeInfo, terminalSocket: where state lives
+	LogLevels []slog.Level       // newLogger: the levels that are logged
+	ExecBins  []string           // cliBinary: the CLIs exec starts
+	ExecEnv   []string           // execEnviron: what a CLI runtime inherits
+	Modules   bool               // loadRuntimes tried to start a module
+}
+
+// wiringOf builds the wiring of the environment vars.
+func wiringOf(t *testing.T, vars map[string]string) wired {
+	t.Helper()
+	env := Env{Stderr: io.Discard, Getenv: func(k string) string { return vars[k] }}
+	sv := settingsOf(env)
+	var w wired
+	w.Task.ApplySettings(sv)
+	so := serverOptions(sv)
+	w.Timeouts = []time.Duration{so.CheckWait, so.CheckMaxWait}
+	w.Server = []any{so.AllowedOrigins, so.SharedTaskView, so.Build}
+	w.Terminal = config.TerminalFrom(sv)
+	w.TermTools = terminalToolsOn(env, false)
+	w.Auth = config.AuthFrom(sv)
+	if r, err := config.RegistryFromEnv(sv); err == nil {
+		w.Agents = r.Agents
+	}
+	g := (&gatewayFlags{}).options(env)
+	w.Gateway = []any{g.URL, g.Token, g.Password, g.Headers}
+	w.Bridge = []any{sv.CallTimeout, sv.DatabaseURL}
+	w.Store = []string{storeInfo(sv, nil), terminalSocket(env)}
+	logger := newLogger(env)
+	for _, l := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
+		if logger.Enabled(context.Background(), l) {
+			w.LogLevels = append(w.LogLevels, l)
+		}
+	}
+	w.ExecBins = []string{cliBinary(sv, claudecode.ID), cliBinary(sv, codex.ID)}
+	w.ExecEnv = execEnviron(env)
+	var logs bytes.Buffer
+	_, _, stop := loadRuntimes(t.Context(), env, slog.New(slog.NewTextHandler(&logs, nil)))
+	stop()
+	w.Modules = logs.Len() > 0
+	return w
+}
+
+// effectOf names, for every registered setting, the part of the wiring
+// it must change. A setting added to the registry without an entry here,
+// or with no effect on its part, fails TestEverySettingHasAnEffect.
+var effectOf = map[string]string{
+	"CLAWCONNECT_HOME":            "Store",
+	"HOME":                        "Store",
+	"TMUX":                        "Terminal",
+	"OPENCLAW_URL":                "Agents",
+	"OPENCLAW_PASSWORD":           "Agents",
+	"OPENCLAW_AGENT_ID":           "Agents",
+	"CLAWCONNECT_AGENT_ALIAS":     "Agents",
+	"OPENCLAW_GATEWAY_TOKEN":      "Gateway",
+	"CLAWCONNECT_GATEWAY_HEADERS": "Gateway",
+	"CLAWCONNECT_DATABASE_URL":    "Store",
+	"CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES": "Modules",
+	"AGENT_SESSION_CALL_TIMEOUT_MS":             "Bridge",
+	"MCP_USER_TOKENS":                           "Auth",
+	"MCP_USER_TOKENS_FILE":                      "Auth",
+	"PUBLIC_MCP_PASS":                           "Auth",
+	"CLAWCONNECT_SHARED_TASK_VIEW":              "Server",
+	"CLAWCONNECT_ALLOWED_ORIGINS":               "Server",
+	"CLAWCONNECT_TIMEOUT_MS":                    "Task",
+	"CLAWCONNECT_RECOVERY_TIMEOUT_MS":           "Task",
+	"CLAWCONNECT_RECOVERY_IDLE_MS":              "Task",
+	"CLAWCONNECT_RECOVERY_INTERVAL_MS":          "Task",
+	"CLAWCONNECT_CHECK_WAIT_MS":                 "Timeouts",
+	"CLAWCONNECT_CHECK_MAX_WAIT_MS":             "Timeouts",
+	"CLAWCONNECT_RECONCILE_QUIET_MS":            "Task",
+	"CLAWCONNECT_RECONCILE_SAMPLE_INTERVAL_MS":  "Task",
+	"CLAWCONNECT_LAZY_RECHECK_SPACING_MS":       "Task",
+	"CLAWCONNECT_LAZY_RECHECK_INTERVAL_MS":      "Task",
+	"CLAWCONNECT_COSMETIC_POLL_DEBOUNCE_MS":     "Task",
+	"CLAWCONNECT_LOG_ENTRY_TEXT_MAX":            "Task",
+	"CLAWCONNECT_LEASE_MS":                      "Task",
+	"CLAWCONNECT_RETENTION_MS":                  "Task",
+	"CLAWCONNECT_LOG_LEVEL":                     "LogLevels",
+	"CLAWCONNECT_CLAUDE_BIN":                    "ExecBins",
+	"CLAWCONNECT_CODEX_BIN":                     "ExecBins",
+	"CLAWCONNECT_EXEC_PASSENV":                  "ExecEnv",
+	"CLAWCONNECT_TMUX_SOCKETS":                  "Terminal",
+	"CLAWCONNECT_TMUX_DEFAULT_SERVER":           "Terminal",
+	"CLAWCONNECT_TERMINAL_INACTIVITY_MS":        "Terminal",
+	"CLAWCONNECT_TERMINAL_HARD_MS":              "Terminal",
+	"CLAWCONNECT_TERMINAL_RECHECK_MS":           "Terminal",
+	"CLAWCONNECT_TERMINAL_TOOLS":                "TermTools",
+	"CLAWCONNECT_BUILD_SHA":                     "Server",
+}
+
+// TestEverySettingHasAnEffect sets each registered setting, alone, to its
+// example (a valid value other than the default) and checks that the part
+// of the wiring named in effectOf changes. The base environment has a
+// single-agent configuration and the variable CLAWCONNECT_EXEC_PASSENV's
+// example names, so those settings have something to change.
+func TestEverySettingHasAnEffect(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{
+		"OPENCLAW_URL": "ws://base.invalid:1", "OPENCLAW_PASSWORD": "base-pw", "HOME": "/home/base",
+		"MY_PROVIDER_KEY": "k",
+	}
+	before := wiringOf(t, base)
+	registered := map[string]bool{}
+	for _, s := range settings.All() {
+		registered[s.Name] = true
+		t.Run(s.Name, func(t *testing.T) {
+			part, ok := effectOf[s.Name]
+			if !ok {
+				t.Fatalf("%s is registered but effectOf does not say what it changes: wire it (or remove it from the registry) and add it here", s.Name)
+			}
+			vars := map[string]string{}
+			for k, v := range base {
+				vars[k] = v
+			}
+			if s.Example == base[s.Name] {
+				t.Fatalf("%s's example %q is the base value", s.Name, s.Example)
+			}
+			vars[s.Name] = s.Example
+			after := wiringOf(t, vars)
+			field := reflect.ValueOf(before).FieldByName(part)
+			if !field.IsValid() {
+				t.Fatalf("effectOf[%s] = %q, which is no part of the wiring", s.Name, part)
+			}
+			if cmp.Equal(field.Interface(), reflect.ValueOf(after).FieldByName(part).Interface()) {
+				t.Errorf("%s=%q left %s unchanged: the setting has no effect", s.Name, s.Example, part)
+			}
+		})
+	}
+	for name := range effectOf {
+		if !registered[name] {
+			t.Errorf("effectOf lists %s, which the registry does not declare", name)
+		}
+	}
+}
+
+// TestBadSettingStopsCommands: a bad value fails a command with ExitConfig
+// and a message naming the variable before it does anything; help,
+// version and doctor still run.
+func TestBadSettingStopsCommands(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"CLAWCONNECT_LEASE_MS": "soon", "CLAWCONNECT_HOME": t.TempDir()}
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := Run(t.Context(), Env{Args: args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return vars[k] }})
+		return out.String(), err
+	}
+	for _, args := range [][]string{{"status", "job-1"}, {"agents"}, {"terminal", "list"}, {"gateway", "call", "health"}} {
+		_, err := run(args...)
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Code != ExitConfig || !strings.Contains(err.Error(), `CLAWCONNECT_LEASE_MS="soon": not a number of milliseconds`) {
+			t.Errorf("%v: err = %v, want ExitConfig naming CLAWCONNECT_LEASE_MS", args, err)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"help", "run"}, {"--help"}, {}} {
+		if _, err := run(args...); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	out, _ := run("doctor", "--timeout", "1s")
+	if !strings.Contains(out, "CLAWCONNECT_LEASE_MS") || !strings.Contains(out, "not a number of milliseconds") {
+		t.Errorf("doctor does not report the bad setting:\n%s", out)
+	}
+}
+
+// TestDoctorListsSettingsRedacted: doctor shows the variables set, never a
+// secret's value.
+func TestDoctorListsSettingsRedacted(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"CLAWCONNECT_LEASE_MS": "5000", "PUBLIC_MCP_PASS": "hunter2", "CLAWCONNECT_HOME": t.TempDir()}
+	vs := settingsVerdicts(Env{Getenv: func(k string) string { return vars[k] }}, nil)
+	got := vs[0].detail
+	if !vs[0].ok || !strings.Contains(got, "CLAWCONNECT_LEASE_MS=5000") || !strings.Contains(got, "PUBLIC_MCP_PASS=(redacted)") || strings.Contains(got, "hunter2") {
+		t.Errorf("settings verdict = %+v", vs[0])
+	}
+	if i := slices.IndexFunc(vs, func(v verdict) bool { return !v.ok }); i >= 0 {
+		t.Errorf("failed verdict %+v", vs[i])
+	}
+}

@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"testing"
+)
+
+func TestTerminalWatchAndInspectArguments(t *testing.T) {
+	envm := map[string]string{"CLAWCONNECT_HOME": t.TempDir(), "CLAWCONNECT_TMUX_DEFAULT_SERVER": "off"}
+	const tid = "terminal:v2:tmux:codex:work:0.0:4242"
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"watch", "pane-1", "--origin", "agent:main:main"}, ExitUsage},
+		{[]string{"watch", tid}, ExitUsage},
+		{[]string{"watch", tid, "--origin", "agent main"}, ExitUsage},
+		{[]string{"watch", tid, "--origin", "agent:main:main"}, ExitNotFound},
+		{[]string{"watch"}, ExitUsage},
+		{[]string{"unwatch", "watch-20260101T000000-00000000"}, ExitNotFound},
+		{[]string{"unwatch", tid}, ExitNotFound},
+		{[]string{"unwatch", "nope"}, ExitUsage},
+		{[]string{"watch-status", "watch-20260101T000000-00000000", "--json"}, ExitNotFound},
+		{[]string{"watch-status", "turn-1"}, ExitUsage},
+		{[]string{"inspect", "pane-1"}, ExitUsage},
+		{[]string{"inspect", tid, "--json"}, ExitNotFound},
+	} {
+		_, _, err := runTerminal(t.Context(), envm, tc.args...)
+		if got := ExitCode(err); got != tc.want {
+			t.Errorf("terminal %v: exit %d (%v), want %d", tc.args, got, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Native inspection (reference §7.3): the agent's own /status card, typed
+// into an idle pane, read, and closed again.
+
+// statusCommand is the one native command Inspect types.
+const statusCommand = "/status"
+
+// Bounds of an inspection.
+const (
+	inspectCardTimeout  = 5 * time.Second
+	inspectIdleTimeout  = 3 * time.Second
+	inspectPollInterval = 50 * time.Millisecond
+)
+
+// InspectResult is what Inspect read from the agent's status card.
+type InspectResult struct {
+	TerminalID string `json:"terminal_id"`
+	Agent      string `json:"agent"`
+	StatusCard
+	// ComposerEmpty reports that the pane was seen idle with an empty
+	// composer after the card was closed.
+	ComposerEmpty bool `json:"composer_empty"`
+}
+
+// Inspect types the agent's own /status into the pane, reads the status
+// card (identity, model, version, workspace), closes it and checks that the
+// pane is back to an idle, empty composer. It refuses, before typing
+// anything, a pane that is busy, shows a dialog or holds a draft, a pane
+// where a Turn of ClawConnect runs, and an agent version whose card format
+// is not proven.
+func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult, error) {
+	if err := checkTerminalID(terminalID); err != nil {
+		return InspectResult{}, fmt.Errorf("inspect: %w", err)
+	}
+	p, a, _, err := s.followTarget(ctx, terminalID)
+	if err != nil {
+		return InspectResult{}, fmt.Errorf("inspect: %w", err)
+	}
+	in, ok := a.(Inspector)
+	if !ok {
+		return InspectResult{}, fmt.Errorf("inspect: %w: %s panes cannot be inspected by this build", ErrRefused, p.Agent)
+	}
+	version, err := in.Version(p)
+	if err != nil {
+		return InspectResult{}, fmt.Errorf("inspect: %w: the %s version is unknown (%v), so its status card format is not proven; nothing was typed", ErrRefused, p.Agent, err)
+	}
+	if !slices.Contains(in.ProvenVersions(), version) {
+		return InspectResult{}, fmt.Errorf("inspect: %w: %s %s is not a version whose status card was proven (proven: %s); nothing was typed",
+			ErrRefused, p.Agent, version, strings.Join(in.ProvenVersions(), ", "))
+	}
+	if err := s.ourTurnRuns(ctx, p); err != nil {
+		return InspectResult{}, fmt.Errorf("inspect: %w", err)
+	}
+	if id, err := s.activeWatch(ctx, p.Key); err != nil {
+		return InspectResult{}, fmt.Errorf("inspect: %w", err)
+	} else if id != "" {
+		// The typed command could pass for the task the watch waits for.
+		return InspectResult{}, fmt.Errorf("inspect: %w: watch %s follows this pane; unwatch it first", ErrRefused, id)
+	}
+	if _, err := s.checkScreen(ctx, a, p); err != nil {
+		return InspectResult{}, fmt.Errorf("inspect: %w", err)
+	}
+	// From here keys reach the pane: finish even if the caller goes away.
+	ctx = context.WithoutCancel(ctx)
+	if err := s.o.Terminals.SendText(ctx, p, statusCommand); err != nil {
+		return InspectResult{}, fmt.Errorf("inspect: type %s: %w", statusCommand, err)
+	}
+	if !s.waitStatusDraft(ctx, a, p) {
+		return InspectResult{}, s.restoreComposer(ctx, a, in, p, fmt.Errorf("inspect: %w: %s did not show in the composer, so Enter was not pressed", ErrRefused, statusCommand))
+	}
+	if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
+		return InspectResult{}, s.restoreComposer(ctx, a, in, p, fmt.Errorf("inspect: press Enter: %w", err))
+	}
+	card, err := s.awaitCard(ctx, in, p)
+	if err != nil {
+		return InspectResult{}, s.restoreComposer(ctx, a, in, p, err)
+	}
+	if card.Version != version {
+		err = fmt.Errorf("inspect: %w: the card shows version %s, the process is %s", ErrRefused, card.Version, version)
+		return InspectResult{}, s.restoreComposer(ctx, a, in, p, err)
+	}
+	if err := s.restoreComposer(ctx, a, in, p, nil); err != nil {
+		return InspectResult{}, err
+	}
+	s.log.Info("terminal inspected", "terminal_id", p.TerminalID, "agent", p.Agent, "version", card.Version)
+	return InspectResult{TerminalID: p.TerminalID, Agent: p.Agent, StatusCard: card, ComposerEmpty: true}, nil
+}
+
+// awaitCard polls the screen until the status card shows.
+func (s *Service) awaitCard(ctx context.Context, in Inspector, p Pane) (StatusCard, error) {
+	deadline := time.Now().Add(inspectCardTimeout)
+	for {
+		if text, err := s.o.Terminals.Capture(ctx, p); err == nil {
+			if card, ok := in.ParseStatus(text); ok {
+				return card, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return StatusCard{}, fmt.Errorf("inspect: %w: no status card showed within %s", ErrRefused, inspectCardTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return StatusCard{}, ctx.Err()
+		case <-time.After(inspectPollInterval):
+		}
+	}
+}
+
+// restoreComposer closes the card (the agent's dismiss keys, then Escape
+// once more if needed) and waits for an idle, empty composer. It returns
+// cause, or an error saying the pane was left in another state.
+func (s *Service) restoreComposer(ctx context.Context, a Agent, in Inspector, p Pane, cause error) error {
+	idle := func() bool {
+		deadline := time.Now().Add(inspectIdleTimeout)
+		for {
+			if text, err := s.o.Terminals.Capture(ctx, p); err == nil {
+				sc := a.Screen(text)
+				if _, card := in.ParseStatus(text); sc.Activity == "idle" && sc.ComposerEmpty && !sc.Dialog && (len(in.DismissKeys()) == 0 || !card) {
+					return true
+				}
+			}
+			if time.Now().After(deadline) {
+				return false
+			}
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(inspectPollInterval):
+			}
+		}
+	}
+	if keys := in.DismissKeys(); len(keys) > 0 {
+		_ = s.o.Terminals.SendKeys(ctx, p, keys...)
+	}
+	if idle() {
+		return cause
+	}
+	// A draft left behind (the command never ran): Escape, then clear
+	// the line.
+	_ = s.o.Terminals.SendKeys(ctx, p, "Escape")
+	if idle() {
+		return cause
+	}
+	_ = s.o.Terminals.SendKeys(ctx, p, "C-u")
+	if idle() {
+		return cause
+	}
+	err := fmt.Errorf("inspect: %w: the pane did not return to an idle, empty composer after %s; look at it before sending", ErrRefused, statusCommand)
+	if cause != nil {
+		return errors.Join(cause, err)
+	}
+	return err
+}
+
+// waitStatusDraft waits (DraftTimeout) until the composer shows the status
+// command on two captures at least 120 ms apart. The agents draw their
+// slash-command menu over the composer meanwhile, so the composer line
+// itself is what counts.
+func (s *Service) waitStatusDraft(ctx context.Context, a Agent, p Pane) bool {
+	deadline := time.Now().Add(s.o.DraftTimeout)
+	var firstSeen time.Time
+	for {
+		text, err := s.o.Terminals.Capture(ctx, p)
+		if err == nil && (a.DraftVisible(text, statusCommand) || statusDraftShown(text)) {
+			if firstSeen.IsZero() {
+				firstSeen = time.Now()
+			} else if time.Since(firstSeen) >= 120*time.Millisecond {
+				return true
+			}
+		} else {
+			firstSeen = time.Time{}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(30 * time.Millisecond):
+		}
+	}
+}
+
+// statusDraftShown reports a composer line holding exactly the status
+// command (Codex "› /status", Claude Code "❯ /status").
+func statusDraftShown(screen string) bool {
+	for _, l := range strings.Split(screen, "\n") {
+		t := strings.Join(strings.Fields(strings.ReplaceAll(l, "\u00a0", " ")), " ")
+		if t == "› "+statusCommand || t == "❯ "+statusCommand {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,200 @@
+package terminal
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+)
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// TestE2EInspectStatusCard: the real Codex 0.171.0 and Claude Code
+// 2.1.332 TUIs show their /status card; Inspect reports version, model and
+// native session id, and leaves the pane idle with an empty composer, ready
+// for a send.
+func TestE2EInspectStatusCard(t *testing.T) {
+	for _, tc := range []struct {
+		kind    realcli.Kind
+		version string
+	}{{realcli.Codex, "0.171.0"}, {realcli.ClaudeCode, "2.1.332"}} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			model := fakemodel.New(t, fakemodel.Options{})
+			rp := startRealTUI(t, tc.kind, model)
+			svc, st := newRealService(t, rp)
+			runHost(t, svc)
+			ctx := t.Context()
+			// A managed Session first: inspect must not count as human
+			// input, so its exact context stays sendable afterwards.
+			first, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=before-inspect"})
+			if err != nil {
+				t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
+			}
+			waitTurnStatus(t, svc, first.TurnID, 90*time.Second, store.TurnIdle)
+			waitCheckpoint(t, st, first.SessionID)
+			waitSendable(t, svc, rp)
+			res, err := svc.Inspect(ctx, rp.pane.TerminalID)
+			if err != nil {
+				t.Fatalf("inspect: %v; screen:\n%s", err, rp.debug())
+			}
+			if res.Version != tc.version || res.Model != "fake-model" || !uuidPattern.MatchString(res.SessionID) ||
+				res.Workspace != rp.pane.Cwd || !res.ComposerEmpty {
+				t.Fatalf("inspect = %+v (pane cwd %s)", res, rp.pane.Cwd)
+			}
+			id, err := rp.agent.Identify(ctx, rp.pane)
+			if err != nil || !strings.EqualFold(id.ThreadID, res.SessionID) {
+				t.Fatalf("card session %s, native identity %+v, %v", res.SessionID, id, err)
+			}
+			sc := rp.agent.Screen(rp.screen())
+			if sc.Activity != "idle" || !sc.ComposerEmpty || sc.Dialog {
+				t.Fatalf("pane after inspect = %+v; screen:\n%s", sc, rp.debug())
+			}
+			t.Logf("%s card: version %s model %s session %s fields %d", tc.kind, res.Version, res.Model, res.SessionID, len(res.Fields))
+			// The exact Session still takes a send.
+			sent, err := svc.Send(ctx, SendRequest{SessionID: first.SessionID, Request: "Reply with ECHO=after-inspect"})
+			if err != nil || sent.SubmissionOutcome != OutcomeAccepted {
+				t.Fatalf("session_exact send after inspect: %+v, %v; screen:\n%s", sent, err, rp.debug())
+			}
+			if v := waitTurnStatus(t, svc, sent.TurnID, 90*time.Second, store.TurnIdle); v.Result.Text != "after-inspect" {
+				t.Fatalf("turn after inspect = %+v", v)
+			}
+		})
+	}
+}
+
+// TestE2EWatchHumanCodexTurn: a human types into the real Codex TUI (tmux
+// send-keys); the watch reports exactly one completion through the outbox,
+// delivered to the origin session; a watch joins a task that already runs;
+// an approval in a watched task is one question; after unwatch nothing more
+// is queued.
+func TestE2EWatchHumanCodexTurn(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.Codex, model)
+	svc, st := newRealService(t, rp)
+	gw := newFakeOpenClaw()
+	x := newTestOutbox(st, gw, "e2e", time.Now)
+	h := NewHost(svc, HostOptions{Recheck: 2 * time.Second, Outbox: x})
+	hctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = h.Run(hctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	ctx := t.Context()
+	const S = "agent:main:watcher"
+	cs := st.(store.CallbackStore)
+
+	waitWatch := func(id string, want ...string) WatchView {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			v, err := svc.WatchStatus(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range want {
+				if v.Status == w {
+					return v
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("watch %s is %s, want %v: %+v; screen:\n%s", id, v.Status, want, v, rp.debug())
+			}
+			select {
+			case <-svc.changes():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	delivered := func(id string) *store.Callback {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			cbs, err := cs.TurnCallbacks(ctx, id, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered {
+				return cbs[0]
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("watch %s notifications: %+v", id, cbs)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	// 1. Watch first, then the human types.
+	w1, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	if err != nil {
+		t.Fatalf("watch: %v; screen:\n%s", err, rp.debug())
+	}
+	if err := rp.tui.Submit(ctx, "ECHO=typed-by-a-human"); err != nil {
+		t.Fatal(err)
+	}
+	v := waitWatch(w1.WatchID, store.WatchCompleted, store.WatchFailed, store.WatchInvalidated, store.WatchTimedOut)
+	if v.Status != store.WatchCompleted || v.Settlement.Text != "typed-by-a-human" || !v.TaskSeen {
+		t.Fatalf("watch = %+v", v)
+	}
+	cb := delivered(w1.WatchID)
+	if cb.SessionKey != S || cb.Kind != "watch_completed" || gw.runCount() != 1 {
+		t.Fatalf("notification %+v, %d runs", cb, gw.runCount())
+	}
+	waitIdleAfter(t, rp, "typed-by-a-human")
+
+	// 2. The human's task already runs when the watch is asked for.
+	if err := rp.tui.Submit(ctx, "WAIT=2500 ECHO=joined-late"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rp.tui.WaitFor(ctx, "the task running", func(s string) bool { return rp.agent.Screen(s).Activity == "working" }); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	if err != nil {
+		t.Fatalf("watch a running task: %v; screen:\n%s", err, rp.debug())
+	}
+	if v := waitWatch(w2.WatchID, store.WatchCompleted, store.WatchFailed, store.WatchInvalidated); v.Status != store.WatchCompleted || v.Settlement.Text != "joined-late" {
+		t.Fatalf("joined watch = %+v", v)
+	}
+	delivered(w2.WatchID)
+	waitIdleAfter(t, rp, "joined-late")
+
+	// 3. An approval in a watched task: one question; unwatch; the human
+	// approves in the pane and the task ends, nothing more is queued.
+	w3, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.tui.Submit(ctx, "TOOLCALL: ESCALATE touch watched.txt"); err != nil {
+		t.Fatal(err)
+	}
+	q := delivered(w3.WatchID)
+	if q.Kind != "watch_approval" {
+		t.Fatalf("approval notification = %+v", q)
+	}
+	if v, err := svc.Unwatch(ctx, rp.pane.TerminalID); err != nil || v.Status != store.WatchCancelled {
+		t.Fatalf("unwatch = %+v, %v", v, err)
+	}
+	if err := rp.tui.Keys(ctx, codex.ApproveKey); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rp.tui.WaitFor(ctx, "the approved task done", func(s string) bool {
+		return strings.Contains(s, strings.TrimSpace(fakemodel.ToolResultPrefix)) && rp.agent.Screen(s).Activity == "idle"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for h.Monitoring() != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if cbs, _ := cs.TurnCallbacks(ctx, w3.WatchID, 10); len(cbs) != 1 {
+		t.Fatalf("after unwatch the watch has %d notifications", len(cbs))
+	}
+	if got := gw.runCount(); got != 3 {
+		t.Fatalf("origin session got %d runs, want 3 (two completions, one approval)", got)
+	}
+}

@@ -1,0 +1,321 @@
+package terminal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// rescanWatches starts a follower for every active watch no live host
+// follows (a restarted host resumes them here).
+func (h *Host) rescanWatches(ctx context.Context) {
+	ws, ok := h.s.o.Store.(store.WatchStore)
+	if !ok {
+		return
+	}
+	list, err := ws.ActiveWatches(ctx, store.MaxPage)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("scan active watches", "err", err)
+		}
+		return
+	}
+	for _, w := range list {
+		h.Watch(w.WatchID)
+	}
+}
+
+// watcher follows one watch under its monitor lease (keyed by the watch
+// id, so one follower runs across processes).
+type watcher struct {
+	h     *Host
+	s     *Service
+	ws    store.WatchStore
+	id    string
+	lease store.MonitorLease
+	pane  Pane
+	agent Agent
+	find  TaskFinder
+}
+
+func (m *watcher) run(ctx context.Context) error {
+	ws, ok := m.s.o.Store.(store.WatchStore)
+	if !ok {
+		return nil
+	}
+	m.ws = ws
+	now := time.Now()
+	l, err := m.s.o.Store.AcquireMonitorLease(ctx, m.id, m.h.o.Owner, now.UnixMilli(), now.Add(m.h.o.LeaseTTL).UnixMilli())
+	if errors.Is(err, store.ErrLeaseLost) {
+		return nil // another host follows it
+	}
+	if err != nil {
+		return err
+	}
+	m.lease = l
+	defer func() { _ = m.s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), m.lease) }()
+	w, err := ws.GetWatch(ctx, m.id)
+	if err != nil {
+		return err
+	}
+	if w.Status != store.WatchActive {
+		return nil
+	}
+	if err := json.Unmarshal(w.Control, &m.pane); err != nil {
+		return fmt.Errorf("watch %s has no readable pane record: %w", m.id, err)
+	}
+	if m.agent, err = m.s.agent(w.Agent); err != nil {
+		return err
+	}
+	if m.find, ok = m.agent.(TaskFinder); !ok {
+		return fmt.Errorf("watch %s: %s panes cannot be watched by this build", m.id, w.Agent)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	files, err := m.h.o.Watch(wctx, m.agent.WatchPaths(m.pane, m.anchorOf(w)))
+	if err != nil {
+		m.s.log.Warn("watch session files; falling back to the re-check", "watch_id", m.id, "err", err)
+	}
+	var output <-chan struct{}
+	if ow, ok := m.s.o.Terminals.(OutputWatcher); ok {
+		if output, err = ow.WatchOutput(wctx, m.pane); err != nil {
+			m.s.log.Warn("watch pane output", "watch_id", m.id, "err", err)
+		}
+	}
+	recheck := time.NewTicker(m.h.o.Recheck)
+	defer recheck.Stop()
+	renew := time.NewTicker(m.h.o.LeaseTTL / 3)
+	defer renew.Stop()
+	deadline := time.NewTimer(time.Hour)
+	defer deadline.Stop()
+	fileEvent := false
+	for {
+		stop, next, err := m.check(ctx)
+		lastCheck := time.Now()
+		if err != nil && ctx.Err() == nil {
+			if errors.Is(err, store.ErrLeaseLost) {
+				return nil
+			}
+			m.s.log.Warn("terminal watch check", "watch_id", m.id, "err", err)
+		}
+		if stop {
+			return nil
+		}
+		if fileEvent {
+			if soon := time.Now().Add(300 * time.Millisecond); soon.Before(next) {
+				next = soon
+			}
+		}
+		fileEvent = false
+		deadline.Reset(max(time.Until(next), 10*time.Millisecond))
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-files:
+				fileEvent = true
+				break wait
+			case _, ok := <-output:
+				if !ok {
+					output = nil
+					continue
+				}
+				if gap := outputGap - time.Since(lastCheck); gap > 0 {
+					deadline.Reset(gap)
+					continue
+				}
+				break wait
+			case <-recheck.C:
+				break wait
+			case <-deadline.C:
+				break wait
+			case <-renew.C:
+				now := time.Now()
+				m.lease.Until = now.Add(m.h.o.LeaseTTL).UnixMilli()
+				if err := m.s.o.Store.RenewMonitorLease(ctx, m.lease, now.UnixMilli()); err != nil {
+					if errors.Is(err, store.ErrLeaseLost) {
+						return nil
+					}
+					m.s.log.Warn("renew watch lease", "watch_id", m.id, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// anchorOf is the anchor scans start from: the acceptance evidence once
+// the task was seen (it may bind a virgin anchor), else the watch's own.
+func (m *watcher) anchorOf(w *store.Watch) json.RawMessage {
+	if len(w.Acceptance) > 0 {
+		return w.Acceptance
+	}
+	return w.Anchor
+}
+
+func (m *watcher) save(ctx context.Context, w *store.Watch, also func(context.Context, store.TerminalTx) error) error {
+	w.UpdatedAt = time.Now().UnixMilli()
+	err := m.ws.SaveWatch(ctx, store.WatchWrite{Watch: w, Also: also,
+		Fence: &store.Fence{Owner: m.lease.Owner, Token: m.lease.Token, Now: time.Now().UnixMilli()}})
+	if err != nil {
+		return err
+	}
+	m.s.notify()
+	return nil
+}
+
+// check looks at the watch once; it returns stop when the watch ended and
+// when the next timeout falls due.
+func (m *watcher) check(ctx context.Context) (bool, time.Time, error) {
+	never := time.Now().Add(time.Hour)
+	w, err := m.ws.GetWatch(ctx, m.id)
+	if err != nil {
+		return false, never, err
+	}
+	if w.Status != store.WatchActive {
+		return true, never, nil
+	}
+	now := time.Now()
+	if sess, err := m.s.o.Store.GetTermSession(ctx, w.SessionID); err == nil {
+		if b := sess.Binding; b == nil || b.BindingID != w.BindingID || b.Generation != w.BindingGeneration {
+			return true, never, m.settle(ctx, w, WatchKindInvalidated, "binding_superseded",
+				"The watched pane's session context changed (new thread, resume or rebind) before the task ended; the watch stopped.", "")
+		}
+	}
+	alive, dead := false, false
+	if panes, derr := m.s.sharedDiscover(ctx, 500*time.Millisecond); derr == nil {
+		for _, p := range panes {
+			if p.Key == m.pane.Key && p.PID == m.pane.PID && p.Birth == m.pane.Birth {
+				alive, m.pane = true, p
+			}
+		}
+		dead = !alive
+	}
+	if pc, ok := m.s.o.Terminals.(ProcessChecker); ok {
+		if running, err := pc.Alive(m.pane); err == nil {
+			dead = !running
+		} else {
+			dead = false
+		}
+	}
+	if d, err := m.s.o.Store.GetDispatch(ctx, w.TerminalKey); err == nil && d.PreparedAt >= w.CreatedAt {
+		// ClawConnect sent a Turn into the pane: it is followed as that
+		// Turn, never reported as the human's task.
+		return true, never, m.settle(ctx, w, WatchKindInvalidated, "clawconnect_turn_sent",
+			"A ClawConnect Turn ("+d.TurnID+") was sent to the watched pane; it is followed as that Turn and the watch stopped.", d.TurnID)
+	}
+	anchor := m.anchorOf(w)
+	if w.NativeTurnID == "" {
+		acc, err := m.find.StartedTask(ctx, m.pane, w.Anchor)
+		if err != nil {
+			m.diagnose(ctx, w, "task: "+err.Error())
+		} else if acc != nil {
+			w.NativeTurnID, w.Acceptance, w.StartedAt = acc.NativeTurnID, acc.Evidence, now.UnixMilli()
+			if w.NativeThreadID == "" {
+				w.NativeThreadID = acc.ThreadID
+			}
+			if err := m.save(ctx, w, nil); err != nil {
+				return false, never, err
+			}
+			anchor = m.anchorOf(w)
+		}
+	}
+	if w.NativeTurnID != "" {
+		c, err := m.agent.Completion(ctx, m.pane, anchor, Acceptance{NativeTurnID: w.NativeTurnID, ThreadID: w.NativeThreadID, Evidence: w.Acceptance})
+		if err != nil {
+			m.diagnose(ctx, w, "completion: "+err.Error())
+		} else if c != nil {
+			kind, body := WatchKindCompleted, resultText(c.Text)
+			if c.Outcome == "failed" {
+				kind = WatchKindFailed
+				body = "The " + w.Agent + " task stopped: " + body
+			}
+			if body == "" {
+				body = "(the agent finished without reply text)"
+			}
+			return true, never, m.settle(ctx, w, kind, c.Match, body, c.ID)
+		}
+	}
+	if dead {
+		return true, never, m.settle(ctx, w, WatchKindInvalidated, "agent_process_exited",
+			"The watched agent process exited before its task ended.", "")
+	}
+	if alive {
+		if err := m.screen(ctx, w, now); err != nil {
+			return false, never, err
+		}
+	}
+	due := time.UnixMilli(w.DeadlineAt)
+	if !now.Before(due) {
+		return true, never, m.settle(ctx, w, WatchKindTimedOut, "hard_timeout",
+			fmt.Sprintf("The watch reached its lifetime of %s without the task ending.", time.Duration(w.DeadlineAt-w.CreatedAt)*time.Millisecond), "")
+	}
+	if due.Before(never) {
+		return false, due, nil
+	}
+	return false, never, nil
+}
+
+// screen notifies each new approval prompt once.
+func (m *watcher) screen(ctx context.Context, w *store.Watch, now time.Time) error {
+	text, err := m.s.o.Terminals.Capture(ctx, m.pane)
+	if err != nil {
+		return nil
+	}
+	sc := m.agent.Screen(text)
+	if sc.Approval == nil || sc.Approval.Fingerprint == w.LastApprovalFingerprint {
+		return nil
+	}
+	body := "The watched " + w.Agent + " task asks for approval (" + sc.Approval.Kind + "); answer it in the terminal."
+	meta := map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint}
+	if w.Agent == AgentCodex && sc.Approval.Command != "" {
+		meta["command"] = Redact(sc.Approval.Command)
+	}
+	id, also := watchNotification(w, WatchKindApproval, sc.Approval.Fingerprint, body, meta, now.UnixMilli())
+	w.LastApprovalFingerprint = sc.Approval.Fingerprint
+	if also != nil {
+		w.Notifications = append(w.Notifications, id)
+	}
+	return m.save(ctx, w, also)
+}
+
+// settle ends the watch with its one final notification.
+func (m *watcher) settle(ctx context.Context, w *store.Watch, kind, match, body, evidence string) error {
+	now := time.Now().UnixMilli()
+	if evidence == "" {
+		sum := sha256.Sum256([]byte(kind + "\n" + match + "\n" + w.NativeTurnID))
+		evidence = hex.EncodeToString(sum[:])
+	}
+	status := map[string]string{WatchKindCompleted: store.WatchCompleted, WatchKindFailed: store.WatchFailed,
+		WatchKindTimedOut: store.WatchTimedOut, WatchKindInvalidated: store.WatchInvalidated}[kind]
+	id, also := watchNotification(w, kind, evidence, body, map[string]any{"match": match, "outcome": kind}, now)
+	w.Status = status
+	w.Settlement = &store.WatchSettlement{Kind: kind, Text: body, Match: match, MessageID: id, SettledAt: now}
+	if also != nil {
+		w.Notifications = append(w.Notifications, id)
+	}
+	if err := m.save(ctx, w, also); err != nil {
+		return err
+	}
+	m.s.log.Info("terminal watch settled", "watch_id", w.WatchID, "kind", kind, "message_id", id)
+	return nil
+}
+
+// diagnose records a detector error once (redacted); it never settles the
+// watch from a guess.
+func (m *watcher) diagnose(ctx context.Context, w *store.Watch, msg string) {
+	msg = Redact(msg)
+	if msg == w.Diagnostic {
+		return
+	}
+	w.Diagnostic = msg
+	if err := m.save(ctx, w, nil); err != nil {
+		m.s.log.Warn("record watch diagnostic", "watch_id", w.WatchID, "err", err)
+	}
+}

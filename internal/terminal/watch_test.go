@@ -1,0 +1,296 @@
+package terminal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// StartedTask implements TaskFinder for the fake: the first human record
+// after the anchor.
+func (r fakeReader) StartedTask(_ context.Context, p Pane, anchor json.RawMessage) (*Acceptance, error) {
+	var an fakeAnchor
+	if err := json.Unmarshal(anchor, &an); err != nil {
+		return nil, err
+	}
+	a := r.agentOf(p)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, rec := range a.records[min(an.Offset, len(a.records)):] {
+		if rec.kind == "human" {
+			return &Acceptance{NativeTurnID: rec.turn, ThreadID: a.thread}, nil
+		}
+	}
+	return nil, nil
+}
+
+// ActiveTaskAnchor implements TaskFinder for the fake: the last human
+// record that has no completion.
+func (r fakeReader) ActiveTaskAnchor(_ context.Context, p Pane, id Identity) (json.RawMessage, error) {
+	a := r.agentOf(p)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := len(a.records) - 1; i >= 0; i-- {
+		if a.records[i].kind == "complete" {
+			break
+		}
+		if a.records[i].kind == "human" {
+			return json.Marshal(fakeAnchor{Offset: i, Thread: id.ThreadID})
+		}
+	}
+	return nil, errors.New("no running task")
+}
+
+// humanStarts types a task into the fake pane as a human would.
+func (f *fakeAgent) humanStarts(turn string) {
+	f.set(func(f *fakeAgent) {
+		f.records = append(f.records, fakeRecord{kind: "human", turn: turn, text: "typed by a human"})
+		f.activity = "working"
+	})
+}
+
+// humanTaskEnds writes the completion of the human's task.
+func (f *fakeAgent) humanTaskEnds(turn, text string, failed bool) {
+	f.set(func(f *fakeAgent) {
+		f.records = append(f.records, fakeRecord{kind: "complete", turn: turn, text: text, failed: failed})
+		f.activity, f.approval = "idle", nil
+	})
+}
+
+const watchOrigin = "agent:main:watcher"
+
+func (r *rig) notifications(watchID string) []string {
+	r.t.Helper()
+	cbs, err := r.st.(store.CallbackStore).TurnCallbacks(r.t.Context(), watchID, 50)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []string
+	for i := len(cbs) - 1; i >= 0; i-- {
+		var m CallbackMessage
+		if err := json.Unmarshal(cbs[i].Message, &m); err != nil {
+			r.t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s/%s/%s", cbs[i].Kind, m.Type, m.Body))
+	}
+	slices.Sort(out) // rows of one millisecond have no order
+	return out
+}
+
+func (r *rig) waitWatch(id, status string) WatchView {
+	r.t.Helper()
+	var v WatchView
+	r.until("watch "+id+" is "+status, func() bool {
+		var err error
+		v, err = r.svc.WatchStatus(r.t.Context(), id)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		return v.Status == status
+	})
+	return v
+}
+
+func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 301)
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != store.WatchActive || v.TaskSeen || v.SessionID == "" {
+		t.Fatalf("new watch = %+v", v)
+	}
+	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("second watch of the pane: %v, want ErrRefused", err)
+	}
+	a.humanStarts("h-1")
+	r.until("the watch saw the human's task", func() bool {
+		got, _ := r.svc.WatchStatus(ctx, v.WatchID)
+		return got.NativeTurnID == "h-1"
+	})
+	a.humanTaskEnds("h-1", "FAKE-REPLY: done by hand", false)
+	got := r.waitWatch(v.WatchID, store.WatchCompleted)
+	if got.Settlement == nil || got.Settlement.Text != "FAKE-REPLY: done by hand" || got.Settlement.Kind != WatchKindCompleted {
+		t.Fatalf("settled watch = %+v", got)
+	}
+	want := []string{"watch_completed/done/FAKE-REPLY: done by hand"}
+	if diff := cmp.Diff(want, r.notifications(v.WatchID)); diff != "" {
+		t.Fatalf("notifications (-want +got):\n%s", diff)
+	}
+	cb := got.Notifications[0]
+	if cb.SessionKey != watchOrigin || cb.Status != store.CallbackPending || cb.MessageID != watchMessageID(v.WatchID, WatchKindCompleted, "h-1") {
+		t.Fatalf("notification = %+v", cb)
+	}
+	// A later task in the pane notifies nothing more; the pane is free
+	// for a new watch.
+	a.humanStarts("h-2")
+	a.humanTaskEnds("h-2", "second", false)
+	if diff := cmp.Diff(want, r.notifications(v.WatchID)); diff != "" {
+		t.Fatalf("notifications after a second task (-want +got):\n%s", diff)
+	}
+	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
+		t.Fatalf("watch after the first settled: %v", err)
+	}
+}
+
+func TestWatchApprovalThenFailure(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 302)
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	// The human started the task before the watch was asked for.
+	a.humanStarts("h-1")
+	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.until("the watch joined the running task", func() bool {
+		got, _ := r.svc.WatchStatus(ctx, v.WatchID)
+		return got.NativeTurnID == "h-1"
+	})
+	a.set(func(f *fakeAgent) {
+		f.approval = &ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
+	})
+	r.until("one approval notification", func() bool { return len(r.notifications(v.WatchID)) == 1 })
+	a.poke() // the same prompt seen again notifies nothing
+	a.humanTaskEnds("h-1", "interrupted", true)
+	r.waitWatch(v.WatchID, store.WatchFailed)
+	want := []string{
+		"watch_approval/question/The watched codex task asks for approval (run_command); answer it in the terminal.",
+		"watch_failed/error/The codex task stopped: interrupted",
+	}
+	if diff := cmp.Diff(want, r.notifications(v.WatchID)); diff != "" {
+		t.Fatalf("notifications (-want +got):\n%s", diff)
+	}
+}
+
+func TestUnwatchStopsNotifications(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 303)
+	r := newRig(t, a)
+	h := r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.humanStarts("h-1")
+	r.until("the watch saw the task", func() bool {
+		got, _ := r.svc.WatchStatus(ctx, v.WatchID)
+		return got.TaskSeen
+	})
+	u, err := r.svc.Unwatch(ctx, a.pane.TerminalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.WatchID != v.WatchID || u.Status != store.WatchCancelled {
+		t.Fatalf("unwatch = %+v", u)
+	}
+	a.humanTaskEnds("h-1", "done", false)
+	r.until("the watch's follower stopped", func() bool { return h.Monitoring() == 0 })
+	if got := r.notifications(v.WatchID); len(got) != 0 {
+		t.Fatalf("notifications after unwatch: %v", got)
+	}
+	if again, err := r.svc.Unwatch(ctx, v.WatchID); err != nil || again.Status != store.WatchCancelled {
+		t.Fatalf("second unwatch = %+v, %v", again, err)
+	}
+	if _, err := r.svc.Unwatch(ctx, a.pane.TerminalID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unwatch of an unwatched pane: %v, want ErrNotFound", err)
+	}
+}
+
+func TestWatchRefusals(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 304)
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name string
+		req  WatchRequest
+		want error
+	}{
+		{"no origin", WatchRequest{TerminalID: a.pane.TerminalID}, ErrBadInput},
+		{"bad origin", WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: "a b"}, ErrBadInput},
+		{"bad terminal", WatchRequest{TerminalID: "pane-1", OriginSession: watchOrigin}, ErrBadInput},
+		{"negative timeout", WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin, Timeout: -time.Second}, ErrBadInput},
+	} {
+		if _, err := r.svc.Watch(ctx, tc.req); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	a.set(func(f *fakeAgent) { f.draft = "half typed" })
+	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("watch of a pane with a draft: %v, want ErrRefused", err)
+	}
+	a.set(func(f *fakeAgent) { f.draft = "" })
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "ours"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("watch while Turn %s runs: %v, want ErrRefused", res.TurnID, err)
+	}
+	active, _ := r.st.(store.WatchStore).ActiveWatches(ctx, 10)
+	if len(active) != 0 {
+		t.Fatalf("refusals created watches: %v", active)
+	}
+}
+
+func TestWatchResumedByANewHostAndTimesOut(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 305)
+	r := newRig(t, a)
+	ctx := t.Context()
+	// No host runs: the watch is only a store record.
+	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := r.service()
+	r.svc = svc
+	r.start(svc, HostOptions{Owner: "host-2"})
+	got := r.waitWatch(v.WatchID, store.WatchTimedOut)
+	if got.Settlement == nil || got.Settlement.Match != "hard_timeout" {
+		t.Fatalf("timed out watch = %+v", got)
+	}
+	if n := r.notifications(v.WatchID); len(n) != 1 || n[0][:24] != "watch_timed_out/error/Th" {
+		t.Fatalf("notifications = %v", n)
+	}
+}
+
+func TestWatchYieldsToATurnOfOursAndBlocksInspect(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 306)
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.Inspect(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), v.WatchID) {
+		t.Fatalf("inspect of a watched pane: %v, want a refusal naming %s", err, v.WatchID)
+	}
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "ours"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.waitWatch(v.WatchID, store.WatchInvalidated)
+	if got.Settlement.Match != "clawconnect_turn_sent" || got.NativeTurnID != "" {
+		t.Fatalf("watch after our send = %+v", got)
+	}
+	a.finish("our reply", false)
+	r.waitStatus(res.TurnID, store.TurnIdle)
+	if n := r.notifications(v.WatchID); len(n) != 1 || !strings.HasPrefix(n[0], "watch_invalidated/error/A ClawConnect Turn") {
+		t.Fatalf("notifications = %v", n)
+	}
+}
