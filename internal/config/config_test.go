@@ -300,4 +300,3 @@ func TestTimeoutsFrom(t *testing.T) {
 		})
 	}
 }
-
