@@ -21,14 +21,25 @@ type Action struct {
 
 // TerminalRow is one live agent pane.
 type TerminalRow struct {
-	ID              string   `json:"id"`
-	Agent           string   `json:"agent"`
-	PID             int      `json:"pid"`
-	Cwd             string   `json:"cwd"`
-	ActivityState   string   `json:"activity_state"`
-	ManagementState string   `json:"management_state"`
-	SessionID       string   `json:"session_id,omitempty"`
-	CurrentTurn     *TurnRef `json:"current_turn,omitempty"`
+	ID              string `json:"id"`
+	Agent           string `json:"agent"`
+	PID             int    `json:"pid"`
+	Cwd             string `json:"cwd"`
+	ActivityState   string `json:"activity_state"`
+	ManagementState string `json:"management_state"`
+	SessionID       string `json:"session_id,omitempty"`
+	// BindingGeneration is the generation of the pane's current binding
+	// (0 while unmanaged); a thread transition advances it.
+	BindingGeneration int64 `json:"binding_generation"`
+	// NativeThreadID is the pane's foreground thread.
+	NativeThreadID string `json:"native_thread_id,omitempty"`
+	// Conflict is set when a human switched the pane's thread away from
+	// its bound Session.
+	Conflict *ThreadConflict `json:"management_conflict,omitempty"`
+	// Transition is the terminal's unfinished thread transition, with
+	// its recovery actions.
+	Transition  *TransitionView `json:"transition,omitempty"`
+	CurrentTurn *TurnRef        `json:"current_turn,omitempty"`
 	// Reason says why no send is offered, when none is.
 	Reason           string   `json:"reason,omitempty"`
 	AvailableActions []Action `json:"available_actions"`
@@ -202,4 +213,39 @@ func Running(status string) bool {
 		return true
 	}
 	return false
+}
+
+// TransitionView is a transition as the API reports it.
+type TransitionView struct {
+	TransitionID   string `json:"transition_id"`
+	Kind           string `json:"kind"`
+	Status         string `json:"status"`
+	TerminalID     string `json:"terminal_id"`
+	Agent          string `json:"agent"`
+	AgentVersion   string `json:"agent_version,omitempty"`
+	FromSessionID  string `json:"from_session_id,omitempty"`
+	FromGeneration int64  `json:"from_generation"`
+	FromThreadID   string `json:"from_thread_id,omitempty"`
+	// SessionID is the Session the transition binds; Generation the
+	// binding generation after it.
+	SessionID  string `json:"session_id"`
+	Generation int64  `json:"binding_generation"`
+	// ThreadID is the thread asked for (resume, adopt) or observed.
+	ThreadID string `json:"native_thread_id,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// RecoveryActions are the commands that settle an uncertain
+	// transition.
+	RecoveryActions []string `json:"recovery_actions,omitempty"`
+	PreparedAt      int64    `json:"prepared_at"`
+	UpdatedAt       int64    `json:"updated_at"`
+}
+
+// ThreadConflict is a pane whose native thread a human switched away from
+// its bound Session, with the two ways out.
+type ThreadConflict struct {
+	SessionID     string   `json:"session_id"`
+	BoundThreadID string   `json:"bound_native_thread_id"`
+	PaneThreadID  string   `json:"pane_native_thread_id"`
+	Reason        string   `json:"reason"`
+	Choices       []string `json:"choices"`
 }

@@ -145,6 +145,7 @@ dialog open, process changed, Turn failed), 2 bad arguments or a malformed id,
 		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalRetryCallbackCmd(env),
 		terminalDaemonCmd(env), terminalModuleCmd(env))
 	cmd.AddCommand(terminalWatchCmds(env)...)
+	cmd.AddCommand(terminalThreadCmds(env)...)
 	return cmd
 }
 

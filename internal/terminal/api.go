@@ -27,11 +27,15 @@ type apiRequest struct {
 	Reason      string      `json:"reason,omitempty"`
 	SessionID   string      `json:"session_id,omitempty"`
 	Send        SendRequest `json:"send"`
-	// TerminalID names the pane of inspect, and with WatchID the watch
-	// of unwatch / watch-status.
+	// TerminalID names the pane of inspect and of the transitions, and
+	// with WatchID the watch of unwatch / watch-status.
 	TerminalID string       `json:"terminal_id,omitempty"`
 	WatchID    string       `json:"watch_id,omitempty"`
 	Watch      WatchRequest `json:"watch"`
+	// Transition fields (transition_api.go).
+	ThreadID     string `json:"native_thread_id,omitempty"`
+	TransitionID string `json:"transition_id,omitempty"`
+	Adopt        bool   `json:"adopt,omitempty"`
 }
 
 // apiError carries an error and the sentinel it matched.
@@ -100,6 +104,7 @@ func Handler(s *Service) http.Handler {
 	op("file", func(ctx context.Context, r apiRequest) (any, error) { return s.SessionFile(ctx, r.TurnID) })
 	op("detach", func(ctx context.Context, r apiRequest) (any, error) { return s.Detach(ctx, r.SessionID, r.Reason) })
 	watchOps(s, op)
+	transitionOps(s, op)
 	return mux
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,8 +29,10 @@ type fakeAgent struct {
 	approval *ScreenApproval
 	dialog   bool
 	records  []fakeRecord
-	keys     []string
-	wake     chan struct{}
+	// history holds the threads the pane left (resumable).
+	history []string
+	keys    []string
+	wake    chan struct{}
 	// acceptPrompts, when false, leaves typed prompts in the composer.
 	acceptPrompts bool
 	sendErr       error
@@ -162,7 +165,17 @@ func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) err
 	for _, k := range keys {
 		switch k {
 		case "Enter":
-			if a.draft != "" && a.acceptPrompts {
+			if cmd, ok := strings.CutPrefix(a.draft, "/"); ok && a.acceptPrompts {
+				// The fake's native thread controls: /clear starts a new
+				// thread, /resume <id> switches to id.
+				a.history = append(a.history, a.thread)
+				if id, ok := strings.CutPrefix(cmd, "resume "); ok {
+					a.thread = id
+				} else {
+					a.thread = fmt.Sprintf("%08x-0000-4000-8000-%012x", a.pane.PID, len(a.history))
+				}
+				a.draft = ""
+			} else if a.draft != "" && a.acceptPrompts {
 				sum := sha256.Sum256([]byte(a.draft))
 				if a.thread == "" {
 					a.thread = "thread-new"

@@ -103,6 +103,9 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 		}
 	}
 	var blocked []string
+	if idErr == nil {
+		blocked = append(blocked, s.transitionRow(ctx, p, id, sess, &r)...)
+	}
 	if p.NotControllable {
 		blocked = append(blocked, "not controllable: "+p.Reason)
 	}
@@ -122,7 +125,7 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 	if r.CurrentTurn != nil && store.TurnSendBlocking(r.CurrentTurn.Status) {
 		blocked = append(blocked, "turn "+r.CurrentTurn.TurnID+" is "+r.CurrentTurn.Status)
 	}
-	if d, err := s.o.Store.GetDispatch(ctx, p.Key); err == nil {
+	if d, err := s.o.Store.GetDispatch(ctx, p.Key); err == nil && d.MessageType != store.DispatchTransition {
 		owner := ""
 		if t, err := s.o.Store.GetTurn(ctx, d.TurnID); err == nil {
 			owner = t.Status

@@ -189,6 +189,9 @@ func (h *Host) reapDead(ctx context.Context, reg registry) {
 }
 
 func (h *Host) rescan(ctx context.Context) {
+	if _, err := h.s.RecoverTransitions(ctx); err != nil && ctx.Err() == nil {
+		h.log.Warn("recover transitions", "err", err)
+	}
 	turns, err := h.s.o.Store.OpenTurns(ctx, store.MaxPage)
 	if err != nil {
 		if ctx.Err() == nil {

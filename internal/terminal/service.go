@@ -72,6 +72,10 @@ type Service struct {
 	kick    func()        // called at every change (the outbox); may be nil
 	watch   func(turnID string)
 
+	// transitionHook, if set, is called after each transition step is
+	// stored (tests stop a transition there).
+	transitionHook func(status string)
+
 	// inv is the last pane inventory, shared by monitors so that many
 	// open Turns cost one tmux list and /proc scan per interval.
 	invMu  sync.Mutex
@@ -292,6 +296,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 			return SendResult{}, fmt.Errorf("send: %w", err)
 		}
 		if p, a, id, err = s.followTarget(ctx, req.TerminalID); err != nil {
+			return SendResult{}, fmt.Errorf("send: %w", err)
+		}
+		if err := s.checkThreadSwitch(ctx, p, id); err != nil {
 			return SendResult{}, fmt.Errorf("send: %w", err)
 		}
 	}

@@ -504,9 +504,18 @@ func TestHumanTypingBetweenTurns(t *testing.T) {
 		_, err := r.svc.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "three"})
 		return err
 	})
+	// Following the pane waits for a choice (issue 17): adopt the new
+	// thread, or keep the old Session detached.
+	refusal(t, r, ErrRefused, "adopt-thread", func() error {
+		_, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "three"})
+		return err
+	})
+	if _, err := r.svc.Detach(ctx, res.SessionID, "kept detached"); err != nil {
+		t.Fatal(err)
+	}
 	res3, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "three"})
 	if err != nil || res3.SessionID == res.SessionID {
-		t.Fatalf("follow-current after a thread switch = %+v, %v", res3, err)
+		t.Fatalf("follow-current after the old session was detached = %+v, %v", res3, err)
 	}
 }
 

@@ -263,6 +263,10 @@ func (db *DB) checkDispatchFree(ctx context.Context, tx *txn, key, exceptTurn st
 	if cur.TurnID == exceptTurn && cur.Status == store.DispatchAgentAccepted {
 		return cur.GenerationID, nil
 	}
+	if cur.Blocks(owner) && cur.MessageType == store.DispatchTransition {
+		return "", fmt.Errorf("native thread transition %s owns the terminal's next input (%s): %w",
+			cur.MessageID, cur.Status, store.ErrTerminalBusy)
+	}
 	if cur.Blocks(owner) {
 		return "", fmt.Errorf("turn %s owns the terminal's next input (dispatch %s, turn %s): %w",
 			cur.TurnID, cur.Status, owner, store.ErrTerminalBusy)
@@ -278,6 +282,21 @@ func (db *DB) putDispatch(ctx context.Context, tx *txn, d *store.Dispatch) error
 	_, err = tx.ExecContext(ctx, `INSERT INTO term_dispatch (terminal_key, generation_id, data) VALUES (?, ?, ?)
 		ON CONFLICT (terminal_key) DO UPDATE SET generation_id = excluded.generation_id, data = excluded.data`,
 		d.TerminalKey, d.GenerationID, string(data))
+	return err
+}
+
+// insertDispatch inserts the terminal's first ledger entry; a concurrent
+// writer that inserted one first makes it fail with ErrTerminalBusy.
+func (db *DB) insertDispatch(ctx context.Context, tx *txn, d *store.Dispatch) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO term_dispatch (terminal_key, generation_id, data) VALUES (?, ?, ?)`,
+		d.TerminalKey, d.GenerationID, string(data))
+	if err != nil && db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
+		return fmt.Errorf("another send or transition took the terminal's next input first: %w", store.ErrTerminalBusy)
+	}
 	return err
 }
 
@@ -330,7 +349,14 @@ func (db *DB) CreateTurn(ctx context.Context, tc store.TurnCreate) error {
 		}
 		d := *tc.Dispatch
 		d.PreviousGenerationID = prev
-		if err := db.putDispatch(ctx, tx, &d); err != nil {
+		if prev == "" {
+			// No entry was read, so there is no row to lock: insert,
+			// and let a concurrent first writer make this one lose.
+			err = db.insertDispatch(ctx, tx, &d)
+		} else {
+			err = db.putDispatch(ctx, tx, &d)
+		}
+		if err != nil {
 			return err
 		}
 		return db.appendTurnEvents(ctx, tx, t.TurnID, tc.Events)

@@ -4,6 +4,7 @@
 // session saw through status or an approval callback).
 
 import { watchSpecs } from "./watch_tools.mjs";
+import { threadSpecs } from "./threads.mjs";
 
 const TURN_ID = { type: "string", pattern: "^turn-[A-Za-z0-9-]+$", description: "The Turn id a send returned." };
 const obj = (properties, required = []) => ({ type: "object", additionalProperties: false, properties, required });
@@ -108,6 +109,7 @@ export const specs = [
     argv: (p) => ["terminal", "close", "--json", ...(p.reason ? ["--reason", p.reason] : []), p.turn_id],
   },
   ...watchSpecs,
+  ...threadSpecs,
 ];
 
 /** checkParams enforces the schema's closed shape and types. */

@@ -1,0 +1,271 @@
+package terminal
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+)
+
+// Native thread plans, measured on the agent versions the project tests
+// with. A version whose screens the plan was not proven against is refused.
+
+// ClaudeThreadVersion is the Claude Code version the thread plans were
+// measured on: `/clear` switches the live-session entry to a new sessionId
+// at once (new and clear are the same control), and `/resume <uuid>`
+// switches it to that session.
+const ClaudeThreadVersion = "2.1.332"
+
+// CodexThreadVersion is the Codex version measured for thread plans. On it
+// `/new` keeps the previous rollout open, so after the next prompt the
+// process holds two root rollouts and its files cannot prove the foreground
+// thread; Codex plans are refused until that is solved.
+const CodexThreadVersion = "0.171.0"
+
+var (
+	_ ThreadControl = ClaudeAgent{}
+	_ ThreadControl = CodexAgent{}
+)
+
+// ThreadPlan implements ThreadControl.
+func (ClaudeAgent) ThreadPlan(_ context.Context, p Pane, kind, thread string) (string, []string, error) {
+	live, err := claude.ReadLiveSession(claudeDir(p.PID), p.PID)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: read the Claude Code live-session entry: %w", ErrRefused, err)
+	}
+	if live.Version != ClaudeThreadVersion {
+		return live.Version, nil, fmt.Errorf("%w: native thread controls are proven on Claude Code %s only; this pane runs %q",
+			ErrRefused, ClaudeThreadVersion, live.Version)
+	}
+	switch kind {
+	case store.TransitionNewThread, store.TransitionClearThread:
+		return live.Version, []string{"/clear"}, nil
+	case store.TransitionResumeThread:
+		return live.Version, []string{"/resume " + thread}, nil
+	}
+	return live.Version, nil, fmt.Errorf("%w: no Claude Code plan for %s", ErrRefused, kind)
+}
+
+// maxThreadFile bounds how much of one session file a thread listing reads.
+const maxThreadFile = 8 << 20
+
+// Threads implements ThreadControl: the transcripts of the pane's project
+// directory whose records all name the file's session and the workspace,
+// with at least one prompt.
+func (ClaudeAgent) Threads(_ context.Context, p Pane) ([]NativeThread, error) {
+	dir := filepath.Join(claudeDir(p.PID), "projects", claude.ProjectDirName(p.Cwd))
+	ents, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the Claude Code project directory: %w", err)
+	}
+	var out []NativeThread
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
+		if !ok || !threadIDPattern.MatchString(id) || !e.Type().IsRegular() {
+			continue
+		}
+		if t, ok := claudeThread(filepath.Join(dir, e.Name()), id, p.Cwd); ok {
+			out = append(out, t)
+		}
+	}
+	sortThreads(out)
+	return out, nil
+}
+
+func claudeThread(path, id, cwd string) (NativeThread, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return NativeThread{}, false
+	}
+	defer f.Close()
+	t := NativeThread{ID: id}
+	sc := bufio.NewScanner(&limitedReader{f: f, n: maxThreadFile})
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	summary := ""
+	for sc.Scan() {
+		var r struct {
+			Type        string `json:"type"`
+			SessionID   string `json:"sessionId"`
+			Cwd         string `json:"cwd"`
+			Timestamp   string `json:"timestamp"`
+			IsSidechain bool   `json:"isSidechain"`
+			IsMeta      bool   `json:"isMeta"`
+			Summary     string `json:"summary"`
+			Message     struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(sc.Bytes(), &r) != nil {
+			continue // a partial last line
+		}
+		if r.SessionID != "" && !strings.EqualFold(r.SessionID, id) {
+			return NativeThread{}, false // not one complete thread
+		}
+		if r.Cwd != "" && r.Cwd != cwd {
+			return NativeThread{}, false
+		}
+		if r.Type == "summary" && r.Summary != "" {
+			summary = r.Summary
+		}
+		if ts, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil {
+			ms := ts.UnixMilli()
+			if t.CreatedAt == 0 || ms < t.CreatedAt {
+				t.CreatedAt = ms
+			}
+			if ms > t.UpdatedAt {
+				t.UpdatedAt = ms
+			}
+		}
+		if r.Type != "user" || r.Message.Role != "user" || r.IsSidechain || r.IsMeta || t.Title != "" {
+			continue
+		}
+		var text string
+		if json.Unmarshal(r.Message.Content, &text) == nil && text != "" && !strings.HasPrefix(text, "<") {
+			t.Title = text
+		}
+	}
+	if t.Title == "" {
+		return NativeThread{}, false // nothing to resume
+	}
+	if summary != "" {
+		t.Title = summary
+	}
+	t.Title = threadTitle(t.Title)
+	return t, true
+}
+
+// ThreadPlan implements ThreadControl: refused (see CodexThreadVersion).
+func (CodexAgent) ThreadPlan(_ context.Context, p Pane, kind, _ string) (string, []string, error) {
+	return "", nil, fmt.Errorf("%w: %s is not offered for Codex: measured on Codex %s, /new keeps the previous rollout open, so after the next prompt "+
+		"the process holds two root rollouts and its files cannot prove which thread is in the foreground", ErrRefused, kind, CodexThreadVersion)
+}
+
+// Threads implements ThreadControl: the TUI rollouts under the sessions
+// tree whose session_meta names the pane's workspace.
+func (CodexAgent) Threads(_ context.Context, p Pane) ([]NativeThread, error) {
+	home := processEnv(p.PID, "CODEX_HOME")
+	if home == "" {
+		home = filepath.Join(homeOf(p.PID), ".codex")
+	}
+	var out []NativeThread
+	root := filepath.Join(home, "sessions")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) && path == root {
+				return filepath.SkipAll
+			}
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() || !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") || !d.Type().IsRegular() {
+			return nil
+		}
+		meta, err := codex.ReadSessionMeta(path)
+		if err != nil || meta.Subagent || meta.Cwd != p.Cwd || meta.Originator != "codex-tui" ||
+			!strings.HasSuffix(strings.TrimSuffix(name, ".jsonl"), meta.ID) || !threadIDPattern.MatchString(meta.ID) {
+			return nil
+		}
+		t := NativeThread{ID: meta.ID, CreatedAt: meta.Timestamp.UnixMilli()}
+		if info, err := d.Info(); err == nil {
+			t.UpdatedAt = info.ModTime().UnixMilli()
+		}
+		t.Title = codexFirstPrompt(path)
+		if t.Title != "" {
+			out = append(out, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the Codex sessions tree: %w", err)
+	}
+	sortThreads(out)
+	return out, nil
+}
+
+func codexFirstPrompt(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(&limitedReader{f: f, n: maxThreadFile})
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		var r struct {
+			Type    string `json:"type"`
+			Payload struct {
+				Type    string `json:"type"`
+				Role    string `json:"role"`
+				Message string `json:"message"`
+				Content []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(sc.Bytes(), &r) != nil {
+			continue
+		}
+		// The user's request: a user message item (Codex 0.171.0), or the
+		// older user_message event; context items start with "<".
+		if r.Type == "event_msg" && r.Payload.Type == "user_message" && r.Payload.Message != "" {
+			return threadTitle(r.Payload.Message)
+		}
+		if r.Type == "response_item" && r.Payload.Type == "message" && r.Payload.Role == "user" {
+			for _, c := range r.Payload.Content {
+				if c.Type == "input_text" && c.Text != "" && !strings.HasPrefix(c.Text, "<") {
+					return threadTitle(c.Text)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func threadTitle(s string) string {
+	s = strings.Join(strings.Fields(Redact(s)), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}
+
+func sortThreads(ts []NativeThread) {
+	sort.SliceStable(ts, func(i, j int) bool {
+		if ts[i].UpdatedAt != ts[j].UpdatedAt {
+			return ts[i].UpdatedAt > ts[j].UpdatedAt
+		}
+		return ts[i].ID < ts[j].ID
+	})
+}
+
+type limitedReader struct {
+	f *os.File
+	n int64
+}
+
+func (l *limitedReader) Read(b []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, fmt.Errorf("session file larger than %d bytes", maxThreadFile)
+	}
+	if int64(len(b)) > l.n {
+		b = b[:l.n]
+	}
+	n, err := l.f.Read(b)
+	l.n -= int64(n)
+	return n, err
+}

@@ -1,0 +1,332 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
+	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+)
+
+// sendAndWait sends request to the pane and waits for its reply.
+func sendAndWait(t *testing.T, svc *Service, rp *realPane, request, reply string) SendResult {
+	t.Helper()
+	waitSendable(t, svc, rp)
+	res, err := svc.Send(t.Context(), SendRequest{TerminalID: rp.pane.TerminalID, Request: request})
+	if err != nil {
+		t.Fatalf("send %q: %v; screen:\n%s", request, err, rp.debug())
+	}
+	if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle || v.Result.Text != reply {
+		t.Fatalf("turn of %q = %+v; screen:\n%s", request, v, rp.debug())
+	}
+	return res
+}
+
+func paneRow(t *testing.T, svc *Service) TerminalRow {
+	t.Helper()
+	list, err := svc.List(t.Context())
+	if err != nil || len(list.Terminals) != 1 {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	return list.Terminals[0]
+}
+
+// lastPrompt returns the body of the newest model request whose prompt
+// contains marker.
+func lastPrompt(t *testing.T, model *fakemodel.Server, marker string) string {
+	t.Helper()
+	var body string
+	for _, r := range model.Requests() {
+		if strings.Contains(r.Prompt, marker) {
+			body = string(r.Body)
+		}
+	}
+	if body == "" {
+		t.Fatalf("no model request with %q", marker)
+	}
+	return body
+}
+
+// TestE2EClaudeThreadTransitions drives Claude Code 2.1.332's own controls:
+// new-thread → send → reply in a new native thread; a transition refused
+// while a Turn runs; resume of the older thread → the model sees that
+// thread's context; a human /clear → conflict → adopt → send.
+func TestE2EClaudeThreadTransitions(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.ClaudeCode, model)
+	svc, st := newRealService(t, rp)
+	runHost(t, svc)
+	ctx := t.Context()
+
+	first := sendAndWait(t, svc, rp, "remember MARK-ALPHA-7 ECHO=alpha-done", "alpha-done")
+	firstTurn, _ := st.GetTurn(ctx, first.TurnID)
+	if row := paneRow(t, svc); row.BindingGeneration != 1 || row.SessionID != first.SessionID {
+		t.Fatalf("row before the transition = %+v", row)
+	}
+
+	v, err := svc.NewThread(ctx, rp.pane.TerminalID)
+	if err != nil {
+		t.Fatalf("new-thread: %v; screen:\n%s", err, rp.debug())
+	}
+	if v.Status != store.TransitionCommitted || v.Generation != 2 || v.FromThreadID != firstTurn.NativeThreadID || v.ThreadID == v.FromThreadID || v.AgentVersion != ClaudeThreadVersion {
+		t.Fatalf("new-thread = %+v", v)
+	}
+	if row := paneRow(t, svc); row.BindingGeneration != 2 || row.SessionID != v.SessionID || row.NativeThreadID != v.ThreadID {
+		t.Fatalf("row after the transition = %+v", row)
+	}
+	second := sendAndWait(t, svc, rp, "remember MARK-BETA-8 ECHO=beta-done", "beta-done")
+	secondTurn, _ := st.GetTurn(ctx, second.TurnID)
+	if second.SessionID != v.SessionID || secondTurn.NativeThreadID != v.ThreadID || secondTurn.TerminalBindingGeneration != 2 {
+		t.Fatalf("first turn of the new thread = %+v", secondTurn)
+	}
+	if body := lastPrompt(t, model, "MARK-BETA-8"); strings.Contains(body, "MARK-ALPHA-7") {
+		t.Fatal("the new thread's request still carries the old thread's context")
+	}
+
+	// A running Turn blocks a transition; nothing reaches the pane.
+	waitSendable(t, svc, rp)
+	slow, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=slow-done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, ErrRefused) {
+		t.Fatalf("resume while a Turn runs: %v", err)
+	}
+	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, store.TurnIdle)
+
+	threads, err := svc.Threads(ctx, rp.pane.TerminalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var older *NativeThread
+	for i, th := range threads.Threads {
+		if th.ID == firstTurn.NativeThreadID {
+			older = &threads.Threads[i]
+		}
+	}
+	if older == nil || !strings.Contains(older.Title, "MARK-ALPHA-7") || older.SessionID != first.SessionID || older.Current ||
+		threads.Threads[0].ID != v.ThreadID || !threads.Threads[0].Current {
+		t.Fatalf("threads = %+v", threads)
+	}
+	waitSendable(t, svc, rp)
+	r, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID)
+	if err != nil {
+		t.Fatalf("resume-thread: %v; screen:\n%s", err, rp.debug())
+	}
+	if r.Status != store.TransitionCommitted || r.SessionID != first.SessionID || r.Generation != 3 || r.ThreadID != firstTurn.NativeThreadID {
+		t.Fatalf("resume = %+v", r)
+	}
+	third := sendAndWait(t, svc, rp, "what did I ask you to remember? ECHO=gamma-done", "gamma-done")
+	if third.SessionID != first.SessionID {
+		t.Fatalf("send after resume went to %s, want the reactivated %s", third.SessionID, first.SessionID)
+	}
+	if body := lastPrompt(t, model, "ECHO=gamma-done"); !strings.Contains(body, "MARK-ALPHA-7") || strings.Contains(body, "MARK-BETA-8") {
+		t.Fatal("after resume the model does not see the resumed thread's context (MARK-ALPHA-7 only)")
+	}
+
+	// A human /clear: the row is a conflict, sends wait for a choice.
+	waitSendable(t, svc, rp)
+	if err := rp.tui.Submit(ctx, "/clear"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for row := paneRow(t, svc); row.ManagementState != "conflict"; row = paneRow(t, svc) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no conflict after a human /clear: %+v; screen:\n%s", row, rp.debug())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	row := paneRow(t, svc)
+	if row.Conflict == nil || row.Conflict.SessionID != first.SessionID || len(row.AvailableActions) != 0 || len(row.Conflict.Choices) != 2 {
+		t.Fatalf("conflict row = %+v", row)
+	}
+	if _, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
+		t.Fatalf("send during a conflict: %v", err)
+	}
+	ad, err := svc.AdoptThread(ctx, rp.pane.TerminalID)
+	if err != nil || ad.Status != store.TransitionCommitted || ad.Generation != 4 || ad.ThreadID == firstTurn.NativeThreadID {
+		t.Fatalf("adopt = %+v, %v", ad, err)
+	}
+	last := sendAndWait(t, svc, rp, "ECHO=delta-done", "delta-done")
+	if last.SessionID != ad.SessionID {
+		t.Fatalf("send after adopt went to %s, want %s", last.SessionID, ad.SessionID)
+	}
+}
+
+// crashEnv names the variables of the crash helper process.
+const (
+	crashStoreEnv    = "CLAWCONNECT_TEST_CRASH_STORE"
+	crashSocketEnv   = "CLAWCONNECT_TEST_CRASH_SOCKET"
+	crashTerminalEnv = "CLAWCONNECT_TEST_CRASH_TERMINAL"
+	crashMarkerEnv   = "CLAWCONNECT_TEST_CRASH_MARKER"
+)
+
+// TestE2ETransitionCrashHelper is not a test: TestE2EClaudeTransitionKilled
+// runs it in a child process, which starts a new-thread transition and
+// stops for good once the step is submitted, until it is killed.
+func TestE2ETransitionCrashHelper(t *testing.T) {
+	path := os.Getenv(crashStoreEnv)
+	if path == "" {
+		t.Skip("run by TestE2EClaudeTransitionKilled")
+	}
+	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms, err := NewTmuxTerminals(tmux.Options{Sockets: []string{os.Getenv(crashSocketEnv)}, NoDefaultServer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := NewService(Options{Store: st, Terminals: terms, Agents: DefaultAgents()})
+	svc.transitionHook = func(status string) {
+		if status == store.TransitionSubmitted {
+			_ = os.WriteFile(os.Getenv(crashMarkerEnv), []byte("submitted"), 0o600)
+			select {} // killed here
+		}
+	}
+	_, err = svc.NewThread(context.Background(), os.Getenv(crashTerminalEnv))
+	t.Fatalf("the transition ended instead of stopping: %v", err)
+}
+
+// TestE2EClaudeTransitionKilled kills (SIGKILL) a process in the middle of
+// a transition: after it, the record is completed from the agent's files
+// or uncertain, never half-applied, and the terminal is not blocked for
+// good.
+func TestE2EClaudeTransitionKilled(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.ClaudeCode, model)
+	dir := t.TempDir()
+	path := filepath.Join(dir, sqlite.FileName)
+	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	svc := NewService(Options{Store: st, Terminals: rp.terms, Agents: DefaultAgents()})
+	runHost(t, svc)
+	ctx := t.Context()
+	first := sendAndWait(t, svc, rp, "ECHO=before-crash", "before-crash")
+	waitSendable(t, svc, rp)
+
+	marker := filepath.Join(dir, "submitted")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestE2ETransitionCrashHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashStoreEnv+"="+path, crashSocketEnv+"="+rp.socket,
+		crashTerminalEnv+"="+rp.pane.TerminalID, crashMarkerEnv+"="+marker)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the helper ended before the transition was submitted: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the helper did not reach submitted; screen:\n%s", rp.debug())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+
+	var ts store.TransitionStore = st
+	open, err := ts.OpenTransitions(ctx, 10)
+	if err != nil || len(open) != 1 || open[0].Status != store.TransitionSubmitted {
+		t.Fatalf("open transitions after the kill = %+v, %v", open, err)
+	}
+	id := open[0].TransitionID
+	// The next scan settles it (called here rather than waiting for the
+	// host's timer).
+	if _, err := svc.RecoverTransitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ts.GetTransition(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := st.GetTermSession(ctx, first.SessionID)
+	switch tr.Status {
+	case store.TransitionCommitted:
+		nw, err := st.GetTermSession(ctx, tr.TargetSessionID)
+		if err != nil || old.Status != store.SessionDetached || nw.Status != store.SessionBound || nw.Binding.Generation != 2 || nw.Binding.NativeThreadID != tr.ObservedThreadID {
+			t.Fatalf("committed but half-applied: old %+v new %+v %v", old, nw, err)
+		}
+	case store.TransitionUncertain:
+		if old.Status != store.SessionBound || old.Binding.Generation != 1 {
+			t.Fatalf("uncertain but the session changed: %+v", old)
+		}
+		if row := paneRow(t, svc); row.Transition == nil || len(row.Transition.RecoveryActions) != 2 {
+			t.Fatalf("row of an uncertain transition = %+v", row)
+		}
+		// The agent may take a moment to act on the submitted step: an
+		// operator retries --adopt until its files prove it.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			v, err := svc.ResolveTransition(ctx, id, true)
+			if err == nil && v.Status == store.TransitionCommitted {
+				break
+			}
+			if !errors.Is(err, ErrRefused) || time.Now().After(deadline) {
+				t.Fatalf("resolve --adopt = %+v, %v; screen:\n%s", v, err, rp.debug())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	default:
+		t.Fatalf("transition after the kill and a scan = %+v", tr)
+	}
+	if row := paneRow(t, svc); row.BindingGeneration != 2 || row.Transition != nil {
+		t.Fatalf("row after recovery = %+v", row)
+	}
+	after := sendAndWait(t, svc, rp, "ECHO=after-crash", "after-crash")
+	if after.SessionID != tr.TargetSessionID {
+		t.Fatalf("send after recovery went to %s, want %s", after.SessionID, tr.TargetSessionID)
+	}
+}
+
+// TestE2ECodexThreadsListedTransitionsRefused: Codex 0.171.0 lists its
+// workspace's threads from the rollouts, and refuses thread transitions
+// with the measured reason (nothing is typed).
+func TestE2ECodexThreadsListedTransitionsRefused(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.Codex, model)
+	svc, st := newRealService(t, rp)
+	runHost(t, svc)
+	ctx := t.Context()
+	res := sendAndWait(t, svc, rp, "remember MARK-CODEX-3 ECHO=codex-done", "codex-done")
+	turn, _ := st.GetTurn(ctx, res.TurnID)
+	th, err := svc.Threads(ctx, rp.pane.TerminalID)
+	if err != nil || len(th.Threads) != 1 || th.Threads[0].ID != turn.NativeThreadID || !th.Threads[0].Current ||
+		!strings.Contains(th.Threads[0].Title, "MARK-CODEX-3") || th.Threads[0].SessionID != res.SessionID {
+		t.Fatalf("codex threads = %+v, %v", th, err)
+	}
+	before := rp.screen()
+	if _, err := svc.NewThread(ctx, rp.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), CodexThreadVersion) {
+		t.Fatalf("codex new-thread: %v", err)
+	}
+	if strings.Contains(rp.screen(), "/clear") || strings.Contains(rp.screen(), "/new") {
+		t.Fatalf("a refused transition typed into the pane:\n%s\n---\n%s", before, rp.screen())
+	}
+	var ts store.TransitionStore = st.(store.TransitionStore)
+	if open, _ := ts.OpenTransitions(ctx, 10); len(open) != 0 {
+		t.Fatalf("refused transition recorded: %+v", open)
+	}
+}

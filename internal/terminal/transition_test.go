@@ -1,0 +1,413 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/proc"
+)
+
+// The fake's native thread controls: /clear and /resume <id>, proven on
+// its one version.
+func (r fakeReader) ThreadPlan(_ context.Context, _ Pane, kind, thread string) (string, []string, error) {
+	if kind == store.TransitionResumeThread {
+		return "9.9.9", []string{"/resume " + thread}, nil
+	}
+	return "9.9.9", []string{"/clear"}, nil
+}
+
+func (r fakeReader) Threads(_ context.Context, p Pane) ([]NativeThread, error) {
+	a := r.agentOf(p)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []NativeThread
+	for i, id := range a.history {
+		out = append([]NativeThread{{ID: id, Title: "prompt of " + id, UpdatedAt: int64(i + 1)}}, out...)
+	}
+	return out, nil
+}
+
+const (
+	fakeThreadA = "0a1b2c3d-0000-4000-8000-00000000000a"
+	fakeThreadB = "0a1b2c3d-0000-4000-8000-00000000000b"
+)
+
+func row(t *testing.T, r *rig) TerminalRow {
+	t.Helper()
+	list, err := r.svc.List(t.Context())
+	if err != nil || len(list.Terminals) != 1 {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	return list.Terminals[0]
+}
+
+func TestNewThreadAdvancesTheGenerationAndTheNextSendStartsThere(t *testing.T) {
+	a := newFakeAgent(AgentClaude, 401)
+	a.thread = fakeThreadA
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.finish("first done", false)
+	r.waitStatus(res.TurnID, store.TurnIdle)
+	if got := row(t, r); got.BindingGeneration != 1 || got.SessionID != res.SessionID || got.ManagementState != "managed" {
+		t.Fatalf("row before = %+v", got)
+	}
+	before, _ := r.st.SessionTurns(ctx, res.SessionID, 10)
+
+	v, err := r.svc.NewThread(ctx, a.pane.TerminalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != store.TransitionCommitted || v.Generation != 2 || v.FromSessionID != res.SessionID || v.SessionID == res.SessionID ||
+		v.ThreadID == fakeThreadA || v.ThreadID == "" || v.FromThreadID != fakeThreadA {
+		t.Fatalf("transition = %+v", v)
+	}
+	// No Turn was created; the old Session is detached.
+	after, _ := r.st.SessionTurns(ctx, res.SessionID, 10)
+	if len(after) != len(before) {
+		t.Fatalf("the transition created a turn: %d -> %d", len(before), len(after))
+	}
+	if turns, _ := r.st.SessionTurns(ctx, v.SessionID, 10); len(turns) != 0 {
+		t.Fatalf("the new session has turns: %+v", turns)
+	}
+	old, _ := r.st.GetTermSession(ctx, res.SessionID)
+	if old.Status != store.SessionDetached {
+		t.Fatalf("old session = %+v", old)
+	}
+	got := row(t, r)
+	if got.BindingGeneration != 2 || got.SessionID != v.SessionID || got.NativeThreadID != v.ThreadID || got.Transition != nil {
+		t.Fatalf("row after = %+v", got)
+	}
+	res2, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, _ := r.st.GetTurn(ctx, res2.TurnID)
+	if res2.SessionID != v.SessionID || turn.TerminalBindingGeneration != 2 || turn.NativeThreadID != v.ThreadID {
+		t.Fatalf("first turn in the new thread = %+v (session %s)", turn, res2.SessionID)
+	}
+	// The exact Session of the old thread is gone from this pane.
+	if _, err := r.svc.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "x"}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("send to the left session: %v", err)
+	}
+}
+
+func TestTransitionRefusedWhileATurnRunsOrWithBadInput(t *testing.T) {
+	a := newFakeAgent(AgentClaude, 402)
+	a.thread = fakeThreadA
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	for _, c := range []struct {
+		term, thread string
+		want         error
+	}{{"nope", fakeThreadB, ErrBadInput}, {a.pane.TerminalID, "0a1b2c3d", ErrBadInput}, {a.pane.TerminalID, "../x", ErrBadInput},
+		{a.pane.TerminalID, fakeThreadB, ErrNotFound}} {
+		if _, err := r.svc.ResumeThread(ctx, c.term, c.thread); !errors.Is(err, c.want) {
+			t.Fatalf("resume %q %q: %v, want %v", c.term, c.thread, err, c.want)
+		}
+	}
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "long job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The screen says busy; a transition is refused before anything is
+	// recorded, and with the screen idle the store still refuses.
+	if _, err := r.svc.NewThread(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) {
+		t.Fatalf("new-thread while busy: %v", err)
+	}
+	a.set(func(f *fakeAgent) { f.activity = "idle" })
+	_, err = r.svc.ClearThread(ctx, a.pane.TerminalID)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), res.TurnID) {
+		t.Fatalf("clear-thread while a Turn runs: %v", err)
+	}
+	if strings.Contains(strings.Join(a.sentKeys(), ","), "Escape") || a.thread != fakeThreadA {
+		t.Fatalf("the refused transition touched the pane: keys %v thread %s", a.sentKeys(), a.thread)
+	}
+	ts := r.st.(store.TransitionStore)
+	if open, _ := ts.OpenTransitions(ctx, 10); len(open) != 0 {
+		t.Fatalf("open transitions after refusals: %+v", open)
+	}
+}
+
+func TestCallbackPreparedBeforeATransitionIsRefusedAfterIt(t *testing.T) {
+	a := newFakeAgent(AgentClaude, 403)
+	a.thread = fakeThreadA
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	turnID, cb := completedTurn(t, r, a, "agent:main:s1", "done")
+	// An undelivered callback blocks the transition.
+	if _, err := r.svc.NewThread(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), cb.MessageID) {
+		t.Fatalf("new-thread with an undelivered callback: %v", err)
+	}
+	cbs := r.st.(store.CallbackStore)
+	claimed, err := cbs.ClaimCallback(ctx, cb.MessageID, "test", nowMs(), nowMs()+60000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed.Status, claimed.DeliveredAt, claimed.LeaseUntil = store.CallbackDelivered, nowMs(), 0
+	if err := cbs.SaveCallback(ctx, claimed); err != nil {
+		t.Fatal(err)
+	}
+	// A callback prepared for the old binding before the transition…
+	turn, _ := r.st.GetTurn(ctx, turnID)
+	msg, err := newMessage(turn, actorOf(turn.Agent), ActorOpenClaw, MsgProgress, "late progress", nowMs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := callbackID(turnID, "late")
+	hook := prepareCallback(turn, msg, late, "progress", nil)
+	v, err := r.svc.NewThread(ctx, a.pane.TerminalID)
+	if err != nil || v.Status != store.TransitionCommitted {
+		t.Fatalf("new-thread = %+v, %v", v, err)
+	}
+	// …lands after it: refused, logged on its historical Turn only.
+	turn, _ = r.st.GetTurn(ctx, turnID)
+	if err := r.st.WriteTurn(ctx, store.TurnWrite{Turn: turn, Also: hook}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cbs.GetCallback(ctx, late); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the pre-transition callback was queued: %v", err)
+	}
+	evs, _ := r.st.TurnEvents(ctx, turnID, 0, 100)
+	if last := evs[len(evs)-1]; last.Type != "callback_refused" || !strings.Contains(string(last.Data), late) {
+		t.Fatalf("last event of the historical turn = %+v", last)
+	}
+	if turns, _ := r.st.SessionTurns(ctx, v.SessionID, 10); len(turns) != 0 {
+		t.Fatalf("the new context got turns: %+v", turns)
+	}
+}
+
+func TestHumanThreadSwitchIsAConflictUntilAdopted(t *testing.T) {
+	a := newFakeAgent(AgentClaude, 404)
+	a.thread = fakeThreadA
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.finish("ok", false)
+	r.waitStatus(res.TurnID, store.TurnIdle)
+	if _, err := r.svc.AdoptThread(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) {
+		t.Fatalf("adopt without a switch: %v", err)
+	}
+	a.set(func(f *fakeAgent) { f.thread = fakeThreadB }) // a human typed /clear
+	got := row(t, r)
+	if got.ManagementState != "conflict" || got.Conflict == nil || got.Conflict.SessionID != res.SessionID || len(got.AvailableActions) != 0 ||
+		len(got.Conflict.Choices) != 2 || !strings.Contains(got.Conflict.Choices[0], "adopt-thread") || !strings.Contains(got.Conflict.Choices[1], "detach") {
+		t.Fatalf("row after a human switch = %+v", got)
+	}
+	refusal(t, r, ErrRefused, "adopt-thread", func() error {
+		_, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+		return err
+	})
+	if _, err := r.svc.NewThread(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) {
+		t.Fatalf("new-thread over a conflict: %v", err)
+	}
+	v, err := r.svc.AdoptThread(ctx, a.pane.TerminalID)
+	if err != nil || v.Status != store.TransitionCommitted || v.ThreadID != fakeThreadB || v.Generation != 2 {
+		t.Fatalf("adopt = %+v, %v", v, err)
+	}
+	sess, _ := r.st.GetTermSession(ctx, v.SessionID)
+	if sess.Lineage.CreatedBy != "human_observed" || sess.Lineage.PreviousSessionID != res.SessionID {
+		t.Fatalf("adopted session = %+v", sess)
+	}
+	if got := row(t, r); got.ManagementState != "managed" || got.BindingGeneration != 2 || len(got.AvailableActions) == 0 {
+		t.Fatalf("row after adopt = %+v", got)
+	}
+	res2, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
+	if err != nil || res2.SessionID != v.SessionID {
+		t.Fatalf("send after adopt = %+v, %v", res2, err)
+	}
+}
+
+func TestResumeReactivatesTheThreadsSession(t *testing.T) {
+	a := newFakeAgent(AgentClaude, 405)
+	a.thread = fakeThreadA
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "in A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.finish("ok", false)
+	r.waitStatus(res.TurnID, store.TurnIdle)
+	v1, err := r.svc.NewThread(ctx, a.pane.TerminalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := r.svc.Threads(ctx, a.pane.TerminalID)
+	if err != nil || len(th.Threads) != 1 || th.Threads[0].ID != fakeThreadA || th.Threads[0].SessionID != res.SessionID || th.Threads[0].SessionStatus != store.SessionDetached {
+		t.Fatalf("threads = %+v, %v", th, err)
+	}
+	if _, err := r.svc.ResumeThread(ctx, a.pane.TerminalID, v1.ThreadID); !errors.Is(err, ErrRefused) {
+		t.Fatalf("resume of the current thread: %v", err)
+	}
+	v2, err := r.svc.ResumeThread(ctx, a.pane.TerminalID, strings.ToUpper(fakeThreadA))
+	if err != nil || v2.Status != store.TransitionCommitted || v2.SessionID != res.SessionID || v2.Generation != 3 || v2.ThreadID != fakeThreadA {
+		t.Fatalf("resume = %+v, %v", v2, err)
+	}
+	if a.thread != fakeThreadA {
+		t.Fatalf("the pane was not switched: %s", a.thread)
+	}
+	got := row(t, r)
+	if got.SessionID != res.SessionID || got.BindingGeneration != 3 {
+		t.Fatalf("row after resume = %+v", got)
+	}
+	res2, err := r.svc.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "back in A"})
+	if err != nil {
+		t.Fatalf("session_exact send to the reactivated session: %v", err)
+	}
+	if turn, _ := r.st.GetTurn(ctx, res2.TurnID); turn.TerminalBindingGeneration != 3 {
+		t.Fatalf("turn generation = %d", turn.TerminalBindingGeneration)
+	}
+}
+
+// deadOwner returns the incarnation of a process that has exited.
+func deadOwner(t *testing.T) string {
+	cmd := exec.Command("sleep", "10")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := proc.Read(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return p.Incarnation()
+}
+
+func TestADeadOwnersTransitionIsRecoveredNeverHalfApplied(t *testing.T) {
+	a := newFakeAgent(AgentClaude, 406)
+	a.thread = fakeThreadA
+	r := newRig(t, a)
+	ctx := t.Context()
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.finish("ok", false)
+	r.start(r.svc, HostOptions{})
+	r.waitStatus(res.TurnID, store.TurnIdle)
+	sess, _ := r.st.GetTermSession(ctx, res.SessionID)
+	ts := r.st.(store.TransitionStore)
+	// A process died after typing /clear, before verifying: the pane did
+	// switch, so recovery proves and commits it.
+	prepare := func(id string) *store.Transition {
+		tr := &store.Transition{TransitionID: id, Kind: store.TransitionClearThread, Agent: AgentClaude, TerminalID: a.pane.TerminalID,
+			TerminalKey: a.pane.Key, PID: a.pane.PID, ProcessBirth: a.pane.Birth, Workspace: "/w", FromSessionID: sess.SessionID,
+			FromBindingID: sess.Binding.BindingID, FromGeneration: sess.Binding.Generation, FromThreadID: sess.Binding.NativeThreadID,
+			TargetSessionID: newSessionID(time.Now()), ToGeneration: sess.Binding.Generation + 1, Plan: []string{"/clear"},
+			Owner: deadOwner(t), PreparedAt: nowMs(), Status: store.TransitionPrepared, UpdatedAt: nowMs()}
+		if err := ts.PrepareTransition(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range []string{store.TransitionDispatching, store.TransitionSubmitted} {
+			tr.Status = st
+			if err := ts.AdvanceTransition(ctx, tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tr
+	}
+	tr := prepare("transition-crash-done")
+	a.set(func(f *fakeAgent) { f.thread = fakeThreadB })
+	if n, err := r.svc.RecoverTransitions(ctx); err != nil || n != 1 {
+		t.Fatalf("recover = %d, %v", n, err)
+	}
+	got, _ := ts.GetTransition(ctx, tr.TransitionID)
+	newSess, err := r.st.GetTermSession(ctx, tr.TargetSessionID)
+	if got.Status != store.TransitionCommitted || err != nil || newSess.Binding.NativeThreadID != fakeThreadB || newSess.Binding.Generation != 2 {
+		t.Fatalf("recovered = %+v, session %+v, %v", got, newSess, err)
+	}
+	// Again from the new binding; this time the pane did not switch: the
+	// record becomes uncertain, the terminal stays blocked with the
+	// recovery actions shown, and abort frees it with no Session changed.
+	sess = newSess
+	tr = prepare("transition-crash-unproven")
+	if _, err := r.svc.RecoverTransitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = ts.GetTransition(ctx, tr.TransitionID)
+	if got.Status != store.TransitionUncertain {
+		t.Fatalf("unproven transition = %+v", got)
+	}
+	row1 := row(t, r)
+	if row1.Transition == nil || row1.Transition.Status != store.TransitionUncertain || len(row1.Transition.RecoveryActions) != 2 ||
+		len(row1.AvailableActions) != 0 || !strings.Contains(row1.Reason, tr.TransitionID) {
+		t.Fatalf("row with an uncertain transition = %+v", row1)
+	}
+	if _, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("send during an uncertain transition: %v", err)
+	}
+	if _, err := r.svc.ResolveTransition(ctx, tr.TransitionID, true); !errors.Is(err, ErrRefused) {
+		t.Fatalf("adopt of an unproven transition: %v", err)
+	}
+	if s, _ := r.st.GetTermSession(ctx, sess.SessionID); s.Status != store.SessionBound || s.Revision != sess.Revision {
+		t.Fatalf("the uncertain transition changed the session: %+v", s)
+	}
+	v, err := r.svc.ResolveTransition(ctx, tr.TransitionID, false)
+	if err != nil || v.Status != store.TransitionAborted {
+		t.Fatalf("abort = %+v, %v", v, err)
+	}
+	if got := row(t, r); got.Transition != nil || len(got.AvailableActions) == 0 || got.BindingGeneration != 2 {
+		t.Fatalf("row after abort = %+v", got)
+	}
+	if _, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "after"}); err != nil {
+		t.Fatalf("send after abort: %v", err)
+	}
+}
+
+func TestTheHostsScanRecoversADeadOwnersTransition(t *testing.T) {
+	a := newFakeAgent(AgentClaude, 407)
+	a.thread = fakeThreadA
+	r := newRig(t, a)
+	ctx := t.Context()
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.finish("ok", false)
+	sess, _ := r.st.GetTermSession(ctx, res.SessionID)
+	ts := r.st.(store.TransitionStore)
+	tr := &store.Transition{TransitionID: "transition-host-scan", Kind: store.TransitionNewThread, Agent: AgentClaude, TerminalID: a.pane.TerminalID,
+		TerminalKey: a.pane.Key, PID: a.pane.PID, ProcessBirth: a.pane.Birth, Workspace: "/w", FromSessionID: sess.SessionID,
+		FromBindingID: sess.Binding.BindingID, FromGeneration: 1, FromThreadID: fakeThreadA, TargetSessionID: newSessionID(time.Now()),
+		ToGeneration: 2, Plan: []string{"/clear"}, Owner: deadOwner(t), PreparedAt: nowMs(), Status: store.TransitionPrepared, UpdatedAt: nowMs()}
+	// A first host follows the Turn to its end and stops (a crash leaves
+	// no host running); the next one starts after the owner died.
+	r.start(r.svc, HostOptions{})
+	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.stop()
+	<-r.done
+	if err := ts.PrepareTransition(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	tr.Status = store.TransitionDispatching
+	if err := ts.AdvanceTransition(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	a.set(func(f *fakeAgent) { f.thread = fakeThreadB })
+	r.start(r.svc, HostOptions{Rescan: 20 * time.Millisecond})
+	r.until("the host's scan settles the transition", func() bool {
+		got, err := ts.GetTransition(ctx, tr.TransitionID)
+		return err == nil && got.Status == store.TransitionCommitted
+	})
+	if got := row(t, r); got.BindingGeneration != 2 || got.NativeThreadID != fakeThreadB || got.Transition != nil {
+		t.Fatalf("row after the host's recovery = %+v", got)
+	}
+}
