@@ -9,8 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clawconnect/clawconnect/internal/config"
-	"github.com/clawconnect/clawconnect/internal/task"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // ErrRefused is wrapped by the errors a Caller returns when the tool
@@ -25,13 +24,13 @@ var ErrRefused = errors.New("refused")
 type Caller struct{ c *conn }
 
 // Caller returns the tools as id would call them over /mcp.
-func (s *Server) Caller(id config.Identity) *Caller {
+func (s *Server) Caller(id taskapi.Identity) *Caller {
 	return &Caller{c: &conn{s: s, scope: s.registry.FullScope(), identity: id}}
 }
 
 // Authenticate checks a credential as /mcp does; ok is false when it is
 // refused. With no credential configured every call is accepted anonymously.
-func (s *Server) Authenticate(token string) (config.Identity, bool) {
+func (s *Server) Authenticate(token string) (taskapi.Identity, bool) {
 	return s.auth.Authenticate("", token)
 }
 
@@ -61,7 +60,7 @@ func refusal(r *mcp.CallToolResult) error {
 
 // ListTasks is list_tasks: the latest job of each session the caller may
 // see, in view ("active" or "all").
-func (c *Caller) ListTasks(ctx context.Context, view task.ListView) ([]task.TaskSummary, error) {
+func (c *Caller) ListTasks(ctx context.Context, view taskapi.ListView) ([]taskapi.TaskSummary, error) {
 	r, out, err := c.c.listTasks(ctx, nil, ListTasksInput{View: string(view)})
 	if err != nil {
 		return nil, err
@@ -75,34 +74,34 @@ func (c *Caller) ListTasks(ctx context.Context, view task.ListView) ([]task.Task
 // GetTask is get_task at the given detail (never "prompt"); with updates,
 // the log entries after knownLogCount (0: the latest window). A task the
 // caller may not see is refused exactly as a missing one.
-func (c *Caller) GetTask(ctx context.Context, taskID string, detail task.Detail, knownLogCount int64) (task.TaskDetail, error) {
-	if detail == task.DetailPrompt {
-		return task.TaskDetail{}, fmt.Errorf("%w: the prompt preset has its own call", ErrRefused)
+func (c *Caller) GetTask(ctx context.Context, taskID string, detail taskapi.Detail, knownLogCount int64) (taskapi.TaskDetail, error) {
+	if detail == taskapi.DetailPrompt {
+		return taskapi.TaskDetail{}, fmt.Errorf("%w: the prompt preset has its own call", ErrRefused)
 	}
 	r, out, err := c.c.getTask(ctx, nil, GetTaskInput{TaskID: taskID, Detail: string(detail), KnownLogCount: knownLogCount})
 	if err != nil {
-		return task.TaskDetail{}, err
+		return taskapi.TaskDetail{}, err
 	}
 	if r.IsError {
-		return task.TaskDetail{}, refusal(r)
+		return taskapi.TaskDetail{}, refusal(r)
 	}
-	return out.(task.TaskDetail), nil
+	return out.(taskapi.TaskDetail), nil
 }
 
 // GetPrompt is get_task with the "prompt" preset: what the caller asked.
-func (c *Caller) GetPrompt(ctx context.Context, taskID string) (task.PromptResult, error) {
-	r, out, err := c.c.getTask(ctx, nil, GetTaskInput{TaskID: taskID, Detail: string(task.DetailPrompt)})
+func (c *Caller) GetPrompt(ctx context.Context, taskID string) (taskapi.PromptResult, error) {
+	r, out, err := c.c.getTask(ctx, nil, GetTaskInput{TaskID: taskID, Detail: string(taskapi.DetailPrompt)})
 	if err != nil {
-		return task.PromptResult{}, err
+		return taskapi.PromptResult{}, err
 	}
 	if r.IsError {
-		return task.PromptResult{}, refusal(r)
+		return taskapi.PromptResult{}, refusal(r)
 	}
-	return out.(task.PromptResult), nil
+	return out.(taskapi.PromptResult), nil
 }
 
 // ListSessions is list_sessions: the sessions the caller may see.
-func (c *Caller) ListSessions(ctx context.Context) ([]task.ContinuationState, error) {
+func (c *Caller) ListSessions(ctx context.Context) ([]taskapi.ContinuationState, error) {
 	r, out, err := c.c.listSessions(ctx, nil, EmptyInput{})
 	if err != nil {
 		return nil, err
@@ -110,25 +109,25 @@ func (c *Caller) ListSessions(ctx context.Context) ([]task.ContinuationState, er
 	if r.IsError {
 		return nil, refusal(r)
 	}
-	return out.(task.SessionList).Sessions, nil
+	return out.(taskapi.SessionList).Sessions, nil
 }
 
 // CancelTask is cancel_task by task id; note is the tool's own answer
 // ("stop requested", or why nothing was stopped).
-func (c *Caller) CancelTask(ctx context.Context, taskID string) (res task.CancelResult, note string, err error) {
+func (c *Caller) CancelTask(ctx context.Context, taskID string) (res taskapi.CancelResult, note string, err error) {
 	r, out, err := c.c.cancelTask(ctx, nil, CancelTaskInput{TaskID: taskID})
 	if err != nil {
-		return task.CancelResult{}, "", err
+		return taskapi.CancelResult{}, "", err
 	}
 	if r.IsError {
-		return task.CancelResult{}, "", refusal(r)
+		return taskapi.CancelResult{}, "", refusal(r)
 	}
 	for _, c := range r.Content {
 		if t, ok := c.(*mcp.TextContent); ok {
 			note += t.Text
 		}
 	}
-	return out.(task.CancelResult), note, nil
+	return out.(taskapi.CancelResult), note, nil
 }
 
 // GatewayStates returns agent id → connection state when the task service
@@ -141,7 +140,7 @@ func (s *Server) GatewayStates() map[string]string {
 }
 
 // Registry returns the agent configuration the tools serve.
-func (s *Server) Registry() *config.Registry { return s.registry }
+func (s *Server) Registry() *taskapi.Registry { return s.registry }
 
 // SeesAll reports whether the caller sees every principal's work: a caller
 // with no credential (an open loopback server) or any caller under the

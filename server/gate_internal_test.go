@@ -23,6 +23,7 @@ type echoIn struct {
 // is answered while the registration is still blocked, and tools/list waits
 // for it instead of answering with no tools.
 func TestToolGateOverMCP(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		ms := mcp.NewServer(&mcp.Implementation{Name: "gate"}, &mcp.ServerOptions{
@@ -96,6 +97,7 @@ func TestToolGateOverMCP(t *testing.T) {
 // TestToolGateMiddleware covers the orders a client other than the SDK's
 // could use.
 func TestToolGateMiddleware(t *testing.T) {
+	t.Parallel()
 	t.Run("a tools request first makes the registration due and waits for it", func(t *testing.T) {
 		gate := newToolGate()
 		registered := false
@@ -170,6 +172,7 @@ func (s *startingTasks) Start() { s.started <- struct{}{} }
 // a Starter: nothing before the first message, then Start once, after the
 // tools are registered (so before tools/list can be answered).
 func TestServeStdioStartsTasksAfterTools(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		reg, err := config.ParseRegistry([]byte(`{"agents":[{"id":"main","url":"ws://127.0.0.1:1","password":"p"}]}`))
 		if err != nil {

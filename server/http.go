@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // forbiddenBody is the reference's answer to a request without a valid
@@ -31,8 +31,8 @@ const connKey ctxKey = 0
 
 // connParams is what the auth and scope layer decided for one request.
 type connParams struct {
-	scope    config.Scope
-	identity config.Identity
+	scope    taskapi.Scope
+	identity taskapi.Identity
 }
 
 // Handler returns the HTTP handler: /mcp (stateless streamable HTTP, with
@@ -177,7 +177,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, grace time.Dur
 	// the shutdown for up to two minutes.
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
-	lim := s.limits.withDefaults(s.timeouts.CheckMaxWait)
+	lim := s.limits.withDefaults(s.waits.max)
 	ln = &capListener{Listener: ln, max: int64(lim.MaxConns)}
 	srv := &http.Server{
 		Handler:           withDeadlines(lim, s.Handler()),

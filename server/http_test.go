@@ -110,6 +110,7 @@ func stdioToolsList(t *testing.T, s *server.Server) json.RawMessage {
 }
 
 func TestStdioAndHTTPServeIdenticalToolsList(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	ts := httptest.NewServer(b.srv.Handler())
 	defer ts.Close()
@@ -128,6 +129,7 @@ func TestStdioAndHTTPServeIdenticalToolsList(t *testing.T) {
 }
 
 func TestHTTPAuth(t *testing.T) {
+	t.Parallel()
 	b := setup(t, func(o *server.Options) {
 		o.Auth = config.NewAuthenticator(config.AuthOptions{UserTokens: "Dana:tok-d", PublicPass: "shared"})
 	})
@@ -190,6 +192,7 @@ func TestHTTPAuth(t *testing.T) {
 }
 
 func TestHTTPRoutesAndCORS(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	ts := httptest.NewServer(b.srv.Handler())
 	defer ts.Close()
@@ -250,6 +253,7 @@ func TestHTTPRoutesAndCORS(t *testing.T) {
 }
 
 func TestHTTPBadRequests(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	ts := httptest.NewServer(b.srv.Handler())
 	defer ts.Close()
@@ -283,6 +287,7 @@ func TestHTTPBadRequests(t *testing.T) {
 }
 
 func TestHTTPScopeQuery(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	ts := httptest.NewServer(b.srv.Handler())
 	defer ts.Close()
@@ -319,6 +324,7 @@ func TestHTTPScopeQuery(t *testing.T) {
 }
 
 func TestCheckListen(t *testing.T) {
+	t.Parallel()
 	open := setup(t, nil).srv
 	authed := setup(t, func(o *server.Options) { o.Auth = config.NewAuthenticator(config.AuthOptions{PublicPass: "p"}) }).srv
 	allowed := setup(t, func(o *server.Options) { o.AllowUnauthenticatedRemote = true }).srv
@@ -350,6 +356,7 @@ func TestCheckListen(t *testing.T) {
 }
 
 func TestListenAndServeGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	addrc := make(chan net.Addr, 1)
@@ -394,6 +401,7 @@ func TestListenAndServeGracefulShutdown(t *testing.T) {
 }
 
 func TestListenAndServeRefusesInsecureRemote(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	if err := b.srv.ListenAndServe(t.Context(), "0.0.0.0:0", time.Second, nil); !errors.Is(err, server.ErrInsecureRemote) {
 		t.Fatalf("ListenAndServe(0.0.0.0) = %v, want server.ErrInsecureRemote", err)
@@ -401,6 +409,7 @@ func TestListenAndServeRefusesInsecureRemote(t *testing.T) {
 }
 
 func TestHTTPTokenFileReload(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "tokens.json")
 	if err := os.WriteFile(path, []byte(`{"tokens":{"Eve":"e1"}}`), 0o600); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
 )
@@ -20,7 +22,7 @@ import (
 type isolationBridge struct {
 	fg  *fakegateway.Server
 	srv *server.Server
-	b   *server.Bridge
+	b   *bridge.Bridge
 }
 
 func openIsolation(t *testing.T, shared bool) *isolationBridge {
@@ -34,7 +36,7 @@ func openIsolation(t *testing.T, shared bool) *isolationBridge {
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home}
-	b, err := server.Open(context.Background(), server.BridgeOptions{Settings: settingsOf(t, env)})
+	b, err := bridge.Open(context.Background(), bridge.Options{Settings: settingsOf(t, env)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +58,7 @@ func (ib *isolationBridge) as(t *testing.T, id config.Identity) *mcp.ClientSessi
 // not exist gets. The shared password is one identity of its own; a caller
 // with no credential, and every caller under the team view, sees all.
 func TestOwnerIsolation(t *testing.T) {
+	t.Parallel()
 	ib := openIsolation(t, false)
 	alice := ib.as(t, config.Identity{User: "alice"})
 	bob := ib.as(t, config.Identity{User: "bob"})
@@ -148,6 +151,7 @@ func TestOwnerIsolation(t *testing.T) {
 // TestOwnerIsolationTeamView: with the shared view on, every credential
 // sees and continues every task.
 func TestOwnerIsolationTeamView(t *testing.T) {
+	t.Parallel()
 	ib := openIsolation(t, true)
 	alice := ib.as(t, config.Identity{User: "alice"})
 	bob := ib.as(t, config.Identity{User: "bob"})
@@ -159,4 +163,14 @@ func TestOwnerIsolationTeamView(t *testing.T) {
 	if r := call(t, bob, "list_tasks", map[string]any{}); !strings.Contains(text(r), jobA) {
 		t.Errorf("team view list_tasks lacks alice's task: %s", text(r))
 	}
+}
+
+// settingsOf is the effective settings of the environment env.
+func settingsOf(t testing.TB, env map[string]string) *settings.Values {
+	t.Helper()
+	v, err := settings.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &v
 }

@@ -9,6 +9,7 @@ import (
 // The schema enum rejects unknown agents first; the refusal text is what a
 // caller sees when a scope narrows after the tools were listed.
 func TestRefuseAgentText(t *testing.T) {
+	t.Parallel()
 	c := &conn{scope: config.Scope{Allowed: []string{"alpha", "beta"}, Default: "alpha"}}
 	tests := []struct{ agent, want string }{
 		{"", ""},

@@ -2,8 +2,12 @@
 // (plus the terminal tools when Options.Terminals is set), declared once
 // and served identically over stdio and stateless streamable HTTP, with
 // HTTP authentication, per-connection agent scopes, CORS, a health endpoint
-// and Prometheus metrics. It is public so that a host can
-// embed the bridge with its own task service and runtime registry.
+// and Prometheus metrics. It is public so that a host can embed it with
+// its own task service (Tasks), agent list (taskapi.Registry), credential
+// check (Authenticator) and Turn service (Terminals): its API names only
+// its own types and those of taskapi and termapi, and it links no store
+// (see Example_embed). The clawconnect commands pass it the bundled
+// bridge of stores, gateways and task managers, which is internal.
 package server
 
 import (
@@ -15,10 +19,11 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // DefaultVersion is reported when Options.Version is empty.
@@ -29,14 +34,18 @@ const DefaultVersion = "0.2.0"
 type Options struct {
 	// Tasks is the task service behind the tools.
 	Tasks Tasks
-	// Registry is the agent configuration (agents.json or the env fallback).
-	Registry *config.Registry
-	// Timeouts supplies the check_task wait window; the zero value means
-	// config.DefaultTimeouts().
-	Timeouts *config.Timeouts
+	// Registry is the agent configuration: the agents the tools offer, their
+	// groups (for /mcp?group=) and the default agent.
+	Registry *taskapi.Registry
+	// CheckWait is how long check_task waits when the call names no waitMs;
+	// zero means 45 s.
+	CheckWait time.Duration
+	// CheckMaxWait caps every check_task and terminal_status wait (and so
+	// the HTTP write timeout); zero means 120 s.
+	CheckMaxWait time.Duration
 	// Auth checks HTTP credentials; nil means an open HTTP server. stdio
 	// never authenticates.
-	Auth *config.Authenticator
+	Auth Authenticator
 	// AllowUnauthenticatedRemote lets ListenAndServe bind a non-loopback
 	// address while Auth requires nothing. Off by default.
 	AllowUnauthenticatedRemote bool
@@ -72,9 +81,9 @@ type Options struct {
 // connections; it owns no goroutines of its own.
 type Server struct {
 	tasks     Tasks
-	registry  *config.Registry
-	timeouts  config.Timeouts
-	auth      *config.Authenticator
+	registry  *taskapi.Registry
+	waits     waits
+	auth      Authenticator
 	allowRem  bool
 	version   string
 	build     string
@@ -107,7 +116,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		tasks:     opts.Tasks,
 		registry:  opts.Registry,
-		timeouts:  config.DefaultTimeouts(),
+		waits:     newWaits(opts.CheckWait, opts.CheckMaxWait),
 		auth:      opts.Auth,
 		allowRem:  opts.AllowUnauthenticatedRemote,
 		limits:    opts.Limits,
@@ -119,9 +128,6 @@ func New(opts Options) (*Server, error) {
 		cache:     make(map[string]*mcp.Server),
 		draining:  make(chan struct{}),
 	}
-	if opts.Timeouts != nil {
-		s.timeouts = *opts.Timeouts
-	}
 	if s.version == "" {
 		s.version = DefaultVersion
 	}
@@ -132,7 +138,7 @@ func New(opts Options) (*Server, error) {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
 	if s.auth == nil {
-		s.auth = config.NewAuthenticator(config.AuthOptions{})
+		s.auth = openAuth{}
 	}
 	s.metrics = newMetrics(s.tasks)
 	s.origins = newOriginPolicy(opts.AllowedOrigins, s.auth.Required())
@@ -150,7 +156,7 @@ func (s *Server) Drain() {
 // MCPServer returns the MCP server for a connection with the given scope and
 // identity. Servers are cached, so repeated calls with the same arguments
 // return the same value.
-func (s *Server) MCPServer(scope config.Scope, id config.Identity) *mcp.Server {
+func (s *Server) MCPServer(scope taskapi.Scope, id taskapi.Identity) *mcp.Server {
 	key := strings.Join(scope.Allowed, ",") + "|" + scope.Default + "|" + scope.ServerName + "|" + id.User + fmt.Sprintf("|%t", id.Legacy)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -127,6 +127,7 @@ func structured(t testing.TB, r *mcp.CallToolResult) map[string]any {
 }
 
 func TestNewRequiresTasksAndRegistry(t *testing.T) {
+	t.Parallel()
 	if _, err := server.New(server.Options{Registry: testRegistry(t)}); err == nil {
 		t.Error("New without Tasks succeeded")
 	}
@@ -136,6 +137,7 @@ func TestNewRequiresTasksAndRegistry(t *testing.T) {
 }
 
 func TestToolsGolden(t *testing.T) {
+	t.Parallel()
 	checkToolsGolden(t, setup(t, nil), "testdata/tools.golden.json", "TestToolsGolden")
 }
 
@@ -168,6 +170,7 @@ func checkToolsGolden(t *testing.T, b *bundle, golden, test string) []*mcp.Tool 
 }
 
 func TestToolSurfaceRules(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	tools := b.srv.Tools()
 	var names []string
@@ -204,6 +207,7 @@ func TestToolSurfaceRules(t *testing.T) {
 }
 
 func TestRunCheckRoundTrip(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	cs := b.fullSession(t)
 	res := call(t, cs, "run_task", map[string]any{"task": "write a haiku", "senderName": "Ann"})
@@ -241,6 +245,7 @@ func TestRunCheckRoundTrip(t *testing.T) {
 }
 
 func TestCheckTaskProgress(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	progress := make(chan *mcp.ProgressNotificationParams, 8)
 	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{}), &mcp.ClientOptions{
@@ -282,6 +287,7 @@ func TestCheckTaskProgress(t *testing.T) {
 }
 
 func TestPollModeReturnsOnNewLogs(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	cs := b.fullSession(t)
 	jobID := structured(t, call(t, cs, "run_task", map[string]any{"task": "t"}))["jobId"].(string)
@@ -296,6 +302,7 @@ func TestPollModeReturnsOnNewLogs(t *testing.T) {
 }
 
 func TestToolResults(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	cs := b.fullSession(t)
 	done := structured(t, call(t, cs, "run_task", map[string]any{"task": "first", "context": "ctx", "agent": "beta"}))
@@ -386,6 +393,7 @@ func TestToolResults(t *testing.T) {
 }
 
 func TestUnknownToolIsProtocolError(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	cs := b.fullSession(t)
 	_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "drop_tables", Arguments: map[string]any{}})
@@ -395,6 +403,7 @@ func TestUnknownToolIsProtocolError(t *testing.T) {
 }
 
 func TestRunTaskSubmitFailure(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	b.tasks.RunErr = errors.New("gateway refused: bad password")
 	r := call(t, b.fullSession(t), "run_task", map[string]any{"task": "x"})
@@ -404,6 +413,7 @@ func TestRunTaskSubmitFailure(t *testing.T) {
 }
 
 func TestIdentityEffects(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	scope := testRegistry(t).FullScope()
 	user := connect(t, b.srv.MCPServer(scope, config.Identity{User: "Dana"}), nil)
@@ -426,6 +436,7 @@ func TestIdentityEffects(t *testing.T) {
 }
 
 func TestScopeHidesOtherAgents(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	full := b.fullSession(t)
 	gammaJob := structured(t, call(t, full, "run_task", map[string]any{"task": "secret", "agent": "gamma"}))
@@ -476,6 +487,7 @@ func TestScopeHidesOtherAgents(t *testing.T) {
 }
 
 func TestServeStdioExitsOnEOF(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

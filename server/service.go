@@ -4,39 +4,39 @@ import (
 	"context"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/task"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // ErrNotFound is returned by a Tasks implementation when the job, task or
 // session does not exist. The tools turn it into their not-found results.
-var ErrNotFound = task.ErrNotFound
+var ErrNotFound = taskapi.ErrNotFound
 
 // Tasks is what the MCP tools need from the task manager. Implementations
 // must be safe for concurrent use; every method honours ctx.
 type Tasks interface {
 	// Run submits a task and returns at once; it never waits for the run.
-	Run(ctx context.Context, req RunRequest) (task.RunResult, error)
+	Run(ctx context.Context, req RunRequest) (taskapi.RunResult, error)
 	// Check resolves the job (by JobID, else by the session's latest job),
 	// counts a poll and, unless the job is already finished, blocks until it
 	// finishes, the wait elapses, ctx ends or (in poll mode) new log entries
 	// beyond KnownLogCount appear. onUpdate, when non-nil, is called with
 	// each intermediate snapshot while waiting; it must not block for long.
-	Check(ctx context.Context, req CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error)
+	Check(ctx context.Context, req CheckRequest, onUpdate func(taskapi.Snapshot)) (taskapi.Snapshot, error)
 	// GetTask returns a task at the given detail preset (never "prompt")
 	// without waiting and without counting a poll.
-	GetTask(ctx context.Context, taskID string, detail task.Detail, knownLogCount int64) (task.TaskDetail, error)
+	GetTask(ctx context.Context, taskID string, detail taskapi.Detail, knownLogCount int64) (taskapi.TaskDetail, error)
 	// GetPrompt returns what the caller asked for a task.
-	GetPrompt(ctx context.Context, taskID string) (task.PromptResult, error)
+	GetPrompt(ctx context.Context, taskID string) (taskapi.PromptResult, error)
 	// ListTasks returns one row per known session: its latest job. only,
 	// when set, keeps the sessions that principal started.
-	ListTasks(ctx context.Context, view task.ListView, only *string) ([]task.TaskSummary, error)
+	ListTasks(ctx context.Context, view taskapi.ListView, only *string) ([]taskapi.TaskSummary, error)
 	// GetSession inspects a session. A missing session is ErrNotFound.
-	GetSession(ctx context.Context, req SessionRequest) (task.SessionResult, error)
+	GetSession(ctx context.Context, req SessionRequest) (taskapi.SessionResult, error)
 	// ListSessions returns the continuation state of every known session
 	// (with only set, of those that principal started).
-	ListSessions(ctx context.Context, only *string) ([]task.ContinuationState, error)
+	ListSessions(ctx context.Context, only *string) ([]taskapi.ContinuationState, error)
 	// Cancel asks the gateway to stop a job; it is idempotent.
-	Cancel(ctx context.Context, jobID string) (task.CancelResult, error)
+	Cancel(ctx context.Context, jobID string) (taskapi.CancelResult, error)
 }
 
 // StatusCounter is optionally implemented by a Tasks value to feed the
@@ -101,7 +101,7 @@ type CheckRequest struct {
 type SessionRequest struct {
 	SessionID string
 	Agent     string // may be empty: any agent
-	Mode      task.SessionMode
+	Mode      taskapi.SessionMode
 	Limit     int // 1..200
 	After     int // >= 0
 }

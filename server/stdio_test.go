@@ -20,6 +20,7 @@ import (
 // could write; each gets a JSON-RPC error (or nothing, for a response), and
 // the session keeps serving.
 func TestStdioSurvivesMalformedLines(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -165,6 +166,7 @@ func FuzzStdioLine(f *testing.F) {
 // an answer to each, and a check_task still waiting when stdin closes is cut
 // after a short grace instead of holding the exit.
 func TestStdioAnswersRequestsReadBeforeEOF(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	run, err := b.tasks.Run(t.Context(), server.RunRequest{Task: "never ends"})
 	if err != nil {
@@ -223,6 +225,7 @@ func (s *safeBuffer) String() string {
 // that id is not left hanging; when no id can be found it is null. The
 // session goes on.
 func TestStdioOversizedLineKeepsItsID(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

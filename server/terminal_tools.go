@@ -1,5 +1,8 @@
 package server
 
+// The handlers of the terminal tools, over a Terminals service. The
+// declarations are in terminal_tools_schema.go.
+
 import (
 	"context"
 	"errors"
@@ -7,189 +10,44 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// Terminals is what the terminal tools need from the Turn service: the
-// in-process terminal.Service, or a terminal.Client of the monitor host
-// that owns the store. Implementations must be safe for concurrent use.
+// Terminals is what the terminal tools need from a Turn service (the
+// clawconnect commands pass their in-process one, or a client of the
+// monitor host that owns the store). It speaks termapi's types only, so a
+// host may bring its own. Implementations must be safe for concurrent use.
 type Terminals interface {
-	List(ctx context.Context) (terminal.ListResult, error)
-	Send(ctx context.Context, r terminal.SendRequest) (terminal.SendResult, error)
+	List(ctx context.Context) (termapi.ListResult, error)
+	Send(ctx context.Context, r termapi.SendRequest) (termapi.SendResult, error)
 	// Wait blocks until the Turn leaves the running statuses or ctx ends.
-	Wait(ctx context.Context, turnID string) (terminal.TurnView, error)
-	Status(ctx context.Context, turnID string) (terminal.TurnView, error)
-	Respond(ctx context.Context, turnID, text string) (terminal.SendResult, error)
-	Approve(ctx context.Context, turnID, fingerprint string) (terminal.TurnView, error)
-	Cancel(ctx context.Context, turnID string) (terminal.TurnView, error)
+	Wait(ctx context.Context, turnID string) (termapi.TurnView, error)
+	Status(ctx context.Context, turnID string) (termapi.TurnView, error)
+	Respond(ctx context.Context, turnID, text string) (termapi.SendResult, error)
+	Approve(ctx context.Context, turnID, fingerprint string) (termapi.TurnView, error)
+	Cancel(ctx context.Context, turnID string) (termapi.TurnView, error)
 }
 
 // terminalProgressEvery is how often a waiting terminal_status reports
 // progress while the Turn's status does not change.
 const terminalProgressEvery = 5 * time.Second
 
-// TerminalSendInput is the input of terminal_send.
-type TerminalSendInput struct {
-	TerminalID string `json:"terminal_id,omitempty" jsonschema:"Send to the agent now running in this pane (scope terminal_follow_current); an id from terminal_list."`
-	SessionID  string `json:"session_id,omitempty" jsonschema:"Send to this managed Session only if its pane, process and thread are unchanged (scope session_exact); from terminal_list or an earlier send."`
-	Request    string `json:"request" jsonschema:"The text typed into the agent's composer, as a human would write it. Must not start with a slash command."`
-}
-
-// TerminalTurnInput names a Turn.
-type TerminalTurnInput struct {
-	TurnID string `json:"turn_id" jsonschema:"The turn_id returned by terminal_send or terminal_respond."`
-}
-
-// TerminalStatusInput is the input of terminal_status.
-type TerminalStatusInput struct {
-	TurnID string   `json:"turn_id" jsonschema:"The turn_id returned by terminal_send or terminal_respond."`
-	WaitMs *float64 `json:"wait_ms,omitempty" jsonschema:"While the agent works, wait up to this many milliseconds for the Turn to end; default 45000, at most 120000; 0 returns at once."`
-}
-
-// TerminalRespondInput is the input of terminal_respond.
-type TerminalRespondInput struct {
-	TurnID  string `json:"turn_id" jsonschema:"The Turn that is idle, waiting or stalled, whose Session gets the follow-up."`
-	Request string `json:"request" jsonschema:"The follow-up text typed into the same Session."`
-}
-
-// TerminalApproveInput is the input of terminal_approve.
-type TerminalApproveInput struct {
-	TurnID      string `json:"turn_id" jsonschema:"The Turn whose status is waiting_for_openclaw."`
-	Fingerprint string `json:"fingerprint" jsonschema:"approval.fingerprint from terminal_status: approves exactly the prompt you saw."`
-}
-
-// TerminalListOutput is terminal_list's result.
-type TerminalListOutput struct {
-	Terminals []terminal.TerminalRow `json:"terminals" jsonschema:"One row per live Codex or Claude Code pane; available_actions are the sends allowed now."`
-}
-
-// TerminalSendOutput is the result of terminal_send and terminal_respond.
-type TerminalSendOutput struct {
-	terminal.SendResult
-	NextStep string `json:"next_step" jsonschema:"What to do next."`
-}
-
-// TerminalTurnOutput is the result of terminal_status, terminal_approve and
-// terminal_cancel.
-type TerminalTurnOutput struct {
-	Turn terminal.TurnView `json:"turn"`
-	// Running is true while the agent still works on the Turn.
-	Running  bool   `json:"running" jsonschema:"True while the agent still works on the Turn; call terminal_status again."`
-	NextStep string `json:"next_step" jsonschema:"What to do next."`
-}
-
-// outputSchemaOf infers T's schema, as AddTool would for a typed output.
-func outputSchemaOf[T any]() *jsonschema.Schema {
-	s, err := jsonschema.For[T](nil)
-	if err != nil {
-		panic(fmt.Sprintf("server: output schema %T: %v", *new(T), err))
-	}
-	return s
-}
-
-// terminalTools declares the terminal tools; nil when they are off.
-func (c *conn) terminalTools() []toolDef {
-	if c.s.terminals == nil {
-		return nil
-	}
-	act := func(title string, destructive bool) *mcp.ToolAnnotations {
-		return &mcp.ToolAnnotations{Title: title, DestructiveHint: boolPtr(destructive), OpenWorldHint: boolPtr(true)}
-	}
-	return []toolDef{
-		{
-			tool: &mcp.Tool{
-				Name:  "terminal_list",
-				Title: "List agent terminals",
-				Description: readOnlyPrefix + "List the Codex and Claude Code TUIs running in tmux panes on this machine: " +
-					"what each is doing, its managed Session and latest Turn, and the sends allowed now (available_actions, with their arguments).",
-				InputSchema:  inputSchema[EmptyInput](nil),
-				OutputSchema: outputSchemaOf[TerminalListOutput](),
-				Annotations:  readOnly("List agent terminals"),
-			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalList) },
-		},
-		{
-			tool: &mcp.Tool{
-				Name:  "terminal_send",
-				Title: "Send a request to an agent terminal",
-				Description: "Type a request into an idle Codex or Claude Code pane as a new Turn and return once the agent took it (a few seconds). " +
-					"Pass terminal_id or session_id from terminal_list's available_actions. Then call terminal_status with the turn_id for the reply.",
-				InputSchema:  inputSchema[TerminalSendInput](nil),
-				OutputSchema: outputSchemaOf[TerminalSendOutput](),
-				Annotations:  act("Send a request to an agent terminal", false),
-			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalSend) },
-		},
-		{
-			tool: &mcp.Tool{
-				Name:  "terminal_status",
-				Title: "Check a terminal Turn",
-				Description: readOnlyPrefix + "Report a Turn: its status, and the agent's reply once it is done. While the agent works it waits " +
-					"(wait_ms) and returns as soon as the Turn ends or needs you; if running is still true, call it again.",
-				InputSchema: inputSchema[TerminalStatusInput](func(p map[string]*jsonschema.Schema) {
-					singleType(p["wait_ms"], "number")
-				}),
-				OutputSchema: outputSchemaOf[TerminalTurnOutput](),
-				Annotations:  readOnly("Check a terminal Turn"),
-			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalStatus) },
-		},
-		{
-			tool: &mcp.Tool{
-				Name:  "terminal_respond",
-				Title: "Answer in the same terminal Session",
-				Description: "Send a follow-up request to the Session of a Turn that has ended (idle, waiting or stalled), as a new Turn; " +
-					"refused if a human typed in the pane since. Then call terminal_status with the new turn_id.",
-				InputSchema:  inputSchema[TerminalRespondInput](nil),
-				OutputSchema: outputSchemaOf[TerminalSendOutput](),
-				Annotations:  act("Answer in the same terminal Session", false),
-			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalRespond) },
-		},
-		{
-			tool: &mcp.Tool{
-				Name:  "terminal_approve",
-				Title: "Approve an agent's prompt",
-				Description: "Approve once the approval prompt a Turn waits on (status waiting_for_openclaw), only if it is still the prompt " +
-					"whose fingerprint you pass. Read approval.command first; call terminal_cancel instead to refuse.",
-				InputSchema:  inputSchema[TerminalApproveInput](nil),
-				OutputSchema: outputSchemaOf[TerminalTurnOutput](),
-				Annotations:  act("Approve an agent's prompt", true),
-			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalApprove) },
-		},
-		{
-			tool: &mcp.Tool{
-				Name:         "terminal_cancel",
-				Title:        "Interrupt a terminal Turn",
-				Description:  "Interrupt the agent working on a Turn (the key a human would press) and mark the Turn cancelled.",
-				InputSchema:  inputSchema[TerminalTurnInput](nil),
-				OutputSchema: outputSchemaOf[TerminalTurnOutput](),
-				Annotations:  act("Interrupt a terminal Turn", true),
-			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalCancel) },
-		},
-	}
-}
-
 // terminalError turns a Turn service error into a result a model can act
 // on. Every error is the caller's to handle, so none is a protocol error.
 func terminalError(op string, err error) *mcp.CallToolResult {
 	msg := err.Error()
 	switch {
-	case errors.Is(err, terminal.ErrBadInput):
+	case errors.Is(err, termapi.ErrBadInput):
 		msg += ". Fix the arguments and call " + op + " again."
-	case errors.Is(err, terminal.ErrNotFound):
+	case errors.Is(err, termapi.ErrNotFound):
 		msg += ". Call terminal_list for the current terminals and Sessions."
-	case errors.Is(err, terminal.ErrRefused):
+	case errors.Is(err, termapi.ErrRefused):
 		msg += ". Nothing was typed; call terminal_list to see what the pane allows now."
-	case errors.Is(err, terminal.ErrInputNotSent):
+	case errors.Is(err, termapi.ErrInputNotSent):
 		msg += ". Nothing reached the pane; you may try again."
-	case errors.Is(err, terminal.ErrOutcomeUncertain):
+	case errors.Is(err, termapi.ErrOutcomeUncertain):
 		msg += ". The text may have reached the pane: do NOT send it again; ask a human to check the pane."
 	default:
 		msg = op + " failed: " + msg
@@ -204,11 +62,11 @@ func (c *conn) terminalList(ctx context.Context, _ *mcp.CallToolRequest, _ Empty
 	}
 	out := TerminalListOutput{Terminals: res.Terminals}
 	if out.Terminals == nil {
-		out.Terminals = []terminal.TerminalRow{}
+		out.Terminals = []termapi.TerminalRow{}
 	}
 	for i := range out.Terminals {
 		if out.Terminals[i].AvailableActions == nil {
-			out.Terminals[i].AvailableActions = []terminal.Action{}
+			out.Terminals[i].AvailableActions = []termapi.Action{}
 		}
 	}
 	var b strings.Builder
@@ -231,10 +89,10 @@ func (c *conn) terminalList(ctx context.Context, _ *mcp.CallToolRequest, _ Empty
 	return textResult(strings.TrimSpace(b.String()) + "\n\nStructured: " + jsonText(out)), out, nil
 }
 
-func sendOutput(res terminal.SendResult) TerminalSendOutput {
+func sendOutput(res termapi.SendResult) TerminalSendOutput {
 	out := TerminalSendOutput{SendResult: res}
 	switch res.SubmissionOutcome {
-	case terminal.OutcomeAccepted, terminal.OutcomePendingAcceptance:
+	case termapi.OutcomeAccepted, termapi.OutcomePendingAcceptance:
 		out.NextStep = "Call terminal_status with turn_id " + res.TurnID + " to wait for the reply."
 	default:
 		out.NextStep = "Call terminal_status with turn_id " + res.TurnID + " to see why the request was not taken."
@@ -249,7 +107,7 @@ func (c *conn) terminalSend(ctx context.Context, _ *mcp.CallToolRequest, in Term
 	if (in.TerminalID == "") == (in.SessionID == "") {
 		return errorResult("Pass exactly one of terminal_id and session_id, as terminal_list's available_actions show."), nil, nil
 	}
-	res, err := c.s.terminals.Send(ctx, terminal.SendRequest{TerminalID: in.TerminalID, SessionID: in.SessionID, Request: in.Request})
+	res, err := c.s.terminals.Send(ctx, termapi.SendRequest{TerminalID: in.TerminalID, SessionID: in.SessionID, Request: in.Request})
 	if err != nil && res.TurnID == "" {
 		return terminalError("terminal_send", err), nil, nil
 	}
@@ -271,22 +129,22 @@ func (c *conn) terminalRespond(ctx context.Context, _ *mcp.CallToolRequest, in T
 }
 
 // turnOutput says what a model can do with the Turn v.
-func turnOutput(v terminal.TurnView) TerminalTurnOutput {
-	out := TerminalTurnOutput{Turn: v, Running: terminal.Running(v.Status)}
+func turnOutput(v termapi.TurnView) TerminalTurnOutput {
+	out := TerminalTurnOutput{Turn: v, Running: termapi.Running(v.Status)}
 	switch v.Status {
-	case store.TurnIdle:
+	case termapi.TurnIdle:
 		out.NextStep = "The agent finished; its reply is turn.result.text. Call terminal_respond to continue the same Session."
-	case store.TurnWaitingForOpenClaw:
+	case termapi.TurnWaitingForOpenClaw:
 		cmd := ""
 		if v.Approval != nil && v.Approval.Command != "" {
 			cmd = " to run " + v.Approval.Command
 		}
 		out.NextStep = "The agent asks for approval" + cmd + ": call terminal_approve with turn_id and approval.fingerprint, or terminal_cancel to refuse."
-	case store.TurnStalled:
+	case termapi.TurnStalled:
 		out.NextStep = "The Turn stalled (" + v.StalledReason + "). Look at the pane, then terminal_respond or terminal_cancel."
-	case store.TurnFailed:
+	case termapi.TurnFailed:
 		out.NextStep = "The Turn failed; see turn.result and turn.detector_diagnostic. Call terminal_list before sending again."
-	case store.TurnCancelled, store.TurnClosed:
+	case termapi.TurnCancelled, termapi.TurnClosed:
 		out.NextStep = "The Turn is over. Call terminal_list before sending again."
 	default:
 		out.NextStep = "The agent is working. Call terminal_status again with the same turn_id."
@@ -294,7 +152,7 @@ func turnOutput(v terminal.TurnView) TerminalTurnOutput {
 	return out
 }
 
-func turnResult(v terminal.TurnView) (*mcp.CallToolResult, any, error) {
+func turnResult(v termapi.TurnView) (*mcp.CallToolResult, any, error) {
 	out := turnOutput(v)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Turn %s is %s.", v.TurnID, v.Status)
@@ -303,7 +161,7 @@ func turnResult(v terminal.TurnView) (*mcp.CallToolResult, any, error) {
 	}
 	b.WriteString(" " + out.NextStep)
 	r := textResult(b.String())
-	r.IsError = v.Status == store.TurnFailed
+	r.IsError = v.Status == termapi.TurnFailed
 	return r, out, nil
 }
 
@@ -315,15 +173,15 @@ func (c *conn) terminalStatus(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	wait := time.Duration(0)
 	if in.WaitMs == nil || *in.WaitMs > 0 {
-		wait = c.s.timeouts.ClampCheckWait(in.WaitMs)
+		wait = c.s.waits.clamp(in.WaitMs)
 	}
-	if !terminal.Running(v.Status) || wait == 0 {
+	if !termapi.Running(v.Status) || wait == 0 {
 		return turnResult(v)
 	}
-	var progress func(v terminal.TurnView)
+	var progress func(v termapi.TurnView)
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		var n float64
-		progress = func(v terminal.TurnView) {
+		progress = func(v termapi.TurnView) {
 			n++
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n,
 				Message: "turn " + v.TurnID + " is " + v.Status})

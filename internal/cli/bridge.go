@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/clawconnect/clawconnect/agentsession"
+	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/server"
@@ -103,7 +104,7 @@ func notFound(what, id string, err error) error {
 // follows only the task it submits, and releases it when it exits, so that
 // a serve or mcp process (or the next one to start) follows it on.
 func openBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, server.BridgeOptions{Follow: server.FollowOwn, Role: "run"}, false)
+	return openBridgeWith(ctx, env, logger, bridge.Options{Follow: bridge.FollowOwn, Role: "run"}, false)
 }
 
 // openReadBridge is the opener of the commands that only read (status, logs,
@@ -111,24 +112,24 @@ func openBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, er
 // a wait on a running task (logs --follow) is woken by the store's change
 // feed when the process following it writes.
 func openReadBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, server.BridgeOptions{Follow: server.FollowNone, Role: "read"}, false)
+	return openBridgeWith(ctx, env, logger, bridge.Options{Follow: bridge.FollowNone, Role: "read"}, false)
 }
 
 // openServerBridge is the opener of serve: the bridge with the runtime
 // modules of CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES.
 func openServerBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, server.BridgeOptions{Role: "serve"}, true)
+	return openBridgeWith(ctx, env, logger, bridge.Options{Role: "serve"}, true)
 }
 
 // openStdioBridge is openServerBridge for stdio servers: every MCP client
 // starts its own, and they all share the one store.
 func openStdioBridge(ctx context.Context, env Env, logger *slog.Logger) (*backend, error) {
-	return openBridgeWith(ctx, env, logger, server.BridgeOptions{Role: "mcp"}, true)
+	return openBridgeWith(ctx, env, logger, bridge.Options{Role: "mcp"}, true)
 }
 
 // openBridgeWith opens the bridge with the store options of o, and the
 // runtime modules when modules is set.
-func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, o server.BridgeOptions, modules bool) (*backend, error) {
+func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, o bridge.Options, modules bool) (*backend, error) {
 	if _, err := loadRegistry(env); err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func openBridgeWith(ctx context.Context, env Env, logger *slog.Logger, o server.
 	}
 	sv := settingsOf(env)
 	o.Settings, o.Runtimes, o.Logger = &sv, runtimes, logger
-	b, err := server.Open(ctx, o)
+	b, err := bridge.Open(ctx, o)
 	if err != nil {
 		stop()
 		if errors.Is(err, store.ErrBusy) {

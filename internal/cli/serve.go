@@ -111,7 +111,8 @@ configuration.`,
 				fmt.Fprintln(env.Stderr, "clawconnect serve: terminal tools off: terminal turns are unavailable in this process (see the log)")
 			}
 			sopts := serverOptions(sv)
-			sopts.Terminals, sopts.Tasks, sopts.Registry, sopts.Timeouts, sopts.Auth = terms, b.tasks, b.registry, &b.timeouts, authn
+			sopts.Terminals, sopts.Tasks, sopts.Registry, sopts.Auth = terms, b.tasks, b.registry, authn
+			sopts.CheckWait, sopts.CheckMaxWait = b.timeouts.CheckWait, b.timeouts.CheckMaxWait
 			sopts.AllowUnauthenticatedRemote, sopts.Logger = allowRemote, logger
 			srv, err := server.New(sopts)
 			if err != nil {

@@ -53,7 +53,7 @@ func skipSettingsCheck(cmd *cobra.Command) *cobra.Command {
 func serverOptions(sv settings.Values) server.Options {
 	t := config.TimeoutsFrom(sv)
 	return server.Options{
-		Timeouts: &t, AllowedOrigins: sv.AllowedOrigins, SharedTaskView: sv.SharedTaskView,
+		CheckWait: t.CheckWait, CheckMaxWait: t.CheckMaxWait, AllowedOrigins: sv.AllowedOrigins, SharedTaskView: sv.SharedTaskView,
 		Version: version(), Build: sv.BuildSHA,
 	}
 }

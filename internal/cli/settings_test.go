@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -23,15 +24,15 @@ import (
 // wired is what internal/cli hands the rest of the program from the
 // settings, each field built by the function production code uses.
 type wired struct {
-	Task      task.Options       // what server.Open gives each task manager (ApplySettings)
-	Timeouts  config.Timeouts    // serverOptions: the MCP tools' waits
+	Task      task.Options       // what bridge.Open gives each task manager (ApplySettings)
+	Timeouts  []time.Duration    // serverOptions: the MCP tools' waits (CheckWait, CheckMaxWait)
 	Server    []any              // serverOptions: origins, shared view, build
 	Terminal  config.Terminal    // newTerminalService, runTerminalHost
 	TermTools bool               // terminalToolsOn: the MCP terminal tools of mcp and serve
 	Auth      config.AuthOptions // serve's authenticator
 	Agents    []config.Agent     // config.RegistryFromEnv: the agents without agents.json
 	Gateway   []any              // gatewayFlags.options: the gateway and exec commands, callbacks
-	Bridge    []any              // what server.Open reads besides the task options
+	Bridge    []any              // what bridge.Open reads besides the task options
 	Store     []string           // storeInfo, terminalSocket: where state lives
 	LogLevels []slog.Level       // newLogger: the levels that are logged
 	ExecBins  []string           // cliBinary: the CLIs exec starts
@@ -47,7 +48,7 @@ func wiringOf(t *testing.T, vars map[string]string) wired {
 	var w wired
 	w.Task.ApplySettings(sv)
 	so := serverOptions(sv)
-	w.Timeouts = *so.Timeouts
+	w.Timeouts = []time.Duration{so.CheckWait, so.CheckMaxWait}
 	w.Server = []any{so.AllowedOrigins, so.SharedTaskView, so.Build}
 	w.Terminal = config.TerminalFrom(sv)
 	w.TermTools = terminalToolsOn(env, false)

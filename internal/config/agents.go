@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/clawconnect/clawconnect/internal/settings"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // ErrNoConfig is returned by LoadRegistry when neither agents.json nor the
@@ -30,55 +31,26 @@ var ErrNoConfig = errors.New("No ClawConnect agent config found. Create ~/.clawc
 var ErrIncompleteEnv = errors.New("incomplete OPENCLAW_URL/OPENCLAW_PASSWORD configuration")
 
 // ErrUnknownAgent is wrapped by Registry.Resolve when the id names no agent.
-var ErrUnknownAgent = errors.New("unknown agent")
+var ErrUnknownAgent = taskapi.ErrUnknownAgent
 
 // Sources of a registry, as reported by Registry.Source.
 const (
-	SourceFile = "file"
-	SourceEnv  = "env"
+	SourceFile = taskapi.SourceFile
+	SourceEnv  = taskapi.SourceEnv
 )
 
 // DefaultOpenClawAgentID is the OpenClaw agent id used when none is given.
 const DefaultOpenClawAgentID = "main"
 
-// Agent is one configured OpenClaw agent.
-type Agent struct {
-	ID              string   `json:"id"`
-	URL             string   `json:"url"`
-	Password        string   `json:"password"`
-	OpenClawAgentID string   `json:"openclawAgentId"`
-	Emoji           string   `json:"emoji,omitempty"`
-	Role            string   `json:"role,omitempty"`
-	Description     string   `json:"description,omitempty"`
-	WhenToUse       string   `json:"whenToUse,omitempty"`
-	QMDURL          string   `json:"qmdUrl,omitempty"`
-	QMDToken        string   `json:"qmdToken,omitempty"`
-	Collections     []string `json:"collections,omitempty"`
-}
+// Agent is one configured OpenClaw agent (taskapi.Agent).
+type Agent = taskapi.Agent
 
-// Group is a named set of agent ids, in file order.
-type Group struct {
-	Name    string
-	Label   string // from groupLabels; empty when none
-	Members []string
-}
+// Group is a named set of agent ids, in file order (taskapi.Group).
+type Group = taskapi.Group
 
-// Registry is the validated agent configuration. It is immutable after
-// construction and safe for concurrent use.
-type Registry struct {
-	// Default is the id of the agent used when a caller names none.
-	Default string
-	// Agents holds the agents in configuration order.
-	Agents []Agent
-	// Groups holds the non-empty groups, sorted by name.
-	Groups []Group
-	// Source is SourceFile or SourceEnv.
-	Source string
-	// Path is the agents.json path when Source is SourceFile.
-	Path string
-	// Warnings lists the entries that were dropped or repaired while parsing.
-	Warnings []string
-}
+// Registry is the validated agent configuration (taskapi.Registry): this
+// package parses and loads it, taskapi holds its queries.
+type Registry = taskapi.Registry
 
 // AgentsPath returns the path of agents.json under the state directory
 // home (settings.Values.Home).
@@ -365,60 +337,6 @@ func aOrAn(kind string) string {
 	}
 	return "a " + kind
 }
-
-// IDs returns the agent ids in configuration order.
-func (r *Registry) IDs() []string {
-	ids := make([]string, len(r.Agents))
-	for i, a := range r.Agents {
-		ids[i] = a.ID
-	}
-	return ids
-}
-
-// Lookup returns the agent with the given id.
-func (r *Registry) Lookup(id string) (Agent, bool) {
-	for _, a := range r.Agents {
-		if a.ID == id {
-			return a, true
-		}
-	}
-	return Agent{}, false
-}
-
-// Group returns the group with the given name.
-func (r *Registry) Group(name string) (Group, bool) {
-	for _, g := range r.Groups {
-		if g.Name == name {
-			return g, true
-		}
-	}
-	return Group{}, false
-}
-
-// Resolve returns the default agent for an empty id and the named agent
-// otherwise. An unknown id gives an error wrapping ErrUnknownAgent whose text
-// is `Unknown agent "<x>". Configured agents: a, b`.
-func (r *Registry) Resolve(id string) (Agent, error) {
-	id = strings.TrimSpace(id)
-	if id == "" {
-		id = r.Default
-	}
-	if a, ok := r.Lookup(id); ok {
-		return a, nil
-	}
-	return Agent{}, &unknownAgentError{id: id, known: r.IDs()}
-}
-
-type unknownAgentError struct {
-	id    string
-	known []string
-}
-
-func (e *unknownAgentError) Error() string {
-	return fmt.Sprintf("Unknown agent %q. Configured agents: %s", e.id, strings.Join(e.known, ", "))
-}
-
-func (e *unknownAgentError) Unwrap() error { return ErrUnknownAgent }
 
 // str returns a trimmed string value, or "" for anything that is not a string.
 func str(v any) string {

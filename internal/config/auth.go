@@ -14,14 +14,11 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/settings"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
-// Identity is who an HTTP request authenticated as. User is empty for an
-// anonymous caller; Legacy is set when the shared PUBLIC_MCP_PASS was used.
-type Identity struct {
-	User   string
-	Legacy bool
-}
+// Identity is who an HTTP request authenticated as (taskapi.Identity).
+type Identity = taskapi.Identity
 
 // AuthOptions configures an Authenticator. The zero value means an open
 // server (no credential required).

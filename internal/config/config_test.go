@@ -300,27 +300,3 @@ func TestTimeoutsFrom(t *testing.T) {
 		})
 	}
 }
-
-func TestClampCheckWait(t *testing.T) {
-	tm := DefaultTimeouts()
-	f := func(v float64) *float64 { return &v }
-	tests := []struct {
-		name string
-		in   *float64
-		want time.Duration
-	}{
-		{"missing", nil, 45 * time.Second},
-		{"negative", f(-5), time.Second},
-		{"zero", f(0), time.Second},
-		{"small", f(10), time.Second},
-		{"normal", f(2500), 2500 * time.Millisecond},
-		{"huge", f(1e300), 120 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tm.ClampCheckWait(tt.in); got != tt.want {
-				t.Errorf("ClampCheckWait = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"math"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/settings"
@@ -21,9 +20,6 @@ type Timeouts struct {
 	LogEntryTextMax         int           // CLAWCONNECT_LOG_ENTRY_TEXT_MAX, characters
 }
 
-// MinCheckWait is the fixed floor of a check_task wait.
-const MinCheckWait = time.Second
-
 // DefaultTimeouts returns the defaults of the settings registry.
 func DefaultTimeouts() Timeouts { return TimeoutsFrom(settings.Defaults()) }
 
@@ -39,22 +35,4 @@ func TimeoutsFrom(v settings.Values) Timeouts {
 		ReconcileSampleInterval: v.ReconcileSampleInterval,
 		LogEntryTextMax:         v.LogEntryTextMax,
 	}
-}
-
-// ClampCheckWait applies the check_task wait rule: a missing (nil) or
-// non-finite value gives CheckWait, then the result is clamped to
-// [MinCheckWait, CheckMaxWait].
-func (t Timeouts) ClampCheckWait(waitMs *float64) time.Duration {
-	d := t.CheckWait
-	if waitMs != nil && !math.IsNaN(*waitMs) && !math.IsInf(*waitMs, 0) {
-		switch {
-		case *waitMs <= 0:
-			d = 0
-		case *waitMs*float64(time.Millisecond) >= float64(t.CheckMaxWait):
-			d = t.CheckMaxWait
-		default:
-			d = time.Duration(*waitMs * float64(time.Millisecond))
-		}
-	}
-	return max(MinCheckWait, min(d, max(t.CheckMaxWait, MinCheckWait)))
 }

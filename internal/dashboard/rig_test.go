@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/dashboard"
 	"github.com/clawconnect/clawconnect/internal/settings"
@@ -30,7 +31,7 @@ const xssReply = `<script>document.title="pwned"</script><img src=x onerror=aler
 // server and the dashboard, on one httptest listener, as serve runs them.
 type rig struct {
 	fg  *fakegateway.Server
-	b   *server.Bridge
+	b   *bridge.Bridge
 	srv *server.Server
 	ts  *httptest.Server
 }
@@ -66,7 +67,7 @@ func newRigWith(t testing.TB, tokens string, shared bool, edit func(*dashboard.O
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := server.Open(context.Background(), server.BridgeOptions{Settings: &sv})
+	b, err := bridge.Open(context.Background(), bridge.Options{Settings: &sv})
 	if err != nil {
 		t.Fatal(err)
 	}

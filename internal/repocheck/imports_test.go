@@ -25,25 +25,29 @@ var allowedImports = map[string][]string{
 	"executor":                    nil,
 	"executor/contract":           {"executor"},
 	"gateway":                     {"internal/jsonscan"},
-	"internal/cli": {"agentsession", "agentsession/module", "executor", "gateway", "internal/config",
+	// The wiring of stores, gateways and task managers behind server.Tasks:
+	// internal, so that server's importers link neither SQLite nor pgx.
+	"internal/bridge": {"agentsession", "gateway", "internal/config", "internal/store", "internal/store/owner",
+		"internal/settings", "internal/store/postgres", "internal/store/sqlite", "internal/task", "server"},
+	"internal/cli": {"agentsession", "agentsession/module", "executor", "gateway", "internal/bridge", "internal/config",
 		"internal/dashboard", "internal/settings", "internal/store", "internal/store/postgres", "internal/store/sqlite", "internal/task",
 		"internal/terminal", "internal/terminal/sessionrt", "internal/terminal/tmux", "runtime/claudecode", "runtime/codex",
 		"runtime/openclaw", "runtime/terminal", "server"},
-	"internal/config":          {"internal/settings"},
+	"internal/config":          {"internal/settings", "taskapi"},
 	"internal/dashboard":       {"agentsession", "internal/config", "internal/store", "internal/task", "internal/terminal", "server"},
 	"internal/jsonscan":        nil,
 	"internal/repocheck":       nil,
 	"internal/settings":        nil,
-	"internal/store":           nil,
+	"internal/store":           {"taskapi", "termapi"},
 	"internal/store/owner":     {"internal/store"},
 	"internal/store/postgres":  {"internal/store/sqlstore"},
 	"internal/store/sqlite":    {"internal/store", "internal/store/sqlstore"},
 	"internal/store/sqlstore":  {"internal/store"},
 	"internal/store/storetest": {"internal/store"},
-	"internal/task":            {"agentsession", "gateway", "internal/config", "internal/settings", "internal/store", "internal/store/owner"},
+	"internal/task":            {"agentsession", "gateway", "internal/config", "internal/settings", "internal/store", "internal/store/owner", "taskapi"},
 	"internal/terminal": {"internal/store", "internal/store/owner", "internal/terminal/agentproc", "internal/terminal/claude",
 		"internal/terminal/codex", "internal/terminal/native", "internal/terminal/proc", "internal/terminal/redact",
-		"internal/terminal/request", "internal/terminal/screen", "internal/terminal/tmux"},
+		"internal/terminal/request", "internal/terminal/screen", "internal/terminal/tmux", "termapi"},
 	// The readers never import the Turn service that drives them.
 	"internal/terminal/agentproc": {"internal/terminal/proc", "internal/terminal/tmux"},
 	"internal/terminal/claude":    {"internal/terminal/native", "internal/terminal/redact", "internal/terminal/screen"},
@@ -72,11 +76,15 @@ var allowedImports = map[string][]string{
 	"runtime/internal/fakecli":          {"executor", "executor/contract"},
 	"runtime/internal/oneshot":          {"executor"},
 	"runtime/openclaw":                  {"executor", "gateway", "internal/jsonscan"},
-	"runtime/terminal":                  {"executor", "internal/store", "internal/terminal"},
-	"server": {"agentsession", "gateway", "internal/config", "internal/settings", "internal/store", "internal/store/owner",
-		"internal/store/postgres", "internal/store/sqlite", "internal/task", "internal/terminal"},
-	"server/e2e":        nil,
-	"server/servertest": {"internal/task", "server"},
+	"runtime/terminal":                  {"executor", "termapi"},
+	"server":                            {"taskapi", "termapi"},
+	"server/e2e":                        nil,
+	"server/servertest":                 {"server", "taskapi"},
+	// The public vocabulary of server and the task service behind it:
+	// standard library only.
+	"taskapi": nil,
+	// The public vocabulary of terminal Turns: standard library only.
+	"termapi": nil,
 }
 
 // TestImportsMatchTheArchitecture lists every package's imports with

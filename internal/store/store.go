@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // Sentinel errors callers branch on with errors.Is.
@@ -80,45 +82,20 @@ func (s Status) Valid() bool {
 func (s Status) Terminal() bool { return s != StatusRunning }
 
 // Prompt is what the caller asked: the task, the context after the handoff
-// was stripped, and the optional sender name.
-type Prompt struct {
-	Task       string `json:"task"`
-	Context    string `json:"context,omitempty"`
-	SenderName string `json:"senderName,omitempty"`
-}
+// was stripped, and the optional sender name (taskapi.Prompt).
+type Prompt = taskapi.Prompt
 
-// ErrorInfo classifies a failed task.
-type ErrorInfo struct {
-	Category          string `json:"category"`
-	Message           string `json:"message"`
-	SuggestedRecovery string `json:"suggestedRecovery"`
-}
+// ErrorInfo classifies a failed task (taskapi.ErrorInfo).
+type ErrorInfo = taskapi.ErrorInfo
 
-// Artifacts are the facts derived from a task's tool events and summary.
-type Artifacts struct {
-	FilesChanged       []string `json:"filesChanged"`
-	CommandsRun        []string `json:"commandsRun"`
-	BranchName         string   `json:"branchName,omitempty"`
-	CommitSHA          string   `json:"commitSha,omitempty"`
-	PRURL              string   `json:"prUrl,omitempty"`
-	NeedsHumanDecision bool     `json:"needsHumanDecision"`
-	Provenance         string   `json:"provenance,omitempty"`
-}
+// Artifacts are the facts derived from a task's tool events and summary (taskapi.Artifacts).
+type Artifacts = taskapi.Artifacts
 
-// Recovery describes a running late-recovery watch.
-type Recovery struct {
-	Reason        string `json:"reason"`
-	StartedAt     int64  `json:"startedAt"`
-	IdleTimeoutMs int64  `json:"idleTimeoutMs"`
-	HardCapMs     int64  `json:"hardCapMs"`
-}
+// Recovery describes a running late-recovery watch (taskapi.Recovery).
+type Recovery = taskapi.Recovery
 
-// Liveness is the last upstream liveness probe of a running task.
-type Liveness struct {
-	CheckedAt int64  `json:"checkedAt"`
-	Upstream  string `json:"upstream"`
-	Producing bool   `json:"producing"`
-}
+// Liveness is the last upstream liveness probe of a running task (taskapi.Liveness).
+type Liveness = taskapi.Liveness
 
 // Task is one execution (jobId == taskId). Fields other than the keys are
 // written by the task manager's single outcome writer through UpdateTask;

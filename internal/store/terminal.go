@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Terminal-turn records: the managed Session of a coding agent running in a
@@ -155,18 +157,18 @@ func checkBindingShape(s *TermSession) error {
 	return nil
 }
 
-// Turn statuses of AKK's Turn (Conversation) record.
+// Turn statuses (termapi's).
 const (
-	TurnCreated            = "created"
-	TurnRunning            = "running"
-	TurnWaitingForAgent    = "waiting_for_agent"
-	TurnWaitingForOpenClaw = "waiting_for_openclaw"
-	TurnIdle               = "idle"
-	TurnStalled            = "stalled"
-	TurnFailed             = "failed"
-	TurnClosed             = "closed"
-	TurnCancelled          = "cancelled"
-	TurnCancelling         = "cancelling"
+	TurnCreated            = termapi.TurnCreated
+	TurnRunning            = termapi.TurnRunning
+	TurnWaitingForAgent    = termapi.TurnWaitingForAgent
+	TurnWaitingForOpenClaw = termapi.TurnWaitingForOpenClaw
+	TurnIdle               = termapi.TurnIdle
+	TurnStalled            = termapi.TurnStalled
+	TurnFailed             = termapi.TurnFailed
+	TurnClosed             = termapi.TurnClosed
+	TurnCancelled          = termapi.TurnCancelled
+	TurnCancelling         = termapi.TurnCancelling
 )
 
 // ValidTurnStatus reports whether s is a Turn status.
@@ -208,25 +210,11 @@ func TurnMonitored(s string) bool {
 	return false
 }
 
-// TurnResult is what the agent answered.
-type TurnResult struct {
-	// Outcome is "completed" or "failed".
-	Outcome string `json:"outcome"`
-	// Text is the reply, redacted, at most 4000 characters.
-	Text string `json:"text"`
-	// Match names the native evidence (e.g. "codex_task_complete").
-	Match string `json:"match,omitempty"`
-}
+// TurnResult is what the agent answered (termapi.TurnResult).
+type TurnResult = termapi.TurnResult
 
-// Approval is an approval prompt the agent shows for the Turn.
-type Approval struct {
-	Fingerprint string `json:"fingerprint"`
-	Kind        string `json:"kind"`
-	// Command is the redacted command (Codex only; Claude approvals carry
-	// no raw command).
-	Command    string `json:"command,omitempty"`
-	DetectedAt int64  `json:"detected_at"`
-}
+// Approval is an approval prompt the agent shows for the Turn (termapi.Approval).
+type Approval = termapi.Approval
 
 // Submission is the state of the message currently in flight.
 type Submission struct {

@@ -17,13 +17,14 @@ import (
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // Errors callers branch on.
 var (
 	// ErrNotFound: no such task or session in this agent's scope. Its
-	// NotFoundError carries the model-facing message.
-	ErrNotFound = errors.New("not found")
+	// NotFoundError carries the model-facing message (taskapi.ErrNotFound).
+	ErrNotFound = taskapi.ErrNotFound
 	// ErrInvalidInput: a request argument was rejected; nothing was written.
 	ErrInvalidInput = errors.New("invalid input")
 	// ErrPayloadNotStored: the payload could not be written; nothing runs.
@@ -32,28 +33,19 @@ var (
 	ErrClosed = errors.New("task manager closed")
 )
 
-// NotFoundError is a lookup miss with the reference's message.
-type NotFoundError struct{ Message string }
+// NotFoundError is a lookup miss with the model-facing message
+// (taskapi.NotFoundError).
+type NotFoundError = taskapi.NotFoundError
 
-// Error returns the model-facing message.
-func (e *NotFoundError) Error() string { return e.Message }
-
-// Is matches ErrNotFound.
-func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
-
-// The not-found messages. Tasks live in the store and survive restarts, so
-// unlike the reference's in-memory server they do not blame a restart: the
-// id is wrong, or the task was swept after the retention period.
+// The not-found messages (taskapi's).
 const (
-	MsgJobNotFound       = "Job not found: no task with this jobId is stored. Check the jobId that run_task returned, or call list_tasks."
-	MsgSessionJobMissing = "No task found for that session. Check the sessionKey, or call list_tasks."
-	MsgTaskNotFound      = "Task not found: no task with this taskId is stored. Check the taskId that run_task returned, or call list_tasks."
-	MsgSessionNotFound   = "Session not found."
-	MsgCancelNotFound    = "Task not found — nothing to cancel. Check the taskId, or call list_tasks."
-	MsgCancelNeedsTarget = "Pass taskId (or sessionKey) to say which task to stop."
-	// MsgForeignSession answers a sessionKey of a session another
-	// credential started: not found, never forbidden.
-	MsgForeignSession = "Session not found. Omit sessionKey to start a fresh thread."
+	MsgJobNotFound       = taskapi.MsgJobNotFound
+	MsgSessionJobMissing = taskapi.MsgSessionJobMissing
+	MsgTaskNotFound      = taskapi.MsgTaskNotFound
+	MsgSessionNotFound   = taskapi.MsgSessionNotFound
+	MsgCancelNotFound    = taskapi.MsgCancelNotFound
+	MsgCancelNeedsTarget = taskapi.MsgCancelNeedsTarget
+	MsgForeignSession    = taskapi.MsgForeignSession
 )
 
 // SessionBusyError refuses a second task on a session whose latest task is

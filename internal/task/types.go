@@ -1,288 +1,101 @@
 package task
 
-import (
-	"github.com/clawconnect/clawconnect/internal/store"
-)
+import "github.com/clawconnect/clawconnect/taskapi"
 
-// The wire types below are the JSON shapes of the task tools' results
-// (reference §3.2–3.10). Field names are the contract; do not rename.
+// The wire types of the task tools' results are declared in the public
+// taskapi package, so that a host's own task service returns the very
+// types the manager returns; the aliases keep this package's names.
 
-// LogEntry is one log row as shown to callers.
-type LogEntry struct {
-	TS      int64  `json:"ts"`
-	Type    string `json:"type"`
-	Text    string `json:"text"`
-	IsError bool   `json:"isError,omitempty"`
-	Seq     int64  `json:"seq"`
-}
+// LogEntry is taskapi.LogEntry.
+type LogEntry = taskapi.LogEntry
 
-// NextAction tells the caller which tool to call next.
-type NextAction struct {
-	Tool string         `json:"tool"`
-	Args NextActionArgs `json:"args"`
-}
+// NextAction is taskapi.NextAction.
+type NextAction = taskapi.NextAction
 
-// NextActionArgs are the arguments of NextAction.
-type NextActionArgs struct {
-	JobID      string `json:"jobId"`
-	SessionKey string `json:"sessionKey"`
-}
+// NextActionArgs is taskapi.NextActionArgs.
+type NextActionArgs = taskapi.NextActionArgs
 
-// Artifacts are the facts derived from a task's tool events and summary.
-type Artifacts = store.Artifacts
+// Artifacts is taskapi.Artifacts.
+type Artifacts = taskapi.Artifacts
 
-// ErrorInfo classifies a failed task.
-type ErrorInfo = store.ErrorInfo
+// ErrorInfo is taskapi.ErrorInfo.
+type ErrorInfo = taskapi.ErrorInfo
 
-// Recovery describes a running late-recovery watch.
-type Recovery = store.Recovery
+// Recovery is taskapi.Recovery.
+type Recovery = taskapi.Recovery
 
-// Liveness is the last upstream liveness probe.
-type Liveness = store.Liveness
+// Liveness is taskapi.Liveness.
+type Liveness = taskapi.Liveness
 
-// Prompt is what the caller asked.
-type Prompt = store.Prompt
+// Prompt is taskapi.Prompt.
+type Prompt = taskapi.Prompt
 
-// ContinuationState is what continues a thread: the session's latest job and
-// its result.
-type ContinuationState struct {
-	SessionKey          string    `json:"sessionKey"`
-	LastJobID           string    `json:"lastJobId"`
-	LastSummary         string    `json:"lastSummary"`
-	Artifacts           Artifacts `json:"artifacts"`
-	RecommendedNextStep string    `json:"recommendedNextStep,omitempty"`
-	Agent               string    `json:"agent,omitempty"`
-	// Principal is who submitted the task (store.Task.Principal); never
-	// shown to clients, used by the server's owner isolation.
-	Principal string `json:"-"`
-}
+// ContinuationState is taskapi.ContinuationState.
+type ContinuationState = taskapi.ContinuationState
 
-// BlockedDelegation describes the delegated session that blocks a turn.
-type BlockedDelegation struct {
-	Runtime   string `json:"runtime"`
-	Handle    string `json:"handle"`
-	State     string `json:"state"`
-	RemoteURL string `json:"remoteUrl,omitempty"`
-	Active    bool   `json:"active"`
-	Notice    string `json:"notice"`
-}
+// BlockedDelegation is taskapi.BlockedDelegation.
+type BlockedDelegation = taskapi.BlockedDelegation
 
-// Snapshot is the JobSnapshot returned by check_task (reference §3.10), plus
-// taskId, isTerminal and isError.
-type Snapshot struct {
-	JobID             string             `json:"jobId"`
-	TaskID            string             `json:"taskId"`
-	SessionKey        string             `json:"sessionKey"`
-	Status            string             `json:"status"`
-	Execution         string             `json:"execution"`
-	Upstream          string             `json:"upstream"`
-	Transcript        string             `json:"transcript"`
-	Cancellation      string             `json:"cancellation"`
-	LastSeenSequence  int64              `json:"lastSeenSequence,omitempty"`
-	StartedAt         int64              `json:"startedAt"`
-	LastEventAt       int64              `json:"lastEventAt"`
-	LastPollAt        int64              `json:"lastPollAt"`
-	Summary           string             `json:"summary,omitempty"`
-	Error             string             `json:"error,omitempty"`
-	ErrorInfo         *ErrorInfo         `json:"errorInfo,omitempty"`
-	Logs              []LogEntry         `json:"logs"`
-	LogCursor         int64              `json:"logCursor"`
-	LogEventCount     int64              `json:"logEventCount"`
-	Artifacts         Artifacts          `json:"artifacts"`
-	Recovery          *Recovery          `json:"recovery,omitempty"`
-	Liveness          *Liveness          `json:"liveness,omitempty"`
-	ContinuationState *ContinuationState `json:"continuationState,omitempty"`
-	ResultSource      string             `json:"resultSource,omitempty"`
-	TerminalReason    string             `json:"terminalReason,omitempty"`
-	PayloadPath       string             `json:"payloadPath,omitempty"`
-	ParentRunID       string             `json:"parentRunId,omitempty"`
-	// AgentSession is the CURRENT attachment record of the session (never
-	// the lineage), in the agentsession package's JSON shape; absent when
-	// nothing is attached.
-	AgentSession      any                `json:"agentSession,omitempty"`
-	BlockedDelegation *BlockedDelegation `json:"blockedDelegation,omitempty"`
-	Agent             string             `json:"agent,omitempty"`
-	PollCount         int64              `json:"pollCount"`
-	ContinuePolling   bool               `json:"continuePolling"`
-	RetryAfterMs      int64              `json:"retryAfterMs"`
-	NextAction        *NextAction        `json:"nextAction"`
-	IsTerminal        bool               `json:"isTerminal"`
-	IsError           bool               `json:"isError"`
-	// Principal is who submitted the task (store.Task.Principal); never
-	// shown to clients, used by the server's owner isolation.
-	Principal string `json:"-"`
-}
+// Snapshot is taskapi.Snapshot.
+type Snapshot = taskapi.Snapshot
 
-// Diagnostics is get_task's diagnostics block.
-type Diagnostics struct {
-	Error             string             `json:"error,omitempty"`
-	ErrorInfo         *ErrorInfo         `json:"errorInfo,omitempty"`
-	Recovery          *Recovery          `json:"recovery,omitempty"`
-	ContinuationState *ContinuationState `json:"continuationState,omitempty"`
-}
+// Diagnostics is taskapi.Diagnostics.
+type Diagnostics = taskapi.Diagnostics
 
-// Detail is a get_task detail preset.
-type Detail string
+// Detail is taskapi.Detail.
+type Detail = taskapi.Detail
 
-// The get_task presets (reference §3.4); the default is DetailSummary.
+// TaskDetail is taskapi.TaskDetail.
+type TaskDetail = taskapi.TaskDetail
+
+// PromptResult is taskapi.PromptResult.
+type PromptResult = taskapi.PromptResult
+
+// TaskStatus is taskapi.TaskStatus.
+type TaskStatus = taskapi.TaskStatus
+
+// TaskSummary is taskapi.TaskSummary.
+type TaskSummary = taskapi.TaskSummary
+
+// ListView is taskapi.ListView.
+type ListView = taskapi.ListView
+
+// SessionMode is taskapi.SessionMode.
+type SessionMode = taskapi.SessionMode
+
+// SessionResult is taskapi.SessionResult.
+type SessionResult = taskapi.SessionResult
+
+// SessionList is taskapi.SessionList.
+type SessionList = taskapi.SessionList
+
+// RunResult is taskapi.RunResult.
+type RunResult = taskapi.RunResult
+
+// CancelResult is taskapi.CancelResult.
+type CancelResult = taskapi.CancelResult
+
+// The presets, statuses, views and modes of taskapi.
 const (
-	DetailCore                Detail = "core"
-	DetailSummary             Detail = "summary"
-	DetailUpdates             Detail = "updates"
-	DetailArtifacts           Detail = "artifacts"
-	DetailDiagnostics         Detail = "diagnostics"
-	DetailPrompt              Detail = "prompt"
-	DetailFull                Detail = "full"
-	DetailFullWithDiagnostics Detail = "fullWithDiagnostics"
+	DetailCore                = taskapi.DetailCore
+	DetailSummary             = taskapi.DetailSummary
+	DetailUpdates             = taskapi.DetailUpdates
+	DetailArtifacts           = taskapi.DetailArtifacts
+	DetailDiagnostics         = taskapi.DetailDiagnostics
+	DetailPrompt              = taskapi.DetailPrompt
+	DetailFull                = taskapi.DetailFull
+	DetailFullWithDiagnostics = taskapi.DetailFullWithDiagnostics
+	TaskQueued                = taskapi.TaskQueued
+	TaskRunning               = taskapi.TaskRunning
+	TaskDone                  = taskapi.TaskDone
+	TaskFailed                = taskapi.TaskFailed
+	TaskBlocked               = taskapi.TaskBlocked
+	TaskNeedsHuman            = taskapi.TaskNeedsHuman
+	TaskCancelled             = taskapi.TaskCancelled
+	ViewActive                = taskapi.ViewActive
+	ViewAll                   = taskapi.ViewAll
+	ModeSnapshot              = taskapi.ModeSnapshot
+	ModeEvents                = taskapi.ModeEvents
+	ModeTail                  = taskapi.ModeTail
+	ModeTasks                 = taskapi.ModeTasks
 )
-
-// TaskDetail is get_task's result for every preset but "prompt".
-type TaskDetail struct {
-	TaskID           string             `json:"taskId"`
-	JobID            string             `json:"jobId"`
-	SessionKey       string             `json:"sessionKey"`
-	Agent            string             `json:"agent,omitempty"`
-	Status           string             `json:"status"`
-	Execution        string             `json:"execution"`
-	Upstream         string             `json:"upstream"`
-	Transcript       string             `json:"transcript"`
-	Cancellation     string             `json:"cancellation"`
-	LastSeenSequence int64              `json:"lastSeenSequence,omitempty"`
-	StartedAt        int64              `json:"startedAt"`
-	LastEventAt      int64              `json:"lastEventAt"`
-	Recovery         *Recovery          `json:"recovery,omitempty"`
-	PollCount        int64              `json:"pollCount"`
-	ContinuePolling  bool               `json:"continuePolling"`
-	RetryAfterMs     int64              `json:"retryAfterMs"`
-	NextAction       *NextAction        `json:"nextAction"`
-	IsTerminal       bool               `json:"isTerminal"`
-	IsError          bool               `json:"isError"`
-	Error            string             `json:"error,omitempty"` // why a failed task failed, in every preset
-	ResultSource     string             `json:"resultSource,omitempty"`
-	TerminalReason   string             `json:"terminalReason,omitempty"`
-	AgentSession     any                `json:"agentSession,omitempty"`
-	Liveness         *Liveness          `json:"liveness,omitempty"`
-	ParentRunID      string             `json:"parentRunId,omitempty"`
-	PayloadPath      string             `json:"payloadPath,omitempty"`
-	Summary          string             `json:"summary,omitempty"`
-	Updates          []LogEntry         `json:"updates,omitempty"`
-	LogCursor        *int64             `json:"logCursor,omitempty"`
-	LogEventCount    *int64             `json:"logEventCount,omitempty"`
-	Artifacts        *Artifacts         `json:"artifacts,omitempty"`
-	Diagnostics      *Diagnostics       `json:"diagnostics,omitempty"`
-	Blocked          *BlockedDelegation `json:"blockedDelegation,omitempty"`
-	// Principal is who submitted the task (store.Task.Principal); never
-	// shown to clients, used by the server's owner isolation.
-	Principal string `json:"-"`
-}
-
-// PromptResult is get_task's result for the "prompt" preset: the only read
-// path of a task's prompt.
-type PromptResult struct {
-	TaskID string `json:"taskId"`
-	Prompt Prompt `json:"prompt"`
-}
-
-// TaskStatus is the derived status of a list row (reference §3.5).
-type TaskStatus string
-
-// The list_tasks statuses.
-const (
-	TaskQueued     TaskStatus = "queued"
-	TaskRunning    TaskStatus = "running"
-	TaskDone       TaskStatus = "done"
-	TaskFailed     TaskStatus = "failed"
-	TaskBlocked    TaskStatus = "blocked"
-	TaskNeedsHuman TaskStatus = "needs-human"
-	TaskCancelled  TaskStatus = "cancelled"
-)
-
-// TaskSummary is one list_tasks row: a session's latest job.
-type TaskSummary struct {
-	TaskID            string             `json:"taskId"`
-	JobID             string             `json:"jobId"`
-	SessionKey        string             `json:"sessionKey"`
-	Agent             string             `json:"agent,omitempty"`
-	Status            TaskStatus         `json:"status"`
-	StartedAt         int64              `json:"startedAt"`
-	LastEventAt       int64              `json:"lastEventAt"`
-	Liveness          *Liveness          `json:"liveness,omitempty"`
-	Summary           string             `json:"summary,omitempty"`
-	SummaryTruncated  bool               `json:"summaryTruncated,omitempty"`
-	Error             string             `json:"error,omitempty"`
-	BlockedDelegation *BlockedDelegation `json:"blockedDelegation,omitempty"`
-	// Principal is who submitted the task (store.Task.Principal); never
-	// shown to clients, used by the server's owner isolation.
-	Principal string `json:"-"`
-}
-
-// ListView selects list_tasks rows.
-type ListView string
-
-// The list_tasks views.
-const (
-	ViewActive ListView = "active"
-	ViewAll    ListView = "all"
-)
-
-// SessionMode is a get_session mode.
-type SessionMode string
-
-// The get_session modes (reference §3.6).
-const (
-	ModeSnapshot SessionMode = "snapshot"
-	ModeEvents   SessionMode = "events"
-	ModeTail     SessionMode = "tail"
-	ModeTasks    SessionMode = "tasks"
-)
-
-// SessionResult is get_session's result.
-type SessionResult struct {
-	Found        bool          `json:"found"`
-	SessionID    string        `json:"sessionId,omitempty"`
-	SessionKey   string        `json:"sessionKey,omitempty"`
-	Agent        string        `json:"agent,omitempty"`
-	JobID        string        `json:"jobId,omitempty"`
-	Status       string        `json:"status,omitempty"`
-	StartedAt    int64         `json:"startedAt,omitempty"`
-	LastEventAt  int64         `json:"lastEventAt,omitempty"`
-	Summary      string        `json:"summary,omitempty"`
-	Error        string        `json:"error,omitempty"`
-	Events       []LogEntry    `json:"events,omitempty"`
-	NextAfter    *int64        `json:"nextAfter,omitempty"`
-	Tasks        []TaskSummary `json:"tasks,omitempty"`
-	AgentSession any           `json:"agentSession,omitempty"`
-	// Principal is who started the session; never shown to clients, used
-	// by the server's owner isolation.
-	Principal string `json:"-"`
-}
-
-// SessionList is list_sessions' result.
-type SessionList struct {
-	Sessions         []ContinuationState `json:"sessions"`
-	ConfiguredAgents []string            `json:"configuredAgents"`
-}
-
-// RunResult is run_task's structured result.
-type RunResult struct {
-	JobID        string      `json:"jobId"`
-	TaskID       string      `json:"taskId"`
-	SessionKey   string      `json:"sessionKey"`
-	Status       string      `json:"status"`
-	Execution    string      `json:"execution"`
-	Upstream     string      `json:"upstream"`
-	Transcript   string      `json:"transcript"`
-	Cancellation string      `json:"cancellation"`
-	Agent        string      `json:"agent"`
-	NextAction   *NextAction `json:"nextAction"`
-}
-
-// CancelResult is cancel_task's structured result.
-type CancelResult struct {
-	Found           bool   `json:"found"`
-	Requested       bool   `json:"requested"`
-	AlreadyTerminal bool   `json:"alreadyTerminal"`
-	Status          string `json:"status,omitempty"`
-	JobID           string `json:"jobId,omitempty"`
-	Note            string `json:"note,omitempty"`
-}

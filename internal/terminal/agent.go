@@ -3,33 +3,23 @@ package terminal
 import (
 	"context"
 	"encoding/json"
-	"errors"
+
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// Errors callers branch on with errors.Is. Each is wrapped with a message
-// that says what was wrong and what to do.
+// Errors callers branch on with errors.Is (termapi's).
 var (
-	// ErrBadInput reports a malformed id, flag or request.
-	ErrBadInput = errors.New("bad input")
-	// ErrNotFound reports an unknown Session, Turn or terminal.
-	ErrNotFound = errors.New("not found")
-	// ErrRefused reports a target that cannot take the operation now (pane
-	// gone, busy, showing a dialog, process changed, ambiguous, Turn in the
-	// wrong status, context changed since it was bound).
-	ErrRefused = errors.New("refused")
-	// ErrInputNotSent reports that the terminal ran and refused the input:
-	// nothing reached the pane.
-	ErrInputNotSent = errors.New("input not sent")
-	// ErrOutcomeUncertain reports that the terminal command was killed or
-	// timed out: the input may or may not have reached the pane, and it is
-	// never sent again.
-	ErrOutcomeUncertain = errors.New("input outcome uncertain")
+	ErrBadInput         = termapi.ErrBadInput
+	ErrNotFound         = termapi.ErrNotFound
+	ErrRefused          = termapi.ErrRefused
+	ErrInputNotSent     = termapi.ErrInputNotSent
+	ErrOutcomeUncertain = termapi.ErrOutcomeUncertain
 )
 
-// Agent kinds.
+// Agent kinds (termapi's).
 const (
-	AgentCodex  = "codex"
-	AgentClaude = "claude"
+	AgentCodex  = termapi.AgentCodex
+	AgentClaude = termapi.AgentClaude
 )
 
 // Pane is one live coding-agent process tied to exactly one terminal pane.

@@ -8,52 +8,21 @@ import (
 	"sync"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// TurnRef names a Turn and its status.
-type TurnRef struct {
-	TurnID string `json:"turn_id"`
-	Status string `json:"status"`
-}
+// TurnRef names a Turn and its status (termapi.TurnRef).
+type TurnRef = termapi.TurnRef
 
-// Action is a send action allowed now, with its arguments prefilled.
-type Action struct {
-	Action          string            `json:"action"`
-	Scope           string            `json:"scope"`
-	Arguments       map[string]string `json:"arguments"`
-	MissingRequired []string          `json:"missing_required"`
-}
+// Action is a send action allowed now, with its arguments prefilled (termapi.Action).
+type Action = termapi.Action
 
-// TerminalRow is one live agent pane.
-type TerminalRow struct {
-	ID              string `json:"id"`
-	Agent           string `json:"agent"`
-	PID             int    `json:"pid"`
-	Cwd             string `json:"cwd"`
-	ActivityState   string `json:"activity_state"`
-	ManagementState string `json:"management_state"`
-	SessionID       string `json:"session_id,omitempty"`
-	// BindingGeneration is the generation of the pane's current binding
-	// (0 while unmanaged); a thread transition advances it.
-	BindingGeneration int64 `json:"binding_generation"`
-	// NativeThreadID is the pane's foreground thread.
-	NativeThreadID string `json:"native_thread_id,omitempty"`
-	// Conflict is set when a human switched the pane's thread away from
-	// its bound Session.
-	Conflict *ThreadConflict `json:"management_conflict,omitempty"`
-	// Transition is the terminal's unfinished thread transition, with
-	// its recovery actions.
-	Transition  *TransitionView `json:"transition,omitempty"`
-	CurrentTurn *TurnRef        `json:"current_turn,omitempty"`
-	// Reason says why no send is offered, when none is.
-	Reason           string   `json:"reason,omitempty"`
-	AvailableActions []Action `json:"available_actions"`
-}
+// TerminalRow is one live agent pane (termapi.TerminalRow).
+type TerminalRow = termapi.TerminalRow
 
-// ListResult is what List returns.
-type ListResult struct {
-	Terminals []TerminalRow `json:"terminals"`
-}
+// ListResult is what List returns (termapi.ListResult).
+type ListResult = termapi.ListResult
 
 // List returns one row per live agent pane, with the exact send scope
 // allowed now. It changes nothing.

@@ -7,36 +7,12 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// TurnView is a Turn as Status reports it.
-type TurnView struct {
-	TurnID            string            `json:"turn_id"`
-	SessionID         string            `json:"session_id"`
-	Agent             string            `json:"agent"`
-	TerminalID        string            `json:"terminal_id"`
-	Status            string            `json:"status"`
-	SubmissionOutcome string            `json:"submission_outcome,omitempty"`
-	Result            *store.TurnResult `json:"result,omitempty"`
-	Approval          *store.Approval   `json:"approval,omitempty"`
-	StalledReason     string            `json:"stalled_reason,omitempty"`
-	// DetectorDiagnostic is the last error reading the agent's session
-	// file (redacted); the Turn is never completed from a guess.
-	DetectorDiagnostic string `json:"detector_diagnostic,omitempty"`
-	CloseReason        string `json:"close_reason,omitempty"`
-	CreatedAt          string `json:"created_at"`
-	UpdatedAt          string `json:"updated_at"`
-	IdleSince          string `json:"idle_since,omitempty"`
-	StalledAt          string `json:"stalled_at,omitempty"`
-	ClosedAt           string `json:"closed_at,omitempty"`
-	InactivityDeadline string `json:"inactivity_deadline_at,omitempty"`
-	HardDeadline       string `json:"hard_deadline_at,omitempty"`
-	// OriginSession is the OpenClaw session the Turn reports back to.
-	OriginSession string `json:"origin_session,omitempty"`
-	// CallbackDelivery is the delivery state of the Turn's latest
-	// callback (Status only).
-	CallbackDelivery *CallbackView `json:"callback_delivery,omitempty"`
-}
+// TurnView is a Turn as Status reports it (termapi.TurnView).
+type TurnView = termapi.TurnView
 
 func ts(ms int64) string {
 	if ms == 0 {
@@ -57,15 +33,9 @@ func View(t *store.Turn) TurnView {
 	}
 }
 
-// Running reports whether a Turn in status is still with the agent (the
-// statuses send --wait waits through).
-func Running(status string) bool {
-	switch status {
-	case store.TurnCreated, store.TurnRunning, store.TurnWaitingForAgent, store.TurnCancelling:
-		return true
-	}
-	return false
-}
+// Running reports whether a Turn in status is still with the agent
+// (termapi.Running).
+func Running(status string) bool { return termapi.Running(status) }
 
 func (s *Service) turn(ctx context.Context, turnID string) (*store.Turn, error) {
 	if err := checkID("turn id", "turn-", turnID); err != nil {

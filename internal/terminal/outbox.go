@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // CallbackMethod is the gateway method of the ClawConnect OpenClaw plugin
@@ -469,25 +471,8 @@ func (x *Outbox) observe(ctx context.Context, cb *store.Callback) {
 	}
 }
 
-// CallbackView is the visible delivery state of a Turn's latest callback.
-type CallbackView struct {
-	MessageID     string `json:"message_id"`
-	Type          string `json:"type,omitempty"`
-	Kind          string `json:"kind"`
-	SessionKey    string `json:"session_key"`
-	Status        string `json:"status"`
-	Attempts      int    `json:"attempts"`
-	LastError     string `json:"last_error,omitempty"`
-	NextAttemptAt string `json:"next_attempt_at,omitempty"`
-	DeliveredAt   string `json:"delivered_at,omitempty"`
-	// The evidence objects as recorded. They are maps rather than raw JSON so
-	// that the MCP tools' inferred output schema says "object" (a
-	// json.RawMessage infers as an array of bytes, and the delivered result
-	// would fail the SDK's output validation).
-	Injection      map[string]any `json:"injection,omitempty"`
-	Wake           map[string]any `json:"wake,omitempty"`
-	RunObservation map[string]any `json:"run_observation,omitempty"`
-}
+// CallbackView is the visible delivery state of a Turn's latest callback (termapi.CallbackView).
+type CallbackView = termapi.CallbackView
 
 // evidenceObject decodes a recorded evidence object; anything else reads as
 // absent.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/request"
+
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Defaults of Options.
@@ -30,13 +32,13 @@ const (
 	ScopeTerminalFollowCurrent = "terminal_follow_current"
 )
 
-// Submission outcomes reported by Send and Respond.
+// Submission outcomes reported by Send and Respond (termapi's).
 const (
-	OutcomeAccepted          = "agent_accepted"
-	OutcomePendingAcceptance = "pending_acceptance"
-	OutcomeNotAccepted       = "not_accepted"
-	OutcomeUncertain         = "uncertain"
-	OutcomeNotSent           = "not_sent"
+	OutcomeAccepted          = termapi.OutcomeAccepted
+	OutcomePendingAcceptance = termapi.OutcomePendingAcceptance
+	OutcomeNotAccepted       = termapi.OutcomeNotAccepted
+	OutcomeUncertain         = termapi.OutcomeUncertain
+	OutcomeNotSent           = termapi.OutcomeNotSent
 )
 
 // Options configures a Service. Zero values are the documented defaults.
@@ -237,22 +239,8 @@ func (s *Service) checkScreen(ctx context.Context, a Agent, p Pane) (Screen, err
 	return sc, nil
 }
 
-// SendRequest is a request to start a new Turn. Exactly one of SessionID
-// (scope session_exact) and TerminalID (scope terminal_follow_current).
-type SendRequest struct {
-	SessionID  string `json:"session_id,omitempty"`
-	TerminalID string `json:"terminal_id,omitempty"`
-	Request    string `json:"request"`
-	// InactivityTimeout and HardTimeout override the service defaults.
-	InactivityTimeout time.Duration `json:"inactivity_timeout,omitempty"`
-	HardTimeout       time.Duration `json:"hard_timeout,omitempty"`
-	// OriginSession is the OpenClaw session key the request came from;
-	// the Turn's callbacks are delivered there. Empty: no callbacks.
-	OriginSession string `json:"origin_session,omitempty"`
-	// GatewayURL is the gateway serving OriginSession; "" = the
-	// service's CallbackGateway.
-	GatewayURL string `json:"gateway_url,omitempty"`
-}
+// SendRequest is a request to start a new Turn. Exactly one of SessionID (termapi.SendRequest).
+type SendRequest = termapi.SendRequest
 
 // checkSessionKey validates an OpenClaw session key given as a callback
 // origin.
@@ -268,14 +256,8 @@ func checkSessionKey(k string) error {
 	return nil
 }
 
-// SendResult is what Send and Respond report.
-type SendResult struct {
-	SessionID         string `json:"session_id"`
-	TurnID            string `json:"turn_id"`
-	SubmissionOutcome string `json:"submission_outcome"`
-	// DoNotRetry is set when the input may have reached the pane.
-	DoNotRetry bool `json:"do_not_retry"`
-}
+// SendResult is what Send and Respond report (termapi.SendResult).
+type SendResult = termapi.SendResult
 
 // Send starts a new Turn: it verifies the target, takes the terminal's next
 // input in the store, types the request, presses Enter, and waits (at most

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // SessionView is a managed Session with its latest Turn, as the
@@ -117,16 +119,8 @@ func (s *Service) Detach(ctx context.Context, sessionID, reason string) (Session
 	return SessionView{}, fmt.Errorf("detach: session %s keeps changing; try again", sessionID)
 }
 
-// SessionFile is where a Turn's native record starts: the agent's session
-// file (Codex rollout, Claude Code transcript) and the byte offset, just
-// after a newline, from which the Turn's records follow.
-type SessionFile struct {
-	TurnID string `json:"turn_id"`
-	Agent  string `json:"agent"`
-	// Path is empty while a virgin Codex pane's rollout is not bound yet.
-	Path   string `json:"path,omitempty"`
-	Offset int64  `json:"offset_bytes"`
-}
+// SessionFile is where a Turn's native record starts: the agent's session (termapi.SessionFile).
+type SessionFile = termapi.SessionFile
 
 // SessionFile returns the session file and anchor of the Turn, from its
 // acceptance evidence when the agent took the request (a virgin Codex

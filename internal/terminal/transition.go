@@ -12,6 +12,8 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
+
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Native thread transitions (reference §2.6, §7.3): new-thread,
@@ -57,30 +59,8 @@ type ThreadsResult struct {
 	Threads    []NativeThread `json:"threads"`
 }
 
-// TransitionView is a transition as the API reports it.
-type TransitionView struct {
-	TransitionID   string `json:"transition_id"`
-	Kind           string `json:"kind"`
-	Status         string `json:"status"`
-	TerminalID     string `json:"terminal_id"`
-	Agent          string `json:"agent"`
-	AgentVersion   string `json:"agent_version,omitempty"`
-	FromSessionID  string `json:"from_session_id,omitempty"`
-	FromGeneration int64  `json:"from_generation"`
-	FromThreadID   string `json:"from_thread_id,omitempty"`
-	// SessionID is the Session the transition binds; Generation the
-	// binding generation after it.
-	SessionID  string `json:"session_id"`
-	Generation int64  `json:"binding_generation"`
-	// ThreadID is the thread asked for (resume, adopt) or observed.
-	ThreadID string `json:"native_thread_id,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	// RecoveryActions are the commands that settle an uncertain
-	// transition.
-	RecoveryActions []string `json:"recovery_actions,omitempty"`
-	PreparedAt      int64    `json:"prepared_at"`
-	UpdatedAt       int64    `json:"updated_at"`
-}
+// TransitionView is termapi.TransitionView.
+type TransitionView = termapi.TransitionView
 
 func transitionView(t *store.Transition) TransitionView {
 	v := TransitionView{TransitionID: t.TransitionID, Kind: t.Kind, Status: t.Status, TerminalID: t.TerminalID, Agent: t.Agent,
@@ -672,15 +652,8 @@ func (s *Service) Threads(ctx context.Context, terminalID string) (ThreadsResult
 	return ThreadsResult{TerminalID: p.TerminalID, Agent: p.Agent, Workspace: p.Cwd, Threads: list}, nil
 }
 
-// ThreadConflict is a pane whose native thread a human switched away from
-// its bound Session, with the two ways out.
-type ThreadConflict struct {
-	SessionID     string   `json:"session_id"`
-	BoundThreadID string   `json:"bound_native_thread_id"`
-	PaneThreadID  string   `json:"pane_native_thread_id"`
-	Reason        string   `json:"reason"`
-	Choices       []string `json:"choices"`
-}
+// ThreadConflict is termapi.ThreadConflict.
+type ThreadConflict = termapi.ThreadConflict
 
 // checkThreadSwitch refuses a follow-current send to a pane whose thread a
 // human switched, until adopt-thread or detach settles it.

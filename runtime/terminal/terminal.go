@@ -20,8 +20,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/executor"
-	"github.com/clawconnect/clawconnect/internal/store"
-	iterm "github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Runtime ids of the adapter.
@@ -33,14 +32,16 @@ const (
 // DefaultPoll is how often a followed run reads its Turn and session file.
 const DefaultPoll = 100 * time.Millisecond
 
-// Turns is what the adapter needs from the Turn service: the in-process
-// terminal Service or a Client of the monitor host.
+// Turns is what the adapter needs from a Turn service, in termapi's types
+// (the clawconnect commands pass their in-process service or a client of
+// the monitor host; a host may bring its own). Implementations must be
+// safe for concurrent use.
 type Turns interface {
-	List(ctx context.Context) (iterm.ListResult, error)
-	Send(ctx context.Context, r iterm.SendRequest) (iterm.SendResult, error)
-	Status(ctx context.Context, turnID string) (iterm.TurnView, error)
-	Cancel(ctx context.Context, turnID string) (iterm.TurnView, error)
-	SessionFile(ctx context.Context, turnID string) (iterm.SessionFile, error)
+	List(ctx context.Context) (termapi.ListResult, error)
+	Send(ctx context.Context, r termapi.SendRequest) (termapi.SendResult, error)
+	Status(ctx context.Context, turnID string) (termapi.TurnView, error)
+	Cancel(ctx context.Context, turnID string) (termapi.TurnView, error)
+	SessionFile(ctx context.Context, turnID string) (termapi.SessionFile, error)
 }
 
 // Options configures an Adapter. Zero values are the documented defaults.
@@ -86,9 +87,9 @@ func New(o Options) *Adapter {
 	if o.Poll <= 0 {
 		o.Poll = DefaultPoll
 	}
-	agent := iterm.AgentCodex
+	agent := termapi.AgentCodex
 	if o.ID == IDClaudeCode {
-		agent = iterm.AgentClaude
+		agent = termapi.AgentClaude
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Adapter{o: o, agent: agent, log: o.Logger, runs: map[*executor.RunHandle]*run{}, ctx: ctx, cancel: cancel}
@@ -143,7 +144,7 @@ func (a *Adapter) Start(ctx context.Context, _ executor.Task, opts executor.Star
 	if opts.SessionKey == "" || strings.TrimSpace(opts.Message) == "" {
 		return nil, errors.New("terminal: start: SessionKey and Message are required")
 	}
-	req := iterm.SendRequest{Request: opts.Prompt()}
+	req := termapi.SendRequest{Request: opts.Prompt()}
 	switch {
 	case strings.HasPrefix(opts.Resume, "session-"):
 		req.SessionID = opts.Resume
@@ -240,7 +241,7 @@ func (a *Adapter) follow(ctx context.Context, r *run, h *executor.RunHandle, s *
 			}
 		}
 		if err == nil {
-			if ap := v.Approval; v.Status == store.TurnWaitingForOpenClaw && ap != nil && ap.Fingerprint != shown {
+			if ap := v.Approval; v.Status == termapi.TurnWaitingForOpenClaw && ap != nil && ap.Fingerprint != shown {
 				shown = ap.Fingerprint
 				emit(executor.Status{Phase: executor.PhaseRunning, Detail: "awaiting approval (" + ap.Kind + ") " + ap.Command +
 					": clawconnect terminal approve " + r.turnID + " --fingerprint " + ap.Fingerprint})
@@ -265,17 +266,17 @@ func (a *Adapter) follow(ctx context.Context, r *run, h *executor.RunHandle, s *
 }
 
 // doneOf is the done event of a Turn that has ended.
-func doneOf(v iterm.TurnView, u *executor.Usage) (executor.Done, bool) {
+func doneOf(v termapi.TurnView, u *executor.Usage) (executor.Done, bool) {
 	text := ""
 	if v.Result != nil {
 		text = v.Result.Text
 	}
 	switch v.Status {
-	case store.TurnIdle:
+	case termapi.TurnIdle:
 		return executor.Done{Reason: executor.DoneSuccess, Summary: text, Usage: u}, true
-	case store.TurnCancelled, store.TurnClosed:
+	case termapi.TurnCancelled, termapi.TurnClosed:
 		return executor.Done{Reason: executor.DoneAborted, Summary: text, Usage: u}, true
-	case store.TurnFailed:
+	case termapi.TurnFailed:
 		if text == "" {
 			text = "the turn failed"
 		}
@@ -283,7 +284,7 @@ func doneOf(v iterm.TurnView, u *executor.Usage) (executor.Done, bool) {
 			text += " (" + v.DetectorDiagnostic + ")"
 		}
 		return executor.Done{Reason: executor.DoneError, Summary: text, Usage: u}, true
-	case store.TurnStalled:
+	case termapi.TurnStalled:
 		return executor.Done{Reason: executor.DoneError, Summary: "the turn stalled: " + v.StalledReason, Usage: u}, true
 	}
 	return executor.Done{}, false

@@ -11,56 +11,55 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/executor"
-	"github.com/clawconnect/clawconnect/internal/store"
-	iterm "github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // fakeTurns is one pane whose Turn and session file the test drives.
 type fakeTurns struct {
 	mu        sync.Mutex
-	view      iterm.TurnView
+	view      termapi.TurnView
 	file      string
-	sent      []iterm.SendRequest
+	sent      []termapi.SendRequest
 	cancelled bool
 }
 
-func (f *fakeTurns) List(context.Context) (iterm.ListResult, error) {
-	return iterm.ListResult{Terminals: []iterm.TerminalRow{{ID: "terminal:x", Agent: "codex", Cwd: filepath.Dir(f.file), ActivityState: "idle"}}}, nil
+func (f *fakeTurns) List(context.Context) (termapi.ListResult, error) {
+	return termapi.ListResult{Terminals: []termapi.TerminalRow{{ID: "terminal:x", Agent: "codex", Cwd: filepath.Dir(f.file), ActivityState: "idle"}}}, nil
 }
 
-func (f *fakeTurns) Send(_ context.Context, r iterm.SendRequest) (iterm.SendResult, error) {
+func (f *fakeTurns) Send(_ context.Context, r termapi.SendRequest) (termapi.SendResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r.TerminalID == "terminal:busy" {
-		return iterm.SendResult{}, errors.New("send: refused: the agent is working")
+		return termapi.SendResult{}, errors.New("send: refused: the agent is working")
 	}
 	f.sent = append(f.sent, r)
-	f.view = iterm.TurnView{TurnID: "turn-1", SessionID: "session-1", TerminalID: "terminal:x", Status: store.TurnWaitingForAgent}
-	return iterm.SendResult{TurnID: "turn-1", SessionID: "session-1", SubmissionOutcome: iterm.OutcomeAccepted}, nil
+	f.view = termapi.TurnView{TurnID: "turn-1", SessionID: "session-1", TerminalID: "terminal:x", Status: termapi.TurnWaitingForAgent}
+	return termapi.SendResult{TurnID: "turn-1", SessionID: "session-1", SubmissionOutcome: termapi.OutcomeAccepted}, nil
 }
 
-func (f *fakeTurns) Status(context.Context, string) (iterm.TurnView, error) {
+func (f *fakeTurns) Status(context.Context, string) (termapi.TurnView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.view, nil
 }
 
-func (f *fakeTurns) set(fn func(v *iterm.TurnView)) {
+func (f *fakeTurns) set(fn func(v *termapi.TurnView)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(&f.view)
 }
 
-func (f *fakeTurns) Cancel(context.Context, string) (iterm.TurnView, error) {
+func (f *fakeTurns) Cancel(context.Context, string) (termapi.TurnView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cancelled = true
-	f.view.Status = store.TurnCancelled
+	f.view.Status = termapi.TurnCancelled
 	return f.view, nil
 }
 
-func (f *fakeTurns) SessionFile(context.Context, string) (iterm.SessionFile, error) {
-	return iterm.SessionFile{TurnID: "turn-1", Agent: "codex", Path: f.file, Offset: 4}, nil
+func (f *fakeTurns) SessionFile(context.Context, string) (termapi.SessionFile, error) {
+	return termapi.SessionFile{TurnID: "turn-1", Agent: "codex", Path: f.file, Offset: 4}, nil
 }
 
 func (f *fakeTurns) appendLine(t *testing.T, line string) {
@@ -126,9 +125,9 @@ func TestStreamFollowsTheTurn(t *testing.T) {
 	if c, ok := next(t, s).Payload.(executor.ToolCall); !ok || c.Name != "exec_command" || string(c.Input) != `{"cmd":"ls"}` {
 		t.Fatalf("tool call %+v", c)
 	}
-	f.set(func(v *iterm.TurnView) {
-		v.Status = store.TurnWaitingForOpenClaw
-		v.Approval = &store.Approval{Fingerprint: "fp1", Kind: "exec", Command: "ls"}
+	f.set(func(v *termapi.TurnView) {
+		v.Status = termapi.TurnWaitingForOpenClaw
+		v.Approval = &termapi.Approval{Fingerprint: "fp1", Kind: "exec", Command: "ls"}
 	})
 	if st, ok := next(t, s).Payload.(executor.Status); !ok || !strings.Contains(st.Detail, "approve turn-1 --fingerprint fp1") {
 		t.Fatalf("approval status %+v", st)
@@ -136,8 +135,8 @@ func TestStreamFollowsTheTurn(t *testing.T) {
 	f.appendLine(t, `{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"a.txt"}}`)
 	f.appendLine(t, `{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"listed"}]}}`)
 	f.appendLine(t, `{"type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":7,"output_tokens":2}}}}`)
-	f.set(func(v *iterm.TurnView) {
-		v.Status, v.Approval, v.Result = store.TurnIdle, nil, &store.TurnResult{Outcome: "completed", Text: "listed"}
+	f.set(func(v *termapi.TurnView) {
+		v.Status, v.Approval, v.Result = termapi.TurnIdle, nil, &termapi.TurnResult{Outcome: "completed", Text: "listed"}
 	})
 	var kinds []string
 	var done executor.Done

@@ -240,11 +240,13 @@ func inspectorScenario(t *testing.T, f *fixture, target []string) {
 }
 
 func TestInspectorStdio(t *testing.T) {
+	t.Parallel() // own home and processes; the shared gateway is never restarted
 	f := setup(t)
 	inspectorScenario(t, f, []string{f.bin, "mcp"})
 }
 
 func TestInspectorHTTP(t *testing.T) {
+	t.Parallel() // own home and processes; the shared gateway is never restarted
 	f := setup(t)
 	inspectorScenario(t, f, []string{f.serve(t)})
 }
@@ -308,11 +310,13 @@ func checkTSResult(t *testing.T, doc map[string]any) {
 }
 
 func TestTSClientStdio(t *testing.T) {
+	t.Parallel() // own home and processes; the shared gateway is never restarted
 	f := setup(t)
 	checkTSResult(t, f.tsClient(t, f.bin, "mcp"))
 }
 
 func TestTSClientHTTP(t *testing.T) {
+	t.Parallel() // own home and processes; the shared gateway is never restarted
 	f := setup(t)
 	checkTSResult(t, f.tsClient(t, f.serve(t)))
 }

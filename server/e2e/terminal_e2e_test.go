@@ -23,6 +23,7 @@ import (
 // pane, terminal_send types the request, and a waiting terminal_status
 // returns the fake model's exact reply.
 func TestTSClientTerminalTools(t *testing.T) {
+	t.Parallel() // own home and processes; the shared gateway is never restarted
 	peers.RequireE2E(t)
 	in := peers.Require(t, peers.Node, peers.MCPSDK)
 	bin, err := buildBinary()

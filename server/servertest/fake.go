@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // Tasks is an in-memory server.Tasks. It is safe for concurrent use.
@@ -31,8 +31,8 @@ type Tasks struct {
 }
 
 type fakeJob struct {
-	snap   task.Snapshot
-	prompt task.Prompt
+	snap   taskapi.Snapshot
+	prompt taskapi.Prompt
 }
 
 // New returns an empty Tasks.
@@ -58,11 +58,11 @@ func (f *Tasks) notifyLocked() {
 }
 
 // Run implements server.Tasks.
-func (f *Tasks) Run(_ context.Context, req server.RunRequest) (task.RunResult, error) {
+func (f *Tasks) Run(_ context.Context, req server.RunRequest) (taskapi.RunResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.RunErr != nil {
-		return task.RunResult{}, f.RunErr
+		return taskapi.RunResult{}, f.RunErr
 	}
 	f.runs = append(f.runs, req)
 	f.n++
@@ -72,23 +72,23 @@ func (f *Tasks) Run(_ context.Context, req server.RunRequest) (task.RunResult, e
 		key = fmt.Sprintf("agent:%s:clawconnect:%d", req.Agent, f.n)
 	}
 	if prev, ok := f.latest[key]; ok && !f.jobs[prev].snap.IsTerminal {
-		return task.RunResult{}, &busyError{jobID: prev}
+		return taskapi.RunResult{}, &busyError{jobID: prev}
 	}
-	next := &task.NextAction{Tool: "check_task", Args: task.NextActionArgs{JobID: id, SessionKey: key}}
+	next := &taskapi.NextAction{Tool: "check_task", Args: taskapi.NextActionArgs{JobID: id, SessionKey: key}}
 	j := &fakeJob{
-		snap: task.Snapshot{
+		snap: taskapi.Snapshot{
 			JobID: id, TaskID: id, SessionKey: key, Status: "running", Execution: "running", Upstream: "connected",
 			Transcript: "live", Cancellation: "none", StartedAt: 1, LastEventAt: 1, Agent: req.Agent,
-			Logs: []task.LogEntry{}, ContinuePolling: true, NextAction: next,
+			Logs: []taskapi.LogEntry{}, ContinuePolling: true, NextAction: next,
 		},
-		prompt: task.Prompt{Task: req.Task, Context: req.Context, SenderName: req.SenderName},
+		prompt: taskapi.Prompt{Task: req.Task, Context: req.Context, SenderName: req.SenderName},
 	}
 	f.jobs[id] = j
 	f.latest[key] = id
 	if f.Instant {
 		f.finishLocked(id, "completed", "done: "+req.Task)
 	}
-	return task.RunResult{JobID: id, TaskID: id, SessionKey: key, Status: "running", Execution: "running",
+	return taskapi.RunResult{JobID: id, TaskID: id, SessionKey: key, Status: "running", Execution: "running",
 		Upstream: "connected", Transcript: "live", Cancellation: "none", Agent: req.Agent, NextAction: next}, nil
 }
 
@@ -124,7 +124,7 @@ func (f *Tasks) Log(id, text string) {
 	j := f.jobs[id]
 	j.snap.LogCursor++
 	j.snap.LogEventCount++
-	j.snap.Logs = append(j.snap.Logs, task.LogEntry{TS: 2, Type: "assistant", Text: text, Seq: j.snap.LogCursor})
+	j.snap.Logs = append(j.snap.Logs, taskapi.LogEntry{TS: 2, Type: "assistant", Text: text, Seq: j.snap.LogCursor})
 	f.notifyLocked()
 }
 
@@ -139,14 +139,14 @@ func (f *Tasks) resolveLocked(jobID, sessionKey string) (*fakeJob, bool) {
 }
 
 // Check implements server.Tasks.
-func (f *Tasks) Check(ctx context.Context, req server.CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error) {
+func (f *Tasks) Check(ctx context.Context, req server.CheckRequest, onUpdate func(taskapi.Snapshot)) (taskapi.Snapshot, error) {
 	timer := time.NewTimer(req.Wait)
 	defer timer.Stop()
 	f.mu.Lock()
 	j, ok := f.resolveLocked(req.JobID, req.SessionKey)
 	if !ok {
 		f.mu.Unlock()
-		return task.Snapshot{}, server.ErrNotFound
+		return taskapi.Snapshot{}, server.ErrNotFound
 	}
 	j.snap.PollCount++
 	signalled := false
@@ -167,7 +167,7 @@ func (f *Tasks) Check(ctx context.Context, req server.CheckRequest, onUpdate fun
 		}
 		select {
 		case <-ctx.Done():
-			return task.Snapshot{}, ctx.Err()
+			return taskapi.Snapshot{}, ctx.Err()
 		case <-timer.C:
 			return snap, nil
 		case <-changed:
@@ -180,74 +180,74 @@ func (f *Tasks) Check(ctx context.Context, req server.CheckRequest, onUpdate fun
 }
 
 // GetTask implements server.Tasks.
-func (f *Tasks) GetTask(_ context.Context, id string, detail task.Detail, _ int64) (task.TaskDetail, error) {
+func (f *Tasks) GetTask(_ context.Context, id string, detail taskapi.Detail, _ int64) (taskapi.TaskDetail, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j, ok := f.jobs[id]
 	if !ok {
-		return task.TaskDetail{}, server.ErrNotFound
+		return taskapi.TaskDetail{}, server.ErrNotFound
 	}
 	s := j.snap
-	d := task.TaskDetail{TaskID: s.TaskID, JobID: s.JobID, SessionKey: s.SessionKey, Agent: s.Agent, Status: s.Status,
+	d := taskapi.TaskDetail{TaskID: s.TaskID, JobID: s.JobID, SessionKey: s.SessionKey, Agent: s.Agent, Status: s.Status,
 		Execution: s.Execution, Upstream: s.Upstream, Transcript: s.Transcript, Cancellation: s.Cancellation,
 		StartedAt: s.StartedAt, LastEventAt: s.LastEventAt, PollCount: s.PollCount, ContinuePolling: s.ContinuePolling,
 		NextAction: s.NextAction, IsTerminal: s.IsTerminal, IsError: s.IsError}
-	if detail != task.DetailCore {
+	if detail != taskapi.DetailCore {
 		d.Summary = s.Summary
 	}
 	return d, nil
 }
 
 // GetPrompt implements server.Tasks.
-func (f *Tasks) GetPrompt(_ context.Context, id string) (task.PromptResult, error) {
+func (f *Tasks) GetPrompt(_ context.Context, id string) (taskapi.PromptResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j, ok := f.jobs[id]
 	if !ok {
-		return task.PromptResult{}, server.ErrNotFound
+		return taskapi.PromptResult{}, server.ErrNotFound
 	}
-	return task.PromptResult{TaskID: id, Prompt: j.prompt}, nil
+	return taskapi.PromptResult{TaskID: id, Prompt: j.prompt}, nil
 }
 
 // ListTasks implements server.Tasks.
-func (f *Tasks) ListTasks(_ context.Context, view task.ListView, _ *string) ([]task.TaskSummary, error) {
+func (f *Tasks) ListTasks(_ context.Context, view taskapi.ListView, _ *string) ([]taskapi.TaskSummary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []task.TaskSummary
+	var out []taskapi.TaskSummary
 	for i := f.n; i >= 1; i-- {
 		j := f.jobs[fmt.Sprintf("job-%d", i)]
 		if j == nil || f.latest[j.snap.SessionKey] != j.snap.JobID {
 			continue
 		}
-		st := task.TaskDone
+		st := taskapi.TaskDone
 		if !j.snap.IsTerminal {
-			st = task.TaskRunning
+			st = taskapi.TaskRunning
 		} else if j.snap.IsError {
-			st = task.TaskFailed
+			st = taskapi.TaskFailed
 		}
-		if view == task.ViewActive && st != task.TaskRunning {
+		if view == taskapi.ViewActive && st != taskapi.TaskRunning {
 			continue
 		}
-		out = append(out, task.TaskSummary{TaskID: j.snap.TaskID, JobID: j.snap.JobID, SessionKey: j.snap.SessionKey, Agent: j.snap.Agent, Status: st})
+		out = append(out, taskapi.TaskSummary{TaskID: j.snap.TaskID, JobID: j.snap.JobID, SessionKey: j.snap.SessionKey, Agent: j.snap.Agent, Status: st})
 	}
 	return out, nil
 }
 
 // GetSession implements server.Tasks.
-func (f *Tasks) GetSession(_ context.Context, req server.SessionRequest) (task.SessionResult, error) {
+func (f *Tasks) GetSession(_ context.Context, req server.SessionRequest) (taskapi.SessionResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id, ok := f.latest[req.SessionID]
 	if !ok {
-		return task.SessionResult{}, server.ErrNotFound
+		return taskapi.SessionResult{}, server.ErrNotFound
 	}
 	s := f.jobs[id].snap
-	r := task.SessionResult{Found: true, SessionKey: s.SessionKey, Agent: s.Agent, JobID: s.JobID, Status: s.Status, Summary: s.Summary}
-	if req.Mode == task.ModeEvents || req.Mode == task.ModeTail {
+	r := taskapi.SessionResult{Found: true, SessionKey: s.SessionKey, Agent: s.Agent, JobID: s.JobID, Status: s.Status, Summary: s.Summary}
+	if req.Mode == taskapi.ModeEvents || req.Mode == taskapi.ModeTail {
 		logs := s.Logs[min(req.After, len(s.Logs)):]
 		logs = logs[:min(req.Limit, len(logs))]
 		r.Events = logs
-		if req.Mode == task.ModeTail {
+		if req.Mode == taskapi.ModeTail {
 			n := int64(req.After + len(logs))
 			r.NextAfter = &n
 		}
@@ -256,30 +256,30 @@ func (f *Tasks) GetSession(_ context.Context, req server.SessionRequest) (task.S
 }
 
 // ListSessions implements server.Tasks.
-func (f *Tasks) ListSessions(context.Context, *string) ([]task.ContinuationState, error) {
+func (f *Tasks) ListSessions(context.Context, *string) ([]taskapi.ContinuationState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := []task.ContinuationState{}
+	out := []taskapi.ContinuationState{}
 	for key, id := range f.latest {
-		out = append(out, task.ContinuationState{SessionKey: key, LastJobID: id, LastSummary: f.jobs[id].snap.Summary, Agent: f.jobs[id].snap.Agent})
+		out = append(out, taskapi.ContinuationState{SessionKey: key, LastJobID: id, LastSummary: f.jobs[id].snap.Summary, Agent: f.jobs[id].snap.Agent})
 	}
 	return out, nil
 }
 
 // Cancel implements server.Tasks.
-func (f *Tasks) Cancel(_ context.Context, id string) (task.CancelResult, error) {
+func (f *Tasks) Cancel(_ context.Context, id string) (taskapi.CancelResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j, ok := f.jobs[id]
 	if !ok {
-		return task.CancelResult{}, server.ErrNotFound
+		return taskapi.CancelResult{}, server.ErrNotFound
 	}
 	f.cancels = append(f.cancels, id)
 	if j.snap.IsTerminal {
-		return task.CancelResult{Found: true, AlreadyTerminal: true, Status: j.snap.Status, JobID: id}, nil
+		return taskapi.CancelResult{Found: true, AlreadyTerminal: true, Status: j.snap.Status, JobID: id}, nil
 	}
 	f.finishLocked(id, "cancelled", "")
-	return task.CancelResult{Found: true, Requested: true, Status: "running", JobID: id}, nil
+	return taskapi.CancelResult{Found: true, Requested: true, Status: "running", JobID: id}, nil
 }
 
 // CountByStatus implements server.StatusCounter.

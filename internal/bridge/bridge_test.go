@@ -1,4 +1,4 @@
-package server_test
+package bridge_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/task"
@@ -19,7 +20,7 @@ import (
 
 // openBridge starts a fake gateway and a Bridge over it with two agents
 // (alpha, the default, and beta) and returns an MCP client session.
-func openBridge(t testing.TB, script func(fakegateway.Submit) fakegateway.Turn) (*server.Bridge, *fakegateway.Server, *mcp.ClientSession) {
+func openBridge(t testing.TB, script func(fakegateway.Submit) fakegateway.Turn) (*bridge.Bridge, *fakegateway.Server, *mcp.ClientSession) {
 	t.Helper()
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: script})
 	home := t.TempDir()
@@ -30,13 +31,13 @@ func openBridge(t testing.TB, script func(fakegateway.Submit) fakegateway.Turn) 
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_CHECK_WAIT_MS": "20000"}
-	b, err := server.Open(context.Background(), server.BridgeOptions{Settings: settingsOf(t, env)})
+	b, err := bridge.Open(context.Background(), bridge.Options{Settings: settingsOf(t, env)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
 	timeouts := b.Timeouts()
-	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(), Timeouts: &timeouts})
+	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(), CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +45,7 @@ func openBridge(t testing.TB, script func(fakegateway.Submit) fakegateway.Turn) 
 }
 
 func TestBridgeRunToCompletion(t *testing.T) {
+	t.Parallel()
 	_, _, cs := openBridge(t, nil)
 	for _, agent := range []string{"alpha", "beta"} {
 		t.Run(agent, func(t *testing.T) {
@@ -77,6 +79,7 @@ func TestBridgeRunToCompletion(t *testing.T) {
 }
 
 func TestBridgeCancel(t *testing.T) {
+	t.Parallel()
 	_, fg, cs := openBridge(t, func(s fakegateway.Submit) fakegateway.Turn {
 		return fakegateway.Turn{Reply: "never", Hold: true}
 	})
@@ -102,11 +105,12 @@ func TestBridgeCancel(t *testing.T) {
 }
 
 func TestBridgeProgress(t *testing.T) {
+	t.Parallel()
 	b, fg, _ := openBridge(t, func(s fakegateway.Submit) fakegateway.Turn {
 		return fakegateway.Turn{Reply: "one two three four", Chunks: 2, MessageTool: "working on it", Hold: true}
 	})
 	timeouts := b.Timeouts()
-	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(), Timeouts: &timeouts})
+	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(), CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server_test
+package bridge_test
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
@@ -77,11 +78,11 @@ func eventsFirstScript(fg *fakegateway.Server) func(fakegateway.Submit) fakegate
 // loadServer opens the real bridge (task managers, SQLite store in a temp
 // dir, gateway client) against the fake gateway and serves it over
 // streamable HTTP on 127.0.0.1.
-func loadServer(t testing.TB) (*server.Bridge, *fakegateway.Server, string) {
+func loadServer(t testing.TB) (*bridge.Bridge, *fakegateway.Server, string) {
 	t.Helper()
 	br, fg, _ := openBridge(t, uniqueScript)
 	timeouts := br.Timeouts()
-	srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), Timeouts: &timeouts})
+	srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,13 +330,13 @@ func residentPerTask(t testing.TB, n int) float64 {
 		t.Fatal(err)
 	}
 	env := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_CHECK_WAIT_MS": "20000"}
-	br, err := server.Open(t.Context(), server.BridgeOptions{Settings: settingsOf(t, env)})
+	br, err := bridge.Open(t.Context(), bridge.Options{Settings: settingsOf(t, env)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(br.Close)
 	timeouts := br.Timeouts()
-	srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), Timeouts: &timeouts})
+	srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait})
 	if err != nil {
 		t.Fatal(err)
 	}

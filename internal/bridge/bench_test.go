@@ -1,4 +1,4 @@
-package server_test
+package bridge_test
 
 import (
 	"context"
@@ -105,7 +105,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		"bridge": func(b *testing.B) (*server.Server, config.Scope) {
 			br, _, _ := openBridge(b, nil)
 			timeouts := br.Timeouts()
-			srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), Timeouts: &timeouts})
+			srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -138,7 +138,7 @@ func BenchmarkConcurrentClients(b *testing.B) {
 	const clients = 100
 	br, _, _ := openBridge(b, nil)
 	timeouts := br.Timeouts()
-	srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), Timeouts: &timeouts})
+	srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait})
 	if err != nil {
 		b.Fatal(err)
 	}

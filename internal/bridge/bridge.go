@@ -1,4 +1,10 @@
-package server
+// Package bridge wires the task bridge behind the MCP server: the agent
+// configuration, the store (SQLite or PostgreSQL), one lazily dialled
+// gateway connection and one task manager per agent. It is internal so that
+// importing the public server package links neither SQLite nor pgx; the
+// clawconnect commands and the dashboard open it, and hand it to server.New
+// as the Tasks service.
+package bridge
 
 import (
 	"cmp"
@@ -24,10 +30,11 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/task"
+	"github.com/clawconnect/clawconnect/server"
 )
 
-// BridgeOptions configures Open.
-type BridgeOptions struct {
+// Options configures Open.
+type Options struct {
 	// Settings are the effective settings (agents.json location,
 	// OPENCLAW_*, the task timings, AGENT_SESSION_CALL_TIMEOUT_MS,
 	// CLAWCONNECT_DATABASE_URL, CLAWCONNECT_GATEWAY_HEADERS), read by the
@@ -80,16 +87,16 @@ type Bridge struct {
 }
 
 var (
-	_ Tasks         = (*Bridge)(nil)
-	_ StatusCounter = (*Bridge)(nil)
-	_ GatewayStater = (*Bridge)(nil)
+	_ server.Tasks         = (*Bridge)(nil)
+	_ server.StatusCounter = (*Bridge)(nil)
+	_ server.GatewayStater = (*Bridge)(nil)
 )
 
 // Open loads the configuration, opens the store (SQLite under
 // CLAWCONNECT_HOME, or PostgreSQL at CLAWCONNECT_DATABASE_URL) and starts
 // one task manager per agent, which resumes that agent's running tasks.
 // Gateways are dialled on first use, so Open does not wait for them.
-func Open(ctx context.Context, o BridgeOptions) (*Bridge, error) {
+func Open(ctx context.Context, o Options) (*Bridge, error) {
 	sv := settings.Defaults()
 	if o.Settings != nil {
 		sv = *o.Settings
@@ -253,20 +260,20 @@ func (b *Bridge) each(agent string, fn func(m *task.Manager) error) error {
 	if agent != "" {
 		m, ok := b.managers[agent]
 		if !ok {
-			return ErrNotFound
+			return server.ErrNotFound
 		}
 		return fn(m)
 	}
 	for _, id := range b.order {
-		if err := fn(b.managers[id]); !errors.Is(err, ErrNotFound) {
+		if err := fn(b.managers[id]); !errors.Is(err, server.ErrNotFound) {
 			return err
 		}
 	}
-	return ErrNotFound
+	return server.ErrNotFound
 }
 
 // Run implements Tasks.
-func (b *Bridge) Run(ctx context.Context, req RunRequest) (task.RunResult, error) {
+func (b *Bridge) Run(ctx context.Context, req server.RunRequest) (task.RunResult, error) {
 	m, ok := b.managers[req.Agent]
 	if !ok {
 		return task.RunResult{}, fmt.Errorf("unknown agent %q", req.Agent)
@@ -282,10 +289,10 @@ func (b *Bridge) Run(ctx context.Context, req RunRequest) (task.RunResult, error
 // Check implements Tasks. When onUpdate is set in wait mode it waits in poll
 // mode steps, reporting each intermediate snapshot, until the task ends or
 // the wait elapses.
-func (b *Bridge) Check(ctx context.Context, req CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error) {
+func (b *Bridge) Check(ctx context.Context, req server.CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error) {
 	ms := func(d time.Duration) *float64 { v := float64(d.Milliseconds()); return &v }
 	creq := task.CheckRequest{JobID: req.JobID, SessionKey: req.SessionKey, KnownLogCount: req.KnownLogCount, Mode: task.CheckMode(req.Mode), WaitMs: ms(req.Wait)}
-	if onUpdate == nil || req.Mode != ModeWait {
+	if onUpdate == nil || req.Mode != server.ModeWait {
 		var out task.Snapshot
 		err := b.each(req.Agent, func(m *task.Manager) error {
 			s, err := m.Check(ctx, creq)
@@ -299,7 +306,7 @@ func (b *Bridge) Check(ctx context.Context, req CheckRequest, onUpdate func(task
 	var m *task.Manager
 	if err := b.each(req.Agent, func(c *task.Manager) error {
 		_, err := c.GetTask(ctx, req.JobID, task.DetailCore, 0)
-		if err != nil && req.SessionKey != "" && errors.Is(err, ErrNotFound) {
+		if err != nil && req.SessionKey != "" && errors.Is(err, server.ErrNotFound) {
 			_, err = c.GetSession(ctx, task.SessionRequest{SessionID: req.SessionKey, Mode: task.ModeSnapshot, Limit: 1})
 		}
 		if err == nil {
@@ -310,7 +317,7 @@ func (b *Bridge) Check(ctx context.Context, req CheckRequest, onUpdate func(task
 		return task.Snapshot{}, mapErr("check task", err)
 	}
 	deadline := time.Now().Add(req.Wait)
-	creq.Mode = task.CheckMode(ModePoll)
+	creq.Mode = task.CheckMode(server.ModePoll)
 	for {
 		creq.WaitMs = ms(max(time.Until(deadline), 0))
 		s, err := m.Check(ctx, creq)
@@ -369,7 +376,7 @@ func (b *Bridge) ListTasks(ctx context.Context, view task.ListView, only *string
 }
 
 // GetSession implements Tasks.
-func (b *Bridge) GetSession(ctx context.Context, req SessionRequest) (task.SessionResult, error) {
+func (b *Bridge) GetSession(ctx context.Context, req server.SessionRequest) (task.SessionResult, error) {
 	var out task.SessionResult
 	err := b.each(req.Agent, func(m *task.Manager) error {
 		r, err := m.GetSession(ctx, task.SessionRequest{SessionID: req.SessionID, Mode: req.Mode, Limit: req.Limit, After: int64(req.After)})
