@@ -123,6 +123,7 @@ configuration.`,
 				Feed: changeFeed(b.shared), Logger: logger.With("component", "dashboard"),
 			}
 			dopts.Processes, _ = b.shared.(dashboard.ProcessLister)
+			dopts.Attachments, _ = b.shared.(dashboard.AttachmentReader)
 			if svc != nil {
 				dopts.Terminals = svc
 				dopts.TerminalRecords, _ = b.shared.(dashboard.TerminalRecords)

@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/clawconnect/clawconnect/internal/dashboard"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
 )
 
@@ -21,9 +23,13 @@ const ArtifactsEnv = "CLAWCONNECT_DASHBOARD_ARTIFACTS"
 
 // TestBrowser drives the dashboard in headless Chromium (Debian's chromium
 // package): sign in, watch a task started over MCP appear and finish
-// without a reload, read its log, cancel another task from the page, see an
-// agent's <script> reply as text, and save a screenshot of every page. One
-// browser serves every step.
+// without a reload, read its log, cancel another task from the page with
+// the keyboard, see an agent's <script> reply as text and an attachment
+// lineage, and save a screenshot of every page. One browser serves every
+// step. The dashboard's periodic re-read is an hour here, so whatever
+// appears on an open page came through the event stream, woken by the
+// store's change feed; the test waits for it with MutationObservers in the
+// page (event-driven, no timer).
 func TestBrowser(t *testing.T) {
 	peers.RequireE2E(t)
 	bin, err := exec.LookPath("chromium")
@@ -39,7 +45,7 @@ func TestBrowser(t *testing.T) {
 	}
 	t.Logf("screenshots in %s", dir)
 
-	r := newRig(t, "alice:tok-alice,bob:tok-bob")
+	r := newRigWith(t, "alice:tok-alice,bob:tok-bob", false, func(o *dashboard.Options) { o.Refresh = time.Hour })
 	base := r.ts.URL
 
 	// A request without the token is refused.
@@ -90,6 +96,47 @@ func TestBrowser(t *testing.T) {
 		return v
 	}
 	visible := func(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
+	// appears waits, inside the page, for the first DOM change after which
+	// an element matches sel (at once if one does): a MutationObserver,
+	// no polling.
+	appears := func(sel string) chromedp.Action[chromedp.Void] {
+		q, _ := json.Marshal(sel)
+		js := `new Promise(function (resolve) {
+			var sel = ` + string(q) + `;
+			if (document.querySelector(sel)) return resolve(true);
+			var mo = new MutationObserver(function () {
+				if (document.querySelector(sel)) { mo.disconnect(); resolve(true); }
+			});
+			mo.observe(document.documentElement, {childList: true, subtree: true, attributes: true, characterData: true});
+		})`
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Evaluate[bool](js, chromedp.EvalAwaitPromise)(ctx, tg)
+			return err
+		})
+	}
+	// ticks waits, inside the page, for the page's own script to change the
+	// element sel names in place (a mutation of that very node, not a
+	// server-sent swap of the fragment around it, after which it follows
+	// the new node).
+	ticks := func(sel string) chromedp.Action[chromedp.Void] {
+		q, _ := json.Marshal(sel)
+		js := `new Promise(function (resolve) {
+			var sel = ` + string(q) + `;
+			var el = document.querySelector(sel);
+			var mo = new MutationObserver(function (records) {
+				for (var i = 0; i < records.length; i++) {
+					var t = records[i].target;
+					if (el && el.isConnected && (t === el || el.contains(t))) { mo.disconnect(); resolve(true); return; }
+				}
+				el = document.querySelector(sel);
+			});
+			mo.observe(document.documentElement, {childList: true, subtree: true, characterData: true});
+		})`
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Evaluate[bool](js, chromedp.EvalAwaitPromise)(ctx, tg)
+			return err
+		})
+	}
 
 	do("sign in",
 		chromedp.Navigate(base+"/"),
@@ -107,14 +154,39 @@ func TestBrowser(t *testing.T) {
 		return err
 	}))
 	done := r.mcpRun(t, "tok-alice", "SLOW: summarize the release notes")
+	running := `tr[data-task="` + done + `"][data-status="running"]`
 	do("task appears live",
-		visible(`tr[data-task="`+done+`"][data-status="running"]`),
+		appears(running),
 		shot("02-tasks-running"),
-		visible(`tr[data-task="`+done+`"][data-status="done"]`),
+		appears(`tr[data-task="`+done+`"][data-status="done"]`),
 	)
 	marker, err := chromedp.Run(bctx, chromedp.Evaluate[int](`window.ccMarker || 0`))
 	if err != nil || marker != 42 {
 		t.Fatalf("the page reloaded (marker %d, %v)", marker, err)
+	}
+
+	// A keyboard user on a task's link keeps the focus there while the list
+	// changes under it (a new task arrives).
+	link := `tr[data-task="` + done + `"] a`
+	do("focus a task", chromedp.Focus(chromedp.CSS(link)), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		// Armed before the change is caused: resolves when the rows are
+		// replaced (not when a clock inside them ticks).
+		_, err := chromedp.Evaluate[bool](`window.ccSwapped = new Promise(function (resolve) {
+			new MutationObserver(function (m, mo) { mo.disconnect(); resolve(true); })
+				.observe(document.getElementById("tasks-rows"), {childList: true});
+		}); true`)(ctx, tg)
+		return err
+	}))
+	held := r.mcpRun(t, "tok-alice", "HOLD: watch the build")
+	do("list changes", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`window.ccSwapped`, chromedp.EvalAwaitPromise)(ctx, tg)
+		return err
+	}), appears(`tr[data-task="`+held+`"]`),
+		// A running task's elapsed time ticks between events (it runs
+		// until cancelled below).
+		ticks(`tr[data-task="`+held+`"] [data-since]`))
+	if href, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.activeElement.getAttribute("href") || document.activeElement.tagName`)); href != "/tasks/"+done {
+		t.Errorf("after a live update the focus is on %q, want the link to /tasks/%s", href, done)
 	}
 
 	// Its log.
@@ -127,12 +199,12 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("log shows %q, want the run's end", logText)
 	}
 
-	// Cancel another task from its page.
-	held := r.mcpRun(t, "tok-alice", "HOLD: watch the build")
+	// Cancel another task from its page, with the keyboard.
 	do("cancel",
 		chromedp.Navigate(base+"/tasks/"+held),
 		visible(`#cancel`),
-		chromedp.Click(chromedp.CSS(`#cancel`)),
+		chromedp.Focus(chromedp.CSS(`#cancel`)),
+		chromedp.KeyEvent("\r"),
 		visible(`#task-status.s-cancelled`),
 		shot("04-task-cancelled"),
 	)
@@ -152,6 +224,25 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("reply not shown as text: result %q, title %q, %d img elements", result, title, imgs)
 	}
 
+	// An attachment replaced by another: the task page shows both records,
+	// the first superseded with its reason.
+	attached, key := r.mcpRunWith(t, "tok-alice", map[string]any{"task": "check the pane",
+		"context": `<agent-session>{"runtime":"local-tmux","sessionId":"pane-one","state":"running"}</agent-session>`})
+	r.waitDone(t, attached)
+	replaced, _ := r.mcpRunWith(t, "tok-alice", map[string]any{"task": "use the other pane", "sessionKey": key,
+		"context": `[[clawconnect:agent-session]]{"op":"replace","runtime":"local-tmux","handle":"pane-two","host":"box",` +
+			`"reason":"pane one stopped answering"}[[/clawconnect:agent-session]]`})
+	r.waitDone(t, replaced)
+	do("lineage",
+		chromedp.Navigate(base+"/tasks/"+replaced),
+		visible(`table.lineage tr[data-state="superseded"]`),
+		visible(`table.lineage tr[aria-current="true"]`),
+		shot("14-task-lineage"),
+	)
+	if got := text(`table.lineage tr[data-state="superseded"]`); !strings.Contains(got, "pane one stopped answering") {
+		t.Errorf("superseded record shows %q, want its reason", got)
+	}
+
 	do("sessions and health",
 		chromedp.Navigate(base+"/sessions"),
 		visible(`#sessions-rows a`),
@@ -169,7 +260,24 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/tasks/"+done),
 		visible(`#log-rows li`),
 		shot("10-task-phone"),
+		chromedp.Navigate(base+"/tasks/"+replaced),
+		visible(`table.lineage tr[data-state="superseded"]`),
+		shot("15-task-lineage-phone"),
 	)
+	// Nothing is wider than a phone's screen.
+	if w, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 390 {
+		t.Errorf("the task page is %d px wide on a 390 px screen", w)
+	}
+	// Likewise the other pages.
+	for _, p := range []struct{ path, ready, name string }{
+		{"/sessions", `#sessions-rows a`, "16-sessions-phone"},
+		{"/system", `svg.chart`, "17-health-phone"},
+	} {
+		do("phone "+p.path, chromedp.Navigate(base+p.path), visible(p.ready), shot(p.name))
+		if w, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 390 {
+			t.Errorf("%s is %d px wide on a 390 px screen", p.path, w)
+		}
+	}
 
 	// Terminals, on an open loopback rig with a fake Turn service (its
 	// cookie replaces the first rig's: cookies ignore the port).

@@ -33,8 +33,14 @@ const cookieName = "clawconnect_session"
 const (
 	defaultSessionTTL  = 12 * time.Hour
 	defaultMaxSessions = 1024
+	// defaultRefresh re-reads a page that no change feed announces;
+	// defaultFeedRefresh is the safety net when the feed does.
 	defaultRefresh     = time.Second
-	heartbeat          = 15 * time.Second
+	defaultFeedRefresh = 30 * time.Second
+	// healthRefresh re-reads the Health page (gateway states and process
+	// heartbeats are not announced).
+	healthRefresh    = 2 * time.Second
+	defaultHeartbeat = 15 * time.Second
 )
 
 // csp is the Content-Security-Policy of every response: nothing inline,
@@ -48,9 +54,13 @@ type Options struct {
 	// Server is the MCP server whose tools, credentials and origin policy
 	// the dashboard shares.
 	Server *server.Server
-	// Feed, when set, wakes the event streams when another process changes
-	// a task on the page (the store's change feed).
+	// Feed, when set, wakes the event streams when any process changes a
+	// task on the page, or (when it is also a store.NewTaskFeed) creates
+	// one (the store's change feed).
 	Feed store.ChangeFeed
+	// Attachments, when set, adds the attachment lineage of its session
+	// (every record, superseded and detached ones too) to a task page.
+	Attachments AttachmentReader
 	// Terminals, when set, adds the Terminals and Turn pages over the
 	// terminal Turn service; TerminalRecords adds binding generations and
 	// Turn event logs to them.
@@ -63,10 +73,16 @@ type Options struct {
 	Runtimes []string
 	// StoreInfo describes the store for Health ("sqlite /path", "postgres").
 	StoreInfo string
-	// Refresh is the longest an open page goes without re-reading what it
-	// shows when nothing woke it; default 1 s. Streams re-read at once when
-	// the dashboard itself acts or the Feed announces a change.
+	// Refresh is the longest an open Tasks, task or Sessions page goes
+	// without re-reading what it shows when nothing woke it: default 1 s
+	// without a Feed, and 30 s with one, whose announcements wake the
+	// streams at once (the re-read only covers a lost announcement).
+	// Streams also re-read at once when the dashboard itself acts. Health
+	// re-reads at least every 2 s, the terminal pages every 2 s.
 	Refresh time.Duration
+	// Heartbeat is how often a quiet event stream sends a comment, so that
+	// proxies keep it open; default 15 s.
+	Heartbeat time.Duration
 	// SessionTTL bounds a browser login; default 12 h.
 	SessionTTL time.Duration
 	// Now is the clock; nil means time.Now.
@@ -112,6 +128,12 @@ func New(o Options) (*Dashboard, error) {
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = defaultRefresh
+		if o.Feed != nil {
+			o.Refresh = defaultFeedRefresh
+		}
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = defaultHeartbeat
 	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = defaultSessionTTL
@@ -283,15 +305,25 @@ func (d *Dashboard) setFlash(s *session, msg string) {
 // sent one) must be the server's own or an allowed one, and its form must
 // carry the session's CSRF token.
 func (d *Dashboard) checkAction(r *http.Request, s *session) error {
+	if err := d.checkSite(r); err != nil {
+		return err
+	}
+	got := r.PostFormValue("csrf")
+	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+		return errors.New("the form is stale or was not sent by this dashboard: reload the page and try again")
+	}
+	return nil
+}
+
+// checkSite refuses a request from another site: an Origin that is not
+// the server's own or an allowed one, or, without an Origin, a browser's
+// Sec-Fetch-Site of cross-site.
+func (d *Dashboard) checkSite(r *http.Request) error {
 	if !d.srv.AllowOrigin(r) {
 		return errors.New("cross-origin request refused")
 	}
 	if r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") == "cross-site" {
 		return errors.New("cross-site request refused")
-	}
-	got := r.PostFormValue("csrf")
-	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
-		return errors.New("the form is stale or was not sent by this dashboard: reload the page and try again")
 	}
 	return nil
 }
@@ -312,8 +344,10 @@ func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 // login checks the posted token as /mcp would and opens a session.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if !d.srv.AllowOrigin(r) {
-		http.Error(w, "cross-origin sign-in refused", http.StatusForbidden)
+	// A sign-in from another site could log the browser in as someone
+	// else (login CSRF).
+	if err := d.checkSite(r); err != nil {
+		http.Error(w, "sign-in refused: "+err.Error(), http.StatusForbidden)
 		return
 	}
 	token := r.PostFormValue("token")

@@ -91,6 +91,18 @@ func TestAuthRequired(t *testing.T) {
 	if code, _, _ := anon.post("/login", url.Values{"token": {"tok-alice"}}, "https://evil.example"); code != http.StatusForbidden {
 		t.Errorf("cross-origin login: %d, want 403", code)
 	}
+	// A browser that sends no Origin still names a cross-site form post.
+	req, _ := http.NewRequest(http.MethodPost, anon.ts.URL+"/login", strings.NewReader(url.Values{"token": {"tok-alice"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp, err := anon.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Set-Cookie") != "" {
+		t.Errorf("cross-site login without Origin: %d, cookie %q; want 403 and no cookie", resp.StatusCode, resp.Header.Get("Set-Cookie"))
+	}
 	// A bearer token is not a dashboard session: the browser signs in.
 	code, h, _ := anon.post("/login", url.Values{"token": {"tok-alice"}, "next": {"//evil.example"}}, "self")
 	if code != http.StatusSeeOther || h.Get("Location") != "/" {
@@ -238,7 +250,17 @@ type stream struct {
 
 func openStream(ctx context.Context, t *testing.T, b *browser, path string) *stream {
 	t.Helper()
+	return openStreamWith(ctx, t, b, path, nil)
+}
+
+// openStreamWith is openStream with extra request headers (a reconnecting
+// EventSource's Last-Event-ID).
+func openStreamWith(ctx context.Context, t *testing.T, b *browser, path string, h http.Header) *stream {
+	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.ts.URL+path, nil)
+	for k, v := range h {
+		req.Header[k] = v
+	}
 	resp, err := b.c.Do(req)
 	if err != nil {
 		t.Fatal(err)

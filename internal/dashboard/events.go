@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/task"
 )
 
@@ -57,7 +59,8 @@ type streamState struct {
 // the page's live fragments and sends those that changed ("swap"), and on
 // a task page the new log rows ("append"). It wakes when the dashboard
 // acts, when the store's change feed announces a change of a running task
-// on the page, and at the latest every Options.Refresh.
+// the page depends on or (on the lists) a new task, and at the latest
+// every refresh (refreshFor).
 func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -74,6 +77,12 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	}
 	st := &streamState{sent: map[string]string{}, watch: map[string]func(){}}
 	st.cursor, _ = strconv.ParseInt(qs.Get("cursor"), 10, 64)
+	// A reconnecting EventSource names the last log row it appended (the
+	// id of an "append" event): start after it, not after the rows the
+	// page was rendered with, or the log would show rows twice.
+	if seen, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && seen > st.cursor {
+		st.cursor = seen
+	}
 	defer func() {
 		for _, stop := range st.watch {
 			stop()
@@ -86,10 +95,19 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	rc := http.NewResponseController(w)
 	ctx := r.Context()
 	announced := make(chan struct{}, 1)
+	// A list learns of a new task from the feed (a nil channel, never
+	// ready, when the store cannot tell).
+	var created <-chan struct{}
+	if nf, ok := d.o.Feed.(store.NewTaskFeed); ok && (pg == "tasks" || pg == "sessions" || pg == "health") {
+		ch, stop := nf.WatchNewTasks()
+		defer stop()
+		created = ch
+	}
+	refresh := d.refreshFor(pg)
 	first := true
 	for {
 		woke := d.hub.wait()
-		_ = rc.SetWriteDeadline(time.Now().Add(2 * heartbeat))
+		_ = rc.SetWriteDeadline(time.Now().Add(2 * d.o.Heartbeat))
 		var buf bytes.Buffer
 		running, err := d.streamOnce(ctx, &buf, q, pg, qs, st, first)
 		if err != nil {
@@ -102,35 +120,81 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 			return
 		}
 		first = false
-		d.syncWatches(st, running, announced)
-		if buf.Len() == 0 {
-			buf.WriteString(": keep-alive\n\n")
+		// A task's change between the read above and its new watch would
+		// be announced to nobody: after adding a watch, read once more
+		// (what changed since is then either in that read or announced).
+		reread := d.syncWatches(st, running, announced)
+		if buf.Len() > 0 {
+			if _, err := w.Write(buf.Bytes()); err != nil {
+				return
+			}
+			flusher.Flush()
 		}
-		if _, err := w.Write(buf.Bytes()); err != nil {
+		if reread {
+			continue
+		}
+		if !d.idle(ctx, w, rc, flusher, refresh, woke, announced, created) {
 			return
 		}
-		flusher.Flush()
-		refresh := d.o.Refresh
-		if pg == "terminals" || pg == "turn" {
-			refresh = max(refresh, terminalsRefresh)
-		}
-		timer := time.NewTimer(refresh)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-woke:
-		case <-announced:
-		case <-timer.C:
-		}
-		timer.Stop()
 	}
 }
 
-// syncWatches keeps one change-feed watch per running task on the page.
-func (d *Dashboard) syncWatches(st *streamState, running []string, announced chan struct{}) {
+// idle waits until something wakes the stream or refresh has passed,
+// sending a comment every Heartbeat meanwhile, so that proxies keep the
+// connection and the write deadline never lapses on a quiet page. It
+// returns false when the stream should end.
+func (d *Dashboard) idle(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, flusher http.Flusher,
+	refresh time.Duration, woke, announced, created <-chan struct{}) bool {
+	due := time.Now().Add(refresh)
+	for {
+		wait := min(time.Until(due), d.o.Heartbeat)
+		if wait <= 0 {
+			return true
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return false
+		case <-woke:
+		case <-announced:
+		case <-created:
+		case <-timer.C:
+			if time.Now().Before(due) {
+				_ = rc.SetWriteDeadline(time.Now().Add(2 * d.o.Heartbeat))
+				if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+					return false
+				}
+				flusher.Flush()
+				continue
+			}
+		}
+		timer.Stop()
+		return true
+	}
+}
+
+// refreshFor is the longest page pg goes without re-reading when nothing
+// woke it. Tasks, a task and sessions are announced by the change feed, so
+// Options.Refresh is only a safety net there (for a lost announcement, or
+// a provisional outcome replaced later). Health shows gateway states and
+// process heartbeats, which no feed announces, and the terminal pages
+// capture every pane on each look: each has a period of its own.
+func (d *Dashboard) refreshFor(pg string) time.Duration {
+	switch pg {
+	case "health":
+		return min(d.o.Refresh, healthRefresh)
+	case "terminals", "turn":
+		return terminalsRefresh
+	}
+	return d.o.Refresh
+}
+
+// syncWatches keeps one change-feed watch per running task on the page,
+// and reports whether it added one.
+func (d *Dashboard) syncWatches(st *streamState, running []string, announced chan struct{}) (added bool) {
 	if d.o.Feed == nil {
-		return
+		return false
 	}
 	want := map[string]bool{}
 	for _, id := range running {
@@ -158,6 +222,7 @@ func (d *Dashboard) syncWatches(st *streamState, running []string, announced cha
 			}
 		}()
 		st.watch[id] = func() { stop(); close(done) }
+		added = true
 	}
 	for id, stop := range st.watch {
 		if !want[id] {
@@ -165,6 +230,7 @@ func (d *Dashboard) syncWatches(st *streamState, running []string, announced cha
 			delete(st.watch, id)
 		}
 	}
+	return added
 }
 
 // streamOnce renders the page's fragments into buf (only those that
@@ -192,11 +258,7 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range b.Rows {
-			if !r.Finished {
-				running = append(running, r.TaskID)
-			}
-		}
+		running = b.Running
 		if err := render("tasks-rows", b); err != nil {
 			return nil, err
 		}
@@ -209,10 +271,15 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 		if err != nil {
 			return nil, err
 		}
-		if !t.IsTerminal {
-			running = append(running, t.TaskID)
+		// Watched even when it ended: a provisional outcome may still be
+		// replaced by the real one.
+		running = append(running, t.TaskID)
+		b := taskBody{Task: t, Running: !t.IsTerminal, CSRF: q.sess.csrf}
+		d.withAttachments(ctx, &b, t)
+		if err := render("task-head", b); err != nil {
+			return nil, err
 		}
-		if err := render("task-head", taskBody{Task: t, Running: !t.IsTerminal, CSRF: q.sess.csrf}); err != nil {
+		if err := render("task-lineage", b); err != nil {
 			return nil, err
 		}
 		var fresh []task.LogEntry
@@ -227,9 +294,22 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 			if err := d.tpl.ExecuteTemplate(&b, "log-rows", fresh); err != nil {
 				return nil, err
 			}
+			// The id is the log cursor the page has reached (see events).
+			fmt.Fprintf(buf, "id: %d\n", st.cursor)
 			writeEvent(buf, "append", fragment{ID: "log-rows", HTML: b.String()})
 		}
 	case "sessions":
+		// A session's last result changes when its running task ends. The
+		// running tasks are read first: one that ends after this read is
+		// watched (and read again, see events), one that ended before shows
+		// its result in the sessions read below.
+		active, err := q.caller.ListTasks(ctx, task.ViewActive)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range active {
+			running = append(running, r.TaskID)
+		}
 		b, err := d.sessionsData(ctx, q)
 		if err != nil {
 			return nil, err
@@ -242,6 +322,7 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 		if err != nil {
 			return nil, err
 		}
+		running = b.Running
 		if err := render("health-live", b); err != nil {
 			return nil, err
 		}
@@ -279,7 +360,9 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 			writeEvent(buf, "swap", fragment{ID: id, HTML: html})
 			st.sent[id] = html
 		}
-		buf.WriteString("event: live\ndata: {}\n\n")
+		// The server's clock lets the page tick elapsed times between
+		// events without trusting the browser's clock.
+		writeEvent(buf, "live", map[string]int64{"now": d.o.Now().UnixMilli()})
 	}
 	return running, nil
 }

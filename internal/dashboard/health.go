@@ -65,6 +65,9 @@ type healthBody struct {
 	Processes []process
 	ProcErr   string
 	Chart     chart
+	// Running lists the unfinished tasks (the stream watches them: each
+	// one's end changes the counts and the chart).
+	Running []string
 }
 
 func (d *Dashboard) healthData(ctx context.Context, q request) (healthBody, error) {
@@ -83,6 +86,9 @@ func (d *Dashboard) healthData(ctx context.Context, q request) (healthBody, erro
 	}
 	for _, r := range rows {
 		b.Counts[string(r.Status)]++
+		if !finished(r.Status) {
+			b.Running = append(b.Running, r.TaskID)
+		}
 	}
 	if d.o.Processes != nil {
 		ps, err := d.o.Processes.Processes(ctx)

@@ -119,6 +119,10 @@ type tasksBody struct {
 	Rows     []taskRow
 	Counts   map[string]int
 	Total    int
+	// Running lists every unfinished task, shown or filtered out: the
+	// event stream watches them, since each one's end changes the counts
+	// and may bring it into the filter.
+	Running []string
 }
 
 var allStatuses = []string{"queued", "running", "done", "failed", "blocked", "needs-human", "cancelled"}
@@ -136,13 +140,21 @@ func (d *Dashboard) tasksData(ctx context.Context, q request, f taskFilter) (tas
 	for _, r := range rows {
 		b.Counts[string(r.Status)]++
 		b.Total++
+		fin := finished(r.Status)
+		if !fin {
+			b.Running = append(b.Running, r.TaskID)
+		}
 		if (f.Status != "" && string(r.Status) != f.Status) || (f.Agent != "" && r.Agent != f.Agent) {
 			continue
 		}
-		fin := r.Status == task.TaskDone || r.Status == task.TaskFailed || r.Status == task.TaskCancelled
 		b.Rows = append(b.Rows, taskRow{TaskSummary: r, Finished: fin})
 	}
 	return b, nil
+}
+
+// finished reports whether a list_tasks status is final.
+func finished(s task.TaskStatus) bool {
+	return s == task.TaskDone || s == task.TaskFailed || s == task.TaskCancelled
 }
 
 func (d *Dashboard) tasksPage(w http.ResponseWriter, r *http.Request, q request) {
@@ -161,9 +173,21 @@ type taskBody struct {
 	Prompt  string
 	Logs    []task.LogEntry
 	Cursor  int64
-	Lineage string
 	Running bool
 	CSRF    string
+	// Current is the current attachment record as get_task returns it
+	// (JSON); Lineage every record of the task's session, when the
+	// dashboard has an AttachmentReader.
+	Current string
+	Lineage *lineageView
+}
+
+// withAttachments fills the attachment part of b from t.
+func (d *Dashboard) withAttachments(ctx context.Context, b *taskBody, t task.TaskDetail) {
+	if t.AgentSession != nil {
+		b.Current = jsonIndent(t.AgentSession)
+	}
+	b.Lineage = d.lineage(ctx, t.Agent, t.SessionKey, t.TaskID)
 }
 
 func (d *Dashboard) taskData(ctx context.Context, q request, id string) (taskBody, error) {
@@ -181,9 +205,7 @@ func (d *Dashboard) taskData(ctx context.Context, q request, id string) (taskBod
 	if p, err := q.caller.GetPrompt(ctx, id); err == nil {
 		b.Prompt = p.Prompt.Task
 	}
-	if t.AgentSession != nil {
-		b.Lineage = jsonIndent(t.AgentSession)
-	}
+	d.withAttachments(ctx, &b, t)
 	return b, nil
 }
 

@@ -81,6 +81,7 @@ func newRigWith(t testing.TB, tokens string, shared bool, edit func(*dashboard.O
 		Refresh: 200 * time.Millisecond}
 	o.Feed, _ = b.SharedStore().(store.ChangeFeed)
 	o.Processes, _ = b.SharedStore().(dashboard.ProcessLister)
+	o.Attachments, _ = b.SharedStore().(dashboard.AttachmentReader)
 	if edit != nil {
 		edit(&o)
 	}
@@ -118,6 +119,14 @@ func (r *rig) waitDone(t testing.TB, id string) {
 // mcpRun starts a task through /mcp as a real MCP client with token.
 func (r *rig) mcpRun(t testing.TB, token, text string) string {
 	t.Helper()
+	id, _ := r.mcpRunWith(t, token, map[string]any{"task": text})
+	return id
+}
+
+// mcpRunWith is mcpRun with run_task's arguments; it also returns the
+// task's session key.
+func (r *rig) mcpRunWith(t testing.TB, token string, args map[string]any) (id, sessionKey string) {
+	t.Helper()
 	hc := &http.Client{Transport: bearer{token: token}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
 		&mcp.StreamableClientTransport{Endpoint: r.ts.URL + "/mcp", HTTPClient: hc, DisableStandaloneSSE: true}, nil)
@@ -125,16 +134,17 @@ func (r *rig) mcpRun(t testing.TB, token, text string) string {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{"task": text}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_task", Arguments: args})
 	if err != nil || res.IsError {
 		t.Fatalf("run_task: %v %+v", err, res)
 	}
 	out, _ := res.StructuredContent.(map[string]any)
-	id, _ := out["jobId"].(string)
-	if id == "" {
-		t.Fatalf("run_task returned no jobId: %+v", res.StructuredContent)
+	id, _ = out["jobId"].(string)
+	sessionKey, _ = out["sessionKey"].(string)
+	if id == "" || sessionKey == "" {
+		t.Fatalf("run_task returned no jobId or sessionKey: %+v", res.StructuredContent)
 	}
-	return id
+	return id, sessionKey
 }
 
 type bearer struct{ token string }

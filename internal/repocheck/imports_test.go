@@ -34,7 +34,7 @@ var allowedImports = map[string][]string{
 		"internal/terminal", "internal/terminal/sessionrt", "internal/terminal/tmux", "runtime/claudecode", "runtime/codex",
 		"runtime/openclaw", "runtime/terminal", "server"},
 	"internal/config":          {"internal/settings", "taskapi"},
-	"internal/dashboard":       {"internal/config", "internal/store", "internal/task", "internal/terminal", "server"},
+	"internal/dashboard":       {"agentsession", "internal/config", "internal/store", "internal/task", "internal/terminal", "server"},
 	"internal/jsonscan":        nil,
 	"internal/repocheck":       nil,
 	"internal/settings":        nil,

@@ -269,6 +269,18 @@ type ChangeFeed interface {
 	WatchTask(id string) (changed <-chan struct{}, stop func())
 }
 
+// NewTaskFeed is implemented by a store whose change feed also announces
+// new tasks, so a list of tasks (the dashboard's) learns of one at once
+// instead of at its next re-read.
+type NewTaskFeed interface {
+	// WatchNewTasks returns a channel that receives a value after each
+	// task created by any process (CreateTask; creations not yet received
+	// coalesce into one), and whenever creations may have been missed, and
+	// a func that ends the watch. A nil channel means the store cannot
+	// tell.
+	WatchNewTasks() (created <-chan struct{}, stop func())
+}
+
 // Store is the durable state of the task bridge. Implementations are safe
 // for concurrent use. Records are returned as fresh copies.
 type Store interface {

@@ -186,6 +186,22 @@ func TestChangeFeed(t *testing.T) {
 	}
 }
 
+// TestNewTaskFeed: a task created through one replica wakes the watchers
+// of new tasks in another, and an outcome does not.
+func TestNewTaskFeed(t *testing.T) {
+	url := testURL(t)
+	schema := freshSchema(t, url)
+	open := func() *postgresStore {
+		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	storetest.NewTaskFeed(t, open(), open())
+}
+
 type postgresStore = sqlstore.DB
 
 // awaitSignal waits (bounded) for a value on ch.

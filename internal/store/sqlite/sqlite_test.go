@@ -335,6 +335,14 @@ func TestChangeFeedAcrossOpens(t *testing.T) {
 	}
 }
 
+// TestNewTaskFeedAcrossOpens: a task created through one open (another
+// process) wakes the watchers of new tasks in the other, and an outcome
+// does not.
+func TestNewTaskFeedAcrossOpens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	storetest.NewTaskFeed(t, open(t, path), open(t, path))
+}
+
 // TestBusyWriteFailsClearly: while another process holds the write lock
 // past the busy timeout, a write fails with store.ErrBusy and a message
 // that says what to do, and the stored task is unchanged; once the lock is

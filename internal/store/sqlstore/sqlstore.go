@@ -271,13 +271,19 @@ func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
 			}
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE sessions SET last_job_id = ?, updated_at = ? WHERE agent = ? AND session_key = ?`,
-			t.ID, t.StartedAt, t.Agent, t.SessionKey)
-		return err
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_job_id = ?, updated_at = ? WHERE agent = ? AND session_key = ?`,
+			t.ID, t.StartedAt, t.Agent, t.SessionKey); err != nil {
+			return err
+		}
+		// Lists of tasks in every process learn of the new one
+		// (store.NewTaskFeed); the announcement commits with the task.
+		db.announce(ctx, tx, createdKey)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
+	db.committed()
 	t.Version, t.Fence, t.LogCount, t.PollCount, t.LastPollAt, t.EndedAt = 1, 1, 0, 0, 0, 0
 	return nil
 }

@@ -58,6 +58,20 @@ func (w *taskWatch) changed(id string) {
 	}
 }
 
+// createdKey is what CreateTask announces in place of a task id: the
+// watchers of new tasks subscribe under it. No task id is made of these
+// characters (ids are UUIDs or prefixed names without '+').
+const createdKey = "+created"
+
+// WatchNewTasks implements store.NewTaskFeed. Without a listening dialect
+// it returns a nil channel.
+func (db *DB) WatchNewTasks() (<-chan struct{}, func()) {
+	if db.d.Listen == nil {
+		return nil, func() {}
+	}
+	return db.watch.watch(createdKey)
+}
+
 // WatchTask implements store.ChangeFeed. Without a listening dialect it
 // returns a nil channel.
 func (db *DB) WatchTask(id string) (<-chan struct{}, func()) {

@@ -1,6 +1,8 @@
 // ClawConnect dashboard: keeps the page current over server-sent events.
 // The server renders (and escapes) every fragment; this script only puts
-// them in place. No polling: EventSource reconnects by itself.
+// them in place, keeps keyboard focus where it was, and ticks the elapsed
+// time of running tasks between events from the server's clock. Nothing
+// is fetched on a timer: EventSource reconnects by itself.
 (function () {
   "use strict";
   var stream = document.body.getAttribute("data-stream");
@@ -11,19 +13,69 @@
     live.textContent = text;
     live.className = "live " + cls;
   }
+
+  // Elapsed times: the server's "now" minus data-since, as the server
+  // formats them (humanDuration).
+  var skew = null; // server clock minus this browser's, in ms
+  function human(ms) {
+    if (ms < 0) return "0s";
+    var s = ms / 1000;
+    if (s < 60) return s.toFixed(1) + "s";
+    var m = Math.floor(s / 60);
+    if (m < 60) return m + "m" + String(Math.floor(s) % 60).padStart(2, "0") + "s";
+    return Math.floor(m / 60) + "h" + String(m % 60).padStart(2, "0") + "m";
+  }
+  function tick() {
+    if (skew === null) return;
+    var now = Date.now() + skew;
+    var els = document.querySelectorAll("[data-since]");
+    for (var i = 0; i < els.length; i++) {
+      var since = Number(els[i].getAttribute("data-since"));
+      if (since > 0) els[i].textContent = human(now - since);
+    }
+  }
+  setInterval(tick, 1000);
+
+  // focusKey names the focused element inside el so that it can be found
+  // again in the replacement (by id, else by link target or form action).
+  function focusKey(el) {
+    var a = document.activeElement;
+    if (!a || a === document.body || !el.contains(a)) return null;
+    if (a.id) return "#" + CSS.escape(a.id);
+    var href = a.getAttribute("href");
+    if (href) return 'a[href="' + CSS.escape(href) + '"]';
+    var form = a.form && a.form.getAttribute("action");
+    if (form) return 'form[action="' + CSS.escape(form) + '"] ' + a.tagName.toLowerCase();
+    return null;
+  }
+
   var es = new EventSource("/events?" + stream);
-  es.addEventListener("live", function () { state("live", "on"); });
+  es.addEventListener("live", function (ev) {
+    var d = JSON.parse(ev.data);
+    if (d && d.now) skew = d.now - Date.now();
+    state("live", "on");
+  });
   es.addEventListener("swap", function (ev) {
     var f = JSON.parse(ev.data);
     var el = document.getElementById(f.id);
-    if (el && el.innerHTML !== f.html) el.innerHTML = f.html;
+    if (!el || el.innerHTML === f.html) return;
+    var key = focusKey(el);
+    el.innerHTML = f.html;
+    if (key) {
+      var again = el.querySelector(key);
+      if (again) again.focus({ preventScroll: true });
+    }
   });
   es.addEventListener("append", function (ev) {
     var f = JSON.parse(ev.data);
     var el = document.getElementById(f.id);
     if (!el) return;
+    // Follow the log while the reader is at its end (of the list, which
+    // scrolls by itself, and of the page).
+    var listAtEnd = el.scrollTop + el.clientHeight >= el.scrollHeight - 40;
     var atEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     el.insertAdjacentHTML("beforeend", f.html);
+    if (listAtEnd) el.scrollTop = el.scrollHeight;
     if (atEnd) window.scrollTo(0, document.body.scrollHeight);
   });
   es.addEventListener("gone", function (ev) {
