@@ -208,8 +208,12 @@ func TestCancelNeedsCSRFAndOrigin(t *testing.T) {
 		t.Fatalf("cancel: %d %q", code, h.Get("Location"))
 	}
 	r.waitDone(t, id)
-	if _, _, body := b.get("/tasks/" + id); !strings.Contains(body, "s-cancelled") || !strings.Contains(body, `class="flash"`) {
-		t.Errorf("after cancel: no cancelled status or no note")
+	_, _, body := b.get("/tasks/" + id)
+	if !strings.Contains(body, "s-cancelled") {
+		t.Errorf("after cancel: the page does not show the task cancelled:\n%s", body)
+	}
+	if !strings.Contains(body, `class="flash"`) {
+		t.Errorf("after cancel: the page shows no note of the cancel:\n%s", body)
 	}
 }
 

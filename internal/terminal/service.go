@@ -708,9 +708,39 @@ func (s *Service) awaitAcceptance(ctx context.Context, turn *store.Turn, d *stor
 }
 
 // accept records acceptance evidence and, for a virgin pane, binds the
-// Session to the native thread that took the request.
+// Session to the native thread that took the request. A respond types
+// while the Turn's monitor still follows it, so the monitor may have
+// written the Turn meanwhile (often recording this very acceptance): on a
+// conflict the Turn is read again, and the acceptance is recorded on the
+// fresh copy unless it is there already.
 func (s *Service) accept(ctx context.Context, turn *store.Turn, d *store.Dispatch, acc Acceptance) error {
 	ctx = context.WithoutCancel(ctx)
+	msgID := turn.Takeover.Submission.MessageID
+	for range 3 {
+		err := s.recordAcceptance(ctx, turn, d, acc)
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		fresh, gerr := s.o.Store.GetTurn(ctx, turn.TurnID)
+		if gerr != nil {
+			return errors.Join(err, gerr)
+		}
+		fd, gerr := s.o.Store.GetDispatch(ctx, turn.Takeover.TerminalKey)
+		if gerr != nil {
+			return errors.Join(err, gerr)
+		}
+		if fresh.Takeover.Submission.MessageID != msgID || fd.MessageID != msgID {
+			return err // another message took the Turn or the terminal
+		}
+		*turn, *d = *fresh, *fd
+		if sub := fresh.Takeover.Submission; sub.Status != store.DispatchEnterDispatched {
+			return nil // the monitor recorded the acceptance (or an end) first
+		}
+	}
+	return store.ErrConflict
+}
+
+func (s *Service) recordAcceptance(ctx context.Context, turn *store.Turn, d *store.Dispatch, acc Acceptance) error {
 	turn.Takeover.Submission.Outcome = OutcomeAccepted
 	turn.Takeover.Submission.NativeTurnID = acc.NativeTurnID
 	turn.Takeover.Submission.AcceptanceEvidence = acc.Evidence
