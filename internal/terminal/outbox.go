@@ -110,7 +110,10 @@ type OutboxOptions struct {
 	// Dial returns a gateway client for a gateway URL ("" = the
 	// configured default); required. Clients are cached per URL.
 	Dial func(ctx context.Context, gatewayURL string) (Caller, error)
-	// Owner names this process in attempt leases; "" = host-pid-random.
+	// Owner names this process in attempt leases. "" means the owner of
+	// the Host the Outbox is given to (HostOptions.Outbox), whose process
+	// registry entry lets another host prove it dead and free its attempts
+	// at once; an Outbox used on its own gets host-pid-random.
 	Owner string
 	// Delays between attempts; DefaultCallbackDelays.
 	Delays []time.Duration
@@ -132,9 +135,10 @@ type OutboxOptions struct {
 // at a time per message under an attempt lease held in the store, retried
 // after Delays, picked up again by any host after a restart.
 type Outbox struct {
-	o    OutboxOptions
-	log  *slog.Logger
-	kick chan struct{}
+	o        OutboxOptions
+	log      *slog.Logger
+	kick     chan struct{}
+	ownOwner bool // Owner was given in the options
 
 	mu      sync.Mutex
 	callers map[string]Caller
@@ -142,6 +146,7 @@ type Outbox struct {
 
 // NewOutbox returns an Outbox; call Run to deliver.
 func NewOutbox(o OutboxOptions) *Outbox {
+	ownOwner := o.Owner != ""
 	if o.Owner == "" {
 		host, _ := os.Hostname()
 		o.Owner = host + "-" + strconv.Itoa(os.Getpid()) + "-" + randHex(3)
@@ -168,8 +173,11 @@ func NewOutbox(o OutboxOptions) *Outbox {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Outbox{o: o, log: log, kick: make(chan struct{}, 1), callers: map[string]Caller{}}
+	return &Outbox{o: o, log: log, kick: make(chan struct{}, 1), ownOwner: ownOwner, callers: map[string]Caller{}}
 }
+
+// Owner is the name the Outbox holds attempt leases under.
+func (x *Outbox) Owner() string { return x.o.Owner }
 
 // Kick asks Run to look for due callbacks now.
 func (x *Outbox) Kick() {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 )
 
@@ -26,6 +27,7 @@ type fakeOpenClaw struct {
 	injections map[string]string // idempotency key -> session key
 	runs       map[string]string // run id -> message
 	noEnqueue  bool
+	ran        chan string // receives each new run's id, when set
 }
 
 func newFakeOpenClaw() *fakeOpenClaw {
@@ -74,6 +76,9 @@ func (f *fakeOpenClaw) Call(_ context.Context, method string, params any) (json.
 			status = "ok"
 		} else {
 			f.runs[c.IdempotencyKey] = c.Message
+			if f.ran != nil {
+				f.ran <- c.IdempotencyKey
+			}
 		}
 		return json.Marshal(map[string]any{"runId": c.IdempotencyKey, "status": status})
 	case "agent.wait":
@@ -407,6 +412,63 @@ func TestKill9BetweenClaimAndDelivery(t *testing.T) {
 	got, _ := st2.GetCallback(t.Context(), cb.MessageID)
 	if got.Status != store.CallbackDelivered || gw.count(CallbackMethod) != 1 || gw.runCount() != 1 {
 		t.Fatalf("callback %+v, calls %v", got, gw.calls)
+	}
+}
+
+// TestHostFreesADeadHostsCallbackAttempt: a host killed during a delivery
+// attempt leaves its 2-minute attempt lease; the next host proves it dead
+// through the process registry and delivers at once, exactly one run.
+func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
+	self := owner.Self()
+	if self.Host == "" {
+		t.Skip("proving a process dead needs /proc")
+	}
+	a := newFakeAgent(AgentCodex, 309)
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	_, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
+	r.stop()
+	<-r.done
+	reg := r.st.(registry)
+	dead := self.Process("terminal host", 1)
+	dead.ID, dead.Start = "killed-daemon", "another-boot:1" // our pid, another incarnation
+	if err := reg.Heartbeat(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	cs := r.st.(store.CallbackStore)
+	now := time.Now()
+	if _, err := cs.ClaimCallback(ctx, cb.MessageID, dead.ID, now.UnixMilli(), now.Add(2*time.Minute).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	gw := newFakeOpenClaw()
+	gw.ran = make(chan string, 4)
+	x := NewOutbox(OutboxOptions{Store: cs, Dial: func(context.Context, string) (Caller, error) { return gw, nil }})
+	h := r.start(r.svc, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour, Outbox: x})
+	if x.Owner() != h.Owner() {
+		t.Fatalf("outbox owner %q, host owner %q: a host proven dead would keep its attempts", x.Owner(), h.Owner())
+	}
+	select {
+	case <-gw.ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the dead host's attempt was not taken over (its lease has 2 minutes left)")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := cs.GetCallback(ctx, cb.MessageID)
+		if err == nil && got.Status == store.CallbackDelivered {
+			if got.LeaseOwner != h.Owner() || got.Attempts != 1 {
+				t.Fatalf("delivered by %q after %d attempts", got.LeaseOwner, got.Attempts)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("callback = %+v, %v", got, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if gw.runCount() != 1 || gw.count(CallbackMethod) != 1 {
+		t.Fatalf("calls %v", gw.calls)
 	}
 }
 
