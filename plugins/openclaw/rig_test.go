@@ -1,0 +1,293 @@
+package openclaw
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/gateway"
+	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
+	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+)
+
+// buildOnce builds the clawconnect binary once per test binary run; the
+// end-to-end tests share it.
+var buildOnce struct {
+	sync.Once
+	bin string
+	err error
+	out []byte
+}
+
+// binary returns the path of a freshly built clawconnect binary.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "clawconnect-plugin-e2e-")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		buildOnce.bin = filepath.Join(dir, "clawconnect")
+		build := exec.Command("go", "build", "-o", buildOnce.bin, "./cmd/clawconnect")
+		build.Dir = filepath.Join(Dir(), "..", "..")
+		buildOnce.out, buildOnce.err = build.CombinedOutput()
+	})
+	if buildOnce.err != nil {
+		t.Fatalf("build clawconnect: %v\n%s", buildOnce.err, buildOnce.out)
+	}
+	return buildOnce.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildOnce.bin != "" {
+		_ = os.RemoveAll(filepath.Dir(buildOnce.bin))
+	}
+	os.Exit(code)
+}
+
+// rigOptions configures startRig.
+type rigOptions struct {
+	// Kind is the coding agent in the pane; realcli.Codex by default.
+	Kind realcli.Kind
+	// TUIArgs are appended to the agent's command line.
+	TUIArgs []string
+	// Rewrite is the fake model's prompt rewrite (fakemodel.Options.Rewrite).
+	Rewrite func(string) string
+	// OwnDaemon: the plugin does not start `clawconnect terminal daemon`;
+	// the test runs it (rig.startDaemon).
+	OwnDaemon bool
+}
+
+// rig is the whole loop but the model: a real gateway with this plugin
+// loaded, a real coding agent TUI in a private tmux server, the fake model
+// serving both, and a clawconnect home the plugin's daemon (or the test's)
+// runs over.
+type rig struct {
+	t          *testing.T
+	ctx        context.Context
+	bin, home  string
+	model      *fakemodel.Server
+	tui        *realtui.TUI
+	g          *realgateway.Gateway
+	gc         *gateway.Client
+	env        []string // the clawconnect environment
+	terminalID string
+	daemon     *exec.Cmd // the test's daemon (rigOptions.OwnDaemon)
+}
+
+// requireE2E skips unless CLAWCONNECT_E2E=1.
+func requireE2E(t *testing.T) {
+	t.Helper()
+	if os.Getenv("CLAWCONNECT_E2E") != "1" {
+		t.Skip("set CLAWCONNECT_E2E=1 to run against the real gateway and coding agents")
+	}
+}
+
+// startRig starts everything and returns once a daemon serves its socket
+// and the agent's pane is sendable.
+func startRig(t *testing.T, o rigOptions) *rig {
+	t.Helper()
+	requireE2E(t)
+	if o.Kind == "" {
+		o.Kind = realcli.Codex
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	t.Cleanup(cancel)
+	r := &rig{t: t, ctx: ctx, bin: binary(t), home: t.TempDir()}
+	r.model = fakemodel.New(t, fakemodel.Options{Rewrite: o.Rewrite})
+	r.tui = realtui.Require(t, o.Kind, r.model, realtui.Options{Width: 200, Height: 50, Args: o.TUIArgs})
+	tmuxEnv := []string{"CLAWCONNECT_TMUX_SOCKETS=" + r.tui.Socket, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off"}
+	cfg := map[string]any{"binary": r.bin, "home": r.home}
+	if o.OwnDaemon {
+		cfg["daemon"] = false
+	}
+	g, err := realgateway.Start(ctx, realgateway.Options{ModelServer: r.model, ToolSearchOff: true, ExtraEnv: tmuxEnv,
+		Plugins: []realgateway.Plugin{{ID: "clawconnect", Dir: Dir(), Config: cfg}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	r.g = g
+	if !strings.Contains(string(g.Hello()), `"clawconnect.callback"`) {
+		t.Fatal("hello-ok does not list clawconnect.callback: the plugin did not load")
+	}
+	r.env = append(os.Environ(), append(tmuxEnv, "CLAWCONNECT_HOME="+r.home, "OPENCLAW_URL="+g.URL(), "OPENCLAW_GATEWAY_TOKEN="+g.Token())...)
+	if r.gc, err = gateway.Dial(ctx, gateway.Options{URL: g.URL(), Token: g.Token()}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.gc.Close() })
+	if o.OwnDaemon {
+		r.daemon = r.startDaemon()
+	}
+	r.waitSendable(2 * time.Minute)
+	return r
+}
+
+// cli runs clawconnect with args in the rig's environment and returns its
+// standard output.
+func (r *rig) cli(args ...string) (string, error) {
+	cmd := exec.CommandContext(r.ctx, r.bin, args...)
+	cmd.Env = r.env
+	out, err := cmd.Output()
+	return string(out), err
+}
+
+// startDaemon starts `clawconnect terminal daemon` as the plugin's service
+// would and returns it; the test's cleanup kills it if it still runs.
+func (r *rig) startDaemon() *exec.Cmd {
+	r.t.Helper()
+	cmd := exec.Command(r.bin, "terminal", "daemon")
+	cmd.Env = r.env
+	logf, err := os.OpenFile(filepath.Join(r.home, "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(done)
+	}()
+	r.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	return cmd
+}
+
+// waitSendable waits for the daemon's socket and a sendable agent pane
+// (the same process in two listings in a row: Codex's launcher hands over
+// to its native binary during start-up).
+func (r *rig) waitSendable(timeout time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	id := ""
+	for {
+		_, serr := os.Stat(filepath.Join(r.home, terminal.SocketName))
+		out, err := r.cli("terminal", "list", "--json")
+		var res terminal.ListResult
+		if serr == nil && err == nil && json.Unmarshal([]byte(out), &res) == nil && len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
+			if res.Terminals[0].ID == id {
+				r.terminalID = id
+				return
+			}
+			id = res.Terminals[0].ID
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("no daemon socket (%v) or sendable pane: %v\n%s", serr, err, out)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// ask starts a run of session key with message, as a user of S would.
+func (r *rig) ask(key, message, idem string) {
+	r.t.Helper()
+	if _, err := r.gc.Call(r.ctx, "chat.send", map[string]any{"sessionKey": key, "message": message, "idempotencyKey": idem, "deliver": false}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// sendTool is the user message that makes S's model call
+// clawconnect_terminal_send with request on the rig's pane.
+func (r *rig) sendTool(request string) string {
+	args, _ := json.Marshal(map[string]string{"terminal_id": r.terminalID, "request": request})
+	return "hand this to the agent TOOLUSE: clawconnect_terminal_send " + string(args)
+}
+
+// callbackRow is one user row of S that carries a ClawConnect callback.
+type callbackRow struct {
+	Text, IdempotencyKey, Type, TurnID string
+}
+
+var (
+	typeRe = regexp.MustCompile(`Message type: ([a-z]+)`)
+	turnRe = regexp.MustCompile(`Turn: (turn-[A-Za-z0-9-]+)`)
+)
+
+// callbacks reads S's chat.history: its callback rows and how many user
+// rows it has in all.
+func (r *rig) callbacks(key string) (rows []callbackRow, users int) {
+	h, err := r.gc.History(r.ctx, gateway.HistoryRequest{SessionKey: key, Limit: 200})
+	if err != nil {
+		return nil, 0
+	}
+	for _, m := range h.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		users++
+		if !strings.Contains(m.Text, "[ClawConnect callback]") {
+			continue
+		}
+		row := callbackRow{Text: m.Text, IdempotencyKey: m.IdempotencyKey}
+		if s := typeRe.FindStringSubmatch(m.Text); s != nil {
+			row.Type = s[1]
+		}
+		if s := turnRe.FindStringSubmatch(m.Text); s != nil {
+			row.TurnID = s[1]
+		}
+		rows = append(rows, row)
+	}
+	return rows, users
+}
+
+// waitCallbacks waits until S holds at least n callback rows.
+func (r *rig) waitCallbacks(key string, n int, timeout time.Duration) []callbackRow {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		rows, _ := r.callbacks(key)
+		if len(rows) >= n {
+			return rows
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("S has %d callback rows, want %d; history:\n%s\ngateway log %s\ndaemon log %s", len(rows), n,
+				r.transcript(key), r.g.LogPath(), filepath.Join(r.home, "daemon.log"))
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// transcript is S's history for a failure message.
+func (r *rig) transcript(key string) string {
+	h, err := r.gc.History(r.ctx, gateway.HistoryRequest{SessionKey: key, Limit: 50})
+	if err != nil {
+		return err.Error()
+	}
+	var rows []string
+	for _, m := range h.Messages {
+		rows = append(rows, m.Role+" ["+m.IdempotencyKey+m.RunID+"]: "+m.Text)
+	}
+	return strings.Join(rows, "\n---\n")
+}
+
+// status is `clawconnect terminal status --json TURN_ID`.
+func (r *rig) status(turnID string) terminal.TurnView {
+	r.t.Helper()
+	out, err := r.cli("terminal", "status", "--json", turnID)
+	if err != nil {
+		r.t.Fatalf("status %s: %v", turnID, err)
+	}
+	var v terminal.TurnView
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		r.t.Fatalf("status %s: %v\n%s", turnID, err, out)
+	}
+	return v
+}
