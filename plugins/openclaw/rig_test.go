@@ -214,6 +214,7 @@ func (r *rig) sendTool(request string) string {
 // callbackRow is one user row of S that carries a ClawConnect callback.
 type callbackRow struct {
 	Text, IdempotencyKey, Type, TurnID string
+	At                                 time.Time // the row's timestamp
 }
 
 var (
@@ -236,7 +237,7 @@ func (r *rig) callbacks(key string) (rows []callbackRow, users int) {
 		if !strings.Contains(m.Text, "[ClawConnect callback]") {
 			continue
 		}
-		row := callbackRow{Text: m.Text, IdempotencyKey: m.IdempotencyKey}
+		row := callbackRow{Text: m.Text, IdempotencyKey: m.IdempotencyKey, At: time.UnixMilli(m.Timestamp)}
 		if s := typeRe.FindStringSubmatch(m.Text); s != nil {
 			row.Type = s[1]
 		}
@@ -290,4 +291,32 @@ func (r *rig) status(turnID string) terminal.TurnView {
 		r.t.Fatalf("status %s: %v\n%s", turnID, err, out)
 	}
 	return v
+}
+
+// codexCompletedAt is the timestamp of the task_complete record Codex
+// wrote for the reply that contains marker, or the zero time.
+func (r *rig) codexCompletedAt(marker string) time.Time {
+	files, err := r.tui.SessionFiles()
+	if err != nil {
+		return time.Time{}
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(data)) {
+			var ev struct {
+				Timestamp time.Time `json:"timestamp"`
+				Payload   struct {
+					Type             string `json:"type"`
+					LastAgentMessage string `json:"last_agent_message"`
+				} `json:"payload"`
+			}
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.Payload.Type == "task_complete" && strings.Contains(ev.Payload.LastAgentMessage, marker) {
+				return ev.Timestamp
+			}
+		}
+	}
+	return time.Time{}
 }
