@@ -478,7 +478,8 @@ was not accepted or whose outcome is uncertain releases the pane for new sends
 func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal) error {
 	ho := terminal.HostOptions{Recheck: c.Recheck, Role: "terminal host"}
 	if cs, ok := st.(store.CallbackStore); ok {
-		ho.Outbox = terminal.NewOutbox(terminal.OutboxOptions{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env)})
+		ho.Outbox = terminal.NewOutbox(terminal.OutboxOptions{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env),
+			Warm: callbackGatewayConfigured(env)})
 		defer func() { _ = ho.Outbox.Close() }()
 	}
 	host := terminal.NewHost(svc, ho)
@@ -574,6 +575,15 @@ func callbackGateway(env Env) (gateway.Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// callbackGatewayConfigured reports whether a gateway for callbacks is
+// configured (a URL other than the default, or credentials: the plugin's
+// service sets both), so the host connects to it before the first
+// callback.
+func callbackGatewayConfigured(env Env) bool {
+	o, err := callbackGateway(env)
+	return err == nil && (o.URL != DefaultGatewayURL || o.Token != "" || o.Password != "")
 }
 
 // callbackDialer dials the gateway of a callback: the recorded URL with

@@ -129,6 +129,11 @@ type OutboxOptions struct {
 	Logger *slog.Logger
 	// Now is the clock; time.Now.
 	Now func() time.Time
+	// Warm connects to the default gateway (URL "") in the background
+	// when Run starts, so the first callback does not pay the connect and
+	// handshake (over a second against a real gateway on a busy machine).
+	// A failed warm-up is logged; the first delivery dials again.
+	Warm bool
 }
 
 // Outbox delivers pending callbacks to their OpenClaw sessions: one attempt
@@ -189,6 +194,16 @@ func (x *Outbox) Kick() {
 
 // Run delivers due callbacks until ctx ends.
 func (x *Outbox) Run(ctx context.Context) error {
+	if x.o.Warm {
+		warmed := make(chan struct{})
+		go func() {
+			defer close(warmed)
+			if _, err := x.caller(ctx, ""); err != nil && ctx.Err() == nil {
+				x.log.Info("connect to the callback gateway ahead of the first callback failed; the first delivery dials again", "err", err)
+			}
+		}()
+		defer func() { <-warmed }()
+	}
 	t := time.NewTicker(x.o.Poll)
 	defer t.Stop()
 	for {
