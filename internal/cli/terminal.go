@@ -479,7 +479,7 @@ func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *
 	ho := terminal.HostOptions{Recheck: c.Recheck, Role: "terminal host"}
 	if cs, ok := st.(store.CallbackStore); ok {
 		ho.Outbox = terminal.NewOutbox(terminal.OutboxOptions{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env),
-			Warm: callbackGatewayConfigured(env)})
+			WarmURL: configuredCallbackGateway(env)})
 		defer func() { _ = ho.Outbox.Close() }()
 	}
 	host := terminal.NewHost(svc, ho)
@@ -577,13 +577,16 @@ func callbackGateway(env Env) (gateway.Options, error) {
 	return o, nil
 }
 
-// callbackGatewayConfigured reports whether a gateway for callbacks is
-// configured (a URL other than the default, or credentials: the plugin's
-// service sets both), so the host connects to it before the first
-// callback.
-func callbackGatewayConfigured(env Env) bool {
+// configuredCallbackGateway returns the URL Turns record for callbacks
+// when a gateway is configured (a URL other than the default, or
+// credentials: the plugin's service sets both), else "": the host connects
+// to it before the first callback.
+func configuredCallbackGateway(env Env) string {
 	o, err := callbackGateway(env)
-	return err == nil && (o.URL != DefaultGatewayURL || o.Token != "" || o.Password != "")
+	if err != nil || (o.URL == DefaultGatewayURL && o.Token == "" && o.Password == "") {
+		return ""
+	}
+	return o.URL
 }
 
 // callbackDialer dials the gateway of a callback: the recorded URL with

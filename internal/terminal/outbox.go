@@ -129,11 +129,12 @@ type OutboxOptions struct {
 	Logger *slog.Logger
 	// Now is the clock; time.Now.
 	Now func() time.Time
-	// Warm connects to the default gateway (URL "") in the background
-	// when Run starts, so the first callback does not pay the connect and
-	// handshake (over a second against a real gateway on a busy machine).
-	// A failed warm-up is logged; the first delivery dials again.
-	Warm bool
+	// WarmURL, when set, is a gateway Run connects to in the background
+	// as it starts (the URL Turns record, Options.CallbackGateway), so the
+	// first callback does not pay the connect and handshake (a second
+	// against a real gateway on a busy machine). A failed warm-up is
+	// logged; the first delivery dials again.
+	WarmURL string
 }
 
 // Outbox delivers pending callbacks to their OpenClaw sessions: one attempt
@@ -194,11 +195,11 @@ func (x *Outbox) Kick() {
 
 // Run delivers due callbacks until ctx ends.
 func (x *Outbox) Run(ctx context.Context) error {
-	if x.o.Warm {
+	if x.o.WarmURL != "" {
 		warmed := make(chan struct{})
 		go func() {
 			defer close(warmed)
-			if _, err := x.caller(ctx, ""); err != nil && ctx.Err() == nil {
+			if _, err := x.caller(ctx, x.o.WarmURL); err != nil && ctx.Err() == nil {
 				x.log.Info("connect to the callback gateway ahead of the first callback failed; the first delivery dials again", "err", err)
 			}
 		}()
@@ -366,10 +367,12 @@ func (x *Outbox) attempt(ctx context.Context, id string) bool {
 // send calls the plugin's method and follows its plan, recording the
 // evidence on cb as it arrives.
 func (x *Outbox) send(ctx context.Context, cb *store.Callback) error {
+	began := x.o.Now().UnixMilli()
 	c, err := x.caller(ctx, cb.GatewayURL)
 	if err != nil {
 		return fmt.Errorf("connect to the gateway: %w", err)
 	}
+	sent := x.o.Now().UnixMilli()
 	raw, err := c.Call(ctx, CallbackMethod, callbackParams(cb))
 	if err != nil {
 		return fmt.Errorf("%s: %w", CallbackMethod, err)
@@ -378,7 +381,9 @@ func (x *Outbox) send(ctx context.Context, cb *store.Callback) error {
 	if err != nil {
 		return err
 	}
-	inj := map[string]any{"status": "unconfirmed", "injection_id": p.InjectionID, "at": x.o.Now().UnixMilli()}
+	// attempt_at and sent_at (the attempt began; the method was called,
+	// after connecting) say where an attempt's time went.
+	inj := map[string]any{"status": "unconfirmed", "injection_id": p.InjectionID, "attempt_at": began, "sent_at": sent, "at": x.o.Now().UnixMilli()}
 	if p.Enqueued != nil {
 		inj["status"] = map[bool]string{true: "accepted", false: "uncertain"}[*p.Enqueued]
 	}

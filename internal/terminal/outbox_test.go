@@ -611,20 +611,21 @@ func TestOutboxRunRetriesOnSchedule(t *testing.T) {
 	})
 }
 
-// TestOutboxWarmConnectsBeforeTheFirstCallback: with Warm, Run connects to
-// the default gateway at once, and the first delivery reuses that client.
+// TestOutboxWarmConnectsBeforeTheFirstCallback: with WarmURL, Run connects
+// to that gateway at once, and the first delivery reuses that client.
 func TestOutboxWarmConnectsBeforeTheFirstCallback(t *testing.T) {
 	t.Parallel()
 	dialed := make(chan string, 2)
-	x := NewOutbox(OutboxOptions{Store: &memCallbacks{cbs: map[string]store.Callback{}}, Warm: true, Poll: time.Hour,
+	const url = "ws://127.0.0.1:18789"
+	x := NewOutbox(OutboxOptions{Store: &memCallbacks{cbs: map[string]store.Callback{}}, WarmURL: url, Poll: time.Hour,
 		Dial: func(_ context.Context, url string) (Caller, error) { dialed <- url; return newFakeOpenClaw(), nil }})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- x.Run(ctx) }()
 	select {
-	case url := <-dialed:
-		if url != "" {
-			t.Fatalf("warmed %q, want the default gateway", url)
+	case got := <-dialed:
+		if got != url {
+			t.Fatalf("warmed %q, want %q", got, url)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not connect ahead of the first callback")
@@ -633,12 +634,12 @@ func TestOutboxWarmConnectsBeforeTheFirstCallback(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := x.caller(t.Context(), ""); err != nil {
+	if _, err := x.caller(t.Context(), url); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case url := <-dialed:
-		t.Fatalf("dialed %q again instead of reusing the warm client", url)
+	case got := <-dialed:
+		t.Fatalf("dialed %q again instead of reusing the warm client", got)
 	default:
 	}
 }

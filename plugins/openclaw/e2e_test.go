@@ -28,9 +28,7 @@ func TestE2EToolSendCallbackIntoSession(t *testing.T) {
 		t.Fatalf("S got %d callback rows (first %q); history:\n%s", len(rows), text, r.transcript(S))
 	}
 	t.Logf("S received (excerpt):\n%.700s", text)
-	if done := r.codexCompletedAt("cc-plugin-e2e-ok"); !done.IsZero() {
-		t.Logf("Codex's task_complete record → the callback's user row in S: %v", rows[0].At.Sub(done))
-	}
+	r.logLatency(rows[0], "cc-plugin-e2e-ok")
 	v := r.status(rows[0].TurnID)
 	if v.OriginSession != S || v.Result == nil || v.Result.Text != "cc-plugin-e2e-ok" ||
 		v.CallbackDelivery == nil || v.CallbackDelivery.Status != "delivered" {

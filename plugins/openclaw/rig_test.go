@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/gateway"
+	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -218,6 +219,7 @@ type callbackRow struct {
 }
 
 var (
+	ansi   = regexp.MustCompile("\x1b\\[[0-9;]*m")
 	typeRe = regexp.MustCompile(`Message type: ([a-z]+)`)
 	turnRe = regexp.MustCompile(`Turn: (turn-[A-Za-z0-9-]+)`)
 )
@@ -319,4 +321,49 @@ func (r *rig) codexCompletedAt(marker string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// logLatency logs, for the callback row of a Codex reply containing
+// marker, where the time from Codex's task_complete record to the row in S
+// went: detection and claim (our monitor), then delivery (our outbox, the
+// plugin's method and chat.send) until the gateway acked the run.
+func (r *rig) logLatency(row callbackRow, marker string) {
+	r.t.Helper()
+	done := r.codexCompletedAt(marker)
+	st, err := sqlite.Open(r.ctx, sqlite.Options{Path: filepath.Join(r.home, sqlite.FileName)})
+	if err != nil || done.IsZero() {
+		r.t.Logf("no latency breakdown: %v (task_complete found: %v)", err, !done.IsZero())
+		return
+	}
+	defer st.Close()
+	claim, err := st.GetCompletionClaim(r.ctx, row.TurnID)
+	if err != nil {
+		r.t.Logf("no latency breakdown: %v", err)
+		return
+	}
+	cb, err := st.GetCallback(r.ctx, claim.CallbackMessageID)
+	if err != nil {
+		r.t.Logf("no latency breakdown: %v", err)
+		return
+	}
+	var inj, wake struct {
+		At        int64 `json:"at"`
+		AttemptAt int64 `json:"attempt_at"`
+		SentAt    int64 `json:"sent_at"`
+	}
+	_ = json.Unmarshal(cb.Injection, &inj)
+	_ = json.Unmarshal(cb.Wake, &wake)
+	ms := func(a, b int64) time.Duration { return time.Duration(b-a) * time.Millisecond }
+	claimed := claim.ClaimedAt
+	r.t.Logf("Codex's task_complete record → callback user row in S: %v (record → claim %v; claim → attempt %v; connect %v; "+
+		"clawconnect.callback %v; chat.send %v; the row is stamped %v after the claim)", row.At.Sub(done), time.UnixMilli(claimed).Sub(done),
+		ms(claimed, inj.AttemptAt), ms(inj.AttemptAt, inj.SentAt), ms(inj.SentAt, inj.At), ms(inj.At, wake.At), ms(claimed, row.At.UnixMilli()))
+	// The gateway's own account of the two calls (its handler times).
+	if log, err := os.ReadFile(r.g.LogPath()); err == nil {
+		for line := range strings.Lines(string(log)) {
+			if strings.Contains(line, "res ") && (strings.Contains(line, "clawconnect.callback") || strings.Contains(line, "clawconnect-callback:")) {
+				r.t.Logf("gateway: %s", strings.TrimSpace(ansi.ReplaceAllString(line, "")))
+			}
+		}
+	}
 }
