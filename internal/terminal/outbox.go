@@ -299,6 +299,9 @@ type chatSend struct {
 	Message        string `json:"message"`
 	IdempotencyKey string `json:"idempotencyKey"`
 	Deliver        bool   `json:"deliver"`
+	// QueueMode "followup" (the plugin's): into a busy session the
+	// callback starts its own run after the running one.
+	QueueMode string `json:"queueMode,omitempty"`
 }
 
 func parsePlan(raw json.RawMessage, cb *store.Callback) (plan, error) {

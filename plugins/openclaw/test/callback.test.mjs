@@ -37,7 +37,8 @@ test("a done callback is enqueued once with stable keys and a chat.send plan", a
   assert.equal(result.enqueued, true);
   assert.equal(result.delivery_required, true);
   assert.equal(result.delivery_mode, "chat.send");
-  assert.deepEqual(Object.keys(result.chat_send).sort(), ["deliver", "idempotencyKey", "message", "sessionKey"]);
+  assert.deepEqual(Object.keys(result.chat_send).sort(), ["deliver", "idempotencyKey", "message", "queueMode", "sessionKey"]);
+  assert.equal(result.chat_send.queueMode, "followup");
   assert.equal(result.chat_send.sessionKey, S);
   assert.equal(result.chat_send.deliver, true);
   assert.equal(result.chat_send.idempotencyKey, "clawconnect-callback:session-20261201-ab12:turn-20261201T120000-ab12cd34:msg-terminal-0123456789abcdef0123456789abcdef");
