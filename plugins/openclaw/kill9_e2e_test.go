@@ -67,9 +67,10 @@ func TestE2EKill9DaemonBetweenClaimAndDelivery(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := r.daemon.Process.Kill(); err != nil {
+	if err := r.daemon.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	<-r.daemon.done
 	// The claim was written before any call left the daemon.
 	claim, err := st.GetCompletionClaim(r.ctx, turnID)
 	if err != nil || claim.CallbackMessageID != held.MessageID {
@@ -88,7 +89,8 @@ func TestE2EKill9DaemonBetweenClaimAndDelivery(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("callback after the restart = %+v, %v", got, err)
+			t.Fatalf("callback after the restart = %+v, %v\nnew daemon running: %v\ndaemon log:\n%s", got, err,
+				r.daemon.running(), r.daemonLog())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -85,7 +86,23 @@ type rig struct {
 	gc         *gateway.Client
 	env        []string // the clawconnect environment
 	terminalID string
-	daemon     *exec.Cmd // the test's daemon (rigOptions.OwnDaemon)
+	daemon     *daemonProc // the test's daemon (rigOptions.OwnDaemon)
+}
+
+// daemonProc is a `clawconnect terminal daemon` the test started.
+type daemonProc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once it exited and was reaped
+}
+
+// running reports whether the daemon has not exited.
+func (d *daemonProc) running() bool {
+	select {
+	case <-d.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // requireE2E skips unless CLAWCONNECT_E2E=1.
@@ -147,10 +164,10 @@ func (r *rig) cli(args ...string) (string, error) {
 
 // startDaemon starts `clawconnect terminal daemon` as the plugin's service
 // would and returns it; the test's cleanup kills it if it still runs.
-func (r *rig) startDaemon() *exec.Cmd {
+func (r *rig) startDaemon() *daemonProc {
 	r.t.Helper()
 	cmd := exec.Command(r.bin, "terminal", "daemon")
-	cmd.Env = r.env
+	cmd.Env = append(slices.Clone(r.env), "CLAWCONNECT_LOG_LEVEL=debug")
 	logf, err := os.OpenFile(filepath.Join(r.home, "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		r.t.Fatal(err)
@@ -169,7 +186,7 @@ func (r *rig) startDaemon() *exec.Cmd {
 		_ = cmd.Process.Kill()
 		<-done
 	})
-	return cmd
+	return &daemonProc{cmd: cmd, done: done}
 }
 
 // waitSendable waits for the daemon's socket and a sendable agent pane
@@ -366,4 +383,16 @@ func (r *rig) logLatency(row callbackRow, marker string) {
 			}
 		}
 	}
+}
+
+// daemonLog is the tail of the test's daemon log, for failure messages.
+func (r *rig) daemonLog() string {
+	b, err := os.ReadFile(filepath.Join(r.home, "daemon.log"))
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 6000 {
+		b = b[len(b)-6000:]
+	}
+	return string(b)
 }
