@@ -480,7 +480,8 @@ was not accepted or whose outcome is uncertain releases the pane for new sends
 func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal) error {
 	ho := terminal.HostOptions{Recheck: c.Recheck, Role: "terminal host"}
 	if cs, ok := st.(store.CallbackStore); ok {
-		ho.Outbox = terminal.NewOutbox(terminal.OutboxOptions{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env)})
+		ho.Outbox = terminal.NewOutbox(terminal.OutboxOptions{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env),
+			WarmURL: configuredCallbackGateway(env)})
 		defer func() { _ = ho.Outbox.Close() }()
 	}
 	host := terminal.NewHost(svc, ho)
@@ -576,6 +577,18 @@ func callbackGateway(env Env) (gateway.Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// configuredCallbackGateway returns the URL Turns record for callbacks
+// when a gateway is configured (a URL other than the default, or
+// credentials: the plugin's service sets both), else "": the host connects
+// to it before the first callback.
+func configuredCallbackGateway(env Env) string {
+	o, err := callbackGateway(env)
+	if err != nil || (o.URL == DefaultGatewayURL && o.Token == "" && o.Password == "") {
+		return ""
+	}
+	return o.URL
 }
 
 // callbackDialer dials the gateway of a callback: the recorded URL with

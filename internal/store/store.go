@@ -329,8 +329,9 @@ type Store interface {
 	// finished or gone.
 	RenewLeases(ctx context.Context, owner string, until int64, ids []string) (lost []string, err error)
 	// ReleaseLeases ends now the leases owner holds on the running tasks
-	// ids names (all of owner's when ids is nil, Turn monitor leases
-	// included), so that any process may claim them at once; it returns how
+	// ids names (all of owner's when ids is nil, Turn monitor leases and
+	// callback delivery attempt leases included), so that any process may
+	// claim them at once; it returns how
 	// many it released. A process calls
 	// it for the tasks it stops following, and for every task of an owner
 	// it has proven dead.

@@ -184,4 +184,43 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	if n, _ := waitCallback("FAKE-REPLY: after restart 9c1d"); n != 1 {
 		t.Fatalf("S has %d callback messages for the second Turn", n)
 	}
+
+	// A Session re-bound (generation advanced) before the callback is
+	// prepared: the Turn stalls, its callback is refused, and nothing
+	// reaches S however long the outbox runs.
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: S})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := r.st.GetTermSession(ctx, res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := *sess.Binding
+	nb.BindingID, nb.Generation = "binding-rebound-e2e", sess.Binding.Generation+1
+	sess.Binding = &nb
+	if err := r.st.SaveTermSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	a.finish("FAKE-REPLY: stale generation 3e8b", false)
+	r.waitStatus(res.TurnID, store.TurnStalled)
+	if cbs, _ := r.st.(store.CallbackStore).TurnCallbacks(ctx, res.TurnID, 10); len(cbs) != 0 {
+		t.Fatalf("a stale generation queued %+v", cbs)
+	}
+	c.add(time.Hour)
+	if n, err := x.DeliverDue(ctx); err != nil || n != 0 {
+		t.Fatalf("the outbox attempted %d callbacks after a stale generation (%v)", n, err)
+	}
+	if v, _ := r.svc.Status(ctx, res.TurnID); v.CallbackDelivery != nil {
+		t.Fatalf("a refused callback shows delivery state %+v", v.CallbackDelivery)
+	}
+	if h, err := gc.History(ctx, gateway.HistoryRequest{SessionKey: S, Limit: 200}); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, m := range h.Messages {
+			if strings.Contains(m.Text, res.TurnID) || strings.Contains(m.Text, "stale generation 3e8b") {
+				t.Fatalf("S received the refused callback: %s", m.Text)
+			}
+		}
+	}
 }

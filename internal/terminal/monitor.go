@@ -43,7 +43,8 @@ type HostOptions struct {
 	// ends.
 	Watch func(ctx context.Context, paths []string) (<-chan struct{}, error)
 	// Outbox, when set, delivers the callback outbox while Run runs; a
-	// change of any Turn wakes it.
+	// change of any Turn wakes it. Unless its options name an Owner, it
+	// holds attempt leases under the host's Owner.
 	Outbox *Outbox
 }
 
@@ -86,6 +87,11 @@ func NewHost(s *Service, o HostOptions) *Host {
 	}
 	if o.Watch == nil {
 		o.Watch = watchFiles
+	}
+	if x := o.Outbox; x != nil && !x.ownOwner {
+		// One identity for the process: a host that proves this one dead
+		// frees its delivery attempts with its monitor leases.
+		x.o.Owner = o.Owner
 	}
 	h := &Host{s: s, o: o, log: s.log, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{}, self: self}
 	s.mu.Lock()

@@ -112,7 +112,10 @@ type OutboxOptions struct {
 	// Dial returns a gateway client for a gateway URL ("" = the
 	// configured default); required. Clients are cached per URL.
 	Dial func(ctx context.Context, gatewayURL string) (Caller, error)
-	// Owner names this process in attempt leases; "" = host-pid-random.
+	// Owner names this process in attempt leases. "" means the owner of
+	// the Host the Outbox is given to (HostOptions.Outbox), whose process
+	// registry entry lets another host prove it dead and free its attempts
+	// at once; an Outbox used on its own gets host-pid-random.
 	Owner string
 	// Delays between attempts; DefaultCallbackDelays.
 	Delays []time.Duration
@@ -128,15 +131,22 @@ type OutboxOptions struct {
 	Logger *slog.Logger
 	// Now is the clock; time.Now.
 	Now func() time.Time
+	// WarmURL, when set, is a gateway Run connects to in the background
+	// as it starts (the URL Turns record, Options.CallbackGateway), so the
+	// first callback does not pay the connect and handshake (a second
+	// against a real gateway on a busy machine). A failed warm-up is
+	// logged; the first delivery dials again.
+	WarmURL string
 }
 
 // Outbox delivers pending callbacks to their OpenClaw sessions: one attempt
 // at a time per message under an attempt lease held in the store, retried
 // after Delays, picked up again by any host after a restart.
 type Outbox struct {
-	o    OutboxOptions
-	log  *slog.Logger
-	kick chan struct{}
+	o        OutboxOptions
+	log      *slog.Logger
+	kick     chan struct{}
+	ownOwner bool // Owner was given in the options
 
 	mu      sync.Mutex
 	callers map[string]Caller
@@ -144,6 +154,7 @@ type Outbox struct {
 
 // NewOutbox returns an Outbox; call Run to deliver.
 func NewOutbox(o OutboxOptions) *Outbox {
+	ownOwner := o.Owner != ""
 	if o.Owner == "" {
 		host, _ := os.Hostname()
 		o.Owner = host + "-" + strconv.Itoa(os.Getpid()) + "-" + randHex(3)
@@ -170,8 +181,11 @@ func NewOutbox(o OutboxOptions) *Outbox {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Outbox{o: o, log: log, kick: make(chan struct{}, 1), callers: map[string]Caller{}}
+	return &Outbox{o: o, log: log, kick: make(chan struct{}, 1), ownOwner: ownOwner, callers: map[string]Caller{}}
 }
+
+// Owner is the name the Outbox holds attempt leases under.
+func (x *Outbox) Owner() string { return x.o.Owner }
 
 // Kick asks Run to look for due callbacks now.
 func (x *Outbox) Kick() {
@@ -183,6 +197,16 @@ func (x *Outbox) Kick() {
 
 // Run delivers due callbacks until ctx ends.
 func (x *Outbox) Run(ctx context.Context) error {
+	if x.o.WarmURL != "" {
+		warmed := make(chan struct{})
+		go func() {
+			defer close(warmed)
+			if _, err := x.caller(ctx, x.o.WarmURL); err != nil && ctx.Err() == nil {
+				x.log.Info("connect to the callback gateway ahead of the first callback failed; the first delivery dials again", "err", err)
+			}
+		}()
+		defer func() { <-warmed }()
+	}
 	t := time.NewTicker(x.o.Poll)
 	defer t.Stop()
 	for {
@@ -277,6 +301,9 @@ type chatSend struct {
 	Message        string `json:"message"`
 	IdempotencyKey string `json:"idempotencyKey"`
 	Deliver        bool   `json:"deliver"`
+	// QueueMode "followup" (the plugin's): into a busy session the
+	// callback starts its own run after the running one.
+	QueueMode string `json:"queueMode,omitempty"`
 }
 
 func parsePlan(raw json.RawMessage, cb *store.Callback) (plan, error) {
@@ -345,10 +372,12 @@ func (x *Outbox) attempt(ctx context.Context, id string) bool {
 // send calls the plugin's method and follows its plan, recording the
 // evidence on cb as it arrives.
 func (x *Outbox) send(ctx context.Context, cb *store.Callback) error {
+	began := x.o.Now().UnixMilli()
 	c, err := x.caller(ctx, cb.GatewayURL)
 	if err != nil {
 		return fmt.Errorf("connect to the gateway: %w", err)
 	}
+	sent := x.o.Now().UnixMilli()
 	raw, err := c.Call(ctx, CallbackMethod, callbackParams(cb))
 	if err != nil {
 		return fmt.Errorf("%s: %w", CallbackMethod, err)
@@ -357,7 +386,9 @@ func (x *Outbox) send(ctx context.Context, cb *store.Callback) error {
 	if err != nil {
 		return err
 	}
-	inj := map[string]any{"status": "unconfirmed", "injection_id": p.InjectionID, "at": x.o.Now().UnixMilli()}
+	// attempt_at and sent_at (the attempt began; the method was called,
+	// after connecting) say where an attempt's time went.
+	inj := map[string]any{"status": "unconfirmed", "injection_id": p.InjectionID, "attempt_at": began, "sent_at": sent, "at": x.o.Now().UnixMilli()}
 	if p.Enqueued != nil {
 		inj["status"] = map[bool]string{true: "accepted", false: "uncertain"}[*p.Enqueued]
 	}

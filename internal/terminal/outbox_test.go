@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 )
 
@@ -26,6 +27,7 @@ type fakeOpenClaw struct {
 	injections map[string]string // idempotency key -> session key
 	runs       map[string]string // run id -> message
 	noEnqueue  bool
+	ran        chan string // receives each new run's id, when set
 }
 
 func newFakeOpenClaw() *fakeOpenClaw {
@@ -74,6 +76,9 @@ func (f *fakeOpenClaw) Call(_ context.Context, method string, params any) (json.
 			status = "ok"
 		} else {
 			f.runs[c.IdempotencyKey] = c.Message
+			if f.ran != nil {
+				f.ran <- c.IdempotencyKey
+			}
 		}
 		return json.Marshal(map[string]any{"runId": c.IdempotencyKey, "status": status})
 	case "agent.wait":
@@ -410,8 +415,67 @@ func TestKill9BetweenClaimAndDelivery(t *testing.T) {
 	}
 }
 
+// TestHostFreesADeadHostsCallbackAttempt: a host killed during a delivery
+// attempt leaves its 2-minute attempt lease; the next host proves it dead
+// through the process registry and delivers at once, exactly one run.
+func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
+	self := owner.Self()
+	if self.Host == "" {
+		t.Skip("proving a process dead needs /proc")
+	}
+	a := newFakeAgent(AgentCodex, 309)
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	_, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
+	r.stop()
+	<-r.done
+	reg := r.st.(registry)
+	dead := self.Process("terminal host", 1)
+	dead.ID, dead.Start = "killed-daemon", "another-boot:1" // our pid, another incarnation
+	if err := reg.Heartbeat(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	cs := r.st.(store.CallbackStore)
+	now := time.Now()
+	if _, err := cs.ClaimCallback(ctx, cb.MessageID, dead.ID, now.UnixMilli(), now.Add(2*time.Minute).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	gw := newFakeOpenClaw()
+	gw.ran = make(chan string, 4)
+	x := NewOutbox(OutboxOptions{Store: cs, Dial: func(context.Context, string) (Caller, error) { return gw, nil }})
+	h := r.start(r.svc, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour, Outbox: x})
+	if x.Owner() != h.Owner() {
+		t.Fatalf("outbox owner %q, host owner %q: a host proven dead would keep its attempts", x.Owner(), h.Owner())
+	}
+	select {
+	case <-gw.ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the dead host's attempt was not taken over (its lease has 2 minutes left)")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := cs.GetCallback(ctx, cb.MessageID)
+		if err == nil && got.Status == store.CallbackDelivered {
+			if got.LeaseOwner != h.Owner() || got.Attempts != 1 {
+				t.Fatalf("delivered by %q after %d attempts", got.LeaseOwner, got.Attempts)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("callback = %+v, %v", got, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if gw.runCount() != 1 || gw.count(CallbackMethod) != 1 {
+		t.Fatalf("calls %v", gw.calls)
+	}
+}
+
 // TestStaleGenerationRefusesTheCallback: a Session re-bound while its Turn
-// runs stalls the Turn, and the stall's callback is refused: nothing is
+// runs: the Turn either stalls (the monitor saw the new binding first) or
+// completes (a check that read the old binding found the reply), and
+// either callback is refused inside its write's transaction: nothing is
 // queued for the origin session.
 func TestStaleGenerationRefusesTheCallback(t *testing.T) {
 	a := newFakeAgent(AgentCodex, 308)
@@ -433,7 +497,10 @@ func TestStaleGenerationRefusesTheCallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.finish("late reply", false)
-	r.waitStatus(res.TurnID, store.TurnStalled)
+	r.until("the Turn stalls or completes", func() bool {
+		v, err := r.svc.Status(ctx, res.TurnID)
+		return err == nil && (v.Status == store.TurnStalled || v.Status == store.TurnIdle)
+	})
 	cbs, _ := r.st.(store.CallbackStore).TurnCallbacks(ctx, res.TurnID, 10)
 	if len(cbs) != 0 {
 		t.Fatalf("a stale generation queued %+v", cbs)
@@ -542,4 +609,37 @@ func TestOutboxRunRetriesOnSchedule(t *testing.T) {
 			t.Fatalf("calls %v", gw.calls)
 		}
 	})
+}
+
+// TestOutboxWarmConnectsBeforeTheFirstCallback: with WarmURL, Run connects
+// to that gateway at once, and the first delivery reuses that client.
+func TestOutboxWarmConnectsBeforeTheFirstCallback(t *testing.T) {
+	t.Parallel()
+	dialed := make(chan string, 2)
+	const url = "ws://127.0.0.1:18789"
+	x := NewOutbox(OutboxOptions{Store: &memCallbacks{cbs: map[string]store.Callback{}}, WarmURL: url, Poll: time.Hour,
+		Dial: func(_ context.Context, url string) (Caller, error) { dialed <- url; return newFakeOpenClaw(), nil }})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- x.Run(ctx) }()
+	select {
+	case got := <-dialed:
+		if got != url {
+			t.Fatalf("warmed %q, want %q", got, url)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not connect ahead of the first callback")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.caller(t.Context(), url); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-dialed:
+		t.Fatalf("dialed %q again instead of reusing the warm client", got)
+	default:
+	}
 }

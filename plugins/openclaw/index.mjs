@@ -7,7 +7,11 @@ import { spawn } from "node:child_process";
 import { handle, CallbackError, ERROR_CODE } from "./lib/callback.mjs";
 import { specs, checkParams, Offers } from "./lib/tools.mjs";
 
-const offers = new Offers();
+// The approval offers a session was shown. OpenClaw loads this module more
+// than once per gateway (its gateway methods and the tools an agent run
+// sees come from separate loads), so the offers live on globalThis: an
+// offer the callback method remembers must reach the approve tool.
+const offers = (globalThis[Symbol.for("clawconnect.plugin.offers")] ??= new Offers());
 const registered = new WeakSet();
 
 function settings(api) {

@@ -167,19 +167,28 @@ func (db *DB) RenewLeases(ctx context.Context, owner string, until int64, ids []
 }
 
 // ReleaseLeases implements store.Store. With ids nil it also ends the
-// owner's Turn monitor leases, so whoever proves a process dead (a task
-// manager or a terminal host) frees everything it followed.
+// owner's Turn monitor leases and callback delivery attempt leases, so
+// whoever proves a process dead (a task manager or a terminal host) frees
+// everything it followed at once. A freed attempt stays fenced: the next
+// claim raises its lease token, so the dead owner's writes could never
+// land.
 func (db *DB) ReleaseLeases(ctx context.Context, owner string, ids []string) (int, error) {
 	n, err := db.ReleaseRows(ctx, tasksTable, owner, ids)
 	if err != nil || ids != nil {
 		return n, err
 	}
-	res, err := db.w.ExecContext(ctx, `UPDATE term_monitor_leases SET lease_until = 0 WHERE owner = ? AND lease_until > 0`, owner)
-	if err != nil {
-		return n, fmt.Errorf("release monitor leases of %s: %w", owner, db.classify(err))
+	for _, q := range []struct{ what, stmt string }{
+		{"monitor leases", `UPDATE term_monitor_leases SET lease_until = 0 WHERE owner = ? AND lease_until > 0`},
+		{"callback attempt leases", `UPDATE term_callbacks SET lease_until = 0 WHERE lease_owner = ? AND lease_until > 0`},
+	} {
+		res, err := db.w.ExecContext(ctx, q.stmt, owner)
+		if err != nil {
+			return n, fmt.Errorf("release %s of %s: %w", q.what, owner, db.classify(err))
+		}
+		m, _ := res.RowsAffected()
+		n += int(m)
 	}
-	m, _ := res.RowsAffected()
-	return n + int(m), nil
+	return n, nil
 }
 
 // chunks yields ids in slices of at most idChunk.

@@ -54,6 +54,11 @@ type Options struct {
 	LogPath string
 	// Logger receives one debug line per request; nil discards.
 	Logger *slog.Logger
+	// Rewrite, when set, maps each prompt before its triggers are looked
+	// for (never a tool result's). A test uses it to script a reply to
+	// text it does not write itself, e.g. to make the model call a tool
+	// named in a message a product sent. It must be safe for concurrent use.
+	Rewrite func(prompt string) string
 }
 
 func (o Options) withDefaults() Options {
@@ -435,6 +440,8 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *Request
 		sc = Script{Text: ToolResultPrefix + toolOutputLine(*ex.ToolResult)}
 	case api == APIResponses && req.Text.Format.Type == "json_schema":
 		sc = Script{Text: titleJSON(req.Text.Format.Schema.Properties)}
+	case s.opts.Rewrite != nil:
+		sc = ParseScript(s.opts.Rewrite(ex.Prompt))
 	default:
 		sc = ParseScript(ex.Prompt)
 	}

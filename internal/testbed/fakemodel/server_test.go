@@ -522,3 +522,23 @@ func BenchmarkStreamedReply(b *testing.B) {
 		resp.Body.Close()
 	}
 }
+
+// TestRewrite: Options.Rewrite changes the prompt the triggers are read
+// from; the logged prompt stays the one the client sent.
+func TestRewrite(t *testing.T) {
+	t.Parallel()
+	s := New(t, Options{Rewrite: func(p string) string { return strings.ReplaceAll(p, "please", "ECHO=rewritten") }})
+	path, body := requestBody(APIMessages, "please", false)
+	resp := post(t, t.Context(), s.URL()+path, body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := field(t, string(b), "content").([]any)[0].(map[string]any)["text"]; text != "rewritten" {
+		t.Errorf("text = %v, want rewritten", text)
+	}
+	r := s.MustWaitRequest(t, 10*time.Second, func(r Request) bool { return r.Done })
+	if r.Prompt != "please" || r.Reply != "rewritten" {
+		t.Errorf("logged request = %+v", r)
+	}
+}

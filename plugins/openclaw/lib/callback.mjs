@@ -183,7 +183,10 @@ export async function handle(params, enqueue) {
   if (cb.requiresResponse || WAKE_TYPES.has(cb.type)) {
     out.delivery_required = true;
     out.delivery_mode = "chat.send";
-    out.chat_send = { sessionKey: cb.sessionKey, message: wakeMessage(cb), idempotencyKey: wakeKey(cb), deliver: true };
+    // queueMode followup: into a session that is running a reply, the
+    // callback starts its own run after that one instead of being steered
+    // into it (OpenClaw's default for a busy session).
+    out.chat_send = { sessionKey: cb.sessionKey, message: wakeMessage(cb), idempotencyKey: wakeKey(cb), deliver: true, queueMode: "followup" };
   } else {
     out.delivery_required = false;
     out.delivery_mode = "none";

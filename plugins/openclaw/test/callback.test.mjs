@@ -37,7 +37,8 @@ test("a done callback is enqueued once with stable keys and a chat.send plan", a
   assert.equal(result.enqueued, true);
   assert.equal(result.delivery_required, true);
   assert.equal(result.delivery_mode, "chat.send");
-  assert.deepEqual(Object.keys(result.chat_send).sort(), ["deliver", "idempotencyKey", "message", "sessionKey"]);
+  assert.deepEqual(Object.keys(result.chat_send).sort(), ["deliver", "idempotencyKey", "message", "queueMode", "sessionKey"]);
+  assert.equal(result.chat_send.queueMode, "followup");
   assert.equal(result.chat_send.sessionKey, S);
   assert.equal(result.chat_send.deliver, true);
   assert.equal(result.chat_send.idempotencyKey, "clawconnect-callback:session-20261201-ab12:turn-20261201T120000-ab12cd34:msg-terminal-0123456789abcdef0123456789abcdef");
@@ -163,4 +164,35 @@ test("the manifest declares every tool the plugin registers (OpenClaw refuses un
   const manifest = JSON.parse(await readFile(new URL("../openclaw.plugin.json", import.meta.url), "utf8"));
   assert.equal(manifest.id, "clawconnect");
   assert.deepEqual([...manifest.contracts.tools].sort(), specs.map((s) => s.name).sort());
+});
+
+test("an approval offer the callback method remembers reaches the approve tool of another load of the module", async () => {
+  // OpenClaw loads the plugin more than once per gateway: its gateway
+  // methods and an agent run's tools come from different module instances.
+  const a = (await import("../index.mjs?load=methods")).default;
+  const b = (await import("../index.mjs?load=tools")).default;
+  assert.notEqual(a, b, "two module instances");
+  const fakeApi = (into) => ({
+    pluginConfig: { daemon: false, binary: "/bin/echo" },
+    session: { workflow: { enqueueNextTurnInjection: async (req) => ({ enqueued: true, id: req.idempotencyKey }) } },
+    registerGatewayMethod: (name, fn) => into.methods.set(name, fn),
+    registerTool: (factory, opts) => into.tools.set(opts.name, factory),
+    registerService: () => {},
+  });
+  const ma = { methods: new Map(), tools: new Map() }, mb = { methods: new Map(), tools: new Map() };
+  a.register(fakeApi(ma));
+  b.register(fakeApi(mb));
+  const p = good();
+  p.message.type = "question";
+  p.message.requires_response = true;
+  p.message.metadata = { ...p.message.metadata, reason: "approval_required", approval_fingerprint: "fp-shared" };
+  const answers = [];
+  await ma.methods.get("clawconnect.callback")({ params: p, respond: (...x) => answers.push(x) });
+  assert.equal(answers[0][0], true);
+  const approve = mb.tools.get("clawconnect_terminal_approve")({ sessionKey: S });
+  const res = await approve.execute("call-1", { turn_id: p.turn_id });
+  assert.notEqual(res.isError, true, JSON.stringify(res));
+  const again = await approve.execute("call-2", { turn_id: p.turn_id });
+  assert.equal(again.isError, true, "an offer is single-use");
+  assert.match(again.content[0].text, /status first/);
 });

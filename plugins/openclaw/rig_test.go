@@ -1,0 +1,398 @@
+package openclaw
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/gateway"
+	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
+	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+)
+
+// buildOnce builds the clawconnect binary once per test binary run; the
+// end-to-end tests share it.
+var buildOnce struct {
+	sync.Once
+	bin string
+	err error
+	out []byte
+}
+
+// binary returns the path of a freshly built clawconnect binary.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "clawconnect-plugin-e2e-")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		buildOnce.bin = filepath.Join(dir, "clawconnect")
+		build := exec.Command("go", "build", "-o", buildOnce.bin, "./cmd/clawconnect")
+		build.Dir = filepath.Join(Dir(), "..", "..")
+		buildOnce.out, buildOnce.err = build.CombinedOutput()
+	})
+	if buildOnce.err != nil {
+		t.Fatalf("build clawconnect: %v\n%s", buildOnce.err, buildOnce.out)
+	}
+	return buildOnce.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildOnce.bin != "" {
+		_ = os.RemoveAll(filepath.Dir(buildOnce.bin))
+	}
+	os.Exit(code)
+}
+
+// rigOptions configures startRig.
+type rigOptions struct {
+	// Kind is the coding agent in the pane; realcli.Codex by default.
+	Kind realcli.Kind
+	// TUIArgs are appended to the agent's command line.
+	TUIArgs []string
+	// Rewrite is the fake model's prompt rewrite (fakemodel.Options.Rewrite).
+	Rewrite func(string) string
+	// OwnDaemon: the plugin does not start `clawconnect terminal daemon`;
+	// the test runs it (rig.startDaemon).
+	OwnDaemon bool
+}
+
+// rig is the whole loop but the model: a real gateway with this plugin
+// loaded, a real coding agent TUI in a private tmux server, the fake model
+// serving both, and a clawconnect home the plugin's daemon (or the test's)
+// runs over.
+type rig struct {
+	t          *testing.T
+	ctx        context.Context
+	bin, home  string
+	model      *fakemodel.Server
+	tui        *realtui.TUI
+	g          *realgateway.Gateway
+	gc         *gateway.Client
+	env        []string // the clawconnect environment
+	terminalID string
+	daemon     *daemonProc // the test's daemon (rigOptions.OwnDaemon)
+}
+
+// daemonProc is a `clawconnect terminal daemon` the test started.
+type daemonProc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once it exited and was reaped
+}
+
+// running reports whether the daemon has not exited.
+func (d *daemonProc) running() bool {
+	select {
+	case <-d.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// requireE2E skips unless CLAWCONNECT_E2E=1.
+func requireE2E(t *testing.T) {
+	t.Helper()
+	if os.Getenv("CLAWCONNECT_E2E") != "1" {
+		t.Skip("set CLAWCONNECT_E2E=1 to run against the real gateway and coding agents")
+	}
+}
+
+// startRig starts everything and returns once a daemon serves its socket
+// and the agent's pane is sendable.
+func startRig(t *testing.T, o rigOptions) *rig {
+	t.Helper()
+	requireE2E(t)
+	if o.Kind == "" {
+		o.Kind = realcli.Codex
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	t.Cleanup(cancel)
+	r := &rig{t: t, ctx: ctx, bin: binary(t), home: t.TempDir()}
+	r.model = fakemodel.New(t, fakemodel.Options{Rewrite: o.Rewrite})
+	r.tui = realtui.Require(t, o.Kind, r.model, realtui.Options{Width: 200, Height: 50, Args: o.TUIArgs})
+	tmuxEnv := []string{"CLAWCONNECT_TMUX_SOCKETS=" + r.tui.Socket, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off"}
+	cfg := map[string]any{"binary": r.bin, "home": r.home}
+	if o.OwnDaemon {
+		cfg["daemon"] = false
+	}
+	g, err := realgateway.Start(ctx, realgateway.Options{ModelServer: r.model, ToolSearchOff: true, ExtraEnv: tmuxEnv,
+		Plugins: []realgateway.Plugin{{ID: "clawconnect", Dir: Dir(), Config: cfg}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	r.g = g
+	if !strings.Contains(string(g.Hello()), `"clawconnect.callback"`) {
+		t.Fatal("hello-ok does not list clawconnect.callback: the plugin did not load")
+	}
+	r.env = append(os.Environ(), append(tmuxEnv, "CLAWCONNECT_HOME="+r.home, "OPENCLAW_URL="+g.URL(), "OPENCLAW_GATEWAY_TOKEN="+g.Token())...)
+	if r.gc, err = gateway.Dial(ctx, gateway.Options{URL: g.URL(), Token: g.Token()}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.gc.Close() })
+	if o.OwnDaemon {
+		r.daemon = r.startDaemon()
+	}
+	r.waitSendable(2 * time.Minute)
+	return r
+}
+
+// cli runs clawconnect with args in the rig's environment and returns its
+// standard output.
+func (r *rig) cli(args ...string) (string, error) {
+	cmd := exec.CommandContext(r.ctx, r.bin, args...)
+	cmd.Env = r.env
+	out, err := cmd.Output()
+	return string(out), err
+}
+
+// startDaemon starts `clawconnect terminal daemon` as the plugin's service
+// would and returns it; the test's cleanup kills it if it still runs.
+func (r *rig) startDaemon() *daemonProc {
+	r.t.Helper()
+	cmd := exec.Command(r.bin, "terminal", "daemon")
+	cmd.Env = append(slices.Clone(r.env), "CLAWCONNECT_LOG_LEVEL=debug")
+	logf, err := os.OpenFile(filepath.Join(r.home, "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(done)
+	}()
+	r.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	return &daemonProc{cmd: cmd, done: done}
+}
+
+// waitSendable waits for the daemon's socket and a sendable agent pane
+// (the same process in two listings in a row: Codex's launcher hands over
+// to its native binary during start-up).
+func (r *rig) waitSendable(timeout time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	id := ""
+	for {
+		_, serr := os.Stat(filepath.Join(r.home, terminal.SocketName))
+		out, err := r.cli("terminal", "list", "--json")
+		var res terminal.ListResult
+		if serr == nil && err == nil && json.Unmarshal([]byte(out), &res) == nil && len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
+			if res.Terminals[0].ID == id {
+				r.terminalID = id
+				return
+			}
+			id = res.Terminals[0].ID
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("no daemon socket (%v) or sendable pane: %v\n%s", serr, err, out)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// ask starts a run of session key with message, as a user of S would.
+func (r *rig) ask(key, message, idem string) {
+	r.t.Helper()
+	if _, err := r.gc.Call(r.ctx, "chat.send", map[string]any{"sessionKey": key, "message": message, "idempotencyKey": idem, "deliver": false}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// sendTool is the user message that makes S's model call
+// clawconnect_terminal_send with request on the rig's pane.
+func (r *rig) sendTool(request string) string {
+	args, _ := json.Marshal(map[string]string{"terminal_id": r.terminalID, "request": request})
+	return "hand this to the agent TOOLUSE: clawconnect_terminal_send " + string(args)
+}
+
+// callbackRow is one user row of S that carries a ClawConnect callback.
+type callbackRow struct {
+	Text, IdempotencyKey, Type, TurnID string
+	At                                 time.Time // the row's timestamp
+}
+
+var (
+	ansi   = regexp.MustCompile("\x1b\\[[0-9;]*m")
+	typeRe = regexp.MustCompile(`Message type: ([a-z]+)`)
+	turnRe = regexp.MustCompile(`Turn: (turn-[A-Za-z0-9-]+)`)
+)
+
+// callbacks reads S's chat.history: its callback rows and how many user
+// rows it has in all.
+func (r *rig) callbacks(key string) (rows []callbackRow, users int) {
+	h, err := r.gc.History(r.ctx, gateway.HistoryRequest{SessionKey: key, Limit: 200})
+	if err != nil {
+		return nil, 0
+	}
+	for _, m := range h.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		users++
+		if !strings.Contains(m.Text, "[ClawConnect callback]") {
+			continue
+		}
+		row := callbackRow{Text: m.Text, IdempotencyKey: m.IdempotencyKey, At: time.UnixMilli(m.Timestamp)}
+		if s := typeRe.FindStringSubmatch(m.Text); s != nil {
+			row.Type = s[1]
+		}
+		if s := turnRe.FindStringSubmatch(m.Text); s != nil {
+			row.TurnID = s[1]
+		}
+		rows = append(rows, row)
+	}
+	return rows, users
+}
+
+// waitCallbacks waits until S holds at least n callback rows.
+func (r *rig) waitCallbacks(key string, n int, timeout time.Duration) []callbackRow {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		rows, _ := r.callbacks(key)
+		if len(rows) >= n {
+			return rows
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("S has %d callback rows, want %d; history:\n%s\ngateway log %s\ndaemon log %s", len(rows), n,
+				r.transcript(key), r.g.LogPath(), filepath.Join(r.home, "daemon.log"))
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// transcript is S's history for a failure message.
+func (r *rig) transcript(key string) string {
+	h, err := r.gc.History(r.ctx, gateway.HistoryRequest{SessionKey: key, Limit: 50})
+	if err != nil {
+		return err.Error()
+	}
+	var rows []string
+	for _, m := range h.Messages {
+		rows = append(rows, m.Role+" ["+m.IdempotencyKey+m.RunID+"]: "+m.Text)
+	}
+	return strings.Join(rows, "\n---\n")
+}
+
+// status is `clawconnect terminal status --json TURN_ID`.
+func (r *rig) status(turnID string) terminal.TurnView {
+	r.t.Helper()
+	out, err := r.cli("terminal", "status", "--json", turnID)
+	if err != nil {
+		r.t.Fatalf("status %s: %v", turnID, err)
+	}
+	var v terminal.TurnView
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		r.t.Fatalf("status %s: %v\n%s", turnID, err, out)
+	}
+	return v
+}
+
+// codexCompletedAt is the timestamp of the task_complete record Codex
+// wrote for the reply that contains marker, or the zero time.
+func (r *rig) codexCompletedAt(marker string) time.Time {
+	files, err := r.tui.SessionFiles()
+	if err != nil {
+		return time.Time{}
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(data)) {
+			var ev struct {
+				Timestamp time.Time `json:"timestamp"`
+				Payload   struct {
+					Type             string `json:"type"`
+					LastAgentMessage string `json:"last_agent_message"`
+				} `json:"payload"`
+			}
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.Payload.Type == "task_complete" && strings.Contains(ev.Payload.LastAgentMessage, marker) {
+				return ev.Timestamp
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// logLatency logs, for the callback row of a Codex reply containing
+// marker, where the time from Codex's task_complete record to the row in S
+// went: detection and claim (our monitor), then delivery (our outbox, the
+// plugin's method and chat.send) until the gateway acked the run.
+func (r *rig) logLatency(row callbackRow, marker string) {
+	r.t.Helper()
+	done := r.codexCompletedAt(marker)
+	st, err := sqlite.Open(r.ctx, sqlite.Options{Path: filepath.Join(r.home, sqlite.FileName)})
+	if err != nil || done.IsZero() {
+		r.t.Logf("no latency breakdown: %v (task_complete found: %v)", err, !done.IsZero())
+		return
+	}
+	defer st.Close()
+	claim, err := st.GetCompletionClaim(r.ctx, row.TurnID)
+	if err != nil {
+		r.t.Logf("no latency breakdown: %v", err)
+		return
+	}
+	cb, err := st.GetCallback(r.ctx, claim.CallbackMessageID)
+	if err != nil {
+		r.t.Logf("no latency breakdown: %v", err)
+		return
+	}
+	var inj, wake struct {
+		At        int64 `json:"at"`
+		AttemptAt int64 `json:"attempt_at"`
+		SentAt    int64 `json:"sent_at"`
+	}
+	_ = json.Unmarshal(cb.Injection, &inj)
+	_ = json.Unmarshal(cb.Wake, &wake)
+	ms := func(a, b int64) time.Duration { return time.Duration(b-a) * time.Millisecond }
+	claimed := claim.ClaimedAt
+	r.t.Logf("Codex's task_complete record → callback user row in S: %v (record → claim %v; claim → attempt %v; connect %v; "+
+		"clawconnect.callback %v; chat.send %v; the row is stamped %v after the claim)", row.At.Sub(done), time.UnixMilli(claimed).Sub(done),
+		ms(claimed, inj.AttemptAt), ms(inj.AttemptAt, inj.SentAt), ms(inj.SentAt, inj.At), ms(inj.At, wake.At), ms(claimed, row.At.UnixMilli()))
+	// The gateway's own account of the two calls (its handler times).
+	if log, err := os.ReadFile(r.g.LogPath()); err == nil {
+		for line := range strings.Lines(string(log)) {
+			if strings.Contains(line, "res ") && (strings.Contains(line, "clawconnect.callback") || strings.Contains(line, "clawconnect-callback:")) {
+				r.t.Logf("gateway: %s", strings.TrimSpace(ansi.ReplaceAllString(line, "")))
+			}
+		}
+	}
+}
+
+// daemonLog is the tail of the test's daemon log, for failure messages.
+func (r *rig) daemonLog() string {
+	b, err := os.ReadFile(filepath.Join(r.home, "daemon.log"))
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 6000 {
+		b = b[len(b)-6000:]
+	}
+	return string(b)
+}
