@@ -306,7 +306,8 @@ func TestE2EClaudeTransitionKilled(t *testing.T) {
 // new-thread → send → reply in a new native thread (the TUI's /status card
 // agrees); a transition refused while a Turn runs; the workspace's threads
 // listed newest first; resume of the older thread → send → the model sees
-// that thread's context; clear-thread → a third thread.
+// that thread's context; clear-thread → a third thread; a human /new →
+// conflict → adopt → send.
 func TestE2ECodexThreadTransitions(t *testing.T) {
 	model := fakemodel.New(t, fakemodel.Options{})
 	rp := startRealTUI(t, realcli.Codex, model)
@@ -398,5 +399,29 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 	}
 	if body := lastPrompt(t, model, "ECHO=delta-done"); strings.Contains(body, "MARK-ALPHA-7") {
 		t.Fatal("the cleared thread's request still carries the old context")
+	}
+
+	// A human /new: the writer lock shows the switch at once, before any
+	// prompt; the row is a conflict until adopt-thread.
+	waitSendable(t, svc, rp)
+	if err := rp.tui.Submit(ctx, "/new"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for row := paneRow(t, svc); row.ManagementState != "conflict"; row = paneRow(t, svc) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no conflict after a human /new: %+v; screen:\n%s", row, rp.debug())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
+		t.Fatalf("send during a conflict: %v", err)
+	}
+	ad, err := svc.AdoptThread(ctx, rp.pane.TerminalID)
+	if err != nil || ad.Status != store.TransitionCommitted || ad.Generation != 5 || ad.ThreadID == c.ThreadID {
+		t.Fatalf("adopt = %+v, %v", ad, err)
+	}
+	if adopted := sendAndWait(t, svc, rp, "ECHO=epsilon-done", "epsilon-done"); adopted.SessionID != ad.SessionID {
+		t.Fatalf("send after adopt went to %s, want %s", adopted.SessionID, ad.SessionID)
 	}
 }
