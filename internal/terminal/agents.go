@@ -95,7 +95,12 @@ func (CodexAgent) state(p Pane) (codexState, error) {
 	if err != nil {
 		return codexState{}, err
 	}
-	fg, err := codex.ReadForeground(home, in.OpenFiles)
+	// A sub-agent thread's lock never names the foreground.
+	sub := map[string]bool{}
+	for _, s := range inv.Skipped {
+		sub[codex.ThreadIDFromName(filepath.Base(s.Path))] = true
+	}
+	fg, err := codex.ReadForeground(home, in.OpenFiles, sub)
 	if err != nil {
 		return codexState{}, err
 	}
@@ -121,11 +126,6 @@ func (st codexState) identity() (Identity, error) {
 		for _, r := range inv.Roots {
 			if r.ThreadID == fg.ThreadID {
 				return Identity{ThreadID: r.ThreadID, File: r.Path}, nil
-			}
-		}
-		for _, s := range inv.Skipped {
-			if codex.ThreadIDFromName(filepath.Base(s.Path)) == fg.ThreadID {
-				return Identity{}, fmt.Errorf("%w: codex's newest writer lock names sub-agent thread %s; its foreground thread is unknown", ErrRefused, fg.ThreadID)
 			}
 		}
 		// A thread switched to (/new, /clear) whose first prompt has not
@@ -210,6 +210,9 @@ func (c CodexAgent) Accepted(_ context.Context, p Pane, raw json.RawMessage, tex
 					return nil, err
 				}
 			}
+		}
+		if !a.Bound() {
+			return nil, nil
 		}
 	}
 	res, err := codex.ScanAcceptance(a, hashOf(text))

@@ -86,8 +86,6 @@ func TestCodexIdentityFollowsTheNewestWriterLock(t *testing.T) {
 		{"after /new and a prompt: two rollouts, the newest lock picks", codexState{inv: inv(root(a), root(b)), fg: codex.Foreground{ThreadID: b}}, b, true, false},
 		{"after /resume of the older thread", codexState{inv: inv(root(a), root(b), root(c)), fg: codex.Foreground{ThreadID: a}}, a, true, false},
 		{"several rollouts and no lock to tell", codexState{inv: inv(root(a), root(b)), fg: codex.Foreground{Reason: "tie"}}, "", false, true},
-		{"the newest lock is a sub-agent's", codexState{inv: codex.Inventory{Status: codex.Resolved, Roots: []codex.Rollout{root(a)},
-			Skipped: []codex.Skipped{{Path: "/h/sessions/rollout-x-" + c + ".jsonl", Reason: "subagent_thread"}}}, fg: codex.Foreground{ThreadID: c}}, "", false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,6 +22,11 @@ import (
 //   - prompts, replies and `/status` leave every lock untouched, and a fresh
 //     TUI holds no lock until its first prompt.
 //
+// Not measured (the fake model starts no sub-agent): whether a sub-agent
+// thread takes a writer lock; the locks of sub-agent rollouts are left out,
+// and a sub-agent lock before its rollout exists would read as a thread
+// switch (a conflict row) until the rollout shows it.
+//
 // So the thread whose held lock was written last is the thread the process
 // switched to last: its foreground thread. The TUI's own `/status` card
 // (`Session: <id>`) agreed with this rule after every /new, /clear and
@@ -59,8 +64,9 @@ type Foreground struct {
 // directly inside realpath($CODEX_HOME/thread-writer-locks), regular, not
 // deleted, the file at the path being the open one) and names the thread
 // of the one written last. Two locks written at the same instant leave the
-// foreground unknown. Files that are not such locks are ignored.
-func ReadForeground(codexHome string, open []OpenFile) (Foreground, error) {
+// foreground unknown. Files that are not such locks, and the locks of the
+// threads in exclude (sub-agent threads, by lowercase id), are ignored.
+func ReadForeground(codexHome string, open []OpenFile, exclude map[string]bool) (Foreground, error) {
 	var fg Foreground
 	dir, err := filepath.EvalSymlinks(filepath.Join(codexHome, WriterLocksDir))
 	if err != nil {
@@ -74,7 +80,7 @@ func ReadForeground(codexHome string, open []OpenFile) (Foreground, error) {
 			continue
 		}
 		m := lockName.FindStringSubmatch(filepath.Base(f.Path))
-		if m == nil || seen[f.Path] {
+		if m == nil || seen[f.Path] || exclude[strings.ToLower(m[1])] {
 			continue
 		}
 		seen[f.Path] = true

@@ -43,7 +43,7 @@ func lockFile(t *testing.T, home, name string, mtime time.Time) codex.OpenFile {
 func TestReadForeground(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	if fg, err := codex.ReadForeground(home, nil); err != nil || fg.ThreadID != "" || fg.Reason == "" {
+	if fg, err := codex.ReadForeground(home, nil, nil); err != nil || fg.ThreadID != "" || fg.Reason == "" {
 		t.Fatalf("no lock directory: %+v, %v", fg, err)
 	}
 	a := lockFile(t, home, threadA+".lock", t0)
@@ -51,28 +51,35 @@ func TestReadForeground(t *testing.T) {
 	coord := lockFile(t, home, ".coordination.lock", t0.Add(time.Hour))
 	other := codex.OpenFile{FD: 9, Path: filepath.Join(home, "state_5.sqlite")}
 
-	fg, err := codex.ReadForeground(home, []codex.OpenFile{other, b, a, coord, a})
+	fg, err := codex.ReadForeground(home, []codex.OpenFile{other, b, a, coord, a}, nil)
 	if err != nil || fg.ThreadID != threadB || len(fg.Locks) != 2 {
 		t.Fatalf("the lock written last names the foreground: %+v, %v", fg, err)
 	}
+	// A sub-agent thread's lock is left out.
+	if fg, err := codex.ReadForeground(home, []codex.OpenFile{b, a}, map[string]bool{threadB: true}); err != nil || fg.ThreadID != threadA || len(fg.Locks) != 1 {
+		t.Fatalf("a sub-agent's lock: %+v, %v", fg, err)
+	}
 	// /resume A recreates A's lock: A is the foreground again.
-	if err := os.Remove(a.Path); err != nil {
+	// (Made beside it and renamed over it, so it is surely another inode.)
+	next := lockFile(t, home, "next", t0.Add(2*time.Second))
+	if err := os.Rename(next.Path, a.Path); err != nil {
 		t.Fatal(err)
 	}
-	a2 := lockFile(t, home, threadA+".lock", t0.Add(2*time.Second))
-	if fg, err := codex.ReadForeground(home, []codex.OpenFile{a2, b}); err != nil || fg.ThreadID != threadA {
+	a2 := next
+	a2.Path = a.Path
+	if fg, err := codex.ReadForeground(home, []codex.OpenFile{a2, b}, nil); err != nil || fg.ThreadID != threadA {
 		t.Fatalf("after a resume: %+v, %v", fg, err)
 	}
 	// The process still holds the replaced file: no guess.
-	if _, err := codex.ReadForeground(home, []codex.OpenFile{a, b}); err == nil {
+	if _, err := codex.ReadForeground(home, []codex.OpenFile{a, b}, nil); err == nil {
 		t.Fatal("a lock replaced at its path was taken as held")
 	}
-	if fg, err := codex.ReadForeground(home, []codex.OpenFile{{Path: a2.Path + " (deleted)", Dev: a2.Dev, Ino: a2.Ino}, b}); err != nil || fg.ThreadID != threadB {
+	if fg, err := codex.ReadForeground(home, []codex.OpenFile{{Path: a2.Path + " (deleted)", Dev: a2.Dev, Ino: a2.Ino}, b}, nil); err != nil || fg.ThreadID != threadB {
 		t.Fatalf("a deleted lock counts: %+v, %v", fg, err)
 	}
 	// Two locks written at the same instant: unknown.
 	tie := lockFile(t, home, threadB+".lock", t0.Add(2*time.Second))
-	if fg, err := codex.ReadForeground(home, []codex.OpenFile{a2, tie}); err != nil || fg.ThreadID != "" || !strings.Contains(fg.Reason, "same instant") {
+	if fg, err := codex.ReadForeground(home, []codex.OpenFile{a2, tie}, nil); err != nil || fg.ThreadID != "" || !strings.Contains(fg.Reason, "same instant") {
 		t.Fatalf("a tie: %+v, %v", fg, err)
 	}
 	// A lock outside the locks directory is not Codex's.
@@ -80,7 +87,7 @@ func TestReadForeground(t *testing.T) {
 	if err := os.WriteFile(outside, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if fg, err := codex.ReadForeground(home, []codex.OpenFile{{Path: outside}}); err != nil || fg.ThreadID != "" {
+	if fg, err := codex.ReadForeground(home, []codex.OpenFile{{Path: outside}}, nil); err != nil || fg.ThreadID != "" {
 		t.Fatalf("a lock outside the directory: %+v, %v", fg, err)
 	}
 }
