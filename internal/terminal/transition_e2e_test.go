@@ -325,6 +325,9 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 		t.Fatalf("row before the transition = %+v", row)
 	}
 
+	// Codex's screen may still show the turn working after its rollout
+	// recorded the reply; a transition waits for an idle pane.
+	waitSendable(t, svc, rp)
 	v, err := svc.NewThread(ctx, rp.pane.TerminalID)
 	if err != nil {
 		t.Fatalf("new-thread: %v; screen:\n%s", err, rp.debug())
