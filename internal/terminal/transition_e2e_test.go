@@ -172,12 +172,12 @@ const (
 )
 
 // TestE2ETransitionCrashHelper is not a test: TestE2EClaudeTransitionKilled
-// runs it in a child process, which starts a new-thread transition and
+// and TestE2ECodexTransitionKilled run it in a child process, which starts a new-thread transition and
 // stops for good once the step is submitted, until it is killed.
 func TestE2ETransitionCrashHelper(t *testing.T) {
 	path := os.Getenv(crashStoreEnv)
 	if path == "" {
-		t.Skip("run by TestE2EClaudeTransitionKilled")
+		t.Skip("run by TestE2E*TransitionKilled")
 	}
 	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: path})
 	if err != nil {
@@ -202,9 +202,14 @@ func TestE2ETransitionCrashHelper(t *testing.T) {
 // a transition: after it, the record is completed from the agent's files
 // or uncertain, never half-applied, and the terminal is not blocked for
 // good.
-func TestE2EClaudeTransitionKilled(t *testing.T) {
+func TestE2EClaudeTransitionKilled(t *testing.T) { transitionKilled(t, realcli.ClaudeCode) }
+
+// TestE2ECodexTransitionKilled is TestE2EClaudeTransitionKilled on Codex.
+func TestE2ECodexTransitionKilled(t *testing.T) { transitionKilled(t, realcli.Codex) }
+
+func transitionKilled(t *testing.T, kind realcli.Kind) {
 	model := fakemodel.New(t, fakemodel.Options{})
-	rp := startRealTUI(t, realcli.ClaudeCode, model)
+	rp := startRealTUI(t, kind, model)
 	dir := t.TempDir()
 	path := filepath.Join(dir, sqlite.FileName)
 	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
@@ -263,6 +268,7 @@ func TestE2EClaudeTransitionKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("after the kill and a scan the transition is %s", tr.Status)
 	old, _ := st.GetTermSession(ctx, first.SessionID)
 	switch tr.Status {
 	case store.TransitionCommitted:
