@@ -36,27 +36,28 @@ func terminalThreadCmds(env Env) []*cobra.Command {
 	return []*cobra.Command{
 		threadCmd(env, "new-thread TERMINAL_ID", "Start a new native thread in the pane's agent (no Turn)",
 			`Start a new native thread in the agent of the pane with its own control
-(Claude Code: /clear), after checking that nothing unresolved is on the
+(Claude Code: /clear; Codex: /new), after checking that nothing unresolved is on the
 terminal (a running Turn, a pending approval, an undelivered callback, an
 uncertain dispatch or transition). The step is recorded before the pane is
 touched and verified from the agent's own files: the thread id must change.
 The pane's Session is left detached; a new Session is bound at the next
 binding generation. No Turn is created: the next ordinary send starts the
 first Turn in the new thread. Refused on an agent version the plan was not
-proven on (Claude Code 2.1.332; Codex plans are refused).`,
+proven on (Claude Code 2.1.332, Codex 0.171.0), and on a Codex that has had
+no prompt yet (it has no thread to leave).`,
 			`  clawconnect terminal new-thread terminal:v2:tmux:claude:work:0.0:4242`,
 			func(ctx context.Context, api threadAPI, args []string) (any, error) {
 				return api.NewThread(ctx, args[0])
 			}),
 		threadCmd(env, "clear-thread TERMINAL_ID", "Clear the pane agent's context into a new native thread (no Turn)",
-			`Like new-thread, with the agent's clear control (Claude Code: /clear).`,
+			`Like new-thread, with the agent's clear control (/clear).`,
 			`  clawconnect terminal clear-thread terminal:v2:tmux:claude:work:0.0:4242`,
 			func(ctx context.Context, api threadAPI, args []string) (any, error) {
 				return api.ClearThread(ctx, args[0])
 			}),
 		threadCmd(env, "resume-thread TERMINAL_ID NATIVE_THREAD_ID", "Resume an earlier native thread of the pane's workspace (no Turn)",
 			`Resume NATIVE_THREAD_ID (a complete id that `+"`terminal threads`"+` lists for the pane)
-with the agent's resume control (Claude Code: /resume <id>); verified when the
+with the agent's resume control (/resume <id>); verified when the
 agent's files name that thread. The thread's detached Session is reactivated
 (or a new one bound) at the next binding generation. No Turn is created.`,
 			`  clawconnect terminal threads terminal:v2:tmux:claude:work:0.0:4242

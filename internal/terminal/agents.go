@@ -53,14 +53,25 @@ type CodexAgent struct{}
 
 var _ Agent = CodexAgent{}
 
-func (CodexAgent) inventory(p Pane) (codex.Inventory, error) {
-	home := processEnv(p.PID, "CODEX_HOME")
-	if home == "" {
-		home = filepath.Join(homeOf(p.PID), ".codex")
+func codexHome(pid int) string {
+	if home := processEnv(pid, "CODEX_HOME"); home != "" {
+		return home
 	}
+	return filepath.Join(homeOf(pid), ".codex")
+}
+
+// codexState is what a Codex process holds open: its root rollouts and the
+// thread it switched to last (codex.ReadForeground).
+type codexState struct {
+	inv codex.Inventory
+	fg  codex.Foreground
+}
+
+func (CodexAgent) state(p Pane) (codexState, error) {
+	home := codexHome(p.PID)
 	files, err := proc.OpenFiles(p.PID)
 	if err != nil {
-		return codex.Inventory{}, fmt.Errorf("open files of codex pid %d: %w", p.PID, err)
+		return codexState{}, fmt.Errorf("open files of codex pid %d: %w", p.PID, err)
 	}
 	in := codex.InventoryInput{CodexHome: home, Cwd: p.Cwd}
 	type key struct{ dev, ino uint64 }
@@ -80,15 +91,46 @@ func (CodexAgent) inventory(p Pane) (codex.Inventory, error) {
 			in.OpenFiles = append(in.OpenFiles, codex.OpenFile{FD: f.FD, Path: path, Dev: f.Dev, Ino: f.Ino})
 		}
 	}
-	return codex.TakeInventory(in)
+	inv, err := codex.TakeInventory(in)
+	if err != nil {
+		return codexState{}, err
+	}
+	// A sub-agent thread's lock never names the foreground.
+	sub := map[string]bool{}
+	for _, s := range inv.Skipped {
+		sub[codex.ThreadIDFromName(filepath.Base(s.Path))] = true
+	}
+	fg, err := codex.ReadForeground(home, in.OpenFiles, sub)
+	if err != nil {
+		return codexState{}, err
+	}
+	return codexState{inv: inv, fg: fg}, nil
 }
 
-// Identify implements Agent: the one open root rollout, none for a virgin
-// TUI, and an error when several are open (the foreground is unknown).
-func (c CodexAgent) Identify(_ context.Context, p Pane) (Identity, error) {
-	inv, err := c.inventory(p)
-	if err != nil {
-		return Identity{}, err
+func (c CodexAgent) inventory(p Pane) (codex.Inventory, error) {
+	st, err := c.state(p)
+	return st.inv, err
+}
+
+// identity names the foreground thread: the thread of the writer lock
+// written last (its rollout, or none yet after /new), else the one open
+// root rollout; with several roots open and no lock to tell, none.
+func (st codexState) identity() (Identity, error) {
+	inv, fg := st.inv, st.fg
+	if inv.Status == codex.VerifiedAbsent {
+		// A fresh TUI: it may lock its first thread before the first
+		// prompt makes the rollout; the virgin anchor binds that rollout.
+		return Identity{}, nil
+	}
+	if fg.ThreadID != "" {
+		for _, r := range inv.Roots {
+			if r.ThreadID == fg.ThreadID {
+				return Identity{ThreadID: r.ThreadID, File: r.Path}, nil
+			}
+		}
+		// A thread switched to (/new, /clear) whose first prompt has not
+		// made its rollout yet.
+		return Identity{ThreadID: fg.ThreadID}, nil
 	}
 	switch inv.Status {
 	case codex.Resolved:
@@ -96,13 +138,28 @@ func (c CodexAgent) Identify(_ context.Context, p Pane) (Identity, error) {
 	case codex.VerifiedAbsent:
 		return Identity{}, nil
 	}
-	return Identity{}, fmt.Errorf("%w: codex holds %d root rollouts open (%s); its foreground thread is unknown", ErrRefused, len(inv.Roots), inv.Reason)
+	return Identity{}, fmt.Errorf("%w: codex holds %d root rollouts open (%s) and %s; its foreground thread is unknown",
+		ErrRefused, len(inv.Roots), inv.Reason, fg.Reason)
+}
+
+// Identify implements Agent: the foreground thread (codexState.identity):
+// none for a virgin TUI, an error when the files cannot tell.
+func (c CodexAgent) Identify(_ context.Context, p Pane) (Identity, error) {
+	st, err := c.state(p)
+	if err != nil {
+		return Identity{}, err
+	}
+	return st.identity()
 }
 
 // Anchor implements Agent.
 func (c CodexAgent) Anchor(ctx context.Context, p Pane, id Identity) (json.RawMessage, error) {
 	if id.File == "" {
-		return json.Marshal(codex.VirginAnchor(time.Now()))
+		// No rollout yet: a fresh TUI, or a thread made by /new whose id
+		// the binding of the rollout must then match.
+		a := codex.VirginAnchor(time.Now())
+		a.ThreadID = id.ThreadID
+		return json.Marshal(a)
 	}
 	for attempt := 0; ; attempt++ {
 		inv, err := c.inventory(p)
@@ -139,15 +196,23 @@ func (c CodexAgent) Accepted(_ context.Context, p Pane, raw json.RawMessage, tex
 		return nil, fmt.Errorf("codex anchor: %w", err)
 	}
 	if !a.Bound() {
-		inv, err := c.inventory(p)
+		st, err := c.state(p)
 		if err != nil {
 			return nil, err
 		}
-		if inv.Status != codex.Resolved {
-			return nil, nil
+		id, err := st.identity()
+		if err != nil || id.File == "" {
+			return nil, nil // not materialized yet
 		}
-		if a, err = a.Bind(inv.Roots[0]); err != nil {
-			return nil, err
+		for _, r := range st.inv.Roots {
+			if r.Path == id.File {
+				if a, err = a.Bind(r); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if !a.Bound() {
+			return nil, nil
 		}
 	}
 	res, err := codex.ScanAcceptance(a, hashOf(text))

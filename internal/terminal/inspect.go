@@ -75,7 +75,7 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 	if err := s.o.Terminals.SendText(ctx, p, statusCommand); err != nil {
 		return InspectResult{}, fmt.Errorf("inspect: type %s: %w", statusCommand, err)
 	}
-	if !s.waitStatusDraft(ctx, a, p) {
+	if !s.waitCommandDraft(ctx, a, p, statusCommand) {
 		return InspectResult{}, s.restoreComposer(ctx, a, in, p, fmt.Errorf("inspect: %w: %s did not show in the composer, so Enter was not pressed", ErrRefused, statusCommand))
 	}
 	if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
@@ -162,16 +162,16 @@ func (s *Service) restoreComposer(ctx context.Context, a Agent, in Inspector, p 
 	return err
 }
 
-// waitStatusDraft waits (DraftTimeout) until the composer shows the status
-// command on two captures at least 120 ms apart. The agents draw their
+// waitCommandDraft waits (DraftTimeout) until the composer shows the slash
+// command cmd on two captures at least 120 ms apart. The agents draw their
 // slash-command menu over the composer meanwhile, so the composer line
 // itself is what counts.
-func (s *Service) waitStatusDraft(ctx context.Context, a Agent, p Pane) bool {
+func (s *Service) waitCommandDraft(ctx context.Context, a Agent, p Pane, cmd string) bool {
 	deadline := time.Now().Add(s.o.DraftTimeout)
 	var firstSeen time.Time
 	for {
 		text, err := s.o.Terminals.Capture(ctx, p)
-		if err == nil && (a.DraftVisible(text, statusCommand) || statusDraftShown(text)) {
+		if err == nil && (a.DraftVisible(text, cmd) || commandDraftShown(text, cmd)) {
 			if firstSeen.IsZero() {
 				firstSeen = time.Now()
 			} else if time.Since(firstSeen) >= 120*time.Millisecond {
@@ -191,12 +191,14 @@ func (s *Service) waitStatusDraft(ctx context.Context, a Agent, p Pane) bool {
 	}
 }
 
-// statusDraftShown reports a composer line holding exactly the status
-// command (Codex "› /status", Claude Code "❯ /status").
-func statusDraftShown(screen string) bool {
+// commandDraftShown reports a composer line holding exactly the slash
+// command cmd (Codex "› /status", Claude Code "❯ /status"); a menu row
+// also names the command's description, so it never matches.
+func commandDraftShown(screen, cmd string) bool {
+	cmd = strings.Join(strings.Fields(cmd), " ")
 	for _, l := range strings.Split(screen, "\n") {
 		t := strings.Join(strings.Fields(strings.ReplaceAll(l, "\u00a0", " ")), " ")
-		if t == "› "+statusCommand || t == "❯ "+statusCommand {
+		if t == "› "+cmd || t == "❯ "+cmd {
 			return true
 		}
 	}

@@ -359,7 +359,7 @@ func (s *Service) runTransition(ctx context.Context, ts store.TransitionStore, t
 			}
 			return s.settle(ctx, ts, tr, store.TransitionUncertain, "typing "+line+" may or may not have reached the pane", err)
 		}
-		if !s.waitDraft(ctx, a, p, line) {
+		if !s.waitCommandDraft(ctx, a, p, line) {
 			_ = s.o.Terminals.SendKeys(context.WithoutCancel(ctx), p, "Escape")
 			if i == 0 {
 				return s.settle(ctx, ts, tr, store.TransitionAborted, "the command did not show in the composer, so Enter was not pressed", ErrRefused)

@@ -26,10 +26,11 @@ import (
 // switches it to that session.
 const ClaudeThreadVersion = "2.1.332"
 
-// CodexThreadVersion is the Codex version measured for thread plans. On it
-// `/new` keeps the previous rollout open, so after the next prompt the
-// process holds two root rollouts and its files cannot prove the foreground
-// thread; Codex plans are refused until that is solved.
+// CodexThreadVersion is the Codex version the thread plans were measured
+// on: `/new` and `/clear` switch to a new thread, `/resume <uuid>` to that
+// thread. Codex keeps every thread it visited open (rollout and writer
+// lock), so the foreground thread is proven by the writer lock written
+// last (codex.ReadForeground), which the TUI's /status card agreed with.
 const CodexThreadVersion = "0.171.0"
 
 var (
@@ -148,22 +149,59 @@ func claudeThread(path, id, cwd string) (NativeThread, bool) {
 	return t, true
 }
 
-// ThreadPlan implements ThreadControl: refused (see CodexThreadVersion).
-func (CodexAgent) ThreadPlan(_ context.Context, p Pane, kind, _ string) (string, []string, error) {
-	return "", nil, fmt.Errorf("%w: %s is not offered for Codex: measured on Codex %s, /new keeps the previous rollout open, so after the next prompt "+
-		"the process holds two root rollouts and its files cannot prove which thread is in the foreground", ErrRefused, kind, CodexThreadVersion)
+// ThreadPlan implements ThreadControl: `/new`, `/clear` or `/resume <uuid>`
+// on Codex CodexThreadVersion. A TUI that never had a prompt has no thread
+// to leave (its first send starts one), and a process whose foreground
+// thread its files cannot name is refused.
+func (c CodexAgent) ThreadPlan(_ context.Context, p Pane, kind, thread string) (string, []string, error) {
+	version, err := c.Version(p)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: read the Codex version: %w", ErrRefused, err)
+	}
+	if version != CodexThreadVersion {
+		return version, nil, fmt.Errorf("%w: native thread controls are proven on Codex %s only; this pane runs %q",
+			ErrRefused, CodexThreadVersion, version)
+	}
+	st, err := c.state(p)
+	if err != nil {
+		return version, nil, fmt.Errorf("%w: read Codex's open files: %w", ErrRefused, err)
+	}
+	id, err := st.identity()
+	if err != nil {
+		return version, nil, err
+	}
+	if id.ThreadID == "" {
+		return version, nil, fmt.Errorf("%w: this Codex has no thread yet (no prompt was sent); the first send starts one", ErrRefused)
+	}
+	switch kind {
+	case store.TransitionNewThread:
+		return version, []string{"/new"}, nil
+	case store.TransitionClearThread:
+		return version, []string{"/clear"}, nil
+	case store.TransitionResumeThread:
+		return version, []string{"/resume " + thread}, nil
+	}
+	return version, nil, fmt.Errorf("%w: no Codex plan for %s", ErrRefused, kind)
 }
 
 // Threads implements ThreadControl: the TUI rollouts under the sessions
-// tree whose session_meta names the pane's workspace.
-func (CodexAgent) Threads(_ context.Context, p Pane) ([]NativeThread, error) {
-	home := processEnv(p.PID, "CODEX_HOME")
-	if home == "" {
-		home = filepath.Join(homeOf(p.PID), ".codex")
+// tree whose session_meta names the pane's workspace, with the title and
+// last update of the thread's row in Codex's state database when it has
+// one (a row without such a rollout is not offered: the rollout is what
+// a resume is verified against).
+func (CodexAgent) Threads(ctx context.Context, p Pane) ([]NativeThread, error) {
+	home := codexHome(p.PID)
+	rows, err := codex.ReadStateThreads(ctx, home, p.Cwd)
+	if err != nil {
+		rows = nil // the rollouts alone still list the threads
+	}
+	byID := map[string]codex.StateThread{}
+	for _, r := range rows {
+		byID[r.ID] = r
 	}
 	var out []NativeThread
 	root := filepath.Join(home, "sessions")
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if os.IsNotExist(err) && path == root {
 				return filepath.SkipAll
@@ -184,6 +222,12 @@ func (CodexAgent) Threads(_ context.Context, p Pane) ([]NativeThread, error) {
 			t.UpdatedAt = info.ModTime().UnixMilli()
 		}
 		t.Title = codexFirstPrompt(path)
+		if row, ok := byID[strings.ToLower(meta.ID)]; ok && t.Title != "" {
+			if row.Title != "" {
+				t.Title = threadTitle(row.Title)
+			}
+			t.UpdatedAt = max(t.UpdatedAt, row.UpdatedAt*1000)
+		}
 		if t.Title != "" {
 			out = append(out, t)
 		}

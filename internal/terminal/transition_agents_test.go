@@ -1,10 +1,13 @@
 package terminal
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/codex"
 )
 
 func TestClaudeThreadIsOneCompleteVerifiedTranscript(t *testing.T) {
@@ -54,5 +57,51 @@ func TestCodexFirstPromptSkipsContextItems(t *testing.T) {
 	got := codexFirstPrompt(filepath.Join("codex", "testdata", "rollout-reply.jsonl"))
 	if got != "say hello WAIT=1500" {
 		t.Fatalf("first prompt = %q", got)
+	}
+}
+
+func TestCodexIdentityFollowsTheNewestWriterLock(t *testing.T) {
+	t.Parallel()
+	const a, b, c = "01a232d8-346a-7382-8abe-b11e9f99092a", "01a232d8-3710-7fb3-b651-1c8383905180", "01a232d8-4145-7e12-8949-781be138d6ee"
+	root := func(id string) codex.Rollout {
+		return codex.Rollout{ThreadID: id, Path: "/h/sessions/rollout-x-" + id + ".jsonl"}
+	}
+	inv := func(roots ...codex.Rollout) codex.Inventory {
+		st := map[int]codex.InventoryStatus{0: codex.VerifiedAbsent, 1: codex.Resolved}[len(roots)]
+		if st == "" {
+			st = codex.Unbound
+		}
+		return codex.Inventory{Status: st, Roots: roots}
+	}
+	tests := []struct {
+		name    string
+		st      codexState
+		thread  string
+		file    bool
+		refused bool
+	}{
+		{"virgin TUI, even with its first lock", codexState{inv: inv(), fg: codex.Foreground{ThreadID: a}}, "", false, false},
+		{"one rollout, no lock (older layout)", codexState{inv: inv(root(a)), fg: codex.Foreground{Reason: "none"}}, a, true, false},
+		{"after /new: the new thread has no rollout yet", codexState{inv: inv(root(a)), fg: codex.Foreground{ThreadID: b}}, b, false, false},
+		{"after /new and a prompt: two rollouts, the newest lock picks", codexState{inv: inv(root(a), root(b)), fg: codex.Foreground{ThreadID: b}}, b, true, false},
+		{"after /resume of the older thread", codexState{inv: inv(root(a), root(b), root(c)), fg: codex.Foreground{ThreadID: a}}, a, true, false},
+		{"several rollouts and no lock to tell", codexState{inv: inv(root(a), root(b)), fg: codex.Foreground{Reason: "tie"}}, "", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, err := tt.st.identity()
+			if tt.refused {
+				if !errors.Is(err, ErrRefused) {
+					t.Fatalf("identity = %+v, %v; want refused", id, err)
+				}
+				return
+			}
+			if err != nil || id.ThreadID != tt.thread || (id.File != "") != tt.file {
+				t.Fatalf("identity = %+v, %v; want thread %q (file %v)", id, err, tt.thread, tt.file)
+			}
+			if tt.file && !strings.Contains(id.File, tt.thread) {
+				t.Fatalf("identity file %s is not the thread's rollout", id.File)
+			}
+		})
 	}
 }

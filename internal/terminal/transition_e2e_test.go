@@ -172,12 +172,12 @@ const (
 )
 
 // TestE2ETransitionCrashHelper is not a test: TestE2EClaudeTransitionKilled
-// runs it in a child process, which starts a new-thread transition and
+// and TestE2ECodexTransitionKilled run it in a child process, which starts a new-thread transition and
 // stops for good once the step is submitted, until it is killed.
 func TestE2ETransitionCrashHelper(t *testing.T) {
 	path := os.Getenv(crashStoreEnv)
 	if path == "" {
-		t.Skip("run by TestE2EClaudeTransitionKilled")
+		t.Skip("run by TestE2E*TransitionKilled")
 	}
 	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: path})
 	if err != nil {
@@ -202,9 +202,14 @@ func TestE2ETransitionCrashHelper(t *testing.T) {
 // a transition: after it, the record is completed from the agent's files
 // or uncertain, never half-applied, and the terminal is not blocked for
 // good.
-func TestE2EClaudeTransitionKilled(t *testing.T) {
+func TestE2EClaudeTransitionKilled(t *testing.T) { transitionKilled(t, realcli.ClaudeCode) }
+
+// TestE2ECodexTransitionKilled is TestE2EClaudeTransitionKilled on Codex.
+func TestE2ECodexTransitionKilled(t *testing.T) { transitionKilled(t, realcli.Codex) }
+
+func transitionKilled(t *testing.T, kind realcli.Kind) {
 	model := fakemodel.New(t, fakemodel.Options{})
-	rp := startRealTUI(t, realcli.ClaudeCode, model)
+	rp := startRealTUI(t, kind, model)
 	dir := t.TempDir()
 	path := filepath.Join(dir, sqlite.FileName)
 	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
@@ -263,6 +268,7 @@ func TestE2EClaudeTransitionKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("after the kill and a scan the transition is %s", tr.Status)
 	old, _ := st.GetTermSession(ctx, first.SessionID)
 	switch tr.Status {
 	case store.TransitionCommitted:
@@ -302,31 +308,129 @@ func TestE2EClaudeTransitionKilled(t *testing.T) {
 	}
 }
 
-// TestE2ECodexThreadsListedTransitionsRefused: Codex 0.171.0 lists its
-// workspace's threads from the rollouts, and refuses thread transitions
-// with the measured reason (nothing is typed).
-func TestE2ECodexThreadsListedTransitionsRefused(t *testing.T) {
+// TestE2ECodexThreadTransitions drives Codex 0.171.0's own controls:
+// new-thread → send → reply in a new native thread (the TUI's /status card
+// agrees); a transition refused while a Turn runs; the workspace's threads
+// listed newest first; resume of the older thread → send → the model sees
+// that thread's context; clear-thread → a third thread; a human /new →
+// conflict → adopt → send.
+func TestE2ECodexThreadTransitions(t *testing.T) {
 	model := fakemodel.New(t, fakemodel.Options{})
 	rp := startRealTUI(t, realcli.Codex, model)
 	svc, st := newRealService(t, rp)
 	runHost(t, svc)
 	ctx := t.Context()
-	res := sendAndWait(t, svc, rp, "remember MARK-CODEX-3 ECHO=codex-done", "codex-done")
-	turn, _ := st.GetTurn(ctx, res.TurnID)
-	th, err := svc.Threads(ctx, rp.pane.TerminalID)
-	if err != nil || len(th.Threads) != 1 || th.Threads[0].ID != turn.NativeThreadID || !th.Threads[0].Current ||
-		!strings.Contains(th.Threads[0].Title, "MARK-CODEX-3") || th.Threads[0].SessionID != res.SessionID {
-		t.Fatalf("codex threads = %+v, %v", th, err)
+
+	waitSendable(t, svc, rp)
+	if _, err := svc.NewThread(ctx, rp.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no thread yet") {
+		t.Fatalf("new-thread before any prompt: %v", err)
 	}
-	before := rp.screen()
-	if _, err := svc.NewThread(ctx, rp.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), CodexThreadVersion) {
-		t.Fatalf("codex new-thread: %v", err)
+	first := sendAndWait(t, svc, rp, "remember MARK-ALPHA-7 ECHO=alpha-done", "alpha-done")
+	firstTurn, _ := st.GetTurn(ctx, first.TurnID)
+	if row := paneRow(t, svc); row.BindingGeneration != 1 || row.SessionID != first.SessionID || row.NativeThreadID != firstTurn.NativeThreadID {
+		t.Fatalf("row before the transition = %+v", row)
 	}
-	if strings.Contains(rp.screen(), "/clear") || strings.Contains(rp.screen(), "/new") {
-		t.Fatalf("a refused transition typed into the pane:\n%s\n---\n%s", before, rp.screen())
+
+	// Codex's screen may still show the turn working after its rollout
+	// recorded the reply; a transition waits for an idle pane.
+	waitSendable(t, svc, rp)
+	v, err := svc.NewThread(ctx, rp.pane.TerminalID)
+	if err != nil {
+		t.Fatalf("new-thread: %v; screen:\n%s", err, rp.debug())
 	}
-	var ts store.TransitionStore = st.(store.TransitionStore)
-	if open, _ := ts.OpenTransitions(ctx, 10); len(open) != 0 {
-		t.Fatalf("refused transition recorded: %+v", open)
+	if v.Status != store.TransitionCommitted || v.Generation != 2 || v.FromThreadID != firstTurn.NativeThreadID || v.ThreadID == "" ||
+		v.ThreadID == v.FromThreadID || v.AgentVersion != CodexThreadVersion {
+		t.Fatalf("new-thread = %+v", v)
+	}
+	if row := paneRow(t, svc); row.BindingGeneration != 2 || row.SessionID != v.SessionID || row.NativeThreadID != v.ThreadID {
+		t.Fatalf("row after the transition = %+v", row)
+	}
+	// The TUI's own status card names the thread the files proved.
+	waitSendable(t, svc, rp)
+	if card, err := svc.Inspect(ctx, rp.pane.TerminalID); err != nil || card.SessionID != v.ThreadID {
+		t.Fatalf("/status after new-thread = %+v, %v; want session %s", card, err, v.ThreadID)
+	}
+	second := sendAndWait(t, svc, rp, "remember MARK-BETA-8 ECHO=beta-done", "beta-done")
+	secondTurn, _ := st.GetTurn(ctx, second.TurnID)
+	if second.SessionID != v.SessionID || secondTurn.NativeThreadID != v.ThreadID || secondTurn.TerminalBindingGeneration != 2 {
+		t.Fatalf("first turn of the new thread = %+v", secondTurn)
+	}
+	if body := lastPrompt(t, model, "MARK-BETA-8"); strings.Contains(body, "MARK-ALPHA-7") {
+		t.Fatal("the new thread's request still carries the old thread's context")
+	}
+
+	// A running Turn blocks a transition; nothing reaches the pane.
+	waitSendable(t, svc, rp)
+	slow, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=slow-done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, ErrRefused) {
+		t.Fatalf("resume while a Turn runs: %v", err)
+	}
+	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, store.TurnIdle)
+
+	threads, err := svc.Threads(ctx, rp.pane.TerminalID)
+	if err != nil || len(threads.Threads) != 2 {
+		t.Fatalf("threads = %+v, %v", threads, err)
+	}
+	newer, older := threads.Threads[0], threads.Threads[1]
+	if newer.ID != v.ThreadID || !newer.Current || !strings.Contains(newer.Title, "MARK-BETA-8") || newer.SessionID != v.SessionID ||
+		older.ID != firstTurn.NativeThreadID || older.Current || !strings.Contains(older.Title, "MARK-ALPHA-7") ||
+		older.SessionID != first.SessionID || older.SessionStatus != store.SessionDetached || older.UpdatedAt > newer.UpdatedAt || older.CreatedAt == 0 {
+		t.Fatalf("threads = %+v", threads)
+	}
+	waitSendable(t, svc, rp)
+	r, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID)
+	if err != nil {
+		t.Fatalf("resume-thread: %v; screen:\n%s", err, rp.debug())
+	}
+	if r.Status != store.TransitionCommitted || r.SessionID != first.SessionID || r.Generation != 3 || r.ThreadID != firstTurn.NativeThreadID {
+		t.Fatalf("resume = %+v", r)
+	}
+	third := sendAndWait(t, svc, rp, "what did I ask you to remember? ECHO=gamma-done", "gamma-done")
+	thirdTurn, _ := st.GetTurn(ctx, third.TurnID)
+	if third.SessionID != first.SessionID || thirdTurn.NativeThreadID != firstTurn.NativeThreadID || thirdTurn.TerminalBindingGeneration != 3 {
+		t.Fatalf("send after resume = %+v, want the reactivated %s", thirdTurn, first.SessionID)
+	}
+	if body := lastPrompt(t, model, "ECHO=gamma-done"); !strings.Contains(body, "MARK-ALPHA-7") || strings.Contains(body, "MARK-BETA-8") {
+		t.Fatal("after resume the model does not see the resumed thread's context (MARK-ALPHA-7 only)")
+	}
+
+	waitSendable(t, svc, rp)
+	c, err := svc.ClearThread(ctx, rp.pane.TerminalID)
+	if err != nil || c.Status != store.TransitionCommitted || c.Generation != 4 || c.ThreadID == firstTurn.NativeThreadID || c.ThreadID == v.ThreadID {
+		t.Fatalf("clear-thread = %+v, %v; screen:\n%s", c, err, rp.debug())
+	}
+	last := sendAndWait(t, svc, rp, "ECHO=delta-done", "delta-done")
+	if last.SessionID != c.SessionID {
+		t.Fatalf("send after clear went to %s, want %s", last.SessionID, c.SessionID)
+	}
+	if body := lastPrompt(t, model, "ECHO=delta-done"); strings.Contains(body, "MARK-ALPHA-7") {
+		t.Fatal("the cleared thread's request still carries the old context")
+	}
+
+	// A human /new: the writer lock shows the switch at once, before any
+	// prompt; the row is a conflict until adopt-thread.
+	waitSendable(t, svc, rp)
+	if err := rp.tui.Submit(ctx, "/new"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for row := paneRow(t, svc); row.ManagementState != "conflict"; row = paneRow(t, svc) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no conflict after a human /new: %+v; screen:\n%s", row, rp.debug())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
+		t.Fatalf("send during a conflict: %v", err)
+	}
+	ad, err := svc.AdoptThread(ctx, rp.pane.TerminalID)
+	if err != nil || ad.Status != store.TransitionCommitted || ad.Generation != 5 || ad.ThreadID == c.ThreadID {
+		t.Fatalf("adopt = %+v, %v", ad, err)
+	}
+	if adopted := sendAndWait(t, svc, rp, "ECHO=epsilon-done", "epsilon-done"); adopted.SessionID != ad.SessionID {
+		t.Fatalf("send after adopt went to %s, want %s", adopted.SessionID, ad.SessionID)
 	}
 }

@@ -153,6 +153,12 @@ func (f *Finder) join(ctx context.Context, panes []tmux.Pane, tab *proc.Table) (
 		if !ok {
 			continue
 		}
+		if parent, ok := tab.Get(p.PPID); ok && slices.Equal(parent.Argv, p.Argv) {
+			// A child the agent forked and that has not called execve yet
+			// (Codex starting a shell): the agent itself, not another one
+			// or a launcher.
+			continue
+		}
 		var in []int
 		in = append(in, byPID[pid]...)
 		for _, a := range tab.Ancestors(pid) {

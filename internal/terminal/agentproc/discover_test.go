@@ -108,6 +108,8 @@ func world() (*fakePanes, *fakeProcs) {
 		pr(401, 400, 41, "/src/d", "codex"),
 		pr(402, 400, 42, "/src/d", "claude"),
 		pr(500, 50, 50, "/src/e", "codex"),
+		// Codex forking a shell: until execve the child shows its argv.
+		pr(501, 500, 51, "/src/e", "codex"),
 		pr(600, 1, 60, "/src/z", "codex"), // outside every pane
 		pr(700, 1, 70, "/", "/opt/releases/0.171.0/bin/codex", "app-server", "--listen", "unix://"),
 	)

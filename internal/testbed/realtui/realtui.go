@@ -289,7 +289,7 @@ func (t *TUI) Submit(ctx context.Context, text string) error {
 }
 
 // AgentPID returns the agent's own process: the native "codex" binary (not
-// its node wrapper) or the "claude" binary, a descendant of the pane. It
+// its node wrapper) or the "claude" binary nearest the pane. It
 // fails while the agent has not started or after it exited.
 func (t *TUI) AgentPID() (int, error) {
 	t.mu.Lock()
@@ -311,7 +311,10 @@ func (t *TUI) AgentPID() (int, error) {
 		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
 			base := strings.TrimSuffix(filepath.Base(strings.TrimSuffix(exe, " (deleted)")), ".exe")
 			if base == want {
+				// The nearest one: a descendant with the same executable is
+				// a child it forked (a shell, before execve), not the agent.
 				found = pid
+				return
 			}
 		}
 		for _, k := range kids[pid] {
