@@ -163,6 +163,12 @@ func outputSchema(required []string, props map[string]*jsonschema.Schema) *jsons
 	return &jsonschema.Schema{Type: "object", Properties: props, Required: required, AdditionalProperties: &jsonschema.Schema{}}
 }
 
+// endedAtProp is the endedAt output property of a task row.
+func endedAtProp() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "integer",
+		Description: "When the task reached its final status (Unix ms); absent while it runs. Its duration is endedAt - startedAt."}
+}
+
 // chainingProps are the properties a client chains from one call to the next.
 func chainingProps() map[string]*jsonschema.Schema {
 	return map[string]*jsonschema.Schema{
@@ -245,6 +251,7 @@ func (c *conn) tools() []toolDef {
 				OutputSchema: outputSchema([]string{"taskId"}, func() map[string]*jsonschema.Schema {
 					p := chainingProps()
 					p["prompt"] = prop("object")
+					p["endedAt"] = endedAtProp()
 					return p
 				}()),
 				Annotations: readOnly("Get a task"),
@@ -259,8 +266,10 @@ func (c *conn) tools() []toolDef {
 				InputSchema: inputSchema[ListTasksInput](func(p map[string]*jsonschema.Schema) {
 					p["view"].Enum = enumOf(string(taskapi.ViewActive), string(taskapi.ViewAll))
 				}),
-				OutputSchema: outputSchema([]string{"tasks"}, map[string]*jsonschema.Schema{"tasks": prop("array")}),
-				Annotations:  readOnly("List tasks"),
+				OutputSchema: outputSchema([]string{"tasks"}, map[string]*jsonschema.Schema{"tasks": {Type: "array",
+					Items: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"endedAt": endedAtProp()},
+						AdditionalProperties: &jsonschema.Schema{}}}}),
+				Annotations: readOnly("List tasks"),
 			},
 			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.listTasks) },
 		},

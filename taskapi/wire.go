@@ -172,6 +172,7 @@ type TaskDetail struct {
 	LastSeenSequence int64              `json:"lastSeenSequence,omitempty"`
 	StartedAt        int64              `json:"startedAt"`
 	LastEventAt      int64              `json:"lastEventAt"`
+	EndedAt          int64              `json:"endedAt,omitempty"` // when it reached its final status (ms); absent while it runs
 	Recovery         *Recovery          `json:"recovery,omitempty"`
 	PollCount        int64              `json:"pollCount"`
 	ContinuePolling  bool               `json:"continuePolling"`
@@ -228,6 +229,7 @@ type TaskSummary struct {
 	Status            TaskStatus         `json:"status"`
 	StartedAt         int64              `json:"startedAt"`
 	LastEventAt       int64              `json:"lastEventAt"`
+	EndedAt           int64              `json:"endedAt,omitempty"` // when it reached its final status (ms); absent while it runs
 	Liveness          *Liveness          `json:"liveness,omitempty"`
 	Summary           string             `json:"summary,omitempty"`
 	SummaryTruncated  bool               `json:"summaryTruncated,omitempty"`

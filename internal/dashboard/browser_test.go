@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -208,6 +209,15 @@ func TestBrowser(t *testing.T) {
 		visible(`#task-status.s-cancelled`),
 		shot("04-task-cancelled"),
 	)
+	// Its elapsed time runs from its start to the cancel (get_task's
+	// endedAt), not to its last event.
+	got, err := r.b.GetTask(bctx, held, "core", 0)
+	if err != nil || got.EndedAt == 0 || got.EndedAt <= got.LastEventAt {
+		t.Fatalf("get_task of the cancelled task: endedAt %d, last event %d, %v", got.EndedAt, got.LastEventAt, err)
+	}
+	if el, want := text(`#task-elapsed`), fmt.Sprintf("%.1fs", float64(got.EndedAt-got.StartedAt)/1000); el != want {
+		t.Errorf("Elapsed of the cancelled task = %q, want %q (start to end)", el, want)
+	}
 
 	// A reply with <script> renders as text.
 	xss := r.mcpRun(t, "tok-alice", "XSS: reply with markup")

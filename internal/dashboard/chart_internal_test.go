@@ -45,3 +45,19 @@ func TestBuildChart(t *testing.T) {
 		t.Errorf("empty chart: %+v", empty)
 	}
 }
+
+// TestBuildChartEndsAtEndedAt places a finished task by its end time, not
+// its last event: a task cancelled 4 minutes after its only event counts
+// in the last bucket and took 5 minutes.
+func TestBuildChartEndsAtEndedAt(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	at := func(ago time.Duration) int64 { return now.Add(-ago).UnixMilli() }
+	rows := []task.TaskSummary{
+		{Status: task.TaskCancelled, StartedAt: at(6 * time.Minute), LastEventAt: at(5 * time.Minute), EndedAt: at(time.Minute)},
+	}
+	c := buildChart(rows, now)
+	if c.Finished != 1 || c.MaxDur != "5m00s" || c.Bars[11].N != 1 {
+		t.Errorf("chart = finished %d, maxDur %q, last bucket %d; want 1, 5m00s, 1", c.Finished, c.MaxDur, c.Bars[11].N)
+	}
+}

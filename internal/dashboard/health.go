@@ -119,7 +119,10 @@ func buildChart(rows []task.TaskSummary, now time.Time) chart {
 		if r.Status != task.TaskDone && r.Status != task.TaskFailed && r.Status != task.TaskCancelled {
 			continue
 		}
-		end := r.LastEventAt
+		end := r.EndedAt
+		if end == 0 {
+			end = r.LastEventAt // a row from before end times were recorded
+		}
 		if end < start || end > now.UnixMilli() || r.StartedAt == 0 {
 			continue
 		}

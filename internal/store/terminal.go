@@ -401,13 +401,20 @@ type DispatchAdvance struct {
 }
 
 // TerminalTx is the transaction a completion claim runs in; the callback
-// outbox writes its message through it in the same commit.
+// outbox writes its message and the monitor its Session checkpoint through
+// it in the same commit.
 type TerminalTx interface {
 	// AppendTurnEvents appends events to the Turn's log.
 	AppendTurnEvents(ctx context.Context, turnID string, events []TurnEvent) error
 	// GetTermSession reads the Session inside the transaction (locked
 	// where the database can).
 	GetTermSession(ctx context.Context, id string) (*TermSession, error)
+	// SaveTermSession replaces the Session as TerminalStore.SaveTermSession
+	// does (compare-and-set on Revision, the write rules), but inside the
+	// transaction: it commits or rolls back with the rest of the write.
+	// s.Revision is bumped when the call succeeds, even if the transaction
+	// later rolls back.
+	SaveTermSession(ctx context.Context, s *TermSession) error
 	// PutCallback inserts a pending callback. The same message id with the
 	// same Message is a no-op (an exact duplicate); with a different
 	// Message it fails with ErrConflict: an outbox payload is immutable.

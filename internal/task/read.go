@@ -349,7 +349,7 @@ func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, kno
 	d := &TaskDetail{
 		TaskID: t.ID, JobID: t.ID, SessionKey: t.SessionKey, Agent: m.o.Agent, Status: string(t.Status),
 		Execution: execution(t.Status), Upstream: t.Upstream, Transcript: t.Transcript, Cancellation: t.Cancellation,
-		LastSeenSequence: t.LastSeenSequence, StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, Recovery: t.Recovery,
+		LastSeenSequence: t.LastSeenSequence, StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, EndedAt: endedAt(t), Recovery: t.Recovery,
 		PollCount: t.PollCount, ContinuePolling: t.Status == store.StatusRunning, RetryAfterMs: retryAfter(t),
 		NextAction: nextAction(t), IsTerminal: t.Status.Terminal(), IsError: t.Status == store.StatusError,
 		ResultSource: t.ResultSource, TerminalReason: t.TerminalReason, Liveness: t.Liveness, ParentRunID: t.ParentRunID,
@@ -447,7 +447,7 @@ func (m *Manager) summaryRow(ctx context.Context, t *store.Task) TaskSummary {
 	}
 	sum, trunc := capRunes(t.Summary, SummaryPreviewMax)
 	return TaskSummary{TaskID: t.ID, JobID: t.ID, SessionKey: t.SessionKey, Agent: m.o.Agent, Status: deriveStatus(t, b),
-		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, Liveness: t.Liveness, Summary: sum, SummaryTruncated: trunc,
+		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, EndedAt: endedAt(t), Liveness: t.Liveness, Summary: sum, SummaryTruncated: trunc,
 		Error: t.Error, BlockedDelegation: b, Principal: t.Principal}
 }
 
@@ -578,4 +578,13 @@ func (m *Manager) ListSessions(ctx context.Context, limit int, only *string) (_ 
 		}
 	}
 	return out, nil
+}
+
+// endedAt is when t reached its final status, or 0 while it runs (a
+// provisional outcome a later read may replace still has its end time).
+func endedAt(t *store.Task) int64 {
+	if !t.Status.Terminal() {
+		return 0
+	}
+	return t.EndedAt
 }

@@ -640,43 +640,71 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 	t.Approval = nil
 	claim := &store.CompletionClaim{TurnID: t.TurnID, MessageID: sub.MessageID, CompletionFingerprint: fp,
 		CompletionID: c.ID, CallbackMessageID: msg.ID, Outcome: outcome, ClaimedAt: now}
+	// The Session's checkpoint commits with the completion: a host
+	// stopped between two separate writes would leave the Turn done with
+	// the previous checkpoint, and its own prompt would then look like a
+	// human's to the next session_exact send.
 	err = m.write(ctx, store.TurnWrite{Turn: t, Claim: claim, Events: []store.TurnEvent{
 		event(now, "terminal_bridge_completion_claimed", claim), event(now, "message", msg)},
-		Also: prepareCallback(t, msg, msg.ID, KindCompletion, map[string]any{"completion_fingerprint": fp, "completion_id": c.ID,
-			"completion_outcome": outcome, "match": c.Match, "rollout_turn_id": sub.NativeTurnID})})
-	if err != nil {
-		return err
-	}
-	m.checkpoint(ctx, t)
-	return nil
+		Also: joinHooks(
+			prepareCallback(t, msg, msg.ID, KindCompletion, map[string]any{"completion_fingerprint": fp, "completion_id": c.ID,
+				"completion_outcome": outcome, "match": c.Match, "rollout_turn_id": sub.NativeTurnID}),
+			m.checkpoint(ctx, t, now))})
+	return err
 }
 
-// checkpoint records on the Session where its native context ended, so a
-// later session_exact send can tell whether a human typed since.
-func (m *monitor) checkpoint(ctx context.Context, t *store.Turn) {
+// checkpoint returns the hook that records on the Session, in the
+// completion's transaction, where its native context ended, so a later
+// session_exact send can tell whether a human typed since. It returns nil
+// (no checkpoint; the next exact send skips the check) when the pane's
+// context cannot be read.
+func (m *monitor) checkpoint(ctx context.Context, t *store.Turn, now int64) func(context.Context, store.TerminalTx) error {
 	id, err := m.agent.Identify(ctx, m.pane)
 	if err != nil {
 		m.s.log.Warn("checkpoint: identify", "turn_id", t.TurnID, "err", err)
-		return
+		return nil
 	}
 	anchor, err := m.agent.Anchor(ctx, m.pane, id)
 	if err != nil {
 		m.s.log.Warn("checkpoint: anchor", "turn_id", t.TurnID, "err", err)
-		return
+		return nil
 	}
-	for range 3 {
-		sess, err := m.s.o.Store.GetTermSession(ctx, t.SessionID)
-		if err != nil || sess.Binding == nil || sess.Binding.BindingID != t.TerminalBindingID {
-			return
+	sessionID, bindingID := t.SessionID, t.TerminalBindingID
+	return func(ctx context.Context, tx store.TerminalTx) error {
+		sess, err := tx.GetTermSession(ctx, sessionID)
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
 		}
-		sess.Binding.Checkpoint, sess.Binding.LastVerifiedAt, sess.UpdatedAt = anchor, time.Now().UnixMilli(), time.Now().UnixMilli()
-		err = m.s.o.Store.SaveTermSession(ctx, sess)
-		if err == nil {
-			m.s.notify()
+		if sess.Binding == nil || sess.Binding.BindingID != bindingID {
+			return nil // re-bound since: the checkpoint belongs to another binding
 		}
-		if !errors.Is(err, store.ErrConflict) {
-			return
+		sess.Binding.Checkpoint, sess.Binding.LastVerifiedAt, sess.UpdatedAt = anchor, now, now
+		if err := tx.SaveTermSession(ctx, sess); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
 		}
+		return nil
+	}
+}
+
+// joinHooks runs the non-nil hooks in order in one transaction; nil when
+// there are none.
+func joinHooks(hooks ...func(context.Context, store.TerminalTx) error) func(context.Context, store.TerminalTx) error {
+	var live []func(context.Context, store.TerminalTx) error
+	for _, h := range hooks {
+		if h != nil {
+			live = append(live, h)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	return func(ctx context.Context, tx store.TerminalTx) error {
+		for _, h := range live {
+			if err := h(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 }
 

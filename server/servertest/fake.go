@@ -28,11 +28,23 @@ type Tasks struct {
 	cancels []string
 	// Instant makes new jobs finish at once ("instant gateway").
 	Instant bool
+	// Clock, when set, stamps a job's startedAt and lastEventAt when it
+	// runs and its endedAt when it finishes; nil stamps them all 1.
+	Clock func() time.Time
 }
 
 type fakeJob struct {
-	snap   taskapi.Snapshot
-	prompt taskapi.Prompt
+	snap    taskapi.Snapshot
+	prompt  taskapi.Prompt
+	endedAt int64
+}
+
+// stampLocked is the Clock's time in Unix ms, or 1 without a Clock.
+func (f *Tasks) stampLocked() int64 {
+	if f.Clock == nil {
+		return 1
+	}
+	return f.Clock().UnixMilli()
 }
 
 // New returns an empty Tasks.
@@ -75,10 +87,11 @@ func (f *Tasks) Run(_ context.Context, req server.RunRequest) (taskapi.RunResult
 		return taskapi.RunResult{}, &busyError{jobID: prev}
 	}
 	next := &taskapi.NextAction{Tool: "check_task", Args: taskapi.NextActionArgs{JobID: id, SessionKey: key}}
+	at := f.stampLocked()
 	j := &fakeJob{
 		snap: taskapi.Snapshot{
 			JobID: id, TaskID: id, SessionKey: key, Status: "running", Execution: "running", Upstream: "connected",
-			Transcript: "live", Cancellation: "none", StartedAt: 1, LastEventAt: 1, Agent: req.Agent,
+			Transcript: "live", Cancellation: "none", StartedAt: at, LastEventAt: at, Agent: req.Agent,
 			Logs: []taskapi.LogEntry{}, ContinuePolling: true, NextAction: next,
 		},
 		prompt: taskapi.Prompt{Task: req.Task, Context: req.Context, SenderName: req.SenderName},
@@ -96,6 +109,7 @@ func (f *Tasks) finishLocked(id, status, text string) {
 	j := f.jobs[id]
 	j.snap.Status = status
 	j.snap.IsTerminal = true
+	j.endedAt = f.stampLocked()
 	j.snap.ContinuePolling = false
 	j.snap.NextAction = nil
 	switch status {
@@ -190,7 +204,7 @@ func (f *Tasks) GetTask(_ context.Context, id string, detail taskapi.Detail, _ i
 	s := j.snap
 	d := taskapi.TaskDetail{TaskID: s.TaskID, JobID: s.JobID, SessionKey: s.SessionKey, Agent: s.Agent, Status: s.Status,
 		Execution: s.Execution, Upstream: s.Upstream, Transcript: s.Transcript, Cancellation: s.Cancellation,
-		StartedAt: s.StartedAt, LastEventAt: s.LastEventAt, PollCount: s.PollCount, ContinuePolling: s.ContinuePolling,
+		StartedAt: s.StartedAt, LastEventAt: s.LastEventAt, EndedAt: j.endedAt, PollCount: s.PollCount, ContinuePolling: s.ContinuePolling,
 		NextAction: s.NextAction, IsTerminal: s.IsTerminal, IsError: s.IsError}
 	if detail != taskapi.DetailCore {
 		d.Summary = s.Summary
@@ -224,11 +238,14 @@ func (f *Tasks) ListTasks(_ context.Context, view taskapi.ListView, _ *string) (
 			st = taskapi.TaskRunning
 		} else if j.snap.IsError {
 			st = taskapi.TaskFailed
+		} else if j.snap.Status == "cancelled" {
+			st = taskapi.TaskCancelled
 		}
 		if view == taskapi.ViewActive && st != taskapi.TaskRunning {
 			continue
 		}
-		out = append(out, taskapi.TaskSummary{TaskID: j.snap.TaskID, JobID: j.snap.JobID, SessionKey: j.snap.SessionKey, Agent: j.snap.Agent, Status: st})
+		out = append(out, taskapi.TaskSummary{TaskID: j.snap.TaskID, JobID: j.snap.JobID, SessionKey: j.snap.SessionKey, Agent: j.snap.Agent, Status: st,
+			StartedAt: j.snap.StartedAt, LastEventAt: j.snap.LastEventAt, EndedAt: j.endedAt})
 	}
 	return out, nil
 }

@@ -120,40 +120,53 @@ func (db *DB) GetTermSession(ctx context.Context, id string) (*store.TermSession
 
 // SaveTermSession implements store.TerminalStore.
 func (db *DB) SaveTermSession(ctx context.Context, s *store.TermSession) error {
-	err := db.tx(ctx, func(tx *txn) error {
-		old, err := db.termSession(ctx, tx, s.SessionID, true)
-		if err != nil {
-			return err
-		}
-		if old.Revision != s.Revision {
-			return fmt.Errorf("session %s is at revision %d, not %d: %w", s.SessionID, old.Revision, s.Revision, store.ErrConflict)
-		}
-		if err := store.CheckSessionWrite(old, s); err != nil {
-			return err
-		}
-		next := *s
-		next.Revision = s.Revision + 1
-		data, err := json.Marshal(&next)
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE term_sessions SET terminal_key = ?, revision = ?, updated_at = ?, data = ?
-			WHERE session_id = ? AND revision = ?`, terminalKeyOf(s), next.Revision, s.UpdatedAt, string(data), s.SessionID, s.Revision)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return store.ErrConflict
-		}
-		return db.bindThread(ctx, tx, s)
-	})
-	if err != nil {
+	if err := db.tx(ctx, func(tx *txn) error { return db.saveTermSession(ctx, tx, s) }); err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
 	s.Revision++
 	return nil
+}
+
+// SaveTermSession implements store.TerminalTx: the Session write joins the
+// transaction and commits or rolls back with it.
+func (t termTx) SaveTermSession(ctx context.Context, s *store.TermSession) error {
+	if err := t.db.saveTermSession(ctx, t.tx, s); err != nil {
+		return fmt.Errorf("save session: %w", err)
+	}
+	s.Revision++
+	return nil
+}
+
+// saveTermSession replaces the Session inside tx if its stored revision is
+// s.Revision; the caller bumps s.Revision once the write is in.
+func (db *DB) saveTermSession(ctx context.Context, tx *txn, s *store.TermSession) error {
+	old, err := db.termSession(ctx, tx, s.SessionID, true)
+	if err != nil {
+		return err
+	}
+	if old.Revision != s.Revision {
+		return fmt.Errorf("session %s is at revision %d, not %d: %w", s.SessionID, old.Revision, s.Revision, store.ErrConflict)
+	}
+	if err := store.CheckSessionWrite(old, s); err != nil {
+		return err
+	}
+	next := *s
+	next.Revision = s.Revision + 1
+	data, err := json.Marshal(&next)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE term_sessions SET terminal_key = ?, revision = ?, updated_at = ?, data = ?
+		WHERE session_id = ? AND revision = ?`, terminalKeyOf(s), next.Revision, s.UpdatedAt, string(data), s.SessionID, s.Revision)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return store.ErrConflict
+	}
+	return db.bindThread(ctx, tx, s)
 }
 
 // SessionByThread implements store.TerminalStore.

@@ -64,6 +64,7 @@ func RunTerminal(t *testing.T, newStore NewTerminalStore) {
 		{"TurnWriteCASAndEvents", testTurnWrite},
 		{"MonitorLeaseFencing", testMonitorLease},
 		{"CompletionClaimOnce", testCompletionClaim},
+		{"SessionSaveJoinsTheTurnWrite", testSessionSaveInTurnWrite},
 		{"ConcurrentClaimsOneWins", testConcurrentClaims},
 		{"DeadOwnerFreesCallbackAttempts", testDeadOwnerFreesCallbackAttempts},
 	}
@@ -428,6 +429,75 @@ func testCompletionClaim(t *testing.T, s store.TerminalStore) {
 	}
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Claim: claimFor("turn-1", "fp1")}); err != nil {
 		t.Fatalf("same claim again (a resumed monitor): %v", err)
+	}
+}
+
+// testSessionSaveInTurnWrite pins the Session write inside a Turn write
+// (the completion's checkpoint): it commits with the Turn, rolls back with
+// it, and keeps the compare-and-set on the Session's revision.
+func testSessionSaveInTurnWrite(t *testing.T, s store.TerminalStore) {
+	ctx := t.Context()
+	ss := TermSession("session-1", "t1", "k1")
+	mustCreateSession(t, s, ss)
+	tc := NewTurn("turn-1", ss, 10)
+	if err := s.CreateTurn(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	turn := tc.Turn
+	turn.Status = store.TurnIdle
+	checkpoint := func(anchor string, fail error) func(context.Context, store.TerminalTx) error {
+		return func(ctx context.Context, tx store.TerminalTx) error {
+			sess, err := tx.GetTermSession(ctx, "session-1")
+			if err != nil {
+				return err
+			}
+			sess.Binding.Checkpoint, sess.UpdatedAt = json.RawMessage(anchor), 2000
+			if err := tx.SaveTermSession(ctx, sess); err != nil {
+				return err
+			}
+			return fail
+		}
+	}
+
+	// A failure after the Session save rolls back the Session, the claim
+	// and the Turn together.
+	boom := errors.New("host stopped")
+	err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Claim: claimFor("turn-1", "fp1"), Also: checkpoint(`{"offset":1}`, boom)})
+	if !errors.Is(err, boom) {
+		t.Fatalf("write with failing hook: %v", err)
+	}
+	if got, _ := s.GetTermSession(ctx, "session-1"); got.Revision != 1 || len(got.Binding.Checkpoint) != 0 {
+		t.Fatalf("session after a rolled-back write: revision %d, checkpoint %s", got.Revision, got.Binding.Checkpoint)
+	}
+	if got, _ := s.GetTurn(ctx, "turn-1"); got.Status != store.TurnCreated {
+		t.Fatalf("turn after a rolled-back write: %s", got.Status)
+	}
+
+	// Committed: the Turn, the claim and the Session's checkpoint are in.
+	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Claim: claimFor("turn-1", "fp1"), Also: checkpoint(`{"offset":2}`, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetTermSession(ctx, "session-1")
+	if err != nil || got.Revision != 2 || string(got.Binding.Checkpoint) != `{"offset":2}` || got.UpdatedAt != 2000 {
+		t.Fatalf("session after the write = %+v (revision %d), %v", got.Binding, got.Revision, err)
+	}
+	if tr, _ := s.GetTurn(ctx, "turn-1"); tr.Status != store.TurnIdle {
+		t.Fatalf("turn after the write: %s", tr.Status)
+	}
+
+	// A stale revision inside the transaction is a conflict and rolls the
+	// Turn write back.
+	stale := *got
+	stale.Revision = 1
+	turn.Status = store.TurnFailed
+	err = s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Also: func(ctx context.Context, tx store.TerminalTx) error {
+		return tx.SaveTermSession(ctx, &stale)
+	}})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale session save in a turn write: %v, want ErrConflict", err)
+	}
+	if tr, _ := s.GetTurn(ctx, "turn-1"); tr.Status != store.TurnIdle {
+		t.Fatalf("turn after a conflicting write: %s", tr.Status)
 	}
 }
 
