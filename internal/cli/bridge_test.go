@@ -144,6 +144,9 @@ func TestStatusLogsSessions(t *testing.T) {
 	if err != nil || !strings.Contains(out, "completed") || !strings.Contains(out, "all done") || !strings.Contains(out, snap.SessionKey) {
 		t.Errorf("status = %q, %v", out, err)
 	}
+	if !strings.Contains(out, "\nended ") {
+		t.Errorf("status of a finished task shows no ended time: %q", out)
+	}
 	out, _, err = e.run(t, "", "status", snap.JobID, "--json")
 	if err != nil || !json.Valid([]byte(out)) {
 		t.Errorf("status --json = %q, %v", out, err)

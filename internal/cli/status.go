@@ -63,6 +63,7 @@ func printDetail(w io.Writer, d task.TaskDetail) {
 	row("status", status)
 	row("started", msTime(d.StartedAt))
 	row("last event", msTime(d.LastEventAt))
+	row("ended", msTime(d.EndedAt))
 	row("error", firstNonEmpty(d.Error, diagnosticsError(d)))
 	if d.Artifacts != nil {
 		row("files", strings.Join(d.Artifacts.FilesChanged, ", "))
