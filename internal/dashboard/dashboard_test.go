@@ -175,6 +175,7 @@ func TestOwnerIsolation(t *testing.T) {
 func TestCancelNeedsCSRFAndOrigin(t *testing.T) {
 	r := newRig(t, "")
 	id := r.run(t, "alpha", "HOLD until cancelled", "")
+	r.waitAccepted(t, id)
 	b := r.browser(t)
 	code, _, page := b.get("/tasks/" + id)
 	if code != http.StatusOK {

@@ -22,6 +22,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // xssReply is what the fake agent answers a task that mentions "XSS".
@@ -103,6 +104,24 @@ func (r *rig) run(t testing.TB, agent, text, principal string) string {
 		t.Fatal(err)
 	}
 	return res.JobID
+}
+
+// waitAccepted waits (bounded) until the gateway has acknowledged the
+// task's run: a cancel sent before that finds no run to abort and ends the
+// task "cancellation-not-confirmed", as the reference prescribes.
+func (r *rig) waitAccepted(t testing.TB, id string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		d, err := r.b.GetTask(context.Background(), id, taskapi.DetailCore, 0)
+		if err == nil && d.ParentRunID != "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway never acknowledged task %s: %v", id, err)
+		}
+		time.Sleep(5 * time.Millisecond) // a state wait, bounded by the deadline
+	}
 }
 
 // waitDone waits (bounded) for a task to end, as check_task does.
