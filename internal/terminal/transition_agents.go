@@ -63,8 +63,13 @@ const maxThreadFile = 8 << 20
 // Threads implements ThreadControl: the transcripts of the pane's project
 // directory whose records all name the file's session and the workspace,
 // with at least one prompt.
-func (ClaudeAgent) Threads(_ context.Context, p Pane) ([]NativeThread, error) {
-	dir := filepath.Join(claudeDir(p.PID), "projects", claude.ProjectDirName(p.Cwd))
+func (ClaudeAgent) Threads(ctx context.Context, p Pane) ([]NativeThread, error) {
+	return claudeThreads(ctx, filepath.Join(claudeDir(p.PID), "projects", claude.ProjectDirName(p.Cwd)), p.Cwd)
+}
+
+// claudeThreads lists the threads of workspace cwd in its Claude Code
+// project directory dir, until ctx ends.
+func claudeThreads(ctx context.Context, dir, cwd string) ([]NativeThread, error) {
 	ents, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -74,11 +79,14 @@ func (ClaudeAgent) Threads(_ context.Context, p Pane) ([]NativeThread, error) {
 	}
 	var out []NativeThread
 	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read the Claude Code project directory: %w", err)
+		}
 		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
 		if !ok || !threadIDPattern.MatchString(id) || !e.Type().IsRegular() {
 			continue
 		}
-		if t, ok := claudeThread(filepath.Join(dir, e.Name()), id, p.Cwd); ok {
+		if t, ok := claudeThread(filepath.Join(dir, e.Name()), id, cwd); ok {
 			out = append(out, t)
 		}
 	}
@@ -190,8 +198,14 @@ func (c CodexAgent) ThreadPlan(_ context.Context, p Pane, kind, thread string) (
 // one (a row without such a rollout is not offered: the rollout is what
 // a resume is verified against).
 func (CodexAgent) Threads(ctx context.Context, p Pane) ([]NativeThread, error) {
-	home := codexHome(p.PID)
-	rows, err := codex.ReadStateThreads(ctx, home, p.Cwd)
+	return codexThreads(ctx, codexHome(p.PID), p.Cwd)
+}
+
+// codexThreads lists the threads of workspace cwd under Codex home. It
+// stops at ctx's end: a sessions tree holds every rollout of every
+// workspace, and each one's first line is read.
+func codexThreads(ctx context.Context, home, cwd string) ([]NativeThread, error) {
+	rows, err := codex.ReadStateThreads(ctx, home, cwd)
 	if err != nil {
 		rows = nil // the rollouts alone still list the threads
 	}
@@ -208,12 +222,15 @@ func (CodexAgent) Threads(ctx context.Context, p Pane) ([]NativeThread, error) {
 			}
 			return err
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		name := d.Name()
 		if d.IsDir() || !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") || !d.Type().IsRegular() {
 			return nil
 		}
 		meta, err := codex.ReadSessionMeta(path)
-		if err != nil || meta.Subagent || meta.Cwd != p.Cwd || meta.Originator != "codex-tui" ||
+		if err != nil || meta.Subagent || meta.Cwd != cwd || meta.Originator != "codex-tui" ||
 			!strings.HasSuffix(strings.TrimSuffix(name, ".jsonl"), meta.ID) || !threadIDPattern.MatchString(meta.ID) {
 			return nil
 		}
