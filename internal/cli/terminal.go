@@ -591,22 +591,52 @@ func configuredCallbackGateway(env Env) string {
 	return o.URL
 }
 
-// callbackDialer dials the gateway of a callback: the recorded URL with
-// the matching agent's credentials (or the environment's).
-func callbackDialer(env Env) func(ctx context.Context, url string) (terminal.Caller, error) {
-	return func(ctx context.Context, url string) (terminal.Caller, error) {
-		o, _ := callbackGateway(env)
-		if url != "" && url != o.URL {
-			o.URL, o.Password = url, (&gatewayFlags{}).options(env).Password
-			if r, err := config.LoadRegistry(settingsOf(env)); err == nil {
-				for _, a := range r.Agents {
-					if a.URL == url {
-						o.Password = a.Password
-						break
-					}
-				}
+// callbackGatewayFor returns the options a callback recorded for gateway
+// url is dialled with. A Turn or watch records whatever --gateway-url its
+// caller gave, and any process that can run clawconnect (a coding agent in
+// a pane included) may be that caller, while the host delivering the
+// callback holds the operator's credentials: the environment's token,
+// password and headers go only to the environment's or the default
+// agent's gateway, an agents.json agent's password only to its URL, and
+// any other URL is dialled with none.
+func callbackGatewayFor(env Env, url string) gateway.Options {
+	o, _ := callbackGateway(env)
+	if url == "" || sameGatewayURL(url, o.URL) {
+		return o
+	}
+	fromEnv := (&gatewayFlags{}).options(env)
+	if sameGatewayURL(url, fromEnv.URL) {
+		fromEnv.URL = url
+		return fromEnv
+	}
+	out := gateway.Options{URL: url, CallTimeout: o.CallTimeout}
+	if r, err := config.LoadRegistry(settingsOf(env)); err == nil {
+		for _, a := range r.Agents {
+			if sameGatewayURL(url, a.URL) {
+				out.Password = a.Password
+				break
 			}
 		}
+	}
+	return out
+}
+
+// sameGatewayURL reports whether a and b name one gateway (after
+// NormalizeURL, ignoring a trailing slash).
+func sameGatewayURL(a, b string) bool {
+	na, errA := gateway.NormalizeURL(a)
+	nb, errB := gateway.NormalizeURL(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return strings.TrimSuffix(na, "/") == strings.TrimSuffix(nb, "/")
+}
+
+// callbackDialer dials the gateway of a callback: the recorded URL with
+// the credentials configured for that gateway (callbackGatewayFor).
+func callbackDialer(env Env) func(ctx context.Context, url string) (terminal.Caller, error) {
+	return func(ctx context.Context, url string) (terminal.Caller, error) {
+		o := callbackGatewayFor(env, url)
 		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
 		c, err := gateway.Dial(dctx, o)
