@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,10 @@ func RegistryPath(configDir string, pid int) string {
 	return filepath.Join(configDir, "sessions", strconv.Itoa(pid)+".json")
 }
 
+// sessionIDPattern is what a session id may be: one safe file-name part
+// (Claude Code writes UUIDs).
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
 // ParseLiveSession decodes a registry file and checks that it names a
 // session: pid, sessionId and an absolute cwd.
 func ParseLiveSession(data []byte) (LiveSession, error) {
@@ -73,6 +78,9 @@ func ParseLiveSession(data []byte) (LiveSession, error) {
 		return LiveSession{}, errors.New("parse claude live session: pid is missing")
 	case s.SessionID == "":
 		return LiveSession{}, errors.New("parse claude live session: sessionId is missing")
+	case !sessionIDPattern.MatchString(s.SessionID):
+		// It names the transcript file (TranscriptPath) and the thread.
+		return LiveSession{}, fmt.Errorf("parse claude live session: sessionId %.60q is not a session id (letters, digits, '-' and '_')", s.SessionID)
 	case !filepath.IsAbs(s.Cwd):
 		return LiveSession{}, fmt.Errorf("parse claude live session: cwd %q is not absolute", s.Cwd)
 	}

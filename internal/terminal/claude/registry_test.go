@@ -48,7 +48,11 @@ func TestReadLiveSession(t *testing.T) {
 	if _, err := claude.ReadLiveSession(dir, 8); err == nil {
 		t.Error("a file naming another pid was accepted")
 	}
-	for _, bad := range []string{`nope`, `{"sessionId":"x","cwd":"/a"}`, `{"pid":1,"cwd":"/a"}`, `{"pid":1,"sessionId":"x","cwd":"rel"}`} {
+	for _, bad := range []string{`nope`, `{"sessionId":"x","cwd":"/a"}`, `{"pid":1,"cwd":"/a"}`, `{"pid":1,"sessionId":"x","cwd":"rel"}`,
+		// The session id names the transcript file: no path out of the
+		// project directory (these were accepted before).
+		`{"pid":1,"sessionId":"../../../etc/passwd","cwd":"/a"}`, `{"pid":1,"sessionId":"..","cwd":"/a"}`,
+		`{"pid":1,"sessionId":"a/b","cwd":"/a"}`, `{"pid":1,"sessionId":"x\n/quit","cwd":"/a"}`} {
 		if s, err := claude.ParseLiveSession([]byte(bad)); err == nil {
 			t.Errorf("ParseLiveSession(%s) = %+v, want an error", bad, s)
 		}
