@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -93,7 +95,7 @@ func ParseLiveSession(data []byte) (LiveSession, error) {
 // error when the entry names another pid.
 func ReadLiveSession(configDir string, pid int) (LiveSession, error) {
 	path := RegistryPath(configDir, pid)
-	data, err := os.ReadFile(path)
+	data, err := readRegistryFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return LiveSession{}, fmt.Errorf("read claude live session %s: %w", path, ErrNoLiveSession)
 	}
@@ -132,4 +134,33 @@ func ProjectDirName(cwd string) string {
 // <configDir>/projects/<ProjectDirName(cwd)>/<sessionID>.jsonl.
 func TranscriptPath(configDir, cwd, sessionID string) string {
 	return filepath.Join(configDir, "projects", ProjectDirName(cwd), sessionID+".jsonl")
+}
+
+// maxRegistryFile bounds a registry entry (Claude Code writes a few
+// hundred bytes).
+const maxRegistryFile = 1 << 20
+
+// readRegistryFile reads a regular file of at most maxRegistryFile bytes;
+// a FIFO or device in its place is refused instead of blocking the reader.
+func readRegistryFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxRegistryFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxRegistryFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxRegistryFile)
+	}
+	return data, nil
 }

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/claude"
 )
@@ -56,5 +59,34 @@ func TestReadLiveSession(t *testing.T) {
 		if s, err := claude.ParseLiveSession([]byte(bad)); err == nil {
 			t.Errorf("ParseLiveSession(%s) = %+v, want an error", bad, s)
 		}
+	}
+}
+
+func TestReadLiveSessionRefusesFIFOsAndHugeFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "sessions"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A FIFO with no writer blocked the reader for good before.
+	if err := syscall.Mkfifo(filepath.Join(dir, "sessions", "7.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := claude.ReadLiveSession(dir, 7); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, claude.ErrNoLiveSession) {
+			t.Fatalf("FIFO registry entry: %v, want a read error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadLiveSession blocked on a FIFO for 10 s")
+	}
+	huge := `{"pid":8,"sessionId":"` + session + `","cwd":"/w","pad":"` + strings.Repeat("x", 2<<20) + `"}`
+	if err := os.WriteFile(filepath.Join(dir, "sessions", "8.json"), []byte(huge), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claude.ReadLiveSession(dir, 8); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("2 MiB registry entry: %v, want refused as too large", err)
 	}
 }
