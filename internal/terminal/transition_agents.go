@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -95,7 +96,7 @@ func claudeThreads(ctx context.Context, dir, cwd string) ([]NativeThread, error)
 }
 
 func claudeThread(path, id, cwd string) (NativeThread, bool) {
-	f, err := os.Open(path)
+	f, err := openListed(path)
 	if err != nil {
 		return NativeThread{}, false
 	}
@@ -258,7 +259,7 @@ func codexThreads(ctx context.Context, home, cwd string) ([]NativeThread, error)
 }
 
 func codexFirstPrompt(path string) string {
-	f, err := os.Open(path)
+	f, err := openListed(path)
 	if err != nil {
 		return ""
 	}
@@ -329,4 +330,19 @@ func (l *limitedReader) Read(b []byte) (int, error) {
 	n, err := l.f.Read(b)
 	l.n -= int64(n)
 	return n, err
+}
+
+// openListed opens a session file a thread listing found: not through a
+// symlink, and non-blocking, so a file swapped for a link or a FIFO after
+// the directory was read is refused rather than followed or waited on.
+func openListed(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("open %s: not a regular file", path)
+	}
+	return f, nil
 }

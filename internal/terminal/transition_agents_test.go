@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/codex"
 )
@@ -179,5 +180,43 @@ func TestClaudeThreadsSkipLinksAndFIFOsAndStopAtCtxEnd(t *testing.T) {
 	cancel()
 	if got, err := claudeThreads(ctx, dir, "/w"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("threads after the caller gave up = %+v, %v; want context.Canceled", got, err)
+	}
+}
+
+// TestThreadListingOpensNeitherFIFOsNorLinks: a session file swapped for
+// a FIFO or a symlink between the directory read and the open is refused
+// at once (before, the FIFO blocked the listing for good and the link was
+// followed out of the agent's home).
+func TestThreadListingOpensNeitherFIFOsNorLinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo, link := filepath.Join(dir, "fifo.jsonl"), filepath.Join(dir, "link.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs(filepath.Join("codex", "testdata", "rollout-reply.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(abs, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, link} {
+		for name, read := range map[string]func() bool{
+			"claudeThread":     func() bool { _, ok := claudeThread(path, "6f1c2d3e-0000-4000-8000-00000000abcd", "/w"); return ok },
+			"codexFirstPrompt": func() bool { return codexFirstPrompt(path) != "" },
+			"ReadSessionMeta":  func() bool { _, err := codex.ReadSessionMeta(path); return err == nil },
+		} {
+			done := make(chan bool, 1)
+			go func() { done <- read() }()
+			select {
+			case ok := <-done:
+				if ok {
+					t.Errorf("%s read %s", name, filepath.Base(path))
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s blocked on %s for 10 s", name, filepath.Base(path))
+			}
+		}
 	}
 }
