@@ -311,6 +311,9 @@ is never sent again. Prints session_id, turn_id and submission_outcome; with
   clawconnect terminal send --terminal terminal:v2:tmux:claude:dev:1.0:777 --wait --json "Explain main.go" | jq -r .result.text`,
 		Args: exactArgs(1, "send: pass the request as one argument (quote it)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkGatewayURLFlag("send", gatewayURL); err != nil {
+				return err
+			}
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
 				res, err := s.api.Send(ctx, terminal.SendRequest{SessionID: sessionID, TerminalID: terminalID, Request: args[0], InactivityTimeout: inactivity,
 					OriginSession: origin, GatewayURL: gatewayURL})
@@ -589,6 +592,18 @@ func configuredCallbackGateway(env Env) string {
 		return ""
 	}
 	return o.URL
+}
+
+// checkGatewayURLFlag refuses a --gateway-url no gateway can have, before
+// a Turn or watch records it for its callbacks.
+func checkGatewayURLFlag(op, u string) error {
+	if u == "" {
+		return nil
+	}
+	if _, err := gateway.NormalizeURL(u); err != nil {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: --gateway-url %q is not a gateway URL (%w); give its ws:// or wss:// URL, or leave it out for the configured gateway", op, u, err)}
+	}
+	return nil
 }
 
 // callbackGatewayFor returns the options a callback recorded for gateway
