@@ -311,6 +311,9 @@ is never sent again. Prints session_id, turn_id and submission_outcome; with
   clawconnect terminal send --terminal terminal:v2:tmux:claude:dev:1.0:777 --wait --json "Explain main.go" | jq -r .result.text`,
 		Args: exactArgs(1, "send: pass the request as one argument (quote it)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkGatewayURLFlag("send", gatewayURL); err != nil {
+				return err
+			}
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
 				res, err := s.api.Send(ctx, terminal.SendRequest{SessionID: sessionID, TerminalID: terminalID, Request: args[0], InactivityTimeout: inactivity,
 					OriginSession: origin, GatewayURL: gatewayURL})
@@ -591,22 +594,64 @@ func configuredCallbackGateway(env Env) string {
 	return o.URL
 }
 
-// callbackDialer dials the gateway of a callback: the recorded URL with
-// the matching agent's credentials (or the environment's).
-func callbackDialer(env Env) func(ctx context.Context, url string) (terminal.Caller, error) {
-	return func(ctx context.Context, url string) (terminal.Caller, error) {
-		o, _ := callbackGateway(env)
-		if url != "" && url != o.URL {
-			o.URL, o.Password = url, (&gatewayFlags{}).options(env).Password
-			if r, err := config.LoadRegistry(settingsOf(env)); err == nil {
-				for _, a := range r.Agents {
-					if a.URL == url {
-						o.Password = a.Password
-						break
-					}
-				}
+// checkGatewayURLFlag refuses a --gateway-url no gateway can have, before
+// a Turn or watch records it for its callbacks.
+func checkGatewayURLFlag(op, u string) error {
+	if u == "" {
+		return nil
+	}
+	if _, err := gateway.NormalizeURL(u); err != nil {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: --gateway-url %q is not a gateway URL (%w); give its ws:// or wss:// URL, or leave it out for the configured gateway", op, u, err)}
+	}
+	return nil
+}
+
+// callbackGatewayFor returns the options a callback recorded for gateway
+// url is dialled with. A Turn or watch records whatever --gateway-url its
+// caller gave, and any process that can run clawconnect (a coding agent in
+// a pane included) may be that caller, while the host delivering the
+// callback holds the operator's credentials: the environment's token,
+// password and headers go only to the environment's or the default
+// agent's gateway, an agents.json agent's password only to its URL, and
+// any other URL is dialled with none.
+func callbackGatewayFor(env Env, url string) gateway.Options {
+	o, _ := callbackGateway(env)
+	if url == "" || sameGatewayURL(url, o.URL) {
+		return o
+	}
+	fromEnv := (&gatewayFlags{}).options(env)
+	if sameGatewayURL(url, fromEnv.URL) {
+		fromEnv.URL = url
+		return fromEnv
+	}
+	out := gateway.Options{URL: url, CallTimeout: o.CallTimeout}
+	if r, err := config.LoadRegistry(settingsOf(env)); err == nil {
+		for _, a := range r.Agents {
+			if sameGatewayURL(url, a.URL) {
+				out.Password = a.Password
+				break
 			}
 		}
+	}
+	return out
+}
+
+// sameGatewayURL reports whether a and b name one gateway (after
+// NormalizeURL, ignoring a trailing slash).
+func sameGatewayURL(a, b string) bool {
+	na, errA := gateway.NormalizeURL(a)
+	nb, errB := gateway.NormalizeURL(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return strings.TrimSuffix(na, "/") == strings.TrimSuffix(nb, "/")
+}
+
+// callbackDialer dials the gateway of a callback: the recorded URL with
+// the credentials configured for that gateway (callbackGatewayFor).
+func callbackDialer(env Env) func(ctx context.Context, url string) (terminal.Caller, error) {
+	return func(ctx context.Context, url string) (terminal.Caller, error) {
+		o := callbackGatewayFor(env, url)
 		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
 		c, err := gateway.Dial(dctx, o)

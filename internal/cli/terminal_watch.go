@@ -113,6 +113,9 @@ Claude Code task that already runs cannot be joined: start the watch first.`,
   clawconnect terminal watch terminal:v2:tmux:codex:work:0.0:4242 --origin agent:main:main --timeout 2h --json`,
 		Args: exactArgs(1, "watch: usage: clawconnect terminal watch TERMINAL_ID --origin SESSION_KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkGatewayURLFlag("watch", gatewayURL); err != nil {
+				return err
+			}
 			return withWatchAPI(cmd, env, func(ctx context.Context, api watchAPI, s *terminalStack) error {
 				v, err := api.Watch(ctx, terminal.WatchRequest{TerminalID: args[0], OriginSession: origin, GatewayURL: gatewayURL, Timeout: timeout})
 				if err != nil {

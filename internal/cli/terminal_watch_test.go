@@ -15,6 +15,12 @@ func TestTerminalWatchAndInspectArguments(t *testing.T) {
 		{[]string{"watch", tid}, ExitUsage},
 		{[]string{"watch", tid, "--origin", "agent main"}, ExitUsage},
 		{[]string{"watch", tid, "--origin", "agent:main:main"}, ExitNotFound},
+		// A --gateway-url that no gateway can have is bad input, refused
+		// before anything is recorded (it was recorded before).
+		{[]string{"watch", tid, "--origin", "agent:main:main", "--gateway-url", "file:///etc/passwd"}, ExitUsage},
+		{[]string{"watch", tid, "--origin", "agent:main:main", "--gateway-url", "ws://"}, ExitUsage},
+		{[]string{"watch", tid, "--origin", "agent:main:main", "--gateway-url", "ws://127.0.0.1:18789"}, ExitNotFound},
+		{[]string{"send", "--terminal", tid, "--origin-session", "agent:main:main", "--gateway-url", "gopher://x", "hi"}, ExitUsage},
 		{[]string{"watch"}, ExitUsage},
 		{[]string{"unwatch", "watch-20260101T000000-00000000"}, ExitNotFound},
 		{[]string{"unwatch", tid}, ExitNotFound},

@@ -41,7 +41,11 @@ func newMessageID() string { return "msg-" + uuid() }
 // checkID refuses an id that is empty, lacks prefix, or holds characters no
 // generated id has, so a typo is reported as malformed rather than unknown.
 func checkID(kind, prefix, id string) error {
-	if !strings.HasPrefix(id, prefix) || len(id) == len(prefix) || len(id) > 100 {
+	if len(id) > 100 {
+		return fmt.Errorf("%w: %s %q is malformed: it is longer than 100 characters (copy it from `clawconnect terminal list` or a send result)",
+			ErrBadInput, kind, shortID(id))
+	}
+	if !strings.HasPrefix(id, prefix) || len(id) == len(prefix) {
 		return fmt.Errorf("%w: %s %q is malformed: it must start with %q (copy it from `clawconnect terminal list` or a send result)",
 			ErrBadInput, kind, id, prefix)
 	}
@@ -53,10 +57,26 @@ func checkID(kind, prefix, id string) error {
 	return nil
 }
 
+// maxTerminalID bounds a terminal_id: tmux session names are short, and
+// an id is echoed in errors and looked up in every tmux server.
+const maxTerminalID = 512
+
 // checkTerminalID refuses a terminal_id that does not parse.
 func checkTerminalID(id string) error {
+	if len(id) > maxTerminalID {
+		return fmt.Errorf("%w: terminal id %q is malformed: it is longer than %d characters; copy it from `clawconnect terminal list`",
+			ErrBadInput, shortID(id), maxTerminalID)
+	}
 	if _, err := agentproc.ParseTerminalID(id); err != nil {
 		return fmt.Errorf("%w: terminal id %q is malformed (%v); copy it from `clawconnect terminal list`", ErrBadInput, id, err)
 	}
 	return nil
+}
+
+// shortID is id cut to 40 bytes for an error message.
+func shortID(id string) string {
+	if len(id) <= 40 {
+		return id
+	}
+	return strings.ToValidUTF8(id[:40], "") + "…"
 }

@@ -156,7 +156,7 @@ func ParseClaudeStatus(screen string) (StatusCard, bool) {
 // hiddenField reports a card row that names credentials or where they go.
 func hiddenField(name string) bool {
 	n := strings.ToLower(name)
-	for _, w := range []string{"auth", "api key", "token", "base url", "peer address", "key"} {
+	for _, w := range []string{"auth", "api key", "token", "base url", "peer address", "key", "password", "passwd", "secret", "credential", "cookie"} {
 		if strings.Contains(n, w) && n != "token usage" {
 			return true
 		}

@@ -85,6 +85,29 @@ func TestStatusCardHidesCredentialsAndRedacts(t *testing.T) {
 	}
 }
 
+func TestStatusCardHidesPasswordsSecretsAndCookies(t *testing.T) {
+	t.Parallel()
+	screen := readInspectScreen(t, "claude-code-status.txt")
+	screen = strings.Replace(screen, "Session kind:               interactive", "Session kind:               interactive\n"+
+		"Proxy password:             hunter2-proxy\n"+
+		"Client secret:              hunter2-client\n"+
+		"Credentials:                hunter2-creds\n"+
+		"Cookie:                     hunter2-cookie\n"+
+		"Proxy:                      http://ana:hunter2-url@proxy.internal:3128", 1)
+	card, ok := ParseClaudeStatus(screen)
+	if !ok {
+		t.Fatal("card not parsed")
+	}
+	for name, v := range card.Fields {
+		if strings.Contains(v, "hunter2") {
+			t.Errorf("field %q = %q shows a credential", name, v)
+		}
+	}
+	if _, ok := card.Fields["Proxy"]; !ok {
+		t.Errorf("the proxy row (credentials redacted) is missing: %v", card.Fields)
+	}
+}
+
 func FuzzParseStatusCards(f *testing.F) {
 	for _, n := range []string{"codex-status.txt", "claude-code-status.txt"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "inspect", n))

@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -78,6 +79,22 @@ func TestMessageRoutesAndIDs(t *testing.T) {
 	for _, bad := range []string{"", "terminal:v2:tmux:vim:w:0.0:1", "terminal:v2:tmux:codex:w:0.0:x", "turn-1"} {
 		if err := checkTerminalID(bad); err == nil {
 			t.Errorf("terminal id %q accepted", bad)
+		}
+	}
+}
+
+func TestMalformedIDErrorsStayShortAndSayWhy(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 100_000)
+	for _, tc := range []struct {
+		name, want string
+		err        error
+	}{
+		{"a 100 kB watch id", "longer than 100 characters", checkID("watch id", "watch-", "watch-"+long)},
+		{"a 100 kB terminal id", "longer than", checkTerminalID("terminal:v2:tmux:codex:" + long + ":0.0:1")},
+	} {
+		if tc.err == nil || len(tc.err.Error()) > 600 || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: error (%d bytes) %.200q; want at most 600 bytes saying %q", tc.name, len(fmt.Sprint(tc.err)), fmt.Sprint(tc.err), tc.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -63,8 +64,13 @@ const maxThreadFile = 8 << 20
 // Threads implements ThreadControl: the transcripts of the pane's project
 // directory whose records all name the file's session and the workspace,
 // with at least one prompt.
-func (ClaudeAgent) Threads(_ context.Context, p Pane) ([]NativeThread, error) {
-	dir := filepath.Join(claudeDir(p.PID), "projects", claude.ProjectDirName(p.Cwd))
+func (ClaudeAgent) Threads(ctx context.Context, p Pane) ([]NativeThread, error) {
+	return claudeThreads(ctx, filepath.Join(claudeDir(p.PID), "projects", claude.ProjectDirName(p.Cwd)), p.Cwd)
+}
+
+// claudeThreads lists the threads of workspace cwd in its Claude Code
+// project directory dir, until ctx ends.
+func claudeThreads(ctx context.Context, dir, cwd string) ([]NativeThread, error) {
 	ents, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -74,11 +80,14 @@ func (ClaudeAgent) Threads(_ context.Context, p Pane) ([]NativeThread, error) {
 	}
 	var out []NativeThread
 	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read the Claude Code project directory: %w", err)
+		}
 		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
 		if !ok || !threadIDPattern.MatchString(id) || !e.Type().IsRegular() {
 			continue
 		}
-		if t, ok := claudeThread(filepath.Join(dir, e.Name()), id, p.Cwd); ok {
+		if t, ok := claudeThread(filepath.Join(dir, e.Name()), id, cwd); ok {
 			out = append(out, t)
 		}
 	}
@@ -87,7 +96,7 @@ func (ClaudeAgent) Threads(_ context.Context, p Pane) ([]NativeThread, error) {
 }
 
 func claudeThread(path, id, cwd string) (NativeThread, bool) {
-	f, err := os.Open(path)
+	f, err := openListed(path)
 	if err != nil {
 		return NativeThread{}, false
 	}
@@ -190,8 +199,14 @@ func (c CodexAgent) ThreadPlan(_ context.Context, p Pane, kind, thread string) (
 // one (a row without such a rollout is not offered: the rollout is what
 // a resume is verified against).
 func (CodexAgent) Threads(ctx context.Context, p Pane) ([]NativeThread, error) {
-	home := codexHome(p.PID)
-	rows, err := codex.ReadStateThreads(ctx, home, p.Cwd)
+	return codexThreads(ctx, codexHome(p.PID), p.Cwd)
+}
+
+// codexThreads lists the threads of workspace cwd under Codex home. It
+// stops at ctx's end: a sessions tree holds every rollout of every
+// workspace, and each one's first line is read.
+func codexThreads(ctx context.Context, home, cwd string) ([]NativeThread, error) {
+	rows, err := codex.ReadStateThreads(ctx, home, cwd)
 	if err != nil {
 		rows = nil // the rollouts alone still list the threads
 	}
@@ -208,12 +223,15 @@ func (CodexAgent) Threads(ctx context.Context, p Pane) ([]NativeThread, error) {
 			}
 			return err
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		name := d.Name()
 		if d.IsDir() || !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") || !d.Type().IsRegular() {
 			return nil
 		}
 		meta, err := codex.ReadSessionMeta(path)
-		if err != nil || meta.Subagent || meta.Cwd != p.Cwd || meta.Originator != "codex-tui" ||
+		if err != nil || meta.Subagent || meta.Cwd != cwd || meta.Originator != "codex-tui" ||
 			!strings.HasSuffix(strings.TrimSuffix(name, ".jsonl"), meta.ID) || !threadIDPattern.MatchString(meta.ID) {
 			return nil
 		}
@@ -241,7 +259,7 @@ func (CodexAgent) Threads(ctx context.Context, p Pane) ([]NativeThread, error) {
 }
 
 func codexFirstPrompt(path string) string {
-	f, err := os.Open(path)
+	f, err := openListed(path)
 	if err != nil {
 		return ""
 	}
@@ -312,4 +330,19 @@ func (l *limitedReader) Read(b []byte) (int, error) {
 	n, err := l.f.Read(b)
 	l.n -= int64(n)
 	return n, err
+}
+
+// openListed opens a session file a thread listing found: not through a
+// symlink, and non-blocking, so a file swapped for a link or a FIFO after
+// the directory was read is refused rather than followed or waited on.
+func openListed(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("open %s: not a regular file", path)
+	}
+	return f, nil
 }

@@ -1,11 +1,14 @@
 package terminal
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/codex"
 )
@@ -103,5 +106,117 @@ func TestCodexIdentityFollowsTheNewestWriterLock(t *testing.T) {
 				t.Fatalf("identity file %s is not the thread's rollout", id.File)
 			}
 		})
+	}
+}
+
+func TestCodexThreadsStayInTheSessionsTreeAndStopAtCtxEnd(t *testing.T) {
+	t.Parallel()
+	const id = "01a23237-ba11-7ba2-b981-780a3f26a857"
+	const cwd = "/tmp/codex-golden/work"
+	body, err := os.ReadFile(filepath.Join("codex", "testdata", "rollout-reply.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, outside := t.TempDir(), t.TempDir()
+	day := filepath.Join(home, "sessions", "2026", "12", "01")
+	if err := os.MkdirAll(day, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(day, "rollout-2026-12-01T15-27-22-"+id+".jsonl"), body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A rollout outside the tree, reached by a symlinked file and a
+	// symlinked directory, and a FIFO that would block a reader: none is
+	// opened or listed.
+	const other = "01a23237-ba11-7ba2-b981-780a3f26a858"
+	foreign := filepath.Join(outside, "rollout-2026-12-01T15-27-22-"+other+".jsonl")
+	if err := os.WriteFile(foreign, []byte(strings.ReplaceAll(string(body), id, other)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(foreign, filepath.Join(day, filepath.Base(foreign))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(home, "sessions", "2026", "11")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(day, "rollout-2026-12-01T15-27-23-01a23237-ba11-7ba2-b981-780a3f26a859.jsonl"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := codexThreads(t.Context(), home, cwd)
+	if err != nil || len(got) != 1 || got[0].ID != id || got[0].Title != "say hello WAIT=1500" {
+		t.Fatalf("threads = %+v, %v; want only %s", got, err, id)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if got, err := codexThreads(ctx, home, cwd); !errors.Is(err, context.Canceled) {
+		t.Fatalf("threads after the caller gave up = %+v, %v; want context.Canceled", got, err)
+	}
+}
+
+func TestClaudeThreadsSkipLinksAndFIFOsAndStopAtCtxEnd(t *testing.T) {
+	t.Parallel()
+	const id, other, fifo = "6f1c2d3e-0000-4000-8000-00000000abcd", "6f1c2d3e-0000-4000-8000-00000000abce", "6f1c2d3e-0000-4000-8000-00000000abcf"
+	rec := func(id string) string {
+		return `{"type":"user","sessionId":"` + id + `","cwd":"/w","timestamp":"2026-12-01T10:00:01Z","message":{"role":"user","content":"hello"}}` + "\n"
+	}
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), []byte(rec(id)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, other+".jsonl"), []byte(rec(other)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, other+".jsonl"), filepath.Join(dir, other+".jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, fifo+".jsonl"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := claudeThreads(t.Context(), dir, "/w")
+	if err != nil || len(got) != 1 || got[0].ID != id {
+		t.Fatalf("threads = %+v, %v; want only %s", got, err, id)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if got, err := claudeThreads(ctx, dir, "/w"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("threads after the caller gave up = %+v, %v; want context.Canceled", got, err)
+	}
+}
+
+// TestThreadListingOpensNeitherFIFOsNorLinks: a session file swapped for
+// a FIFO or a symlink between the directory read and the open is refused
+// at once (before, the FIFO blocked the listing for good and the link was
+// followed out of the agent's home).
+func TestThreadListingOpensNeitherFIFOsNorLinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo, link := filepath.Join(dir, "fifo.jsonl"), filepath.Join(dir, "link.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs(filepath.Join("codex", "testdata", "rollout-reply.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(abs, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, link} {
+		for name, read := range map[string]func() bool{
+			"claudeThread":     func() bool { _, ok := claudeThread(path, "6f1c2d3e-0000-4000-8000-00000000abcd", "/w"); return ok },
+			"codexFirstPrompt": func() bool { return codexFirstPrompt(path) != "" },
+			"ReadSessionMeta":  func() bool { _, err := codex.ReadSessionMeta(path); return err == nil },
+		} {
+			done := make(chan bool, 1)
+			go func() { done <- read() }()
+			select {
+			case ok := <-done:
+				if ok {
+					t.Errorf("%s read %s", name, filepath.Base(path))
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s blocked on %s for 10 s", name, filepath.Base(path))
+			}
+		}
 	}
 }

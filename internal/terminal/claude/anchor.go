@@ -117,8 +117,10 @@ func (a Anchor) Materialize() (Anchor, error) {
 
 // openTranscript opens path read-only, refusing a symbolic link, a
 // non-regular file, another owner, and any group or other permission bit.
+// It opens non-blocking, so a FIFO in the transcript's place is refused
+// rather than waited on.
 func openTranscript(path string) (*os.File, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}

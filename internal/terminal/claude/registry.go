@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -61,6 +64,10 @@ func RegistryPath(configDir string, pid int) string {
 	return filepath.Join(configDir, "sessions", strconv.Itoa(pid)+".json")
 }
 
+// sessionIDPattern is what a session id may be: one safe file-name part
+// (Claude Code writes UUIDs).
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
 // ParseLiveSession decodes a registry file and checks that it names a
 // session: pid, sessionId and an absolute cwd.
 func ParseLiveSession(data []byte) (LiveSession, error) {
@@ -73,6 +80,9 @@ func ParseLiveSession(data []byte) (LiveSession, error) {
 		return LiveSession{}, errors.New("parse claude live session: pid is missing")
 	case s.SessionID == "":
 		return LiveSession{}, errors.New("parse claude live session: sessionId is missing")
+	case !sessionIDPattern.MatchString(s.SessionID):
+		// It names the transcript file (TranscriptPath) and the thread.
+		return LiveSession{}, fmt.Errorf("parse claude live session: sessionId %.60q is not a session id (letters, digits, '-' and '_')", s.SessionID)
 	case !filepath.IsAbs(s.Cwd):
 		return LiveSession{}, fmt.Errorf("parse claude live session: cwd %q is not absolute", s.Cwd)
 	}
@@ -85,7 +95,7 @@ func ParseLiveSession(data []byte) (LiveSession, error) {
 // error when the entry names another pid.
 func ReadLiveSession(configDir string, pid int) (LiveSession, error) {
 	path := RegistryPath(configDir, pid)
-	data, err := os.ReadFile(path)
+	data, err := readRegistryFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return LiveSession{}, fmt.Errorf("read claude live session %s: %w", path, ErrNoLiveSession)
 	}
@@ -124,4 +134,33 @@ func ProjectDirName(cwd string) string {
 // <configDir>/projects/<ProjectDirName(cwd)>/<sessionID>.jsonl.
 func TranscriptPath(configDir, cwd, sessionID string) string {
 	return filepath.Join(configDir, "projects", ProjectDirName(cwd), sessionID+".jsonl")
+}
+
+// maxRegistryFile bounds a registry entry (Claude Code writes a few
+// hundred bytes).
+const maxRegistryFile = 1 << 20
+
+// readRegistryFile reads a regular file of at most maxRegistryFile bytes;
+// a FIFO or device in its place is refused instead of blocking the reader.
+func readRegistryFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxRegistryFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxRegistryFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxRegistryFile)
+	}
+	return data, nil
 }

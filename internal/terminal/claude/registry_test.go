@@ -4,7 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/claude"
 )
@@ -48,9 +51,42 @@ func TestReadLiveSession(t *testing.T) {
 	if _, err := claude.ReadLiveSession(dir, 8); err == nil {
 		t.Error("a file naming another pid was accepted")
 	}
-	for _, bad := range []string{`nope`, `{"sessionId":"x","cwd":"/a"}`, `{"pid":1,"cwd":"/a"}`, `{"pid":1,"sessionId":"x","cwd":"rel"}`} {
+	for _, bad := range []string{`nope`, `{"sessionId":"x","cwd":"/a"}`, `{"pid":1,"cwd":"/a"}`, `{"pid":1,"sessionId":"x","cwd":"rel"}`,
+		// The session id names the transcript file: no path out of the
+		// project directory (these were accepted before).
+		`{"pid":1,"sessionId":"../../../etc/passwd","cwd":"/a"}`, `{"pid":1,"sessionId":"..","cwd":"/a"}`,
+		`{"pid":1,"sessionId":"a/b","cwd":"/a"}`, `{"pid":1,"sessionId":"x\n/quit","cwd":"/a"}`} {
 		if s, err := claude.ParseLiveSession([]byte(bad)); err == nil {
 			t.Errorf("ParseLiveSession(%s) = %+v, want an error", bad, s)
 		}
+	}
+}
+
+func TestReadLiveSessionRefusesFIFOsAndHugeFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "sessions"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A FIFO with no writer blocked the reader for good before.
+	if err := syscall.Mkfifo(filepath.Join(dir, "sessions", "7.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := claude.ReadLiveSession(dir, 7); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, claude.ErrNoLiveSession) {
+			t.Fatalf("FIFO registry entry: %v, want a read error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadLiveSession blocked on a FIFO for 10 s")
+	}
+	huge := `{"pid":8,"sessionId":"` + session + `","cwd":"/w","pad":"` + strings.Repeat("x", 2<<20) + `"}`
+	if err := os.WriteFile(filepath.Join(dir, "sessions", "8.json"), []byte(huge), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claude.ReadLiveSession(dir, 8); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("2 MiB registry entry: %v, want refused as too large", err)
 	}
 }

@@ -213,8 +213,10 @@ func verifyOpen(f OpenFile, sessions, cwd string) (Rollout, string, error) {
 
 // openNoFollow opens path read-only, refusing a symbolic link, and checks
 // that it is a regular file owned by this user and writable by it alone.
+// It opens non-blocking, so a FIFO in a rollout's place is refused rather
+// than waited on (reads of a regular file never block either way).
 func openNoFollow(path string) (*os.File, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

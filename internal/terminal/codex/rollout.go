@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -114,13 +115,17 @@ func ParseSessionMeta(line []byte) (SessionMeta, error) {
 	return m, nil
 }
 
-// ReadSessionMeta reads and decodes the first line of the rollout at path.
+// ReadSessionMeta reads and decodes the first line of the rollout at path,
+// a regular file (not a symlink; a FIFO is refused, not waited on).
 func ReadSessionMeta(path string) (SessionMeta, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return SessionMeta{}, fmt.Errorf("read session_meta: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return SessionMeta{}, fmt.Errorf("read session_meta: %s is not a regular file", path)
+	}
 	return readMeta(f, path)
 }
 

@@ -124,10 +124,12 @@ export function format(cb) {
     "",
   ];
   if (cb.watch) {
+    // JSON-quoted: a terminal_id carries the tmux session name, which a
+    // human chooses and may hold quotes or newlines.
     const terminal = typeof cb.metadata.terminal_id === "string" ? cb.metadata.terminal_id : "";
     lines.push("[ClawConnect watch]", cb.metadata.reason === "approval_required"
       ? "A task a human started in the terminal waits for approval; it is answered in the terminal, not by a tool."
-      : `The watch ended. Watch the pane again with clawconnect_terminal_watch {"terminal_id":"${terminal}"}.`);
+      : `The watch ended. Watch the pane again with clawconnect_terminal_watch ${JSON.stringify({ terminal_id: terminal })}.`);
   } else if (cb.metadata.reason === "approval_required") {
     lines.push("[ClawConnect approval]",
       `The agent waits for approval. Look at it first with clawconnect_terminal_status {"turn_id":"${cb.turnId}"}, ` +

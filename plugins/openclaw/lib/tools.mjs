@@ -112,19 +112,26 @@ export const specs = [
   ...threadSpecs,
 ];
 
-/** checkParams enforces the schema's closed shape and types. */
+/** checkParams enforces the schema's closed shape, types and bounds. */
 export function checkParams(spec, params) {
   const p = params ?? {};
   if (typeof p !== "object" || Array.isArray(p)) throw new Error("parameters must be an object");
   const props = spec.parameters.properties;
-  for (const k of Object.keys(p)) if (!(k in props)) throw new Error(`unknown parameter ${k}`);
+  for (const k of Object.keys(p)) if (!Object.hasOwn(props, k)) throw new Error(`unknown parameter ${k}`);
   for (const k of spec.parameters.required) if (p[k] === undefined) throw new Error(`missing parameter ${k}`);
   for (const [k, v] of Object.entries(p)) {
     const s = props[k];
-    if (s.type === "string" && (typeof v !== "string" || (s.pattern && !new RegExp(s.pattern).test(v)) || (s.minLength && v.length < s.minLength))) {
-      throw new Error(`parameter ${k} must be a string${s.pattern ? ` matching ${s.pattern}` : ""}`);
+    if (s.type === "string") {
+      if (typeof v !== "string" || (s.pattern && !new RegExp(s.pattern).test(v)) || (s.minLength && v.length < s.minLength)) {
+        throw new Error(`parameter ${k} must be a string${s.pattern ? ` matching ${s.pattern}` : ""}`);
+      }
+      if (s.maxLength !== undefined && v.length > s.maxLength) throw new Error(`parameter ${k} must be at most ${s.maxLength} characters`);
     }
-    if (s.type === "number" && (typeof v !== "number" || !Number.isFinite(v))) throw new Error(`parameter ${k} must be a number`);
+    if (s.type === "number") {
+      if (typeof v !== "number" || !Number.isFinite(v)) throw new Error(`parameter ${k} must be a number`);
+      if (s.exclusiveMinimum !== undefined && !(v > s.exclusiveMinimum)) throw new Error(`parameter ${k} must be greater than ${s.exclusiveMinimum}`);
+      if (s.maximum !== undefined && v > s.maximum) throw new Error(`parameter ${k} must be at most ${s.maximum}`);
+    }
   }
   return p;
 }
