@@ -67,6 +67,11 @@ func TestExitCodesAndHelp(t *testing.T) {
 		{"gateway call without a method", []string{"gateway", "call"}, ExitUsage, "name the METHOD to call", "", "accepts 1 arg"},
 		{"gateway call with two methods", []string{"gateway", "call", "a", "b"}, ExitUsage, "one METHOD", "", ""},
 		{"no command", nil, ExitOK, "", "Available Commands:", ""},
+		{"an argument to a command that takes none", []string{"version", "extra"}, ExitUsage, `clawconnect version takes no arguments, got ["extra"]`, "", "unknown command"},
+		{"an argument to a terminal command that takes none", []string{"terminal", "list", "extra"}, ExitUsage, "clawconnect terminal list takes no arguments", "", ""},
+		{"unknown terminal subcommand", []string{"terminal", "lst"}, ExitUsage, "did you mean list?", "", ""},
+		{"terminal alone shows its help", []string{"terminal"}, ExitOK, "", "new-thread", ""},
+		{"terminal subcommand help has the exit codes", []string{"terminal", "threads", "--help"}, ExitOK, "", "4 no such Session, Turn or", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,6 +118,27 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			}
 			if sub.Example == "" {
 				t.Errorf("%s has no examples", sub.CommandPath())
+			}
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(Env{}))
+}
+
+// TestEveryCommandSaysItsExitCodes: every command a user can run names its
+// exit codes in its --help, so a script can branch on them without the
+// README.
+func TestEveryCommandSaysItsExitCodes(t *testing.T) {
+	t.Parallel()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "completion" || sub.Name() == "help" {
+				continue
+			}
+			long := strings.ToLower(strings.Join(strings.Fields(sub.Long), " "))
+			if sub.Runnable() && !sub.HasSubCommands() && !strings.Contains(long, "exit code") {
+				t.Errorf("%s --help does not say its exit codes", sub.CommandPath())
 			}
 			walk(sub)
 		}
