@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -139,6 +141,38 @@ func TestEveryCommandSaysItsExitCodes(t *testing.T) {
 			long := strings.ToLower(strings.Join(strings.Fields(sub.Long), " "))
 			if sub.Runnable() && !sub.HasSubCommands() && !strings.Contains(long, "exit code") {
 				t.Errorf("%s --help does not say its exit codes", sub.CommandPath())
+			}
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(Env{}))
+}
+
+// TestReadmeListsEveryCommand keeps the README's command list complete:
+// every command a user can call is named in its "## Commands" block.
+func TestReadmeListsEveryCommand(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "\n## Commands\n")
+	block, _, _ := strings.Cut(rest, "\n## ")
+	if !ok {
+		t.Fatal("README.md has no \"## Commands\" section")
+	}
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(block, func(r rune) bool { return r == ' ' || r == '\n' || r == '|' || r == ',' }) {
+		words[w] = true
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "completion" {
+				continue
+			}
+			if !words[sub.Name()] {
+				t.Errorf("README.md's command list does not name %s", sub.CommandPath())
 			}
 			walk(sub)
 		}
