@@ -212,7 +212,9 @@ changes nothing.`,
 
 func printTerminalRows(w io.Writer, rows []terminal.TerminalRow) {
 	if len(rows) == 0 {
-		fmt.Fprintln(w, "no Codex or Claude Code pane found (is it running inside tmux?)")
+		fmt.Fprintln(w, "no Codex or Claude Code pane found. Start codex or claude inside tmux; for a tmux server on a socket\n"+
+			"of its own, put the socket's path in CLAWCONNECT_TMUX_SOCKETS (tmux -L NAME uses /tmp/tmux-UID/NAME;\n"+
+			"clawconnect doctor shows the settings in effect). To try it locally: README, \"Trying terminal Turns\".")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
