@@ -38,27 +38,12 @@ func newTurnID(now time.Time) string {
 func newBindingID() string { return "binding-" + uuid() }
 func newMessageID() string { return "msg-" + uuid() }
 
-// idSource says where a caller finds an id with prefix, for the
-// malformed-id message.
-func idSource(prefix string) string {
-	switch prefix {
-	case "turn-":
-		return "copy it from a send result or the TURN column of `clawconnect terminal list`"
-	case "session-":
-		return "copy it from a send result or the SESSION column of `clawconnect terminal list`"
-	case "watch-":
-		return "copy it from what `clawconnect terminal watch` printed"
-	case "transition-":
-		return "copy it from what new-thread, clear-thread or resume-thread printed"
-	}
-	return "copy it from the output that named it"
-}
-
 // checkID refuses an id that is empty, lacks prefix, or holds characters no
 // generated id has, so a typo is reported as malformed rather than unknown.
 func checkID(kind, prefix, id string) error {
 	if !strings.HasPrefix(id, prefix) || len(id) == len(prefix) || len(id) > 100 {
-		return fmt.Errorf("%w: %s %q is malformed: it must start with %q (%s)", ErrBadInput, kind, id, prefix, idSource(prefix))
+		return fmt.Errorf("%w: %s %q is malformed: it must start with %q (copy it from `clawconnect terminal list` or a send result)",
+			ErrBadInput, kind, id, prefix)
 	}
 	for _, c := range id[len(prefix):] {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
