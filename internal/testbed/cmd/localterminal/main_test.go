@@ -125,13 +125,15 @@ func TestRealLocalTerminal(t *testing.T) {
 		if err != nil || strings.Count(strings.TrimSpace(string(panes)), "\n") != 0 {
 			t.Errorf("tmux -S %s list-panes: %q %v, want one pane", s, panes, err)
 		}
-		if !strings.Contains(out.String(), "tmux -S "+s+" attach") {
-			t.Errorf("output does not say how to watch %s:\n%s", s, out.String())
-		}
 	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("localterminal: %v", err)
+	}
+	for _, s := range sockets { // out is read only once run has returned
+		if !strings.Contains(out.String(), "tmux -S "+s+" attach") {
+			t.Errorf("output does not say how to watch %s:\n%s", s, out.String())
+		}
 	}
 	if _, err := os.Stat(envFile); !os.IsNotExist(err) {
 		t.Errorf("env file still there after exit: %v", err)
