@@ -6,7 +6,10 @@
 #     status JOB, ./scripts/run.sh (the demo task, then serving /mcp on
 #     127.0.0.1:7331) and the demo.env line that points the CLI at the demo;
 #   - "Quick start with your own gateway": the block as written, with the
-#     local gateway's URL and password in place of HOST and "...".
+#     local gateway's URL and password in place of HOST and "...";
+#   - "Trying terminal Turns": localterminal, terminal list and send --wait
+#     to each pane, then the demo gateway restarted with the plugin, doctor
+#     saying it is loaded and a Turn's callback delivered.
 # .ci/run runs it after the tests. It stops the local gateway it started.
 # Usage: scripts/check-readme.sh
 set -euo pipefail
@@ -17,8 +20,10 @@ real_cache=$CLAWCONNECT_CACHE
 
 work=$(mktemp -d)
 serve_pid=""
+term_pid=""
 cleanup() {
   if [ -n "$serve_pid" ]; then kill -TERM "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
+  if [ -n "$term_pid" ]; then kill -TERM "$term_pid" 2>/dev/null || true; wait "$term_pid" 2>/dev/null || true; fi
   scripts/local-gateway.sh --stop >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -95,4 +100,57 @@ quick=${quick//OPENCLAW_PASSWORD=.../OPENCLAW_PASSWORD=$pass}
 export HOME=$work/quickstart
 mkdir -p "$HOME"
 (cd "$repo" && bash -euo pipefail -c "$quick") || fail "the quick start block"
+export HOME=$work/home
+
+# tcmd N L: line L of the Nth block of "Trying terminal Turns", with the
+# cache path of this run for ~/.cache/clawconnect.
+tcmd() { cmd "## Trying terminal Turns" "$1" "$2" | sed "s|~/.cache/clawconnect|$CLAWCONNECT_CACHE|g"; }
+term=$(tcmd 1 1)
+[ "$term" = "go run ./internal/testbed/cmd/localterminal" ] || fail "unexpected terminal demo command: $term"
+step "$term (until its env file is written)"
+# Built first, so the TERM below reaches the command itself, not go run.
+go build -o "$work/localterminal" ./internal/testbed/cmd/localterminal
+"$work/localterminal" >"$work/term.out" 2>"$work/term.err" &
+term_pid=$!
+for _ in $(seq 1 600); do
+  [ -s "$CLAWCONNECT_CACHE/localterminal.env" ] && break
+  kill -0 "$term_pid" 2>/dev/null || { cat "$work/term.err" >&2; fail "$term exited"; }
+  sleep 0.5
+done
+[ -s "$CLAWCONNECT_CACHE/localterminal.env" ] || fail "$term wrote no env file within 5 minutes"
+load=$(tcmd 2 1)
+step "$load"
+eval "$load"
+list=$(tcmd 2 2)
+step "$list"
+out=$(eval "$list" 2>/dev/null) || fail "$list"
+ids=$(awk 'NR > 1 { print $1 }' <<<"$out")
+[ "$(wc -l <<<"$ids")" = 2 ] || fail "$list did not show the two panes: $out"
+for id in $ids; do
+  send=$(tcmd 2 3 | sed "s|TERMINAL_ID|$id|")
+  step "$send"
+  out=$(eval "$send" 2>/dev/null) || fail "$send"
+  grep -q "FAKE-REPLY: Say hello" <<<"$out" || fail "$send printed: $out"
+done
+for l in 1 2; do
+  c=$(tcmd 3 "$l"); step "$c"; eval "$c" >/dev/null || fail "$c"
+done
+doctor=$(tcmd 3 3)
+step "$doctor"
+out=$(eval "$doctor" 2>/dev/null) || fail "$doctor"
+grep -q "the ClawConnect plugin is loaded" <<<"$out" || fail "$doctor printed: $out"
+first=$(head -n 1 <<<"$ids")
+send=$(tcmd 3 4 | sed "s|TERMINAL_ID|$first|")
+step "$send"
+out=$(eval "$send" 2>/dev/null) || fail "$send"
+turn=$(sed -n 's/^turn: *//p' <<<"$out")
+[ -n "$turn" ] || fail "$send printed no turn: $out"
+status=$(tcmd 3 5 | sed "s|TURN_ID|$turn|")
+step "$status (until the callback is delivered)"
+for _ in $(seq 1 120); do
+  out=$(eval "$status" 2>/dev/null) || fail "$status"
+  grep -q "callback: done delivered to agent:main:main" <<<"$out" && break
+  sleep 0.5
+done
+grep -q "callback: done delivered to agent:main:main" <<<"$out" || fail "$status printed: $out"
 echo "== README: every command worked"

@@ -57,4 +57,5 @@ if [ -n "${demo_env:-}" ]; then
 fi
 echo "== serving the MCP tools at http://127.0.0.1:7331/mcp (Ctrl-C stops)" >&2
 echo "   Claude Code: claude mcp add --transport http clawconnect http://127.0.0.1:7331/mcp" >&2
+echo "   Terminal Turns (Codex, Claude Code in tmux on the fake model): README, \"Trying terminal Turns\"" >&2
 exec "$clawconnect" serve

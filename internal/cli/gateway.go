@@ -91,6 +91,11 @@ func newGatewayPingCmd(env Env, f *gatewayFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ping",
 		Short: "Connect, complete the handshake and show what the gateway offers",
+		Long: `Connect to the gateway, complete its handshake and print its version,
+protocol, the role and scopes granted and the methods it offers.
+
+Exit codes: 0 the handshake completed, 1 the gateway could not be reached or
+refused the credentials, 2 bad flags, 3 an unusable setting.`,
 		Example: `  clawconnect gateway ping
   clawconnect gateway ping --json | jq -r '.methods[]'
   OPENCLAW_URL=wss://gw.example.com clawconnect gateway ping --password "$OPENCLAW_PASSWORD"`,
@@ -130,6 +135,11 @@ func newGatewayCallCmd(env Env, f *gatewayFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "call METHOD",
 		Short: "Call any gateway method (plugin methods included) and print the JSON result",
+		Long: `Connect to the gateway, call METHOD with --params and print its JSON result.
+
+Exit codes: 0 the method answered, 1 the gateway could not be reached or the
+method failed (its error is printed), 2 no METHOD or --params not valid JSON,
+3 an unusable setting.`,
 		Example: `  clawconnect gateway call health
   clawconnect gateway call sessions.list --params '{"limit":5}'
   clawconnect gateway call agent --expect-final --params '{"message":"hi","sessionKey":"agent:main:main","idempotencyKey":"k1"}'`,

@@ -112,7 +112,34 @@ system manages.`,
 		newGatewayCmd(env),
 		newMCPCmd(env), newServeCmd(env), newTerminalCmd(env), newRunCmd(env), newStatusCmd(env), newLogsCmd(env), newSessionsCmd(env), newAgentsCmd(env), skipSettingsCheck(newDoctorCmd(env)),
 	)
+	usageArgs(root)
 	return root
+}
+
+// usageArgs makes the argument check of cmd and every command under it fail
+// with ExitUsage, as a flag error does (cobra's own checks, cobra.NoArgs
+// among them, return a plain error: exit 1). A command that takes no
+// arguments says so, rather than cobra's "unknown command".
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			err := check(c, args)
+			if err == nil {
+				return nil
+			}
+			var ee *ExitError
+			if errors.As(err, &ee) {
+				return err
+			}
+			if len(args) > 0 && !c.HasSubCommands() && check(c, nil) == nil {
+				err = fmt.Errorf("%s takes no arguments, got %q", c.CommandPath(), args)
+			}
+			return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w; see %s --help", err, c.CommandPath())}
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // groupCmd makes cmd, a command that only groups subcommands, show its help

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,6 +69,11 @@ func TestExitCodesAndHelp(t *testing.T) {
 		{"gateway call without a method", []string{"gateway", "call"}, ExitUsage, "name the METHOD to call", "", "accepts 1 arg"},
 		{"gateway call with two methods", []string{"gateway", "call", "a", "b"}, ExitUsage, "one METHOD", "", ""},
 		{"no command", nil, ExitOK, "", "Available Commands:", ""},
+		{"an argument to a command that takes none", []string{"version", "extra"}, ExitUsage, `clawconnect version takes no arguments, got ["extra"]`, "", "unknown command"},
+		{"an argument to a terminal command that takes none", []string{"terminal", "list", "extra"}, ExitUsage, "clawconnect terminal list takes no arguments", "", ""},
+		{"unknown terminal subcommand", []string{"terminal", "lst"}, ExitUsage, "did you mean list?", "", ""},
+		{"terminal alone shows its help", []string{"terminal"}, ExitOK, "", "new-thread", ""},
+		{"terminal subcommand help has the exit codes", []string{"terminal", "threads", "--help"}, ExitOK, "", "4 no such Session, Turn or", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,6 +120,59 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			}
 			if sub.Example == "" {
 				t.Errorf("%s has no examples", sub.CommandPath())
+			}
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(Env{}))
+}
+
+// TestEveryCommandSaysItsExitCodes: every command a user can run names its
+// exit codes in its --help, so a script can branch on them without the
+// README.
+func TestEveryCommandSaysItsExitCodes(t *testing.T) {
+	t.Parallel()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "completion" || sub.Name() == "help" {
+				continue
+			}
+			long := strings.ToLower(strings.Join(strings.Fields(sub.Long), " "))
+			if sub.Runnable() && !sub.HasSubCommands() && !strings.Contains(long, "exit code") {
+				t.Errorf("%s --help does not say its exit codes", sub.CommandPath())
+			}
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(Env{}))
+}
+
+// TestReadmeListsEveryCommand keeps the README's command list complete:
+// every command a user can call is named in its "## Commands" block.
+func TestReadmeListsEveryCommand(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "\n## Commands\n")
+	block, _, _ := strings.Cut(rest, "\n## ")
+	if !ok {
+		t.Fatal("README.md has no \"## Commands\" section")
+	}
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(block, func(r rune) bool { return r == ' ' || r == '\n' || r == '|' || r == ',' }) {
+		words[w] = true
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "completion" {
+				continue
+			}
+			if !words[sub.Name()] {
+				t.Errorf("README.md's command list does not name %s", sub.CommandPath())
 			}
 			walk(sub)
 		}

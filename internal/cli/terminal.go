@@ -134,20 +134,39 @@ in CLAWCONNECT_TMUX_SOCKETS (comma-separated). Turns are followed by a monitor
 host: ` + "`clawconnect serve`" + ` or ` + "`clawconnect terminal daemon`" + `. Without one,
 send --wait follows its own Turn until it ends.
 
-Exit codes: 0 success, 1 the operation failed or was refused (pane busy,
-dialog open, process changed, Turn failed), 2 bad arguments or a malformed id,
-4 no such Session, Turn or terminal, 5 --timeout elapsed while the Turn runs.`,
+` + terminalExitCodes + `
+
+Try it locally, with Codex and Claude Code on the project's fake model: see
+"Trying terminal Turns" in the README.`,
 		Example: `  clawconnect terminal list
   clawconnect terminal send --terminal terminal:v2:tmux:codex:work:0.0:4242 --wait "Summarise README.md"
   clawconnect terminal status turn-20260101T120000-1a2b3c4d --json`,
 	}
+	groupCmd(cmd)
 	cmd.AddCommand(terminalListCmd(env), terminalSendCmd(env), terminalStatusCmd(env), terminalRespondCmd(env),
 		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalRetryCallbackCmd(env),
 		terminalDaemonCmd(env), terminalModuleCmd(env))
 	cmd.AddCommand(terminalWatchCmds(env)...)
 	cmd.AddCommand(terminalThreadCmds(env)...)
+	// Every subcommand's help ends with the exit codes, as the top-level
+	// commands' do; the two long-running ones have their own.
+	for _, sub := range cmd.Commands() {
+		switch sub.Name() {
+		case "daemon", "module":
+			sub.Long += "\n\nExit codes: 0 stopped by a signal (or, for module, standard input closed), 1 failure,\n2 bad flags, 3 invalid settings."
+		default:
+			sub.Long += "\n\n" + terminalExitCodes
+		}
+	}
 	return cmd
 }
+
+// terminalExitCodes are the exit codes of the terminal commands (see
+// terminalExit).
+const terminalExitCodes = `Exit codes: 0 success, 1 the operation failed or was refused (pane busy,
+dialog open, process changed, Turn failed), 2 bad arguments or a malformed id,
+3 an unusable setting (clawconnect doctor names it), 4 no such Session, Turn or
+terminal, 5 --timeout elapsed while the Turn runs.`
 
 // withTerminal opens the service for one command.
 func withTerminal(cmd *cobra.Command, env Env, f func(ctx context.Context, s *terminalStack) error) error {
@@ -193,7 +212,9 @@ changes nothing.`,
 
 func printTerminalRows(w io.Writer, rows []terminal.TerminalRow) {
 	if len(rows) == 0 {
-		fmt.Fprintln(w, "no Codex or Claude Code pane found (is it running inside tmux?)")
+		fmt.Fprintln(w, "no Codex or Claude Code pane found. Start codex or claude inside tmux; for a tmux server on a socket\n"+
+			"of its own, put the socket's path in CLAWCONNECT_TMUX_SOCKETS (tmux -L NAME uses /tmp/tmux-UID/NAME;\n"+
+			"clawconnect doctor shows the settings in effect). To try it locally: README, \"Trying terminal Turns\".")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

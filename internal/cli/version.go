@@ -19,6 +19,9 @@ func newVersionCmd(env Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the clawconnect version",
+		Long: `Print the clawconnect version (the same as clawconnect --version).
+
+Exit codes: 0 printed, 2 unexpected arguments.`,
 		Example: `  clawconnect version
   clawconnect --version`,
 		Args: cobra.NoArgs,

@@ -276,7 +276,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		req.GatewayURL = s.o.CallbackGateway
 	}
 	if (req.SessionID == "") == (req.TerminalID == "") {
-		return SendResult{}, fmt.Errorf("send: %w: give exactly one of a session id (session_exact) or a terminal id (terminal_follow_current)", ErrBadInput)
+		return SendResult{}, fmt.Errorf("send: %w: give exactly one of a session id (session_exact; --session on the command line) or a terminal id (terminal_follow_current; --terminal), as `clawconnect terminal list` shows them", ErrBadInput)
 	}
 	var (
 		sess *store.TermSession

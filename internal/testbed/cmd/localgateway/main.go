@@ -14,6 +14,11 @@
 //	               directory, removed on exit)
 //	-env-file F    once ready, write the environment lines to F (KEY=value,
 //	               sourceable with `set -a; . F`); removed again on exit
+//	-plugin DIR    also load the ClawConnect OpenClaw plugin from DIR
+//	               (plugins/openclaw), its tools offered by name
+//	-plugin-binary B, -plugin-home H
+//	               the plugin's binary and home settings (default:
+//	               clawconnect on PATH, ~/.clawconnect)
 //
 // Replies come from the fake model: "FAKE-REPLY: <prompt>" by default, and
 // the trigger words of package fakemodel (ECHO=<token>, SLOW, FAIL400, …)
@@ -50,10 +55,13 @@ func main() {
 
 // config is the parsed command line.
 type config struct {
-	port    int
-	token   string
-	dir     string
-	envFile string
+	port         int
+	token        string
+	dir          string
+	envFile      string
+	plugin       string
+	pluginBinary string
+	pluginHome   string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -64,6 +72,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.token, "token", "", "gateway auth token (default: random)")
 	fs.StringVar(&c.dir, "dir", "", "directory for config, state and logs (default: temporary, removed on exit)")
 	fs.StringVar(&c.envFile, "env-file", "", "write the environment lines to this file once ready (removed on exit)")
+	fs.StringVar(&c.plugin, "plugin", "", "also load the ClawConnect plugin from this directory (plugins/openclaw)")
+	fs.StringVar(&c.pluginBinary, "plugin-binary", "", "the plugin's binary setting: the clawconnect it runs (default: clawconnect on PATH)")
+	fs.StringVar(&c.pluginHome, "plugin-home", "", "the plugin's home setting: its CLAWCONNECT_HOME (default ~/.clawconnect)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -72,6 +83,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.port < 0 || c.port > 65535 {
 		return c, fmt.Errorf("-port %d: out of range", c.port)
+	}
+	if c.plugin == "" && (c.pluginBinary != "" || c.pluginHome != "") {
+		return c, errors.New("-plugin-binary and -plugin-home configure the plugin: give its directory with -plugin plugins/openclaw too")
 	}
 	return c, nil
 }
@@ -129,8 +143,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	opts := realgateway.Options{Port: c.port, Token: c.token, Dir: c.dir, Logger: logger}
+	if c.plugin != "" {
+		p, err := clawconnectPlugin(c)
+		if err != nil {
+			return err
+		}
+		opts.Plugins, opts.ToolSearchOff = []realgateway.Plugin{p}, true
+	}
 	fmt.Fprintln(stderr, "starting a local OpenClaw gateway (installs Node 24 and OpenClaw on first use; the start takes 15-60 s)...")
-	gw, err := realgateway.Start(ctx, realgateway.Options{Port: c.port, Token: c.token, Dir: c.dir, Logger: logger})
+	gw, err := realgateway.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -172,6 +194,26 @@ Environment for clawconnect:
 		}
 		return errors.New("the gateway process exited on its own")
 	}
+}
+
+// clawconnectPlugin is the ClawConnect plugin of c: its directory, which
+// must hold the plugin's manifest, and its config.
+func clawconnectPlugin(c config) (realgateway.Plugin, error) {
+	dir, err := filepath.Abs(c.plugin)
+	if err != nil {
+		return realgateway.Plugin{}, fmt.Errorf("-plugin: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "openclaw.plugin.json")); err != nil {
+		return realgateway.Plugin{}, fmt.Errorf("-plugin %s: no openclaw.plugin.json there; give the repository's plugins/openclaw directory", c.plugin)
+	}
+	cfg := map[string]any{}
+	if c.pluginBinary != "" {
+		cfg["binary"] = c.pluginBinary
+	}
+	if c.pluginHome != "" {
+		cfg["home"] = c.pluginHome
+	}
+	return realgateway.Plugin{ID: "clawconnect", Dir: dir, Config: cfg}, nil
 }
 
 func lastBytes(b []byte, n int) []byte {

@@ -23,7 +23,9 @@ func TestParseFlags(t *testing.T) {
 		wantErr bool
 	}{
 		{nil, config{}, false},
-		{[]string{"-port", "18789", "-token", "t", "-dir", "d", "-env-file", "e"}, config{18789, "t", "d", "e"}, false},
+		{[]string{"-port", "18789", "-token", "t", "-dir", "d", "-env-file", "e"}, config{port: 18789, token: "t", dir: "d", envFile: "e"}, false},
+		{[]string{"-plugin", "p", "-plugin-binary", "b", "-plugin-home", "h"}, config{plugin: "p", pluginBinary: "b", pluginHome: "h"}, false},
+		{[]string{"-plugin-binary", "b"}, config{}, true},
 		{[]string{"-port", "70000"}, config{}, true},
 		{[]string{"extra"}, config{}, true},
 		{[]string{"-nope"}, config{}, true},
@@ -126,5 +128,22 @@ func TestRealLocalGateway(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+func TestClawconnectPlugin(t *testing.T) {
+	t.Parallel()
+	if _, err := clawconnectPlugin(config{plugin: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "plugins/openclaw") {
+		t.Errorf("a directory without the manifest: %v, want an error naming plugins/openclaw", err)
+	}
+	dir := filepath.Join("..", "..", "..", "..", "plugins", "openclaw")
+	p, err := clawconnectPlugin(config{plugin: dir, pluginBinary: "/bin/cc", pluginHome: "/h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(dir)
+	want := realgateway.Plugin{ID: "clawconnect", Dir: abs, Config: map[string]any{"binary": "/bin/cc", "home": "/h"}}
+	if diff := cmp.Diff(want, p); diff != "" {
+		t.Errorf("plugin (-want +got):\n%s", diff)
 	}
 }
