@@ -42,12 +42,12 @@ func newMessageID() string { return "msg-" + uuid() }
 // generated id has, so a typo is reported as malformed rather than unknown.
 func checkID(kind, prefix, id string) error {
 	if len(id) > 100 {
-		return fmt.Errorf("%w: %s %q is malformed: it is longer than 100 characters (copy it from `clawconnect terminal list` or a send result)",
-			ErrBadInput, kind, shortID(id))
+		return fmt.Errorf("%w: %s %q is malformed: it is longer than 100 characters (%s)",
+			ErrBadInput, kind, shortID(id), whereFrom(prefix))
 	}
 	if !strings.HasPrefix(id, prefix) || len(id) == len(prefix) {
-		return fmt.Errorf("%w: %s %q is malformed: it must start with %q (copy it from `clawconnect terminal list` or a send result)",
-			ErrBadInput, kind, id, prefix)
+		return fmt.Errorf("%w: %s %q is malformed: it must start with %q (%s)",
+			ErrBadInput, kind, id, prefix, whereFrom(prefix))
 	}
 	for _, c := range id[len(prefix):] {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
@@ -55,6 +55,17 @@ func checkID(kind, prefix, id string) error {
 		}
 	}
 	return nil
+}
+
+// whereFrom says where a caller finds a valid id of the kind prefix names.
+func whereFrom(prefix string) string {
+	switch prefix {
+	case "watch-":
+		return "copy it from what `clawconnect terminal watch` printed"
+	case "transition-":
+		return "copy it from what new-thread, clear-thread or resume-thread printed, or from `clawconnect terminal list`"
+	}
+	return "copy it from `clawconnect terminal list` or a send result"
 }
 
 // maxTerminalID bounds a terminal_id: tmux session names are short, and

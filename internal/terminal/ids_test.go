@@ -1,0 +1,20 @@
+package terminal
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestMalformedIDSaysWhereToFindOne(t *testing.T) {
+	for _, tt := range []struct{ kind, prefix, id, want string }{
+		{"watch id", "watch-", "turn-x", "terminal watch"},
+		{"transition id", "transition-", "x", "new-thread"},
+		{"turn id", "turn-", "watch-x", "terminal list"},
+	} {
+		err := checkID(tt.kind, tt.prefix, tt.id)
+		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("checkID(%s, %q) = %v, want a hint naming %q", tt.kind, tt.id, err, tt.want)
+		}
+	}
+}
