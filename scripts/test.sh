@@ -41,7 +41,7 @@ load_out=$(mktemp)
 if ! go test -count=1 -timeout 20m -v -run '^TestLoad' ./internal/bridge/ >"$load_out" 2>&1; then
   cat "$load_out"; rm -f "$load_out"; exit 1
 fi
-grep -E '^(--- |ok|FAIL)|retained per finished task' "$load_out" || true
+grep -E '^ *(--- |ok|FAIL)|retained per finished task' "$load_out" || true
 for t in TestLoadNoLostOrStuckTasks TestLoadMemoryBounded; do
   if ! grep -q -- "^--- PASS: $t " "$load_out"; then
     echo "load proof: $t did not run and pass (see above)"; rm -f "$load_out"; exit 1
