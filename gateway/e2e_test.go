@@ -211,8 +211,9 @@ func TestE2ERealGateway(t *testing.T) {
 
 	t.Run("reconnect after restart mid-run", func(t *testing.T) {
 		// The model answers only after 15 s, so the run is still in flight
-		// when the gateway goes down (SIGTERM lets short runs finish first).
-		prompt := "WAIT=15000 ECHO=restart-" + nonce
+		// when the gateway goes down (SIGTERM lets short runs finish first);
+		// the run the new gateway redoes is answered at once (WAITONCE).
+		prompt := "WAITONCE=15000 ECHO=restart-" + nonce
 		var phases []string
 		run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: key("restart"), Message: prompt,
 			IdempotencyKey: "restart-" + nonce, OnEvent: func(e gateway.RunEvent) {

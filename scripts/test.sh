@@ -35,7 +35,19 @@ echo "== go test -race (end-to-end tests included; about 15 minutes on 2 cores, 
 export CLAWCONNECT_DASHBOARD_ARTIFACTS="${CLAWCONNECT_DASHBOARD_ARTIFACTS:-$CLAWCONNECT_CACHE/dashboard-screenshots}"
 CLAWCONNECT_E2E=1 go test -race -count=1 -timeout 45m -coverprofile="$CLAWCONNECT_CACHE/cover.out" ./...
 echo "== load proof without the race detector (10^4 tasks from 10 concurrent clients)"
-go test -count=1 -timeout 20m -run '^TestLoad' ./server/
+# The load tests live in internal/bridge; the step fails if they stop
+# matching (a rename or a move must not turn the proof into a no-op).
+load_out=$(mktemp)
+if ! go test -count=1 -timeout 20m -v -run '^TestLoad' ./internal/bridge/ >"$load_out" 2>&1; then
+  cat "$load_out"; rm -f "$load_out"; exit 1
+fi
+grep -E '^ *(--- |ok|FAIL)|retained per finished task' "$load_out" || true
+for t in TestLoadNoLostOrStuckTasks TestLoadMemoryBounded; do
+  if ! grep -q -- "^--- PASS: $t " "$load_out"; then
+    echo "load proof: $t did not run and pass (see above)"; rm -f "$load_out"; exit 1
+  fi
+done
+rm -f "$load_out"
 echo "== coverage"
 go tool cover -func="$CLAWCONNECT_CACHE/cover.out" | awk '/^total:/ {print "total coverage:", $3}'
 scripts/coverage.sh "$CLAWCONNECT_CACHE/cover.out"

@@ -193,17 +193,32 @@ func TestLogsFollow(t *testing.T) {
 	if err := e.fg.AwaitRun(ctx, res.JobID); err != nil {
 		t.Fatal(err)
 	}
+	// run released the task when it exited; a serve process follows it on
+	// and writes its end to the store, which wakes the follower. (Without
+	// one, logs --follow would wait until its context ended.)
+	env := Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return e.vars[k] }}
+	owner, err := openServerBridge(ctx, env, newLogger(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.close()
 	done := make(chan error, 1)
 	var logOut bytes.Buffer
 	go func() {
-		done <- Run(ctx, Env{Args: []string{"logs", res.JobID, "--follow"}, Stdout: &logOut, Stderr: io.Discard, Getenv: func(k string) string { return e.vars[k] }})
+		done <- Run(ctx, Env{Args: []string{"logs", res.JobID, "--follow"}, Stdout: &logOut, Stderr: io.Discard, Getenv: env.Getenv})
 	}()
 	e.fg.Release(res.JobID)
 	if err := <-done; err != nil {
 		t.Fatalf("logs --follow: %v", err)
 	}
-	if logOut.Len() == 0 {
-		t.Error("logs --follow printed nothing")
+	if ctx.Err() != nil {
+		t.Fatal("logs --follow returned only when its context ended, not when the task did")
+	}
+	if !strings.Contains(logOut.String(), "Agent lifecycle: start") {
+		t.Errorf("logs --follow did not print the task's log:\n%s", logOut.String())
+	}
+	if out, _, err := e.run(t, "", "status", res.JobID); err != nil || !strings.Contains(out, "completed") || !strings.Contains(out, "followed to the end") {
+		t.Errorf("status after logs --follow returned = %q, %v", out, err)
 	}
 }
 

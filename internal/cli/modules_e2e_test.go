@@ -18,6 +18,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/agentsession/module"
+	"github.com/clawconnect/clawconnect/internal/cli"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 )
 
@@ -28,20 +29,40 @@ import (
 // end with no text, which a real gateway never does (it re-prompts the
 // model), so the gateway is the in-process fake. Needs Go and tmux only.
 
-// e2eBinaries builds clawconnect and the example module into a temporary
-// directory and returns their paths.
+// built holds the binaries the end-to-end tests run, built once per test
+// binary (a build costs seconds, and -count=3 would repeat it); TestMain
+// removes them.
+var built struct {
+	sync.Once
+	dir string
+	out []byte
+	err error
+}
+
+// e2eBinaries builds clawconnect and the example module (once per test
+// binary) and returns their paths.
 func e2eBinaries(t *testing.T) (clawconnect, runtimeModule string) {
 	t.Helper()
-	dir := t.TempDir()
-	for _, b := range []struct{ out, pkg string }{
-		{"clawconnect", "../../cmd/clawconnect"},
-		{"local-tmux-runtime", "../../examples/local-tmux-runtime"},
-	} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
+	built.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "clawconnect-cli-e2e-"); built.err != nil {
+			return
 		}
+		dir := built.dir
+		cli.AfterTests = append(cli.AfterTests, func() { _ = os.RemoveAll(dir) })
+		for _, b := range []struct{ out, pkg string }{
+			{"clawconnect", "../../cmd/clawconnect"},
+			{"local-tmux-runtime", "../../examples/local-tmux-runtime"},
+		} {
+			if built.out, built.err = exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg).CombinedOutput(); built.err != nil {
+				built.err = fmt.Errorf("go build %s: %w", b.pkg, built.err)
+				return
+			}
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("%v\n%s", built.err, built.out)
 	}
-	return filepath.Join(dir, "clawconnect"), filepath.Join(dir, "local-tmux-runtime")
+	return filepath.Join(built.dir, "clawconnect"), filepath.Join(built.dir, "local-tmux-runtime")
 }
 
 var tmuxSeq atomic.Int64

@@ -27,8 +27,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asMainEnv) != "" {
 		os.Exit(asMain())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range AfterTests {
+		f()
+	}
+	os.Exit(code)
 }
+
+// AfterTests are run by TestMain once every test ended (the external test
+// package removes what it built once per test binary).
+var AfterTests []func()
 
 // asMain is cmd/clawconnect's main over the arguments after "--".
 func asMain() int {

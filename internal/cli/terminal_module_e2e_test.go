@@ -33,10 +33,7 @@ import (
 func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 	model := fakemodel.New(t, fakemodel.Options{})
 	tui := realtui.Require(t, realcli.Codex, model, realtui.Options{Width: 200, Height: 50})
-	bin := filepath.Join(t.TempDir(), "clawconnect")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/clawconnect").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin, _ := e2eBinaries(t)
 	home := t.TempDir()
 	envm := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_TMUX_SOCKETS": tui.Socket, "CLAWCONNECT_TMUX_DEFAULT_SERVER": "off"}
 	run := func(ctx context.Context, args ...string) (string, error) {

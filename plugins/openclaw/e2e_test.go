@@ -76,9 +76,11 @@ func TestE2EApprovalCallbackThenDone(t *testing.T) {
 		{realcli.ClaudeCode, []string{"--permission-mode", "default"}, "TOOLCALL: touch claude-approved.txt"},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
-			r := startRig(t, rigOptions{Kind: tc.kind, TUIArgs: tc.args, Rewrite: approveOnCallback})
-			const S = "agent:main:cc-approve-s"
-			r.ask(S, r.sendTool(tc.request), "cc-approve-send")
+			r := startRig(t, rigOptions{Kind: tc.kind, TUIArgs: tc.args})
+			// The shared gateway holds every test's sessions: S is this
+			// subtest's own.
+			S := "agent:main:cc-approve-s-" + string(tc.kind)
+			r.ask(S, r.sendTool(tc.request), "cc-approve-send-"+string(tc.kind))
 			rows := r.waitCallbacks(S, 2, 3*time.Minute)
 			if len(rows) != 2 || rows[0].Type != "question" || rows[1].Type != "done" || rows[0].TurnID == "" || rows[1].TurnID != rows[0].TurnID {
 				t.Fatalf("S's callback rows = %+v; history:\n%s", rows, r.transcript(S))

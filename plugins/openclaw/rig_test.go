@@ -3,6 +3,8 @@ package openclaw
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,10 +55,107 @@ func binary(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if err := stopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop the shared plugin rig:", err)
+		code = 1
+	}
 	if buildOnce.bin != "" {
 		_ = os.RemoveAll(filepath.Dir(buildOnce.bin))
 	}
 	os.Exit(code)
+}
+
+// sharedSockets is how many tmux sockets the shared rig's daemon watches:
+// one per test that uses the shared rig (startRig fails when they run out).
+const sharedSockets = 8
+
+// shared is the package's one real gateway with this plugin loaded (its
+// service runs the daemon over one clawconnect home) and the fake model
+// that serves it and every test's coding agent: a gateway takes 20–60 s to
+// start, so the tests that need no gateway or daemon of their own share it.
+// Each test still has its own session key, coding agent and tmux server.
+// The daemon learns the tmux sockets from its environment when the gateway
+// starts, so they are reserved up front and handed out one per test; the
+// tests run one after another, so the daemon sees one pane at a time.
+var shared struct {
+	mu      sync.Mutex
+	started bool
+	err     error
+	dir     string // holds the home and the sockets
+	home    string
+	model   *fakemodel.Server
+	g       *realgateway.Gateway
+	tmuxEnv []string
+	sockets []string
+	next    int // the next unused socket
+}
+
+// sharedRig returns the shared gateway, model and home and a tmux socket of
+// the caller's own, starting the gateway on first use.
+func sharedRig(t *testing.T) (g *realgateway.Gateway, model *fakemodel.Server, home, socket string, tmuxEnv []string) {
+	t.Helper()
+	bin := binary(t)
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if !shared.started {
+		shared.started = true
+		shared.err = startShared(bin)
+		if shared.err == nil {
+			t.Logf("shared plugin rig: gateway ready at %s in %v", shared.g.URL(), shared.g.StartDuration().Round(time.Millisecond))
+		}
+	}
+	if shared.err != nil {
+		t.Fatalf("start the shared plugin rig: %v", shared.err)
+	}
+	if shared.next == len(shared.sockets) {
+		t.Fatalf("the shared plugin rig's %d tmux sockets are used up: raise sharedSockets", len(shared.sockets))
+	}
+	socket = shared.sockets[shared.next]
+	shared.next++
+	return shared.g, shared.model, shared.home, socket, shared.tmuxEnv
+}
+
+// startShared starts the shared rig; call with shared.mu held.
+func startShared(bin string) (err error) {
+	shared.dir, err = os.MkdirTemp("", "ccplug-") // short: tmux socket paths are limited
+	if err != nil {
+		return err
+	}
+	shared.home = filepath.Join(shared.dir, "home")
+	if err := os.Mkdir(shared.home, 0o700); err != nil {
+		return err
+	}
+	for i := range sharedSockets {
+		shared.sockets = append(shared.sockets, filepath.Join(shared.dir, fmt.Sprintf("tmux-%d.sock", i)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	// Every test's prompts pass approveOnCallback: it only acts on an
+	// approval callback, which only the approval tests provoke.
+	if shared.model, err = fakemodel.Start(ctx, fakemodel.Options{Rewrite: approveOnCallback}); err != nil {
+		return err
+	}
+	shared.tmuxEnv = []string{"CLAWCONNECT_TMUX_SOCKETS=" + strings.Join(shared.sockets, ","), "CLAWCONNECT_TMUX_DEFAULT_SERVER=off"}
+	shared.g, err = realgateway.Start(ctx, realgateway.Options{ModelServer: shared.model, ToolSearchOff: true, ExtraEnv: shared.tmuxEnv,
+		Plugins: []realgateway.Plugin{{ID: "clawconnect", Dir: Dir(), Config: map[string]any{"binary": bin, "home": shared.home}}}})
+	return err
+}
+
+// stopShared stops the shared rig if it was started.
+func stopShared() error {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	var errs []error
+	if shared.g != nil {
+		errs = append(errs, shared.g.Close())
+	}
+	if shared.model != nil {
+		errs = append(errs, shared.model.Close())
+	}
+	if shared.dir != "" {
+		errs = append(errs, os.RemoveAll(shared.dir))
+	}
+	return errors.Join(errs...)
 }
 
 // rigOptions configures startRig.
@@ -65,10 +164,10 @@ type rigOptions struct {
 	Kind realcli.Kind
 	// TUIArgs are appended to the agent's command line.
 	TUIArgs []string
-	// Rewrite is the fake model's prompt rewrite (fakemodel.Options.Rewrite).
-	Rewrite func(string) string
-	// OwnDaemon: the plugin does not start `clawconnect terminal daemon`;
-	// the test runs it (rig.startDaemon).
+	// OwnDaemon: the test gets a gateway, fake model and home of its own,
+	// and the plugin does not start `clawconnect terminal daemon`; the test
+	// runs it (rig.startDaemon). Without it the test uses the package's
+	// shared gateway (see shared), whose model applies approveOnCallback.
 	OwnDaemon bool
 }
 
@@ -123,21 +222,28 @@ func startRig(t *testing.T, o rigOptions) *rig {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	t.Cleanup(cancel)
-	r := &rig{t: t, ctx: ctx, bin: binary(t), home: t.TempDir()}
-	r.model = fakemodel.New(t, fakemodel.Options{Rewrite: o.Rewrite})
-	r.tui = realtui.Require(t, o.Kind, r.model, realtui.Options{Width: 200, Height: 50, Args: o.TUIArgs})
-	tmuxEnv := []string{"CLAWCONNECT_TMUX_SOCKETS=" + r.tui.Socket, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off"}
-	cfg := map[string]any{"binary": r.bin, "home": r.home}
+	r := &rig{t: t, ctx: ctx, bin: binary(t)}
+	var tmuxEnv []string
 	if o.OwnDaemon {
-		cfg["daemon"] = false
+		r.home = t.TempDir()
+		r.model = fakemodel.New(t, fakemodel.Options{})
+		r.tui = realtui.Require(t, o.Kind, r.model, realtui.Options{Width: 200, Height: 50, Args: o.TUIArgs})
+		tmuxEnv = []string{"CLAWCONNECT_TMUX_SOCKETS=" + r.tui.Socket, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off"}
+		cfg := map[string]any{"binary": r.bin, "home": r.home, "daemon": false}
+		g, err := realgateway.Start(ctx, realgateway.Options{ModelServer: r.model, ToolSearchOff: true, ExtraEnv: tmuxEnv,
+			Plugins: []realgateway.Plugin{{ID: "clawconnect", Dir: Dir(), Config: cfg}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = g.Close() })
+		r.g = g
+	} else {
+		var socket string
+		r.g, r.model, r.home, socket, tmuxEnv = sharedRig(t)
+		r.tui = realtui.Require(t, o.Kind, r.model, realtui.Options{Width: 200, Height: 50, Args: o.TUIArgs, Socket: socket})
 	}
-	g, err := realgateway.Start(ctx, realgateway.Options{ModelServer: r.model, ToolSearchOff: true, ExtraEnv: tmuxEnv,
-		Plugins: []realgateway.Plugin{{ID: "clawconnect", Dir: Dir(), Config: cfg}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close() })
-	r.g = g
+	g := r.g
+	var err error
 	if !strings.Contains(string(g.Hello()), `"clawconnect.callback"`) {
 		t.Fatal("hello-ok does not list clawconnect.callback: the plugin did not load")
 	}

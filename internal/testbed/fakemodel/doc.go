@@ -40,6 +40,8 @@
 //	SLOW              stream the reply in Options.SlowChunks chunks, one every
 //	                  Options.SlowChunkDelay (default 40 × 250 ms): abort tests
 //	WAIT=<ms>         wait <ms> milliseconds before answering at all
+//	WAITONCE=<ms>     WAIT=<ms> for the first request with this prompt only;
+//	                  a repeat (a run redone after a restart) is answered at once
 //	HANG              send the response head and the first chunk, then hold
 //	                  the stream open until the client goes away or the
 //	                  server closes (deterministic abort tests)

@@ -45,6 +45,10 @@ type Script struct {
 	Fail int
 	// Wait is a delay before anything is answered.
 	Wait time.Duration
+	// WaitOnce limits Wait to the first request with this prompt (the
+	// server answers a repeat, such as a run redone after a restart, at
+	// once).
+	WaitOnce bool
 	// Slow streams the reply in many chunks with a delay between them.
 	Slow bool
 	// Hang holds the stream open after the first chunk until the client or
@@ -115,9 +119,10 @@ func ParseScript(prompt string) Script {
 				s.Text = LongText(n)
 				echoed = true
 			}
-		case key == "WAIT":
+		case key == "WAIT" || key == "WAITONCE":
 			if ms, err := strconv.Atoi(val); err == nil && ms >= 0 {
 				s.Wait = min(time.Duration(ms)*time.Millisecond, maxWait)
+				s.WaitOnce = key == "WAITONCE"
 			}
 		case key == "FAIL":
 			if code, err := strconv.Atoi(val); err == nil && code >= 400 && code <= 599 {

@@ -25,6 +25,7 @@ func TestParseScript(t *testing.T) {
 		{"slow", "SLOW go", Script{Text: "FAKE-REPLY: SLOW go", Slow: true}},
 		{"hang", "HANG ECHO=x", Script{Text: "x", Hang: true}},
 		{"wait", "WAIT=1500 ECHO=w", Script{Text: "w", Wait: 1500 * time.Millisecond}},
+		{"wait once", "WAITONCE=1500 ECHO=w", Script{Text: "w", Wait: 1500 * time.Millisecond, WaitOnce: true}},
 		{"wait capped", "WAIT=999999999", Script{Text: "FAKE-REPLY: WAIT=999999999", Wait: maxWait}},
 		{"wait negative ignored", "WAIT=-5", Script{Text: "FAKE-REPLY: WAIT=-5"}},
 		{"fail400", "FAIL400", Script{Text: "FAKE-REPLY: FAIL400", Fail: 400}},

@@ -146,6 +146,7 @@ type Server struct {
 	changed chan struct{} // closed and replaced whenever reqs change
 	logFile *os.File
 	closed  bool
+	waited  map[string]bool // prompts a WAITONCE already delayed
 }
 
 // Start listens on opts.Addr and serves until Close. ctx bounds only the
@@ -456,6 +457,18 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *Request
 		tool = toolChoice{name: sc.ToolName, args: sc.ToolArgs}
 	case sc.ToolCommand != "":
 		tool = pickTool(api, req.Tools, sc.ToolCommand, sc.Escalate)
+	}
+	if sc.WaitOnce {
+		s.mu.Lock()
+		if s.waited[ex.Prompt] {
+			sc.Wait = 0
+		} else {
+			if s.waited == nil {
+				s.waited = map[string]bool{}
+			}
+			s.waited[ex.Prompt] = true
+		}
+		s.mu.Unlock()
 	}
 	s.annotate(rec, func(rec *Request) {
 		rec.Model, rec.Stream, rec.Prompt, rec.Script = req.Model, req.Stream, ex.Prompt, sc

@@ -393,6 +393,47 @@ func TestClientAbortIsLogged(t *testing.T) {
 	}
 }
 
+// TestWaitOnceWaitsForTheFirstRequestOnly: WAITONCE holds the first
+// request with its prompt (cut off here, as a gateway restart would), and
+// answers the same prompt again at once.
+func TestWaitOnceWaitsForTheFirstRequestOnly(t *testing.T) {
+	s := New(t, Options{})
+	const prompt = "WAITONCE=600000 ECHO=once-ok"
+	ctx, cancel := context.WithCancel(t.Context())
+	path, body := requestBody(APIChatCompletions, prompt, false)
+	errc := make(chan error, 1)
+	go func() {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+path, bytes.NewReader(b))
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	first := s.MustWaitRequest(t, 10*time.Second, started(prompt))
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the first request was answered; want it held")
+	}
+	if first.Script.Wait != 10*time.Minute || !first.Script.WaitOnce {
+		t.Errorf("first request's script = %+v, want a 10 min wait", first.Script)
+	}
+	// A bound well under the wait: the repeat must not wait at all.
+	rctx, rcancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer rcancel()
+	resp := post(t, rctx, s.URL()+path, body)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "once-ok") {
+		t.Fatalf("repeat: status %d, %v: %s", resp.StatusCode, err, b)
+	}
+	reqs := s.Requests()
+	if last := reqs[len(reqs)-1]; last.Prompt != prompt || last.Script.Wait != 0 {
+		t.Errorf("repeat's script = %+v, want no wait", last.Script)
+	}
+}
+
 func TestCloseEndsHeldStreams(t *testing.T) {
 	s, err := Start(t.Context(), Options{})
 	if err != nil {

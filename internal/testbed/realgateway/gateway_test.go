@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,6 +218,7 @@ func dial(t *testing.T, g *Gateway) *Probe {
 }
 
 func TestRealHandshakeAndPluginMethods(t *testing.T) {
+	t.Parallel() // the shared gateway serves them together; TestRealRestart runs first, alone
 	g := Shared(t)
 	p := dial(t, g)
 	methods := p.Methods()
@@ -264,6 +266,7 @@ func TestRealHandshakeAndPluginMethods(t *testing.T) {
 }
 
 func TestRealWrongTokenRefused(t *testing.T) {
+	t.Parallel() // the shared gateway serves them together; TestRealRestart runs first, alone
 	g := Shared(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -274,13 +277,16 @@ func TestRealWrongTokenRefused(t *testing.T) {
 	}
 }
 
+// runSeq numbers the runs' idempotency keys.
+var runSeq atomic.Int64
+
 // turn runs one agent turn through the agent RPC and agent.wait and returns
 // the final reply text.
 func turn(t *testing.T, p *Probe, session, message string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	key := fmt.Sprintf("rg-%d", time.Now().UnixNano())
+	key := fmt.Sprintf("rg-%d-%d", time.Now().UnixNano(), runSeq.Add(1)) // unique among parallel tests
 	ack, err := p.Call(ctx, "agent", map[string]any{"message": message, "sessionKey": session, "idempotencyKey": key})
 	if err != nil {
 		t.Fatalf("agent: %v", err)
@@ -309,6 +315,7 @@ func turn(t *testing.T, p *Probe, session, message string) string {
 }
 
 func TestRealTurnReachesFakeModel(t *testing.T) {
+	t.Parallel() // the shared gateway serves them together; TestRealRestart runs first, alone
 	g := Shared(t)
 	p := dial(t, g)
 	start := time.Now()
@@ -323,7 +330,9 @@ func TestRealTurnReachesFakeModel(t *testing.T) {
 }
 
 // TestRealRestart restarts the shared gateway, so it must not run in
-// parallel with the other tests that use it.
+// parallel with the other tests that use it: it is the one test here that
+// does not call t.Parallel, and the parallel ones start only after it
+// ended.
 func TestRealRestart(t *testing.T) {
 	g := Shared(t)
 	port, pid := g.Port(), g.PID()
@@ -347,7 +356,7 @@ func waitRun(t *testing.T, p *Probe, params map[string]any) (status, text, errTe
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	key := fmt.Sprintf("rg-%d", time.Now().UnixNano())
+	key := fmt.Sprintf("rg-%d-%d", time.Now().UnixNano(), runSeq.Add(1)) // unique among parallel tests
 	params["idempotencyKey"] = key
 	if _, err := p.Call(ctx, "agent", params); err != nil {
 		t.Fatalf("agent: %v", err)
@@ -370,6 +379,7 @@ func waitRun(t *testing.T, p *Probe, params map[string]any) (status, text, errTe
 }
 
 func TestRealAnthropicProvider(t *testing.T) {
+	t.Parallel() // the shared gateway serves them together; TestRealRestart runs first, alone
 	g := Shared(t)
 	p := dial(t, g)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -389,6 +399,7 @@ func TestRealAnthropicProvider(t *testing.T) {
 }
 
 func TestRealModelFailureFailsRun(t *testing.T) {
+	t.Parallel() // the shared gateway serves them together; TestRealRestart runs first, alone
 	g := Shared(t)
 	p := dial(t, g)
 	status, _, errText := waitRun(t, p, map[string]any{"message": "FAIL400 please", "sessionKey": "agent:main:realgateway-fail"})
@@ -398,6 +409,7 @@ func TestRealModelFailureFailsRun(t *testing.T) {
 }
 
 func TestRealToolCall(t *testing.T) {
+	t.Parallel() // the shared gateway serves them together; TestRealRestart runs first, alone
 	g := Shared(t)
 	p := dial(t, g)
 	status, text, errText := waitRun(t, p, map[string]any{"message": "TOOLCALL: echo hi-from-openclaw-tool", "sessionKey": "agent:main:realgateway-tool"})

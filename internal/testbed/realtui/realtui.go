@@ -38,6 +38,11 @@ type Options struct {
 	Width, Height int
 	// Poll is the capture interval of the Wait methods; default 50 ms.
 	Poll time.Duration
+	// Socket is the tmux server's socket path, for a supervisor that must
+	// know it before the TUI starts; no server may be running on it. Close
+	// stops the server but leaves the socket's directory. Default: a socket
+	// in a new temporary directory, removed by Close.
+	Socket string
 }
 
 // TUI is one running TUI in its own tmux server. Its methods are safe for
@@ -72,11 +77,14 @@ func Start(ctx context.Context, cli *realcli.CLI, opts Options) (*TUI, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = 50 * time.Millisecond
 	}
-	sockDir, err := os.MkdirTemp("", "cctui-")
-	if err != nil {
-		return nil, fmt.Errorf("realtui: %w", err)
+	t := &TUI{CLI: cli, Socket: opts.Socket, opts: opts}
+	if t.Socket == "" {
+		sockDir, err := os.MkdirTemp("", "cctui-")
+		if err != nil {
+			return nil, fmt.Errorf("realtui: %w", err)
+		}
+		t.Socket, t.sockDir = filepath.Join(sockDir, "tmux.sock"), sockDir
 	}
-	t := &TUI{CLI: cli, Socket: filepath.Join(sockDir, "tmux.sock"), opts: opts, sockDir: sockDir}
 	args := append(cli.InteractiveArgs(), opts.Args...)
 	// The agent gets the pane's TMUX and TMUX_PANE as in a user's pane
 	// (Claude Code records them in its live-session registry).
@@ -85,7 +93,9 @@ func Start(ctx context.Context, cli *realcli.CLI, opts Options) (*TUI, error) {
 	out, err := t.tmux(ctx, "-f", "/dev/null", "new-session", "-d", "-x", strconv.Itoa(opts.Width), "-y", strconv.Itoa(opts.Height),
 		"-c", cli.WorkDir, "-P", "-F", "#{pane_id} #{pane_pid}", shell)
 	if err != nil {
-		_ = os.RemoveAll(sockDir)
+		if t.sockDir != "" {
+			_ = os.RemoveAll(t.sockDir)
+		}
 		return nil, err
 	}
 	id, pid, ok := strings.Cut(strings.TrimSpace(out), " ")
@@ -495,8 +505,10 @@ func (t *TUI) Close() error {
 			}
 		}
 	}
-	if err := os.RemoveAll(t.sockDir); err != nil {
-		errs = append(errs, fmt.Errorf("realtui: %w", err))
+	if t.sockDir != "" {
+		if err := os.RemoveAll(t.sockDir); err != nil {
+			errs = append(errs, fmt.Errorf("realtui: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }
