@@ -78,6 +78,11 @@ type Identity struct {
 	ThreadID string `json:"thread_id,omitempty"`
 	// File is the session file (rollout or transcript), if any.
 	File string `json:"file,omitempty"`
+	// Locked is, when ThreadID is "", the thread the agent holds locked
+	// but has written no session file for yet (Codex after /new once its
+	// old rollout is closed, or a fresh Codex TUI). The files alone cannot
+	// tell those two apart; Service.identify can (see there).
+	Locked string `json:"locked_thread_id,omitempty"`
 }
 
 // Acceptance is native evidence that the agent took the request.

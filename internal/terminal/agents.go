@@ -118,9 +118,11 @@ func (c CodexAgent) inventory(p Pane) (codex.Inventory, error) {
 func (st codexState) identity() (Identity, error) {
 	inv, fg := st.inv, st.fg
 	if inv.Status == codex.VerifiedAbsent {
-		// A fresh TUI: it may lock its first thread before the first
-		// prompt makes the rollout; the virgin anchor binds that rollout.
-		return Identity{}, nil
+		// No rollout open: a fresh TUI that locked its first thread, or a
+		// thread made by /new after the old thread's rollout was closed.
+		// The lock names the thread in both cases; only a Session bound
+		// to this process can say it is the latter (Service.identify).
+		return Identity{Locked: fg.ThreadID}, nil
 	}
 	if fg.ThreadID != "" {
 		for _, r := range inv.Roots {

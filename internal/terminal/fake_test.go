@@ -39,6 +39,10 @@ type fakeAgent struct {
 	// scanErr makes the completion scan fail (a malformed session-file
 	// line).
 	scanErr error
+	// lockOnly makes Identify name the thread only as Locked (no session
+	// file yet), as Codex does after /new once the old rollout is closed,
+	// until the next prompt writes the file.
+	lockOnly bool
 }
 
 type fakeRecord struct {
@@ -180,6 +184,7 @@ func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) err
 				if a.thread == "" {
 					a.thread = "thread-new"
 				}
+				a.lockOnly = false
 				a.records = append(a.records, fakeRecord{kind: "prompt", hash: hex.EncodeToString(sum[:]), turn: fmt.Sprintf("native-%d", len(a.records))})
 				a.draft, a.activity = "", "working"
 			}
@@ -209,6 +214,9 @@ func (r fakeReader) Identify(_ context.Context, p Pane) (Identity, error) {
 	a := r.agentOf(p)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.lockOnly {
+		return Identity{Locked: a.thread}, nil
+	}
 	return Identity{ThreadID: a.thread}, nil
 }
 

@@ -65,7 +65,7 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 			r.ActivityState = "awaiting_approval"
 		}
 	}
-	id, idErr := a.Identify(ctx, p)
+	id, idErr := s.identify(ctx, a, p)
 	var sess *store.TermSession
 	if idErr == nil && id.ThreadID != "" {
 		sess, _ = s.o.Store.SessionByThread(ctx, p.Agent, id.ThreadID)

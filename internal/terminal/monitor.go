@@ -659,7 +659,7 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 // (no checkpoint; the next exact send skips the check) when the pane's
 // context cannot be read.
 func (m *monitor) checkpoint(ctx context.Context, t *store.Turn, now int64) func(context.Context, store.TerminalTx) error {
-	id, err := m.agent.Identify(ctx, m.pane)
+	id, err := m.s.identify(ctx, m.agent, m.pane)
 	if err != nil {
 		m.s.log.Warn("checkpoint: identify", "turn_id", t.TurnID, "err", err)
 		return nil

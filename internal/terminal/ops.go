@@ -164,7 +164,7 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 	if err != nil {
 		return SendResult{}, fmt.Errorf("respond: %w", err)
 	}
-	id, err := a.Identify(ctx, p)
+	id, err := s.identify(ctx, a, p)
 	if err != nil {
 		return SendResult{}, fmt.Errorf("respond: %w", err)
 	}

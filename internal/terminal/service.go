@@ -394,7 +394,7 @@ func (s *Service) exactTarget(ctx context.Context, sessionID string) (*store.Ter
 	if err != nil {
 		return nil, Pane{}, nil, Identity{}, err
 	}
-	id, err := a.Identify(ctx, p)
+	id, err := s.identify(ctx, a, p)
 	if err != nil {
 		return nil, Pane{}, nil, Identity{}, fmt.Errorf("identify the pane's native session: %w", err)
 	}
@@ -413,6 +413,33 @@ func (s *Service) exactTarget(ctx context.Context, sessionID string) (*store.Ter
 		}
 	}
 	return sess, p, a, id, nil
+}
+
+// identify reads the pane's foreground thread (Agent.Identify). A thread
+// the agent holds locked with no session file yet is the pane's thread
+// when a Session bound to this very process incarnation already names it:
+// the transition that made that Session proved the thread, and its
+// rollout is merely unwritten. Without this, a follow send after Codex
+// closed the old thread's rollout would see a virgin pane, make a second
+// Session, and then fail to bind the thread the first one holds.
+func (s *Service) identify(ctx context.Context, a Agent, p Pane) (Identity, error) {
+	id, err := a.Identify(ctx, p)
+	if err != nil || id.ThreadID != "" || id.Locked == "" {
+		return id, err
+	}
+	list, err := s.o.Store.SessionsByTerminal(ctx, p.Key)
+	if err != nil {
+		return Identity{}, fmt.Errorf("identify: sessions of the terminal: %w", err)
+	}
+	for _, c := range list {
+		b := c.Binding
+		if c.Status == store.SessionBound && b != nil && b.NativeProcess.PID == p.PID && b.NativeProcess.ProcessBirth == p.Birth &&
+			strings.EqualFold(b.NativeThreadID, id.Locked) {
+			id.ThreadID = b.NativeThreadID
+			return id, nil
+		}
+	}
+	return id, nil
 }
 
 // followTarget resolves a terminal_follow_current send to its live pane.
@@ -441,7 +468,7 @@ func (s *Service) followTarget(ctx context.Context, terminalID string) (Pane, Ag
 	if err != nil {
 		return Pane{}, nil, Identity{}, err
 	}
-	id, err := a.Identify(ctx, p)
+	id, err := s.identify(ctx, a, p)
 	if err != nil {
 		return Pane{}, nil, Identity{}, fmt.Errorf("identify the pane's native session: %w", err)
 	}
@@ -660,7 +687,7 @@ func (s *Service) revalidate(ctx context.Context, turn *store.Turn, p Pane, a Ag
 	if err != nil {
 		return err
 	}
-	id, err := a.Identify(ctx, live)
+	id, err := s.identify(ctx, a, live)
 	if err != nil {
 		return err
 	}

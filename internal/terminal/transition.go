@@ -339,7 +339,7 @@ func (s *Service) runTransition(ctx context.Context, ts store.TransitionStore, t
 	live, err := s.findPane(ctx, p.Key, p.PID, p.Birth)
 	if err == nil {
 		var id Identity
-		if id, err = a.Identify(ctx, live); err == nil && !strings.EqualFold(id.ThreadID, before.ThreadID) {
+		if id, err = s.identify(ctx, a, live); err == nil && !strings.EqualFold(id.ThreadID, before.ThreadID) {
 			err = fmt.Errorf("%w: the pane's thread changed since the transition was prepared", ErrRefused)
 		}
 	}

@@ -82,13 +82,16 @@ func TestCodexIdentityFollowsTheNewestWriterLock(t *testing.T) {
 		thread  string
 		file    bool
 		refused bool
+		locked  string
 	}{
-		{"virgin TUI, even with its first lock", codexState{inv: inv(), fg: codex.Foreground{ThreadID: a}}, "", false, false},
-		{"one rollout, no lock (older layout)", codexState{inv: inv(root(a)), fg: codex.Foreground{Reason: "none"}}, a, true, false},
-		{"after /new: the new thread has no rollout yet", codexState{inv: inv(root(a)), fg: codex.Foreground{ThreadID: b}}, b, false, false},
-		{"after /new and a prompt: two rollouts, the newest lock picks", codexState{inv: inv(root(a), root(b)), fg: codex.Foreground{ThreadID: b}}, b, true, false},
-		{"after /resume of the older thread", codexState{inv: inv(root(a), root(b), root(c)), fg: codex.Foreground{ThreadID: a}}, a, true, false},
-		{"several rollouts and no lock to tell", codexState{inv: inv(root(a), root(b)), fg: codex.Foreground{Reason: "tie"}}, "", false, true},
+		{"virgin TUI, even with its first lock", codexState{inv: inv(), fg: codex.Foreground{ThreadID: a}}, "", false, false, a},
+		{"after /new once the old rollout is closed: only the lock names it", codexState{inv: inv(), fg: codex.Foreground{ThreadID: b}}, "", false, false, b},
+		{"virgin TUI with no lock yet", codexState{inv: inv(), fg: codex.Foreground{Reason: "none"}}, "", false, false, ""},
+		{"one rollout, no lock (older layout)", codexState{inv: inv(root(a)), fg: codex.Foreground{Reason: "none"}}, a, true, false, ""},
+		{"after /new: the new thread has no rollout yet", codexState{inv: inv(root(a)), fg: codex.Foreground{ThreadID: b}}, b, false, false, ""},
+		{"after /new and a prompt: two rollouts, the newest lock picks", codexState{inv: inv(root(a), root(b)), fg: codex.Foreground{ThreadID: b}}, b, true, false, ""},
+		{"after /resume of the older thread", codexState{inv: inv(root(a), root(b), root(c)), fg: codex.Foreground{ThreadID: a}}, a, true, false, ""},
+		{"several rollouts and no lock to tell", codexState{inv: inv(root(a), root(b)), fg: codex.Foreground{Reason: "tie"}}, "", false, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,8 +102,8 @@ func TestCodexIdentityFollowsTheNewestWriterLock(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || id.ThreadID != tt.thread || (id.File != "") != tt.file {
-				t.Fatalf("identity = %+v, %v; want thread %q (file %v)", id, err, tt.thread, tt.file)
+			if err != nil || id.ThreadID != tt.thread || (id.File != "") != tt.file || id.Locked != tt.locked {
+				t.Fatalf("identity = %+v, %v; want thread %q (file %v, locked %q)", id, err, tt.thread, tt.file, tt.locked)
 			}
 			if tt.file && !strings.Contains(id.File, tt.thread) {
 				t.Fatalf("identity file %s is not the thread's rollout", id.File)

@@ -434,3 +434,51 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 		t.Fatalf("send after adopt went to %s, want %s", adopted.SessionID, ad.SessionID)
 	}
 }
+
+// Codex 0.171 closes the old thread's rollout about a minute after /new;
+// until the new thread's first prompt, only its writer lock names it. A
+// follow send then must still land in the Session the transition made (it
+// made a second Session, whose thread binding collided with the first).
+// This waits for Codex to close the rollout, so it is skipped with -short.
+func TestE2ECodexSendAfterTheOldRolloutClosed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits about a minute for Codex to close the old rollout")
+	}
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.Codex, model)
+	svc, st := newRealService(t, rp)
+	runHost(t, svc)
+	ctx := t.Context()
+	sendAndWait(t, svc, rp, "ECHO=alpha-done", "alpha-done")
+	waitSendable(t, svc, rp)
+	v, err := svc.NewThread(ctx, rp.pane.TerminalID)
+	if err != nil {
+		t.Fatalf("new-thread: %v; screen:\n%s", err, rp.debug())
+	}
+	deadline := time.Now().Add(150 * time.Second)
+	for {
+		id, err := CodexAgent{}.Identify(ctx, rp.pane)
+		if err == nil && id.ThreadID == "" && id.Locked == v.ThreadID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("codex never closed the old rollout: identity %+v, %v", id, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if row := paneRow(t, svc); row.SessionID != v.SessionID || row.NativeThreadID != v.ThreadID || row.BindingGeneration != 2 {
+		t.Fatalf("row with only the lock = %+v, want session %s on %s", row, v.SessionID, v.ThreadID)
+	}
+	res := sendAndWait(t, svc, rp, "ECHO=beta-done", "beta-done")
+	turn, _ := st.GetTurn(ctx, res.TurnID)
+	if res.SessionID != v.SessionID || turn.NativeThreadID != v.ThreadID || turn.TerminalBindingGeneration != 2 {
+		t.Fatalf("send went to session %s (turn %+v), want %s on %s at generation 2", res.SessionID, turn, v.SessionID, v.ThreadID)
+	}
+	if list, err := st.SessionsByTerminal(ctx, rp.pane.Key); err != nil || len(list) != 2 {
+		t.Fatalf("the terminal has %d Sessions (%v), want 2", len(list), err)
+	}
+}

@@ -411,3 +411,56 @@ func TestTheHostsScanRecoversADeadOwnersTransition(t *testing.T) {
 		t.Fatalf("row after the host's recovery = %+v", got)
 	}
 }
+
+// After a new-thread, Codex may close the old thread's rollout before the
+// new thread has one: its files then name the new thread only by its
+// writer lock. The next sends (follow and exact) must still land in the
+// Session the transition made, not in a second one that can never bind
+// the thread.
+func TestSendAfterNewThreadWithOnlyALockUsesTheTransitionsSession(t *testing.T) {
+	for _, agent := range []string{AgentCodex, AgentClaude} {
+		t.Run(agent, func(t *testing.T) {
+			a := newFakeAgent(agent, 411)
+			a.thread = fakeThreadA
+			r := newRig(t, a)
+			r.start(r.svc, HostOptions{})
+			ctx := t.Context()
+			first, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.finish("first done", false)
+			r.waitStatus(first.TurnID, store.TurnIdle)
+			v, err := r.svc.NewThread(ctx, a.pane.TerminalID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.set(func(f *fakeAgent) { f.lockOnly = true })
+			if got := row(t, r); got.SessionID != v.SessionID || got.NativeThreadID != v.ThreadID || got.ManagementState != "managed" {
+				t.Fatalf("row with only a lock = %+v, want session %s on thread %s", got, v.SessionID, v.ThreadID)
+			}
+			// An exact send to the new Session is not refused as a thread
+			// change.
+			if _, _, _, id, err := r.svc.exactTarget(ctx, v.SessionID); err != nil || id.ThreadID != v.ThreadID {
+				t.Fatalf("exact target with only a lock: %v (thread %q)", err, id.ThreadID)
+			}
+			res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			turn, _ := r.st.GetTurn(ctx, res.TurnID)
+			if res.SessionID != v.SessionID || turn.NativeThreadID != v.ThreadID || turn.TerminalBindingGeneration != 2 {
+				t.Fatalf("follow send went to session %s (turn %+v), want %s at generation 2 on %s", res.SessionID, turn, v.SessionID, v.ThreadID)
+			}
+			a.finish("second done", false)
+			r.waitStatus(res.TurnID, store.TurnIdle)
+			list, err := r.st.SessionsByTerminal(ctx, a.pane.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) != 2 {
+				t.Fatalf("the terminal has %d Sessions, want 2 (the left one and the transition's)", len(list))
+			}
+		})
+	}
+}

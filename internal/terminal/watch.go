@@ -327,7 +327,8 @@ func watchMessageID(watchID, kind, evidence string) string {
 
 // watchNotification returns the outbox hook of one watch notification. It
 // queues nothing (and records why on the watch) unless the Session binding
-// the watch started in is still current.
+// the watch started in is still current, or the notification is the
+// watch's invalidation.
 func watchNotification(w *store.Watch, kind, evidence, body string, meta map[string]any, now int64) (string, func(context.Context, store.TerminalTx) error) {
 	id := watchMessageID(w.WatchID, kind, evidence)
 	if w.OriginSessionKey == "" {
@@ -353,8 +354,13 @@ func watchNotification(w *store.Watch, kind, evidence, body string, meta map[str
 		if err != nil {
 			return fmt.Errorf("prepare watch notification: %w", err)
 		}
-		if b := sess.Binding; b == nil || b.BindingID != watch.BindingID || b.Generation != watch.BindingGeneration {
-			return nil // fenced: the pane's context moved on; the watch record says why
+		// Fenced: once the pane's context moved on, nothing of the old
+		// task is reported; the watch record says why. The invalidation
+		// itself is the exception: it is how the requester learns the
+		// watch ended (a thread transition, a rebind), whether the
+		// watcher saw the transition start or only its commit.
+		if b := sess.Binding; kind != WatchKindInvalidated && (b == nil || b.BindingID != watch.BindingID || b.Generation != watch.BindingGeneration) {
+			return nil
 		}
 		msg, err := json.Marshal(cm)
 		if err != nil {

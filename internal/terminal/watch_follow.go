@@ -204,7 +204,13 @@ func (m *watcher) check(ctx context.Context) (bool, time.Time, error) {
 			dead = false
 		}
 	}
-	if d, err := m.s.o.Store.GetDispatch(ctx, w.TerminalKey); err == nil && d.PreparedAt >= w.CreatedAt {
+	if d, err := m.s.o.Store.GetDispatch(ctx, w.TerminalKey); err == nil && d.PreparedAt >= w.CreatedAt && d.MessageType == store.DispatchTransition {
+		// A thread transition types into the pane: the watched task
+		// belonged to the thread it leaves, and the requester is told so
+		// (not that a Turn was sent: there is none).
+		return true, never, m.settle(ctx, w, WatchKindInvalidated, "thread_transition",
+			"A thread transition ("+d.GenerationID+") started in the watched pane (new thread, resume or adopt); the task watched belonged to the thread it leaves, so the watch stopped.", "")
+	} else if err == nil && d.PreparedAt >= w.CreatedAt {
 		// ClawConnect sent a Turn into the pane: it is followed as that
 		// Turn, never reported as the human's task.
 		return true, never, m.settle(ctx, w, WatchKindInvalidated, "clawconnect_turn_sent",

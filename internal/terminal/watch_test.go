@@ -294,3 +294,50 @@ func TestWatchYieldsToATurnOfOursAndBlocksInspect(t *testing.T) {
 		t.Fatalf("notifications = %v", n)
 	}
 }
+
+// A thread transition ends a watch of the pane: the watched task belonged
+// to the thread the pane left, so the watch is invalidated and its
+// requester told once why (whether the watcher sees the transition start
+// or only its commit), rather than refusing the transition (a watch
+// may wait for hours on a task nobody runs) or stopping silently (the
+// requester would wait for a callback that never comes). The next follow
+// send then lands in the transition's Session.
+func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 307)
+	a.thread = fakeThreadA
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	first, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.finish("first done", false)
+	r.waitStatus(first.TurnID, store.TurnIdle)
+	w, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := r.svc.NewThread(ctx, a.pane.TerminalID)
+	if err != nil {
+		t.Fatalf("new-thread while a watch is active: %v", err)
+	}
+	got := r.waitWatch(w.WatchID, store.WatchInvalidated)
+	if got.Settlement == nil || (got.Settlement.Match != "thread_transition" && got.Settlement.Match != "binding_superseded") ||
+		strings.Contains(got.Settlement.Text, "Turn (") {
+		t.Fatalf("watch after the transition = %+v (settlement %+v)", got, got.Settlement)
+	}
+	a.set(func(f *fakeAgent) { f.lockOnly = true })
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SessionID != tr.SessionID {
+		t.Fatalf("send after the transition went to %s, want %s", res.SessionID, tr.SessionID)
+	}
+	a.finish("second done", false)
+	r.waitStatus(res.TurnID, store.TurnIdle)
+	if n := r.notifications(w.WatchID); len(n) != 1 || !strings.HasPrefix(n[0], "watch_invalidated/error/A thread transition") && !strings.HasPrefix(n[0], "watch_invalidated/error/The watched pane's session context changed") {
+		t.Fatalf("notifications = %v (watch %+v, settlement %+v)", n, got, got.Settlement)
+	}
+}
