@@ -303,37 +303,48 @@ func (m *monitor) run(ctx context.Context) error {
 		return err
 	}
 	m.activityAt = time.UnixMilli(t.Takeover.LastActivityAt)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	anchor := t.Takeover.Submission.Anchor
 	if ev := t.Takeover.Submission.AcceptanceEvidence; len(ev) > 0 {
 		anchor = ev
 	}
-	files, err := m.h.o.Watch(wctx, m.agent.WatchPaths(m.pane, anchor))
+	return m.h.follow(ctx, &m.lease, m.pane, m.agent.WatchPaths(m.pane, anchor), "turn_id", m.turnID, m.check)
+}
+
+// follow calls check whenever the agent's session files (paths) or the
+// pane's output change, at every re-check tick and when check's next
+// timeout falls due, renewing lease meanwhile. It returns when check says
+// stop, the lease is lost, or ctx ends; logKey and logID name what is
+// followed in warnings.
+func (h *Host) follow(ctx context.Context, lease *store.MonitorLease, pane Pane, paths []string, logKey, logID string,
+	check func(ctx context.Context, fileEvent bool) (stop bool, next time.Time, err error)) error {
+	s := h.s
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	files, err := h.o.Watch(wctx, paths)
 	if err != nil {
-		m.s.log.Warn("watch session files; falling back to the re-check", "turn_id", m.turnID, "err", err)
+		s.log.Warn("watch session files; falling back to the re-check", logKey, logID, "err", err)
 	}
 	var output <-chan struct{}
-	if ow, ok := m.s.o.Terminals.(OutputWatcher); ok {
-		if output, err = ow.WatchOutput(wctx, m.pane); err != nil {
-			m.s.log.Warn("watch pane output", "turn_id", m.turnID, "err", err)
+	if ow, ok := s.o.Terminals.(OutputWatcher); ok {
+		if output, err = ow.WatchOutput(wctx, pane); err != nil {
+			s.log.Warn("watch pane output", logKey, logID, "err", err)
 		}
 	}
-	recheck := time.NewTicker(m.h.o.Recheck)
+	recheck := time.NewTicker(h.o.Recheck)
 	defer recheck.Stop()
-	renew := time.NewTicker(m.h.o.LeaseTTL / 3)
+	renew := time.NewTicker(h.o.LeaseTTL / 3)
 	defer renew.Stop()
 	deadline := time.NewTimer(time.Hour)
 	defer deadline.Stop()
 	fileEvent := false
 	for {
-		stop, next, err := m.check(ctx, fileEvent)
+		stop, next, err := check(ctx, fileEvent)
 		lastCheck := time.Now()
 		if err != nil && ctx.Err() == nil {
 			if errors.Is(err, store.ErrLeaseLost) {
 				return nil
 			}
-			m.s.log.Warn("terminal monitor check", "turn_id", m.turnID, "err", err)
+			s.log.Warn("terminal follower check", logKey, logID, "err", err)
 		}
 		if stop {
 			return nil
@@ -373,12 +384,12 @@ func (m *monitor) run(ctx context.Context) error {
 				break wait
 			case <-renew.C:
 				now := time.Now()
-				m.lease.Until = now.Add(m.h.o.LeaseTTL).UnixMilli()
-				if err := m.s.o.Store.RenewMonitorLease(ctx, m.lease, now.UnixMilli()); err != nil {
+				lease.Until = now.Add(h.o.LeaseTTL).UnixMilli()
+				if err := s.o.Store.RenewMonitorLease(ctx, *lease, now.UnixMilli()); err != nil {
 					if errors.Is(err, store.ErrLeaseLost) {
 						return nil
 					}
-					m.s.log.Warn("renew monitor lease", "turn_id", m.turnID, "err", err)
+					s.log.Warn("renew follower lease", logKey, logID, "err", err)
 				}
 			}
 		}

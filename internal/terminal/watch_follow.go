@@ -76,78 +76,8 @@ func (m *watcher) run(ctx context.Context) error {
 	if m.find, ok = m.agent.(TaskFinder); !ok {
 		return fmt.Errorf("watch %s: %s panes cannot be watched by this build", m.id, w.Agent)
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	files, err := m.h.o.Watch(wctx, m.agent.WatchPaths(m.pane, m.anchorOf(w)))
-	if err != nil {
-		m.s.log.Warn("watch session files; falling back to the re-check", "watch_id", m.id, "err", err)
-	}
-	var output <-chan struct{}
-	if ow, ok := m.s.o.Terminals.(OutputWatcher); ok {
-		if output, err = ow.WatchOutput(wctx, m.pane); err != nil {
-			m.s.log.Warn("watch pane output", "watch_id", m.id, "err", err)
-		}
-	}
-	recheck := time.NewTicker(m.h.o.Recheck)
-	defer recheck.Stop()
-	renew := time.NewTicker(m.h.o.LeaseTTL / 3)
-	defer renew.Stop()
-	deadline := time.NewTimer(time.Hour)
-	defer deadline.Stop()
-	fileEvent := false
-	for {
-		stop, next, err := m.check(ctx)
-		lastCheck := time.Now()
-		if err != nil && ctx.Err() == nil {
-			if errors.Is(err, store.ErrLeaseLost) {
-				return nil
-			}
-			m.s.log.Warn("terminal watch check", "watch_id", m.id, "err", err)
-		}
-		if stop {
-			return nil
-		}
-		if fileEvent {
-			if soon := time.Now().Add(300 * time.Millisecond); soon.Before(next) {
-				next = soon
-			}
-		}
-		fileEvent = false
-		deadline.Reset(max(time.Until(next), 10*time.Millisecond))
-	wait:
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-files:
-				fileEvent = true
-				break wait
-			case _, ok := <-output:
-				if !ok {
-					output = nil
-					continue
-				}
-				if gap := outputGap - time.Since(lastCheck); gap > 0 {
-					deadline.Reset(gap)
-					continue
-				}
-				break wait
-			case <-recheck.C:
-				break wait
-			case <-deadline.C:
-				break wait
-			case <-renew.C:
-				now := time.Now()
-				m.lease.Until = now.Add(m.h.o.LeaseTTL).UnixMilli()
-				if err := m.s.o.Store.RenewMonitorLease(ctx, m.lease, now.UnixMilli()); err != nil {
-					if errors.Is(err, store.ErrLeaseLost) {
-						return nil
-					}
-					m.s.log.Warn("renew watch lease", "watch_id", m.id, "err", err)
-				}
-			}
-		}
-	}
+	check := func(ctx context.Context, _ bool) (bool, time.Time, error) { return m.check(ctx) }
+	return m.h.follow(ctx, &m.lease, m.pane, m.agent.WatchPaths(m.pane, m.anchorOf(w)), "watch_id", m.id, check)
 }
 
 // anchorOf is the anchor scans start from: the acceptance evidence once
