@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"syscall"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 )
+
+// notInTranscripts are the permission bits a transcript must not have:
+// Claude Code writes them owner-only.
+const notInTranscripts = 0o077
 
 // MaxScan is the most bytes a transcript scan reads after its anchor.
 const MaxScan = 64 << 20
@@ -69,7 +72,7 @@ func CaptureAnchor(configDir string, s LiveSession, now time.Time) (Anchor, erro
 	}
 	a := Anchor{SessionID: s.SessionID, Cwd: s.Cwd, PID: s.PID, StartedAtMs: s.StartedAtMs,
 		Path: TranscriptPath(configDir, s.Cwd, s.SessionID), CapturedAt: now.UTC()}
-	f, err := openTranscript(a.Path)
+	f, err := native.OpenOwned(a.Path, notInTranscripts)
 	if errors.Is(err, fs.ErrNotExist) {
 		return a, nil
 	}
@@ -102,7 +105,7 @@ func (a Anchor) Materialize() (Anchor, error) {
 	if a.pinned() {
 		return a, nil
 	}
-	f, err := openTranscript(a.Path)
+	f, err := native.OpenOwned(a.Path, notInTranscripts)
 	if err != nil {
 		return Anchor{}, fmt.Errorf("materialize claude anchor: %w", err)
 	}
@@ -113,35 +116,6 @@ func (a Anchor) Materialize() (Anchor, error) {
 	}
 	a.Dev, a.Ino, a.Offset = uint64(st.Dev), st.Ino, 0
 	return a, nil
-}
-
-// openTranscript opens path read-only, refusing a symbolic link, a
-// non-regular file, another owner, and any group or other permission bit.
-// It opens non-blocking, so a FIFO in the transcript's place is refused
-// rather than waited on.
-func openTranscript(path string) (*os.File, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		f.Close()
-		return nil, err
-	}
-	switch {
-	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	case int(st.Uid) != os.Geteuid():
-		f.Close()
-		return nil, fmt.Errorf("%s is owned by uid %d, not this user (%d)", path, st.Uid, os.Geteuid())
-	case st.Mode&0o077 != 0:
-		f.Close()
-		return nil, fmt.Errorf("%s is open to group or others (mode %o); a transcript must be owner-only", path, st.Mode&0o777)
-	}
-	return f, nil
 }
 
 // window is the complete lines of a transcript after an anchor.
@@ -158,7 +132,7 @@ func readWindow(a Anchor) (window, bool, error) {
 	if a.Path == "" || a.Offset < 0 || a.SessionID == "" {
 		return window{}, false, native.Failf(native.CodeInvalidAnchor, a.Path, "anchor session %q path %q offset %d is malformed", a.SessionID, a.Path, a.Offset)
 	}
-	f, err := openTranscript(a.Path)
+	f, err := native.OpenOwned(a.Path, notInTranscripts)
 	if errors.Is(err, fs.ErrNotExist) && !a.pinned() {
 		return window{}, false, nil
 	}

@@ -63,7 +63,7 @@ func (a Anchor) Bound() bool { return a.Path != "" }
 // while it was checked. A rollout ending in a partial line means Codex is
 // writing; try again a moment later.
 func CaptureAnchor(r Rollout, now time.Time) (Anchor, error) {
-	f, err := openNoFollow(r.Path)
+	f, err := native.OpenOwned(r.Path, notInRollouts)
 	if err != nil {
 		return Anchor{}, fmt.Errorf("capture codex anchor: %s: %w", r.Path, err)
 	}
@@ -146,7 +146,7 @@ func readWindow(a Anchor, limit int64) (window, error) {
 	if a.Path == "" || a.Offset < 0 || (a.Mode != Existing && a.Mode != PreMaterialization) {
 		return window{}, native.Failf(native.CodeInvalidAnchor, a.Path, "anchor mode %q path %q offset %d is malformed", a.Mode, a.Path, a.Offset)
 	}
-	f, err := openNoFollow(a.Path)
+	f, err := native.OpenOwned(a.Path, notInRollouts)
 	if err != nil {
 		return window{}, native.Failf(native.CodeUnreadable, a.Path, "%v", err)
 	}

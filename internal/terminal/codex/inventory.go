@@ -10,7 +10,13 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/native"
 )
+
+// notInRollouts are the permission bits a rollout must not have: one
+// writable by another user could be forged.
+const notInRollouts = 0o022
 
 // OpenFile is one file a process holds open, as /proc/<pid>/fd shows it:
 // the link target (with a " (deleted)" suffix when unlinked) and the
@@ -180,7 +186,7 @@ func verifyOpen(f OpenFile, sessions, cwd string) (Rollout, string, error) {
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 		return Rollout{}, "", fmt.Errorf("open rollout %s is outside %s", f.Path, sessions)
 	}
-	file, err := openNoFollow(f.Path)
+	file, err := native.OpenOwned(f.Path, notInRollouts)
 	if err != nil {
 		return Rollout{}, "", fmt.Errorf("open rollout %s: %w", f.Path, err)
 	}
@@ -209,35 +215,6 @@ func verifyOpen(f OpenFile, sessions, cwd string) (Rollout, string, error) {
 		return Rollout{}, "", fmt.Errorf("rollout %s: session_meta cwd %s is not the process cwd %s", f.Path, meta.Cwd, cwd)
 	}
 	return Rollout{Path: f.Path, Dev: dev, Ino: ino, ThreadID: meta.ID, Meta: meta}, "", nil
-}
-
-// openNoFollow opens path read-only, refusing a symbolic link, and checks
-// that it is a regular file owned by this user and writable by it alone.
-// It opens non-blocking, so a FIFO in a rollout's place is refused rather
-// than waited on (reads of a regular file never block either way).
-func openNoFollow(path string) (*os.File, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), path)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		f.Close()
-		return nil, err
-	}
-	switch {
-	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
-		f.Close()
-		return nil, fmt.Errorf("not a regular file")
-	case int(st.Uid) != os.Geteuid():
-		f.Close()
-		return nil, fmt.Errorf("owned by uid %d, not this user (%d)", st.Uid, os.Geteuid())
-	case st.Mode&0o022 != 0:
-		f.Close()
-		return nil, fmt.Errorf("writable by group or others (mode %o)", st.Mode&0o777)
-	}
-	return f, nil
 }
 
 // fileID returns the device and inode of an open file.

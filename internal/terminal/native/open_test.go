@@ -1,4 +1,4 @@
-package codex
+package native
 
 import (
 	"os"
@@ -8,14 +8,22 @@ import (
 	"time"
 )
 
-// TestOpenNoFollowRefusesLinksAndFIFOs: a rollout path replaced by a
-// symlink or a FIFO is refused, and the FIFO does not block the opener
-// (before, opening one with no writer blocked the monitor for good).
-func TestOpenNoFollowRefusesLinksAndFIFOs(t *testing.T) {
+// TestOpenOwnedRefusesLinksFIFOsAndOpenModes: a session file replaced by
+// a symlink or a FIFO is refused, and the FIFO does not block the opener
+// (before, opening one with no writer blocked the monitor for good); a
+// file with a forbidden permission bit is refused.
+func TestOpenOwnedRefusesLinksFIFOsAndOpenModes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	regular := filepath.Join(dir, "rollout.jsonl")
+	regular := filepath.Join(dir, "session.jsonl")
 	if err := os.WriteFile(regular, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(dir, "shared.jsonl")
+	if err := os.WriteFile(shared, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o620); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(regular, filepath.Join(dir, "link.jsonl")); err != nil {
@@ -24,15 +32,19 @@ func TestOpenNoFollowRefusesLinksAndFIFOs(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.jsonl"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := openNoFollow(regular)
+	f, err := OpenOwned(regular, 0o077)
 	if err != nil {
 		t.Fatalf("regular file refused: %v", err)
 	}
 	_ = f.Close()
+	if f, err := OpenOwned(shared, 0o022); err == nil {
+		_ = f.Close()
+		t.Errorf("a group-writable file opened")
+	}
 	for _, name := range []string{"link.jsonl", "fifo.jsonl"} {
 		done := make(chan error, 1)
 		go func() {
-			f, err := openNoFollow(filepath.Join(dir, name))
+			f, err := OpenOwned(filepath.Join(dir, name), 0o022)
 			if err == nil {
 				_ = f.Close()
 			}
