@@ -21,25 +21,37 @@ type termQuerier interface {
 }
 
 func (db *DB) termSession(ctx context.Context, q termQuerier, id string, lock bool) (*store.TermSession, error) {
-	stmt := `SELECT revision, data FROM term_sessions WHERE session_id = ?`
+	return record(ctx, db, q, `SELECT revision, data FROM term_sessions WHERE session_id = ?`, "session", id, lock,
+		func(s *store.TermSession, rev int64) { s.Revision = rev })
+}
+
+// record reads one versioned JSON record (stmt selects its version or
+// revision column and its data by id, locked for update when lock is set)
+// and decodes it; kind names it in errors.
+func record[T any](ctx context.Context, db *DB, q termQuerier, stmt, kind, id string, lock bool, setVersion func(*T, int64)) (*T, error) {
 	if lock {
 		stmt += db.d.ForUpdate
 	}
-	var rev int64
+	var v int64
 	var data string
-	err := q.QueryRowContext(ctx, stmt, id).Scan(&rev, &data)
+	err := q.QueryRowContext(ctx, stmt, id).Scan(&v, &data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+		return nil, fmt.Errorf("%s %s: %w", kind, id, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var s store.TermSession
-	if err := json.Unmarshal([]byte(data), &s); err != nil {
-		return nil, fmt.Errorf("session %s has an unreadable data column: %v: %w", id, err, store.ErrIncompatible)
+	return decodeRecord(kind, id, v, data, setVersion)
+}
+
+// decodeRecord decodes a record's data column and sets its version.
+func decodeRecord[T any](kind, id string, v int64, data string, setVersion func(*T, int64)) (*T, error) {
+	var r T
+	if err := json.Unmarshal([]byte(data), &r); err != nil {
+		return nil, fmt.Errorf("%s %s has an unreadable data column: %v: %w", kind, id, err, store.ErrIncompatible)
 	}
-	s.Revision = rev
-	return &s, nil
+	setVersion(&r, v)
+	return &r, nil
 }
 
 func terminalKeyOf(s *store.TermSession) string {
@@ -209,30 +221,14 @@ func (db *DB) SessionsByTerminal(ctx context.Context, terminalKey string) ([]*st
 }
 
 func (db *DB) turn(ctx context.Context, q termQuerier, id string, lock bool) (*store.Turn, error) {
-	stmt := `SELECT version, data FROM term_turns WHERE turn_id = ?`
-	if lock {
-		stmt += db.d.ForUpdate
-	}
-	var v int64
-	var data string
-	err := q.QueryRowContext(ctx, stmt, id).Scan(&v, &data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("turn %s: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return decodeTurn(id, v, data)
+	return record(ctx, db, q, `SELECT version, data FROM term_turns WHERE turn_id = ?`, "turn", id, lock, setTurnVersion)
 }
 
 func decodeTurn(id string, v int64, data string) (*store.Turn, error) {
-	var t store.Turn
-	if err := json.Unmarshal([]byte(data), &t); err != nil {
-		return nil, fmt.Errorf("turn %s has an unreadable data column: %v: %w", id, err, store.ErrIncompatible)
-	}
-	t.Version = v
-	return &t, nil
+	return decodeRecord("turn", id, v, data, setTurnVersion)
 }
+
+func setTurnVersion(t *store.Turn, v int64) { t.Version = v }
 
 func (db *DB) dispatch(ctx context.Context, q termQuerier, key string, lock bool) (*store.Dispatch, error) {
 	stmt := `SELECT data FROM term_dispatch WHERE terminal_key = ?`

@@ -13,30 +13,14 @@ import (
 var _ store.TransitionStore = (*DB)(nil)
 
 func (db *DB) transition(ctx context.Context, q termQuerier, id string, lock bool) (*store.Transition, error) {
-	stmt := `SELECT version, data FROM term_transitions WHERE transition_id = ?`
-	if lock {
-		stmt += db.d.ForUpdate
-	}
-	var v int64
-	var data string
-	err := q.QueryRowContext(ctx, stmt, id).Scan(&v, &data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("transition %s: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return decodeTransition(id, v, data)
+	return record(ctx, db, q, `SELECT version, data FROM term_transitions WHERE transition_id = ?`, "transition", id, lock, setTransitionVersion)
 }
 
 func decodeTransition(id string, v int64, data string) (*store.Transition, error) {
-	var t store.Transition
-	if err := json.Unmarshal([]byte(data), &t); err != nil {
-		return nil, fmt.Errorf("transition %s has an unreadable data column: %v: %w", id, err, store.ErrIncompatible)
-	}
-	t.Version = v
-	return &t, nil
+	return decodeRecord("transition", id, v, data, setTransitionVersion)
 }
+
+func setTransitionVersion(t *store.Transition, v int64) { t.Version = v }
 
 // unresolved returns why the terminal cannot take a transition now ("" if
 // it can): a send-blocking Turn or an undelivered callback of the Session,
