@@ -63,7 +63,7 @@ var allowedImports = map[string][]string{
 	"internal/terminal/sessionrt": {"agentsession", "internal/store", "internal/terminal"},
 	// Test peers: imported by tests only (checked below).
 	"internal/testbed/cmd/installpeers": {"internal/testbed/peers"},
-	"internal/testbed/cmd/localgateway": {"internal/testbed/realgateway"},
+	"internal/testbed/cmd/localgateway": {"internal/testbed/peers", "internal/testbed/realgateway"},
 	"internal/testbed/cmd/localterminal": {"internal/testbed/fakemodel", "internal/testbed/peers", "internal/testbed/realcli",
 		"internal/testbed/realtui"},
 	"internal/testbed/fakegateway": nil,

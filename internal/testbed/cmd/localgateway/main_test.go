@@ -47,7 +47,7 @@ func TestParseFlags(t *testing.T) {
 
 func TestEnvFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "env")
-	if err := writeFileAtomic(path, envLines("ws://127.0.0.1:1", "tok", 42)); err != nil {
+	if err := peers.WriteEnvFile(path, envLines("ws://127.0.0.1:1", "tok", 42)); err != nil {
 		t.Fatal(err)
 	}
 	got := readEnv(t, path)

@@ -88,28 +88,6 @@ func envLines(sockets []string) string {
 		"CLAWCONNECT_TMUX_DEFAULT_SERVER=off\n"
 }
 
-// writeFileAtomic writes data to path through a temporary file and a
-// rename, so a reader never sees half a file.
-func writeFileAtomic(path, data string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".env-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parseFlags(args, stderr)
 	if err != nil {
@@ -159,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		sockets = append(sockets, t.Socket)
 	}
 	env := envLines(sockets)
-	if err := writeFileAtomic(c.envFile, env); err != nil {
+	if err := peers.WriteEnvFile(c.envFile, env); err != nil {
 		return fmt.Errorf("write env file: %w", err)
 	}
 	defer os.Remove(c.envFile)

@@ -55,7 +55,7 @@ func TestParseFlags(t *testing.T) {
 func TestEnvFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "env")
-	if err := writeFileAtomic(path, envLines([]string{"/s/a.sock", "/s/b.sock"})); err != nil {
+	if err := peers.WriteEnvFile(path, envLines([]string{"/s/a.sock", "/s/b.sock"})); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"CLAWCONNECT_TMUX_SOCKETS": "/s/a.sock,/s/b.sock", "CLAWCONNECT_TMUX_DEFAULT_SERVER": "off"}
