@@ -658,10 +658,41 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 	err = m.write(ctx, store.TurnWrite{Turn: t, Claim: claim, Events: []store.TurnEvent{
 		event(now, "terminal_bridge_completion_claimed", claim), event(now, "message", msg)},
 		Also: joinHooks(
+			bindingCurrent(t),
 			prepareCallback(t, msg, msg.ID, KindCompletion, map[string]any{"completion_fingerprint": fp, "completion_id": c.ID,
 				"completion_outcome": outcome, "match": c.Match, "rollout_turn_id": sub.NativeTurnID}),
 			m.checkpoint(ctx, t, now))})
+	if errors.Is(err, errBindingSuperseded) {
+		// Re-bound between this check's look at the Session and the
+		// claim: the completion belongs to a context the Session left.
+		fresh, gerr := m.s.o.Store.GetTurn(ctx, t.TurnID)
+		if gerr != nil {
+			return gerr
+		}
+		return m.stall(ctx, fresh, "binding_superseded", "the session was rebound to another terminal context")
+	}
 	return err
+}
+
+// errBindingSuperseded refuses a completion claim whose Turn's binding is
+// no longer its Session's current one.
+var errBindingSuperseded = errors.New("the Session was re-bound before the completion was claimed")
+
+// bindingCurrent returns the hook that fences a write by the Turn's
+// binding: it fails with errBindingSuperseded, rolling the write back,
+// when the Session was re-bound since the monitor looked.
+func bindingCurrent(t *store.Turn) func(context.Context, store.TerminalTx) error {
+	sessionID, bindingID, gen := t.SessionID, t.TerminalBindingID, t.TerminalBindingGeneration
+	return func(ctx context.Context, tx store.TerminalTx) error {
+		sess, err := tx.GetTermSession(ctx, sessionID)
+		if err != nil {
+			return fmt.Errorf("completion fence: %w", err)
+		}
+		if b := sess.Binding; b == nil || b.BindingID != bindingID || b.Generation != gen {
+			return errBindingSuperseded
+		}
+		return nil
+	}
 }
 
 // checkpoint returns the hook that records on the Session, in the

@@ -710,3 +710,52 @@ func TestEndedOutputWatchDoesNotSpin(t *testing.T) {
 	a.finish("ok", false)
 	r.waitStatus(res.TurnID, store.TurnIdle)
 }
+
+// A Session re-bound after the monitor's look but before its completion
+// claim: the claim is refused in its own transaction and the Turn stalls,
+// so a completion from the context the Session left is never recorded.
+func TestCompletionFencedByBinding(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 153)
+	r := newRig(t, a)
+	ctx := t.Context()
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x", OriginSession: "agent:main:s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	lease, err := r.st.AcquireMonitorLease(ctx, res.TurnID, "o", now.UnixMilli(), now.Add(time.Minute).UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, err := r.st.GetTurn(ctx, res.TurnID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := r.st.GetTermSession(ctx, res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := *sess.Binding
+	nb.BindingID, nb.Generation = "binding-rebound", nb.Generation+1
+	sess.Binding = &nb
+	if err := r.st.SaveTermSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	m := &monitor{h: &Host{o: HostOptions{Owner: "o"}}, s: r.svc, turnID: res.TurnID, pane: a.pane, agent: fakeReader{r.ft}, lease: lease}
+	if err := m.complete(ctx, turn, Completion{Outcome: "completed", Text: "late reply", ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := r.svc.Status(ctx, res.TurnID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != store.TurnStalled || v.Result != nil {
+		t.Fatalf("turn = %+v", v)
+	}
+	if _, err := r.st.GetCompletionClaim(ctx, res.TurnID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("completion claim after a re-bind: %v", err)
+	}
+	if cbs, _ := r.st.(store.CallbackStore).TurnCallbacks(ctx, res.TurnID, 10); len(cbs) != 0 {
+		t.Fatalf("callbacks after a re-bind: %+v", cbs)
+	}
+}
