@@ -63,7 +63,7 @@ step "$run_wait"
 out=$(eval "$run_wait" 2>"$work/run.err") || { cat "$work/run.err" >&2; fail "$run_wait"; }
 cat "$work/run.err"
 { grep -q "FAKE-REPLY:" <<<"$out" && grep -q "Say hello" <<<"$out"; } || fail "$run_wait printed: $out"
-job=$(sed -n 's/.*submitted \([0-9a-f-]\{36\}\).*/\1/p' "$work/run.err" | head -n 1)
+job=$(sed -n 's/.*submitted \([0-9a-f-]\{36\}\).*/\1/p;T;q' "$work/run.err")
 [ -n "$job" ] || fail "no job id in the progress of $run_wait"
 
 status=$(cmd "## Set up" 2 2 | sed "s/JOB/$job/")
@@ -85,8 +85,11 @@ health 2>/dev/null || fail "$serve did not serve /health within 5 minutes"
 { grep -q "FAKE-REPLY:" "$work/serve.out" && grep -q "Say hello" "$work/serve.out"; } || fail "$serve did not show the demo task's reply"
 
 step "the CLI pointed at the demo with demo.env, beside the server"
-(set -a; . "$CLAWCONNECT_CACHE/demo.env"; set +a; "$CLAWCONNECT_CACHE/bin/clawconnect" status "$job") | grep -q completed \
+# Captured, not piped into grep -q: under pipefail the status command
+# would fail with SIGPIPE whenever grep stopped reading first.
+out=$(set -a; . "$CLAWCONNECT_CACHE/demo.env"; set +a; "$CLAWCONNECT_CACHE/bin/clawconnect" status "$job") \
   || fail "clawconnect status JOB with demo.env"
+grep -q completed <<<"$out" || fail "clawconnect status JOB with demo.env printed: $out"
 kill -TERM "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=""
 
 step "Quick start with your own gateway (the local gateway standing in)"

@@ -383,13 +383,25 @@ is never sent again. Prints session_id, turn_id and submission_outcome; with
 // turnCmd builds a command that takes one TURN_ID.
 func turnCmd(env Env, use, short, long, example string, flags func(cmd *cobra.Command),
 	run func(ctx context.Context, s *terminalStack, id string, rest []string) (any, error)) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON     bool
+		forSession string
+	)
 	nargs := strings.Count(use, " ")
 	cmd := &cobra.Command{
 		Use: use, Short: short, Long: long, Example: example,
 		Args: exactArgs(nargs, strings.Fields(use)[0]+": usage: clawconnect terminal "+use),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
+				if forSession != "" {
+					v, err := s.api.Status(ctx, args[0])
+					if err != nil {
+						return err
+					}
+					if err := sentBy(args[0], v.OriginSession, forSession); err != nil {
+						return err
+					}
+				}
 				out, err := run(ctx, s, args[0], args[1:])
 				if err != nil {
 					return err
@@ -411,7 +423,23 @@ func turnCmd(env Env, use, short, long, example string, flags func(cmd *cobra.Co
 		flags(cmd)
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&forSession, "for-session", "", forSessionUsage)
 	return cmd
+}
+
+const forSessionUsage = "act for this OpenClaw session key: refuse what it did not start (the OpenClaw plugin passes the calling session)"
+
+// sentBy refuses, to a caller acting for the OpenClaw session key, a Turn
+// or watch that another session (or an operator, without one) started:
+// one conversation must not read, answer or stop another's work. The
+// origin is fixed when the record is created, so checking before acting
+// is not a race.
+func sentBy(id, origin, key string) error {
+	if origin != key {
+		return fmt.Errorf("%s: %w: it was not started from this OpenClaw session; only the session that started it, or an operator at the command line, can use it",
+			id, terminal.ErrRefused)
+	}
+	return nil
 }
 
 func terminalStatusCmd(env Env) *cobra.Command {

@@ -80,6 +80,17 @@ func TestE2ETerminalSendWaitPrintsExactReply(t *testing.T) {
 	if err != nil || !strings.Contains(out, "cli-terminal-ok") || !strings.Contains(out, "status:   idle") {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
+	// A caller acting for an OpenClaw session (the plugin) reaches only
+	// the Turns that session sent; this one was sent from the command line.
+	for _, cmd := range []string{"status", "close", "retry-callback"} {
+		_, _, err := runTerminal(ctx, envm, cmd, "--for-session", "agent:main:other", v.TurnID)
+		if ExitCode(err) != ExitFailure || !strings.Contains(err.Error(), "not started from this OpenClaw session") {
+			t.Fatalf("%s --for-session of another's Turn: exit %d (%v)", cmd, ExitCode(err), err)
+		}
+	}
+	if out, _, err := runTerminal(ctx, envm, "status", "--json", v.TurnID); err != nil || !strings.Contains(out, `"status": "idle"`) {
+		t.Fatalf("after refused closes: %v\n%s", err, out)
+	}
 	if _, _, err := runTerminal(ctx, envm, "status", "turn-nope!"); ExitCode(err) != ExitUsage {
 		t.Fatalf("status of a malformed id: exit %d (%v)", ExitCode(err), err)
 	}

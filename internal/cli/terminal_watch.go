@@ -136,7 +136,10 @@ Claude Code task that already runs cannot be joined: start the watch first.`,
 }
 
 func terminalUnwatchCmd(env Env) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON     bool
+		forSession string
+	)
 	cmd := &cobra.Command{
 		Use:   "unwatch (WATCH_ID | TERMINAL_ID)",
 		Short: "Stop a watch: nothing more is notified for it",
@@ -148,7 +151,18 @@ already ended is shown unchanged.`,
 		Args: exactArgs(1, "unwatch: usage: clawconnect terminal unwatch (WATCH_ID | TERMINAL_ID)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withWatchAPI(cmd, env, func(ctx context.Context, api watchAPI, _ *terminalStack) error {
-				v, err := api.Unwatch(ctx, args[0])
+				id := args[0]
+				if forSession != "" {
+					v, err := api.WatchStatus(ctx, id)
+					if err != nil {
+						return err
+					}
+					if err := sentBy(v.WatchID, v.OriginSession, forSession); err != nil {
+						return err
+					}
+					id = v.WatchID // the watch checked, even if the pane's changes
+				}
+				v, err := api.Unwatch(ctx, id)
 				if err != nil {
 					return err
 				}
@@ -157,27 +171,40 @@ already ended is shown unchanged.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&forSession, "for-session", "", forSessionUsage)
 	return cmd
 }
 
 func terminalWatchStatusCmd(env Env) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON     bool
+		forSession string
+	)
 	cmd := &cobra.Command{
-		Use:     "watch-status WATCH_ID",
-		Short:   "Show a watch: status, the task seen, how it ended, its notifications' delivery",
-		Example: `  clawconnect terminal watch-status watch-20260101T120000-1a2b3c4d --json`,
-		Args:    exactArgs(1, "watch-status: usage: clawconnect terminal watch-status WATCH_ID"),
+		Use:   "watch-status (WATCH_ID | TERMINAL_ID)",
+		Short: "Show a watch: status, the task seen, how it ended, its notifications' delivery",
+		Long: `Show the watch named by its watch id, or the latest watch of a pane by its
+terminal id.`,
+		Example: `  clawconnect terminal watch-status watch-20260101T120000-1a2b3c4d --json
+  clawconnect terminal watch-status terminal:v2:tmux:codex:work:0.0:4242`,
+		Args: exactArgs(1, "watch-status: usage: clawconnect terminal watch-status (WATCH_ID | TERMINAL_ID)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withWatchAPI(cmd, env, func(ctx context.Context, api watchAPI, _ *terminalStack) error {
 				v, err := api.WatchStatus(ctx, args[0])
 				if err != nil {
 					return err
 				}
+				if forSession != "" {
+					if err := sentBy(v.WatchID, v.OriginSession, forSession); err != nil {
+						return err
+					}
+				}
 				return printWatch(env, v, asJSON)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&forSession, "for-session", "", forSessionUsage)
 	return cmd
 }
 

@@ -14,6 +14,7 @@ func TestTerminalWatchAndInspectArguments(t *testing.T) {
 		{[]string{"watch", "pane-1", "--origin", "agent:main:main"}, ExitUsage},
 		{[]string{"watch", tid}, ExitUsage},
 		{[]string{"watch", tid, "--origin", "agent main"}, ExitUsage},
+		{[]string{"watch", tid, "--origin", "--json"}, ExitUsage},
 		{[]string{"watch", tid, "--origin", "agent:main:main"}, ExitNotFound},
 		// A --gateway-url that no gateway can have is bad input, refused
 		// before anything is recorded (it was recorded before).
@@ -24,6 +25,8 @@ func TestTerminalWatchAndInspectArguments(t *testing.T) {
 		{[]string{"watch"}, ExitUsage},
 		{[]string{"unwatch", "watch-20260101T000000-00000000"}, ExitNotFound},
 		{[]string{"unwatch", tid}, ExitNotFound},
+		{[]string{"unwatch", tid, "--for-session", "agent:main:main"}, ExitNotFound},
+		{[]string{"watch-status", tid}, ExitNotFound},
 		{[]string{"unwatch", "nope"}, ExitUsage},
 		{[]string{"watch-status", "watch-20260101T000000-00000000", "--json"}, ExitNotFound},
 		{[]string{"watch-status", "turn-1"}, ExitUsage},

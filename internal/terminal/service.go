@@ -253,6 +253,10 @@ func checkSessionKey(k string) error {
 			return fmt.Errorf("%w: the origin session key %q contains a space or control character", ErrBadInput, k)
 		}
 	}
+	if strings.HasPrefix(k, "-") {
+		// OpenClaw keys never start with '-': a flag was taken as the key.
+		return fmt.Errorf("%w: the origin session key %q starts with '-'; a flag was probably taken for it (give the key right after --origin)", ErrBadInput, k)
+	}
 	return nil
 }
 

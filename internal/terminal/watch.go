@@ -222,13 +222,39 @@ func (s *Service) activeWatch(ctx context.Context, terminalKey string) (string, 
 	return list[0].WatchID, nil
 }
 
-// WatchStatus returns the watch and its notifications' delivery state.
-func (s *Service) WatchStatus(ctx context.Context, watchID string) (WatchView, error) {
-	w, err := s.getWatch(ctx, watchID)
+// WatchStatus returns the watch named by a watch id, or the active watch
+// of a pane named by its terminal id, and its notifications' delivery.
+func (s *Service) WatchStatus(ctx context.Context, id string) (WatchView, error) {
+	w, err := s.resolveWatch(ctx, id)
 	if err != nil {
 		return WatchView{}, fmt.Errorf("watch status: %w", err)
 	}
 	return s.watchView(ctx, w), nil
+}
+
+// resolveWatch returns the watch a watch id names, or the active watch of
+// the pane a terminal id names.
+func (s *Service) resolveWatch(ctx context.Context, id string) (*store.Watch, error) {
+	if isWatchID(id) {
+		return s.getWatch(ctx, id)
+	}
+	if err := checkTerminalID(id); err != nil {
+		return nil, err
+	}
+	ws, err := s.watchStore()
+	if err != nil {
+		return nil, err
+	}
+	active, err := ws.ActiveWatches(ctx, store.MaxPage)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range active {
+		if a.TerminalID == id {
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: terminal %s has no active watch", ErrNotFound, id)
 }
 
 func (s *Service) getWatch(ctx context.Context, watchID string) (*store.Watch, error) {
@@ -254,27 +280,9 @@ func (s *Service) Unwatch(ctx context.Context, id string) (WatchView, error) {
 	if err != nil {
 		return WatchView{}, fmt.Errorf("unwatch: %w", err)
 	}
-	var w *store.Watch
-	if isWatchID(id) {
-		if w, err = s.getWatch(ctx, id); err != nil {
-			return WatchView{}, fmt.Errorf("unwatch: %w", err)
-		}
-	} else {
-		if err := checkTerminalID(id); err != nil {
-			return WatchView{}, fmt.Errorf("unwatch: %w", err)
-		}
-		active, err := ws.ActiveWatches(ctx, store.MaxPage)
-		if err != nil {
-			return WatchView{}, fmt.Errorf("unwatch: %w", err)
-		}
-		for _, a := range active {
-			if a.TerminalID == id {
-				w = a
-			}
-		}
-		if w == nil {
-			return WatchView{}, fmt.Errorf("unwatch: %w: terminal %s has no active watch", ErrNotFound, id)
-		}
+	w, err := s.resolveWatch(ctx, id)
+	if err != nil {
+		return WatchView{}, fmt.Errorf("unwatch: %w", err)
 	}
 	for range 5 {
 		if w.Status != store.WatchActive {

@@ -1,6 +1,7 @@
 package openclaw
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -40,6 +41,15 @@ func TestE2EToolSendCallbackIntoSession(t *testing.T) {
 	}
 	if rows, _ := r.callbacks("agent:main:main"); len(rows) != 0 {
 		t.Fatal("the main session received a callback")
+	}
+	// Another conversation can neither read nor stop S's Turn: the plugin
+	// scopes every call that names a Turn to the calling session.
+	const other = "agent:main:cc-plugin-other"
+	args, _ := json.Marshal(map[string]string{"turn_id": rows[0].TurnID})
+	r.ask(other, "TOOLUSE: clawconnect_terminal_cancel "+string(args), "cc-plugin-other-cancel")
+	r.waitTranscript(other, "not started from this OpenClaw session", 2*time.Minute)
+	if v := r.status(rows[0].TurnID); v.Status != "idle" {
+		t.Fatalf("after another session's cancel: %+v", v)
 	}
 }
 

@@ -404,6 +404,22 @@ func (r *rig) transcript(key string) string {
 	return strings.Join(rows, "\n---\n")
 }
 
+// waitTranscript waits until key's chat.history holds want.
+func (r *rig) waitTranscript(key, want string, timeout time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		tr := r.transcript(key)
+		if strings.Contains(tr, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s's history has no %q:\n%s", key, want, tr)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
 // status is `clawconnect terminal status --json TURN_ID`.
 func (r *rig) status(turnID string) terminal.TurnView {
 	r.t.Helper()

@@ -38,6 +38,6 @@ else
   pg_started=1
   echo "== postgres started on 127.0.0.1:$pg_port (data in $pg_data; stopped when the tests end)"
 fi
-as_pg "'$pg_bin/psql' -h 127.0.0.1 -p $pg_port -U postgres -tAc \"SELECT 1 FROM pg_database WHERE datname='clawconnect_test'\"" | grep -q 1 \
+[ "$(as_pg "'$pg_bin/psql' -h 127.0.0.1 -p $pg_port -U postgres -tAc \"SELECT 1 FROM pg_database WHERE datname='clawconnect_test'\"")" = 1 ] \
   || as_pg "'$pg_bin/createdb' -h 127.0.0.1 -p $pg_port -U postgres clawconnect_test"
 export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/clawconnect_test?sslmode=disable"

@@ -5,9 +5,11 @@
 
 import { watchSpecs } from "./watch_tools.mjs";
 import { threadSpecs } from "./threads.mjs";
+import { forSession } from "./scope.mjs";
 
 const TURN_ID = { type: "string", pattern: "^turn-[A-Za-z0-9-]+$", description: "The Turn id a send returned." };
 const obj = (properties, required = []) => ({ type: "object", additionalProperties: false, properties, required });
+
 const OFFER_TTL_MS = 10 * 60 * 1000;
 const MAX_OFFERS = 512;
 
@@ -66,47 +68,48 @@ export const specs = [
     name: "clawconnect_terminal_respond",
     description: "Answer a Turn that waits for OpenClaw (a question or blocked callback), in the same Turn.",
     parameters: obj({ turn_id: TURN_ID, request: { type: "string", minLength: 1, description: "The answer." } }, ["turn_id", "request"]),
-    argv: (p) => ["terminal", "respond", "--json", p.turn_id, "--", p.request],
+    argv: (p, ctx) => ["terminal", "respond", "--json", ...forSession(ctx), p.turn_id, "--", p.request],
   },
   {
     name: "clawconnect_terminal_status",
     description: "Show a Turn: status, result, the approval it waits for, and callback_delivery.",
     parameters: obj({ turn_id: TURN_ID }, ["turn_id"]),
-    argv: (p) => ["terminal", "status", "--json", p.turn_id],
+    argv: (p, ctx) => ["terminal", "status", "--json", ...forSession(ctx), p.turn_id],
   },
   {
     name: "clawconnect_terminal_approve",
     description: "Approve the approval prompt this conversation was shown for the Turn (by status or an approval callback).",
     parameters: obj({ turn_id: TURN_ID }, ["turn_id"]),
     argv: (p, ctx) => {
+      const scope = forSession(ctx);
       const fp = ctx.offers.take(ctx.sessionKey, p.turn_id);
       if (!fp) throw new Error(`no approval of ${p.turn_id} was shown in this conversation in the last 10 minutes; call clawconnect_terminal_status first`);
-      return ["terminal", "approve", "--json", "--fingerprint", fp, p.turn_id];
+      return ["terminal", "approve", "--json", ...scope, "--fingerprint", fp, p.turn_id];
     },
   },
   {
     name: "clawconnect_terminal_cancel",
-    description: "Interrupt the coding agent and cancel the Turn.",
+    description: "Interrupt the coding agent and cancel a Turn this conversation sent.",
     parameters: obj({ turn_id: TURN_ID }, ["turn_id"]),
-    argv: (p) => ["terminal", "cancel", "--json", p.turn_id],
+    argv: (p, ctx) => ["terminal", "cancel", "--json", ...forSession(ctx), p.turn_id],
   },
   {
     name: "clawconnect_terminal_renew",
     description: "Resume following a stalled Turn, optionally with a new inactivity timeout.",
     parameters: obj({ turn_id: TURN_ID, minutes: { type: "number", exclusiveMinimum: 0, maximum: 10080 } }, ["turn_id"]),
-    argv: (p) => ["terminal", "renew", "--json", ...(p.minutes !== undefined ? ["--minutes", String(p.minutes)] : []), p.turn_id],
+    argv: (p, ctx) => ["terminal", "renew", "--json", ...forSession(ctx), ...(p.minutes !== undefined ? ["--minutes", String(p.minutes)] : []), p.turn_id],
   },
   {
     name: "clawconnect_terminal_retry_callback",
     description: "Deliver a Turn's failed callback again (same message, never twice).",
     parameters: obj({ turn_id: TURN_ID }, ["turn_id"]),
-    argv: (p) => ["terminal", "retry-callback", "--json", p.turn_id],
+    argv: (p, ctx) => ["terminal", "retry-callback", "--json", ...forSession(ctx), p.turn_id],
   },
   {
     name: "clawconnect_terminal_close",
     description: "Close a Turn that is no longer with the agent.",
     parameters: obj({ turn_id: TURN_ID, reason: { type: "string", maxLength: 500 } }, ["turn_id"]),
-    argv: (p) => ["terminal", "close", "--json", ...(p.reason ? ["--reason", p.reason] : []), p.turn_id],
+    argv: (p, ctx) => ["terminal", "close", "--json", ...forSession(ctx), ...(p.reason ? ["--reason", p.reason] : []), p.turn_id],
   },
   ...watchSpecs,
   ...threadSpecs,

@@ -1,6 +1,9 @@
 // Model tools for native inspection and watches of work a human started:
 // clawconnect_terminal_inspect, _watch and _unwatch. The watch notifies the
-// calling session (its key is passed as --origin, never by the model).
+// calling session (its key is passed as --origin, never by the model);
+// only that session can stop it.
+
+import { forSession } from "./scope.mjs";
 
 const TERMINAL_ID = { type: "string", pattern: "^terminal:", description: "A pane's terminal_id from clawconnect_terminal_list." };
 const WATCH_ID = { type: "string", pattern: "^watch-[A-Za-z0-9-]+$", description: "The watch_id clawconnect_terminal_watch returned." };
@@ -30,11 +33,11 @@ export const watchSpecs = [
   },
   {
     name: "clawconnect_terminal_unwatch",
-    description: "Stop a watch (by watch_id or by the pane's terminal_id); nothing more is notified for it.",
+    description: "Stop a watch this conversation started (by watch_id or by the pane's terminal_id); nothing more is notified for it.",
     parameters: obj({ watch_id: WATCH_ID, terminal_id: TERMINAL_ID }),
-    argv: (p) => {
+    argv: (p, ctx) => {
       if ((p.watch_id === undefined) === (p.terminal_id === undefined)) throw new Error("give exactly one of watch_id and terminal_id");
-      return ["terminal", "unwatch", "--json", p.watch_id ?? p.terminal_id];
+      return ["terminal", "unwatch", "--json", ...forSession(ctx), p.watch_id ?? p.terminal_id];
     },
   },
 ];

@@ -149,8 +149,32 @@ test("tool argv: send records the origin session; approve needs an offer; bad pa
   offers.remember(S, "turn-1", "fp-1");
   assert.throws(() => by.clawconnect_terminal_approve.argv({ turn_id: "turn-1" }, { sessionKey: "agent:main:other", offers }), /status first/);
   offers.remember(S, "turn-1", "fp-1");
-  assert.deepEqual(by.clawconnect_terminal_approve.argv({ turn_id: "turn-1" }, ctx), ["terminal", "approve", "--json", "--fingerprint", "fp-1", "turn-1"]);
+  assert.deepEqual(by.clawconnect_terminal_approve.argv({ turn_id: "turn-1" }, ctx),
+    ["terminal", "approve", "--json", "--for-session", S, "--fingerprint", "fp-1", "turn-1"]);
   assert.throws(() => by.clawconnect_terminal_approve.argv({ turn_id: "turn-1" }, ctx), /status first/, "an offer is single-use");
+});
+
+test("tool argv: every tool that names a Turn or watch is scoped to the calling session", () => {
+  const by = Object.fromEntries(specs.map((s) => [s.name, s]));
+  const ctx = { sessionKey: S, offers: new Offers() };
+  ctx.offers.remember(S, "turn-1", "fp-1");
+  const scoped = {
+    clawconnect_terminal_status: { turn_id: "turn-1" },
+    clawconnect_terminal_respond: { turn_id: "turn-1", request: "yes" },
+    clawconnect_terminal_approve: { turn_id: "turn-1" },
+    clawconnect_terminal_cancel: { turn_id: "turn-1" },
+    clawconnect_terminal_renew: { turn_id: "turn-1", minutes: 5 },
+    clawconnect_terminal_retry_callback: { turn_id: "turn-1" },
+    clawconnect_terminal_close: { turn_id: "turn-1", reason: "done" },
+    clawconnect_terminal_unwatch: { watch_id: "watch-1" },
+  };
+  for (const [name, params] of Object.entries(scoped)) {
+    const argv = by[name].argv(checkParams(by[name], params), ctx);
+    const i = argv.indexOf("--for-session");
+    assert.ok(i > 0 && argv[i + 1] === S, `${name}: ${argv.join(" ")}`);
+    assert.ok(i < argv.indexOf("--") || !argv.includes("--"), `${name}: the scope comes before --`);
+    assert.throws(() => by[name].argv(params, { offers: ctx.offers }), /session is not known/, name);
+  }
 });
 
 test("validate normalises ids", () => {

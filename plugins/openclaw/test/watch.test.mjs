@@ -60,8 +60,8 @@ test("tool argv: watch notifies the calling session; unwatch takes one id; inspe
     ["terminal", "watch", "--json", "--origin", S, "--timeout", "90m", T]);
   assert.throws(() => by.clawconnect_terminal_watch.argv({ terminal_id: T }, {}), /calling OpenClaw session/);
   assert.deepEqual(by.clawconnect_terminal_unwatch.argv(checkParams(by.clawconnect_terminal_unwatch, { watch_id: W }), ctx),
-    ["terminal", "unwatch", "--json", W]);
-  assert.deepEqual(by.clawconnect_terminal_unwatch.argv({ terminal_id: T }, ctx), ["terminal", "unwatch", "--json", T]);
+    ["terminal", "unwatch", "--json", "--for-session", ctx.sessionKey, W]);
+  assert.deepEqual(by.clawconnect_terminal_unwatch.argv({ terminal_id: T }, ctx), ["terminal", "unwatch", "--json", "--for-session", ctx.sessionKey, T]);
   assert.throws(() => by.clawconnect_terminal_unwatch.argv({}, ctx), /exactly one/);
   assert.throws(() => by.clawconnect_terminal_unwatch.argv({ watch_id: W, terminal_id: T }, ctx), /exactly one/);
   assert.throws(() => checkParams(by.clawconnect_terminal_watch, { terminal_id: T, origin: "agent:main:other" }), /unknown parameter origin/);
