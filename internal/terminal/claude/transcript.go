@@ -21,6 +21,7 @@ type entry struct {
 	IsSidechain bool            `json:"isSidechain"`
 	AgentID     string          `json:"agentId"`
 	IsMeta      bool            `json:"isMeta"`
+	IsCompact   bool            `json:"isCompactSummary"`
 	SessionID   string          `json:"sessionId"`
 	Cwd         string          `json:"cwd"`
 	Timestamp   string          `json:"timestamp"`
@@ -33,7 +34,8 @@ type entry struct {
 		StopReason string          `json:"stop_reason"`
 	} `json:"message"`
 
-	end    int64
+	start  int64   // offset of the record's line
+	end    int64   // offset just after the record's line
 	blocks []block // decoded Content when it is an array
 	text   *string // decoded Content when it is a string
 }
@@ -60,6 +62,7 @@ func parse(w window, base int64, path string) ([]entry, error) {
 	for off < len(w.data) {
 		i := bytes.IndexByte(w.data[off:], '\n')
 		line := w.data[off : off+i]
+		start := base + int64(off)
 		off += i + 1
 		end := base + int64(off)
 		t := bytes.TrimSpace(line)
@@ -79,7 +82,7 @@ func parse(w window, base int64, path string) ([]entry, error) {
 		if e.UUID == "" {
 			continue
 		}
-		e.end = end
+		e.start, e.end = start, end
 		if len(e.Message.Content) > 0 {
 			switch e.Message.Content[0] {
 			case '"':
@@ -143,10 +146,18 @@ func unwrapPastes(s string) string {
 }
 
 // isPrompt reports whether e is a human prompt record of the anchored
-// session.
+// session: a user record with string content (a tool result's content is
+// an array of blocks), not a sidechain or subagent record, not a meta
+// record Claude Code adds itself, not the summary a compaction writes.
 func isPrompt(e *entry, a Anchor) bool {
 	return e.Type == "user" && e.Message.Role == "user" && e.text != nil && !e.IsSidechain &&
-		e.AgentID == "" && !e.IsMeta && e.SessionID == a.SessionID && e.Cwd == a.Cwd
+		e.AgentID == "" && !e.IsMeta && !e.IsCompact && e.SessionID == a.SessionID && e.Cwd == a.Cwd
+}
+
+// startsTurn reports whether e is a human prompt that starts a turn (the
+// "[Request interrupted by user]" note is a prompt record that does not).
+func startsTurn(e *entry, a Anchor) bool {
+	return isPrompt(e, a) && !strings.HasPrefix(*e.text, interruptedText)
 }
 
 // ScanAcceptance looks after the anchor for the prompt record of the exact
@@ -225,7 +236,7 @@ func collect(a Anchor, entries []entry, promptUUID string) (*turn, error) {
 			}
 			continue
 		}
-		if isPrompt(e, a) && !strings.HasPrefix(*e.text, interruptedText) {
+		if startsTurn(e, a) {
 			break // the next human prompt starts the next turn
 		}
 		if e.ParentUUID == nil || t.byUUID[*e.ParentUUID] == nil || e.IsSidechain {
@@ -473,7 +484,7 @@ func PromptsAfter(a Anchor) ([]string, error) {
 	}
 	var out []string
 	for i := range entries {
-		if e := &entries[i]; isPrompt(e, a) && !strings.HasPrefix(*e.text, interruptedText) {
+		if e := &entries[i]; startsTurn(e, a) {
 			out = append(out, e.UUID)
 		}
 	}
