@@ -57,9 +57,14 @@ func ActiveTaskAnchor(end Anchor) (Anchor, string, error) {
 	return activeTask(end, window{data: data, partial: w.partial, end: w.end, size: w.size}, base)
 }
 
+// promptLine is what every line of a prompt record holds: its type and
+// role as JSON strings. Lines without it (the large attachment and tool
+// records that fill most of a transcript) are not decoded.
+var promptLine = [][]byte{[]byte(`"user"`)}
+
 // activeTask is ActiveTaskAnchor on w, the complete lines from base on.
 func activeTask(end Anchor, w window, base int64) (Anchor, string, error) {
-	entries, err := parse(w, base, end.Path)
+	entries, err := parseLines(w, base, end.Path, promptLine)
 	if err != nil {
 		return Anchor{}, "", err
 	}

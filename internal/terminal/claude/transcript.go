@@ -57,6 +57,13 @@ const interruptedText = "[Request interrupted by user"
 // parse decodes the records of w that carry a uuid; other records (mode,
 // permission-mode, file-history-snapshot, …) are skipped unread.
 func parse(w window, base int64, path string) ([]entry, error) {
+	return parseLines(w, base, path, nil)
+}
+
+// parseLines is parse that also skips unread the lines without every one
+// of the byte strings in need (a cheap filter: what is decoded is still
+// checked in full).
+func parseLines(w window, base int64, path string, need [][]byte) ([]entry, error) {
 	var out []entry
 	off := 0
 	for off < len(w.data) {
@@ -72,7 +79,7 @@ func parse(w window, base int64, path string) ([]entry, error) {
 		if t[0] != '{' || t[len(t)-1] != '}' {
 			return nil, native.Failf(native.CodeInvalidJSONL, path, "line ending at byte %d is not a JSON object", end)
 		}
-		if !bytes.Contains(line, []byte(`"uuid"`)) {
+		if !bytes.Contains(line, []byte(`"uuid"`)) || !containsAll(line, need) {
 			continue
 		}
 		var e entry
@@ -97,6 +104,15 @@ func parse(w window, base int64, path string) ([]entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+func containsAll(line []byte, need [][]byte) bool {
+	for _, n := range need {
+		if !bytes.Contains(line, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // normalize is the prompt comparison form: CRLF as LF, trailing newlines
