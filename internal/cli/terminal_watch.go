@@ -106,9 +106,10 @@ or reaches --timeout, and once per approval prompt it shows. The watch is a
 store record followed by the monitor host (` + "`clawconnect terminal daemon`" + ` or
 ` + "`serve`" + `); it survives a host restart. Stop it with unwatch.
 
-Refused while a Turn of ClawConnect runs in the pane, while the pane already
-has an active watch, and when it shows a dialog or holds an unsent draft. A
-Claude Code task that already runs cannot be joined: start the watch first.`,
+A task that already runs is joined (Codex: its open task_started; Claude Code:
+the last human prompt, while its turn is open). Refused while a Turn of
+ClawConnect runs in the pane, while the pane already has an active watch, and
+when it shows a dialog or holds an unsent draft.`,
 		Example: `  clawconnect terminal watch terminal:v2:tmux:codex:work:0.0:4242 --origin agent:main:main
   clawconnect terminal watch terminal:v2:tmux:codex:work:0.0:4242 --origin agent:main:main --timeout 2h --json`,
 		Args: exactArgs(1, "watch: usage: clawconnect terminal watch TERMINAL_ID --origin SESSION_KEY"),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/codex"
@@ -88,9 +89,24 @@ func (ClaudeAgent) StartedTask(_ context.Context, _ Pane, raw json.RawMessage) (
 	return &Acceptance{NativeTurnID: prompts[0], ThreadID: a.SessionID, Evidence: ev}, nil
 }
 
-// ActiveTaskAnchor implements TaskFinder. A Claude Code task already
-// running is not joined: its transcript gives no single open prompt a
-// watch could prove.
-func (ClaudeAgent) ActiveTaskAnchor(context.Context, Pane, Identity) (json.RawMessage, error) {
-	return nil, errors.New("a Claude Code task that already runs cannot be joined; start the watch before the prompt is sent")
+// ActiveTaskAnchor implements TaskFinder: the line of the last human
+// prompt of the pane's live session, while that prompt's turn is open.
+func (ClaudeAgent) ActiveTaskAnchor(_ context.Context, p Pane, id Identity) (json.RawMessage, error) {
+	dir := claudeDir(p.PID)
+	s, err := claude.ReadLiveSession(dir, p.PID)
+	if err != nil {
+		return nil, err
+	}
+	if id.ThreadID != "" && s.SessionID != id.ThreadID {
+		return nil, fmt.Errorf("the pane's Claude Code session changed from %s to %s", id.ThreadID, s.SessionID)
+	}
+	end, err := claude.CaptureEnd(dir, s, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	a, _, err := claude.ActiveTaskAnchor(end)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(a)
 }

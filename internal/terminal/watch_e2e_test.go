@@ -2,12 +2,14 @@ package terminal
 
 import (
 	"context"
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/codex"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -197,4 +199,94 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	if got := gw.runCount(); got != 3 {
 		t.Fatalf("origin session got %d runs, want 3 (two completions, one approval)", got)
 	}
+}
+
+// TestE2EWatchJoinsRunningClaudeTask: a human's task already runs in the
+// real Claude Code 2.1.332 TUI (typed after an earlier, finished one) when
+// the watch is asked for; the watch joins it at its prompt record and
+// reports exactly one completion, with the reply, to the origin session.
+func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.ClaudeCode, model)
+	svc, st := newRealService(t, rp)
+	gw := newFakeOpenClaw()
+	x := newTestOutbox(st, gw, "e2e", time.Now)
+	h := NewHost(svc, HostOptions{Recheck: 2 * time.Second, Outbox: x})
+	hctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = h.Run(hctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	ctx := t.Context()
+	const S = "agent:main:claude-watcher"
+
+	// A finished human turn first: the join must not take its prompt.
+	if err := rp.tui.Submit(ctx, "ECHO=claude-before"); err != nil {
+		t.Fatal(err)
+	}
+	waitIdleAfter(t, rp, "claude-before")
+
+	if err := rp.tui.Submit(ctx, "WAIT=2500 ECHO=claude-joined-late"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rp.tui.WaitFor(ctx, "the task running", func(s string) bool { return rp.agent.Screen(s).Activity == "working" }); err != nil {
+		t.Fatal(err)
+	}
+	w, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	if err != nil {
+		t.Fatalf("watch a running Claude task: %v; screen:\n%s", err, rp.debug())
+	}
+	// The watch's anchor sits at the running task's prompt record.
+	rec, err := st.(store.WatchStore).GetWatch(ctx, w.WatchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var anchor claude.Anchor
+	if err := json.Unmarshal(rec.Anchor, &anchor); err != nil || anchor.Offset == 0 {
+		t.Fatalf("watch anchor %s: %v", rec.Anchor, err)
+	}
+	joined, err := claude.ScanAcceptance(anchor, "WAIT=2500 ECHO=claude-joined-late")
+	if err != nil || !joined.Accepted {
+		t.Fatalf("the joined task's prompt after the watch's anchor: %+v, %v", joined, err)
+	}
+	if prompts, err := claude.PromptsAfter(anchor); err != nil || len(prompts) == 0 || prompts[0] != joined.TurnID {
+		t.Fatalf("prompts after the watch's anchor = %v, %v; want %s first", prompts, err, joined.TurnID)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	var v WatchView
+	for {
+		if v, err = svc.WatchStatus(ctx, w.WatchID); err != nil {
+			t.Fatal(err)
+		}
+		if v.Status != store.WatchActive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watch still active: %+v; screen:\n%s", v, rp.debug())
+		}
+		select {
+		case <-svc.changes():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if v.Status != store.WatchCompleted || v.Settlement.Text != "claude-joined-late" || !v.TaskSeen || v.NativeTurnID != joined.TurnID {
+		t.Fatalf("joined watch = %+v; screen:\n%s", v, rp.debug())
+	}
+	cs := st.(store.CallbackStore)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		cbs, err := cs.TurnCallbacks(ctx, w.WatchID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered {
+			if cb := cbs[0]; cb.SessionKey != S || cb.Kind != "watch_completed" || gw.runCount() != 1 {
+				t.Fatalf("notification %+v, %d runs of the origin session", cb, gw.runCount())
+			}
+			break
+		}
+		if len(cbs) > 1 || time.Now().After(deadline) {
+			t.Fatalf("watch %s notifications: %+v", w.WatchID, cbs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitIdleAfter(t, rp, "claude-joined-late")
 }

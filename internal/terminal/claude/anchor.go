@@ -70,6 +70,18 @@ func CaptureAnchor(configDir string, s LiveSession, now time.Time) (Anchor, erro
 	if s.Status != "" && s.Status != StatusIdle {
 		return Anchor{}, fmt.Errorf("capture claude anchor: %w (status %q)", ErrNotIdle, s.Status)
 	}
+	return capture(configDir, s, now)
+}
+
+// CaptureEnd is CaptureAnchor whatever the session's status: the current
+// end of a transcript that a running turn may be writing, the point
+// ActiveTaskAnchor reads back from. Nothing may be sent from it.
+func CaptureEnd(configDir string, s LiveSession, now time.Time) (Anchor, error) {
+	return capture(configDir, s, now)
+}
+
+// capture anchors at the current end of s's transcript.
+func capture(configDir string, s LiveSession, now time.Time) (Anchor, error) {
 	a := Anchor{SessionID: s.SessionID, Cwd: s.Cwd, PID: s.PID, StartedAtMs: s.StartedAtMs,
 		Path: TranscriptPath(configDir, s.Cwd, s.SessionID), CapturedAt: now.UTC()}
 	f, err := native.OpenOwned(a.Path, notInTranscripts)
@@ -122,7 +134,8 @@ func (a Anchor) Materialize() (Anchor, error) {
 type window struct {
 	data    []byte
 	partial bool
-	end     int64
+	end     int64 // offset just after data
+	size    int64 // the file's size when read (end plus a partial line)
 }
 
 // readWindow reads [a.Offset, size) of the anchored transcript. An anchor
@@ -170,5 +183,5 @@ func windowOf(buf []byte, offset int64) window {
 			break
 		}
 	}
-	return window{data: buf[:cut], partial: cut < len(buf), end: offset + int64(cut)}
+	return window{data: buf[:cut], partial: cut < len(buf), end: offset + int64(cut), size: offset + int64(len(buf))}
 }

@@ -46,3 +46,28 @@ func BenchmarkScanCompletion(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkActiveTaskAnchor joins a task whose prompt opens a transcript
+// window full of records: MaxActiveTaskScan bytes of 64 KiB attachment
+// records (as Claude Code writes them) before the prompt, over a history
+// of the same size before the window.
+func BenchmarkActiveTaskAnchor(b *testing.B) {
+	rec := func(i int) string {
+		return line(map[string]any{"type": "attachment", "uuid": fmt.Sprintf("h%d", i), "parentUuid": "d0",
+			"attachment": map[string]any{"type": "file", "text": strings.Repeat("x", 64<<10)}})
+	}
+	var hist strings.Builder
+	hist.WriteString(old)
+	for i := 0; hist.Len() < 2*claude.MaxActiveTaskScan-(256<<10); i++ {
+		hist.WriteString(rec(i))
+	}
+	_, path := transcript(b, hist.String(), prompt("p1", "d0", "a long task"), assistant("a1", "p1", "m1", "", text("working")))
+	end := endOf(b, path)
+	b.SetBytes(claude.MaxActiveTaskScan)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, uuid, err := claude.ActiveTaskAnchor(end); err != nil || uuid != "p1" {
+			b.Fatalf("%s, %v", uuid, err)
+		}
+	}
+}

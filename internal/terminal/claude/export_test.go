@@ -13,3 +13,9 @@ func ScanAcceptanceBytes(a Anchor, tail []byte, request string) (native.Acceptan
 func ScanCompletionBytes(a Anchor, tail []byte, promptUUID string) (native.Completion, error) {
 	return completion(a, windowOf(tail, a.Offset), promptUUID)
 }
+
+// ActiveTaskBytes is ActiveTaskAnchor on data, a whole transcript from
+// offset 0, without the file (for the fuzz target).
+func ActiveTaskBytes(end Anchor, data []byte) (Anchor, string, error) {
+	return activeTask(end, windowOf(data, 0), 0)
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,11 +191,13 @@ func checkGoldens(t *testing.T, dir string) {
 		if ap, err := claude.PendingApproval(a, acc.TurnID); err != nil || ap != nil {
 			t.Errorf("%s: pending approval after the turn ended = %+v, %v", turn.Name, ap, err)
 		}
+		checkJoinGolden(t, turn.Name, path, m, "", 0)
 		if turn.Pending == "" {
 			continue
 		}
 		_, pending := setup(t, dir, turn.Pending, m)
 		pa := anchorAt(t, pending, m, int64(turn.Offset))
+		checkJoinGolden(t, turn.Name+" (waiting for approval)", pending, m, acc.TurnID, int64(turn.Offset))
 		if got, err := claude.ScanCompletion(pa, acc.TurnID); err != nil || got.State != native.Pending {
 			t.Errorf("%s: completion while waiting for approval = %+v, %v; want pending", turn.Name, got, err)
 		}
@@ -206,5 +209,38 @@ func checkGoldens(t *testing.T, dir string) {
 		if ap.CommandSHA256 != hex.EncodeToString(sum[:]) || ap.ToolUseID == "" || ap.Fingerprint == "" {
 			t.Errorf("%s: pending approval %+v", turn.Name, ap)
 		}
+	}
+}
+
+// checkJoinGolden joins the task running at the end of a recorded
+// transcript: the turn of promptUUID (which starts after offset and waits
+// on a Bash approval), or, with promptUUID "", none, because the recorded
+// turn has ended.
+func checkJoinGolden(t *testing.T, name, path string, m goldenManifest, promptUUID string, offset int64) {
+	t.Helper()
+	configDir := filepath.Dir(filepath.Dir(filepath.Dir(path)))
+	end, err := claude.CaptureEnd(configDir, claude.LiveSession{PID: 1, SessionID: m.SessionID, Cwd: m.Cwd, StartedAtMs: 1, Status: claude.StatusBusy}, time.Now())
+	if err != nil {
+		t.Fatalf("%s: CaptureEnd: %v", name, err)
+	}
+	a, uuid, err := claude.ActiveTaskAnchor(end)
+	if promptUUID == "" {
+		var se *native.ScanError
+		if !errors.As(err, &se) || se.Code != native.CodeNotComplete {
+			t.Errorf("%s: joined %s at %d (%v) after the recorded turn ended", name, uuid, a.Offset, err)
+		}
+		return
+	}
+	if err != nil || uuid != promptUUID || a.Offset < offset {
+		t.Fatalf("%s: ActiveTaskAnchor = %s at %d, %v; want %s after %d", name, uuid, a.Offset, err, promptUUID, offset)
+	}
+	if ids, err := claude.PromptsAfter(a); err != nil || len(ids) != 1 || ids[0] != promptUUID {
+		t.Errorf("%s: prompts after the joined anchor = %v, %v", name, ids, err)
+	}
+	if c, err := claude.ScanCompletion(a, promptUUID); err != nil || c.State != native.Pending {
+		t.Errorf("%s: completion from the joined anchor = %+v, %v; want pending", name, c, err)
+	}
+	if ap, err := claude.PendingApproval(a, promptUUID); err != nil || ap == nil {
+		t.Errorf("%s: the joined turn's pending approval = %+v, %v", name, ap, err)
 	}
 }

@@ -21,6 +21,7 @@ type entry struct {
 	IsSidechain bool            `json:"isSidechain"`
 	AgentID     string          `json:"agentId"`
 	IsMeta      bool            `json:"isMeta"`
+	IsCompact   bool            `json:"isCompactSummary"`
 	SessionID   string          `json:"sessionId"`
 	Cwd         string          `json:"cwd"`
 	Timestamp   string          `json:"timestamp"`
@@ -33,7 +34,8 @@ type entry struct {
 		StopReason string          `json:"stop_reason"`
 	} `json:"message"`
 
-	end    int64
+	start  int64   // offset of the record's line
+	end    int64   // offset just after the record's line
 	blocks []block // decoded Content when it is an array
 	text   *string // decoded Content when it is a string
 }
@@ -55,11 +57,19 @@ const interruptedText = "[Request interrupted by user"
 // parse decodes the records of w that carry a uuid; other records (mode,
 // permission-mode, file-history-snapshot, …) are skipped unread.
 func parse(w window, base int64, path string) ([]entry, error) {
+	return parseLines(w, base, path, nil)
+}
+
+// parseLines is parse that also skips unread the lines without every one
+// of the byte strings in need (a cheap filter: what is decoded is still
+// checked in full).
+func parseLines(w window, base int64, path string, need [][]byte) ([]entry, error) {
 	var out []entry
 	off := 0
 	for off < len(w.data) {
 		i := bytes.IndexByte(w.data[off:], '\n')
 		line := w.data[off : off+i]
+		start := base + int64(off)
 		off += i + 1
 		end := base + int64(off)
 		t := bytes.TrimSpace(line)
@@ -69,7 +79,7 @@ func parse(w window, base int64, path string) ([]entry, error) {
 		if t[0] != '{' || t[len(t)-1] != '}' {
 			return nil, native.Failf(native.CodeInvalidJSONL, path, "line ending at byte %d is not a JSON object", end)
 		}
-		if !bytes.Contains(line, []byte(`"uuid"`)) {
+		if !bytes.Contains(line, []byte(`"uuid"`)) || !containsAll(line, need) {
 			continue
 		}
 		var e entry
@@ -79,7 +89,7 @@ func parse(w window, base int64, path string) ([]entry, error) {
 		if e.UUID == "" {
 			continue
 		}
-		e.end = end
+		e.start, e.end = start, end
 		if len(e.Message.Content) > 0 {
 			switch e.Message.Content[0] {
 			case '"':
@@ -94,6 +104,15 @@ func parse(w window, base int64, path string) ([]entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+func containsAll(line []byte, need [][]byte) bool {
+	for _, n := range need {
+		if !bytes.Contains(line, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // normalize is the prompt comparison form: CRLF as LF, trailing newlines
@@ -143,10 +162,18 @@ func unwrapPastes(s string) string {
 }
 
 // isPrompt reports whether e is a human prompt record of the anchored
-// session.
+// session: a user record with string content (a tool result's content is
+// an array of blocks), not a sidechain or subagent record, not a meta
+// record Claude Code adds itself, not the summary a compaction writes.
 func isPrompt(e *entry, a Anchor) bool {
 	return e.Type == "user" && e.Message.Role == "user" && e.text != nil && !e.IsSidechain &&
-		e.AgentID == "" && !e.IsMeta && e.SessionID == a.SessionID && e.Cwd == a.Cwd
+		e.AgentID == "" && !e.IsMeta && !e.IsCompact && e.SessionID == a.SessionID && e.Cwd == a.Cwd
+}
+
+// startsTurn reports whether e is a human prompt that starts a turn (the
+// "[Request interrupted by user]" note is a prompt record that does not).
+func startsTurn(e *entry, a Anchor) bool {
+	return isPrompt(e, a) && !strings.HasPrefix(*e.text, interruptedText)
 }
 
 // ScanAcceptance looks after the anchor for the prompt record of the exact
@@ -225,7 +252,7 @@ func collect(a Anchor, entries []entry, promptUUID string) (*turn, error) {
 			}
 			continue
 		}
-		if isPrompt(e, a) && !strings.HasPrefix(*e.text, interruptedText) {
+		if startsTurn(e, a) {
 			break // the next human prompt starts the next turn
 		}
 		if e.ParentUUID == nil || t.byUUID[*e.ParentUUID] == nil || e.IsSidechain {
@@ -473,7 +500,7 @@ func PromptsAfter(a Anchor) ([]string, error) {
 	}
 	var out []string
 	for i := range entries {
-		if e := &entries[i]; isPrompt(e, a) && !strings.HasPrefix(*e.text, interruptedText) {
+		if e := &entries[i]; startsTurn(e, a) {
 			out = append(out, e.UUID)
 		}
 	}
