@@ -173,6 +173,8 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /turns/{id}", d.withSession(d.turnPage))
 	m.HandleFunc("POST /turns/{id}/cancel", d.withSession(d.cancelTurn))
 	m.HandleFunc("POST /turns/{id}/retry-callback", d.withSession(d.retryCallback))
+	m.HandleFunc("GET /watches/{id}", d.withSession(d.watchPage))
+	m.HandleFunc("POST /watches/{id}/unwatch", d.withSession(d.unwatch))
 	m.HandleFunc("GET /events", d.withSession(d.events))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
 	d.mux = m
