@@ -61,9 +61,9 @@ type Options struct {
 	// Attachments, when set, adds the attachment lineage of its session
 	// (every record, superseded and detached ones too) to a task page.
 	Attachments AttachmentReader
-	// Terminals, when set, adds the Terminals and Turn pages over the
-	// terminal Turn service; TerminalRecords adds binding generations and
-	// Turn event logs to them.
+	// Terminals, when set, adds the Terminals, Turn and watch pages over
+	// the terminal Turn service; TerminalRecords adds binding generations
+	// and Turn event logs to them.
 	Terminals       Terminals
 	TerminalRecords TerminalRecords
 	// Processes, when set, lists the processes sharing the store on the
