@@ -26,7 +26,8 @@ const ArtifactsEnv = "CLAWCONNECT_DASHBOARD_ARTIFACTS"
 // package): sign in, watch a task started over MCP appear and finish
 // without a reload, read its log, cancel another task from the page with
 // the keyboard, see an agent's <script> reply as text and an attachment
-// lineage, and save a screenshot of every page. One browser serves every
+// lineage, unwatch a terminal watch from its page and see it end live, and
+// save a screenshot of every page. One browser serves every
 // step. The dashboard's periodic re-read is an hour here, so whatever
 // appears on an open page came through the event stream, woken by the
 // store's change feed; the test waits for it with MutationObservers in the
