@@ -26,7 +26,8 @@ const ArtifactsEnv = "CLAWCONNECT_DASHBOARD_ARTIFACTS"
 // package): sign in, watch a task started over MCP appear and finish
 // without a reload, read its log, cancel another task from the page with
 // the keyboard, see an agent's <script> reply as text and an attachment
-// lineage, and save a screenshot of every page. One browser serves every
+// lineage, unwatch a terminal watch from its page and see it end live, and
+// save a screenshot of every page. One browser serves every
 // step. The dashboard's periodic re-read is an hour here, so whatever
 // appears on an open page came through the event stream, woken by the
 // store's change feed; the test waits for it with MutationObservers in the
@@ -291,7 +292,7 @@ func TestBrowser(t *testing.T) {
 
 	// Terminals, on an open loopback rig with a fake Turn service (its
 	// cookie replaces the first rig's: cookies ignore the port).
-	tr, _ := terminalRig(t, "", false)
+	tr, ft := watchRig(t, "", false)
 	do("terminals",
 		chromedp.EmulateViewport(1280, 860),
 		chromedp.Navigate(tr.ts.URL+"/terminals"),
@@ -312,6 +313,58 @@ func TestBrowser(t *testing.T) {
 	if got := text(`#callback-error`); !strings.Contains(got, `<script>alert(1)</script>`) {
 		t.Errorf("callback error shows %q, want the markup as text", got)
 	}
+
+	// A watched pane and a conflict row; the watch page; Unwatch with the
+	// keyboard, the new status arriving over the stream (a marker set in
+	// the page survives: nothing reloaded it).
+	do("watch",
+		chromedp.Navigate(tr.ts.URL+"/terminals"),
+		visible(`#live.on`),
+		visible(`tr[data-watch] a`),
+		visible(`tr[data-conflict] ul.choices code`),
+		shot("18-terminals-watch-conflict"),
+		chromedp.Click(chromedp.CSS(`tr[data-watch] a`)),
+		visible(`#live.on`),
+		visible(`#watch-status.w-active`),
+		visible(`tr[data-message] .badge.cb-failed`),
+		shot("19-watch"),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Evaluate[int](`window.ccMarker = 7`)(ctx, tg)
+			return err
+		}),
+		chromedp.Focus(chromedp.CSS(`#unwatch`)),
+		chromedp.KeyEvent("\r"),
+		appears(`#watch-status.w-cancelled`),
+		appears(`main > .flash`),
+		shot("20-watch-unwatched"),
+	)
+	if marker, err := chromedp.Run(bctx, chromedp.Evaluate[int](`window.ccMarker || 0`)); err != nil || marker != 7 {
+		t.Errorf("the watch page reloaded on Unwatch (marker %d, %v)", marker, err)
+	}
+	if got := ft.unwatchCalls(); len(got) != 1 || got[0] != watchID {
+		t.Errorf("Unwatch calls = %v, want [%s]", got, watchID)
+	}
+	if got := text(`main > .flash`); !strings.Contains(got, "Unwatched: the watch is cancelled") {
+		t.Errorf("the note after Unwatch is %q", got)
+	}
+	if n, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#unwatch").length`)); n != 0 {
+		t.Error("Unwatch is still offered for a cancelled watch")
+	}
+	if got := text(`#settlement-kind`); got != "cancelled" {
+		t.Errorf("settlement kind = %q, want cancelled", got)
+	}
+	// Both pages fit a phone's screen.
+	ft.setWatch(activeWatch())
+	for _, p := range []struct{ path, ready, name string }{
+		{"/terminals", `tr[data-watch] a`, "21-terminals-phone"},
+		{"/watches/" + watchID, `#unwatch`, "22-watch-phone"},
+	} {
+		do("phone "+p.path, chromedp.EmulateViewport(390, 844), chromedp.Navigate(tr.ts.URL+p.path), visible(p.ready), shot(p.name))
+		if w, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 390 {
+			t.Errorf("%s is %d px wide on a 390 px screen", p.path, w)
+		}
+	}
+	do("desktop again", chromedp.EmulateViewport(1280, 860))
 
 	// Keyboard: Tab from the top reaches the skip link, then the nav.
 	do("keyboard",

@@ -61,9 +61,9 @@ type Options struct {
 	// Attachments, when set, adds the attachment lineage of its session
 	// (every record, superseded and detached ones too) to a task page.
 	Attachments AttachmentReader
-	// Terminals, when set, adds the Terminals and Turn pages over the
-	// terminal Turn service; TerminalRecords adds binding generations and
-	// Turn event logs to them.
+	// Terminals, when set, adds the Terminals, Turn and watch pages over
+	// the terminal Turn service; TerminalRecords adds binding generations
+	// and Turn event logs to them.
 	Terminals       Terminals
 	TerminalRecords TerminalRecords
 	// Processes, when set, lists the processes sharing the store on the
@@ -173,6 +173,8 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /turns/{id}", d.withSession(d.turnPage))
 	m.HandleFunc("POST /turns/{id}/cancel", d.withSession(d.cancelTurn))
 	m.HandleFunc("POST /turns/{id}/retry-callback", d.withSession(d.retryCallback))
+	m.HandleFunc("GET /watches/{id}", d.withSession(d.watchPage))
+	m.HandleFunc("POST /watches/{id}/unwatch", d.withSession(d.unwatch))
 	m.HandleFunc("GET /events", d.withSession(d.events))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
 	d.mux = m

@@ -70,9 +70,9 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	qs := r.URL.Query()
 	pg := qs.Get("page")
 	switch pg {
-	case "tasks", "task", "sessions", "health", "terminals", "turn":
+	case "tasks", "task", "sessions", "health", "terminals", "turn", "watch":
 	default:
-		http.Error(w, "unknown page: use page=tasks, task, sessions, health, terminals or turn", http.StatusBadRequest)
+		http.Error(w, "unknown page: use page=tasks, task, sessions, health, terminals, turn or watch", http.StatusBadRequest)
 		return
 	}
 	st := &streamState{sent: map[string]string{}, watch: map[string]func(){}}
@@ -184,7 +184,7 @@ func (d *Dashboard) refreshFor(pg string) time.Duration {
 	switch pg {
 	case "health":
 		return min(d.o.Refresh, healthRefresh)
-	case "terminals", "turn":
+	case "terminals", "turn", "watch":
 		return terminalsRefresh
 	}
 	return d.o.Refresh
@@ -331,7 +331,7 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 		if err != nil {
 			return nil, err
 		}
-		if err := render("terminals-rows", b); err != nil {
+		if err := render("terminals-live", b); err != nil {
 			return nil, err
 		}
 	case "turn":
@@ -340,6 +340,14 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 			return nil, err
 		}
 		if err := render("turn-live", b); err != nil {
+			return nil, err
+		}
+	case "watch":
+		b, err := d.watchData(ctx, q, get("id"))
+		if err != nil {
+			return nil, err
+		}
+		if err := render("watch-live", b); err != nil {
 			return nil, err
 		}
 	}

@@ -3,8 +3,10 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -20,7 +22,19 @@ type Terminals interface {
 	// RetryCallback is `clawconnect terminal retry-callback`: the Turn's
 	// latest callback due again with a fresh retry budget.
 	RetryCallback(ctx context.Context, turnID string) (terminal.TurnView, error)
+	// Watches lists the active watches of human-started tasks (at most
+	// limit), WatchStatus reads one with its notifications, and Unwatch is
+	// `clawconnect terminal unwatch`.
+	Watches(ctx context.Context, limit int) ([]terminal.WatchView, error)
+	WatchStatus(ctx context.Context, id string) (terminal.WatchView, error)
+	Unwatch(ctx context.Context, id string) (terminal.WatchView, error)
 }
+
+// The service in process and its socket Client both serve the pages.
+var (
+	_ Terminals = (*terminal.Service)(nil)
+	_ Terminals = (*terminal.Client)(nil)
+)
 
 // TerminalRecords reads what the Turn service does not report: a Session's
 // binding and a Turn's event log (store.TerminalStore).
@@ -36,14 +50,50 @@ const terminalsRefresh = 2 * time.Second
 // turnEventsMax bounds the event rows of a Turn page.
 const turnEventsMax = 500
 
+// watchesMax bounds the active watches one look at the panes reads.
+const watchesMax = 200
+
 // paneRow is one agent pane on the Terminals page.
 type paneRow struct {
 	terminal.TerminalRow
 	Generation int64
+	// Watch is the pane's active watch of a human-started task.
+	Watch *terminal.WatchView
+	// Choices are the ways out of a thread conflict, as commands.
+	Choices []choice
+}
+
+// choice is one command the CLI offers, with what it does.
+type choice struct {
+	Label   string
+	Command string
 }
 
 type terminalsBody struct {
 	Rows []paneRow
+	// WatchError says why the active watches could not be read.
+	WatchError string
+}
+
+// conflictChoices labels the commands a conflict row offers (adopt the
+// pane's thread, or keep the old Session detached); a command the page
+// does not know is shown as it is.
+func conflictChoices(c *terminal.ThreadConflict) []choice {
+	if c == nil {
+		return nil
+	}
+	out := make([]choice, 0, len(c.Choices))
+	for _, cmd := range c.Choices {
+		label := "Run"
+		switch {
+		case strings.Contains(cmd, " adopt-thread "):
+			label = "Adopt the pane's thread (a transition: new Session binding)"
+		case strings.Contains(cmd, " detach "):
+			label = "Keep the old Session detached from this pane"
+		}
+		out = append(out, choice{Label: label, Command: cmd})
+	}
+	return out
 }
 
 // errOperatorOnly answers a caller who may not see terminal panes.
@@ -72,9 +122,18 @@ func (d *Dashboard) terminalsData(ctx context.Context, q request) (terminalsBody
 		return terminalsBody{}, err
 	}
 	var b terminalsBody
+	watched := map[string]*terminal.WatchView{}
+	if ws, err := d.o.Terminals.Watches(ctx, watchesMax); err != nil {
+		d.o.Logger.Debug("dashboard watches", "err", err)
+		b.WatchError = "The active watches could not be read: " + err.Error()
+	} else {
+		for i := range ws {
+			watched[ws[i].TerminalID] = &ws[i]
+		}
+	}
 	for _, r := range res.Terminals {
-		row := paneRow{TerminalRow: r}
-		if r.SessionID != "" && d.o.TerminalRecords != nil {
+		row := paneRow{TerminalRow: r, Generation: r.BindingGeneration, Watch: watched[r.ID], Choices: conflictChoices(r.Conflict)}
+		if row.Generation == 0 && r.SessionID != "" && d.o.TerminalRecords != nil {
 			if s, err := d.o.TerminalRecords.GetTermSession(ctx, r.SessionID); err == nil && s.Binding != nil {
 				row.Generation = s.Binding.Generation
 			}
@@ -186,6 +245,81 @@ func (d *Dashboard) retryCallback(w http.ResponseWriter, r *http.Request, q requ
 	d.hub.notify()
 	http.Redirect(w, r, "/turns/"+url.PathEscape(id), http.StatusSeeOther)
 }
+
+// watchBody is a watch page.
+type watchBody struct {
+	Watch terminal.WatchView
+	// Active offers the Unwatch button.
+	Active bool
+	CSRF   string
+}
+
+func (d *Dashboard) watchData(ctx context.Context, q request, id string) (watchBody, error) {
+	if err := d.terminalsAllowed(q); err != nil {
+		return watchBody{}, err
+	}
+	v, err := d.o.Terminals.WatchStatus(ctx, id)
+	if err != nil {
+		return watchBody{}, err
+	}
+	return watchBody{Watch: v, Active: v.Status == store.WatchActive, CSRF: q.sess.csrf}, nil
+}
+
+func (d *Dashboard) watchPage(w http.ResponseWriter, r *http.Request, q request) {
+	b, err := d.watchData(r.Context(), q, r.PathValue("id"))
+	if err != nil {
+		d.failTerminal(w, q, err)
+		return
+	}
+	d.render(w, "watch", d.newPage(q, "Watch "+b.Watch.WatchID, "terminals", "page=watch&id="+urlq(b.Watch.WatchID), b))
+}
+
+// unwatch is `clawconnect terminal unwatch` through the same service. A
+// page's script submits it in place (inlineHeader) and gets the outcome as
+// text, the new state arriving over the page's event stream; without the
+// script the form posts and is redirected back as the Turn buttons are.
+func (d *Dashboard) unwatch(w http.ResponseWriter, r *http.Request, q request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := d.checkAction(r, q.sess); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	if err := d.terminalsAllowed(q); err != nil {
+		if r.Header.Get(inlineHeader) != "" {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+		d.failTerminal(w, q, err)
+		return
+	}
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	// The status before tells "unwatched now" from "had already ended"
+	// (Unwatch returns an ended watch unchanged); the service decides.
+	before, berr := d.o.Terminals.WatchStatus(ctx, id)
+	v, err := d.o.Terminals.Unwatch(ctx, id)
+	note := "Unwatched: the watch is " + v.Status + "; nothing more is notified for it."
+	switch {
+	case err != nil:
+		note = "Unwatch refused: " + err.Error()
+	case berr == nil && before.Status != store.WatchActive, v.Status != store.WatchCancelled:
+		note = "The watch had already ended (" + v.Status + "); nothing to unwatch."
+	}
+	d.hub.notify()
+	if r.Header.Get(inlineHeader) != "" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, note)
+		return
+	}
+	d.setFlash(q.sess, note)
+	http.Redirect(w, r, "/watches/"+url.PathEscape(id), http.StatusSeeOther)
+}
+
+// inlineHeader marks an action the page's script submits in place: the
+// answer is the outcome as text instead of a redirect (the checks are the
+// same).
+const inlineHeader = "X-Dashboard-Inline"
 
 func (d *Dashboard) failTerminal(w http.ResponseWriter, q request, err error) {
 	code := http.StatusNotFound

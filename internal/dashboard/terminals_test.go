@@ -29,6 +29,13 @@ type fakeTerminals struct {
 	cb       *terminal.CallbackView
 	retryErr error
 	retried  []string
+	// watch is the one watch the fake knows, extra the panes listed after
+	// the first one, watchErr what Watches fails with; unwatched records
+	// the Unwatch calls (watches_test.go).
+	watch     *terminal.WatchView
+	extra     []terminal.TerminalRow
+	watchErr  error
+	unwatched []string
 }
 
 const turnID = "turn-1"
@@ -36,11 +43,11 @@ const turnID = "turn-1"
 func (f *fakeTerminals) List(context.Context) (terminal.ListResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return terminal.ListResult{Terminals: []terminal.TerminalRow{{
+	return terminal.ListResult{Terminals: append([]terminal.TerminalRow{{
 		ID: "terminal:v2:tmux:codex:work:0.0:4242", Agent: "codex", PID: 4242, Cwd: "/src/app",
 		ActivityState: "awaiting_approval", ManagementState: "managed", SessionID: "sess-1",
 		CurrentTurn: &terminal.TurnRef{TurnID: turnID, Status: f.status},
-	}}}, nil
+	}}, f.extra...)}, nil
 }
 
 func (f *fakeTerminals) Status(_ context.Context, id string) (terminal.TurnView, error) {

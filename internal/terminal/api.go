@@ -32,6 +32,8 @@ type apiRequest struct {
 	TerminalID string       `json:"terminal_id,omitempty"`
 	WatchID    string       `json:"watch_id,omitempty"`
 	Watch      WatchRequest `json:"watch"`
+	// Limit bounds a listing (watches).
+	Limit int `json:"limit,omitempty"`
 	// Transition fields (transition_api.go).
 	ThreadID     string `json:"native_thread_id,omitempty"`
 	TransitionID string `json:"transition_id,omitempty"`

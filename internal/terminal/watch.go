@@ -232,6 +232,29 @@ func (s *Service) WatchStatus(ctx context.Context, id string) (WatchView, error)
 	return s.watchView(ctx, w), nil
 }
 
+// Watches returns up to limit active watches (store.MaxPage when limit is
+// below 1 or above it), oldest first, each with its
+// notifications' delivery: what a dashboard shows beside the panes. A
+// store that keeps no watches has none. It changes nothing.
+func (s *Service) Watches(ctx context.Context, limit int) ([]WatchView, error) {
+	ws, ok := s.o.Store.(store.WatchStore)
+	if !ok {
+		return []WatchView{}, nil
+	}
+	if limit < 1 || limit > store.MaxPage {
+		limit = store.MaxPage
+	}
+	active, err := ws.ActiveWatches(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("watches: %w", err)
+	}
+	out := make([]WatchView, 0, len(active))
+	for _, w := range active {
+		out = append(out, s.watchView(ctx, w))
+	}
+	return out, nil
+}
+
 // resolveWatch returns the watch a watch id names, or the active watch of
 // the pane a terminal id names.
 func (s *Service) resolveWatch(ctx context.Context, id string) (*store.Watch, error) {

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -339,5 +342,55 @@ func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
 	r.waitStatus(res.TurnID, store.TurnIdle)
 	if n := r.notifications(w.WatchID); len(n) != 1 || !strings.HasPrefix(n[0], "watch_invalidated/error/A thread transition") && !strings.HasPrefix(n[0], "watch_invalidated/error/The watched pane's session context changed") {
 		t.Fatalf("notifications = %v (watch %+v, settlement %+v)", n, got, got.Settlement)
+	}
+}
+
+// TestWatchesListsActiveWatches: Watches lists the active watches with the
+// pane each follows, through the Service and through the socket API's
+// Client alike, and drops a watch once it is unwatched.
+func TestWatchesListsActiveWatches(t *testing.T) {
+	a, b := newFakeAgent(AgentCodex, 311), newFakeAgent(AgentClaude, 312)
+	r := newRig(t, a, b)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	if got, err := r.svc.Watches(ctx, 0); err != nil || len(got) != 0 {
+		t.Fatalf("watches before any watch = %+v, %v", got, err)
+	}
+	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: b.pane.TerminalID, OriginSession: watchOrigin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(Handler(r.svc))
+	t.Cleanup(ts.Close)
+	c := &Client{hc: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", ts.Listener.Addr().String())
+		},
+	}}}
+	t.Cleanup(c.hc.CloseIdleConnections)
+	type row struct{ WatchID, Status, TerminalID, OriginSession string }
+	want := []row{{v.WatchID, store.WatchActive, b.pane.TerminalID, watchOrigin}}
+	for name, list := range map[string]func() ([]WatchView, error){
+		"service": func() ([]WatchView, error) { return r.svc.Watches(ctx, 10) },
+		"client":  func() ([]WatchView, error) { return c.Watches(ctx, 10) },
+	} {
+		got, err := list()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var rows []row
+		for _, w := range got {
+			rows = append(rows, row{w.WatchID, w.Status, w.TerminalID, w.OriginSession})
+		}
+		if diff := cmp.Diff(want, rows); diff != "" {
+			t.Errorf("%s watches (-want +got):\n%s", name, diff)
+		}
+	}
+	if _, err := c.Unwatch(ctx, v.WatchID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Watches(ctx, 10); err != nil || len(got) != 0 {
+		t.Fatalf("watches after unwatch = %+v, %v", got, err)
 	}
 }

@@ -49,6 +49,49 @@
     return null;
   }
 
+  // A form marked data-inline is submitted in place: the same POST, with
+  // the same CSRF token (and the browser's Origin), and the server answers
+  // with the outcome as text; the new state arrives over the stream, so
+  // the page is not reloaded. Without this script the form posts and is
+  // redirected back.
+  function flash(text) {
+    var main = document.getElementById("main");
+    var el = main && main.querySelector(":scope > .flash");
+    if (!main) return;
+    if (!el) {
+      el = document.createElement("p");
+      el.className = "flash";
+      el.setAttribute("role", "status");
+      main.insertBefore(el, main.firstChild);
+    }
+    el.tabIndex = -1;
+    el.textContent = text;
+    el.focus({ preventScroll: false });
+  }
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (!form.hasAttribute || !form.hasAttribute("data-inline") || !window.fetch) return;
+    ev.preventDefault();
+    var buttons = form.querySelectorAll("button");
+    for (var i = 0; i < buttons.length; i++) buttons[i].disabled = true;
+    fetch(form.getAttribute("action"), {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-Dashboard-Inline": "1" },
+      body: new URLSearchParams(new FormData(form))
+    }).then(function (resp) {
+      return resp.text().then(function (text) {
+        flash(resp.ok ? text : "Refused: " + text.trim());
+      });
+    }, function () {
+      flash("The request did not reach the server: check the connection and try again.");
+    }).then(function () {
+      // The stream replaces the form when the state changed; if it did
+      // not, the buttons work again.
+      for (var i = 0; i < buttons.length; i++) buttons[i].disabled = false;
+    });
+  });
+
   var es = new EventSource("/events?" + stream);
   es.addEventListener("live", function (ev) {
     var d = JSON.parse(ev.data);
