@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 // commands use; terminal.Service and terminal.Client implement it.
 type watchAPI interface {
 	Watch(ctx context.Context, r terminal.WatchRequest) (terminal.WatchView, error)
+	Watches(ctx context.Context, limit int) ([]terminal.WatchView, error)
 	Unwatch(ctx context.Context, id string) (terminal.WatchView, error)
 	WatchStatus(ctx context.Context, watchID string) (terminal.WatchView, error)
 	Inspect(ctx context.Context, terminalID string) (terminal.InspectResult, error)
@@ -26,10 +28,11 @@ var (
 	_ watchAPI = (*terminal.Client)(nil)
 )
 
-// terminalWatchCmds are the inspect, watch, unwatch and watch-status
-// commands.
+// terminalWatchCmds are the inspect, watch, unwatch, watch-status and
+// watches commands.
 func terminalWatchCmds(env Env) []*cobra.Command {
-	return []*cobra.Command{terminalInspectCmd(env), terminalWatchCmd(env), terminalUnwatchCmd(env), terminalWatchStatusCmd(env)}
+	return []*cobra.Command{terminalInspectCmd(env), terminalWatchCmd(env), terminalUnwatchCmd(env), terminalWatchStatusCmd(env),
+		terminalWatchesCmd(env)}
 }
 
 // withWatchAPI opens the service for one watch or inspect command.
@@ -184,7 +187,7 @@ func terminalWatchStatusCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch-status (WATCH_ID | TERMINAL_ID)",
 		Short: "Show a watch: status, the task seen, how it ended, its notifications' delivery",
-		Long: `Show the watch named by its watch id, or the latest watch of a pane by its
+		Long: `Show the watch named by its watch id, or the active watch of a pane by its
 terminal id.`,
 		Example: `  clawconnect terminal watch-status watch-20260101T120000-1a2b3c4d --json
   clawconnect terminal watch-status terminal:v2:tmux:codex:work:0.0:4242`,
@@ -206,6 +209,39 @@ terminal id.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&forSession, "for-session", "", forSessionUsage)
+	return cmd
+}
+
+func terminalWatchesCmd(env Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "watches",
+		Short:   "List the active watches: pane, origin session, whether the task was seen, deadline",
+		Example: "  clawconnect terminal watches\n  clawconnect terminal watches --json | jq -r '.[].watch_id'",
+		Args:    exactArgs(0, "watches: usage: clawconnect terminal watches [--json]"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withWatchAPI(cmd, env, func(ctx context.Context, api watchAPI, _ *terminalStack) error {
+				list, err := api.Watches(ctx, 0)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(env.Stdout, list)
+				}
+				if len(list) == 0 {
+					fmt.Fprintln(env.Stdout, "no active watch")
+					return nil
+				}
+				tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "WATCH\tTERMINAL\tORIGIN SESSION\tTASK SEEN\tDEADLINE")
+				for _, v := range list {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", v.WatchID, v.TerminalID, termSafe(v.OriginSession), v.TaskSeen, v.DeadlineAt)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -27,6 +28,7 @@ func TestTerminalWatchAndInspectArguments(t *testing.T) {
 		{[]string{"unwatch", tid}, ExitNotFound},
 		{[]string{"unwatch", tid, "--for-session", "agent:main:main"}, ExitNotFound},
 		{[]string{"watch-status", tid}, ExitNotFound},
+		{[]string{"watches", "extra"}, ExitUsage},
 		{[]string{"unwatch", "nope"}, ExitUsage},
 		{[]string{"watch-status", "watch-20260101T000000-00000000", "--json"}, ExitNotFound},
 		{[]string{"watch-status", "turn-1"}, ExitUsage},
@@ -37,5 +39,17 @@ func TestTerminalWatchAndInspectArguments(t *testing.T) {
 		if got := ExitCode(err); got != tc.want {
 			t.Errorf("terminal %v: exit %d (%v), want %d", tc.args, got, err, tc.want)
 		}
+	}
+}
+
+func TestTerminalWatchesListsNoneOnAFreshStore(t *testing.T) {
+	envm := map[string]string{"CLAWCONNECT_HOME": t.TempDir(), "CLAWCONNECT_TMUX_DEFAULT_SERVER": "off"}
+	out, _, err := runTerminal(t.Context(), envm, "watches")
+	if err != nil || out != "no active watch\n" {
+		t.Fatalf("watches: %q, %v", out, err)
+	}
+	out, _, err = runTerminal(t.Context(), envm, "watches", "--json")
+	if err != nil || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("watches --json: %q, %v", out, err)
 	}
 }
