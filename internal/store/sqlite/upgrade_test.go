@@ -14,10 +14,9 @@ import (
 
 // TestUpgradeFromSchema6 opens a store of schema 6 (the last release
 // before watches, transitions, the callback lease-owner index and the
-// Turn's principal) that
-// holds a task, a terminal Session, a Turn and an undelivered callback,
-// with the current code: it migrates to the current schema and keeps
-// every record.
+// Turn's principal) that holds a task, a terminal Session, a Turn and an
+// undelivered callback, with the current code: it migrates to the current
+// schema and keeps every record.
 func TestUpgradeFromSchema6(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, sqlite.FileName)
