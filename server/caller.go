@@ -147,3 +147,8 @@ func (s *Server) Registry() *taskapi.Registry { return s.registry }
 // team view (SharedTaskView). Work that records no owner, such as terminal
 // panes, is shown only to such a caller.
 func (c *Caller) SeesAll() bool { return c.c.seesAll() }
+
+// Mine reports whether work recorded for principal (a task, a terminal
+// Turn) may be shown to and controlled by the caller: its own, or any when
+// it sees all.
+func (c *Caller) Mine(principal string) bool { return c.c.mine(principal) }

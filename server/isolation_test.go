@@ -13,6 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/settings"
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
 )
@@ -173,4 +174,134 @@ func settingsOf(t testing.TB, env map[string]string) *settings.Values {
 		t.Fatal(err)
 	}
 	return &v
+}
+
+// TestTerminalOwnerIsolation: with personal tokens a terminal Turn belongs
+// to the caller that sent it. Another credential's terminal_status,
+// terminal_respond, terminal_approve and terminal_cancel of it answer
+// exactly as for a Turn that does not exist and change nothing, and its
+// terminal_list shows the pane busy without the turn id. The sender, a
+// caller with no credential and (under the team view) everyone reach it.
+func TestTerminalOwnerIsolation(t *testing.T) {
+	t.Parallel()
+	f := newFakeTerminals()
+	b := setup(t, func(o *server.Options) { o.Terminals = f })
+	as := func(id config.Identity) *mcp.ClientSession {
+		return connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), id), nil)
+	}
+	alice, bob, legacy, anon := as(config.Identity{User: "alice"}), as(config.Identity{User: "bob"}), as(config.Identity{Legacy: true}), as(config.Identity{})
+
+	sent := call(t, alice, "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "alice's private request"})
+	if sent.IsError {
+		t.Fatalf("alice terminal_send: %s", text(sent))
+	}
+	turnA := structured(t, sent)["turn_id"].(string)
+	f.finish(turnA, store.TurnWaitingForOpenClaw, "alice's secret result")
+	if got := f.sent[0].Principal; got != "user:alice" {
+		t.Fatalf("the service was sent principal %q, want user:alice", got)
+	}
+
+	// What a Turn that does not exist answers, per tool.
+	const ghost = "turn-20260101T120000-99999999"
+	probes := []struct {
+		tool string
+		args func(id string) map[string]any
+	}{
+		{"terminal_status", func(id string) map[string]any { return map[string]any{"turn_id": id, "wait_ms": 0} }},
+		{"terminal_status", func(id string) map[string]any { return map[string]any{"turn_id": id, "wait_ms": 1000} }},
+		{"terminal_respond", func(id string) map[string]any { return map[string]any{"turn_id": id, "request": "hijack"} }},
+		{"terminal_approve", func(id string) map[string]any { return map[string]any{"turn_id": id, "fingerprint": "fp-1"} }},
+		{"terminal_cancel", func(id string) map[string]any { return map[string]any{"turn_id": id} }},
+	}
+	for _, intruder := range []struct {
+		name string
+		cs   *mcp.ClientSession
+	}{{"bob", bob}, {"shared password", legacy}} {
+		t.Run(intruder.name, func(t *testing.T) {
+			for _, p := range probes {
+				got := call(t, intruder.cs, p.tool, p.args(turnA))
+				want := call(t, intruder.cs, p.tool, p.args(ghost))
+				if !got.IsError || strings.ReplaceAll(text(got), turnA, ghost) != text(want) {
+					t.Errorf("%s of alice's turn = %v %q, want the unknown-turn answer %q", p.tool, got.IsError, text(got), text(want))
+				}
+				if strings.Contains(text(got), "secret") || strings.Contains(text(got), "alice") {
+					t.Errorf("%s leaked alice's turn: %s", p.tool, text(got))
+				}
+			}
+			list := call(t, intruder.cs, "terminal_list", map[string]any{})
+			if strings.Contains(text(list), turnA) {
+				t.Errorf("terminal_list shows alice's turn id: %s", text(list))
+			}
+			row := structured(t, list)["terminals"].([]any)[0].(map[string]any)
+			cur, _ := row["current_turn"].(map[string]any)
+			if cur == nil || cur["status"] != store.TurnWaitingForOpenClaw || cur["turn_id"] != nil || len(row["available_actions"].([]any)) != 0 {
+				t.Errorf("terminal_list row = %v, want the pane busy with a turn of no id and no send action", row)
+			}
+			if reason, _ := row["reason"].(string); !strings.Contains(reason, "another caller's turn is "+store.TurnWaitingForOpenClaw) {
+				t.Errorf("terminal_list reason %q does not say another caller's turn holds the pane", row["reason"])
+			}
+			busy := call(t, intruder.cs, "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "me too"})
+			if !busy.IsError || strings.Contains(text(busy), turnA) || !strings.Contains(text(busy), "another caller's turn") {
+				t.Errorf("terminal_send to the busy pane = %v %q, want a refusal naming no turn id", busy.IsError, text(busy))
+			}
+		})
+	}
+	if v, _ := f.Status(t.Context(), turnA); v.Status != store.TurnWaitingForOpenClaw || len(f.sent) != 1 {
+		t.Fatalf("the intruders changed alice's turn: %+v, %d sends", v, len(f.sent))
+	}
+
+	// Alice and a caller with no credential read it whole; alice steers it.
+	for name, cs := range map[string]*mcp.ClientSession{"alice": alice, "no credential": anon} {
+		st := call(t, cs, "terminal_status", map[string]any{"turn_id": turnA, "wait_ms": 0})
+		turn, _ := structured(t, st)["turn"].(map[string]any)
+		if st.IsError || turn["principal"] != "user:alice" || !strings.Contains(text(st), "alice's secret result") {
+			t.Errorf("%s terminal_status = %v %q", name, st.IsError, text(st))
+		}
+		if list := call(t, cs, "terminal_list", map[string]any{}); !strings.Contains(text(list), "turn "+turnA) {
+			t.Errorf("%s terminal_list lacks the turn id: %s", name, text(list))
+		}
+	}
+	if r := call(t, alice, "terminal_approve", map[string]any{"turn_id": turnA, "fingerprint": "fp-1"}); r.IsError {
+		t.Errorf("alice terminal_approve = %q", text(r))
+	}
+	if r := call(t, alice, "terminal_cancel", map[string]any{"turn_id": turnA}); r.IsError {
+		t.Errorf("alice terminal_cancel = %q", text(r))
+	}
+	// The pane is free again: bob's own Turn is his, and hidden from alice.
+	sentB := call(t, bob, "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "bob's request"})
+	if sentB.IsError {
+		t.Fatalf("bob terminal_send: %s", text(sentB))
+	}
+	turnB := structured(t, sentB)["turn_id"].(string)
+	if r := call(t, bob, "terminal_status", map[string]any{"turn_id": turnB, "wait_ms": 0}); r.IsError {
+		t.Errorf("bob's own terminal_status = %q", text(r))
+	}
+	if r := call(t, alice, "terminal_status", map[string]any{"turn_id": turnB, "wait_ms": 0}); !r.IsError || !strings.Contains(text(r), "no turn "+turnB) {
+		t.Errorf("alice terminal_status of bob's turn = %v %q", r.IsError, text(r))
+	}
+}
+
+// TestTerminalOwnerIsolationTeamView: with the shared view on, every
+// credential reads and steers every Turn.
+func TestTerminalOwnerIsolationTeamView(t *testing.T) {
+	t.Parallel()
+	f := newFakeTerminals()
+	b := setup(t, func(o *server.Options) { o.Terminals, o.SharedTaskView = f, true })
+	alice := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{User: "alice"}), nil)
+	bob := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{User: "bob"}), nil)
+	turnA := structured(t, call(t, alice, "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "team work"}))["turn_id"].(string)
+	f.finish(turnA, store.TurnIdle, "team result")
+	st := call(t, bob, "terminal_status", map[string]any{"turn_id": turnA})
+	if st.IsError || !strings.Contains(text(st), "team result") {
+		t.Errorf("team view terminal_status = %v %q", st.IsError, text(st))
+	}
+	if list := call(t, bob, "terminal_list", map[string]any{}); !strings.Contains(text(list), "turn "+turnA) {
+		t.Errorf("team view terminal_list lacks alice's turn: %s", text(list))
+	}
+	if r := call(t, bob, "terminal_cancel", map[string]any{"turn_id": turnA}); r.IsError {
+		t.Errorf("team view terminal_cancel = %q", text(r))
+	}
+	if v, _ := f.Status(t.Context(), turnA); v.Status != store.TurnCancelled || v.Principal != "user:alice" {
+		t.Errorf("after bob's cancel: %+v", v)
+	}
 }

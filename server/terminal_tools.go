@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -55,19 +56,114 @@ func terminalError(op string, err error) *mcp.CallToolResult {
 	return errorResult(msg)
 }
 
+// A Turn belongs to the MCP caller that sent it (termapi.SendRequest's
+// Principal); a respond continues the same Turn, so it stays theirs. With
+// personal tokens a caller that does not see all reads and steers only its
+// own Turns: another's Turn answers exactly as one that does not exist, and
+// no other caller's turn id appears in what the tools return. Panes and
+// Sessions have no owner: every allowed caller lists them and may send to
+// one that is free.
+
+// turnIDPattern finds turn ids in the service's messages.
+var turnIDPattern = regexp.MustCompile(`\bturn-[A-Za-z0-9][A-Za-z0-9-]*`)
+
+// otherTurn is what a Turn of another caller reads as.
+const otherTurn = "another caller's turn"
+
+// turnNotFound is the answer to a Turn the caller may not see, worded as
+// the answer to one that does not exist.
+func turnNotFound(op, turnID string) *mcp.CallToolResult {
+	return terminalError(op, fmt.Errorf("%w: no turn %s; use a turn_id that your own terminal_send or terminal_respond returned", termapi.ErrNotFound, turnID))
+}
+
+// ownTurn reports whether the connection may read and steer the Turn v.
+func (c *conn) ownTurn(v termapi.TurnView) bool { return c.mine(v.Principal) }
+
+// checkTurn returns the answer to a call on turnID the connection may not
+// make (another caller's Turn, or one that does not exist), or nil. A
+// caller that sees all is not checked here: the service answers it.
+func (c *conn) checkTurn(ctx context.Context, op, turnID string) *mcp.CallToolResult {
+	if c.seesAll() {
+		return nil
+	}
+	v, err := c.s.terminals.Status(ctx, turnID)
+	switch {
+	case errors.Is(err, termapi.ErrNotFound) || (err == nil && !c.ownTurn(v)):
+		return turnNotFound(op, turnID)
+	case err != nil:
+		return c.terminalError(ctx, op, err)
+	}
+	return nil
+}
+
+// hideTurns removes from s the turn ids the connection may not see
+// (checked once each through seen), so a refusal or a busy pane's reason
+// never hands one caller another's turn id.
+func (c *conn) hideTurns(ctx context.Context, s string, seen map[string]bool) string {
+	if c.seesAll() || !strings.Contains(s, "turn-") {
+		return s
+	}
+	const mark = "\x00"
+	s = turnIDPattern.ReplaceAllStringFunc(s, func(id string) string {
+		if !c.foreignTurn(ctx, id, seen) {
+			return id
+		}
+		return mark
+	})
+	// "turn <id> is running" reads "another caller's turn is running".
+	s = strings.ReplaceAll(s, "turn "+mark, otherTurn)
+	return strings.ReplaceAll(s, mark, otherTurn)
+}
+
+// foreignTurn reports whether turnID is not the connection's, remembering
+// the answer in seen. A Turn that cannot be read counts as another's.
+func (c *conn) foreignTurn(ctx context.Context, turnID string, seen map[string]bool) bool {
+	if c.seesAll() {
+		return false
+	}
+	foreign, ok := seen[turnID]
+	if !ok {
+		v, err := c.s.terminals.Status(ctx, turnID)
+		foreign = err != nil || !c.ownTurn(v)
+		seen[turnID] = foreign
+	}
+	return foreign
+}
+
+// terminalError is terminalError with other callers' turn ids hidden.
+func (c *conn) terminalError(ctx context.Context, op string, err error) *mcp.CallToolResult {
+	r := terminalError(op, err)
+	if c.seesAll() {
+		return r
+	}
+	for _, content := range r.Content {
+		if t, ok := content.(*mcp.TextContent); ok {
+			t.Text = c.hideTurns(ctx, t.Text, map[string]bool{})
+		}
+	}
+	return r
+}
+
 func (c *conn) terminalList(ctx context.Context, _ *mcp.CallToolRequest, _ EmptyInput) (*mcp.CallToolResult, any, error) {
 	res, err := c.s.terminals.List(ctx)
 	if err != nil {
-		return terminalError("terminal_list", err), nil, nil
+		return c.terminalError(ctx, "terminal_list", err), nil, nil
 	}
 	out := TerminalListOutput{Terminals: res.Terminals}
 	if out.Terminals == nil {
 		out.Terminals = []termapi.TerminalRow{}
 	}
+	seen := map[string]bool{}
 	for i := range out.Terminals {
-		if out.Terminals[i].AvailableActions == nil {
-			out.Terminals[i].AvailableActions = []termapi.Action{}
+		r := &out.Terminals[i]
+		if r.AvailableActions == nil {
+			r.AvailableActions = []termapi.Action{}
 		}
+		// Another caller's Turn shows only that the pane is busy.
+		if r.CurrentTurn != nil && c.foreignTurn(ctx, r.CurrentTurn.TurnID, seen) {
+			r.CurrentTurn = &termapi.TurnRef{Status: r.CurrentTurn.Status}
+		}
+		r.Reason = c.hideTurns(ctx, r.Reason, seen)
 	}
 	var b strings.Builder
 	if len(out.Terminals) == 0 {
@@ -78,7 +174,11 @@ func (c *conn) terminalList(ctx context.Context, _ *mcp.CallToolRequest, _ Empty
 		if r.SessionID != "" {
 			fmt.Fprintf(&b, ", session %s", r.SessionID)
 		}
-		if r.CurrentTurn != nil {
+		switch {
+		case r.CurrentTurn == nil:
+		case r.CurrentTurn.TurnID == "":
+			fmt.Fprintf(&b, ", %s %s", otherTurn, r.CurrentTurn.Status)
+		default:
 			fmt.Fprintf(&b, ", turn %s %s", r.CurrentTurn.TurnID, r.CurrentTurn.Status)
 		}
 		if len(r.AvailableActions) == 0 {
@@ -107,9 +207,10 @@ func (c *conn) terminalSend(ctx context.Context, _ *mcp.CallToolRequest, in Term
 	if (in.TerminalID == "") == (in.SessionID == "") {
 		return errorResult("Pass exactly one of terminal_id and session_id, as terminal_list's available_actions show."), nil, nil
 	}
-	res, err := c.s.terminals.Send(ctx, termapi.SendRequest{TerminalID: in.TerminalID, SessionID: in.SessionID, Request: in.Request})
+	res, err := c.s.terminals.Send(ctx, termapi.SendRequest{TerminalID: in.TerminalID, SessionID: in.SessionID, Request: in.Request,
+		Principal: c.principal()})
 	if err != nil && res.TurnID == "" {
-		return terminalError("terminal_send", err), nil, nil
+		return c.terminalError(ctx, "terminal_send", err), nil, nil
 	}
 	out := sendOutput(res)
 	r := textResult(jsonText(out))
@@ -118,9 +219,12 @@ func (c *conn) terminalSend(ctx context.Context, _ *mcp.CallToolRequest, in Term
 }
 
 func (c *conn) terminalRespond(ctx context.Context, _ *mcp.CallToolRequest, in TerminalRespondInput) (*mcp.CallToolResult, any, error) {
+	if r := c.checkTurn(ctx, "terminal_respond", in.TurnID); r != nil {
+		return r, nil, nil
+	}
 	res, err := c.s.terminals.Respond(ctx, in.TurnID, in.Request)
 	if err != nil && res.TurnID == "" {
-		return terminalError("terminal_respond", err), nil, nil
+		return c.terminalError(ctx, "terminal_respond", err), nil, nil
 	}
 	out := sendOutput(res)
 	r := textResult(jsonText(out))
@@ -168,8 +272,11 @@ func turnResult(v termapi.TurnView) (*mcp.CallToolResult, any, error) {
 func (c *conn) terminalStatus(ctx context.Context, req *mcp.CallToolRequest, in TerminalStatusInput) (*mcp.CallToolResult, any, error) {
 	t := c.s.terminals
 	v, err := t.Status(ctx, in.TurnID)
-	if err != nil {
-		return terminalError("terminal_status", err), nil, nil
+	switch {
+	case !c.seesAll() && (errors.Is(err, termapi.ErrNotFound) || (err == nil && !c.ownTurn(v))):
+		return turnNotFound("terminal_status", in.TurnID), nil, nil
+	case err != nil:
+		return c.terminalError(ctx, "terminal_status", err), nil, nil
 	}
 	wait := time.Duration(0)
 	if in.WaitMs == nil || *in.WaitMs > 0 {
@@ -226,17 +333,23 @@ func (c *conn) terminalStatus(ctx context.Context, req *mcp.CallToolRequest, in 
 }
 
 func (c *conn) terminalApprove(ctx context.Context, _ *mcp.CallToolRequest, in TerminalApproveInput) (*mcp.CallToolResult, any, error) {
+	if r := c.checkTurn(ctx, "terminal_approve", in.TurnID); r != nil {
+		return r, nil, nil
+	}
 	v, err := c.s.terminals.Approve(ctx, in.TurnID, in.Fingerprint)
 	if err != nil {
-		return terminalError("terminal_approve", err), nil, nil
+		return c.terminalError(ctx, "terminal_approve", err), nil, nil
 	}
 	return turnResult(v)
 }
 
 func (c *conn) terminalCancel(ctx context.Context, _ *mcp.CallToolRequest, in TerminalTurnInput) (*mcp.CallToolResult, any, error) {
+	if r := c.checkTurn(ctx, "terminal_cancel", in.TurnID); r != nil {
+		return r, nil, nil
+	}
 	v, err := c.s.terminals.Cancel(ctx, in.TurnID)
 	if err != nil {
-		return terminalError("terminal_cancel", err), nil, nil
+		return c.terminalError(ctx, "terminal_cancel", err), nil, nil
 	}
 	return turnResult(v)
 }

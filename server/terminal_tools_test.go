@@ -18,10 +18,11 @@ import (
 )
 
 // fakeTerminals is an in-memory Turn service: one pane, Turns that run
-// until the test ends them.
+// until the test ends them; a pane with an open Turn is busy.
 type fakeTerminals struct {
 	mu      sync.Mutex
 	turns   map[string]terminal.TurnView
+	current string // the latest Turn's id
 	changed chan struct{}
 	sent    []terminal.SendRequest
 }
@@ -33,11 +34,22 @@ func newFakeTerminals() *fakeTerminals {
 const fakeTerminalID = "terminal:v2:tmux:codex:work:0.0:4242"
 
 func (f *fakeTerminals) List(context.Context) (terminal.ListResult, error) {
-	return terminal.ListResult{Terminals: []terminal.TerminalRow{{
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	row := terminal.TerminalRow{
 		ID: fakeTerminalID, Agent: "codex", PID: 4242, Cwd: "/src", ActivityState: "idle", ManagementState: "unmanaged",
 		AvailableActions: []terminal.Action{{Action: "send", Scope: terminal.ScopeTerminalFollowCurrent,
 			Arguments: map[string]string{"terminal_id": fakeTerminalID}, MissingRequired: []string{"request"}}},
-	}}}, nil
+	}
+	if v, ok := f.turns[f.current]; ok {
+		row.ManagementState, row.SessionID = "managed", v.SessionID
+		row.CurrentTurn = &terminal.TurnRef{TurnID: v.TurnID, Status: v.Status}
+		if store.TurnSendBlocking(v.Status) {
+			row.ActivityState, row.AvailableActions = "working", nil
+			row.Reason = "the agent is working; turn " + v.TurnID + " is " + v.Status
+		}
+	}
+	return terminal.ListResult{Terminals: []terminal.TerminalRow{row}}, nil
 }
 
 func (f *fakeTerminals) Send(_ context.Context, r terminal.SendRequest) (terminal.SendResult, error) {
@@ -49,9 +61,15 @@ func (f *fakeTerminals) Send(_ context.Context, r terminal.SendRequest) (termina
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if v, ok := f.turns[f.current]; ok && store.TurnSendBlocking(v.Status) {
+		return terminal.SendResult{}, fmt.Errorf("send: %w: session %s has turn %s in status %s: %w; wait for it, or cancel/close it first",
+			terminal.ErrRefused, v.SessionID, v.TurnID, v.Status, store.ErrTerminalBusy)
+	}
 	f.sent = append(f.sent, r)
 	id := fmt.Sprintf("turn-20260101T120000-%08d", len(f.sent))
-	f.turns[id] = terminal.TurnView{TurnID: id, SessionID: "session-1", Agent: "codex", TerminalID: r.TerminalID, Status: store.TurnRunning}
+	f.turns[id] = terminal.TurnView{TurnID: id, SessionID: "session-1", Agent: "codex", TerminalID: r.TerminalID, Status: store.TurnRunning,
+		Principal: r.Principal}
+	f.current = id
 	return terminal.SendResult{SessionID: "session-1", TurnID: id, SubmissionOutcome: terminal.OutcomeAccepted}, nil
 }
 
@@ -107,7 +125,7 @@ func (f *fakeTerminals) Respond(ctx context.Context, id, text string) (terminal.
 	if err != nil {
 		return terminal.SendResult{}, err
 	}
-	return f.Send(ctx, terminal.SendRequest{TerminalID: v.TerminalID, Request: text})
+	return f.Send(ctx, terminal.SendRequest{TerminalID: v.TerminalID, Request: text, Principal: v.Principal})
 }
 
 func (f *fakeTerminals) Approve(ctx context.Context, id, fp string) (terminal.TurnView, error) {

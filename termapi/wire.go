@@ -5,9 +5,11 @@ import (
 	"time"
 )
 
-// TurnRef names a Turn and its status.
+// TurnRef names a Turn and its status. TurnID is empty when the Turn
+// belongs to another MCP caller: the pane is busy, and whose it is stays
+// hidden.
 type TurnRef struct {
-	TurnID string `json:"turn_id"`
+	TurnID string `json:"turn_id,omitempty"`
 	Status string `json:"status"`
 }
 
@@ -74,6 +76,11 @@ type TurnView struct {
 	HardDeadline       string `json:"hard_deadline_at,omitempty"`
 	// OriginSession is the OpenClaw session the Turn reports back to.
 	OriginSession string `json:"origin_session,omitempty"`
+	// Principal is the MCP caller that sent the Turn ("user:<name>",
+	// "legacy"); empty for the CLI, the plugin and a caller with no
+	// credential. Only that caller (or one that sees all) may read and
+	// steer the Turn through the terminal tools.
+	Principal string `json:"principal,omitempty"`
 	// CallbackDelivery is the delivery state of the Turn's latest
 	// callback (Status only).
 	CallbackDelivery *CallbackView `json:"callback_delivery,omitempty"`
@@ -94,6 +101,11 @@ type SendRequest struct {
 	// GatewayURL is the gateway serving OriginSession; "" = the
 	// service's CallbackGateway.
 	GatewayURL string `json:"gateway_url,omitempty"`
+	// Principal is the MCP caller sending the request, recorded on the
+	// Turn for good (a respond continues the same Turn, so it keeps it).
+	// The MCP server sets it from the caller's credential; the CLI and
+	// the plugin leave it empty.
+	Principal string `json:"principal,omitempty"`
 }
 
 // SendResult is what Send and Respond report.

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -157,22 +158,41 @@ type turnBody struct {
 	Turn    terminal.TurnView
 	Events  []store.TurnEvent
 	Running bool
+	// Operator is a caller that sees all: only it may retry the callback
+	// (the Turn's owner may view and cancel it).
+	Operator bool
 	// Retryable offers the Retry callback button: the Turn has a callback
 	// that is not delivered (a delivered one is left as it is).
 	Retryable bool
 	CSRF      string
 }
 
-func (d *Dashboard) turnData(ctx context.Context, q request, id string) (turnBody, error) {
-	if err := d.terminalsAllowed(q); err != nil {
-		return turnBody{}, err
+// turnAllowed returns the Turn id as q's caller may see it: every Turn for
+// a caller that sees all, otherwise only one it sent through MCP (the
+// Turn's principal). Another's Turn answers exactly as one that does not
+// exist.
+func (d *Dashboard) turnAllowed(ctx context.Context, q request, id string) (terminal.TurnView, error) {
+	if d.o.Terminals == nil {
+		return terminal.TurnView{}, errNoTerminals
 	}
 	v, err := d.o.Terminals.Status(ctx, id)
+	if q.caller.SeesAll() {
+		return v, err
+	}
+	if (err == nil && !q.caller.Mine(v.Principal)) || errors.Is(err, terminal.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
+		return terminal.TurnView{}, fmt.Errorf("%w: no turn %s among yours", terminal.ErrNotFound, id)
+	}
+	return v, err
+}
+
+func (d *Dashboard) turnData(ctx context.Context, q request, id string) (turnBody, error) {
+	v, err := d.turnAllowed(ctx, q, id)
 	if err != nil {
 		return turnBody{}, err
 	}
-	b := turnBody{Turn: v, Running: terminal.Running(v.Status) || v.Status == store.TurnWaitingForOpenClaw, CSRF: q.sess.csrf}
-	b.Retryable = v.CallbackDelivery != nil && v.CallbackDelivery.Status != store.CallbackDelivered
+	b := turnBody{Turn: v, Running: terminal.Running(v.Status) || v.Status == store.TurnWaitingForOpenClaw,
+		Operator: q.caller.SeesAll(), CSRF: q.sess.csrf}
+	b.Retryable = b.Operator && v.CallbackDelivery != nil && v.CallbackDelivery.Status != store.CallbackDelivered
 	if d.o.TerminalRecords != nil {
 		if ev, err := d.o.TerminalRecords.TurnEvents(ctx, id, 0, turnEventsMax); err == nil {
 			b.Events = ev
@@ -197,13 +217,13 @@ func (d *Dashboard) cancelTurn(w http.ResponseWriter, r *http.Request, q request
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
-	if err := d.terminalsAllowed(q); err != nil {
-		d.failTerminal(w, q, err)
-		return
-	}
 	id := r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
+	if _, err := d.turnAllowed(ctx, q, id); err != nil {
+		d.failTerminal(w, q, err)
+		return
+	}
 	v, err := d.o.Terminals.Cancel(ctx, id)
 	note := "Cancel requested: the Turn is " + v.Status + "."
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 type fakeTerminals struct {
 	mu        sync.Mutex
 	status    string
+	principal string // who sent the Turn through MCP
 	cancelled []string
 	// origin and cb are the Turn's origin session and callback state;
 	// retryErr, when set, is what RetryCallback refuses with.
@@ -59,7 +60,7 @@ func (f *fakeTerminals) Status(_ context.Context, id string) (terminal.TurnView,
 	return terminal.TurnView{TurnID: turnID, SessionID: "sess-1", Agent: "codex", TerminalID: "terminal:v2:tmux:codex:work:0.0:4242",
 		Status: f.status, Approval: &store.Approval{Fingerprint: "fp-123", Kind: "exec", Command: "rm -rf <build>"},
 		CreatedAt: "2026-12-01T10:00:00Z", UpdatedAt: "2026-12-01T10:01:00Z",
-		OriginSession: f.origin, CallbackDelivery: f.cbCopy()}, nil
+		OriginSession: f.origin, CallbackDelivery: f.cbCopy(), Principal: f.principal}, nil
 }
 
 func (f *fakeTerminals) cbCopy() *terminal.CallbackView {
@@ -181,19 +182,41 @@ func TestTerminalPages(t *testing.T) {
 }
 
 // TestTerminalPagesNeedTheOperator: panes have no owner, so a personal token
-// sees none of them (the team view does).
+// sees none of them (the team view does). A Turn has one: a personal token
+// sees and cancels its own Turn, and another's answers as a missing one.
 func TestTerminalPagesNeedTheOperator(t *testing.T) {
-	r, ft := terminalRig(t, "alice:tok-alice", false)
-	b := r.browser(t)
-	b.login("tok-alice")
-	for _, p := range []string{"/terminals", "/turns/" + turnID} {
-		if code, _, body := b.get(p); code != http.StatusForbidden || strings.Contains(body, "4242") {
-			t.Errorf("GET %s as a personal token: %d, want 403", p, code)
-		}
+	r, ft := terminalRig(t, "alice:tok-alice,bob:tok-bob", false)
+	ft.principal = "user:alice"
+	bob := r.browser(t)
+	bob.login("tok-bob")
+	if code, _, body := bob.get("/terminals"); code != http.StatusForbidden || strings.Contains(body, "4242") {
+		t.Errorf("GET /terminals as a personal token: %d, want 403", code)
 	}
-	_, _, page := b.get("/")
-	if code, _, _ := b.post("/turns/"+turnID+"/cancel", url.Values{"csrf": {csrfOf(t, page)}}, "self"); code != http.StatusForbidden || len(ft.cancelled) != 0 {
-		t.Errorf("cancel as a personal token: %d, %v", code, ft.cancelled)
+	code, _, got := bob.get("/turns/" + turnID)
+	_, _, missing := bob.get("/turns/turn-2")
+	if code != http.StatusNotFound || strings.Contains(got, "4242") || strings.Contains(got, "fp-123") ||
+		strings.ReplaceAll(got, turnID, "turn-2") != missing {
+		t.Errorf("GET alice's turn as bob: %d, want the missing-turn page:\n%s", code, got)
+	}
+	_, _, page := bob.get("/")
+	if code, _, _ := bob.post("/turns/"+turnID+"/cancel", url.Values{"csrf": {csrfOf(t, page)}}, "self"); code != http.StatusNotFound || len(ft.cancelled) != 0 {
+		t.Errorf("cancel of alice's turn as bob: %d, %v", code, ft.cancelled)
+	}
+
+	alice := r.browser(t)
+	alice.login("tok-alice")
+	code, _, body := alice.get("/turns/" + turnID)
+	if code != http.StatusOK || !strings.Contains(body, "fp-123") || !strings.Contains(body, "Cancel Turn") {
+		t.Errorf("GET her own turn as alice: %d", code)
+	}
+	if strings.Contains(body, "Retry callback") {
+		t.Errorf("alice's turn page offers the operator's callback retry")
+	}
+	if code, _, _ := alice.post("/turns/"+turnID+"/cancel", url.Values{"csrf": {csrfOf(t, body)}}, "self"); code != http.StatusSeeOther || len(ft.cancelled) != 1 {
+		t.Errorf("cancel of her own turn as alice: %d, %v", code, ft.cancelled)
+	}
+	if code, _, _ := alice.post("/turns/"+turnID+"/retry-callback", url.Values{"csrf": {csrfOf(t, body)}}, "self"); code != http.StatusForbidden || len(ft.retries()) != 0 {
+		t.Errorf("retry-callback as alice: %d, %v", code, ft.retries())
 	}
 
 	team, _ := terminalRig(t, "alice:tok-alice", true)

@@ -290,6 +290,12 @@ type Turn struct {
 	// GatewayURL is the gateway that serves OriginSessionKey (recorded at
 	// send from the configured agent).
 	GatewayURL string `json:"gateway_url,omitempty"`
+	// Principal is the caller that sent the Turn through MCP
+	// ("user:<name>" for a personal token, "legacy" for the shared
+	// password); "" for the CLI, the OpenClaw plugin and a caller with no
+	// credential. It is fixed when the Turn is created: WriteTurn refuses
+	// to change it.
+	Principal string `json:"principal,omitempty"`
 	// Version is the compare-and-set version; WriteTurn bumps it.
 	Version int64 `json:"-"`
 }
@@ -529,7 +535,8 @@ type TerminalStore interface {
 	// GetTurn returns the Turn or ErrNotFound.
 	GetTurn(ctx context.Context, id string) (*Turn, error)
 	// WriteTurn applies w atomically (see TurnWrite) and bumps
-	// w.Turn.Version.
+	// w.Turn.Version. A write whose Turn names another Principal than the
+	// stored one fails and changes nothing.
 	WriteTurn(ctx context.Context, w TurnWrite) error
 	// OpenTurns returns up to limit Turns that need a monitor.
 	OpenTurns(ctx context.Context, limit int) ([]*Turn, error)

@@ -260,6 +260,19 @@ func checkSessionKey(k string) error {
 	return nil
 }
 
+// checkPrincipal validates the MCP caller a Turn is sent for.
+func checkPrincipal(p string) error {
+	if len(p) > 256 {
+		return fmt.Errorf("%w: the principal is longer than 256 bytes", ErrBadInput)
+	}
+	for _, r := range p {
+		if r < ' ' || r == 0x7f {
+			return fmt.Errorf("%w: the principal %q contains a control character", ErrBadInput, p)
+		}
+	}
+	return nil
+}
+
 // SendResult is what Send and Respond report (termapi.SendResult).
 type SendResult = termapi.SendResult
 
@@ -274,6 +287,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	if err := checkSessionKey(req.OriginSession); err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
+	}
+	if err := checkPrincipal(req.Principal); err != nil {
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	if req.GatewayURL == "" {
@@ -333,7 +349,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		TerminalBindingID: sess.Binding.BindingID, TerminalBindingGeneration: sess.Binding.Generation,
 		NativeThreadID: id.ThreadID, UserRequest: payload, Status: store.TurnCreated,
 		CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
-		OriginSessionKey: req.OriginSession, GatewayURL: req.GatewayURL,
+		OriginSessionKey: req.OriginSession, GatewayURL: req.GatewayURL, Principal: req.Principal,
 		Takeover: store.Takeover{
 			TerminalID: p.TerminalID, TerminalKey: p.Key, TerminalControl: ctrl, AgentPID: p.PID, ProcessBirth: p.Birth,
 			RequestText: payload, StartedAt: now.UnixMilli(),

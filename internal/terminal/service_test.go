@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -551,7 +554,7 @@ func TestRespondContinuesTheTurn(t *testing.T) {
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x", Principal: "user:alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,8 +579,60 @@ func TestRespondContinuesTheTurn(t *testing.T) {
 	}
 	r.svc.startMonitor(res.TurnID)
 	a.finish("used it", false)
-	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "used it" {
-		t.Fatalf("turn = %+v", v)
+	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "used it" || v.Principal != "user:alice" {
+		t.Fatalf("turn = %+v, want the reply and the sender's principal", v)
+	}
+}
+
+// TestSendRecordsThePrincipal: the MCP caller named in a send (here through
+// the host's socket, as `serve` reaches a separate host) is stored on the
+// Turn, reported by Status and kept through the monitor's writes; a
+// malformed principal is refused before anything changes.
+func TestSendRecordsThePrincipal(t *testing.T) {
+	a, b := newFakeAgent(AgentCodex, 191), newFakeAgent(AgentClaude, 192)
+	r := newRig(t, a, b)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	ts := httptest.NewServer(Handler(r.svc))
+	t.Cleanup(ts.Close)
+	c := &Client{hc: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", ts.Listener.Addr().String())
+		},
+	}}}
+	t.Cleanup(c.hc.CloseIdleConnections)
+
+	for _, p := range []string{"user:al\nice", strings.Repeat("p", 257)} {
+		refusal(t, r, ErrBadInput, "principal", func() error {
+			_, err := c.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x", Principal: p})
+			return err
+		})
+	}
+	res, err := c.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "mine", Principal: "user:alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := r.st.GetTurn(ctx, res.TurnID)
+	if err != nil || stored.Principal != "user:alice" {
+		t.Fatalf("stored turn = %+v, %v; want principal user:alice", stored, err)
+	}
+	for name, status := range map[string]func(context.Context, string) (TurnView, error){"service": r.svc.Status, "client": c.Status} {
+		if v, err := status(ctx, res.TurnID); err != nil || v.Principal != "user:alice" {
+			t.Errorf("%s status = %+v, %v; want principal user:alice", name, v, err)
+		}
+	}
+	a.finish("done", false)
+	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Principal != "user:alice" {
+		t.Fatalf("finished turn = %+v, want principal user:alice", v)
+	}
+	// A send with no principal (the CLI, the plugin) records none.
+	anon, err := r.svc.Send(ctx, SendRequest{TerminalID: b.pane.TerminalID, Request: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := r.svc.Status(ctx, anon.TurnID); err != nil || v.Principal != "" {
+		t.Fatalf("cli turn = %+v, %v; want no principal", v, err)
 	}
 }
 

@@ -21,7 +21,10 @@ import (
 // (stdio), then through `clawconnect serve` with
 // CLAWCONNECT_TERMINAL_TOOLS=1 (streamable HTTP): terminal_list finds the
 // pane, terminal_send types the request, and a waiting terminal_status
-// returns the fake model's exact reply.
+// returns the fake model's exact reply. Over HTTP the caller uses a
+// personal token: the Turn records it, and a second token's
+// terminal_status and terminal_cancel of it answer as for a Turn that does
+// not exist, while its terminal_list never shows the turn id.
 func TestTSClientTerminalTools(t *testing.T) {
 	t.Parallel() // own home and processes; the shared gateway is never restarted
 	peers.RequireE2E(t)
@@ -52,14 +55,14 @@ func TestTSClientTerminalTools(t *testing.T) {
 	if err := os.Symlink(in.NodeModules(peers.MCPSDK), filepath.Join(dir, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
-	client := func(reply string, target ...string) map[string]any {
+	client := func(reply, intruder string, target ...string) map[string]any {
 		t.Helper()
 		c := in.MustCommand(t, peers.MCPSDK)
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 		defer cancel()
 		cmd := c.Cmd(ctx, append([]string{filepath.Join(dir, "terminal.mjs")}, target...)...)
 		cmd.Env = append(f.env(), c.Env...)
-		cmd.Env = append(cmd.Env, "TERMINAL_REQUEST=ECHO="+reply)
+		cmd.Env = append(cmd.Env, "TERMINAL_REQUEST=ECHO="+reply, "INTRUDER_URL="+intruder)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -69,9 +72,41 @@ func TestTSClientTerminalTools(t *testing.T) {
 		}
 		return decode(t, out, stderr.String())
 	}
-	check(t, client("mcp-terminal-ok", bin, "mcp", "--terminal-tools"), "mcp-terminal-ok")
-	f.extraEnv = append(f.extraEnv, "CLAWCONNECT_TERMINAL_TOOLS=1")
-	check(t, client("http-terminal-ok", f.serve(t)), "http-terminal-ok")
+	check(t, client("mcp-terminal-ok", "", bin, "mcp", "--terminal-tools"), "mcp-terminal-ok")
+	const alice, bob = "e2e-alice-token-0123456789", "e2e-bob-token-0123456789"
+	f.extraEnv = append(f.extraEnv, "CLAWCONNECT_TERMINAL_TOOLS=1", "MCP_USER_TOKENS=alice:"+alice+",bob:"+bob)
+	url := f.serve(t)
+	doc := client("http-terminal-ok", url+"?pass="+bob, url+"?pass="+alice)
+	check(t, doc, "http-terminal-ok")
+	checkIntruder(t, doc)
+}
+
+// checkIntruder asserts that the second credential could neither read nor
+// cancel the first one's Turn, nor learn its id.
+func checkIntruder(t *testing.T, doc map[string]any) {
+	t.Helper()
+	if p := doc["status"].(map[string]any)["turn"].(map[string]any)["principal"]; p != "user:alice" {
+		t.Errorf("the Turn's principal = %v, want user:alice", p)
+	}
+	in, _ := doc["intruder"].(map[string]any)
+	if in == nil {
+		t.Fatalf("no intruder probe in %v", doc)
+	}
+	turn := in["turn"].(string)
+	answer := func(k string) (bool, string) {
+		a := in[k].(map[string]any)
+		return a["isError"].(bool), a["text"].(string)
+	}
+	ghostErr, ghost := answer("ghost")
+	for _, k := range []string{"status", "cancel"} {
+		isErr, text := answer(k)
+		if !isErr || !ghostErr || strings.ReplaceAll(text, turn, "turn-20260101T000000-00000000") != ghost {
+			t.Errorf("intruder %s = %v %q, want the unknown-turn answer %q", k, isErr, text, ghost)
+		}
+	}
+	if _, list := answer("list"); strings.Contains(list, turn) {
+		t.Errorf("intruder terminal_list shows the turn id: %s", list)
+	}
 }
 
 // check asserts on the output of terminal.mjs.

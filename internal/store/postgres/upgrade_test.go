@@ -16,9 +16,10 @@ import (
 )
 
 // TestUpgradeFromSchema6 opens a schema-6 store (before watches,
-// transitions and the callback lease-owner index) holding a task, a
-// terminal Session, a Turn and an undelivered callback with the current
-// code: it migrates to the current schema and keeps every record.
+// transitions, the callback lease-owner index and the Turn's principal)
+// holding a task, a terminal Session, a Turn and an undelivered callback
+// with the current code: it migrates to the current schema and keeps
+// every record.
 func TestUpgradeFromSchema6(t *testing.T) {
 	url := testURL(t)
 	schema := freshSchema(t, url)

@@ -13,10 +13,10 @@ import (
 )
 
 // TestUpgradeFromSchema6 opens a store of schema 6 (the last release
-// before watches, transitions and the callback lease-owner index) that
-// holds a task, a terminal Session, a Turn and an undelivered callback,
-// with the current code: it migrates to the current schema and keeps
-// every record.
+// before watches, transitions, the callback lease-owner index and the
+// Turn's principal) that holds a task, a terminal Session, a Turn and an
+// undelivered callback, with the current code: it migrates to the current
+// schema and keeps every record.
 func TestUpgradeFromSchema6(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, sqlite.FileName)

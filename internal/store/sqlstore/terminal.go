@@ -349,8 +349,8 @@ func (db *DB) CreateTurn(ctx context.Context, tc store.TurnCreate) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO term_turns (turn_id, session_id, status, created_at, version, data)
-			VALUES (?, ?, ?, ?, 1, ?)`, t.TurnID, t.SessionID, t.Status, t.CreatedAt, string(data)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO term_turns (turn_id, session_id, status, created_at, version, principal, data)
+			VALUES (?, ?, ?, ?, 1, ?, ?)`, t.TurnID, t.SessionID, t.Status, t.CreatedAt, t.Principal, string(data)); err != nil {
 			if db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
 				return fmt.Errorf("turn %s: %w", t.TurnID, store.ErrExists)
 			}
@@ -440,16 +440,26 @@ func (db *DB) WriteTurn(ctx context.Context, w store.TurnWrite) error {
 				return err
 			}
 		}
+		// The principal column is written once, by CreateTurn: comparing
+		// it here keeps a Turn with the caller that sent it.
 		res, err := tx.ExecContext(ctx, `UPDATE term_turns SET status = ?, data = ?, version = version + 1
-			WHERE turn_id = ? AND version = ?`, t.Status, string(data), t.TurnID, t.Version)
+			WHERE turn_id = ? AND version = ? AND principal = ?`, t.Status, string(data), t.TurnID, t.Version, t.Principal)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			if _, err := db.turn(ctx, tx, t.TurnID, false); err != nil {
+			var version int64
+			var principal string
+			err := tx.QueryRowContext(ctx, `SELECT version, principal FROM term_turns WHERE turn_id = ?`, t.TurnID).Scan(&version, &principal)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("turn %s: %w", t.TurnID, store.ErrNotFound)
+			case err != nil:
 				return err
+			case principal != t.Principal:
+				return fmt.Errorf("turn %s was sent by principal %q, not %q: a Turn's principal is fixed when it is sent; re-read the Turn and keep its principal", t.TurnID, principal, t.Principal)
 			}
 			return fmt.Errorf("turn %s changed since version %d: %w", t.TurnID, t.Version, store.ErrConflict)
 		}

@@ -1,10 +1,13 @@
 package storetest
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 )
+
+var rawMessage = reflect.TypeFor[json.RawMessage]()
 
 // fill sets every exported field of the struct v points to, recursively,
 // to a value that is not its zero value and that differs with seed; the
@@ -30,11 +33,18 @@ func fillValue(v reflect.Value, seed int, skip []string) {
 }
 
 func fillField(v reflect.Value, name string, seed int) {
+	if v.Type() == rawMessage {
+		// Raw JSON must stay JSON for the record to marshal.
+		v.SetBytes(fmt.Appendf(nil, `{"%s":%d}`, name, seed))
+		return
+	}
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(fmt.Sprintf("%s-%d", name, seed))
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		v.SetInt(int64(1000*seed + len(name)))
+	case reflect.Float64:
+		v.SetFloat(float64(1000*seed+len(name)) + 0.5)
 	case reflect.Bool:
 		v.SetBool(true)
 	case reflect.Pointer:

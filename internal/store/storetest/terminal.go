@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -62,6 +63,8 @@ func RunTerminal(t *testing.T, newStore NewTerminalStore) {
 		{"TurnCreateBlocksSecondSend", testTurnBlocks},
 		{"DispatchLedger", testDispatchLedger},
 		{"TurnWriteCASAndEvents", testTurnWrite},
+		{"TurnEveryFieldSurvives", testTurnEveryField},
+		{"TurnPrincipalIsFixed", testTurnPrincipal},
 		{"MonitorLeaseFencing", testMonitorLease},
 		{"CompletionClaimOnce", testCompletionClaim},
 		{"SessionSaveJoinsTheTurnWrite", testSessionSaveInTurnWrite},
@@ -333,6 +336,96 @@ func testTurnWrite(t *testing.T, s store.TerminalStore) {
 	}
 	if _, err := s.GetTurn(ctx, "turn-nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown turn: %v", err)
+	}
+}
+
+// turnFixed are the Turn fields a round trip does not fill: the store
+// keeps the version, checks the status and the binding against the
+// Session, and fixes the principal at creation.
+var turnFixed = []string{"TurnID", "SessionID", "Agent", "Workspace", "TerminalBindingID", "TerminalBindingGeneration", "Status", "Version"}
+
+// testTurnEveryField fills every field of a Turn by reflection (so a field
+// added later is covered without touching this test), then checks that
+// create and write keep each one.
+func testTurnEveryField(t *testing.T, s store.TerminalStore) {
+	ctx := t.Context()
+	ss := TermSession("session-f", "t-f", "k-f")
+	mustCreateSession(t, s, ss)
+	tc := NewTurn("turn-f", ss, 10)
+	fill(tc.Turn, 1, turnFixed...)
+	if tc.Turn.Principal == "" {
+		t.Fatal("fill left the principal empty")
+	}
+	if err := s.CreateTurn(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetTurn(ctx, "turn-f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(tc.Turn, got); diff != "" {
+		t.Fatalf("a created turn lost fields (-want +got):\n%s", diff)
+	}
+	fill(got, 2, append(turnFixed, "Principal")...)
+	got.Status = store.TurnIdle
+	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: got}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.GetTurn(ctx, "turn-f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got, again); diff != "" {
+		t.Fatalf("a written turn lost fields (-want +got):\n%s", diff)
+	}
+}
+
+// testTurnPrincipal: the principal that sent a Turn is read back by every
+// query, survives writes, and no write can change it.
+func testTurnPrincipal(t *testing.T, s store.TerminalStore) {
+	ctx := t.Context()
+	ss := TermSession("session-p", "t-p", "k-p")
+	mustCreateSession(t, s, ss)
+	tc := NewTurn("turn-p", ss, 10)
+	tc.Turn.Principal = "user:alice"
+	if err := s.CreateTurn(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	turn := tc.Turn
+	turn.Status = store.TurnRunning
+	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetTurn(ctx, "turn-p")
+	if err != nil || got.Principal != "user:alice" {
+		t.Fatalf("GetTurn = %+v, %v; want principal user:alice", got, err)
+	}
+	open, err := s.OpenTurns(ctx, 10)
+	if err != nil || len(open) != 1 || open[0].Principal != "user:alice" {
+		t.Fatalf("OpenTurns = %v, %v", open, err)
+	}
+	for _, p := range []string{"user:bob", ""} {
+		steal := *got
+		steal.Principal = p
+		steal.Status = store.TurnCancelled
+		err := s.WriteTurn(ctx, store.TurnWrite{Turn: &steal, Events: []store.TurnEvent{{TS: 20, Type: "stolen"}}})
+		if err == nil || errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "principal") {
+			t.Fatalf("write handing the turn to %q: %v, want a refusal that names the principal (not a retryable conflict)", p, err)
+		}
+	}
+	after, err := s.GetTurn(ctx, "turn-p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got, after); diff != "" {
+		t.Fatalf("a refused write changed the turn (-before +after):\n%s", diff)
+	}
+	if ev, _ := s.TurnEvents(ctx, "turn-p", 0, 100); len(ev) != 1 {
+		t.Fatalf("a refused write appended events: %+v", ev)
+	}
+	list, err := s.SessionTurns(ctx, "session-p", 5)
+	if err != nil || len(list) != 1 || list[0].Principal != "user:alice" || list[0].Version != got.Version {
+		t.Fatalf("SessionTurns = %v, %v", list, err)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // UpgradeStore is what the upgrade check writes and reads: every record
-// kind a store of schema 6 held, and the kinds migrations 7 to 9 added.
+// kind a store of schema 6 held, and the kinds migrations 7 to 10 added.
 type UpgradeStore interface {
 	store.Store
 	store.TerminalStore
@@ -24,13 +24,15 @@ type UpgradeStore interface {
 	store.TransitionStore
 }
 
-// Schema6Downgrade returns the statements that take a store of schema 9
+// Schema6Downgrade returns the statements that take a store of schema 10
 // back to schema 6: they drop what migrations 7 (watches), 8
-// (transitions) and 9 (the callback lease-owner index) created. A backend
-// test checks that the result has exactly the schema migrations 1-6 build
-// before it reopens the store with the current code.
+// (transitions), 9 (the callback lease-owner index) and 10 (the Turn's
+// principal column) created. A backend test checks that the result has
+// exactly the schema migrations 1-6 build before it reopens the store
+// with the current code.
 func Schema6Downgrade() []string {
 	return []string{
+		`ALTER TABLE term_turns DROP COLUMN principal`,
 		`DROP INDEX term_callbacks_lease_owner`,
 		`DROP TABLE term_transitions`,
 		`DROP TABLE term_watches`,
@@ -152,7 +154,8 @@ func readUpgrade(t *testing.T, s UpgradeStore) UpgradeRecords {
 // CheckUpgraded checks that s, a schema-6 store SeedUpgrade filled and the
 // current code reopened, still holds want, and that the records the later
 // migrations added work in it: the callback outbox claims and releases by
-// owner, a watch and a transition can be written.
+// owner, a watch and a transition can be written, a new Turn keeps its
+// principal and the pre-upgrade Turn has none.
 func CheckUpgraded(t *testing.T, s UpgradeStore, want UpgradeRecords) {
 	t.Helper()
 	ctx := t.Context()
@@ -179,5 +182,23 @@ func CheckUpgraded(t *testing.T, s UpgradeStore, want UpgradeRecords) {
 	err := s.PrepareTransition(ctx, Transition("transition-busy", store.TransitionNewThread, want.Session, "k-up", "session-b"))
 	if !errors.Is(err, store.ErrTerminalBusy) {
 		t.Fatalf("transition on the pane with the pre-upgrade callback: %v, want ErrTerminalBusy", err)
+	}
+	if want.Turn.Principal != "" {
+		t.Fatalf("the pre-upgrade turn has principal %q, want none", want.Turn.Principal)
+	}
+	old := *want.Turn
+	old.Principal = "user:late"
+	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: &old}); err == nil {
+		t.Fatal("a write gave the pre-upgrade turn a principal")
+	}
+	sess := TermSession("session-up2", "21111111-2222-4333-8444-555555555555", "k-up2")
+	mustCreateSession(t, s, sess)
+	tc := NewTurn("turn-up2", sess, 200)
+	tc.Turn.Principal = "user:up"
+	if err := s.CreateTurn(ctx, tc); err != nil {
+		t.Fatalf("create a turn with a principal in the upgraded store: %v", err)
+	}
+	if got, err := s.GetTurn(ctx, "turn-up2"); err != nil || got.Principal != "user:up" {
+		t.Fatalf("turn after the upgrade: %+v, %v; want principal user:up", got, err)
 	}
 }

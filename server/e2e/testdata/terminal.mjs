@@ -7,7 +7,8 @@
 //
 // It lists the tools and the terminals, waits until one pane offers a send
 // (the same process in two listings in a row), sends a request, and waits
-// for the reply with terminal_status, counting progress notifications. It
+// for the reply with terminal_status, counting progress notifications;
+// with INTRUDER_URL, a second credential then probes the Turn. It
 // prints one JSON object on stdout; the Go test asserts on it. The SDK
 // validates every structuredContent against the tool's outputSchema.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -61,5 +62,25 @@ for (let i = 0; i < 10; i++) {
 }
 out.status = status;
 out.progress = progress;
+
+// INTRUDER_URL: another credential on the same server asks for the Turn,
+// and for one that does not exist; it must not tell them apart.
+if (process.env.INTRUDER_URL) {
+  const other = new Client({ name: "clawconnect-e2e-intruder", version: "1.0.0" });
+  await other.connect(new StreamableHTTPClientTransport(new URL(process.env.INTRUDER_URL)));
+  const ask = async (name, a) => {
+    const r = await other.callTool({ name, arguments: a });
+    return { isError: !!r.isError, text: r.content?.[0]?.text ?? "" };
+  };
+  const turn = sent.structuredContent.turn_id;
+  out.intruder = {
+    turn,
+    status: await ask("terminal_status", { turn_id: turn, wait_ms: 0 }),
+    cancel: await ask("terminal_cancel", { turn_id: turn }),
+    ghost: await ask("terminal_status", { turn_id: "turn-20260101T000000-00000000", wait_ms: 0 }),
+    list: await ask("terminal_list", {}),
+  };
+  await other.close();
+}
 process.stdout.write(JSON.stringify(out));
 await client.close();
