@@ -21,8 +21,8 @@ import (
 // reply (chat.history), and no other session receives anything.
 func TestE2EToolSendCallbackIntoSession(t *testing.T) {
 	r := startRig(t, rigOptions{})
-	const S = "agent:main:cc-plugin-s"
-	r.ask(S, r.sendTool("ECHO=cc-plugin-e2e-ok"), "cc-plugin-e2e-send")
+	S := r.key("agent:main:cc-plugin-s")
+	r.ask(S, r.sendTool("ECHO=cc-plugin-e2e-ok"), r.key("cc-plugin-e2e-send"))
 	rows := r.waitCallbacks(S, 1, 3*time.Minute)
 	text := rows[0].Text
 	if len(rows) != 1 || !strings.Contains(text, "cc-plugin-e2e-ok") || rows[0].Type != "done" {
@@ -44,9 +44,9 @@ func TestE2EToolSendCallbackIntoSession(t *testing.T) {
 	}
 	// Another conversation can neither read nor stop S's Turn: the plugin
 	// scopes every call that names a Turn to the calling session.
-	const other = "agent:main:cc-plugin-other"
+	other := r.key("agent:main:cc-plugin-other")
 	args, _ := json.Marshal(map[string]string{"turn_id": rows[0].TurnID})
-	r.ask(other, "TOOLUSE: clawconnect_terminal_cancel "+string(args), "cc-plugin-other-cancel")
+	r.ask(other, "TOOLUSE: clawconnect_terminal_cancel "+string(args), r.key("cc-plugin-other-cancel"))
 	r.waitTranscript(other, "not started from this OpenClaw session", 2*time.Minute)
 	if v := r.status(rows[0].TurnID); v.Status != "idle" {
 		t.Fatalf("after another session's cancel: %+v", v)
@@ -89,8 +89,8 @@ func TestE2EApprovalCallbackThenDone(t *testing.T) {
 			r := startRig(t, rigOptions{Kind: tc.kind, TUIArgs: tc.args})
 			// The shared gateway holds every test's sessions: S is this
 			// subtest's own.
-			S := "agent:main:cc-approve-s-" + string(tc.kind)
-			r.ask(S, r.sendTool(tc.request), "cc-approve-send-"+string(tc.kind))
+			S := r.key("agent:main:cc-approve-s-" + string(tc.kind))
+			r.ask(S, r.sendTool(tc.request), r.key("cc-approve-send-"+string(tc.kind)))
 			rows := r.waitCallbacks(S, 2, 3*time.Minute)
 			if len(rows) != 2 || rows[0].Type != "question" || rows[1].Type != "done" || rows[0].TurnID == "" || rows[1].TurnID != rows[0].TurnID {
 				t.Fatalf("S's callback rows = %+v; history:\n%s", rows, r.transcript(S))

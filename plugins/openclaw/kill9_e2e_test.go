@@ -28,9 +28,9 @@ func TestE2EKill9DaemonBetweenClaimAndDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	const S = "agent:main:cc-kill9-s"
+	S := r.key("agent:main:cc-kill9-s")
 	// Codex answers after 6 s: time for S's run to end before the freeze.
-	r.ask(S, r.sendTool("WAIT=6000 ECHO=cc-kill9-ok"), "cc-kill9-send")
+	r.ask(S, r.sendTool("WAIT=6000 ECHO=cc-kill9-ok"), r.key("cc-kill9-send"))
 	var turnID string
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

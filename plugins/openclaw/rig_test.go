@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,7 +187,16 @@ type rig struct {
 	env        []string // the clawconnect environment
 	terminalID string
 	daemon     *daemonProc // the test's daemon (rigOptions.OwnDaemon)
+	run        string      // unique to this rig: see key
 }
+
+// rigRuns numbers the rigs of one test binary run.
+var rigRuns atomic.Int64
+
+// key makes a session key or idempotency key unique to this rig: the
+// shared gateway outlives a test, so a second run of it (-count) must not
+// meet the first run's sessions or reuse its message ids.
+func (r *rig) key(name string) string { return name + "-" + r.run }
 
 // daemonProc is a `clawconnect terminal daemon` the test started.
 type daemonProc struct {
@@ -222,7 +232,7 @@ func startRig(t *testing.T, o rigOptions) *rig {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	t.Cleanup(cancel)
-	r := &rig{t: t, ctx: ctx, bin: binary(t)}
+	r := &rig{t: t, ctx: ctx, bin: binary(t), run: fmt.Sprintf("%d-%d", os.Getpid(), rigRuns.Add(1))}
 	var tmuxEnv []string
 	if o.OwnDaemon {
 		r.home = t.TempDir()
