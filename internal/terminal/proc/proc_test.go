@@ -145,6 +145,10 @@ func startChild(t *testing.T, dir string) *exec.Cmd {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
+	// Start returns once the exec has begun; the kernel sets the new
+	// image's argv a moment later, so /proc/PID/cmdline can still be
+	// empty. A sleeping child has finished its exec.
+	waitState(t, cmd.Process.Pid, 'S')
 	return cmd
 }
 
