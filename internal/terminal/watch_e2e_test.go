@@ -76,16 +76,7 @@ func TestE2EInspectStatusCard(t *testing.T) {
 // an approval in a watched task is one question; after unwatch nothing more
 // is queued.
 func TestE2EWatchHumanCodexTurn(t *testing.T) {
-	model := fakemodel.New(t, fakemodel.Options{})
-	rp := startRealTUI(t, realcli.Codex, model)
-	svc, st := newRealService(t, rp)
-	gw := newFakeOpenClaw()
-	x := newTestOutbox(st, gw, "e2e", time.Now)
-	h := NewHost(svc, HostOptions{Recheck: 2 * time.Second, Outbox: x})
-	hctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = h.Run(hctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	rp, svc, st, gw, h := startWatchHost(t, realcli.Codex)
 	ctx := t.Context()
 	const S = "agent:main:watcher"
 	cs := st.(store.CallbackStore)
@@ -201,21 +192,27 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	}
 }
 
+// startWatchHost starts kind's real TUI on the fake model and a monitor
+// host over it whose outbox delivers to a fake OpenClaw.
+func startWatchHost(t *testing.T, kind realcli.Kind) (*realPane, *Service, store.TerminalStore, *fakeOpenClaw, *Host) {
+	t.Helper()
+	rp := startRealTUI(t, kind, fakemodel.New(t, fakemodel.Options{}))
+	svc, st := newRealService(t, rp)
+	gw := newFakeOpenClaw()
+	h := NewHost(svc, HostOptions{Recheck: 2 * time.Second, Outbox: newTestOutbox(st, gw, "e2e", time.Now)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = h.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return rp, svc, st, gw, h
+}
+
 // TestE2EWatchJoinsRunningClaudeTask: a human's task already runs in the
 // real Claude Code 2.1.332 TUI (typed after an earlier, finished one) when
 // the watch is asked for; the watch joins it at its prompt record and
 // reports exactly one completion, with the reply, to the origin session.
 func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
-	model := fakemodel.New(t, fakemodel.Options{})
-	rp := startRealTUI(t, realcli.ClaudeCode, model)
-	svc, st := newRealService(t, rp)
-	gw := newFakeOpenClaw()
-	x := newTestOutbox(st, gw, "e2e", time.Now)
-	h := NewHost(svc, HostOptions{Recheck: 2 * time.Second, Outbox: x})
-	hctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = h.Run(hctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	rp, svc, st, gw, _ := startWatchHost(t, realcli.ClaudeCode)
 	ctx := t.Context()
 	const S = "agent:main:claude-watcher"
 
