@@ -171,9 +171,18 @@ func submissionPayload(text string) (string, string, error) {
 	case errors.Is(err, request.ErrSlashCommand):
 		return "", "", fmt.Errorf("%w: the request starts with a slash command; terminal sends never run native commands — rephrase it as plain text", ErrBadInput)
 	case err != nil:
-		return "", "", fmt.Errorf("%w: %w", ErrBadInput, err)
+		return "", "", fmt.Errorf("%w: %w; nothing was typed", ErrBadInput, err)
 	}
 	return p.Text, p.Hash, nil
+}
+
+// CheckRequest refuses, with the ErrBadInput error Send and Respond would
+// give, a request they would refuse for its text alone. A caller that
+// forwards raw bytes over JSON (which replaces invalid UTF-8) checks here
+// first, so the refusal names what the caller wrote.
+func CheckRequest(text string) error {
+	_, _, err := submissionPayload(text)
+	return err
 }
 
 // freshness is the private token of a send target: the Session, its binding
