@@ -322,13 +322,14 @@ func terminalSendCmd(env Env) *cobra.Command {
   --terminal TERMINAL_ID terminal_follow_current: whatever context the pane shows now;
                          the Session is created or adopted as needed.
 
-The request is typed into the pane, Enter is pressed once the draft shows (Codex),
-and the agent's session file must show it took the request within 5 s. A request
-whose first line is a slash command, that starts with '!', or that holds a
-control character other than line feed and tab (a terminal would take it as a
-key press) is refused before anything is typed. Input whose outcome is uncertain
-is never sent again. Prints session_id, turn_id and submission_outcome; with
---wait it returns when the Turn leaves the running statuses and prints the Turn.`,
+The request is typed into the pane, Enter is pressed once the composer shows
+exactly that draft, and the agent's session file must show it took the request
+within 5 s. A request whose first line is a slash command, that starts with '!',
+or that holds a control character other than line feed and tab (a terminal would
+take it as a key press) is refused before anything is typed. Input whose outcome
+is uncertain is never sent again. Prints session_id, turn_id and
+submission_outcome; with --wait it returns when the Turn leaves the running
+statuses and prints the Turn.`,
 		Example: `  clawconnect terminal send --terminal terminal:v2:tmux:codex:work:0.0:4242 "Add a test for parse()"
   clawconnect terminal send --session session-20260101120000-1a2b3c4d --wait "Now run it"
   clawconnect terminal send --terminal terminal:v2:tmux:claude:dev:1.0:777 --wait --json "Explain main.go" | jq -r .result.text`,

@@ -5,8 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/request"
 )
 
 // keystrokeRequests are requests that, typed as they are, act on the pane
@@ -59,4 +61,102 @@ func TestSendRefusesKeystrokes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEnterOnlyOnTheTypedDraft checks that Enter is pressed for either
+// agent only when its composer shows exactly the typed text: when the
+// typed text switched the composer into another mode, or the draft reads
+// otherwise, the Turn fails not_accepted, nothing is submitted and the
+// text is left where a human can see it.
+func TestEnterOnlyOnTheTypedDraft(t *testing.T) {
+	shows := map[string]func(typed string) string{
+		"composer gone (a mode the text switched on)": func(string) string { return "" },
+		"another draft":     func(string) string { return "/cost" },
+		"a human typed too": func(typed string) string { return typed + "x" },
+	}
+	for _, agent := range []string{AgentCodex, AgentClaude} {
+		for name, show := range shows {
+			t.Run(agent+"/"+name, func(t *testing.T) {
+				a := newFakeAgent(agent, 191)
+				r := newRig(t, a)
+				r.svc.o.DraftTimeout = 300 * time.Millisecond
+				a.set(func(f *fakeAgent) {
+					f.shown = func(typed string) string {
+						if typed == "" {
+							return ""
+						}
+						return show(typed)
+					}
+				})
+				res, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "do the thing"})
+				if !errors.Is(err, ErrRefused) || res.SubmissionOutcome != OutcomeNotAccepted || !res.DoNotRetry ||
+					!strings.Contains(err.Error(), agentName(agent)+" composer as typed, so Enter was not pressed") {
+					t.Fatalf("send = %+v, %v", res, err)
+				}
+				if keys := a.sentKeys(); slices.Contains(keys, "Enter") {
+					t.Fatalf("Enter was pressed on a draft that did not match: keys %v", keys)
+				}
+				v, err := r.svc.Status(t.Context(), res.TurnID)
+				if err != nil || v.Status != store.TurnFailed || v.SubmissionOutcome != OutcomeNotAccepted {
+					t.Fatalf("turn = %+v, %v", v, err)
+				}
+			})
+		}
+	}
+}
+
+// FuzzClaudeDraftCheck drives what a send checks before Enter on Claude
+// Code: a request Prepare accepts, typed into a composer that shows some
+// text, with the composer drawn as Claude Code's "❯" prompt or replaced
+// by another mode's prompt ("!" bash mode). The check may pass only when
+// the composer is Claude Code's and shows the payload (up to wrapping, or
+// as the placeholder of a large paste of it), and whatever Prepare
+// accepted holds no byte a terminal reads as a control.
+func FuzzClaudeDraftCheck(f *testing.F) {
+	f.Add("say hello", "say hello", false)
+	f.Add("say hello", "say  hel lo", false)
+	f.Add("!id > proof.txt", "id > proof.txt", true)
+	f.Add("x\u007f/cost", "/cost", false)
+	f.Add("first\nsecond", "first\nsecond", false)
+	f.Add("a\nb\nc", "[Pasted text #1 +2 lines]", false)
+	f.Add("echo", "echo", true)
+	rule := strings.Repeat("─", 60)
+	f.Fuzz(func(t *testing.T, in, shown string, bashMode bool) {
+		p, err := request.Prepare(in)
+		if err != nil {
+			return
+		}
+		if strings.ContainsAny(shown, "❯─━╌") {
+			// The composer's own frame inside its text: the parser reads
+			// the last frame it finds, and a composer that already held
+			// one is refused before anything is typed.
+			return
+		}
+		for i := 0; i < len(p.Text); i++ {
+			if c := p.Text[i]; (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+				t.Fatalf("Prepare(%q) accepted byte 0x%02x", in, c)
+			}
+		}
+		prompt := "❯ "
+		if bashMode {
+			prompt = "! "
+		}
+		lines := strings.Split(shown, "\n")
+		screen := "● FAKE-REPLY: ok\n\n" + rule + "\n" + prompt + lines[0] + "\n"
+		for _, l := range lines[1:] {
+			screen += "  " + l + "\n"
+		}
+		screen += rule + "\n  ⏸ manual mode on\n"
+		if !(ClaudeAgent{}).DraftVisible(screen, p.Text) {
+			return
+		}
+		if bashMode {
+			t.Fatalf("the draft check passed on a bash-mode prompt: %q for %q", shown, p.Text)
+		}
+		squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
+		got := strings.TrimSpace(shown)
+		if squash(shown) != squash(p.Text) && !strings.HasPrefix(got, "[Pasted text #") {
+			t.Fatalf("the draft check passed on %q for the payload %q", shown, p.Text)
+		}
+	})
 }

@@ -55,7 +55,7 @@ type Options struct {
 	InactivityTimeout, HardTimeout time.Duration
 	// AcceptanceTimeout bounds the wait for native acceptance; 5 s.
 	AcceptanceTimeout time.Duration
-	// DraftTimeout bounds the wait for a Codex draft to show; 2 s.
+	// DraftTimeout bounds the wait for the typed draft to show; 2 s.
 	DraftTimeout time.Duration
 	// CallbackGateway is the gateway URL recorded on a Turn sent with an
 	// origin session and no gateway of its own.
@@ -655,11 +655,12 @@ func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store
 	if err := s.advance(ctx, turn, d, store.DispatchTextInjected, "terminal_message_text_injected", map[string]any{"message_id": msg.ID}); err != nil {
 		return OutcomeUncertain, err
 	}
-	if p.Agent == AgentCodex {
-		if !s.waitDraft(ctx, a, p, text) {
-			return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotAccepted,
-				"the draft did not show in the Codex composer, so Enter was not pressed; the text is left in the composer", ErrRefused)
-		}
+	// Enter submits whatever the composer holds, so it is pressed only once
+	// the composer shows exactly the text typed: not a mode the text
+	// switched on, a command it turned into, or a human's keys mixed in.
+	if !s.waitDraft(ctx, a, p, text) {
+		return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotAccepted,
+			"the draft did not show in the "+agentName(p.Agent)+" composer as typed, so Enter was not pressed; the text is left in the composer — clear it in the terminal", ErrRefused)
 	}
 	if err := s.revalidate(ctx, turn, p, a, token); err != nil {
 		return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotAccepted,
@@ -677,6 +678,17 @@ func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store
 		return OutcomeUncertain, err
 	}
 	return s.awaitAcceptance(ctx, turn, d, p, a, text)
+}
+
+// agentName is the product name of an agent kind, for messages.
+func agentName(kind string) string {
+	switch kind {
+	case AgentCodex:
+		return "Codex"
+	case AgentClaude:
+		return "Claude Code"
+	}
+	return kind
 }
 
 // waitDraft polls the screen until the composer shows the draft on two
