@@ -77,6 +77,7 @@ func TestE2ERefusesKeystrokes(t *testing.T) {
 			paste.WriteString("ECHO=paste-ok")
 			for _, req := range []struct{ name, text, reply string }{
 				{"plain request", "Reply with ECHO=still-here\n\tplease!", "still-here"},
+				{"tab on one line", "Reply with ECHO=tab-ok\tplease", "tab-ok"},
 				{"large paste", paste.String(), "paste-ok"},
 			} {
 				t.Run(req.name, func(t *testing.T) {
