@@ -322,11 +322,14 @@ func terminalSendCmd(env Env) *cobra.Command {
   --terminal TERMINAL_ID terminal_follow_current: whatever context the pane shows now;
                          the Session is created or adopted as needed.
 
-The request is typed into the pane, Enter is pressed once the draft shows (Codex),
-and the agent's session file must show it took the request within 5 s. A request
-whose first line is a slash command is refused. Input whose outcome is uncertain
-is never sent again. Prints session_id, turn_id and submission_outcome; with
---wait it returns when the Turn leaves the running statuses and prints the Turn.`,
+The request is typed into the pane, Enter is pressed once the composer shows
+exactly that draft, and the agent's session file must show it took the request
+within 5 s. A request whose first line is a slash command, that starts with '!',
+or that holds a control character other than line feed and tab (a terminal would
+take it as a key press) is refused before anything is typed. Input whose outcome
+is uncertain is never sent again. Prints session_id, turn_id and
+submission_outcome; with --wait it returns when the Turn leaves the running
+statuses and prints the Turn.`,
 		Example: `  clawconnect terminal send --terminal terminal:v2:tmux:codex:work:0.0:4242 "Add a test for parse()"
   clawconnect terminal send --session session-20260101120000-1a2b3c4d --wait "Now run it"
   clawconnect terminal send --terminal terminal:v2:tmux:claude:dev:1.0:777 --wait --json "Explain main.go" | jq -r .result.text`,
@@ -336,6 +339,11 @@ is never sent again. Prints session_id, turn_id and submission_outcome; with
 				return err
 			}
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
+				// Checked here as well: the host's socket speaks JSON, which
+				// would replace invalid UTF-8 instead of refusing it.
+				if err := terminal.CheckRequest(args[0]); err != nil {
+					return fmt.Errorf("send: %w", err)
+				}
 				res, err := s.api.Send(ctx, terminal.SendRequest{SessionID: sessionID, TerminalID: terminalID, Request: args[0], InactivityTimeout: inactivity,
 					OriginSession: origin, GatewayURL: gatewayURL})
 				if err != nil {
@@ -462,6 +470,9 @@ waiting_for_openclaw. Refused while an approval prompt is open (use approve or
 cancel) and for a Turn in any other status.`,
 		`  clawconnect terminal respond turn-20260101T120000-1a2b3c4d "Use the staging database"`, nil,
 		func(ctx context.Context, s *terminalStack, id string, rest []string) (any, error) {
+			if err := terminal.CheckRequest(rest[0]); err != nil {
+				return nil, fmt.Errorf("respond: %w", err)
+			}
 			return s.api.Respond(ctx, id, rest[0])
 		})
 }

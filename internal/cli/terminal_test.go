@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,28 @@ func TestServeHostsTerminalTurns(t *testing.T) {
 	}
 	if _, _, err := runTerminal(ctx, envm, "send", "x"); ExitCode(err) != ExitUsage {
 		t.Fatalf("send without a target: exit %d (%v)", ExitCode(err), err)
+	}
+	// Text a terminal would take as keys is refused as bad input, by the
+	// socket and by the commands, naming what is wrong; invalid UTF-8 too,
+	// which the socket's JSON would otherwise have replaced.
+	const tid = "terminal:v2:tmux:claude:s:0.0:1"
+	if _, err := c.Send(ctx, terminal.SendRequest{TerminalID: tid, Request: "bye\u0003\u0003"}); !errors.Is(err, terminal.ErrBadInput) || !strings.Contains(err.Error(), "U+0003") {
+		t.Fatalf("send of Ctrl-C over the socket: %v", err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"send", "--terminal", tid, "bye\u0003\u0003"}, "U+0003 (ETX, Ctrl-C) at byte offset 3"},
+		{[]string{"send", "--terminal", tid, "!id > proof.txt"}, "starts with '!'"},
+		{[]string{"send", "--terminal", tid, "x\u007f/cost"}, "U+007F"},
+		{[]string{"send", "--terminal", tid, "a\xff"}, "UTF-8"},
+		{[]string{"respond", "turn-20260101T000000-00000000", "a\u001b[201~\r/exit\r"}, "U+001B"},
+	} {
+		_, _, err := runTerminal(ctx, envm, tt.args...)
+		if ExitCode(err) != ExitUsage || err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "nothing was typed") {
+			t.Errorf("terminal %q: exit %d (%v), want exit %d saying %q", tt.args, ExitCode(err), err, ExitUsage, tt.want)
+		}
 	}
 	stop()
 	if _, err := terminal.Dial(sock); err == nil {

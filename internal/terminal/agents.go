@@ -441,10 +441,12 @@ func (ClaudeAgent) WatchPaths(p Pane, raw json.RawMessage) []string {
 // Screen implements Agent.
 func (ClaudeAgent) Screen(text string) Screen { return toScreen(claude.ParseScreen(text)) }
 
-// DraftVisible implements Agent.
+// DraftVisible implements Agent: the idle composer holds exactly request.
+// Idle as for Codex: over a completion menu ("@" opens one) Enter picks an
+// entry instead of submitting, and while a turn runs it queues the text.
 func (ClaudeAgent) DraftVisible(text, request string) bool {
 	s := claude.ParseScreen(text)
-	return screen.DraftShows(s.Draft, request)
+	return s.Activity == screen.Idle && screen.DraftShows(s.Draft, request)
 }
 
 // Keys implements Agent: Enter on the highlighted one-time "Yes"; Escape

@@ -35,7 +35,10 @@ type fakeAgent struct {
 	wake    chan struct{}
 	// acceptPrompts, when false, leaves typed prompts in the composer.
 	acceptPrompts bool
-	sendErr       error
+	// shown, if set, is what the composer shows for the typed draft (a
+	// composer the text switched into another mode, say).
+	shown   func(typed string) string
+	sendErr error
 	// scanErr makes the completion scan fail (a malformed session-file
 	// line).
 	scanErr error
@@ -147,7 +150,11 @@ func (ft *fakeTerminals) Capture(_ context.Context, p Pane) (string, error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	b, _ := json.Marshal(map[string]any{"activity": a.activity, "draft": a.draft, "approval": a.approval, "dialog": a.dialog, "n": len(a.records)})
+	draft := a.draft
+	if a.shown != nil {
+		draft = a.shown(draft)
+	}
+	b, _ := json.Marshal(map[string]any{"activity": a.activity, "draft": draft, "approval": a.approval, "dialog": a.dialog, "n": len(a.records)})
 	return string(b), nil
 }
 

@@ -55,7 +55,7 @@ type Options struct {
 	InactivityTimeout, HardTimeout time.Duration
 	// AcceptanceTimeout bounds the wait for native acceptance; 5 s.
 	AcceptanceTimeout time.Duration
-	// DraftTimeout bounds the wait for a Codex draft to show; 2 s.
+	// DraftTimeout bounds the wait for the typed draft to show; 2 s.
 	DraftTimeout time.Duration
 	// CallbackGateway is the gateway URL recorded on a Turn sent with an
 	// origin session and no gateway of its own.
@@ -171,9 +171,18 @@ func submissionPayload(text string) (string, string, error) {
 	case errors.Is(err, request.ErrSlashCommand):
 		return "", "", fmt.Errorf("%w: the request starts with a slash command; terminal sends never run native commands — rephrase it as plain text", ErrBadInput)
 	case err != nil:
-		return "", "", fmt.Errorf("%w: %w", ErrBadInput, err)
+		return "", "", fmt.Errorf("%w: %w; nothing was typed", ErrBadInput, err)
 	}
 	return p.Text, p.Hash, nil
+}
+
+// CheckRequest refuses, with the ErrBadInput error Send and Respond would
+// give, a request they would refuse for its text alone. A caller that
+// forwards raw bytes over JSON (which replaces invalid UTF-8) checks here
+// first, so the refusal names what the caller wrote.
+func CheckRequest(text string) error {
+	_, _, err := submissionPayload(text)
+	return err
 }
 
 // freshness is the private token of a send target: the Session, its binding
@@ -646,11 +655,12 @@ func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store
 	if err := s.advance(ctx, turn, d, store.DispatchTextInjected, "terminal_message_text_injected", map[string]any{"message_id": msg.ID}); err != nil {
 		return OutcomeUncertain, err
 	}
-	if p.Agent == AgentCodex {
-		if !s.waitDraft(ctx, a, p, text) {
-			return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotAccepted,
-				"the draft did not show in the Codex composer, so Enter was not pressed; the text is left in the composer", ErrRefused)
-		}
+	// Enter submits whatever the composer holds, so it is pressed only once
+	// the composer shows exactly the text typed: not a mode the text
+	// switched on, a command it turned into, or a human's keys mixed in.
+	if !s.waitDraft(ctx, a, p, text) {
+		return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotAccepted,
+			"the draft did not show in the "+agentName(p.Agent)+" composer as typed, so Enter was not pressed; the text is left in the composer — clear it in the terminal", ErrRefused)
 	}
 	if err := s.revalidate(ctx, turn, p, a, token); err != nil {
 		return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotAccepted,
@@ -668,6 +678,17 @@ func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store
 		return OutcomeUncertain, err
 	}
 	return s.awaitAcceptance(ctx, turn, d, p, a, text)
+}
+
+// agentName is the product name of an agent kind, for messages.
+func agentName(kind string) string {
+	switch kind {
+	case AgentCodex:
+		return "Codex"
+	case AgentClaude:
+		return "Claude Code"
+	}
+	return kind
 }
 
 // waitDraft polls the screen until the composer shows the draft on two

@@ -308,9 +308,11 @@ func (c *Client) Size(ctx context.Context, p Pane) (width, height int, err error
 }
 
 // SendText types text into the pane without pressing Enter. One line is
-// sent with `send-keys -l`; text containing CR or LF goes through a named
-// buffer pasted with bracketed paste (`set-buffer -b` then `paste-buffer
-// -p -d`), and the buffer is deleted if the paste fails. Empty text and
+// sent with `send-keys -l`; text containing CR, LF or a tab goes through a
+// named buffer pasted with bracketed paste (`set-buffer -b` then
+// `paste-buffer -p -d`), and the buffer is deleted if the paste fails: a
+// tab typed as a key is the agent's Tab (Claude Code 2.1.332 drops it from
+// the draft), pasted it is text. Empty text and
 // text holding NUL are refused with ErrInvalid. Errors wrap ErrNotSent or
 // ErrUncertain; after ErrUncertain the text must not be sent again.
 func (c *Client) SendText(ctx context.Context, p Pane, text string) error {
@@ -322,7 +324,7 @@ func (c *Client) SendText(ctx context.Context, p Pane, text string) error {
 		return fmt.Errorf("tmux send text to %s: %w: text is empty or holds NUL", t, ErrInvalid)
 	}
 	sock := p.server()
-	if !strings.ContainsAny(text, "\r\n") {
+	if !strings.ContainsAny(text, "\r\n\t") {
 		if _, err := c.run(ctx, sock, "send-keys", "-t", t, "-l", "--", text); err != nil {
 			return fmt.Errorf("tmux send text to %s: %w", t, err)
 		}

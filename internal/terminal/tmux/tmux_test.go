@@ -332,6 +332,16 @@ func TestSendTextMultilineUsesBracketedPaste(t *testing.T) {
 	if want := "\x1b[200~first line\rsecond $line\r-third\x1b[201~\r"; got != want {
 		t.Errorf("pane received %q, want %q", got, want)
 	}
+	// One line with a tab is pasted too: typed, the tab is the Tab key.
+	if err := c.SendText(t.Context(), p, "a\tb"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendKeys(t.Context(), p, KeyEnter); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readUntil(t, out, "\x1b[201~\r"), "\x1b[200~a\tb\x1b[201~\r"; got != want {
+		t.Errorf("pane received %q for a line with a tab, want %q", got, want)
+	}
 	if bufs := s.tmux(t, "list-buffers", "-F", "#{buffer_name}"); bufs != "" {
 		t.Errorf("paste buffers left behind: %q", bufs)
 	}
