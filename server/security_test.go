@@ -51,14 +51,14 @@ func TestHTTPCrossOriginRefused(t *testing.T) {
 			b := setup(t, func(o *server.Options) {
 				o.AllowedOrigins = []string{"http://localhost:5173", "*"}
 				if authOn {
-					o.Auth = config.NewAuthenticator(config.AuthOptions{UserTokens: "ana:tok-a"})
+					o.Auth = mustAuth(t, config.AuthOptions{UserTokens: "ana:tok-ana-0123456789"})
 				}
 			})
 			ts := httptest.NewServer(b.srv.Handler())
 			defer ts.Close()
 			hdr := map[string]string{}
 			if authOn {
-				hdr["Authorization"] = "Bearer tok-a"
+				hdr["Authorization"] = "Bearer tok-ana-0123456789"
 			}
 			for _, evil := range []string{"http://evil.example", "null", "http://localhost:5174", "https://localhost:5173", "http://127.0.0.1.evil.example"} {
 				code, h := preflight(t, ts.URL+"/mcp", evil)
@@ -122,20 +122,20 @@ func TestHTTPCrossOriginRefused(t *testing.T) {
 // listed origin or the server's own; a refused origin never gets a CORS
 // header; nothing panics.
 func FuzzHTTPAuthAndOrigin(f *testing.F) {
-	f.Add("", "Bearer tok-a", "", false)
-	f.Add("http://evil.example", "Bearer tok-a", "", false)
-	f.Add("http://localhost:5173", "", "tok-a", true)
-	f.Add("HTTP://LOCALHOST:5173/", "bearer  tok-a ", "", false)
-	f.Add("null", "Bearer tok-a", "tok-a", true)
-	f.Add("http://127.0.0.1:7331", "Basic tok-a", "nope", false)
-	f.Add("http://local%68ost:5173", "Bearer tok-a", "", true)
-	const token = "tok-a"
+	f.Add("", "Bearer tok-ana-0123456789", "", false)
+	f.Add("http://evil.example", "Bearer tok-ana-0123456789", "", false)
+	f.Add("http://localhost:5173", "", "tok-ana-0123456789", true)
+	f.Add("HTTP://LOCALHOST:5173/", "bearer  tok-ana-0123456789 ", "", false)
+	f.Add("null", "Bearer tok-ana-0123456789", "tok-ana-0123456789", true)
+	f.Add("http://127.0.0.1:7331", "Basic tok-ana-0123456789", "nope", false)
+	f.Add("http://local%68ost:5173", "Bearer tok-ana-0123456789", "", true)
+	const token = "tok-ana-0123456789"
 	srvs := map[bool]*server.Server{}
 	for _, authOn := range []bool{false, true} {
 		b := setup(f, func(o *server.Options) {
 			o.AllowedOrigins = []string{"http://localhost:5173"}
 			if authOn {
-				o.Auth = config.NewAuthenticator(config.AuthOptions{UserTokens: "ana:" + token})
+				o.Auth = mustAuth(f, config.AuthOptions{UserTokens: "ana:" + token})
 			}
 		})
 		srvs[authOn] = b.srv

@@ -78,7 +78,7 @@ Exit codes: 0 clean shutdown, 1 failure, 2 bad flags, 3 no or invalid agent
 configuration.`,
 		Example: `  clawconnect serve
   clawconnect serve --addr 127.0.0.1:8080
-  MCP_USER_TOKENS="ana:s3cret" clawconnect serve --addr 0.0.0.0:7331
+  MCP_USER_TOKENS="ana:$(openssl rand -hex 16)" clawconnect serve --addr 0.0.0.0:7331
   curl -s http://127.0.0.1:7331/health`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -90,7 +90,10 @@ configuration.`,
 			sv := settingsOf(env)
 			auth := config.AuthFrom(sv)
 			auth.Logger = logger
-			authn := config.NewAuthenticator(auth)
+			authn, err := config.NewAuthenticator(auth)
+			if err != nil {
+				return &ExitError{Code: ExitConfig, Err: fmt.Errorf("serve: %w", err)}
+			}
 			b, err := open(ctx, env, logger)
 			if err != nil {
 				return err
