@@ -2,19 +2,21 @@ package server_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/server/servertest"
 )
 
 // preflight sends an OPTIONS request with the given Origin.
@@ -140,6 +142,7 @@ func FuzzHTTPAuthAndOrigin(f *testing.F) {
 		})
 		srvs[authOn] = b.srv
 	}
+	var fuzzAddr atomic.Uint32
 	f.Fuzz(func(t *testing.T, origin, authz, pass string, authOn bool) {
 		if strings.ContainsAny(origin+authz, "\r\n\x00") {
 			t.Skip("not representable in a header")
@@ -150,6 +153,10 @@ func FuzzHTTPAuthAndOrigin(f *testing.F) {
 		}
 		req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(toolsListReq))
 		req.Host = "127.0.0.1:7331"
+		// Each input from an address of its own: the refusals of the
+		// others would otherwise back it off (429) under the sign-in budget.
+		n := fuzzAddr.Add(1)
+		req.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", byte(n>>16), byte(n>>8), byte(n))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Protocol-Version", legacyVersion)
@@ -189,23 +196,7 @@ func FuzzHTTPAuthAndOrigin(f *testing.F) {
 // returns the bound address.
 func listen(t *testing.T, b *bundle) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan net.Addr, 1)
-	errc := make(chan error, 1)
-	go func() { errc <- b.srv.ListenAndServe(ctx, "127.0.0.1:0", time.Second, func(a net.Addr) { addrc <- a }) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("ListenAndServe: %v", err)
-		}
-	})
-	select {
-	case a := <-addrc:
-		return a.String()
-	case err := <-errc:
-		t.Fatalf("ListenAndServe: %v", err)
-	}
-	return ""
+	return servertest.Listen(t, b.srv)
 }
 
 // closedWithin reads c until the server closes it and reports how long
