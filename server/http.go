@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -17,6 +18,10 @@ import (
 // forbiddenBody is the reference's answer to a request without a valid
 // credential.
 const forbiddenBody = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Forbidden: token required via ?pass= or Authorization: Bearer"}}`
+
+// throttledBody answers a request from an address over its budget of
+// refused credentials; %d is the seconds to wait.
+const throttledBody = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Too many requests: too many refused tokens from this address; retry after %d s with a valid token"}}`
 
 // ErrInsecureRemote is returned by ListenAndServe when asked to listen
 // beyond loopback while no credential is configured.
@@ -37,8 +42,13 @@ type connParams struct {
 
 // Handler returns the HTTP handler: /mcp (stateless streamable HTTP, with
 // CORS and authentication), /metrics (authenticated like /mcp), /health and
-// / (the pages set by SetPages, else a plain "OK").
+// / (the pages set by SetPages, else a plain "OK"), every one behind the
+// Host check (see withHost).
 func (s *Server) Handler() http.Handler {
+	return s.withHost(s.routes())
+}
+
+func (s *Server) routes() http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		p, ok := r.Context().Value(connKey).(connParams)
 		if !ok {
@@ -51,6 +61,9 @@ func (s *Server) Handler() http.Handler {
 		MaxRequestBodyBytes: MaxRequestBytes,
 		// A client that goes away cancels its waiting check_task.
 		PropagateRequestCancellation: true,
+		// withHost makes the same check in front of every route, with the
+		// operator's listed origins as well.
+		DisableLocalhostProtection: true,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.withCORS(s.withAuth(mcpHandler)))
@@ -122,8 +135,15 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 		if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 			bearer = strings.TrimSpace(v[7:])
 		}
-		id, ok := s.auth.Authenticate(q.Get("pass"), bearer)
-		if !ok {
+		id, err := s.AuthenticateRequest(r, q.Get("pass"), bearer)
+		if te := (*ThrottledError)(nil); errors.As(err, &te) {
+			SetRetryAfter(w, te)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = fmt.Fprintf(w, throttledBody, retrySeconds(te.RetryAfter))
+			return
+		}
+		if err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusForbidden)
 			_, _ = w.Write([]byte(forbiddenBody))
@@ -177,9 +197,11 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, grace time.Dur
 	// the shutdown for up to two minutes.
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
-	lim := s.limits.withDefaults(s.waits.max)
-	ln = &capListener{Listener: ln, max: int64(lim.MaxConns)}
+	lim := s.limits
+	ln = &capListener{Listener: ln, max: int64(lim.MaxConns), perAddr: lim.PreAuthPerAddress,
+		exempt: s.trustedProxy, preAuth: map[netip.Prefix]int{}}
 	srv := &http.Server{
+		ConnContext:       withConn,
 		Handler:           withDeadlines(lim, s.Handler()),
 		ReadHeaderTimeout: lim.ReadHeader,
 		IdleTimeout:       lim.Idle,

@@ -22,6 +22,16 @@ import (
 	"github.com/clawconnect/clawconnect/server"
 )
 
+// mustAuth is config.NewAuthenticator for options that must be accepted.
+func mustAuth(t testing.TB, o config.AuthOptions) *config.Authenticator {
+	t.Helper()
+	a, err := config.NewAuthenticator(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 const legacyVersion = "2025-11-25"
 
 // rpc posts one raw JSON-RPC message to url and returns the status, the
@@ -131,7 +141,7 @@ func TestStdioAndHTTPServeIdenticalToolsList(t *testing.T) {
 func TestHTTPAuth(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(o *server.Options) {
-		o.Auth = config.NewAuthenticator(config.AuthOptions{UserTokens: "Dana:tok-d", PublicPass: "shared"})
+		o.Auth = mustAuth(t, config.AuthOptions{UserTokens: "Dana:tok-dana-0123456789", PublicPass: "shared-pass-0123456789"})
 	})
 	ts := httptest.NewServer(b.srv.Handler())
 	defer ts.Close()
@@ -144,10 +154,10 @@ func TestHTTPAuth(t *testing.T) {
 		{"no token", "", nil, http.StatusForbidden},
 		{"wrong bearer", "", map[string]string{"Authorization": "Bearer nope"}, http.StatusForbidden},
 		{"wrong pass", "?pass=nope", nil, http.StatusForbidden},
-		{"basic scheme ignored", "", map[string]string{"Authorization": "Basic tok-d"}, http.StatusForbidden},
-		{"bearer user", "", map[string]string{"Authorization": "Bearer tok-d"}, http.StatusOK},
-		{"lowercase bearer", "", map[string]string{"Authorization": "bearer tok-d"}, http.StatusOK},
-		{"pass legacy", "?pass=shared", nil, http.StatusOK},
+		{"basic scheme ignored", "", map[string]string{"Authorization": "Basic tok-dana-0123456789"}, http.StatusForbidden},
+		{"bearer user", "", map[string]string{"Authorization": "Bearer tok-dana-0123456789"}, http.StatusOK},
+		{"lowercase bearer", "", map[string]string{"Authorization": "bearer tok-dana-0123456789"}, http.StatusOK},
+		{"pass legacy", "?pass=shared-pass-0123456789", nil, http.StatusOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,7 +179,7 @@ func TestHTTPAuth(t *testing.T) {
 	for _, tt := range []struct {
 		hdr  string
 		want int
-	}{{"", http.StatusForbidden}, {"Bearer nope", http.StatusForbidden}, {"Bearer tok-d", http.StatusOK}} {
+	}{{"", http.StatusForbidden}, {"Bearer nope", http.StatusForbidden}, {"Bearer tok-dana-0123456789", http.StatusOK}} {
 		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/metrics", nil)
 		if tt.hdr != "" {
 			req.Header.Set("Authorization", tt.hdr)
@@ -185,7 +195,7 @@ func TestHTTPAuth(t *testing.T) {
 	}
 	// The personal token's name reaches the tools.
 	code, _, body := rpc(t, ts.URL+"/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_connection_info","arguments":{}}}`,
-		map[string]string{"Authorization": "Bearer tok-d"})
+		map[string]string{"Authorization": "Bearer tok-dana-0123456789"})
 	if code != http.StatusOK || !strings.Contains(body, `ClawConnect (Dana)`) {
 		t.Errorf("connection info over HTTP = %d %s", code, body)
 	}
@@ -326,7 +336,7 @@ func TestHTTPScopeQuery(t *testing.T) {
 func TestCheckListen(t *testing.T) {
 	t.Parallel()
 	open := setup(t, nil).srv
-	authed := setup(t, func(o *server.Options) { o.Auth = config.NewAuthenticator(config.AuthOptions{PublicPass: "p"}) }).srv
+	authed := setup(t, func(o *server.Options) { o.Auth = mustAuth(t, config.AuthOptions{PublicPass: "pass-0123456789abcdef"}) }).srv
 	allowed := setup(t, func(o *server.Options) { o.AllowUnauthenticatedRemote = true }).srv
 	tests := []struct {
 		name string
@@ -411,19 +421,19 @@ func TestListenAndServeRefusesInsecureRemote(t *testing.T) {
 func TestHTTPTokenFileReload(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "tokens.json")
-	if err := os.WriteFile(path, []byte(`{"tokens":{"Eve":"e1"}}`), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(`{"tokens":{"Eve":"eve-token-1-0123456789"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := setup(t, func(o *server.Options) { o.Auth = config.NewAuthenticator(config.AuthOptions{TokensFile: path}) })
+	b := setup(t, func(o *server.Options) { o.Auth = mustAuth(t, config.AuthOptions{TokensFile: path}) })
 	ts := httptest.NewServer(b.srv.Handler())
 	defer ts.Close()
-	if code, _, _ := rpc(t, ts.URL+"/mcp?pass=e1", toolsListReq, nil); code != 200 {
+	if code, _, _ := rpc(t, ts.URL+"/mcp?pass=eve-token-1-0123456789", toolsListReq, nil); code != 200 {
 		t.Fatalf("token from file refused: %d", code)
 	}
-	if err := os.WriteFile(path, []byte(`{"tokens":{"Eve":"e2-rotated"}}`), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(`{"tokens":{"Eve":"eve-token-2-rotated-0123"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, _ := rpc(t, ts.URL+"/mcp?pass=e1", toolsListReq, nil); code != http.StatusForbidden {
+	if code, _, _ := rpc(t, ts.URL+"/mcp?pass=eve-token-1-0123456789", toolsListReq, nil); code != http.StatusForbidden {
 		t.Errorf("rotated-out token still accepted: %d", code)
 	}
 }

@@ -15,6 +15,7 @@ const forbiddenOriginBody = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"
 // without an Origin header (every non-browser MCP client) is not affected.
 type originPolicy struct {
 	allowed map[string]bool // normalized "scheme://host[:port]"
+	hosts   map[string]bool // their "host[:port]" and "host": names a loopback server answers to
 	any     bool            // "*" was listed and auth is required
 }
 
@@ -22,7 +23,7 @@ type originPolicy struct {
 // honoured only when authRequired: an open server never lets every web page
 // drive it.
 func newOriginPolicy(list []string, authRequired bool) originPolicy {
-	p := originPolicy{allowed: map[string]bool{}}
+	p := originPolicy{allowed: map[string]bool{}, hosts: map[string]bool{}}
 	for _, o := range list {
 		o = strings.TrimSpace(o)
 		if o == "*" {
@@ -31,6 +32,8 @@ func newOriginPolicy(list []string, authRequired bool) originPolicy {
 		}
 		if n, ok := normalizeOrigin(o); ok {
 			p.allowed[n] = true
+			_, hostPort, _ := strings.Cut(n, "://")
+			p.hosts[hostPort], p.hosts[hostOnly(hostPort)] = true, true
 		}
 	}
 	return p
@@ -62,7 +65,9 @@ func normalizeOrigin(o string) (string, bool) {
 
 // allow reports whether a request with the given Origin header may proceed.
 // An absent Origin is allowed; a present one must be listed, or be the
-// server's own origin (same scheme-less host and port as the request's Host).
+// server's own origin: the same host and port as the request's Host, and a
+// host the server answers to (hostAllowed), so that a page whose own name
+// was rebound to a loopback server is not taken for it.
 func (p originPolicy) allow(origin string, r *http.Request) bool {
 	if origin == "" {
 		return true
@@ -75,5 +80,5 @@ func (p originPolicy) allow(origin string, r *http.Request) bool {
 		return true
 	}
 	_, hostPort, _ := strings.Cut(n, "://")
-	return r.Host != "" && strings.EqualFold(hostPort, r.Host)
+	return r.Host != "" && strings.EqualFold(hostPort, r.Host) && p.hostAllowed(hostPort, localAddr(r))
 }

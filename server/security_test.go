@@ -2,19 +2,21 @@ package server_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/server/servertest"
 )
 
 // preflight sends an OPTIONS request with the given Origin.
@@ -51,14 +53,14 @@ func TestHTTPCrossOriginRefused(t *testing.T) {
 			b := setup(t, func(o *server.Options) {
 				o.AllowedOrigins = []string{"http://localhost:5173", "*"}
 				if authOn {
-					o.Auth = config.NewAuthenticator(config.AuthOptions{UserTokens: "ana:tok-a"})
+					o.Auth = mustAuth(t, config.AuthOptions{UserTokens: "ana:tok-ana-0123456789"})
 				}
 			})
 			ts := httptest.NewServer(b.srv.Handler())
 			defer ts.Close()
 			hdr := map[string]string{}
 			if authOn {
-				hdr["Authorization"] = "Bearer tok-a"
+				hdr["Authorization"] = "Bearer tok-ana-0123456789"
 			}
 			for _, evil := range []string{"http://evil.example", "null", "http://localhost:5174", "https://localhost:5173", "http://127.0.0.1.evil.example"} {
 				code, h := preflight(t, ts.URL+"/mcp", evil)
@@ -122,24 +124,25 @@ func TestHTTPCrossOriginRefused(t *testing.T) {
 // listed origin or the server's own; a refused origin never gets a CORS
 // header; nothing panics.
 func FuzzHTTPAuthAndOrigin(f *testing.F) {
-	f.Add("", "Bearer tok-a", "", false)
-	f.Add("http://evil.example", "Bearer tok-a", "", false)
-	f.Add("http://localhost:5173", "", "tok-a", true)
-	f.Add("HTTP://LOCALHOST:5173/", "bearer  tok-a ", "", false)
-	f.Add("null", "Bearer tok-a", "tok-a", true)
-	f.Add("http://127.0.0.1:7331", "Basic tok-a", "nope", false)
-	f.Add("http://local%68ost:5173", "Bearer tok-a", "", true)
-	const token = "tok-a"
+	f.Add("", "Bearer tok-ana-0123456789", "", false)
+	f.Add("http://evil.example", "Bearer tok-ana-0123456789", "", false)
+	f.Add("http://localhost:5173", "", "tok-ana-0123456789", true)
+	f.Add("HTTP://LOCALHOST:5173/", "bearer  tok-ana-0123456789 ", "", false)
+	f.Add("null", "Bearer tok-ana-0123456789", "tok-ana-0123456789", true)
+	f.Add("http://127.0.0.1:7331", "Basic tok-ana-0123456789", "nope", false)
+	f.Add("http://local%68ost:5173", "Bearer tok-ana-0123456789", "", true)
+	const token = "tok-ana-0123456789"
 	srvs := map[bool]*server.Server{}
 	for _, authOn := range []bool{false, true} {
 		b := setup(f, func(o *server.Options) {
 			o.AllowedOrigins = []string{"http://localhost:5173"}
 			if authOn {
-				o.Auth = config.NewAuthenticator(config.AuthOptions{UserTokens: "ana:" + token})
+				o.Auth = mustAuth(f, config.AuthOptions{UserTokens: "ana:" + token})
 			}
 		})
 		srvs[authOn] = b.srv
 	}
+	var fuzzAddr atomic.Uint32
 	f.Fuzz(func(t *testing.T, origin, authz, pass string, authOn bool) {
 		if strings.ContainsAny(origin+authz, "\r\n\x00") {
 			t.Skip("not representable in a header")
@@ -150,6 +153,10 @@ func FuzzHTTPAuthAndOrigin(f *testing.F) {
 		}
 		req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(toolsListReq))
 		req.Host = "127.0.0.1:7331"
+		// Each input from an address of its own: the refusals of the
+		// others would otherwise back it off (429) under the sign-in budget.
+		n := fuzzAddr.Add(1)
+		req.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", byte(n>>16), byte(n>>8), byte(n))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Protocol-Version", legacyVersion)
@@ -189,23 +196,7 @@ func FuzzHTTPAuthAndOrigin(f *testing.F) {
 // returns the bound address.
 func listen(t *testing.T, b *bundle) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan net.Addr, 1)
-	errc := make(chan error, 1)
-	go func() { errc <- b.srv.ListenAndServe(ctx, "127.0.0.1:0", time.Second, func(a net.Addr) { addrc <- a }) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("ListenAndServe: %v", err)
-		}
-	})
-	select {
-	case a := <-addrc:
-		return a.String()
-	case err := <-errc:
-		t.Fatalf("ListenAndServe: %v", err)
-	}
-	return ""
+	return servertest.Listen(t, b.srv)
 }
 
 // closedWithin reads c until the server closes it and reports how long

@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -62,8 +63,15 @@ type Options struct {
 	// no credential (stdio, an open server) always sees everything.
 	SharedTaskView bool
 	// Limits bounds the connections of ListenAndServe (timeouts and a
-	// connection cap); the zero value takes the documented defaults.
+	// connection cap) and the streams of each identity; the zero value
+	// takes the documented defaults.
 	Limits Limits
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (CLAWCONNECT_TRUSTED_PROXIES): a
+	// request from one counts against the forwarded client's address, and
+	// is secure when the proxy says it came over https. They are exempt
+	// from Limits.PreAuthPerAddress. Nil means none.
+	TrustedProxies []netip.Prefix
 	// Version is reported as serverVersion; empty means DefaultVersion.
 	Version string
 	// Build is reported as build (CLAWCONNECT_BUILD_SHA); empty means "unknown".
@@ -90,13 +98,17 @@ type Server struct {
 	logger    *slog.Logger
 	metrics   *metrics
 	origins   originPolicy
-	limits    Limits
+	limits    Limits // with defaults
+	proxies   []netip.Prefix
 	shared    bool
 	pages     http.Handler // SetPages; nil serves a plain "OK" at /
 	terminals Terminals
 
 	mu    sync.Mutex
 	cache map[string]*mcp.Server // per scope+identity, bounded by maxCachedServers
+
+	streams  streams
+	failures failures
 
 	drainOnce sync.Once
 	draining  chan struct{} // closed by Drain
@@ -119,7 +131,7 @@ func New(opts Options) (*Server, error) {
 		waits:     newWaits(opts.CheckWait, opts.CheckMaxWait),
 		auth:      opts.Auth,
 		allowRem:  opts.AllowUnauthenticatedRemote,
-		limits:    opts.Limits,
+		proxies:   opts.TrustedProxies,
 		shared:    opts.SharedTaskView,
 		terminals: opts.Terminals,
 		version:   opts.Version,
@@ -140,6 +152,8 @@ func New(opts Options) (*Server, error) {
 	if s.auth == nil {
 		s.auth = openAuth{}
 	}
+	s.limits = opts.Limits.withDefaults(s.waits.max)
+	s.streams = streams{per: map[taskapi.Identity]int{}, perMax: s.limits.StreamsPerIdentity, max: s.limits.MaxConns - s.limits.StreamReserve}
 	s.metrics = newMetrics(s.tasks)
 	s.origins = newOriginPolicy(opts.AllowedOrigins, s.auth.Required())
 	return s, nil

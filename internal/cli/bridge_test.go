@@ -507,6 +507,22 @@ func TestServeRefusesOpenRemote(t *testing.T) {
 	}
 }
 
+// TestServeRefusesShortToken is issue 24 item 9 at startup: serve does
+// not start on a token shorter than the minimum, and says which entry it
+// is without printing the token; doctor says the same.
+func TestServeRefusesShortToken(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"CLAWCONNECT_HOME": t.TempDir(), "MCP_USER_TOKENS": "ok:long-enough-token-0001,ana:shorttok"}
+	_, _, err := runCLIEnv(t, env, "serve", "--addr", "127.0.0.1:0")
+	if ExitCode(err) != ExitConfig || !strings.Contains(err.Error(), `MCP_USER_TOKENS entry "ana"`) || strings.Contains(err.Error(), "shorttok") {
+		t.Errorf("serve with a short token = %v (exit %d), want exit %d naming the entry and not the token", err, ExitCode(err), ExitConfig)
+	}
+	out, _, _ := runCLIEnv(t, env, "doctor")
+	if !strings.Contains(out, `MCP_USER_TOKENS entry "ana"`) || strings.Contains(out, "shorttok") {
+		t.Errorf("doctor with a short token:\n%s", out)
+	}
+}
+
 func httpGet(url string) (string, error) {
 	resp, err := http.Get(url)
 	if err != nil {

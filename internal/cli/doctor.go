@@ -158,10 +158,13 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 				fix: "Fix or remove the failing entries of " + runtimeModulesVar + "."})
 		}
 	}
-	authn := config.NewAuthenticator(config.AuthFrom(sv))
-	if authn.Required() {
+	authn, err := config.NewAuthenticator(config.AuthFrom(sv))
+	switch {
+	case err != nil:
+		vs = append(vs, verdict{area: "http auth", detail: err.Error(), fix: "Replace that token with a longer random one; serve refuses to start until then."})
+	case authn.Required():
 		vs = append(vs, verdict{ok: true, area: "http auth", detail: "serve requires a token (MCP_USER_TOKENS / MCP_USER_TOKENS_FILE / PUBLIC_MCP_PASS)"})
-	} else {
+	default:
 		vs = append(vs, verdict{ok: true, area: "http auth", detail: "serve is open (loopback only unless --allow-unauthenticated-remote); set MCP_USER_TOKENS to expose it"})
 	}
 	return vs

@@ -53,9 +53,10 @@ health; a browser signs in with the same token as /mcp), until interrupted
 
 Authentication: personal tokens from MCP_USER_TOKENS ("Name:token,...") and
 MCP_USER_TOKENS_FILE (JSON, re-read when it changes), or the shared
-PUBLIC_MCP_PASS, presented as "Authorization: Bearer <token>" or ?pass=<token>.
-Without any of them /mcp is open, and serve refuses to listen beyond loopback
-unless --allow-unauthenticated-remote is given.
+PUBLIC_MCP_PASS, presented as "Authorization: Bearer <token>" or ?pass=<token>;
+each at least 16 characters. Without any of them /mcp is open, and serve refuses
+to listen beyond loopback unless --allow-unauthenticated-remote is given. An
+address whose tokens are refused more than 10 times is answered 429 for a while.
 
 Isolation: each personal token sees and controls only the tasks and sessions
 it started (the shared PUBLIC_MCP_PASS counts as one identity); others read as
@@ -64,7 +65,8 @@ credential sees and controls every task.
 
 Browsers: a request whose Origin header is not the server's own origin and
 not listed in CLAWCONNECT_ALLOWED_ORIGINS (comma-separated, e.g.
-"http://localhost:5173") is refused with 403.
+"http://localhost:5173") is refused with 403; on a loopback --addr so is a
+request for any Host but a loopback name (or a listed origin's host).
 
 Terminal tools: --terminal-tools (or CLAWCONNECT_TERMINAL_TOOLS=1) adds
 terminal_list, terminal_send, terminal_status, terminal_respond,
@@ -78,7 +80,7 @@ Exit codes: 0 clean shutdown, 1 failure, 2 bad flags, 3 no or invalid agent
 configuration.`,
 		Example: `  clawconnect serve
   clawconnect serve --addr 127.0.0.1:8080
-  MCP_USER_TOKENS="ana:s3cret" clawconnect serve --addr 0.0.0.0:7331
+  MCP_USER_TOKENS="ana:$(openssl rand -hex 16)" clawconnect serve --addr 0.0.0.0:7331
   curl -s http://127.0.0.1:7331/health`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -90,7 +92,10 @@ configuration.`,
 			sv := settingsOf(env)
 			auth := config.AuthFrom(sv)
 			auth.Logger = logger
-			authn := config.NewAuthenticator(auth)
+			authn, err := config.NewAuthenticator(auth)
+			if err != nil {
+				return &ExitError{Code: ExitConfig, Err: fmt.Errorf("serve: %w", err)}
+			}
 			b, err := open(ctx, env, logger)
 			if err != nil {
 				return err
@@ -118,10 +123,9 @@ configuration.`,
 			if err != nil {
 				return err
 			}
-			dopts := dashboard.Options{
-				Server: srv, Runtimes: b.runtimes, StoreInfo: storeInfo(sv, b.shared),
-				Feed: changeFeed(b.shared), Logger: logger.With("component", "dashboard"),
-			}
+			dopts := dashboardOptions(sv)
+			dopts.Server, dopts.Runtimes, dopts.StoreInfo = srv, b.runtimes, storeInfo(sv, b.shared)
+			dopts.Feed, dopts.Logger = changeFeed(b.shared), logger.With("component", "dashboard")
 			dopts.Processes, _ = b.shared.(dashboard.ProcessLister)
 			dopts.Attachments, _ = b.shared.(dashboard.AttachmentReader)
 			if svc != nil {
@@ -153,6 +157,11 @@ configuration.`,
 	cmd.Flags().BoolVar(&termTools, "terminal-tools", false, "also serve the terminal_* tools (CLAWCONNECT_TERMINAL_TOOLS=1)")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may take to finish on shutdown")
 	return cmd
+}
+
+// dashboardOptions is the part of dashboard.Options the settings set.
+func dashboardOptions(sv settings.Values) dashboard.Options {
+	return dashboard.Options{InsecureCookie: sv.InsecureCookie}
 }
 
 // storeInfo describes the store for the dashboard's Health page, without

@@ -54,7 +54,8 @@ func serverOptions(sv settings.Values) server.Options {
 	t := config.TimeoutsFrom(sv)
 	return server.Options{
 		CheckWait: t.CheckWait, CheckMaxWait: t.CheckMaxWait, AllowedOrigins: sv.AllowedOrigins, SharedTaskView: sv.SharedTaskView,
-		Version: version(), Build: sv.BuildSHA,
+		TrustedProxies: sv.TrustedProxies,
+		Version:        version(), Build: sv.BuildSHA,
 	}
 }
 

@@ -26,7 +26,8 @@ import (
 type wired struct {
 	Task      task.Options       // what bridge.Open gives each task manager (ApplySettings)
 	Timeouts  []time.Duration    // serverOptions: the MCP tools' waits (CheckWait, CheckMaxWait)
-	Server    []any              // serverOptions: origins, shared view, build
+	Server    []any              // serverOptions: origins, shared view, trusted proxies, build
+	Dashboard bool               // dashboardOptions: the session cookie's Secure opt-out
 	Terminal  config.Terminal    // newTerminalService, runTerminalHost
 	TermTools bool               // terminalToolsOn: the MCP terminal tools of mcp and serve
 	Auth      config.AuthOptions // serve's authenticator
@@ -49,7 +50,8 @@ func wiringOf(t *testing.T, vars map[string]string) wired {
 	w.Task.ApplySettings(sv)
 	so := serverOptions(sv)
 	w.Timeouts = []time.Duration{so.CheckWait, so.CheckMaxWait}
-	w.Server = []any{so.AllowedOrigins, so.SharedTaskView, so.Build}
+	w.Server = []any{so.AllowedOrigins, so.SharedTaskView, so.TrustedProxies, so.Build}
+	w.Dashboard = dashboardOptions(sv).InsecureCookie
 	w.Terminal = config.TerminalFrom(sv)
 	w.TermTools = terminalToolsOn(env, false)
 	w.Auth = config.AuthFrom(sv)
@@ -96,6 +98,8 @@ var effectOf = map[string]string{
 	"PUBLIC_MCP_PASS":                           "Auth",
 	"CLAWCONNECT_SHARED_TASK_VIEW":              "Server",
 	"CLAWCONNECT_ALLOWED_ORIGINS":               "Server",
+	"CLAWCONNECT_TRUSTED_PROXIES":               "Server",
+	"CLAWCONNECT_INSECURE_COOKIE":               "Dashboard",
 	"CLAWCONNECT_TIMEOUT_MS":                    "Task",
 	"CLAWCONNECT_RECOVERY_TIMEOUT_MS":           "Task",
 	"CLAWCONNECT_RECOVERY_IDLE_MS":              "Task",

@@ -74,8 +74,41 @@ type fileStamp struct {
 	exists bool
 }
 
+// MinTokenLength is the fewest characters a token or the shared password
+// may have: a shorter one falls to guessing even under the sign-in backoff.
+const MinTokenLength = 16
+
+// ErrShortToken is wrapped by the error of NewAuthenticator for a token or
+// password shorter than MinTokenLength.
+var ErrShortToken = errors.New("token too short")
+
+// checkLength refuses a credential shorter than MinTokenLength; what names
+// it (never the token itself).
+func checkLength(what, tok string) error {
+	if n := len([]rune(tok)); n < MinTokenLength {
+		return fmt.Errorf("%w: %s is %d characters; give at least %d random characters (e.g. the output of `openssl rand -hex 16`)",
+			ErrShortToken, what, n, MinTokenLength)
+	}
+	return nil
+}
+
+// checkLengths refuses the first token of toks shorter than MinTokenLength,
+// naming its entry as where says.
+func checkLengths(toks []UserToken, where string) error {
+	for _, t := range toks {
+		if err := checkLength(fmt.Sprintf("the token of %s entry %q", where, t.Name), t.Token); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // NewAuthenticator builds an Authenticator and loads the token file once.
-func NewAuthenticator(opts AuthOptions) *Authenticator {
+// It refuses a token or password shorter than MinTokenLength, in any of
+// the three variables, with an error (wrapping ErrShortToken) that names
+// the entry but not the token; a token file that cannot be read is only
+// logged, as on every later re-read.
+func NewAuthenticator(opts AuthOptions) (*Authenticator, error) {
 	a := &Authenticator{opts: opts, logger: opts.Logger}
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
@@ -91,24 +124,36 @@ func NewAuthenticator(opts AuthOptions) *Authenticator {
 		}
 		a.env = append(a.env, UserToken{Name: name, Token: tok})
 	}
+	if err := checkLengths(a.env, "MCP_USER_TOKENS"); err != nil {
+		return nil, fmt.Errorf("check http credentials: %w", err)
+	}
+	if opts.PublicPass != "" {
+		if err := checkLength("PUBLIC_MCP_PASS", opts.PublicPass); err != nil {
+			return nil, fmt.Errorf("check http credentials: %w", err)
+		}
+	}
 	a.configured = opts.PublicPass != "" || opts.TokensFile != "" || strings.TrimSpace(opts.UserTokens) != ""
 	if strings.TrimSpace(opts.UserTokens) != "" && len(a.env) == 0 {
 		a.logger.Error("MCP_USER_TOKENS is set but holds no Name:token entry; every HTTP request is refused until it does")
 	}
 	a.mu.Lock()
-	a.refreshLocked()
+	err := a.refreshLocked()
 	a.mu.Unlock()
-	return a
+	if errors.Is(err, ErrShortToken) {
+		return nil, fmt.Errorf("check http credentials: %w", err)
+	}
+	return a, nil
 }
 
 // refreshLocked re-reads the token file when its stamp changed. A file
-// that is missing, unreadable, malformed or empty keeps the last good set.
-func (a *Authenticator) refreshLocked() {
+// that is missing, unreadable, malformed, empty or holds a short token
+// keeps the last good set; the error says why.
+func (a *Authenticator) refreshLocked() error {
 	if a.opts.TokensFile == "" {
 		if a.tokens == nil {
 			a.merge()
 		}
-		return
+		return nil
 	}
 	st, err := os.Stat(a.opts.TokensFile)
 	stamp := fileStamp{}
@@ -116,7 +161,7 @@ func (a *Authenticator) refreshLocked() {
 		stamp = fileStamp{mod: st.ModTime(), size: st.Size(), exists: true}
 	}
 	if a.fileLoaded && stamp == a.fileStamp {
-		return
+		return nil
 	}
 	a.fileLoaded, a.fileStamp = true, stamp
 	var toks []UserToken
@@ -131,6 +176,9 @@ func (a *Authenticator) refreshLocked() {
 		if err == nil && len(toks) == 0 {
 			err = errors.New("the file holds no Name/token entry")
 		}
+		if err == nil {
+			err = checkLengths(toks, "MCP_USER_TOKENS_FILE")
+		}
 	}
 	if err != nil {
 		a.logger.Error("MCP_USER_TOKENS_FILE is unusable; keeping the last good tokens (fix the file: a JSON object of name to token)",
@@ -138,10 +186,11 @@ func (a *Authenticator) refreshLocked() {
 		if a.tokens == nil {
 			a.merge()
 		}
-		return
+		return err
 	}
 	a.fileTokens = toks
 	a.merge()
+	return nil
 }
 
 // merge rebuilds tokens from the env tokens and the last good file tokens.
@@ -173,7 +222,7 @@ func (a *Authenticator) Authenticate(pass, bearer string) (Identity, bool) {
 		return Identity{}, true
 	}
 	a.mu.Lock()
-	a.refreshLocked()
+	_ = a.refreshLocked() // logged; the last good set stays
 	tokens := a.tokens
 	a.mu.Unlock()
 	for _, cand := range []string{pass, bearer} {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -47,19 +48,19 @@ func TestAuthenticate(t *testing.T) {
 	}{
 		{"open", AuthOptions{}, "", "", Identity{}, true, false},
 		{"open ignores junk", AuthOptions{}, "junk", "junk", Identity{}, true, false},
-		{"user via bearer", AuthOptions{UserTokens: "Alice:a1, Bob:b:2"}, "", "b:2", Identity{User: "Bob"}, true, true},
-		{"user via pass", AuthOptions{UserTokens: "Alice:a1"}, "a1", "", Identity{User: "Alice"}, true, true},
-		{"pass checked before bearer", AuthOptions{UserTokens: "Alice:a1,Bob:b1"}, "a1", "b1", Identity{User: "Alice"}, true, true},
-		{"wrong pass falls to bearer", AuthOptions{UserTokens: "Alice:a1"}, "zz", "a1", Identity{User: "Alice"}, true, true},
-		{"legacy", AuthOptions{PublicPass: "shared"}, "shared", "", Identity{Legacy: true}, true, true},
-		{"missing token", AuthOptions{PublicPass: "shared"}, "", "", Identity{}, false, true},
-		{"wrong token", AuthOptions{UserTokens: "Alice:a1", PublicPass: "shared"}, "", "nope", Identity{}, false, true},
-		{"duplicate token keeps first", AuthOptions{UserTokens: "Alice:same,Bob:same"}, "", "same", Identity{User: "Alice"}, true, true},
+		{"user via bearer", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef, Bob:b:2-0123456789abcdef"}, "", "b:2-0123456789abcdef", Identity{User: "Bob"}, true, true},
+		{"user via pass", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef"}, "a1-0123456789abcdef", "", Identity{User: "Alice"}, true, true},
+		{"pass checked before bearer", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef,Bob:b1-0123456789abcdef"}, "a1-0123456789abcdef", "b1-0123456789abcdef", Identity{User: "Alice"}, true, true},
+		{"wrong pass falls to bearer", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef"}, "zz", "a1-0123456789abcdef", Identity{User: "Alice"}, true, true},
+		{"legacy", AuthOptions{PublicPass: "shared-0123456789abcdef"}, "shared-0123456789abcdef", "", Identity{Legacy: true}, true, true},
+		{"missing token", AuthOptions{PublicPass: "shared-0123456789abcdef"}, "", "", Identity{}, false, true},
+		{"wrong token", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef", PublicPass: "shared-0123456789abcdef"}, "", "nope", Identity{}, false, true},
+		{"duplicate token keeps first", AuthOptions{UserTokens: "Alice:same-0123456789abcdef,Bob:same-0123456789abcdef"}, "", "same-0123456789abcdef", Identity{User: "Alice"}, true, true},
 		{"malformed entries fail closed", AuthOptions{UserTokens: "justtext,:x,y:"}, "", "", Identity{}, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := NewAuthenticator(tt.opts)
+			a := mustNew(t, tt.opts)
 			got, ok := a.Authenticate(tt.pass, tt.bearer)
 			if ok != tt.ok {
 				t.Fatalf("ok = %v, want %v", ok, tt.ok)
@@ -76,7 +77,7 @@ func TestAuthenticate(t *testing.T) {
 
 func TestAuthTokensFileReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens.json")
-	a := NewAuthenticator(AuthOptions{TokensFile: path})
+	a := mustNew(t, AuthOptions{TokensFile: path})
 	if !a.Required() {
 		t.Fatal("a configured token file must require auth even while it is missing")
 	}
@@ -93,15 +94,15 @@ func TestAuthTokensFileReloads(t *testing.T) {
 		}
 	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	write(`{"carol":"c1"}`, base)
-	if id, ok := a.Authenticate("", "c1"); !ok || id.User != "carol" {
+	write(`{"carol":"c1-0123456789abcdef"}`, base)
+	if id, ok := a.Authenticate("", "c1-0123456789abcdef"); !ok || id.User != "carol" {
 		t.Fatalf("after first write: %+v %v", id, ok)
 	}
-	write(`[{"name":"dave","token":"d1"}]`, base.Add(time.Second))
-	if _, ok := a.Authenticate("", "c1"); ok {
+	write(`[{"name":"dave","token":"d1-0123456789abcdef"}]`, base.Add(time.Second))
+	if _, ok := a.Authenticate("", "c1-0123456789abcdef"); ok {
 		t.Error("old token still accepted after the file changed")
 	}
-	if id, ok := a.Authenticate("", "d1"); !ok || id.User != "dave" {
+	if id, ok := a.Authenticate("", "d1-0123456789abcdef"); !ok || id.User != "dave" {
 		t.Errorf("new token: %+v %v", id, ok)
 	}
 }
@@ -125,14 +126,15 @@ func TestAuthTokensFileFailsClosed(t *testing.T) {
 		{"empty object", func(t *testing.T, path string) { writeAt(t, path, `{}`, base.Add(time.Second)) }},
 		{"empty array", func(t *testing.T, path string) { writeAt(t, path, `[]`, base.Add(time.Second)) }},
 		{"zero bytes", func(t *testing.T, path string) { writeAt(t, path, ``, base.Add(time.Second)) }},
+		{"short token", func(t *testing.T, path string) { writeAt(t, path, `{"a:b":"shorttok"}`, base.Add(time.Second)) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "tokens.json")
-			writeAt(t, path, `{"alice":"a1"}`, base)
+			writeAt(t, path, `{"alice":"a1-0123456789abcdef"}`, base)
 			var logs bytes.Buffer
-			a := NewAuthenticator(AuthOptions{TokensFile: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			a := mustNew(t, AuthOptions{TokensFile: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if _, ok := a.Authenticate("", ""); ok {
 				t.Fatal("no token accepted before the change")
 			}
@@ -143,7 +145,7 @@ func TestAuthTokensFileFailsClosed(t *testing.T) {
 			if _, ok := a.Authenticate("", "wrong"); ok {
 				t.Error("wrong token accepted after the token file changed")
 			}
-			if id, ok := a.Authenticate("", "a1"); !ok || id.User != "alice" {
+			if id, ok := a.Authenticate("", "a1-0123456789abcdef"); !ok || id.User != "alice" {
 				t.Errorf("last good token refused: %+v %v", id, ok)
 			}
 			if !a.Required() {
@@ -153,11 +155,57 @@ func TestAuthTokensFileFailsClosed(t *testing.T) {
 				t.Errorf("no error logged for the unusable file; logs:\n%s", logs.String())
 			}
 			// A good file afterwards is picked up again.
-			writeAt(t, path, `{"bob":"b1"}`, base.Add(2*time.Second))
-			if id, ok := a.Authenticate("", "b1"); !ok || id.User != "bob" {
+			writeAt(t, path, `{"bob":"b1-0123456789abcdef"}`, base.Add(2*time.Second))
+			if id, ok := a.Authenticate("", "b1-0123456789abcdef"); !ok || id.User != "bob" {
 				t.Errorf("good file after the bad one: %+v %v", id, ok)
 			}
 		})
+	}
+}
+
+// mustNew is NewAuthenticator for options that must be accepted.
+func mustNew(t testing.TB, o AuthOptions) *Authenticator {
+	t.Helper()
+	a, err := NewAuthenticator(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestShortTokenRefused is issue 24 item 9: a token or password shorter
+// than MinTokenLength, in any of the three variables, stops the
+// Authenticator from being built, with an error that names the entry and
+// never shows the token.
+func TestShortTokenRefused(t *testing.T) {
+	t.Parallel()
+	const short = "shorttok"
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	writeAt(t, file, `{"a:b":"`+short+`","good":"good-token-0123456789"}`, time.Now())
+	tests := []struct {
+		name string
+		opts AuthOptions
+		want string
+	}{
+		{"env token", AuthOptions{UserTokens: "ok:long-enough-token-0001,ana:" + short}, `MCP_USER_TOKENS entry "ana"`},
+		{"file token", AuthOptions{TokensFile: file}, `MCP_USER_TOKENS_FILE entry "a:b"`},
+		{"shared password", AuthOptions{PublicPass: short}, "PUBLIC_MCP_PASS"},
+		{"fifteen characters", AuthOptions{UserTokens: "ana:" + strings.Repeat("x", MinTokenLength-1)}, `entry "ana" is 15 characters`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, err := NewAuthenticator(tt.opts)
+			if !errors.Is(err, ErrShortToken) || a != nil {
+				t.Fatalf("NewAuthenticator = %v, %v; want an ErrShortToken", a, err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tt.want) || strings.Contains(msg, short) || strings.Contains(msg, "xxxxxxxx") {
+				t.Errorf("error %q: want it to name %s and not show the token", msg, tt.want)
+			}
+		})
+	}
+	if _, err := NewAuthenticator(AuthOptions{UserTokens: "ana:" + strings.Repeat("x", MinTokenLength)}); err != nil {
+		t.Errorf("a token of exactly %d characters refused: %v", MinTokenLength, err)
 	}
 }
 

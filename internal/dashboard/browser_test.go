@@ -47,7 +47,7 @@ func TestBrowser(t *testing.T) {
 	}
 	t.Logf("screenshots in %s", dir)
 
-	r := newRigWith(t, "alice:tok-alice,bob:tok-bob", false, func(o *dashboard.Options) { o.Refresh = time.Hour })
+	r := newRigWith(t, "alice:tok-alice-0123456789,bob:tok-bob-0123456789", false, func(o *dashboard.Options) { o.Refresh = time.Hour })
 	base := r.ts.URL
 
 	// A request without the token is refused.
@@ -144,7 +144,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/"),
 		visible(`#token`),
 		shot("01-login"),
-		chromedp.SendKeys(chromedp.CSS(`#token`), "tok-alice"),
+		chromedp.SendKeys(chromedp.CSS(`#token`), "tok-alice-0123456789"),
 		chromedp.Submit(chromedp.CSS(`#token`)),
 		visible(`#live.on`),
 	)
@@ -155,7 +155,7 @@ func TestBrowser(t *testing.T) {
 		_, err := chromedp.Evaluate[int](`window.ccMarker = 42`)(ctx, tg)
 		return err
 	}))
-	done := r.mcpRun(t, "tok-alice", "SLOW: summarize the release notes")
+	done := r.mcpRun(t, "tok-alice-0123456789", "SLOW: summarize the release notes")
 	running := `tr[data-task="` + done + `"][data-status="running"]`
 	do("task appears live",
 		appears(running),
@@ -179,7 +179,7 @@ func TestBrowser(t *testing.T) {
 		}); true`)(ctx, tg)
 		return err
 	}))
-	held := r.mcpRun(t, "tok-alice", "HOLD: watch the build")
+	held := r.mcpRun(t, "tok-alice-0123456789", "HOLD: watch the build")
 	do("list changes", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := chromedp.Evaluate[bool](`window.ccSwapped`, chromedp.EvalAwaitPromise)(ctx, tg)
 		return err
@@ -221,7 +221,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// A reply with <script> renders as text.
-	xss := r.mcpRun(t, "tok-alice", "XSS: reply with markup")
+	xss := r.mcpRun(t, "tok-alice-0123456789", "XSS: reply with markup")
 	r.waitDone(t, xss)
 	do("escape",
 		chromedp.Navigate(base+"/tasks/"+xss),
@@ -237,10 +237,10 @@ func TestBrowser(t *testing.T) {
 
 	// An attachment replaced by another: the task page shows both records,
 	// the first superseded with its reason.
-	attached, key := r.mcpRunWith(t, "tok-alice", map[string]any{"task": "check the pane",
+	attached, key := r.mcpRunWith(t, "tok-alice-0123456789", map[string]any{"task": "check the pane",
 		"context": `<agent-session>{"runtime":"local-tmux","sessionId":"pane-one","state":"running"}</agent-session>`})
 	r.waitDone(t, attached)
-	replaced, _ := r.mcpRunWith(t, "tok-alice", map[string]any{"task": "use the other pane", "sessionKey": key,
+	replaced, _ := r.mcpRunWith(t, "tok-alice-0123456789", map[string]any{"task": "use the other pane", "sessionKey": key,
 		"context": `[[clawconnect:agent-session]]{"op":"replace","runtime":"local-tmux","handle":"pane-two","host":"box",` +
 			`"reason":"pane one stopped answering"}[[/clawconnect:agent-session]]`})
 	r.waitDone(t, replaced)

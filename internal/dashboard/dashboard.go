@@ -31,8 +31,12 @@ const cookieName = "clawconnect_session"
 
 // Defaults of Options.
 const (
-	defaultSessionTTL  = 12 * time.Hour
-	defaultMaxSessions = 1024
+	defaultSessionTTL = 12 * time.Hour
+	// maxSessions bounds the logins held in all, maxSessionsPerIdentity
+	// those of one identity: its own oldest goes first, so one token's
+	// holder signing in over and over signs out no one else.
+	maxSessions            = 1024
+	maxSessionsPerIdentity = 32
 	// defaultRefresh re-reads a page that no change feed announces;
 	// defaultFeedRefresh is the safety net when the feed does.
 	defaultRefresh     = time.Second
@@ -85,6 +89,11 @@ type Options struct {
 	Heartbeat time.Duration
 	// SessionTTL bounds a browser login; default 12 h.
 	SessionTTL time.Duration
+	// InsecureCookie sends the session cookie without Secure when a
+	// request came over plain HTTP to a non-loopback address
+	// (CLAWCONNECT_INSECURE_COOKIE). Off, such a cookie is Secure, and a
+	// browser keeps it only over HTTPS (a TLS proxy in front).
+	InsecureCookie bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives operational logs; nil discards them.
@@ -115,7 +124,8 @@ type Dashboard struct {
 // session is one browser login.
 type session struct {
 	id      string
-	token   string // the credential, re-checked on every request
+	owner   config.Identity // who signed in, for the per-identity cap
+	token   string          // the credential, re-checked on every request
 	csrf    string
 	expires time.Time
 	flash   string
@@ -206,7 +216,7 @@ func (d *Dashboard) withSession(next func(http.ResponseWriter, *http.Request, re
 	return func(w http.ResponseWriter, r *http.Request) {
 		s := d.lookup(r)
 		if s == nil && !d.srv.AuthRequired() {
-			s = d.newSession("")
+			s = d.newSession("", config.Identity{})
 			d.setCookie(w, r, s)
 		}
 		if s == nil {
@@ -219,6 +229,7 @@ func (d *Dashboard) withSession(next func(http.ResponseWriter, *http.Request, re
 			d.refuse(w, r)
 			return
 		}
+		d.srv.Admit(r)
 		next(w, r, request{sess: s, id: id, caller: d.srv.Caller(id)})
 	}
 }
@@ -238,27 +249,49 @@ func randomID() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func (d *Dashboard) newSession(token string) *session {
-	s := &session{id: randomID(), token: token, csrf: randomID(), expires: d.o.Now().Add(d.o.SessionTTL)}
+// newSession opens a login of id. Expired logins go first; then, over its
+// cap, id's own oldest login; then, over the cap in all, the oldest login
+// of whoever holds the most, so that no identity can push out another
+// that holds fewer.
+func (d *Dashboard) newSession(token string, id config.Identity) *session {
+	s := &session{id: randomID(), owner: id, token: token, csrf: randomID(), expires: d.o.Now().Add(d.o.SessionTTL)}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.o.Now()
-	for id, old := range d.sessions {
+	held := map[config.Identity]int{}
+	for sid, old := range d.sessions {
 		if now.After(old.expires) {
-			delete(d.sessions, id)
+			delete(d.sessions, sid)
+			continue
 		}
+		held[old.owner]++
 	}
-	if len(d.sessions) >= defaultMaxSessions {
-		var oldest *session
-		for _, old := range d.sessions {
-			if oldest == nil || old.expires.Before(oldest.expires) {
-				oldest = old
+	if held[s.owner] >= maxSessionsPerIdentity {
+		d.evictOldestLocked(s.owner)
+	} else if len(d.sessions) >= maxSessions {
+		top := s.owner
+		for o, n := range held {
+			if n > held[top] {
+				top = o
 			}
 		}
-		delete(d.sessions, oldest.id)
+		d.evictOldestLocked(top)
 	}
 	d.sessions[s.id] = s
 	return s
+}
+
+// evictOldestLocked drops owner's login that expires first.
+func (d *Dashboard) evictOldestLocked(owner config.Identity) {
+	var oldest *session
+	for _, old := range d.sessions {
+		if old.owner == owner && (oldest == nil || old.expires.Before(oldest.expires)) {
+			oldest = old
+		}
+	}
+	if oldest != nil {
+		delete(d.sessions, oldest.id)
+	}
 }
 
 func (d *Dashboard) lookup(r *http.Request) *session {
@@ -283,9 +316,17 @@ func (d *Dashboard) drop(id string) {
 
 func (d *Dashboard) setCookie(w http.ResponseWriter, r *http.Request, s *session) {
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: s.id, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
+		Name: cookieName, Value: s.id, Path: "/", HttpOnly: true, Secure: d.secureCookie(r),
 		SameSite: http.SameSiteStrictMode, Expires: s.expires,
 	})
+}
+
+// secureCookie reports whether the session cookie of r gets Secure: when
+// r came over TLS (the server's, or a trusted proxy's that says so), and
+// always beyond loopback unless the operator opted out, where a cookie
+// sent in clear could be read off the network.
+func (d *Dashboard) secureCookie(r *http.Request) bool {
+	return d.srv.SecureRequest(r) || (!server.LoopbackRequest(r) && !d.o.InsecureCookie)
 }
 
 // takeFlash returns and clears the session's one-time message.
@@ -357,12 +398,19 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	if next == "" || next[0] != '/' || (len(next) > 1 && (next[1] == '/' || next[1] == '\\')) {
 		next = "/"
 	}
-	if _, ok := d.srv.Authenticate(token); !ok || (d.srv.AuthRequired() && token == "") {
+	id, err := d.srv.AuthenticateRequest(r, "", token)
+	if te := (*server.ThrottledError)(nil); errors.As(err, &te) {
+		server.SetRetryAfter(w, te)
+		w.WriteHeader(http.StatusTooManyRequests)
+		d.render(w, "login", loginData{Next: next, Error: "Too many tokens were refused from this address: " + te.Error() + "."})
+		return
+	}
+	if err != nil || (d.srv.AuthRequired() && token == "") {
 		w.WriteHeader(http.StatusUnauthorized)
 		d.render(w, "login", loginData{Next: next, Error: "That token was not accepted. Use a token from MCP_USER_TOKENS or the PUBLIC_MCP_PASS password."})
 		return
 	}
-	s := d.newSession(token)
+	s := d.newSession(token, id)
 	d.setCookie(w, r, s)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -373,7 +421,7 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, q request) {
 		return
 	}
 	d.drop(q.sess.id)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: d.secureCookie(r), SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

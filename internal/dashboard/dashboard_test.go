@@ -70,7 +70,7 @@ func TestPagesRenderAndEscape(t *testing.T) {
 }
 
 func TestAuthRequired(t *testing.T) {
-	r := newRig(t, "alice:tok-alice,bob:tok-bob")
+	r := newRig(t, "alice:tok-alice-0123456789,bob:tok-bob-0123456789")
 	id := r.run(t, "alpha", "HOLD alice's work", "user:alice")
 	anon := r.browser(t)
 	for _, p := range []string{"/", "/tasks/" + id, "/sessions", "/system"} {
@@ -88,11 +88,11 @@ func TestAuthRequired(t *testing.T) {
 	if code, _, body := anon.post("/login", url.Values{"token": {"wrong"}}, "self"); code != http.StatusUnauthorized || !strings.Contains(body, "not accepted") {
 		t.Errorf("wrong token: %d", code)
 	}
-	if code, _, _ := anon.post("/login", url.Values{"token": {"tok-alice"}}, "https://evil.example"); code != http.StatusForbidden {
+	if code, _, _ := anon.post("/login", url.Values{"token": {"tok-alice-0123456789"}}, "https://evil.example"); code != http.StatusForbidden {
 		t.Errorf("cross-origin login: %d, want 403", code)
 	}
 	// A browser that sends no Origin still names a cross-site form post.
-	req, _ := http.NewRequest(http.MethodPost, anon.ts.URL+"/login", strings.NewReader(url.Values{"token": {"tok-alice"}}.Encode()))
+	req, _ := http.NewRequest(http.MethodPost, anon.ts.URL+"/login", strings.NewReader(url.Values{"token": {"tok-alice-0123456789"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
 	resp, err := anon.c.Do(req)
@@ -104,7 +104,7 @@ func TestAuthRequired(t *testing.T) {
 		t.Errorf("cross-site login without Origin: %d, cookie %q; want 403 and no cookie", resp.StatusCode, resp.Header.Get("Set-Cookie"))
 	}
 	// A bearer token is not a dashboard session: the browser signs in.
-	code, h, _ := anon.post("/login", url.Values{"token": {"tok-alice"}, "next": {"//evil.example"}}, "self")
+	code, h, _ := anon.post("/login", url.Values{"token": {"tok-alice-0123456789"}, "next": {"//evil.example"}}, "self")
 	if code != http.StatusSeeOther || h.Get("Location") != "/" {
 		t.Fatalf("login: %d to %q, want 303 to /", code, h.Get("Location"))
 	}
@@ -144,11 +144,11 @@ func TestOpenLoopbackNeedsNoSignIn(t *testing.T) {
 }
 
 func TestOwnerIsolation(t *testing.T) {
-	r := newRig(t, "alice:tok-alice,bob:tok-bob")
+	r := newRig(t, "alice:tok-alice-0123456789,bob:tok-bob-0123456789")
 	mine := r.run(t, "alpha", "HOLD alice's secret work", "user:alice")
 	alice, bob := r.browser(t), r.browser(t)
-	alice.login("tok-alice")
-	bob.login("tok-bob")
+	alice.login("tok-alice-0123456789")
+	bob.login("tok-bob-0123456789")
 	if _, _, body := bob.get("/"); strings.Contains(body, mine) {
 		t.Errorf("bob sees alice's task on the list")
 	}

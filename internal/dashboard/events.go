@@ -75,6 +75,16 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 		http.Error(w, "unknown page: use page=tasks, task, sessions, health, terminals, turn or watch", http.StatusBadRequest)
 		return
 	}
+	// A stream holds its connection for as long as the page is open: one
+	// sign-in may hold only so many, so that it cannot take the slots of
+	// /mcp, /health or anyone else's pages.
+	release, err := d.srv.OpenStream(q.id)
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return
+	}
+	defer release()
 	st := &streamState{sent: map[string]string{}, watch: map[string]func(){}}
 	st.cursor, _ = strconv.ParseInt(qs.Get("cursor"), 10, 64)
 	// A reconnecting EventSource names the last log row it appended (the

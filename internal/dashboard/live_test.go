@@ -92,7 +92,7 @@ func TestLogStreamResumesAfterLastEventID(t *testing.T) {
 // first, the first superseded with the (escaped) reason it was given and
 // the second current; another credential sees neither.
 func TestTaskPageShowsAttachmentLineage(t *testing.T) {
-	r := newRig(t, "alice:tok-alice,bob:tok-bob")
+	r := newRig(t, "alice:tok-alice-0123456789,bob:tok-bob-0123456789")
 	ctx := t.Context()
 	first, err := r.b.Run(ctx, server.RunRequest{Agent: "alpha", Task: "start the work", Principal: "user:alice",
 		Context: `<agent-session>{"runtime":"local-tmux","sessionId":"pane-one","state":"running"}</agent-session>`})
@@ -110,8 +110,8 @@ func TestTaskPageShowsAttachmentLineage(t *testing.T) {
 	r.waitDone(t, second.JobID)
 
 	alice, bob := r.browser(t), r.browser(t)
-	alice.login("tok-alice")
-	bob.login("tok-bob")
+	alice.login("tok-alice-0123456789")
+	bob.login("tok-bob-0123456789")
 	for _, id := range []string{first.JobID, second.JobID} {
 		code, _, body := alice.get("/tasks/" + id)
 		if code != http.StatusOK {

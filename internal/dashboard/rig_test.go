@@ -46,6 +46,12 @@ func newRig(t testing.TB, tokens string) *rig { return newRigWith(t, tokens, fal
 // options changed by edit.
 func newRigWith(t testing.TB, tokens string, shared bool, edit func(*dashboard.Options)) *rig {
 	t.Helper()
+	return newRigFull(t, tokens, shared, edit, nil)
+}
+
+// newRigFull is newRigWith with the server options changed by sedit.
+func newRigFull(t testing.TB, tokens string, shared bool, edit func(*dashboard.Options), sedit func(*server.Options)) *rig {
+	t.Helper()
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: func(s fakegateway.Submit) fakegateway.Turn {
 		switch {
 		case strings.Contains(s.Message, "HOLD"):
@@ -73,8 +79,15 @@ func newRigWith(t testing.TB, tokens string, shared bool, edit func(*dashboard.O
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(),
-		Auth: config.NewAuthenticator(config.AuthOptions{UserTokens: tokens}), SharedTaskView: shared})
+	authn, err := config.NewAuthenticator(config.AuthOptions{UserTokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	so := server.Options{Tasks: b, Registry: b.Registry(), Auth: authn, SharedTaskView: shared}
+	if sedit != nil {
+		sedit(&so)
+	}
+	srv, err := server.New(so)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,10 +185,10 @@ func TestTerminalPages(t *testing.T) {
 // sees none of them (the team view does). A Turn has one: a personal token
 // sees and cancels its own Turn, and another's answers as a missing one.
 func TestTerminalPagesNeedTheOperator(t *testing.T) {
-	r, ft := terminalRig(t, "alice:tok-alice,bob:tok-bob", false)
+	r, ft := terminalRig(t, "alice:tok-alice-0123456789,bob:tok-bob-0123456789", false)
 	ft.principal = "user:alice"
 	bob := r.browser(t)
-	bob.login("tok-bob")
+	bob.login("tok-bob-0123456789")
 	if code, _, body := bob.get("/terminals"); code != http.StatusForbidden || strings.Contains(body, "4242") {
 		t.Errorf("GET /terminals as a personal token: %d, want 403", code)
 	}
@@ -204,7 +204,7 @@ func TestTerminalPagesNeedTheOperator(t *testing.T) {
 	}
 
 	alice := r.browser(t)
-	alice.login("tok-alice")
+	alice.login("tok-alice-0123456789")
 	code, _, body := alice.get("/turns/" + turnID)
 	if code != http.StatusOK || !strings.Contains(body, "fp-123") || !strings.Contains(body, "Cancel Turn") {
 		t.Errorf("GET her own turn as alice: %d", code)
@@ -219,9 +219,9 @@ func TestTerminalPagesNeedTheOperator(t *testing.T) {
 		t.Errorf("retry-callback as alice: %d, %v", code, ft.retries())
 	}
 
-	team, _ := terminalRig(t, "alice:tok-alice", true)
+	team, _ := terminalRig(t, "alice:tok-alice-0123456789", true)
 	tb := team.browser(t)
-	tb.login("tok-alice")
+	tb.login("tok-alice-0123456789")
 	if code, _, _ := tb.get("/terminals"); code != http.StatusOK {
 		t.Errorf("team view: %d, want 200", code)
 	}

@@ -300,9 +300,9 @@ func TestUnwatch(t *testing.T) {
 // TestWatchPagesNeedTheOperator: a watch, like a pane, has no owner: a
 // personal token neither sees nor unwatches it.
 func TestWatchPagesNeedTheOperator(t *testing.T) {
-	r, ft := watchRig(t, "alice:tok-alice", false)
+	r, ft := watchRig(t, "alice:tok-alice-0123456789", false)
 	b := r.browser(t)
-	b.login("tok-alice")
+	b.login("tok-alice-0123456789")
 	if code, _, body := b.get("/watches/" + watchID); code != http.StatusForbidden || strings.Contains(body, watchPane) {
 		t.Errorf("GET the watch as a personal token: %d, want 403", code)
 	}

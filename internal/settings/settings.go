@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -53,6 +54,12 @@ type Values struct {
 	SharedTaskView bool
 	// AllowedOrigins are the browser origins serve accepts besides its own.
 	AllowedOrigins []string
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto serve believes.
+	TrustedProxies []netip.Prefix
+	// InsecureCookie lets serve send the dashboard's session cookie
+	// without Secure over plain HTTP beyond loopback.
+	InsecureCookie bool
 
 	// The timings of the task service.
 	ChatTimeout, RecoveryTimeout, RecoveryIdleTimeout, RecoveryInterval time.Duration
@@ -402,6 +409,24 @@ func jsonObject(raw string) error {
 	return nil
 }
 
+// prefixes parses CLAWCONNECT_TRUSTED_PROXIES: addresses and CIDR ranges,
+// separated by commas or spaces.
+func prefixes(v *Values, raw string) error {
+	v.TrustedProxies = nil
+	for _, f := range strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || r == ' ' }) {
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return &problem{strconv.Quote(f) + " is not an IP address or CIDR range", "list the proxies' addresses, e.g. 127.0.0.1,10.0.0.0/8 (no host names)"}
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		v.TrustedProxies = append(v.TrustedProxies, p.Masked())
+	}
+	return nil
+}
+
 func logLevel(v *Values, raw string) error {
 	switch strings.ToLower(raw) {
 	case "", "warn", "warning":
@@ -443,16 +468,20 @@ var table = []Setting{
 		"runtime modules to load ([protocol](docs/runtime-modules.md))"),
 	millis("AGENT_SESSION_CALL_TIMEOUT_MS", 60*time.Second, func(v *Values) *time.Duration { return &v.CallTimeout },
 		"deadline of each call into an agent-session runtime"),
-	secret(text("MCP_USER_TOKENS", "", "–", "ana:t0ken", func(v *Values) *string { return &v.UserTokens }, nil,
-		"personal HTTP tokens of `serve`: `Name:token,...`")),
+	secret(text("MCP_USER_TOKENS", "", "–", "ana:9f3c2b7e41d05a68", func(v *Values) *string { return &v.UserTokens }, nil,
+		"personal HTTP tokens of `serve`: `Name:token,...`, each token at least 16 characters")),
 	text("MCP_USER_TOKENS_FILE", "", "–", "/etc/clawconnect/tokens.json", func(v *Values) *string { return &v.TokensFile }, nil,
-		"a JSON file of personal tokens, re-read when it changes"),
-	secret(text("PUBLIC_MCP_PASS", "", "–", "shared", func(v *Values) *string { return &v.PublicPass }, nil,
-		"a shared HTTP password (one identity)")),
+		"a JSON file of personal tokens (at least 16 characters each), re-read when it changes"),
+	secret(text("PUBLIC_MCP_PASS", "", "–", "shared-5b1e8c0d7a2f", func(v *Values) *string { return &v.PublicPass }, nil,
+		"a shared HTTP password (one identity), at least 16 characters")),
 	boolean("CLAWCONNECT_SHARED_TASK_VIEW", false, func(v *Values) *bool { return &v.SharedTaskView },
 		"`1`: a team view in which every HTTP credential sees and controls every task and session. Off, a personal token (and the shared `PUBLIC_MCP_PASS`, as one identity) sees only its own; a caller without a credential sees all"),
 	list("CLAWCONNECT_ALLOWED_ORIGINS", "http://localhost:5173", false, func(v *Values) *[]string { return &v.AllowedOrigins },
-		"browser origins (`http://localhost:5173,...`) that may call `serve`'s `/mcp` besides its own; any other `Origin` gets 403. `*` allows all, only when tokens are required"),
+		"browser origins (`http://localhost:5173,...`) that may call `serve`'s `/mcp` besides its own; any other `Origin` gets 403. `*` allows all, only when tokens are required. On a loopback `--addr` their host names are also accepted in `Host` (a local proxy), besides loopback names; any other `Host` gets 403"),
+	{Name: "CLAWCONNECT_TRUSTED_PROXIES", Default: "–", Example: "127.0.0.1,10.0.0.0/8", apply: prefixes,
+		Doc: "addresses or CIDR ranges of the reverse proxies in front of `serve` whose `X-Forwarded-For` (the client's address, for the sign-in backoff) and `X-Forwarded-Proto: https` (the session cookie gets `Secure`) are believed; others' are ignored"},
+	boolean("CLAWCONNECT_INSECURE_COOKIE", false, func(v *Values) *bool { return &v.InsecureCookie },
+		"`1`: on a non-loopback `--addr`, send the dashboard's session cookie without `Secure` (only for plain HTTP on a trusted network: browsers keep a `Secure` cookie only over HTTPS)"),
 	millis("CLAWCONNECT_TIMEOUT_MS", 30*time.Minute, func(v *Values) *time.Duration { return &v.ChatTimeout }, "live wait window of a run"),
 	millis("CLAWCONNECT_RECOVERY_TIMEOUT_MS", 90*time.Minute, func(v *Values) *time.Duration { return &v.RecoveryTimeout }, "hard cap of late transcript recovery"),
 	millis("CLAWCONNECT_RECOVERY_IDLE_MS", 300*time.Second, func(v *Values) *time.Duration { return &v.RecoveryIdleTimeout }, "late recovery ends when the transcript stays unchanged this long"),
