@@ -145,8 +145,8 @@ func TestFailedCredentialBackoff(t *testing.T) {
 	})
 }
 
-// TestHalfOpenSocketsPerAddress is issue 24 item 4 for callers without a
-// credential: one address that opens many sockets and never finishes their
+// TestHalfOpenSocketsPerAddress: on a serve that takes a credential, one
+// address that opens many sockets and never finishes their
 // headers holds at most its share of the slots, and a second address is
 // still served.
 func TestHalfOpenSocketsPerAddress(t *testing.T) {
@@ -154,6 +154,7 @@ func TestHalfOpenSocketsPerAddress(t *testing.T) {
 	const perAddr = 4
 	b := setup(t, func(o *server.Options) {
 		o.Limits = server.Limits{MaxConns: 16, PreAuthPerAddress: perAddr, ReadHeader: time.Minute}
+		o.Auth = mustAuth(t, config.AuthOptions{UserTokens: "ana:tok-ana-0123456789"})
 	})
 	addr := listen(t, b)
 	var held []net.Conn

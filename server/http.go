@@ -198,8 +198,12 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, grace time.Dur
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	lim := s.limits
+	// With no credential to present, every connection is signed in from its
+	// first byte, so only the total cap applies: a burst of local clients on
+	// an open loopback serve is not turned away as if it were a flood.
+	exempt := func(a netip.Addr) bool { return !s.auth.Required() || s.trustedProxy(a) }
 	ln = &capListener{Listener: ln, max: int64(lim.MaxConns), perAddr: lim.PreAuthPerAddress,
-		exempt: s.trustedProxy, preAuth: map[netip.Prefix]int{}}
+		exempt: exempt, preAuth: map[netip.Prefix]int{}}
 	srv := &http.Server{
 		ConnContext:       withConn,
 		Handler:           withDeadlines(lim, s.Handler()),

@@ -16,7 +16,7 @@ import (
 type TerminalSendInput struct {
 	TerminalID string `json:"terminal_id,omitempty" jsonschema:"Send to the agent now running in this pane (scope terminal_follow_current); an id from terminal_list."`
 	SessionID  string `json:"session_id,omitempty" jsonschema:"Send to this managed Session only if its pane, process and thread are unchanged (scope session_exact); from terminal_list or an earlier send."`
-	Request    string `json:"request" jsonschema:"The text typed into the agent's composer, as a human would write it. Must not start with a slash command."`
+	Request    string `json:"request" jsonschema:"The text typed into the agent's composer, as a human would write it: plain text, line breaks and tabs only (no control characters), and not starting with a slash command or '!'."`
 }
 
 // TerminalTurnInput names a Turn.
@@ -33,7 +33,7 @@ type TerminalStatusInput struct {
 // TerminalRespondInput is the input of terminal_respond.
 type TerminalRespondInput struct {
 	TurnID  string `json:"turn_id" jsonschema:"The Turn that is idle, waiting or stalled, whose Session gets the follow-up."`
-	Request string `json:"request" jsonschema:"The follow-up text typed into the same Session."`
+	Request string `json:"request" jsonschema:"The follow-up text typed into the same Session, under the same rule as terminal_send's request."`
 }
 
 // TerminalApproveInput is the input of terminal_approve.
