@@ -385,3 +385,57 @@ func TestScanAcceptancePaste(t *testing.T) {
 		})
 	}
 }
+
+// TestPromptSince resumes one cursor as the transcript grows: a prompt
+// written since is found, an interruption note is not a prompt, a record
+// being written is left for later, and a replaced transcript is final.
+func TestPromptSince(t *testing.T) {
+	t.Parallel()
+	a, path := transcript(t, old)
+	c, err := claude.PromptSince(a, native.Cursor{})
+	if err != nil || c.Found {
+		t.Fatalf("%+v, %v; want none", c, err)
+	}
+	appendTo(t, path, assistant("a1", "d0", "m1", "", text("F")),
+		line(map[string]any{"type": "user", "uuid": "u1", "parentUuid": "a1", "sessionId": session, "cwd": cwd,
+			"message": map[string]any{"role": "user", "content": "[Request interrupted by user]"}}))
+	p := prompt("p1", "u1", "typed by a human")
+	appendTo(t, path, p[:30])
+	if c, err = claude.PromptSince(a, c); err != nil || c.Found {
+		t.Fatalf("%+v, %v; want none yet", c, err)
+	}
+	appendTo(t, path, p[30:])
+	if c, err = claude.PromptSince(a, c); err != nil || !c.Found {
+		t.Fatalf("%+v, %v; want the prompt", c, err)
+	}
+
+	b, bpath := transcript(t, old)
+	c, _ = claude.PromptSince(b, native.Cursor{})
+	if err := os.WriteFile(bpath+".new", []byte(old+old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(bpath+".new", bpath); err != nil {
+		t.Fatal(err)
+	}
+	_, err = claude.PromptSince(b, c)
+	wantCode(t, err, native.CodeIdentityMismatch)
+
+	// A session before its first prompt: no transcript yet, then one.
+	configDir := filepath.Join(t.TempDir(), ".claude")
+	v, err := claude.CaptureAnchor(configDir, claude.LiveSession{PID: 7, SessionID: session, Cwd: cwd, StartedAtMs: 1, Status: claude.StatusIdle}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = claude.PromptSince(v, native.Cursor{}); err != nil || c.Found {
+		t.Fatalf("no transcript: %+v, %v", c, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(v.Path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(v.Path, []byte(noise+prompt("p9", "", "first")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = claude.PromptSince(v, c); err != nil || !c.Found {
+		t.Fatalf("first prompt: %+v, %v", c, err)
+	}
+}
