@@ -498,6 +498,11 @@ func PendingApproval(a Anchor, promptUUID string) (*BashApproval, error) {
 	return ap, nil
 }
 
+// userOnly is the filter of the prompt scans: a record without "user" in
+// it cannot be a prompt, and is skipped unread (its line must still look
+// like one JSON object).
+var userOnly = [][]byte{[]byte(`"user"`)}
+
 // PromptsAfter lists the uuids of the human prompt records of the anchored
 // session after the anchor, in file order (the "[Request interrupted by
 // user]" notes are not prompts). Asked before a send, any prompt means
@@ -508,7 +513,7 @@ func PromptsAfter(a Anchor) ([]string, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	entries, err := parse(w, a.Offset, a.Path)
+	entries, err := parseLines(w, a.Offset, a.Path, userOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -543,7 +548,7 @@ func PromptSince(a Anchor, c native.Cursor) (native.Cursor, error) {
 		}
 	}
 	return native.ScanFrom(a.Path, notInTranscripts, c, func(line []byte, end int64) (bool, error) {
-		if !bytes.Contains(line, []byte(`"uuid"`)) || !bytes.Contains(line, []byte(`"user"`)) {
+		if !bytes.Contains(line, []byte(`"uuid"`)) || !containsAll(line, userOnly) {
 			return false, nil
 		}
 		e, ok, err := decodeEntry(line, end-int64(len(line))-1, end, a.Path)

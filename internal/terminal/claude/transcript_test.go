@@ -439,3 +439,33 @@ func TestPromptSince(t *testing.T) {
 		t.Fatalf("first prompt: %+v, %v", c, err)
 	}
 }
+
+// FuzzPromptSince checks that the resumable scan, fed the bytes in two
+// parts, answers as PromptsAfter does over the whole.
+func FuzzPromptSince(f *testing.F) {
+	f.Add(prompt("p1", "d0", "typed")+assistant("a1", "p1", "m1", "end_turn", text("x")), 40)
+	f.Add(noise+"{}\n", 3)
+	f.Add(`{"uuid":"u","type":"user","message":{"role":"user","content":"x"}}`+"\nnot json\n", 70)
+	f.Fuzz(func(t *testing.T, tail string, cut int) {
+		a, path := transcript(t, old)
+		cut = min(max(cut, 0), len(tail))
+		appendTo(t, path, tail[:cut])
+		c, _ := claude.PromptSince(a, native.Cursor{})
+		appendTo(t, path, tail[cut:])
+		c, err := claude.PromptSince(a, c)
+		ids, werr := claude.PromptsAfter(a)
+		var se, wse *native.ScanError
+		switch {
+		case errors.As(werr, &wse):
+			// The whole-file scan stops at the first bad line; the
+			// resumed one may have found a prompt before it.
+			if !c.Found && (!errors.As(err, &se) || se.Code != wse.Code) {
+				t.Fatalf("resumed %+v, %v; whole %v", c, err, werr)
+			}
+		case err != nil:
+			t.Fatalf("resumed error %v; whole %v, %v", err, ids, werr)
+		case c.Found != (len(ids) > 0):
+			t.Fatalf("resumed found=%v; whole %v", c.Found, ids)
+		}
+	})
+}
