@@ -255,19 +255,29 @@ func (CodexAgent) Completion(_ context.Context, _ Pane, raw json.RawMessage, acc
 // UserInputSince implements Agent: a native turn started after the
 // checkpoint (it is asked before a send, so no such turn is
 // ClawConnect's); a replaced or truncated rollout counts as changed.
-func (CodexAgent) UserInputSince(_ context.Context, _ Pane, raw json.RawMessage) (bool, error) {
+func (c CodexAgent) UserInputSince(ctx context.Context, p Pane, raw json.RawMessage) (bool, error) {
+	cur, err := c.UserInputFrom(ctx, p, raw, native.Cursor{})
+	return cur.Found, err
+}
+
+// UserInputFrom implements inputResumer: UserInputSince resumed from cur.
+func (CodexAgent) UserInputFrom(_ context.Context, _ Pane, raw json.RawMessage, cur native.Cursor) (native.Cursor, error) {
 	var a codex.Anchor
 	if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
-		return false, fmt.Errorf("codex checkpoint: %w", err)
+		return cur, fmt.Errorf("codex checkpoint: %w", err)
 	}
-	if !a.Bound() {
-		return false, nil
-	}
-	turns, err := codex.TurnsStartedAfter(a)
+	return changedIsInput(codex.TurnStartedSince(a, cur))
+}
+
+// changedIsInput turns a session file replaced or truncated since the
+// checkpoint into found input (the context the checkpoint named is gone),
+// final like any other answer of the cursor.
+func changedIsInput(cur native.Cursor, err error) (native.Cursor, error) {
 	if changedFile(err) {
-		return true, nil
+		cur.Found, cur.Err = true, nil
+		return cur, nil
 	}
-	return len(turns) > 0, err
+	return cur, err
 }
 
 // changedFile reports a session file that was replaced or truncated since
@@ -415,16 +425,18 @@ func (ClaudeAgent) Completion(_ context.Context, _ Pane, raw json.RawMessage, ac
 
 // UserInputSince implements Agent: a human prompt record after the
 // checkpoint, or a replaced or truncated transcript.
-func (ClaudeAgent) UserInputSince(_ context.Context, _ Pane, raw json.RawMessage) (bool, error) {
+func (c ClaudeAgent) UserInputSince(ctx context.Context, p Pane, raw json.RawMessage) (bool, error) {
+	cur, err := c.UserInputFrom(ctx, p, raw, native.Cursor{})
+	return cur.Found, err
+}
+
+// UserInputFrom implements inputResumer: UserInputSince resumed from cur.
+func (ClaudeAgent) UserInputFrom(_ context.Context, _ Pane, raw json.RawMessage, cur native.Cursor) (native.Cursor, error) {
 	var a claude.Anchor
 	if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
-		return false, fmt.Errorf("claude checkpoint: %w", err)
+		return cur, fmt.Errorf("claude checkpoint: %w", err)
 	}
-	prompts, err := claude.PromptsAfter(a)
-	if changedFile(err) {
-		return true, nil
-	}
-	return len(prompts) > 0, err
+	return changedIsInput(claude.PromptSince(a, cur))
 }
 
 // WatchPaths implements Agent: the transcript and the registry entry.

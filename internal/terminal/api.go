@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -110,23 +113,44 @@ func Handler(s *Service) http.Handler {
 	return mux
 }
 
+// SocketIdleTimeout is how long a connection to the host's socket may sit
+// between requests before the host closes it: a client that went away
+// without closing holds nothing for good. A request that waits (a Turn's
+// wait) is not idle.
+const SocketIdleTimeout = time.Minute
+
 // ServeSocket serves s on the unix socket path (mode 0600, replacing a
-// stale socket file) until ctx ends.
+// stale socket file) until ctx ends. The socket is bound inside a fresh
+// directory only this user can enter and renamed into place once it is
+// 0600, so no other user can reach it even for a moment, whatever the
+// umask and the mode of path's directory; a connection whose peer (its
+// SO_PEERCRED) is another user is closed at once and logged; a connection
+// idle for SocketIdleTimeout is closed.
 func ServeSocket(ctx context.Context, path string, s *Service) error {
+	return serveSocket(ctx, path, s, socketOptions{uid: os.Geteuid(), idle: SocketIdleTimeout})
+}
+
+// socketOptions are ServeSocket's, settable by tests.
+type socketOptions struct {
+	// uid is the only peer user served.
+	uid int
+	// idle closes a connection idle between requests.
+	idle time.Duration
+	// bound, when set, is called with the socket's private path after it
+	// is bound and before it is made 0600 and published at its path.
+	bound func(private string)
+}
+
+func serveSocket(ctx context.Context, path string, s *Service, o socketOptions) error {
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		_ = c.Close()
 		return fmt.Errorf("serve terminal socket: %s is in use by another clawconnect process", path)
 	}
-	_ = os.Remove(path)
-	l, err := net.Listen("unix", path)
+	l, err := listenPrivate(path, o.bound)
 	if err != nil {
 		return fmt.Errorf("serve terminal socket: %w", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		_ = l.Close()
-		return fmt.Errorf("serve terminal socket: %w", err)
-	}
-	srv := &http.Server{Handler: Handler(s), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: Handler(s), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: o.idle}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -135,13 +159,101 @@ func ServeSocket(ctx context.Context, path string, s *Service) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	err = srv.Serve(l)
+	err = srv.Serve(&peerListener{Listener: l, uid: o.uid, log: s.log})
 	<-done
 	_ = os.Remove(path)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return fmt.Errorf("serve terminal socket: %w", err)
+}
+
+// listenPrivate binds a unix socket in a new directory beside path that
+// only this user can enter (os.MkdirTemp makes it 0700 whatever the
+// umask), makes it 0600 there, and renames it to path, replacing a stale
+// socket file. Neither a chmod after a bind in a shared directory (another
+// user may connect in between) nor a umask (one per process, shared by
+// every goroutine that creates files meanwhile) would close that window.
+func listenPrivate(path string, bound func(string)) (net.Listener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".terminal-sock-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	private := filepath.Join(dir, "s")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: private, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	// The name it was bound to is gone once renamed; path is removed by
+	// serveSocket.
+	l.SetUnlinkOnClose(false)
+	if bound != nil {
+		bound(private)
+	}
+	if err := os.Chmod(private, 0o600); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	if err := os.Rename(private, path); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// peerListener accepts only connections whose peer process runs as uid
+// (SO_PEERCRED): the socket's mode already keeps other users out, and this
+// holds even if the mode or a directory's is loosened later.
+type peerListener struct {
+	net.Listener
+	uid int
+	log *slog.Logger
+}
+
+// Accept implements net.Listener: it closes, and logs, each connection of
+// another user and returns the next one of uid.
+func (l *peerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		uid, err := peerUID(c)
+		switch {
+		case err != nil:
+			l.log.Warn("terminal socket: refused a connection whose peer user cannot be read", "err", err)
+		case uid != l.uid:
+			l.log.Warn("terminal socket: refused a connection from another user", "peer_uid", uid, "uid", l.uid)
+		default:
+			return c, nil
+		}
+		_ = c.Close()
+	}
+}
+
+// peerUID is the effective uid of the process at the other end of c, as
+// the kernel recorded it when that process connected.
+func peerUID(c net.Conn) (int, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return 0, fmt.Errorf("peer credentials: %T is not a unix socket connection", c)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0, fmt.Errorf("peer credentials: %w", err)
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return 0, fmt.Errorf("peer credentials: %w", err)
+	}
+	if cerr != nil {
+		return 0, fmt.Errorf("peer credentials: %w", cerr)
+	}
+	return int(cred.Uid), nil
 }
 
 // Client calls a Service through its host's socket. Its methods mirror
@@ -163,6 +275,9 @@ func Dial(path string) (*Client, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", path)
 		},
+		// Before the host closes it (SocketIdleTimeout), so a request is
+		// never written to a connection the host is closing.
+		IdleConnTimeout: SocketIdleTimeout / 2,
 	}}}, nil
 }
 

@@ -46,6 +46,7 @@ func (s *Service) List(ctx context.Context) (ListResult, error) {
 		}()
 	}
 	wg.Wait()
+	s.inputs.keep(panes)
 	return ListResult{Terminals: rows}, nil
 }
 
@@ -93,7 +94,7 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 			r.ManagementState = "managed"
 			exact = b.NativeProcess.PID == p.PID && b.NativeProcess.ProcessBirth == p.Birth
 			if exact && len(b.Checkpoint) > 0 {
-				if human, err := a.UserInputSince(ctx, p, b.Checkpoint); err != nil || human {
+				if human, err := s.inputs.since(ctx, a, p, b.Checkpoint); err != nil || human {
 					exact = false
 				}
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
+	"github.com/clawconnect/clawconnect/internal/terminal/native"
 )
 
 // HostOptions configures a monitor Host. Zero values are the documented
@@ -42,11 +43,25 @@ type HostOptions struct {
 	// changes; nil means fsnotify. The channel must stay open until ctx
 	// ends.
 	Watch func(ctx context.Context, paths []string) (<-chan struct{}, error)
+	// ScanGrace is how long a Turn's session-file scan may keep failing
+	// (a *native.ScanError: a malformed line, a truncated or replaced
+	// file, a symbolic link or FIFO at its path) before the Turn stalls
+	// with the scan's code as the reason; DefaultScanGrace. Such a
+	// failure does not mend by waiting, and file activity would keep the
+	// inactivity timeout from ever firing; the grace only lets a file
+	// that is put back at once (a rename dance, a permission change)
+	// recover without a stall.
+	ScanGrace time.Duration
 	// Outbox, when set, delivers the callback outbox while Run runs; a
 	// change of any Turn wakes it. Unless its options name an Owner, it
 	// holds attempt leases under the host's Owner.
 	Outbox *Outbox
 }
+
+// DefaultScanGrace is HostOptions.ScanGrace's default: long enough for a
+// session file swapped and put back by a tool to read again, short next to
+// the inactivity timeout a Turn would otherwise wait out.
+const DefaultScanGrace = 30 * time.Second
 
 // Host runs one monitor goroutine per open Turn, in one long-lived process.
 // Monitors wake on session-file events, pane output and a slow re-check;
@@ -87,6 +102,9 @@ func NewHost(s *Service, o HostOptions) *Host {
 	}
 	if o.Watch == nil {
 		o.Watch = watchFiles
+	}
+	if o.ScanGrace <= 0 {
+		o.ScanGrace = DefaultScanGrace
 	}
 	if x := o.Outbox; x != nil && !x.ownOwner {
 		// One identity for the process: a host that proves this one dead
@@ -276,6 +294,9 @@ type monitor struct {
 	agent      Agent
 	activityAt time.Time
 	diagnostic string
+	// scanFailingSince is when the session-file scans began to fail
+	// without a break (zero while they succeed).
+	scanFailingSince time.Time
 }
 
 func (m *monitor) run(ctx context.Context) error {
@@ -454,6 +475,7 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 		}
 	}
 	sub := t.Takeover.Submission
+	var scanErr *native.ScanError
 	if sub.Status == store.DispatchPrepared || sub.Status == store.DispatchTextInjected {
 		// A sender owns these phases. Once it has had longer than any send
 		// takes, it is gone: the text may be in the composer. Never resend.
@@ -466,6 +488,7 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 		acc, err := m.agent.Accepted(ctx, m.pane, sub.Anchor, m.requestText(t))
 		if err != nil {
 			m.diagnose(ctx, t, "acceptance: "+err.Error())
+			errors.As(err, &scanErr)
 		} else if acc != nil {
 			if err := m.accept(ctx, t, *acc); err != nil {
 				return false, never, err
@@ -477,6 +500,7 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 		c, err := m.agent.Completion(ctx, m.pane, sub.Anchor, Acceptance{NativeTurnID: sub.NativeTurnID, ThreadID: t.NativeThreadID, Evidence: sub.AcceptanceEvidence})
 		if err != nil {
 			m.diagnose(ctx, t, "completion: "+err.Error())
+			errors.As(err, &scanErr)
 		} else if c != nil {
 			return true, never, m.complete(ctx, t, *c)
 		}
@@ -488,13 +512,25 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 		}
 		return true, never, m.stall(ctx, t, reason, "the agent process exited before the Turn completed")
 	}
+	scanDue := never
+	if scanErr == nil {
+		m.scanFailingSince = time.Time{}
+	} else {
+		if m.scanFailingSince.IsZero() {
+			m.scanFailingSince = now
+		}
+		if scanDue = m.scanFailingSince.Add(m.h.o.ScanGrace); !now.Before(scanDue) {
+			return true, never, m.stall(ctx, t, string(scanErr.Code), fmt.Sprintf(
+				"every scan of the agent's session file failed for %s (%s), so the Turn's end cannot be told from it; look at the pane", m.h.o.ScanGrace, Redact(scanErr.Error())))
+		}
+	}
 	if alive {
 		if err := m.screen(ctx, t, now); err != nil {
 			return false, never, err
 		}
 	}
 	if t.Status == store.TurnWaitingForOpenClaw {
-		return false, never, nil
+		return false, scanDue, nil
 	}
 	// Timeouts: hard wins over inactivity.
 	last := time.UnixMilli(t.Takeover.LastActivityAt)
@@ -527,6 +563,9 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 	}
 	if t.Takeover.HardDeadlineAt > 0 && hard.Before(next) {
 		next = hard
+	}
+	if scanDue.Before(next) {
+		next = scanDue
 	}
 	return false, next, nil
 }

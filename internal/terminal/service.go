@@ -82,6 +82,9 @@ type Service struct {
 	invAt  time.Time
 	panes  []Pane
 	invErr error
+
+	// inputs caches List's human-input scans per pane (inputscan.go).
+	inputs inputScans
 }
 
 // sharedDiscover returns an inventory at most maxAge old (monitors only;

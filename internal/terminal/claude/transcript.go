@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -82,28 +85,39 @@ func parseLines(w window, base int64, path string, need [][]byte) ([]entry, erro
 		if !bytes.Contains(line, []byte(`"uuid"`)) || !containsAll(line, need) {
 			continue
 		}
-		var e entry
-		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, native.Failf(native.CodeInvalidJSONL, path, "line ending at byte %d: %v", end, err)
+		e, ok, err := decodeEntry(line, start, end, path)
+		if err != nil {
+			return nil, err
 		}
-		if e.UUID == "" {
-			continue
+		if ok {
+			out = append(out, e)
 		}
-		e.start, e.end = start, end
-		if len(e.Message.Content) > 0 {
-			switch e.Message.Content[0] {
-			case '"':
-				var s string
-				if json.Unmarshal(e.Message.Content, &s) == nil {
-					e.text = &s
-				}
-			case '[':
-				_ = json.Unmarshal(e.Message.Content, &e.blocks) // odd blocks: treated as none
-			}
-		}
-		out = append(out, e)
 	}
 	return out, nil
+}
+
+// decodeEntry decodes one record line; ok is false for a record without a
+// uuid.
+func decodeEntry(line []byte, start, end int64, path string) (e entry, ok bool, err error) {
+	if err := json.Unmarshal(line, &e); err != nil {
+		return e, false, native.Failf(native.CodeInvalidJSONL, path, "line ending at byte %d: %v", end, err)
+	}
+	if e.UUID == "" {
+		return e, false, nil
+	}
+	e.start, e.end = start, end
+	if len(e.Message.Content) > 0 {
+		switch e.Message.Content[0] {
+		case '"':
+			var s string
+			if json.Unmarshal(e.Message.Content, &s) == nil {
+				e.text = &s
+			}
+		case '[':
+			_ = json.Unmarshal(e.Message.Content, &e.blocks) // odd blocks: treated as none
+		}
+	}
+	return e, true, nil
 }
 
 func containsAll(line []byte, need [][]byte) bool {
@@ -484,6 +498,11 @@ func PendingApproval(a Anchor, promptUUID string) (*BashApproval, error) {
 	return ap, nil
 }
 
+// userOnly is the filter of the prompt scans: a record without "user" in
+// it cannot be a prompt, and is skipped unread (its line must still look
+// like one JSON object).
+var userOnly = [][]byte{[]byte(`"user"`)}
+
 // PromptsAfter lists the uuids of the human prompt records of the anchored
 // session after the anchor, in file order (the "[Request interrupted by
 // user]" notes are not prompts). Asked before a send, any prompt means
@@ -494,7 +513,7 @@ func PromptsAfter(a Anchor) ([]string, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	entries, err := parse(w, a.Offset, a.Path)
+	entries, err := parseLines(w, a.Offset, a.Path, userOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -505,4 +524,37 @@ func PromptsAfter(a Anchor) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// PromptSince answers PromptsAfter's question (did a human prompt the
+// anchored session after the anchor?) incrementally: it resumes c, the
+// zero Cursor meaning from the anchor, over the bytes appended since c
+// stopped, and reports a prompt as c.Found. A transcript that does not
+// exist yet has no prompts (c is returned unchanged); an anchor taken
+// before it existed pins the file it first finds. Its failures are those
+// of PromptsAfter, kept in c.Err (native.ScanFrom). Memory is one line at a
+// time, so a caller that keeps c can ask again and again of a transcript
+// that grows without limit.
+func PromptSince(a Anchor, c native.Cursor) (native.Cursor, error) {
+	if a.Path == "" || a.Offset < 0 || a.SessionID == "" {
+		return c, native.Failf(native.CodeInvalidAnchor, a.Path, "anchor session %q path %q offset %d is malformed", a.SessionID, a.Path, a.Offset)
+	}
+	if c == (native.Cursor{}) {
+		c = native.Cursor{Dev: a.Dev, Ino: a.Ino, Start: a.Offset, Offset: a.Offset, Limit: MaxScan}
+	}
+	if !a.pinned() && c.Dev == 0 && c.Ino == 0 {
+		if _, err := os.Lstat(a.Path); errors.Is(err, fs.ErrNotExist) {
+			return c, nil
+		}
+	}
+	return native.ScanFrom(a.Path, notInTranscripts, c, func(line []byte, end int64) (bool, error) {
+		if !bytes.Contains(line, []byte(`"uuid"`)) || !containsAll(line, userOnly) {
+			return false, nil
+		}
+		e, ok, err := decodeEntry(line, end-int64(len(line))-1, end, a.Path)
+		if err != nil || !ok {
+			return false, err
+		}
+		return startsTurn(&e, a), nil
+	})
 }

@@ -385,3 +385,87 @@ func TestScanAcceptancePaste(t *testing.T) {
 		})
 	}
 }
+
+// TestPromptSince resumes one cursor as the transcript grows: a prompt
+// written since is found, an interruption note is not a prompt, a record
+// being written is left for later, and a replaced transcript is final.
+func TestPromptSince(t *testing.T) {
+	t.Parallel()
+	a, path := transcript(t, old)
+	c, err := claude.PromptSince(a, native.Cursor{})
+	if err != nil || c.Found {
+		t.Fatalf("%+v, %v; want none", c, err)
+	}
+	appendTo(t, path, assistant("a1", "d0", "m1", "", text("F")),
+		line(map[string]any{"type": "user", "uuid": "u1", "parentUuid": "a1", "sessionId": session, "cwd": cwd,
+			"message": map[string]any{"role": "user", "content": "[Request interrupted by user]"}}))
+	p := prompt("p1", "u1", "typed by a human")
+	appendTo(t, path, p[:30])
+	if c, err = claude.PromptSince(a, c); err != nil || c.Found {
+		t.Fatalf("%+v, %v; want none yet", c, err)
+	}
+	appendTo(t, path, p[30:])
+	if c, err = claude.PromptSince(a, c); err != nil || !c.Found {
+		t.Fatalf("%+v, %v; want the prompt", c, err)
+	}
+
+	b, bpath := transcript(t, old)
+	c, _ = claude.PromptSince(b, native.Cursor{})
+	if err := os.WriteFile(bpath+".new", []byte(old+old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(bpath+".new", bpath); err != nil {
+		t.Fatal(err)
+	}
+	_, err = claude.PromptSince(b, c)
+	wantCode(t, err, native.CodeIdentityMismatch)
+
+	// A session before its first prompt: no transcript yet, then one.
+	configDir := filepath.Join(t.TempDir(), ".claude")
+	v, err := claude.CaptureAnchor(configDir, claude.LiveSession{PID: 7, SessionID: session, Cwd: cwd, StartedAtMs: 1, Status: claude.StatusIdle}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = claude.PromptSince(v, native.Cursor{}); err != nil || c.Found {
+		t.Fatalf("no transcript: %+v, %v", c, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(v.Path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(v.Path, []byte(noise+prompt("p9", "", "first")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = claude.PromptSince(v, c); err != nil || !c.Found {
+		t.Fatalf("first prompt: %+v, %v", c, err)
+	}
+}
+
+// FuzzPromptSince checks that the resumable scan, fed the bytes in two
+// parts, answers as PromptsAfter does over the whole.
+func FuzzPromptSince(f *testing.F) {
+	f.Add(prompt("p1", "d0", "typed")+assistant("a1", "p1", "m1", "end_turn", text("x")), 40)
+	f.Add(noise+"{}\n", 3)
+	f.Add(`{"uuid":"u","type":"user","message":{"role":"user","content":"x"}}`+"\nnot json\n", 70)
+	f.Fuzz(func(t *testing.T, tail string, cut int) {
+		a, path := transcript(t, old)
+		cut = min(max(cut, 0), len(tail))
+		appendTo(t, path, tail[:cut])
+		c, _ := claude.PromptSince(a, native.Cursor{})
+		appendTo(t, path, tail[cut:])
+		c, err := claude.PromptSince(a, c)
+		ids, werr := claude.PromptsAfter(a)
+		var se, wse *native.ScanError
+		switch {
+		case errors.As(werr, &wse):
+			// The whole-file scan stops at the first bad line; the
+			// resumed one may have found a prompt before it.
+			if !c.Found && (!errors.As(err, &se) || se.Code != wse.Code) {
+				t.Fatalf("resumed %+v, %v; whole %v", c, err, werr)
+			}
+		case err != nil:
+			t.Fatalf("resumed error %v; whole %v, %v", err, ids, werr)
+		case c.Found != (len(ids) > 0):
+			t.Fatalf("resumed found=%v; whole %v", c.Found, ids)
+		}
+	})
+}

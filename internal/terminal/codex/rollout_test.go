@@ -520,3 +520,84 @@ func TestTurnsStartedAfter(t *testing.T) {
 	_, err := codex.TurnsStartedAfter(a)
 	wantCode(t, err, native.CodeTruncated)
 }
+
+// TestTurnStartedSince resumes one cursor as the rollout grows: records
+// written since are read, a record being written is left for later, and
+// a found turn, a bad line and a truncation are final answers.
+func TestTurnStartedSince(t *testing.T) {
+	t.Parallel()
+	path := rollout(t, t.TempDir(), meta(thread, "codex-tui", "cli"), started(turnA), complete(turnA, "x"))
+	a := capture(t, path)
+	c, err := codex.TurnStartedSince(a, native.Cursor{})
+	if err != nil || c.Found || c.Offset != a.Offset {
+		t.Fatalf("%+v, %v; want nothing found at the anchor", c, err)
+	}
+	appendTo(t, path, complete(turnA, "more"))
+	torn := started(turnB)
+	appendTo(t, path, torn[:20])
+	c, err = codex.TurnStartedSince(a, c)
+	if err != nil || c.Found {
+		t.Fatalf("%+v, %v; a record being written is not a turn yet", c, err)
+	}
+	read := c.Offset
+	appendTo(t, path, torn[20:])
+	if c, err = codex.TurnStartedSince(a, c); err != nil || !c.Found || c.Offset <= read {
+		t.Fatalf("%+v, %v; want the turn found after offset %d", c, err, read)
+	}
+	if err := os.Truncate(path, 3); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := codex.TurnStartedSince(a, c); err != nil || !again.Found {
+		t.Fatalf("a found turn is final: %+v, %v", again, err)
+	}
+
+	bad := rollout(t, t.TempDir(), meta(thread, "codex-tui", "cli"))
+	b := capture(t, bad)
+	appendTo(t, bad, "this is not json\n")
+	c, err = codex.TurnStartedSince(b, native.Cursor{})
+	wantCode(t, err, native.CodeInvalidJSONL)
+	appendTo(t, bad, started(turnB))
+	_, err = codex.TurnStartedSince(b, c)
+	wantCode(t, err, native.CodeInvalidJSONL)
+
+	cut := rollout(t, t.TempDir(), meta(thread, "codex-tui", "cli"), started(turnA))
+	d := capture(t, cut)
+	c, _ = codex.TurnStartedSince(d, native.Cursor{})
+	if err := os.Truncate(cut, 3); err != nil {
+		t.Fatal(err)
+	}
+	_, err = codex.TurnStartedSince(d, c)
+	wantCode(t, err, native.CodeTruncated)
+}
+
+// FuzzTurnStartedSince checks that the resumable scan, fed the bytes in
+// two parts, answers as TurnsStartedAfter does over the whole.
+func FuzzTurnStartedSince(f *testing.F) {
+	f.Add(started(turnB)+user(turnB, "x"), 10)
+	f.Add(rec("event_msg", map[string]any{"type": "user_message"}), 0)
+	f.Add("{}\n{\n", 3)
+	f.Add("\n\nnot json\n", 4)
+	f.Fuzz(func(t *testing.T, tail string, cut int) {
+		path := rollout(t, t.TempDir(), meta(thread, "codex-tui", "cli"))
+		a := capture(t, path)
+		cut = min(max(cut, 0), len(tail))
+		appendTo(t, path, tail[:cut])
+		c, _ := codex.TurnStartedSince(a, native.Cursor{})
+		appendTo(t, path, tail[cut:])
+		c, err := codex.TurnStartedSince(a, c)
+		ids, werr := codex.TurnsStartedAfter(a)
+		var se, wse *native.ScanError
+		switch {
+		case errors.As(werr, &wse):
+			// The whole-file scan stops at the first bad line; the
+			// resumed one may have found a turn before it.
+			if !c.Found && (!errors.As(err, &se) || se.Code != wse.Code) {
+				t.Fatalf("resumed %+v, %v; whole %v", c, err, werr)
+			}
+		case err != nil:
+			t.Fatalf("resumed error %v; whole %v, %v", err, ids, werr)
+		case c.Found != (len(ids) > 0):
+			t.Fatalf("resumed found=%v; whole %v", c.Found, ids)
+		}
+	})
+}

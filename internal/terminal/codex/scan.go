@@ -272,3 +272,32 @@ func TurnsStartedAfter(a Anchor) ([]string, error) {
 	})
 	return out, err
 }
+
+// TurnStartedSince answers TurnsStartedAfter's question (did any native
+// turn start after the anchor?) incrementally: it resumes c, the zero
+// Cursor meaning from the anchor, over the bytes appended since c stopped,
+// and reports a turn as c.Found. Its failures are those of
+// TurnsStartedAfter, kept in c.Err (native.ScanFrom). Memory is one line
+// at a time, so a caller that keeps c can ask again and again of a rollout
+// that grows without limit.
+func TurnStartedSince(a Anchor, c native.Cursor) (native.Cursor, error) {
+	if !a.Bound() {
+		return c, nil
+	}
+	if a.Offset < 0 {
+		return c, native.Failf(native.CodeInvalidAnchor, a.Path, "anchor offset %d is negative", a.Offset)
+	}
+	if c == (native.Cursor{}) {
+		c = native.Cursor{Dev: a.Dev, Ino: a.Ino, Start: a.Offset, Offset: a.Offset, Limit: MaxCompletionScan}
+	}
+	return native.ScanFrom(a.Path, notInRollouts, c, func(line []byte, end int64) (bool, error) {
+		if !bytes.Contains(line, []byte(`"task_started"`)) && !bytes.Contains(line, []byte(`"user_message"`)) {
+			return false, nil
+		}
+		r, err := decode(line, end, a.Path)
+		if err != nil {
+			return false, err
+		}
+		return r.Type == "event_msg" && (r.Payload.Type == "task_started" || r.Payload.Type == "user_message"), nil
+	})
+}
