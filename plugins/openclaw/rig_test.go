@@ -234,6 +234,17 @@ func startRig(t *testing.T, o rigOptions) *rig {
 	t.Cleanup(cancel)
 	r := &rig{t: t, ctx: ctx, bin: binary(t), run: fmt.Sprintf("%d-%d", os.Getpid(), rigRuns.Add(1))}
 	var tmuxEnv []string
+	// Registered before the TUI's own cleanup, so it runs after it: the
+	// TUI's tmux server, pane and agent are gone, whatever the test did to
+	// their socket.
+	t.Cleanup(func() {
+		if r.tui == nil {
+			return
+		}
+		if left := r.tui.Leftovers(); len(left) > 0 {
+			t.Errorf("the rig left processes running: %v (tmux server %d)", left, r.tui.ServerPID)
+		}
+	})
 	if o.OwnDaemon {
 		r.home = t.TempDir()
 		r.model = fakemodel.New(t, fakemodel.Options{})

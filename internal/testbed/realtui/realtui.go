@@ -56,6 +56,12 @@ type TUI struct {
 	Pane string
 	// PanePID is the pid of the pane's first process.
 	PanePID int
+	// ServerPID is the pid of the private tmux server; Close stops it by
+	// this pid when kill-server cannot reach it over the socket (the
+	// socket or its directory was removed first).
+	ServerPID int
+
+	serverStart string // the server's start time (/proc/<pid>/stat), against pid reuse
 
 	opts    Options
 	sockDir string
@@ -105,7 +111,79 @@ func Start(ctx context.Context, cli *realcli.CLI, opts Options) (*TUI, error) {
 		return nil, fmt.Errorf("realtui: new-session printed %q, want \"%%N <pid>\"", out)
 	}
 	t.Pane, t.PanePID = id, n
+	out, err = t.tmux(ctx, "display-message", "-p", "#{pid}")
+	if n, perr = strconv.Atoi(strings.TrimSpace(out)); err != nil || perr != nil || n <= 1 {
+		_ = t.Close()
+		return nil, fmt.Errorf("realtui: read the tmux server's pid: %q %w", out, errors.Join(err, perr))
+	}
+	t.ServerPID, t.serverStart = n, procStart(n)
 	return t, nil
+}
+
+// procStart is pid's start time in clock ticks since boot, "" when pid
+// does not run: with the pid it names one process incarnation.
+func procStart(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19] // field 22, counted from the state (field 3)
+}
+
+// serverRuns reports whether the tmux server this TUI started still runs
+// (the same incarnation, not a process that reused its pid).
+func (t *TUI) serverRuns() bool {
+	return t.ServerPID > 1 && alive(t.ServerPID) && procStart(t.ServerPID) == t.serverStart
+}
+
+// Leftovers returns the pids of the processes this TUI started (the tmux
+// server, the pane's first process, the agent) that still run; after
+// Close it is empty.
+func (t *TUI) Leftovers() []int {
+	var out []int
+	if t.serverRuns() {
+		out = append(out, t.ServerPID)
+	}
+	t.mu.Lock()
+	agent := t.agentPID
+	t.mu.Unlock()
+	for _, pid := range []int{t.PanePID, agent} {
+		if pid > 1 && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// stopPID ends pid: it waits (bounded) for it to exit on its own, then
+// sends SIGKILL. A nil runs reports whether pid still runs.
+func stopPID(pid int, runs func() bool) error {
+	if runs == nil {
+		runs = func() bool { return alive(pid) }
+	}
+	gone := func() bool {
+		deadline := time.Now().Add(3 * time.Second)
+		for runs() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond) // a bounded wait for an outside process to exit
+		}
+		return !runs()
+	}
+	if gone() {
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	if !gone() {
+		return fmt.Errorf("realtui: pid %d survived SIGKILL", pid)
+	}
+	return nil
 }
 
 // tmux runs one tmux command on the private server.
@@ -474,19 +552,16 @@ func (t *TUI) Close() error {
 		if pid <= 1 {
 			continue
 		}
-		deadline := time.Now().Add(3 * time.Second)
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond) // a bounded wait for an outside process to exit
+		if err := stopPID(pid, nil); err != nil {
+			errs = append(errs, err)
 		}
-		if alive(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			deadline = time.Now().Add(3 * time.Second)
-			for alive(pid) && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			if alive(pid) {
-				errs = append(errs, fmt.Errorf("realtui: pid %d survived SIGKILL", pid))
-			}
+	}
+	// A server kill-server could not reach (its socket was removed, or
+	// other panes keep it up) is stopped by its pid: SIGTERM ends tmux.
+	if t.serverRuns() {
+		_ = syscall.Kill(t.ServerPID, syscall.SIGTERM)
+		if err := stopPID(t.ServerPID, t.serverRuns); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if t.CLI.Kind == realcli.Codex {
