@@ -68,6 +68,7 @@ type TUI struct {
 
 	mu       sync.Mutex
 	agentPID int
+	previous []proc // the pane's and agent's processes before a Respawn
 	closed   bool
 }
 
@@ -91,13 +92,8 @@ func Start(ctx context.Context, cli *realcli.CLI, opts Options) (*TUI, error) {
 		}
 		t.Socket, t.sockDir = filepath.Join(sockDir, "tmux.sock"), sockDir
 	}
-	args := append(cli.InteractiveArgs(), opts.Args...)
-	// The agent gets the pane's TMUX and TMUX_PANE as in a user's pane
-	// (Claude Code records them in its live-session registry).
-	shell := strings.Replace(cli.ShellCommand(args...), "env -i ", `env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" `, 1) +
-		`; echo "EXITED rc=$?"; sleep 300`
 	out, err := t.tmux(ctx, "-f", "/dev/null", "new-session", "-d", "-x", strconv.Itoa(opts.Width), "-y", strconv.Itoa(opts.Height),
-		"-c", cli.WorkDir, "-P", "-F", "#{pane_id} #{pane_pid}", shell)
+		"-c", cli.WorkDir, "-P", "-F", "#{pane_id} #{pane_pid}", t.shell())
 	if err != nil {
 		if t.sockDir != "" {
 			_ = os.RemoveAll(t.sockDir)
@@ -119,6 +115,52 @@ func Start(ctx context.Context, cli *realcli.CLI, opts Options) (*TUI, error) {
 	t.ServerPID, t.serverStart = n, procStart(n)
 	return t, nil
 }
+
+// shell is the pane's command: the CLI's TUI, then a note of its exit.
+func (t *TUI) shell() string {
+	args := append(t.CLI.InteractiveArgs(), t.opts.Args...)
+	// The agent gets the pane's TMUX and TMUX_PANE as in a user's pane
+	// (Claude Code records them in its live-session registry).
+	return strings.Replace(t.CLI.ShellCommand(args...), "env -i ", `env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" `, 1) +
+		`; echo "EXITED rc=$?"; sleep 300`
+}
+
+// Respawn kills the pane's processes and starts the TUI again in the same
+// pane (tmux respawn-pane -k), as a user restarting the agent there would;
+// call WaitReady before typing. The new agent is a new process in the
+// same pane; Close stops the old ones too should they outlive the pane.
+func (t *TUI) Respawn(ctx context.Context) error {
+	old, _ := t.AgentPID()
+	if _, err := t.tmux(ctx, "respawn-pane", "-k", "-t", t.Pane, "-c", t.CLI.WorkDir, t.shell()); err != nil {
+		return err
+	}
+	out, err := t.tmux(ctx, "display-message", "-p", "-t", t.Pane, "#{pane_pid}")
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return fmt.Errorf("realtui: respawned pane pid %q: %w", out, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, pid := range []int{t.PanePID, old} {
+		if start := procStart(pid); start != "" {
+			t.previous = append(t.previous, proc{pid, start})
+		}
+	}
+	t.PanePID, t.agentPID = n, 0
+	return nil
+}
+
+// proc is one process incarnation: its pid and start time.
+type proc struct {
+	pid   int
+	start string
+}
+
+// runs reports whether the incarnation still runs (not a reused pid).
+func (p proc) runs() bool { return alive(p.pid) && procStart(p.pid) == p.start }
 
 // procStart is pid's start time in clock ticks since boot, "" when pid
 // does not run: with the pid it names one process incarnation.
@@ -153,9 +195,14 @@ func (t *TUI) Leftovers() []int {
 		out = append(out, t.ServerPID)
 	}
 	t.mu.Lock()
-	agent := t.agentPID
+	pids := []int{t.PanePID, t.agentPID}
+	for _, p := range t.previous {
+		if p.runs() {
+			out = append(out, p.pid)
+		}
+	}
 	t.mu.Unlock()
-	for _, pid := range []int{t.PanePID, agent} {
+	for _, pid := range pids {
 		if pid > 1 && alive(pid) {
 			out = append(out, pid)
 		}
@@ -537,6 +584,7 @@ func (t *TUI) Close() error {
 	}
 	t.closed = true
 	agent := t.agentPID
+	previous := t.previous
 	t.mu.Unlock()
 	if agent == 0 {
 		agent, _ = t.AgentPID()
@@ -547,6 +595,11 @@ func (t *TUI) Close() error {
 	if _, err := t.tmux(ctx, "kill-server"); err != nil && !strings.Contains(err.Error(), "no server running") &&
 		!strings.Contains(err.Error(), "No such file") && !strings.Contains(err.Error(), "server exited") {
 		errs = append(errs, err)
+	}
+	for _, p := range previous {
+		if err := stopPID(p.pid, p.runs); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, pid := range []int{agent, t.PanePID} {
 		if pid <= 1 {
