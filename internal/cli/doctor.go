@@ -290,7 +290,7 @@ func checkGateway(ctx context.Context, sv settings.Values, a config.Agent, timeo
 	} else {
 		detail += "; warning: the ClawConnect plugin is not loaded (no " + terminal.CallbackMethod +
 			"), so terminal Turns cannot report back into OpenClaw sessions: on the gateway host run " +
-			"`openclaw plugins install ./plugins/openclaw` in the ClawConnect repository, then restart the gateway (README: The OpenClaw plugin)"
+			"`openclaw plugins install ./plugins/openclaw/plugin` in the ClawConnect repository, then restart the gateway (README: The OpenClaw plugin)"
 	}
 	return verdict{ok: true, area: area, detail: detail}
 }
