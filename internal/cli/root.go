@@ -129,13 +129,11 @@ func markNoJSON(root *cobra.Command) {
 		"serve":           "serves HTTP; its output is logs on standard error",
 		"terminal daemon": "serves the terminal socket; its output is logs",
 		"terminal module": "speaks the runtime-module protocol on standard output",
-		"gateway":         "groups subcommands",
-		"terminal":        "groups subcommands",
 	}
 	for path, reason := range why {
 		cmd, _, err := root.Find(strings.Fields(path))
 		if err != nil || cmd == root {
-			panic("markNoJSON: no command " + path) // a renamed command: fix the list
+			continue // a renamed command: TestEveryCommandHasJSON names it
 		}
 		if cmd.Annotations == nil {
 			cmd.Annotations = map[string]string{}
