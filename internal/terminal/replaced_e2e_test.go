@@ -10,14 +10,20 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 )
 
-// TestE2EAgentRestartedInItsPane: a Turn runs in a real Codex TUI when
-// the pane is respawned (the agent killed and started again in the same
-// tmux pane). The new process is a new terminal: a send to it is taken at
-// once, and the old Turn ends stalled, its agent gone, instead of holding
-// the pane's next input.
+// TestE2EAgentRestartedInItsPane: a Turn runs in a real Codex or Claude
+// Code TUI when the pane is respawned (the agent killed and started again
+// in the same tmux pane). The new process is a new terminal: a send to it
+// is taken at once, and the old Turn ends stalled, its agent gone,
+// instead of holding the pane's next input.
 func TestE2EAgentRestartedInItsPane(t *testing.T) {
+	for _, kind := range []realcli.Kind{realcli.Codex, realcli.ClaudeCode} {
+		t.Run(string(kind), func(t *testing.T) { agentRestartedInItsPane(t, kind) })
+	}
+}
+
+func agentRestartedInItsPane(t *testing.T, kind realcli.Kind) {
 	model := fakemodel.New(t, fakemodel.Options{})
-	rp := startRealTUI(t, realcli.Codex, model)
+	rp := startRealTUI(t, kind, model)
 	svc, _ := newRealService(t, rp)
 	runHost(t, svc)
 	ctx := t.Context()
