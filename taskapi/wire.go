@@ -238,6 +238,10 @@ type TaskSummary struct {
 	// Principal is who submitted the task; never shown to clients, used
 	// by the server's owner isolation.
 	Principal string `json:"-"`
+	// Request is the start of what was asked (the task text, at most 500
+	// characters), so a list a person scans tells tasks apart. The
+	// dashboard shows it; list_tasks clients already know what they asked.
+	Request string `json:"-"`
 }
 
 // ListView selects list_tasks rows.

@@ -89,22 +89,37 @@ type verdict struct {
 }
 
 func newDoctorCmd(env Env) *cobra.Command {
-	var timeout time.Duration
+	var (
+		timeout time.Duration
+		asJSON  bool
+	)
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the configuration, the store, the gateways and the runtimes",
 		Long: `Check everything the task bridge needs and print one verdict per check, with
-the fix when something is wrong: the agent configuration, the task store, that
-every agent's OpenClaw Gateway answers (a real handshake), the registered
-agent-session runtimes and the HTTP authentication of "clawconnect serve".
+the fix when something is wrong: the settings, the agent configuration, the
+task store, that every agent's OpenClaw Gateway answers (a real handshake), the
+registered agent-session runtimes and the HTTP authentication of "clawconnect
+serve". With --json: {"ok": bool, "failed": n, "checks": [{"ok": bool,
+"area": "settings|config|store|gateway …|runtimes|processes|http auth",
+"detail": "...", "fix": "..."}]}, credentials redacted as in the text.
 
 Exit codes: 0 every check passed, 1 at least one failed.`,
 		Example: `  clawconnect doctor
+  clawconnect doctor --json
   clawconnect doctor --timeout 15s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			vs := runDoctor(cmd.Context(), env, timeout)
-			failed := printVerdicts(env.Stdout, vs)
+			var failed int
+			if asJSON {
+				var err error
+				if failed, err = printVerdictsJSON(env.Stdout, vs); err != nil {
+					return err
+				}
+			} else {
+				failed = printVerdicts(env.Stdout, vs)
+			}
 			if failed > 0 {
 				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("doctor: %d check(s) failed", failed)}
 			}
@@ -112,6 +127,7 @@ Exit codes: 0 every check passed, 1 at least one failed.`,
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long each gateway may take to answer")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdicts as JSON")
 	return cmd
 }
 
@@ -293,7 +309,7 @@ func checkGateway(ctx context.Context, sv settings.Values, a config.Agent, timeo
 	} else {
 		detail += "; warning: the ClawConnect plugin is not loaded (no " + terminal.CallbackMethod +
 			"), so terminal Turns cannot report back into OpenClaw sessions: on the gateway host run " +
-			"`openclaw plugins install ./plugins/openclaw` in the ClawConnect repository, then restart the gateway (README: The OpenClaw plugin)"
+			"`openclaw plugins install ./plugins/openclaw/plugin` in the ClawConnect repository, then restart the gateway (README: The OpenClaw plugin)"
 	}
 	return verdict{ok: true, area: area, detail: detail}
 }
@@ -328,4 +344,33 @@ func printVerdicts(w io.Writer, vs []verdict) (failed int) {
 		}
 	}
 	return failed
+}
+
+// doctorJSON is what doctor --json prints.
+type doctorJSON struct {
+	OK     bool          `json:"ok"`
+	Failed int           `json:"failed"`
+	Checks []verdictJSON `json:"checks"`
+}
+
+// verdictJSON is one verdict of doctor --json.
+type verdictJSON struct {
+	OK     bool   `json:"ok"`
+	Area   string `json:"area"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// printVerdictsJSON prints vs as doctorJSON (redacted as printVerdicts
+// does) and returns how many failed.
+func printVerdictsJSON(w io.Writer, vs []verdict) (int, error) {
+	out := doctorJSON{Checks: make([]verdictJSON, 0, len(vs))}
+	for _, v := range vs {
+		if !v.ok {
+			out.Failed++
+		}
+		out.Checks = append(out.Checks, verdictJSON{OK: v.ok, Area: v.area, Detail: config.RedactText(v.detail), Fix: config.RedactText(v.fix)})
+	}
+	out.OK = out.Failed == 0
+	return out.Failed, printJSON(w, out)
 }

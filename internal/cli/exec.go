@@ -114,7 +114,10 @@ a Codex env_key), minus ClawConnect's own secrets (OPENCLAW_PASSWORD,
 OPENCLAW_GATEWAY_TOKEN, MCP tokens, CLAWCONNECT_* tokens and passwords).
 
 Ctrl-C aborts the run; the stream then ends with done: aborted. The exit
-code follows the done reason: 0 success, 1 error, 6 max_turns, 130 aborted.`,
+code follows the done reason.
+
+Exit codes: 0 success, 1 the run ended in an error, 2 bad flags or no
+PROMPT, 3 an unusable setting, 6 max_turns, 130 aborted (Ctrl-C).`,
 		Example: `  clawconnect exec --runtime claude-code "explain what main.go does"
   clawconnect exec --runtime codex --cwd ~/src/app --model gpt-5 "fix the failing test"
   clawconnect exec --runtime codex --resume THREAD_ID "now add a test"

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -15,18 +16,21 @@ import (
 func newLogsCmd(env Env) *cobra.Command { return logsCmd(env, openReadBridge) }
 
 func logsCmd(env Env, open opener) *cobra.Command {
-	var followFlag bool
+	var followFlag, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "logs JOB",
 		Short: "Print a task's log; --follow keeps printing until it ends",
 		Long: `Print the log of a task: the agent's messages, tool calls and lifecycle
 events, one per line. With --follow it keeps printing new entries as they
-arrive and returns when the task ends.
+arrive and returns when the task ends. With --json each entry is one JSON
+object per line: {"seq": n, "ts": unix ms, "type": "...", "text": "...",
+"isError": true when it reports a failure}.
 
 Exit codes: 0 printed, 1 failure, 2 bad arguments, 3 no or invalid agent
 configuration, 4 no such job.`,
 		Example: `  clawconnect logs 5f0c2a9e-5b7d-4f53-9a55-0d1f3b6c2e11
-  clawconnect logs 5f0c2a9e-5b7d-4f53-9a55-0d1f3b6c2e11 --follow`,
+  clawconnect logs 5f0c2a9e-5b7d-4f53-9a55-0d1f3b6c2e11 --follow
+  clawconnect logs 5f0c2a9e-5b7d-4f53-9a55-0d1f3b6c2e11 --json`,
 		Args: exactArgs(1, "logs: pass one job id (from clawconnect run)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -35,16 +39,22 @@ configuration, 4 no such job.`,
 				return err
 			}
 			defer b.close()
-			return printLogs(ctx, env.Stdout, b.tasks, args[0], followFlag)
+			emit := func(e task.LogEntry) { printEntry(env.Stdout, e) }
+			if asJSON {
+				enc := json.NewEncoder(env.Stdout)
+				emit = func(e task.LogEntry) { _ = enc.Encode(e) }
+			}
+			return printLogs(ctx, emit, b.tasks, args[0], followFlag)
 		},
 	}
 	cmd.Flags().BoolVarP(&followFlag, "follow", "f", false, "keep printing new entries until the task ends")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print each entry as one JSON object per line")
 	return cmd
 }
 
 // printLogs pages the raw log of the job's session (when the job is the
 // session's latest) and, with follow, waits for more in poll mode.
-func printLogs(ctx context.Context, w io.Writer, tasks server.Tasks, jobID string, followFlag bool) error {
+func printLogs(ctx context.Context, emit func(task.LogEntry), tasks server.Tasks, jobID string, followFlag bool) error {
 	d, err := tasks.GetTask(ctx, jobID, task.DetailCore, 0)
 	if err != nil {
 		return notFound("job", jobID, err)
@@ -60,7 +70,7 @@ func printLogs(ctx context.Context, w io.Writer, tasks server.Tasks, jobID strin
 				return false, nil
 			}
 			for _, e := range r.Events {
-				printEntry(w, e)
+				emit(e)
 			}
 			printed += int64(len(r.Events))
 			if len(r.Events) < 200 {
@@ -72,7 +82,7 @@ func printLogs(ctx context.Context, w io.Writer, tasks server.Tasks, jobID strin
 	// gateway's own events may not carry (a refused connection has none).
 	printFailure := func() {
 		if f, err := tasks.GetTask(ctx, jobID, task.DetailCore, 0); err == nil && f.Error != "" {
-			printEntry(w, task.LogEntry{TS: f.LastEventAt, Type: "error", Text: f.Error, IsError: true})
+			emit(task.LogEntry{TS: f.LastEventAt, Type: "error", Text: f.Error, IsError: true})
 		}
 	}
 	latest, err := page()
@@ -87,7 +97,7 @@ func printLogs(ctx context.Context, w io.Writer, tasks server.Tasks, jobID strin
 			return notFound("job", jobID, err)
 		}
 		for _, e := range full.Updates {
-			printEntry(w, e)
+			emit(e)
 		}
 		printFailure()
 		return nil

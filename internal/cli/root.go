@@ -113,7 +113,33 @@ system manages.`,
 		newMCPCmd(env), newServeCmd(env), newTerminalCmd(env), newRunCmd(env), newStatusCmd(env), newLogsCmd(env), newSessionsCmd(env), newAgentsCmd(env), skipSettingsCheck(newDoctorCmd(env)),
 	)
 	usageArgs(root)
+	markNoJSON(root)
 	return root
+}
+
+// noJSON annotates a command without --json, saying why: it serves a
+// protocol or prints help, not a result a script would read.
+const noJSON = "clawconnect/no-json"
+
+// markNoJSON marks the commands that have no --json. Every other command
+// that prints has one (a test walks the tree).
+func markNoJSON(root *cobra.Command) {
+	why := map[string]string{
+		"mcp":             "speaks MCP on standard output",
+		"serve":           "serves HTTP; its output is logs on standard error",
+		"terminal daemon": "serves the terminal socket; its output is logs",
+		"terminal module": "speaks the runtime-module protocol on standard output",
+	}
+	for path, reason := range why {
+		cmd, _, err := root.Find(strings.Fields(path))
+		if err != nil || cmd == root {
+			continue // a renamed command: TestEveryCommandHasJSON names it
+		}
+		if cmd.Annotations == nil {
+			cmd.Annotations = map[string]string{}
+		}
+		cmd.Annotations[noJSON] = reason
+	}
 }
 
 // usageArgs makes the argument check of cmd and every command under it fail
@@ -173,9 +199,12 @@ func unknownCommand(parent *cobra.Command, name string) error {
 // topic: "help nosuch" is a usage error here.
 func newHelpCmd(root *cobra.Command) *cobra.Command {
 	return &cobra.Command{
-		Use:   "help [command]",
-		Short: "Help about any command",
-		Long:  "Help prints the help of any command, e.g. clawconnect help gateway call.",
+		Use:         "help [command]",
+		Short:       "Help about any command",
+		Annotations: map[string]string{noJSON: "prints help text"},
+		Long: `Help prints the help of any command, e.g. clawconnect help gateway call.
+
+Exit codes: 0 printed, 2 no such command.`,
 		Example: `  clawconnect help
   clawconnect help run
   clawconnect help gateway call`,

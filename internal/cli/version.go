@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -15,19 +16,33 @@ func version() string {
 	return "devel"
 }
 
+// versionJSON is what version --json prints.
+type versionJSON struct {
+	Version string `json:"version"`
+	Go      string `json:"go"`
+}
+
 func newVersionCmd(env Env) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the clawconnect version",
 		Long: `Print the clawconnect version (the same as clawconnect --version).
+With --json: {"version": "...", "go": "go1.x"}.
 
 Exit codes: 0 printed, 2 unexpected arguments.`,
 		Example: `  clawconnect version
+  clawconnect version --json
   clawconnect --version`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				return printJSON(env.Stdout, versionJSON{Version: version(), Go: runtime.Version()})
+			}
 			_, err := fmt.Fprintf(env.Stdout, "clawconnect %s\n", version())
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the version as JSON")
+	return cmd
 }

@@ -254,6 +254,30 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("superseded record shows %q, want its reason", got)
 	}
 
+	// The list says what each task asked: the request's first line, its
+	// markup as text; the search box keeps the tasks whose request holds
+	// the words typed, ignoring case.
+	asked := r.mcpRun(t, "tok-alice", "Ship <b>the</b> release notes\nsecond line stays on the task page")
+	r.waitDone(t, asked)
+	do("search requests",
+		chromedp.Navigate(base+"/"),
+		visible(`#live.on`),
+		chromedp.SendKeys(chromedp.CSS(`input[name="q"]`), "SHIP <B>"),
+		chromedp.Submit(chromedp.CSS(`input[name="q"]`)),
+		visible(`#live.on`),
+		visible(`tr[data-task="`+asked+`"] td.request`),
+		shot("20-tasks-search"),
+	)
+	if got, want := text(`#tasks-rows`), "Ship <b>the</b> release notes …"; !strings.Contains(got, want) || strings.Contains(got, "second line") {
+		t.Errorf("searched rows show %q, want the request's first line %q only", got, want)
+	}
+	if n, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#tasks-rows tr[data-task]").length`)); n != 1 {
+		t.Errorf("the search kept %d tasks, want 1", n)
+	}
+	if n, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#tasks-rows b").length`)); n != 0 {
+		t.Errorf("the request's markup became %d elements", n)
+	}
+
 	do("sessions and health",
 		chromedp.Navigate(base+"/sessions"),
 		visible(`#sessions-rows a`),

@@ -69,6 +69,49 @@ func TestPagesRenderAndEscape(t *testing.T) {
 	}
 }
 
+// TestTasksPageShowsTheRequest: each row says what was asked (the first
+// line of the request, escaped, cut to an excerpt) and the filter's
+// search keeps the tasks whose request holds the words, ignoring case.
+func TestTasksPageShowsTheRequest(t *testing.T) {
+	r := newRig(t, "")
+	long := r.run(t, "alpha", "Deploy <i>staging</i> now\nthen tell me", "")
+	held := r.run(t, "beta", "HOLD the "+strings.Repeat("very ", 40)+"long request", "")
+	r.waitDone(t, long)
+	b := r.browser(t)
+
+	_, _, body := b.get("/")
+	for _, want := range []string{
+		`<th scope="col">Request</th>`,
+		`Deploy &lt;i&gt;staging&lt;/i&gt; now …</td>`,
+		`HOLD the very very`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("GET /: missing %q", want)
+		}
+	}
+	if n := strings.Count(body, "…</td>"); n != 2 {
+		t.Errorf("GET /: %d requests cut with an ellipsis, want 2 (the two-line one and the long one)", n)
+	}
+	if strings.Contains(body, "<i>staging") {
+		t.Errorf("GET /: the request's markup was not escaped")
+	}
+	for _, tt := range []struct {
+		query      string
+		kept, left string
+	}{
+		{"/?q=deploy+%3CI%3E", long, held},
+		{"/?q=long+request&agent=beta", held, long},
+	} {
+		_, _, body := b.get(tt.query)
+		if !strings.Contains(body, `href="/tasks/`+tt.kept+`"`) || strings.Contains(body, `href="/tasks/`+tt.left+`"`) {
+			t.Errorf("GET %s: want %s kept and %s left out", tt.query, tt.kept, tt.left)
+		}
+		if !strings.Contains(body, `data-stream="page=tasks&amp;status=&amp;agent=`) || !strings.Contains(body, `&amp;q=`) {
+			t.Errorf("GET %s: the event stream does not carry the search", tt.query)
+		}
+	}
+}
+
 func TestAuthRequired(t *testing.T) {
 	r := newRig(t, "alice:tok-alice-0123456789,bob:tok-bob-0123456789")
 	id := r.run(t, "alpha", "HOLD alice's work", "user:alice")

@@ -264,7 +264,7 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 	}
 	switch pg {
 	case "tasks":
-		b, err := d.tasksData(ctx, q, taskFilter{Status: get("status"), Agent: get("agent")})
+		b, err := d.tasksData(ctx, q, filterOf(get))
 		if err != nil {
 			return nil, err
 		}

@@ -44,7 +44,8 @@ func funcs(now func() time.Time) template.FuncMap {
 			}
 			return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05 UTC")
 		},
-		"excerpt": excerpt,
+		"excerpt":   excerpt,
+		"firstLine": firstLine,
 		"shortID": func(id string) string {
 			if len(id) > 8 {
 				return id[:8]
@@ -99,10 +100,39 @@ func (d *Dashboard) newPage(q request, title, nav, stream string, body any) page
 type taskFilter struct {
 	Status string
 	Agent  string
+	// Q keeps the tasks whose request contains it, ignoring case.
+	Q string
 }
 
-func filterOf(r *http.Request) taskFilter {
-	return taskFilter{Status: strings.TrimSpace(r.URL.Query().Get("status")), Agent: strings.TrimSpace(r.URL.Query().Get("agent"))}
+func filterOf(get func(string) string) taskFilter {
+	return taskFilter{Status: strings.TrimSpace(get("status")), Agent: strings.TrimSpace(get("agent")), Q: strings.TrimSpace(get("q"))}
+}
+
+// query is the filter as a URL query (the page's event stream).
+func (f taskFilter) query() string {
+	return "status=" + urlq(f.Status) + "&agent=" + urlq(f.Agent) + "&q=" + urlq(f.Q)
+}
+
+// keeps reports whether the filter shows r.
+func (f taskFilter) keeps(r task.TaskSummary) bool {
+	return (f.Status == "" || string(r.Status) == f.Status) && (f.Agent == "" || r.Agent == f.Agent) &&
+		(f.Q == "" || strings.Contains(strings.ToLower(r.Request), strings.ToLower(f.Q)))
+}
+
+// firstLine is the first non-blank line of s, its spaces collapsed, cut
+// to an excerpt: a request as one row of a list shows it.
+func firstLine(s string) string {
+	for line := range strings.Lines(s) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		out := excerpt(line)
+		if strings.TrimSpace(line) != strings.TrimSpace(s) && !strings.HasSuffix(out, "…") {
+			out += " …"
+		}
+		return out
+	}
+	return ""
 }
 
 // taskRow is one row of the Tasks table.
@@ -144,7 +174,7 @@ func (d *Dashboard) tasksData(ctx context.Context, q request, f taskFilter) (tas
 		if !fin {
 			b.Running = append(b.Running, r.TaskID)
 		}
-		if (f.Status != "" && string(r.Status) != f.Status) || (f.Agent != "" && r.Agent != f.Agent) {
+		if !f.keeps(r) {
 			continue
 		}
 		b.Rows = append(b.Rows, taskRow{TaskSummary: r, Finished: fin})
@@ -158,13 +188,13 @@ func finished(s task.TaskStatus) bool {
 }
 
 func (d *Dashboard) tasksPage(w http.ResponseWriter, r *http.Request, q request) {
-	f := filterOf(r)
+	f := filterOf(r.URL.Query().Get)
 	b, err := d.tasksData(r.Context(), q, f)
 	if err != nil {
 		d.fail(w, q, err)
 		return
 	}
-	d.render(w, "tasks", d.newPage(q, "Tasks", "tasks", "page=tasks&status="+urlq(f.Status)+"&agent="+urlq(f.Agent), b))
+	d.render(w, "tasks", d.newPage(q, "Tasks", "tasks", "page=tasks&"+f.query(), b))
 }
 
 // taskBody is a task page.

@@ -10,10 +10,10 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
-// follow dispatches (or, resumed, re-observes under the same idempotency
-// key) one task and drives it to exactly one outcome. It owns l until it
-// returns. Manager.Close ends it without writing anything.
-func (m *Manager) follow(l *live, resumed bool) {
+// follow dispatches (or, taken over from prev, re-observes under the same
+// idempotency key) one task and drives it to exactly one outcome. It owns
+// l until it returns. Manager.Close ends it without writing anything.
+func (m *Manager) follow(l *live, prev *predecessor) {
 	defer m.wg.Done()
 	defer m.forget(l)
 	ctx, cancel := context.WithCancel(m.ctx)
@@ -27,8 +27,8 @@ func (m *Manager) follow(l *live, resumed bool) {
 	}()
 
 	t := l.copyTask()
-	if resumed {
-		m.appendLog(ctx, l, "recovery", "Resumed after a restart; observing the OpenClaw run again.", false)
+	if prev != nil {
+		m.appendLog(ctx, l, "recovery", m.takeoverText(ctx, l, *prev), false)
 	}
 	startCtx, startCancel := context.WithTimeout(ctx, time.Minute)
 	run, err := m.gw.StartRun(startCtx, RunRequest{

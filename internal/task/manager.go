@@ -154,8 +154,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		m.o.Logger.Warn("the store is busy; registering at the next renewal", "err", err)
 	}
 	if !m.o.NoClaim {
-		m.reapDead(ctx)
-		if _, err := m.claim(ctx, true); err != nil {
+		if _, err := m.claim(ctx, m.reapDead(ctx), true); err != nil {
 			if !errors.Is(err, store.ErrBusy) {
 				return fmt.Errorf("start task manager: %w", err)
 			}
@@ -168,8 +167,9 @@ func (m *Manager) Start(ctx context.Context) error {
 }
 
 // claim leases claimable running tasks in pages and follows each; own
-// also takes back tasks this owner holds with a live lease.
-func (m *Manager) claim(ctx context.Context, own bool) (int, error) {
+// also takes back tasks this owner holds with a live lease. prev is who
+// followed which task before the claim, for the takeover's log entry.
+func (m *Manager) claim(ctx context.Context, prev map[string]predecessor, own bool) (int, error) {
 	now := m.now()
 	until := now.Add(m.o.Lease).UnixMilli()
 	total := 0
@@ -179,7 +179,7 @@ func (m *Manager) claim(ctx context.Context, own bool) (int, error) {
 			return total, err
 		}
 		for _, t := range ts {
-			if m.adopt(t) {
+			if m.adopt(t, prev[t.ID]) {
 				total++
 			}
 		}
@@ -191,8 +191,9 @@ func (m *Manager) claim(ctx context.Context, own bool) (int, error) {
 
 // adopt starts following a claimed running task. A task already followed
 // here (its lease lapsed during a store outage and this process claimed it
-// again) keeps its follower, which takes the new fencing token.
-func (m *Manager) adopt(t *store.Task) bool {
+// again) keeps its follower, which takes the new fencing token. prev is
+// the task's previous follower as the registry showed it before the claim.
+func (m *Manager) adopt(t *store.Task, prev predecessor) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -211,7 +212,7 @@ func (m *Manager) adopt(t *store.Task) bool {
 	l := newLive(t)
 	m.live[t.ID] = l
 	m.wg.Add(1)
-	go m.follow(l, true)
+	go m.follow(l, &prev)
 	m.o.Logger.Info("rehydrated running task", "job_id", t.ID, "session_key", t.SessionKey)
 	return true
 }
@@ -286,8 +287,7 @@ func (m *Manager) renew() {
 	if m.o.NoClaim {
 		return
 	}
-	m.reapDead(ctx)
-	if _, err := m.claim(ctx, false); err != nil && ctx.Err() == nil {
+	if _, err := m.claim(ctx, m.reapDead(ctx), false); err != nil && ctx.Err() == nil {
 		m.o.Logger.Warn("claim expired leases failed", "err", err)
 	}
 }
@@ -307,19 +307,27 @@ func (m *Manager) dropLost(ids []string) {
 // that are provably dead (their pid gone or reused), so their running
 // tasks are claimed at once instead of after their leases expire, and
 // removes them (and long-silent rows of other hosts) from the registry.
-func (m *Manager) reapDead(ctx context.Context) {
+// It returns who held each running task in the registry it read, so a
+// takeover can say why the previous follower stopped.
+func (m *Manager) reapDead(ctx context.Context) map[string]predecessor {
 	ps, err := m.st.Processes(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			m.o.Logger.Warn("read the process registry failed", "err", err)
 		}
-		return
+		return nil
 	}
 	// A row that has not beaten for ten leases (a process on another host
 	// that died) holds no live lease any more: its row goes too.
 	stale := m.now().Add(-10 * m.o.Lease).UnixMilli()
+	prev := map[string]predecessor{}
 	for _, p := range ps {
-		if p.ID == m.o.Owner || (!m.self.Dead(p) && p.HeartbeatAt >= stale) {
+		pr := predecessor{known: true, self: p.ID == m.o.Owner, role: p.Role, pid: p.PID,
+			dead: m.self.Dead(p), silent: p.HeartbeatAt < stale}
+		for _, id := range p.Tasks {
+			prev[id] = pr
+		}
+		if pr.self || (!pr.dead && !pr.silent) {
 			continue
 		}
 		n, err := m.st.ReleaseLeases(ctx, p.ID, nil)
@@ -332,6 +340,7 @@ func (m *Manager) reapDead(ctx context.Context) {
 		}
 		m.o.Logger.Info("released the leases of a dead process", "owner", p.ID, "pid", p.PID, "tasks", n)
 	}
+	return prev
 }
 
 func (m *Manager) sweep() {
@@ -393,6 +402,7 @@ func (m *Manager) Close() {
 		ids := make([]string, len(ls))
 		for i, l := range ls {
 			ids[i] = l.id
+			m.appendLog(ctx, l, logHandoff, fmt.Sprintf("Released on exit by %s; the next clawconnect process to follow the task takes it over.", m.describeSelf()), false)
 		}
 		if _, err := m.st.ReleaseLeases(ctx, m.o.Owner, ids); err != nil {
 			m.o.Logger.Warn("release leases at close failed; they expire after the lease", "err", err)
@@ -615,7 +625,7 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *RunResult, 
 	m.live[id] = l
 	m.wg.Add(1)
 	m.mu.Unlock()
-	go m.follow(l, false)
+	go m.follow(l, nil)
 	return result, nil
 }
 

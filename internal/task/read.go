@@ -446,7 +446,8 @@ func (m *Manager) summaryRow(ctx context.Context, t *store.Task) TaskSummary {
 		b.Notice, _ = capRunes(b.Notice, SummaryPreviewMax)
 	}
 	sum, trunc := capRunes(t.Summary, SummaryPreviewMax)
-	return TaskSummary{TaskID: t.ID, JobID: t.ID, SessionKey: t.SessionKey, Agent: m.o.Agent, Status: deriveStatus(t, b),
+	req, _ := capRunes(t.Prompt.Task, SummaryPreviewMax)
+	return TaskSummary{Request: req, TaskID: t.ID, JobID: t.ID, SessionKey: t.SessionKey, Agent: m.o.Agent, Status: deriveStatus(t, b),
 		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, EndedAt: endedAt(t), Liveness: t.Liveness, Summary: sum, SummaryTruncated: trunc,
 		Error: t.Error, BlockedDelegation: b, Principal: t.Principal}
 }

@@ -2,12 +2,15 @@ package task
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
 )
 
@@ -54,7 +57,7 @@ func TestRestartResumesRunningTask(t *testing.T) {
 			}
 			// The lease is an hour: the fresh process resumes the task at
 			// once because the previous owner is provably dead.
-			fresh := e.manager(func(o *Options) { o.Lease = time.Hour })
+			fresh := e.manager(func(o *Options) { o.Role, o.Lease = "serve", time.Hour })
 			e.gw.waitStarted(t, id)
 			if got := e.gw.messages[id]; got != before.Message {
 				t.Fatalf("resumed with another message:\n%s\nwant\n%s", got, before.Message)
@@ -64,8 +67,81 @@ func TestRestartResumesRunningTask(t *testing.T) {
 			if s.Status != "completed" || s.Summary != "finished after restart" || s.TerminalReason != "live-final" {
 				t.Fatalf("resumed task: %s %q %s", s.Status, s.Summary, s.TerminalReason)
 			}
-			if s.Logs[len(s.Logs)-1].Text != "Resumed after a restart; observing the OpenClaw run again." {
-				t.Fatalf("logs %+v", s.Logs)
+			want := fmt.Sprintf("Taken over by clawconnect serve (pid %d): the previous follower, clawconnect serve (pid %d), was killed (its process is gone); observing the OpenClaw run again.", os.Getpid(), os.Getpid())
+			if got := s.Logs[len(s.Logs)-1].Text; got != want {
+				t.Fatalf("last log entry:\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestTakeoverSaysWhy: the log entry of a takeover names the process that
+// follows the task now and why the previous follower stopped (it exited
+// and released the task, it was killed, or it lost its lease), and only a
+// process that kept its owner id calls it a restart.
+func TestTakeoverSaysWhy(t *testing.T) {
+	pid := os.Getpid()
+	tests := []struct {
+		name string
+		// leave prepares a running task as its previous follower left it
+		// and returns its id; then a serve process takes it over.
+		leave func(t *testing.T, e *env) string
+		owner string // the taking process's owner id ("" a new one)
+		want  string
+	}{
+		{"run exits without waiting", func(t *testing.T, e *env) string {
+			m := e.manager(func(o *Options) { o.Role = "run" })
+			res, err := m.Submit(t.Context(), SubmitRequest{Task: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.gw.waitStarted(t, res.JobID)
+			m.Close()
+			return res.JobID
+		}, "", fmt.Sprintf("Taken over by clawconnect serve (pid %d) after the previous follower exited and released it; observing the OpenClaw run again.", pid)},
+		{"lease lapsed under a live process", func(t *testing.T, e *env) string {
+			task := storetest.Task("job-lapsed", "main", "agent:main:k1", time.Now().UnixMilli())
+			task.Owner, task.LeaseUntil = "stuck", time.Now().Add(-time.Minute).UnixMilli()
+			if err := e.st.CreateTask(t.Context(), task); err != nil {
+				t.Fatal(err)
+			}
+			p := owner.Self().Process("mcp", time.Now().UnixMilli())
+			p.ID = "stuck" // this very process: alive, so only its lease lapsed
+			if err := e.st.Heartbeat(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+			return task.ID
+		}, "", fmt.Sprintf("Taken over by clawconnect serve (pid %d): the previous follower, clawconnect mcp (pid %d), lost its lease (it did not renew it in time); observing the OpenClaw run again.", pid, pid)},
+		{"the same owner id starts again", func(t *testing.T, e *env) string {
+			task := storetest.Task("job-own", "main", "agent:main:k1", time.Now().UnixMilli())
+			task.Owner, task.LeaseUntil = "kept-id", time.Now().Add(time.Minute).UnixMilli()
+			if err := e.st.CreateTask(t.Context(), task); err != nil {
+				t.Fatal(err)
+			}
+			p := owner.Self().Process("serve", time.Now().UnixMilli())
+			p.ID = "kept-id"
+			if err := e.st.Heartbeat(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+			return task.ID
+		}, "kept-id", "Resumed after a restart; observing the OpenClaw run again."},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			id := tc.leave(t, e)
+			fresh := e.manager(func(o *Options) { o.Role, o.Owner, o.Lease = "serve", tc.owner, time.Hour })
+			e.gw.waitStarted(t, id)
+			e.gw.end(id, Outcome{Status: OutcomeOK, Text: "done"})
+			s := await(t, fresh, id)
+			var got []string
+			for _, l := range s.Logs {
+				if l.Type == "recovery" {
+					got = append(got, l.Text)
+				}
+			}
+			if diff := cmp.Diff([]string{tc.want}, got); diff != "" {
+				t.Fatalf("takeover log entries (-want +got):\n%s", diff)
 			}
 		})
 	}

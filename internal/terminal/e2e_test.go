@@ -44,24 +44,32 @@ func startRealTUI(t testing.TB, kind realcli.Kind, model *fakemodel.Server, args
 	agent := DefaultAgents()[map[realcli.Kind]string{realcli.Codex: AgentCodex, realcli.ClaudeCode: AgentClaude}[kind]]
 	rp := &realPane{t: t, tui: tui, socket: tui.Socket, terms: terms, agent: agent}
 	lastPane = rp
+	rp.awaitIdle(t, "")
+	return rp
+}
+
+// awaitIdle waits until the pane's agent, one other than the terminal id
+// gone names, is discovered and idle for the parser.
+func (rp *realPane) awaitIdle(t testing.TB, gone string) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for {
-		panes, err := terms.Discover(t.Context())
-		if err == nil && len(panes) == 1 {
+		panes, err := rp.terms.Discover(t.Context())
+		if err == nil && len(panes) == 1 && panes[0].TerminalID != gone {
 			// The same agent process twice in a row: Codex's launcher
 			// hands over to its native binary during start-up.
 			stable := panes[0].TerminalID == rp.pane.TerminalID
 			rp.pane = panes[0]
-			if text, err := terms.Capture(t.Context(), rp.pane); err == nil {
+			if text, err := rp.terms.Capture(t.Context(), rp.pane); err == nil {
 				last = text
-				if s := agent.Screen(text); stable && s.Activity == "idle" && s.ComposerEmpty {
-					return rp
+				if s := rp.agent.Screen(text); stable && s.Activity == "idle" && s.ComposerEmpty {
+					return
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the %s TUI is not idle for the parser (panes %d, err %v); screen:\n%s", kind, len(panes), err, last)
+			t.Fatalf("the %s TUI is not idle for the parser (panes %d, err %v); screen:\n%s", rp.tui.CLI.Kind, len(panes), err, last)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -510,7 +509,7 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 		if sub.Status != store.DispatchAgentAccepted {
 			reason += "_completion_unverifiable"
 		}
-		return true, never, m.stall(ctx, t, reason, "the agent process exited before the Turn completed")
+		return true, never, m.stallAgentGone(ctx, t, reason)
 	}
 	scanDue := never
 	if scanErr == nil {
@@ -814,15 +813,7 @@ func (m *monitor) abandonSend(ctx context.Context, t *store.Turn) error {
 
 // stall marks the Turn stalled with reason.
 func (m *monitor) stall(ctx context.Context, t *store.Turn, code, reason string) error {
-	now := time.Now().UnixMilli()
-	t.Status, t.StalledAt, t.StalledReason = store.TurnStalled, now, reason
-	w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{
-		event(now, "conversation_stalled", map[string]any{"code": code, "reason": reason})}}
-	if msg, err := newMessage(t, actorOf(t.Agent), ActorOpenClaw, MsgBlocked, "The Turn stalled: "+reason, now); err == nil {
-		id := callbackID(t.TurnID, t.Takeover.Submission.MessageID, code, strconv.FormatInt(now, 10))
-		w.Also = prepareCallback(t, msg, id, KindStall, map[string]any{"reason": code})
-	}
-	return m.write(ctx, w)
+	return m.write(ctx, stallWrite(t, code, reason, time.Now().UnixMilli()))
 }
 
 // watchFiles wakes on changes of paths with fsnotify. A file is watched

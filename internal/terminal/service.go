@@ -381,6 +381,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		MessageID: msg.ID, MessageType: MsgTask, RequestHash: hash, Status: store.DispatchPrepared,
 		BindingID: sess.Binding.BindingID, BindingGeneration: sess.Binding.Generation, PreparedAt: now.UnixMilli(),
 	}
+	if err := s.retireReplaced(ctx, p); err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
+	}
 	// The sender holds the Turn's monitor lease from before the Turn exists,
 	// so no host's rescan can start a monitor that writes under the send.
 	lease, err := s.senderLease(ctx, turn.TurnID)

@@ -1,7 +1,8 @@
 // Package openclaw holds ClawConnect's OpenClaw plugin, plain ESM JavaScript
-// without dependencies (index.mjs, lib/, openclaw.plugin.json), and the Go
-// tests that run its node tests and load it into a real gateway. The
-// directory is what `openclaw plugins install` or plugins.load.paths takes.
+// without dependencies, and the Go tests that run its node tests and load
+// it into a real gateway. The plugin is the plugin/ folder (index.mjs, lib/,
+// openclaw.plugin.json, package.json): what `openclaw plugins install` or
+// plugins.load.paths takes; the tests beside it are never installed.
 package openclaw
 
 import (
@@ -9,8 +10,12 @@ import (
 	"runtime"
 )
 
-// Dir returns the plugin's directory in the source tree.
-func Dir() string {
+// Dir returns the plugin's directory in the source tree: the folder an
+// OpenClaw installs, holding only what runs.
+func Dir() string { return filepath.Join(srcDir(), "plugin") }
+
+// srcDir is this package's directory (the plugin folder and its tests).
+func srcDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Dir(file)
 }

@@ -26,12 +26,12 @@ func TestNodeTests(t *testing.T) {
 	if err != nil {
 		t.Skipf("node is not installed (CLAWCONNECT_E2E=1 installs it): %v", err)
 	}
-	files, _ := filepath.Glob(filepath.Join(Dir(), "test", "*.test.mjs"))
+	files, _ := filepath.Glob(filepath.Join(srcDir(), "test", "*.test.mjs"))
 	if len(files) == 0 {
 		t.Fatal("no plugin tests found")
 	}
 	cmd := node.Cmd(t.Context(), append([]string{"--test", "--test-reporter=spec"}, files...)...)
-	cmd.Dir = Dir()
+	cmd.Dir = srcDir()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)

@@ -45,7 +45,7 @@ func binary(t *testing.T) string {
 		}
 		buildOnce.bin = filepath.Join(dir, "clawconnect")
 		build := exec.Command("go", "build", "-o", buildOnce.bin, "./cmd/clawconnect")
-		build.Dir = filepath.Join(Dir(), "..", "..")
+		build.Dir = filepath.Join(srcDir(), "..", "..")
 		buildOnce.out, buildOnce.err = build.CombinedOutput()
 	})
 	if buildOnce.err != nil {
@@ -138,7 +138,7 @@ func startShared(bin string) (err error) {
 	}
 	shared.tmuxEnv = []string{"CLAWCONNECT_TMUX_SOCKETS=" + strings.Join(shared.sockets, ","), "CLAWCONNECT_TMUX_DEFAULT_SERVER=off"}
 	shared.g, err = realgateway.Start(ctx, realgateway.Options{ModelServer: shared.model, ToolSearchOff: true, ExtraEnv: shared.tmuxEnv,
-		Plugins: []realgateway.Plugin{{ID: "clawconnect", Dir: Dir(), Config: map[string]any{"binary": bin, "home": shared.home}}}})
+		Plugins: []realgateway.Plugin{{ID: "clawconnect", Dir: Dir(), Config: map[string]any{"binary": bin, "home": shared.home}, Install: true}}})
 	return err
 }
 
@@ -234,6 +234,17 @@ func startRig(t *testing.T, o rigOptions) *rig {
 	t.Cleanup(cancel)
 	r := &rig{t: t, ctx: ctx, bin: binary(t), run: fmt.Sprintf("%d-%d", os.Getpid(), rigRuns.Add(1))}
 	var tmuxEnv []string
+	// Registered before the TUI's own cleanup, so it runs after it: the
+	// TUI's tmux server, pane and agent are gone, whatever the test did to
+	// their socket.
+	t.Cleanup(func() {
+		if r.tui == nil {
+			return
+		}
+		if left := r.tui.Leftovers(); len(left) > 0 {
+			t.Errorf("the rig left processes running: %v (tmux server %d)", left, r.tui.ServerPID)
+		}
+	})
 	if o.OwnDaemon {
 		r.home = t.TempDir()
 		r.model = fakemodel.New(t, fakemodel.Options{})
@@ -241,7 +252,7 @@ func startRig(t *testing.T, o rigOptions) *rig {
 		tmuxEnv = []string{"CLAWCONNECT_TMUX_SOCKETS=" + r.tui.Socket, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off"}
 		cfg := map[string]any{"binary": r.bin, "home": r.home, "daemon": false}
 		g, err := realgateway.Start(ctx, realgateway.Options{ModelServer: r.model, ToolSearchOff: true, ExtraEnv: tmuxEnv,
-			Plugins: []realgateway.Plugin{{ID: "clawconnect", Dir: Dir(), Config: cfg}}})
+			Plugins: []realgateway.Plugin{{ID: "clawconnect", Dir: Dir(), Config: cfg, Install: true}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -108,6 +108,11 @@ type Plugin struct {
 	ID     string
 	Dir    string
 	Config map[string]any
+	// Install copies the plugin into the gateway's state with `openclaw
+	// plugins install` before the gateway starts, as a user installs it,
+	// instead of loading it from Dir through plugins.load.paths; the
+	// gateway then runs the installed copy (Gateway.InstalledDir).
+	Install bool
 }
 
 // Gateway is a running (or stopped) real OpenClaw gateway. Its methods are
@@ -193,6 +198,11 @@ func Start(ctx context.Context, opts Options) (_ *Gateway, err error) {
 			return nil, err
 		}
 		g.env = g.environment(opts.ExtraEnv)
+		if attempt == 1 {
+			if err = g.installPlugins(ctx); err != nil {
+				return nil, err
+			}
+		}
 		err = g.startProcess(ctx)
 		if err == nil || fixedPort || attempt == 3 || !g.logMentions("EADDRINUSE") {
 			break
@@ -497,7 +507,9 @@ func (g *Gateway) pluginConfig(pluginDir string) map[string]any {
 	paths := []string{pluginDir}
 	entries := map[string]any{PluginID: map[string]any{"enabled": true}}
 	for _, p := range g.plugins {
-		paths = append(paths, p.Dir)
+		if !p.Install {
+			paths = append(paths, p.Dir)
+		}
 		e := map[string]any{"enabled": true}
 		if p.Config != nil {
 			e["config"] = p.Config
@@ -505,6 +517,31 @@ func (g *Gateway) pluginConfig(pluginDir string) map[string]any {
 		entries[p.ID] = e
 	}
 	return map[string]any{"load": map[string]any{"paths": paths}, "entries": entries}
+}
+
+// installPlugins runs `openclaw plugins install` for each Plugin with
+// Install, into the gateway's state directory.
+func (g *Gateway) installPlugins(ctx context.Context) error {
+	for _, p := range g.plugins {
+		if !p.Install {
+			continue
+		}
+		// A local folder is outside ClawHub's review (--force) and asks
+		// for capability consent (--accept-capabilities), as for a user.
+		args := append(append([]string{}, g.cmd.Args...), "plugins", "install", "--force", "--accept-capabilities", p.Dir)
+		cmd := exec.CommandContext(ctx, g.cmd.Path, args...)
+		cmd.Dir, cmd.Env = g.dir, g.env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("realgateway: openclaw plugins install %s: %w\n%s", p.Dir, err, out)
+		}
+	}
+	return nil
+}
+
+// InstalledDir is where `openclaw plugins install` put the plugin id (a
+// Plugin with Install).
+func (g *Gateway) InstalledDir(id string) string {
+	return filepath.Join(g.dir, "state", "extensions", id)
 }
 
 func (g *Gateway) logTail(n int) string {

@@ -56,12 +56,19 @@ type TUI struct {
 	Pane string
 	// PanePID is the pid of the pane's first process.
 	PanePID int
+	// ServerPID is the pid of the private tmux server; Close stops it by
+	// this pid when kill-server cannot reach it over the socket (the
+	// socket or its directory was removed first).
+	ServerPID int
+
+	serverStart string // the server's start time (/proc/<pid>/stat), against pid reuse
 
 	opts    Options
 	sockDir string
 
 	mu       sync.Mutex
 	agentPID int
+	previous []proc // the pane's and agent's processes before a Respawn
 	closed   bool
 }
 
@@ -85,13 +92,8 @@ func Start(ctx context.Context, cli *realcli.CLI, opts Options) (*TUI, error) {
 		}
 		t.Socket, t.sockDir = filepath.Join(sockDir, "tmux.sock"), sockDir
 	}
-	args := append(cli.InteractiveArgs(), opts.Args...)
-	// The agent gets the pane's TMUX and TMUX_PANE as in a user's pane
-	// (Claude Code records them in its live-session registry).
-	shell := strings.Replace(cli.ShellCommand(args...), "env -i ", `env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" `, 1) +
-		`; echo "EXITED rc=$?"; sleep 300`
 	out, err := t.tmux(ctx, "-f", "/dev/null", "new-session", "-d", "-x", strconv.Itoa(opts.Width), "-y", strconv.Itoa(opts.Height),
-		"-c", cli.WorkDir, "-P", "-F", "#{pane_id} #{pane_pid}", shell)
+		"-c", cli.WorkDir, "-P", "-F", "#{pane_id} #{pane_pid}", t.shell())
 	if err != nil {
 		if t.sockDir != "" {
 			_ = os.RemoveAll(t.sockDir)
@@ -105,7 +107,130 @@ func Start(ctx context.Context, cli *realcli.CLI, opts Options) (*TUI, error) {
 		return nil, fmt.Errorf("realtui: new-session printed %q, want \"%%N <pid>\"", out)
 	}
 	t.Pane, t.PanePID = id, n
+	out, err = t.tmux(ctx, "display-message", "-p", "#{pid}")
+	if n, perr = strconv.Atoi(strings.TrimSpace(out)); err != nil || perr != nil || n <= 1 {
+		_ = t.Close()
+		return nil, fmt.Errorf("realtui: read the tmux server's pid: %q %w", out, errors.Join(err, perr))
+	}
+	t.ServerPID, t.serverStart = n, procStart(n)
 	return t, nil
+}
+
+// shell is the pane's command: the CLI's TUI, then a note of its exit.
+func (t *TUI) shell() string {
+	args := append(t.CLI.InteractiveArgs(), t.opts.Args...)
+	// The agent gets the pane's TMUX and TMUX_PANE as in a user's pane
+	// (Claude Code records them in its live-session registry).
+	return strings.Replace(t.CLI.ShellCommand(args...), "env -i ", `env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" `, 1) +
+		`; echo "EXITED rc=$?"; sleep 300`
+}
+
+// Respawn kills the pane's processes and starts the TUI again in the same
+// pane (tmux respawn-pane -k), as a user restarting the agent there would;
+// call WaitReady before typing. The new agent is a new process in the
+// same pane; Close stops the old ones too should they outlive the pane.
+func (t *TUI) Respawn(ctx context.Context) error {
+	old, _ := t.AgentPID()
+	if _, err := t.tmux(ctx, "respawn-pane", "-k", "-t", t.Pane, "-c", t.CLI.WorkDir, t.shell()); err != nil {
+		return err
+	}
+	out, err := t.tmux(ctx, "display-message", "-p", "-t", t.Pane, "#{pane_pid}")
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return fmt.Errorf("realtui: respawned pane pid %q: %w", out, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, pid := range []int{t.PanePID, old} {
+		if start := procStart(pid); start != "" {
+			t.previous = append(t.previous, proc{pid, start})
+		}
+	}
+	t.PanePID, t.agentPID = n, 0
+	return nil
+}
+
+// proc is one process incarnation: its pid and start time.
+type proc struct {
+	pid   int
+	start string
+}
+
+// runs reports whether the incarnation still runs (not a reused pid).
+func (p proc) runs() bool { return alive(p.pid) && procStart(p.pid) == p.start }
+
+// procStart is pid's start time in clock ticks since boot, "" when pid
+// does not run: with the pid it names one process incarnation.
+func procStart(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19] // field 22, counted from the state (field 3)
+}
+
+// serverRuns reports whether the tmux server this TUI started still runs
+// (the same incarnation, not a process that reused its pid).
+func (t *TUI) serverRuns() bool {
+	return t.ServerPID > 1 && alive(t.ServerPID) && procStart(t.ServerPID) == t.serverStart
+}
+
+// Leftovers returns the pids of the processes this TUI started (the tmux
+// server, the pane's first process, the agent) that still run; after
+// Close it is empty.
+func (t *TUI) Leftovers() []int {
+	var out []int
+	if t.serverRuns() {
+		out = append(out, t.ServerPID)
+	}
+	t.mu.Lock()
+	pids := []int{t.PanePID, t.agentPID}
+	for _, p := range t.previous {
+		if p.runs() {
+			out = append(out, p.pid)
+		}
+	}
+	t.mu.Unlock()
+	for _, pid := range pids {
+		if pid > 1 && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// stopPID ends pid: it waits (bounded) for it to exit on its own, then
+// sends SIGKILL. A nil runs reports whether pid still runs.
+func stopPID(pid int, runs func() bool) error {
+	if runs == nil {
+		runs = func() bool { return alive(pid) }
+	}
+	gone := func() bool {
+		deadline := time.Now().Add(3 * time.Second)
+		for runs() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond) // a bounded wait for an outside process to exit
+		}
+		return !runs()
+	}
+	if gone() {
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	if !gone() {
+		return fmt.Errorf("realtui: pid %d survived SIGKILL", pid)
+	}
+	return nil
 }
 
 // tmux runs one tmux command on the private server.
@@ -459,6 +584,7 @@ func (t *TUI) Close() error {
 	}
 	t.closed = true
 	agent := t.agentPID
+	previous := t.previous
 	t.mu.Unlock()
 	if agent == 0 {
 		agent, _ = t.AgentPID()
@@ -470,23 +596,25 @@ func (t *TUI) Close() error {
 		!strings.Contains(err.Error(), "No such file") && !strings.Contains(err.Error(), "server exited") {
 		errs = append(errs, err)
 	}
+	for _, p := range previous {
+		if err := stopPID(p.pid, p.runs); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, pid := range []int{agent, t.PanePID} {
 		if pid <= 1 {
 			continue
 		}
-		deadline := time.Now().Add(3 * time.Second)
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond) // a bounded wait for an outside process to exit
+		if err := stopPID(pid, nil); err != nil {
+			errs = append(errs, err)
 		}
-		if alive(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			deadline = time.Now().Add(3 * time.Second)
-			for alive(pid) && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			if alive(pid) {
-				errs = append(errs, fmt.Errorf("realtui: pid %d survived SIGKILL", pid))
-			}
+	}
+	// A server kill-server could not reach (its socket was removed, or
+	// other panes keep it up) is stopped by its pid: SIGTERM ends tmux.
+	if t.serverRuns() {
+		_ = syscall.Kill(t.ServerPID, syscall.SIGTERM)
+		if err := stopPID(t.ServerPID, t.serverRuns); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if t.CLI.Kind == realcli.Codex {

@@ -111,6 +111,40 @@ func TestCodexLifecycle(t *testing.T) {
 	}
 }
 
+// TestCloseStopsAnUnreachableServer: a tmux server whose socket was
+// removed before Close (kill-server cannot reach it) and that another
+// window keeps up is stopped by its pid; nothing the TUI started runs
+// after Close.
+func TestCloseStopsAnUnreachableServer(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	cli := realcli.Require(t, realcli.Codex, model)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	tui, err := Start(ctx, cli, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tui.Close()
+	if _, err := tui.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A second window outlives the agent's pane, as a window a test or a
+	// supervisor opened would.
+	if _, err := tui.tmux(ctx, "new-window", "-d", "sleep 600"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(tui.Socket); err != nil {
+		t.Fatal(err)
+	}
+	server := tui.ServerPID
+	if err := tui.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := tui.Leftovers(); len(left) > 0 {
+		t.Fatalf("after Close these processes still run: %v (tmux server %d)", left, server)
+	}
+}
+
 // TestClaudeTrustDialog starts Claude Code in a folder it was not told to
 // trust: WaitReady must answer the trust dialog and reach the composer.
 func TestClaudeTrustDialog(t *testing.T) {

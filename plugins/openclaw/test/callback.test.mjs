@@ -2,9 +2,9 @@
 // refuses (nothing enqueued), its idempotency keys and delivery plan.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { handle, validate, CallbackError, injectionKey, wakeKey } from "../lib/callback.mjs";
-import { specs, checkParams, Offers } from "../lib/tools.mjs";
-import plugin from "../index.mjs";
+import { handle, validate, CallbackError, injectionKey, wakeKey } from "../plugin/lib/callback.mjs";
+import { specs, checkParams, Offers } from "../plugin/lib/tools.mjs";
+import plugin from "../plugin/index.mjs";
 
 const S = "agent:main:s1";
 const good = () => ({
@@ -185,7 +185,7 @@ test("validate normalises ids", () => {
 
 test("the manifest declares every tool the plugin registers (OpenClaw refuses undeclared tools)", async () => {
   const { readFile } = await import("node:fs/promises");
-  const manifest = JSON.parse(await readFile(new URL("../openclaw.plugin.json", import.meta.url), "utf8"));
+  const manifest = JSON.parse(await readFile(new URL("../plugin/openclaw.plugin.json", import.meta.url), "utf8"));
   assert.equal(manifest.id, "clawconnect");
   assert.deepEqual([...manifest.contracts.tools].sort(), specs.map((s) => s.name).sort());
 });
@@ -193,8 +193,8 @@ test("the manifest declares every tool the plugin registers (OpenClaw refuses un
 test("an approval offer the callback method remembers reaches the approve tool of another load of the module", async () => {
   // OpenClaw loads the plugin more than once per gateway: its gateway
   // methods and an agent run's tools come from different module instances.
-  const a = (await import("../index.mjs?load=methods")).default;
-  const b = (await import("../index.mjs?load=tools")).default;
+  const a = (await import("../plugin/index.mjs?load=methods")).default;
+  const b = (await import("../plugin/index.mjs?load=tools")).default;
   assert.notEqual(a, b, "two module instances");
   const fakeApi = (into) => ({
     pluginConfig: { daemon: false, binary: "/bin/echo" },

@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { specs, checkParams } from "../lib/tools.mjs";
-import { threadSpecs } from "../lib/threads.mjs";
+import { specs, checkParams } from "../plugin/lib/tools.mjs";
+import { threadSpecs } from "../plugin/lib/threads.mjs";
 
 const T = "terminal:v2:tmux:claude:work:0.0:4242";
 const U = "6f1c2d3e-0000-4000-8000-00000000abcd";

@@ -15,7 +15,7 @@
 //	-env-file F    once ready, write the environment lines to F (KEY=value,
 //	               sourceable with `set -a; . F`); removed again on exit
 //	-plugin DIR    also load the ClawConnect OpenClaw plugin from DIR
-//	               (plugins/openclaw), its tools offered by name
+//	               (plugins/openclaw/plugin), its tools offered by name
 //	-plugin-binary B, -plugin-home H
 //	               the plugin's binary and home settings (default:
 //	               clawconnect on PATH, ~/.clawconnect)
@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.token, "token", "", "gateway auth token (default: random)")
 	fs.StringVar(&c.dir, "dir", "", "directory for config, state and logs (default: temporary, removed on exit)")
 	fs.StringVar(&c.envFile, "env-file", "", "write the environment lines to this file once ready (removed on exit)")
-	fs.StringVar(&c.plugin, "plugin", "", "also load the ClawConnect plugin from this directory (plugins/openclaw)")
+	fs.StringVar(&c.plugin, "plugin", "", "also load the ClawConnect plugin from this directory (plugins/openclaw/plugin)")
 	fs.StringVar(&c.pluginBinary, "plugin-binary", "", "the plugin's binary setting: the clawconnect it runs (default: clawconnect on PATH)")
 	fs.StringVar(&c.pluginHome, "plugin-home", "", "the plugin's home setting: its CLAWCONNECT_HOME (default ~/.clawconnect)")
 	if err := fs.Parse(args); err != nil {
@@ -86,7 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-port %d: out of range", c.port)
 	}
 	if c.plugin == "" && (c.pluginBinary != "" || c.pluginHome != "") {
-		return c, errors.New("-plugin-binary and -plugin-home configure the plugin: give its directory with -plugin plugins/openclaw too")
+		return c, errors.New("-plugin-binary and -plugin-home configure the plugin: give its directory with -plugin plugins/openclaw/plugin too")
 	}
 	return c, nil
 }
@@ -183,7 +183,7 @@ func clawconnectPlugin(c config) (realgateway.Plugin, error) {
 		return realgateway.Plugin{}, fmt.Errorf("-plugin: %w", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "openclaw.plugin.json")); err != nil {
-		return realgateway.Plugin{}, fmt.Errorf("-plugin %s: no openclaw.plugin.json there; give the repository's plugins/openclaw directory", c.plugin)
+		return realgateway.Plugin{}, fmt.Errorf("-plugin %s: no openclaw.plugin.json there; give the repository's plugins/openclaw/plugin directory", c.plugin)
 	}
 	cfg := map[string]any{}
 	if c.pluginBinary != "" {

@@ -136,7 +136,7 @@ func TestClawconnectPlugin(t *testing.T) {
 	if _, err := clawconnectPlugin(config{plugin: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "plugins/openclaw") {
 		t.Errorf("a directory without the manifest: %v, want an error naming plugins/openclaw", err)
 	}
-	dir := filepath.Join("..", "..", "..", "..", "plugins", "openclaw")
+	dir := filepath.Join("..", "..", "..", "..", "plugins", "openclaw", "plugin")
 	p, err := clawconnectPlugin(config{plugin: dir, pluginBinary: "/bin/cc", pluginHome: "/h"})
 	if err != nil {
 		t.Fatal(err)
