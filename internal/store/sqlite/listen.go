@@ -12,6 +12,9 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
+// listenerCacheKiB is the page cache of the listener's connection.
+const listenerCacheKiB = 256
+
 // keepChanges is how many of the newest task_changes rows writers keep; a
 // watcher that fell further behind (it missed rows) wakes every waiter.
 const keepChanges = 10000
@@ -38,7 +41,8 @@ func listener(path string, busy time.Duration) func(ctx context.Context, changed
 		if err := w.Add(filepath.Dir(path)); err != nil {
 			return fmt.Errorf("watch store changes: %w", err)
 		}
-		db, err := sql.Open("sqlite", path+"?"+busyPragma(busy)+readerPragmas)
+		// It reads only the newest change rows: a small page cache.
+		db, err := sql.Open("sqlite", path+"?"+busyPragma(busy)+connPragmas(listenerCacheKiB)+"&_pragma=query_only(1)")
 		if err != nil {
 			return fmt.Errorf("watch store changes: %w", err)
 		}
