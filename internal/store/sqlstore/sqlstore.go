@@ -63,8 +63,11 @@ type Dialect struct {
 	IsBusy func(error) bool
 	// Listen, if set, delivers the ids that other processes announce to
 	// changed until ctx ends or the connection fails; it is restarted
-	// after a failure. It makes the store a store.ChangeFeed.
-	Listen func(ctx context.Context, changed func(id string)) error
+	// after a failure. It makes the store a store.ChangeFeed. watching
+	// reports whether a reader of this process waits for an announcement
+	// now; a listener whose reads cost something may skip them while it
+	// is false (a reader that starts watching re-reads the store itself).
+	Listen func(ctx context.Context, changed func(id string), watching func() bool) error
 }
 
 // DB is a store.Store over a writer pool and a reader pool (they may be the
