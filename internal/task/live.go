@@ -158,12 +158,21 @@ func (m *Manager) appendLog(ctx context.Context, l *live, typ, text string, isEr
 }
 
 func (m *Manager) appendLogLocked(ctx context.Context, l *live, typ, text string, isErr bool, tool string, args json.RawMessage) {
+	if m.queueLogLocked(l, typ, text, isErr, tool, args) {
+		m.flushLogsLocked(ctx, l)
+	}
+}
+
+// queueLogLocked adds one entry to the pending ones without writing it,
+// and reports whether it was kept (a store outage may have filled the
+// queue).
+func (m *Manager) queueLogLocked(l *live, typ, text string, isErr bool, tool string, args json.RawMessage) bool {
 	if isErr {
 		text = config.RedactText(text)
 	}
 	if len(l.pending) >= maxPendingLogs {
 		m.o.Logger.Warn("log entry dropped: the store has not taken the earlier ones yet", "job_id", l.id)
-		return
+		return false
 	}
 	e := store.LogEntry{Seq: l.t.LogCount + int64(len(l.pending)) + 1, TS: m.nowMs(), Type: typ, Text: capLogText(text, m.o.LogEntryTextMax), IsError: isErr}
 	l.pending = append(l.pending, e)
@@ -174,7 +183,7 @@ func (m *Manager) appendLogLocked(ctx context.Context, l *live, typ, text string
 	if len(l.recent) > 6 {
 		l.recent = l.recent[len(l.recent)-6:]
 	}
-	m.flushLogsLocked(ctx, l)
+	return true
 }
 
 // flushLogsLocked writes the pending log entries. A transient failure
