@@ -22,6 +22,8 @@ func main() {
 		Stderr:  os.Stderr,
 		Getenv:  os.Getenv,
 		Environ: os.Environ,
+		// The command owns this process: mcp tunes the runtime for it.
+		OwnProcess: true,
 	})
 	stop()
 	if err != nil {

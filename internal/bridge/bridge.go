@@ -113,7 +113,7 @@ func Open(ctx context.Context, o Options) (*Bridge, error) {
 		registry: reg, timeouts: config.TimeoutsFrom(sv),
 		managers: map[string]*task.Manager{}, gateways: map[string]*lazyGateway{},
 	}
-	st, err := b.openStore(ctx, sv)
+	st, err := b.openStore(ctx, sv, o.Role)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func Open(ctx context.Context, o Options) (*Bridge, error) {
 	return b, nil
 }
 
-func (b *Bridge) openStore(ctx context.Context, sv settings.Values) (store.Store, error) {
+func (b *Bridge) openStore(ctx context.Context, sv settings.Values, role string) (store.Store, error) {
 	if u := sv.DatabaseURL; u != "" {
 		if !postgres.IsURL(u) {
 			return nil, errors.New("open bridge: CLAWCONNECT_DATABASE_URL must be a postgres:// or postgresql:// URL")
@@ -177,8 +177,15 @@ func (b *Bridge) openStore(ctx context.Context, sv settings.Values) (store.Store
 		b.st = db
 		return db, nil
 	}
-	// Every clawconnect process on the machine opens the same file.
-	db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(sv.Home, sqlite.FileName)})
+	// Every clawconnect process on the machine opens the same file. The
+	// page caches default to what an mcp process needs; serve, whose
+	// dashboard lists and pages through many tasks, keeps 16 MiB per
+	// connection.
+	so := sqlite.Options{Path: filepath.Join(sv.Home, sqlite.FileName)}
+	if role == "serve" {
+		so.WriterCacheKiB, so.ReaderCacheKiB = 16384, 16384
+	}
+	db, err := sqlite.Open(ctx, so)
 	if err != nil {
 		return nil, fmt.Errorf("open bridge: %w", err)
 	}

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,51 +27,14 @@ type startup struct {
 // clean exit.
 func startMCP(b *testing.B, bin string, env []string) startup {
 	b.Helper()
-	cmd := exec.Command(bin, "mcp")
-	cmd.Env = env
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
+	c, toInit := startClient(b, bin, env)
+	st := startup{toInit: toInit, cpu: cpuTime(c.cmd.Process.Pid)}
+	st.rss, st.anon = rssKiB(b, c.cmd.Process.Pid)
+	if _, err := c.tool(b.Context(), "list_tasks", map[string]any{}); err != nil {
+		b.Fatalf("list_tasks: %v", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`+"\n"); err != nil {
-		b.Fatal(err)
-	}
-	out := bufio.NewReader(stdout)
-	line, err := out.ReadString('\n')
-	var st startup
-	st.toInit = time.Since(start)
-	if err != nil || !strings.Contains(line, `"serverInfo"`) {
-		b.Fatalf("initialize answer %q: %v", line, err)
-	}
-	st.cpu = cpuTime(cmd.Process.Pid)
-	st.rss, st.anon = rssKiB(b, cmd.Process.Pid)
-	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_tasks","arguments":{}}}`+"\n"); err != nil {
-		b.Fatal(err)
-	}
-	for { // skip any notification before the answer
-		line, err := out.ReadString('\n')
-		if err != nil || strings.Contains(line, `"isError":true`) {
-			b.Fatalf("list_tasks answer %q: %v", line, err)
-		}
-		if strings.Contains(line, `"id":2`) {
-			break
-		}
-	}
-	st.rssReady, _ = rssKiB(b, cmd.Process.Pid)
-	_ = stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		b.Fatalf("clawconnect mcp did not exit cleanly when stdin closed: %v", err)
-	}
+	st.rssReady, _ = rssKiB(b, c.cmd.Process.Pid)
+	c.close(b)
 	return st
 }
 
@@ -102,7 +63,7 @@ func cpuTime(pid int) time.Duration {
 
 // rssKiB reads VmRSS (all resident pages, including the binary's shared
 // file-backed text) and RssAnon (the process's own memory) from /proc.
-func rssKiB(b *testing.B, pid int) (total, anon int) {
+func rssKiB(b testing.TB, pid int) (total, anon int) {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		b.Skipf("no /proc: %v", err)

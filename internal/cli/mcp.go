@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -39,6 +40,15 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if env.OwnProcess && env.Getenv("GOMAXPROCS") == "" {
+				// An mcp process serves one client, whose calls hardly
+				// overlap; with a P per core, its idle Ps spin looking
+				// for work after every wake, and with several clients
+				// (each its own mcp) on a small machine that spinning
+				// was a third of their CPU: ten processes on one store
+				// used 20 ms of CPU per task, 13 ms with one P each.
+				runtime.GOMAXPROCS(1)
+			}
 			logger := newLogger(env)
 			// The configuration is checked before serving (a missing one
 			// exits 3); the store, the task managers and the runtime modules
@@ -56,6 +66,9 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 				if err != nil {
 					fmt.Fprintln(env.Stderr, "clawconnect mcp: task service unavailable:", err)
 					return nil, err
+				}
+				if env.OwnProcess {
+					releaseStartPages()
 				}
 				if len(b.runtimes) > 0 {
 					fmt.Fprintf(env.Stderr, "clawconnect mcp: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))

@@ -29,6 +29,11 @@ type Env struct {
 	// the CLI runtimes exec starts; nil means only the variables exec knows
 	// by name, read through Getenv.
 	Environ func() []string
+	// OwnProcess says the command runs alone in its process (the binary's
+	// main), so it may tune process-wide runtime settings: mcp runs on one
+	// CPU at a time unless GOMAXPROCS is set, and lets go of the binary's
+	// pages it touched only while starting (see releaseStartPages).
+	OwnProcess bool
 }
 
 // ExitError carries a process exit code chosen by a command.

@@ -49,7 +49,7 @@ func asMain() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := Run(ctx, Env{Args: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+	err := Run(ctx, Env{Args: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, OwnProcess: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clawconnect:", err)
 		return ExitCode(err)

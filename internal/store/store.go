@@ -281,6 +281,16 @@ type NewTaskFeed interface {
 	WatchNewTasks() (created <-chan struct{}, stop func())
 }
 
+// LogUpdater is implemented by a store that can write a task's log entries
+// and its record in one transaction, so an outcome and the entries that
+// precede it cost one write, and a reader never sees one without the other.
+type LogUpdater interface {
+	// UpdateTaskWithLogs is AppendLogs(t.ID, t.Fence, entries) followed by
+	// UpdateTask(t), atomically: on any error neither is written (the
+	// errors are theirs: ErrLeaseLost, ErrConflict, ErrNotFound).
+	UpdateTaskWithLogs(ctx context.Context, t *Task, entries []LogEntry) error
+}
+
 // Store is the durable state of the task bridge. Implementations are safe
 // for concurrent use. Records are returned as fresh copies.
 type Store interface {

@@ -158,12 +158,21 @@ func (m *Manager) appendLog(ctx context.Context, l *live, typ, text string, isEr
 }
 
 func (m *Manager) appendLogLocked(ctx context.Context, l *live, typ, text string, isErr bool, tool string, args json.RawMessage) {
+	if m.queueLogLocked(l, typ, text, isErr, tool, args) {
+		m.flushLogsLocked(ctx, l)
+	}
+}
+
+// queueLogLocked adds one entry to the pending ones without writing it,
+// and reports whether it was kept (a store outage may have filled the
+// queue).
+func (m *Manager) queueLogLocked(l *live, typ, text string, isErr bool, tool string, args json.RawMessage) bool {
 	if isErr {
 		text = config.RedactText(text)
 	}
 	if len(l.pending) >= maxPendingLogs {
 		m.o.Logger.Warn("log entry dropped: the store has not taken the earlier ones yet", "job_id", l.id)
-		return
+		return false
 	}
 	e := store.LogEntry{Seq: l.t.LogCount + int64(len(l.pending)) + 1, TS: m.nowMs(), Type: typ, Text: capLogText(text, m.o.LogEntryTextMax), IsError: isErr}
 	l.pending = append(l.pending, e)
@@ -174,7 +183,7 @@ func (m *Manager) appendLogLocked(ctx context.Context, l *live, typ, text string
 	if len(l.recent) > 6 {
 		l.recent = l.recent[len(l.recent)-6:]
 	}
-	m.flushLogsLocked(ctx, l)
+	return true
 }
 
 // flushLogsLocked writes the pending log entries. A transient failure
@@ -252,6 +261,13 @@ func (m *Manager) onEvent(l *live, e Event) {
 		phase := e.Phase
 		if phase == "" {
 			phase = "unknown"
+		}
+		if phase == "end" || phase == "error" {
+			// The run is ending: the entry goes with the outcome, in its
+			// transaction (or with the next lease renewal, should the
+			// outcome wait for a recovery).
+			m.queueLogLocked(l, "lifecycle", "Agent lifecycle: "+phase, false, "", nil)
+			return
 		}
 		m.appendLogLocked(ctx, l, "lifecycle", "Agent lifecycle: "+phase, false, "", nil)
 	case EventToolStart:
@@ -356,6 +372,13 @@ func (m *Manager) finish(ctx context.Context, l *live, o outcome) bool {
 	for attempt := 1; ; attempt++ {
 		won := false
 		l.mu.Lock()
+		if w, ok := m.finishWithLogsLocked(ctx, l, o); ok {
+			l.mu.Unlock()
+			if w {
+				m.o.Logger.Info("task finished", "job_id", l.id, "status", string(o.status), "terminal_reason", o.reason)
+			}
+			return w
+		}
 		_ = m.flushLogsLocked(ctx, l)
 		err := m.updateLocked(ctx, l, func(t *store.Task) bool {
 			won = applyOutcome(t, o, m.nowMs(), false)
@@ -383,6 +406,31 @@ func (m *Manager) finish(ctx context.Context, l *live, o outcome) bool {
 		}
 		delay = min(2*delay, m.o.RetryMax)
 	}
+}
+
+// finishWithLogsLocked writes the outcome and the held-back log entries in
+// one transaction where the store can (one write instead of two). ok is
+// false when it did not write: no entries are held, the store cannot, the
+// outcome would not be applied, or the write failed (atomically, so the
+// caller's two writes start from the same state).
+func (m *Manager) finishWithLogsLocked(ctx context.Context, l *live, o outcome) (won, ok bool) {
+	lu, can := m.st.(store.LogUpdater)
+	if !can || len(l.pending) == 0 {
+		return false, false
+	}
+	next := *l.t
+	if !applyOutcome(&next, o, m.nowMs(), false) {
+		return false, false
+	}
+	if err := lu.UpdateTaskWithLogs(ctx, &next, l.pending); err != nil {
+		return false, false
+	}
+	next.LogCount += int64(len(l.pending))
+	l.t, l.pending = &next, nil
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.markDoneLocked()
+	return true, true
 }
 
 // jitter returns a duration in [d/2, d), so that processes retrying

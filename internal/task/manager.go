@@ -613,12 +613,20 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *RunResult, 
 	}
 	l := newLive(t)
 	if newThread {
-		m.appendLog(ctx, l, "lifecycle", "Started new thread session: "+key, false)
+		// Held for the run's first entry (or the outcome, or the next
+		// lease renewal), which writes both in one transaction: one write
+		// transaction fewer per task.
+		l.mu.Lock()
+		m.queueLogLocked(l, "lifecycle", "Started new thread session: "+key, false, "", nil)
+		l.mu.Unlock()
 	}
 	result := runResult(t, m.o.Agent)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
+		l.mu.Lock()
+		_ = m.flushLogsLocked(ctx, l)
+		l.mu.Unlock()
 		// Persisted: the next process resumes it.
 		return result, nil
 	}

@@ -117,14 +117,14 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 	}
 	deadline := time.NewTimer(m.clampWait(req.WaitMs))
 	defer deadline.Stop()
-	// Watch before the first read below, so a change that another replica
-	// writes after it is not missed.
+	// The store's change feed is watched only while another process
+	// follows the task: a task followed here wakes its waiters itself, and
+	// a process with no watcher skips reading the feed (see the SQLite
+	// listener), which would otherwise cost every process a read for every
+	// commit anywhere.
+	feed, hasFeed := m.st.(store.ChangeFeed)
 	var announced <-chan struct{}
-	if feed, ok := m.st.(store.ChangeFeed); ok {
-		var stop func()
-		announced, stop = feed.WatchTask(t.ID)
-		defer stop()
-	}
+	watched := false
 	var debounce <-chan time.Time
 	for {
 		t, l, err := m.current(ctx, t.ID)
@@ -134,11 +134,11 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 		if t.Status.Terminal() {
 			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
 		}
-		var changed, done <-chan struct{}
+		var changed, done, exited <-chan struct{}
 		var poll <-chan time.Time
 		if l != nil {
 			l.mu.Lock()
-			changed, done = l.changed, l.done
+			changed, done, exited = l.changed, l.done, l.exited
 			urgent, count := l.urgentSeq, l.t.LogCount
 			l.mu.Unlock()
 			if req.Mode == CheckPoll && count > req.KnownLogCount {
@@ -150,6 +150,15 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 				}
 			}
 		} else {
+			if hasFeed && !watched {
+				// Watch, then read again, so a change written between
+				// the read above and the watch is not missed.
+				var stop func()
+				announced, stop = feed.WatchTask(t.ID)
+				defer stop()
+				watched = true
+				continue
+			}
 			// Followed by another replica: re-read the store when it
 			// announces a change, or after ForeignPollInterval in case an
 			// announcement was lost.
@@ -167,6 +176,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
 		case <-done:
 		case <-changed:
+		case <-exited: // no longer followed here (lease lost): watch the feed
 		case <-announced:
 		case <-poll:
 		}

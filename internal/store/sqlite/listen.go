@@ -12,6 +12,9 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
+// listenerCacheKiB is the page cache of the listener's connection.
+const listenerCacheKiB = 256
+
 // keepChanges is how many of the newest task_changes rows writers keep; a
 // watcher that fell further behind (it missed rows) wakes every waiter.
 const keepChanges = 10000
@@ -27,9 +30,17 @@ const keepChanges = 10000
 // wake the waiters of exactly those tasks. Events that arrive while it
 // reads coalesce into one more read. (The WAL's own write events come
 // before the commit is visible to readers, so they cannot be the signal.)
-func listener(path string, busy time.Duration) func(ctx context.Context, changed func(id string)) error {
+//
+// Every commit of every process signals every listener, so the read is
+// skipped while nobody in this process waits for an announcement (an mcp
+// process follows the tasks it starts itself and usually has no such
+// waiter): with ten processes writing, the reads were a sixth of their CPU.
+// The skipped rows are read, and their waiters woken, at the first signal
+// once someone watches; a reader that starts watching reads the store
+// after it registered, so it misses nothing committed before.
+func listener(path string, busy time.Duration) func(ctx context.Context, changed func(id string), watching func() bool) error {
 	sig := filepath.Base(path) + signalSuffix
-	return func(ctx context.Context, changed func(id string)) error {
+	return func(ctx context.Context, changed func(id string), watching func() bool) error {
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
 			return fmt.Errorf("watch store changes: %w", err)
@@ -38,7 +49,8 @@ func listener(path string, busy time.Duration) func(ctx context.Context, changed
 		if err := w.Add(filepath.Dir(path)); err != nil {
 			return fmt.Errorf("watch store changes: %w", err)
 		}
-		db, err := sql.Open("sqlite", path+"?"+busyPragma(busy)+readerPragmas)
+		// It reads only the newest change rows: a small page cache.
+		db, err := sql.Open("sqlite", path+"?"+busyPragma(busy)+connPragmas(listenerCacheKiB)+"&_pragma=query_only(1)")
 		if err != nil {
 			return fmt.Errorf("watch store changes: %w", err)
 		}
@@ -48,6 +60,11 @@ func listener(path string, busy time.Duration) func(ctx context.Context, changed
 		if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM task_changes`).Scan(&last); err != nil {
 			return fmt.Errorf("watch store changes: %w", err)
 		}
+		read, err := db.PrepareContext(ctx, `SELECT seq, task_id FROM task_changes WHERE seq > ? ORDER BY seq LIMIT ?`)
+		if err != nil {
+			return fmt.Errorf("watch store changes: %w", err)
+		}
+		defer read.Close()
 		changed("") // listening: changes made before were not heard
 		for {
 			select {
@@ -71,7 +88,10 @@ func listener(path string, busy time.Duration) func(ctx context.Context, changed
 					drained = true
 				}
 			}
-			if last, err = readChanges(ctx, db, last, changed); err != nil {
+			if !watching() {
+				continue
+			}
+			if last, err = readChanges(ctx, read, last, changed); err != nil {
 				return fmt.Errorf("watch store changes: %w", err)
 			}
 		}
@@ -81,10 +101,10 @@ func listener(path string, busy time.Duration) func(ctx context.Context, changed
 // readChanges passes on the ids of the change rows after last and returns
 // the newest seq; a gap (rows trimmed before this process read them) wakes
 // every waiter.
-func readChanges(ctx context.Context, db *sql.DB, last int64, changed func(id string)) (int64, error) {
+func readChanges(ctx context.Context, read *sql.Stmt, last int64, changed func(id string)) (int64, error) {
 	const page = 1000
 	for {
-		rows, err := db.QueryContext(ctx, `SELECT seq, task_id FROM task_changes WHERE seq > ? ORDER BY seq LIMIT ?`, last, page)
+		rows, err := read.QueryContext(ctx, last, page)
 		if err != nil {
 			return last, err
 		}

@@ -10,6 +10,7 @@ package sqlite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -37,11 +38,27 @@ type Options struct {
 	Path string
 	// Readers is the size of the read-only pool; 0 means 4.
 	Readers int
+	// WriterCacheKiB and ReaderCacheKiB are SQLite's page cache per
+	// connection (one writer, Readers readers), filled as pages are read
+	// and kept while no other process commits; 0 means
+	// DefaultWriterCacheKiB and DefaultReaderCacheKiB.
+	WriterCacheKiB, ReaderCacheKiB int
 	// BusyTimeout bounds how long a write waits for the write lock another
 	// process holds before it fails with store.ErrBusy, writing nothing;
 	// 0 means DefaultBusyTimeout.
 	BusyTimeout time.Duration
 }
+
+// The default page caches: what an mcp process needs. In WAL mode a
+// connection drops its whole cache at its first read after another
+// connection's commit, so while tasks are being written a reader's cache
+// only ever holds the pages of the reads since the last commit; the
+// writer's holds the b-tree pages every write descends through. A
+// process serving a dashboard (serve) asks for more.
+const (
+	DefaultWriterCacheKiB = 4096
+	DefaultReaderCacheKiB = 1024
+)
 
 // DefaultBusyTimeout is the default Options.BusyTimeout.
 const DefaultBusyTimeout = 5 * time.Second
@@ -87,15 +104,23 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
-	w, err := sql.Open("sqlite", o.Path+"?"+busyPragma(busy)+pragmas+"&_txlock=immediate")
+	// The writer takes the lock file beside the database before each
+	// write (see LockSuffix), so writers of other processes wait for its
+	// release rather than for a sleep.
+	probe, err := sql.Open("sqlite", "")
 	if err != nil {
 		return fail(err)
 	}
+	drv := probe.Driver()
+	_ = probe.Close()
+	lock := openWriteLock(o.Path, busy)
+	w := sql.OpenDB(&lockedConnector{drv: drv, dsn: o.Path + "?" + busyPragma(busy) + connPragmas(cmp.Or(o.WriterCacheKiB, DefaultWriterCacheKiB)) + "&_txlock=immediate", lock: lock})
 	w.SetMaxOpenConns(1)
 	// Concurrent first opens serialize on the migration's IMMEDIATE
 	// transaction; the later ones find the schema current.
 	if err := sqlstore.Migrate(ctx, w, sqlstore.MigrateOptions{Tables: tables}); err != nil {
 		_ = w.Close()
+		_ = lock.close()
 		if isNotADB(err) {
 			err = fmt.Errorf("the file is not a readable SQLite database (%v); refusing to overwrite it: %w", err, store.ErrIncompatible)
 		} else if isBusy(err) {
@@ -108,9 +133,10 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	// the munmap and page faults that follow cost more than the copies they
 	// save whenever tasks are being written (run_task + check_task round
 	// trip 4.4 → 3.9 ms).
-	r, err := sql.Open("sqlite", o.Path+"?"+busyPragma(busy)+readerPragmas)
+	r, err := sql.Open("sqlite", o.Path+"?"+busyPragma(busy)+connPragmas(cmp.Or(o.ReaderCacheKiB, DefaultReaderCacheKiB))+"&_pragma=query_only(1)")
 	if err != nil {
 		_ = w.Close()
+		_ = lock.close()
 		return fail(err)
 	}
 	n := o.Readers
@@ -134,17 +160,16 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 		Listen:      listener(o.Path, busy)}
 	var closeSignal func() error
 	d.Committed, closeSignal = signal(o.Path)
-	return sqlstore.New(w, r, d, closeSignal), nil
+	return sqlstore.New(w, r, d, func() error { return errors.Join(closeSignal(), lock.close()) }), nil
 }
 
-// The connection settings of the writer and of the readers, which refuse
-// to write. cache_size is per connection (16 MiB): the writer's working set.
-// Each connection string starts with busyPragma, so that even switching to
-// WAL waits for a process that holds the lock.
-const (
-	pragmas       = "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-16384)&_time_format=sqlite"
-	readerPragmas = pragmas + "&_pragma=query_only(1)"
-)
+// connPragmas are the connection settings, with a page cache of cacheKiB
+// (readers add query_only, so they refuse to write). Each connection
+// string starts with busyPragma, so that even switching to WAL waits for a
+// process that holds the lock.
+func connPragmas(cacheKiB int) string {
+	return "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-" + strconv.Itoa(cacheKiB) + ")&_time_format=sqlite"
+}
 
 // busyPragma sets SQLite's busy_timeout to d.
 func busyPragma(d time.Duration) string {

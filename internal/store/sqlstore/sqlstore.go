@@ -63,8 +63,11 @@ type Dialect struct {
 	IsBusy func(error) bool
 	// Listen, if set, delivers the ids that other processes announce to
 	// changed until ctx ends or the connection fails; it is restarted
-	// after a failure. It makes the store a store.ChangeFeed.
-	Listen func(ctx context.Context, changed func(id string)) error
+	// after a failure. It makes the store a store.ChangeFeed. watching
+	// reports whether a reader of this process waits for an announcement
+	// now; a listener whose reads cost something may skip them while it
+	// is false (a reader that starts watching re-reads the store itself).
+	Listen func(ctx context.Context, changed func(id string), watching func() bool) error
 }
 
 // DB is a store.Store over a writer pool and a reader pool (they may be the
@@ -312,8 +315,7 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 	if err != nil {
 		return fmt.Errorf("update task: %w", err)
 	}
-	const q = `UPDATE tasks SET status = ?, ended_at = ?, data = ?, version = version + 1
-		WHERE id = ? AND agent = ? AND version = ?` + FenceCond
+	const q = updateTaskQ
 	args := []any{string(t.Status), t.EndedAt, data, t.ID, t.Agent, t.Version, t.Fence}
 	var n int64
 	// Waiters in other processes act on an outcome (and on log entries,
@@ -422,43 +424,8 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, fence int64, entrie
 				return err
 			}
 		}
-		first := entries[0].Seq
-		for i, e := range entries {
-			if e.Seq != first+int64(i) {
-				return fmt.Errorf("log seq %d does not follow %d: %w", e.Seq, first+int64(i)-1, store.ErrConflict)
-			}
-		}
-		// Claim the sequence numbers: the update (which also locks the row)
-		// matches only while the task's count is the one the entries follow.
-		res, err := tx.ExecContext(ctx, `UPDATE tasks SET log_count = ? WHERE id = ? AND log_count = ?`+FenceCond,
-			first-1+int64(len(entries)), taskID, first-1, fence)
-		if err != nil {
+		if err := db.appendLogsTx(ctx, tx, taskID, fence, entries); err != nil {
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			var count, cur int64
-			if err := tx.QueryRowContext(ctx, `SELECT log_count, fence FROM tasks WHERE id = ?`, taskID).Scan(&count, &cur); err != nil {
-				if errors.Is(err, sql.ErrNoRows) {
-					return store.ErrNotFound
-				}
-				return err
-			}
-			if cur != fence {
-				return fmt.Errorf("fencing token %d, the task's is %d: %w", fence, cur, store.ErrLeaseLost)
-			}
-			return fmt.Errorf("log seq %d does not follow %d: %w", first, count, store.ErrConflict)
-		}
-		for _, e := range entries {
-			isErr := 0
-			if e.IsError {
-				isErr = 1
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO task_logs (task_id, seq, ts, type, text, is_error) VALUES (?, ?, ?, ?, ?, ?)`,
-				taskID, e.Seq, e.TS, e.Type, e.Text, isErr); err != nil {
-				return err
-			}
 		}
 		db.announce(ctx, tx, taskID)
 		return nil
@@ -469,6 +436,99 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, fence int64, entrie
 	db.committed()
 	return nil
 }
+
+// appendLogsTx is AppendLogs inside tx, without the announcement.
+func (db *DB) appendLogsTx(ctx context.Context, tx *txn, taskID string, fence int64, entries []store.LogEntry) error {
+	first := entries[0].Seq
+	for i, e := range entries {
+		if e.Seq != first+int64(i) {
+			return fmt.Errorf("log seq %d does not follow %d: %w", e.Seq, first+int64(i)-1, store.ErrConflict)
+		}
+	}
+	// Claim the sequence numbers: the update (which also locks the row)
+	// matches only while the task's count is the one the entries follow.
+	res, err := tx.ExecContext(ctx, `UPDATE tasks SET log_count = ? WHERE id = ? AND log_count = ?`+FenceCond,
+		first-1+int64(len(entries)), taskID, first-1, fence)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		var count, cur int64
+		if err := tx.QueryRowContext(ctx, `SELECT log_count, fence FROM tasks WHERE id = ?`, taskID).Scan(&count, &cur); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			}
+			return err
+		}
+		if cur != fence {
+			return fmt.Errorf("fencing token %d, the task's is %d: %w", fence, cur, store.ErrLeaseLost)
+		}
+		return fmt.Errorf("log seq %d does not follow %d: %w", first, count, store.ErrConflict)
+	}
+	for _, e := range entries {
+		isErr := 0
+		if e.IsError {
+			isErr = 1
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO task_logs (task_id, seq, ts, type, text, is_error) VALUES (?, ?, ?, ?, ?, ?)`,
+			taskID, e.Seq, e.TS, e.Type, e.Text, isErr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UpdateTaskWithLogs implements store.LogUpdater: AppendLogs and then
+// UpdateTask in one transaction (committed durably: it carries an
+// outcome), one announcement; neither lands unless both do.
+func (db *DB) UpdateTaskWithLogs(ctx context.Context, t *store.Task, entries []store.LogEntry) error {
+	if len(entries) == 0 {
+		return db.UpdateTask(ctx, t)
+	}
+	if !t.Status.Valid() {
+		return fmt.Errorf("update task %s: invalid status %q", t.ID, t.Status)
+	}
+	data, err := encodeTask(t)
+	if err != nil {
+		return fmt.Errorf("update task: %w", err)
+	}
+	var n int64
+	err = db.tx(ctx, func(tx *txn) error {
+		if err := db.appendLogsTx(ctx, tx, t.ID, t.Fence, entries); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, updateTaskQ, string(t.Status), t.EndedAt, data, t.ID, t.Agent, t.Version, t.Fence)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			if err == nil {
+				err = errNoRow
+			}
+			return err
+		}
+		db.announce(ctx, tx, t.ID)
+		return nil
+	})
+	if errors.Is(err, errNoRow) {
+		return fmt.Errorf("update task %s: %w", t.ID, db.missed(ctx, t.ID, t.Fence))
+	}
+	if err != nil {
+		return fmt.Errorf("update task %s: %w", t.ID, db.classify(err))
+	}
+	t.Version++
+	db.committed()
+	return nil
+}
+
+// updateTaskQ is UpdateTask's compare-and-set write, fenced.
+const updateTaskQ = `UPDATE tasks SET status = ?, ended_at = ?, data = ?, version = version + 1
+		WHERE id = ? AND agent = ? AND version = ?` + FenceCond
+
+// errNoRow is a compare-and-set update that matched no row, rolled back.
+var errNoRow = errors.New("no row matched")
 
 func (db *DB) queryLogs(ctx context.Context, q string, args ...any) ([]store.LogEntry, error) {
 	rows, err := db.r.QueryContext(ctx, q, args...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,7 +13,11 @@ import (
 type taskWatch struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
+	n    atomic.Int64 // watchers registered
 }
+
+// watching reports whether any reader watches a task or the new ones.
+func (w *taskWatch) watching() bool { return w.n.Load() > 0 }
 
 func (w *taskWatch) watch(id string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
@@ -27,9 +32,12 @@ func (w *taskWatch) watch(id string) (<-chan struct{}, func()) {
 		w.subs[id] = set
 	}
 	set[ch] = struct{}{}
+	w.n.Add(1)
+	var once sync.Once
 	return ch, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
+		once.Do(func() { w.n.Add(-1) })
 		delete(set, ch)
 		if len(w.subs[id]) == 0 {
 			delete(w.subs, id)
@@ -95,7 +103,7 @@ func (db *DB) runListener(ctx context.Context, started, done chan<- struct{}) {
 		}
 	}
 	for {
-		_ = db.d.Listen(ctx, changed) // meanwhile waiters fall back to re-reading
+		_ = db.d.Listen(ctx, changed, db.watch.watching) // meanwhile waiters fall back to re-reading
 		changed("")
 		select {
 		case <-ctx.Done():

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -66,7 +65,7 @@ func RegistryPath(configDir string, pid int) string {
 
 // sessionIDPattern is what a session id may be: one safe file-name part
 // (Claude Code writes UUIDs).
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+var sessionIDPattern = lazyRE(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 
 // ParseLiveSession decodes a registry file and checks that it names a
 // session: pid, sessionId and an absolute cwd.
@@ -80,7 +79,7 @@ func ParseLiveSession(data []byte) (LiveSession, error) {
 		return LiveSession{}, errors.New("parse claude live session: pid is missing")
 	case s.SessionID == "":
 		return LiveSession{}, errors.New("parse claude live session: sessionId is missing")
-	case !sessionIDPattern.MatchString(s.SessionID):
+	case !sessionIDPattern().MatchString(s.SessionID):
 		// It names the transcript file (TranscriptPath) and the thread.
 		return LiveSession{}, fmt.Errorf("parse claude live session: sessionId %.60q is not a session id (letters, digits, '-' and '_')", s.SessionID)
 	case !filepath.IsAbs(s.Cwd):

@@ -3,6 +3,7 @@ package claude
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 )
@@ -10,14 +11,22 @@ import (
 // ApprovalProfile names the Claude Code Bash permission dialog grammar.
 const ApprovalProfile = "claude-bash-permission-prompt-v1"
 
+// The screen grammar is compiled at its first use, not at start: every
+// clawconnect command links this package, and an mcp process serving task
+// tools never parses a pane.
 var (
-	promptLineRE = regexp.MustCompile(`^\s*❯(?:[\s\x{00a0}]+(.*))?$`)
-	spinnerRE    = regexp.MustCompile(`^\s*[✻✽✢✣✤✥✦✧✶✳·*]\s+\S[^…]*(?:…|\.\.\.)(?:\s*\(.*\))?\s*$`)
-	optionRE     = regexp.MustCompile(`^\s*(❯\s*)?(\d+)\.\s+(.+?)\s*$`)
-	footerRE     = regexp.MustCompile(`^\s*Esc to cancel(?: · Tab to amend(?: · ctrl\+e to explain)?)?\s*$`)
-	ruleRE       = regexp.MustCompile(`^\s*[─━╌]{3,}\s*$`)
-	turnEndRE    = regexp.MustCompile(`^\s*(?:[✻✽✢✣✤✥✦✧✶✳]\s+\S.* for \S+ · done\b|⎿\s+Interrupted\b|● API Error\b)`)
+	promptLineRE = lazyRE(`^\s*❯(?:[\s\x{00a0}]+(.*))?$`)
+	spinnerRE    = lazyRE(`^\s*[✻✽✢✣✤✥✦✧✶✳·*]\s+\S[^…]*(?:…|\.\.\.)(?:\s*\(.*\))?\s*$`)
+	optionRE     = lazyRE(`^\s*(❯\s*)?(\d+)\.\s+(.+?)\s*$`)
+	footerRE     = lazyRE(`^\s*Esc to cancel(?: · Tab to amend(?: · ctrl\+e to explain)?)?\s*$`)
+	ruleRE       = lazyRE(`^\s*[─━╌]{3,}\s*$`)
+	turnEndRE    = lazyRE(`^\s*(?:[✻✽✢✣✤✥✦✧✶✳]\s+\S.* for \S+ · done\b|⎿\s+Interrupted\b|● API Error\b)`)
 )
+
+// lazyRE returns expr compiled once, at the first call.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // ParseScreen reads a capture of a Claude Code pane (ANSI escapes allowed),
 // looking at its last 48 lines:
@@ -48,7 +57,7 @@ func ParseScreen(text string) screen.Screen {
 	}
 	c := -1
 	for i := len(lines) - 1; i >= 1; i-- {
-		if promptLineRE.MatchString(lines[i]) && ruleRE.MatchString(lines[i-1]) {
+		if promptLineRE().MatchString(lines[i]) && ruleRE().MatchString(lines[i-1]) {
 			c = i
 			break
 		}
@@ -60,11 +69,11 @@ func ParseScreen(text string) screen.Screen {
 	}
 	for i, l := range lines[:limit] {
 		switch {
-		case spinnerRE.MatchString(l):
+		case spinnerRE().MatchString(l):
 			lastSpin = i
-		case turnEndRE.MatchString(l):
+		case turnEndRE().MatchString(l):
 			lastEnd = i
-		case promptLineRE.MatchString(l):
+		case promptLineRE().MatchString(l):
 			lastPrompt = i
 		}
 	}
@@ -80,10 +89,10 @@ func ParseScreen(text string) screen.Screen {
 	// rule under it.
 	var draft []string
 	end := c + 1
-	if m := promptLineRE.FindStringSubmatch(lines[c]); m != nil && strings.TrimSpace(m[1]) != "" {
+	if m := promptLineRE().FindStringSubmatch(lines[c]); m != nil && strings.TrimSpace(m[1]) != "" {
 		draft = append(draft, strings.TrimSpace(m[1]))
 	}
-	for ; end < len(lines) && !ruleRE.MatchString(lines[end]); end++ {
+	for ; end < len(lines) && !ruleRE().MatchString(lines[end]); end++ {
 		if t := strings.TrimSpace(lines[end]); t != "" {
 			draft = append(draft, t)
 		}
@@ -145,7 +154,7 @@ func parseApproval(lines []string) *screen.Approval {
 		}
 	}
 	// Rounded/ruled box top above the header belongs to the region.
-	if start > 0 && ruleRE.MatchString(lines[start-1]) {
+	if start > 0 && ruleRE().MatchString(lines[start-1]) {
 		start--
 	}
 	n, highlighted, end := 0, 0, len(lines)
@@ -153,14 +162,14 @@ func parseApproval(lines []string) *screen.Approval {
 	footer := -1
 	for i := m + 1; i < len(lines); i++ {
 		l := lines[i]
-		if footerRE.MatchString(l) {
+		if footerRE().MatchString(l) {
 			footer = i
 			break
 		}
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
-		o := optionRE.FindStringSubmatch(l)
+		o := optionRE().FindStringSubmatch(l)
 		if o == nil || o[2] != itoa(n+1) {
 			setReason(ap, "the options are not 1., 2., … with blank lines only between them")
 			end = i
@@ -192,7 +201,7 @@ func parseApproval(lines []string) *screen.Approval {
 	} else {
 		end = footer + 1
 		for _, l := range lines[end:] {
-			if t := strings.TrimSpace(l); t != "" && !ruleRE.MatchString(l) {
+			if t := strings.TrimSpace(l); t != "" && !ruleRE().MatchString(l) {
 				setReason(ap, "text follows the dialog's footer")
 				break
 			}

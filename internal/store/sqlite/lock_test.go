@@ -1,0 +1,139 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/store/storetest"
+)
+
+// holdLockFile takes the store's lock file as another process would, and
+// returns its release.
+func holdLockFile(t *testing.T, path string) (release func(), inode uint64) {
+	t.Helper()
+	f, err := os.OpenFile(path+sqlite.LockSuffix, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }, st.Ino
+}
+
+// awaitBlockedOn waits (bounded) until /proc/locks shows a flock waiter
+// on inode: a writer blocked in the kernel, to be woken by the release.
+func awaitBlockedOn(t *testing.T, inode uint64, wrote <-chan error) {
+	t.Helper()
+	want := fmt.Sprintf(":%d ", inode)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-wrote:
+			t.Fatalf("the write went ahead while another process held the lock file (err %v)", err)
+		default:
+		}
+		data, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Skipf("no /proc/locks: %v", err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "-> FLOCK") && strings.Contains(line+" ", want) {
+				return
+			}
+		}
+		// Yield to the writer's goroutines; /proc/locks is the event.
+		select {
+		case err := <-wrote:
+			t.Fatalf("the write went ahead while another process held the lock file (err %v)", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	t.Fatal("no writer blocked on the lock file within 10 s")
+}
+
+// TestWriterWaitsForTheLockFileRelease: a write while another process
+// holds the lock file blocks in the kernel on that file (not in SQLite's
+// sleeping busy handler) and goes ahead once it is released.
+func TestWriterWaitsForTheLockFileRelease(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	s := open(t, path)
+	release, inode := holdLockFile(t, path)
+	wrote := make(chan error, 1)
+	go func() { wrote <- s.CreateTask(context.Background(), storetest.Task("t1", "main", "k", 1)) }()
+	awaitBlockedOn(t, inode, wrote)
+	release()
+	if err := <-wrote; err != nil {
+		t.Fatalf("write after the release: %v", err)
+	}
+	if _, err := s.GetTask(t.Context(), "main", "t1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLockFileWaitIsBounded: a write that waits the busy timeout for the
+// lock file fails with ErrBusy saying to retry, writes nothing, and the
+// next write after the release succeeds.
+func TestLockFileWaitIsBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: path, BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	release, _ := holdLockFile(t, path)
+	err = s.CreateTask(t.Context(), storetest.Task("t1", "main", "k", 1))
+	if !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), "retry") {
+		t.Fatalf("write under another's lock file = %v, want ErrBusy saying to retry", err)
+	}
+	release()
+	if _, err := s.GetTask(t.Context(), "main", "t1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused write left a task: %v", err)
+	}
+	if err := s.CreateTask(t.Context(), storetest.Task("t1", "main", "k", 1)); err != nil {
+		t.Fatalf("the retried write: %v", err)
+	}
+}
+
+// TestCacheSizesPerOptions: the writer's page cache is the small default
+// (what an mcp process needs) unless the caller asks for another size.
+func TestCacheSizesPerOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    sqlite.Options
+		want int
+	}{
+		{"default", sqlite.Options{}, -sqlite.DefaultWriterCacheKiB},
+		{"serve", sqlite.Options{WriterCacheKiB: 16384, ReaderCacheKiB: 16384}, -16384},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Path = filepath.Join(t.TempDir(), sqlite.FileName)
+			s, err := sqlite.Open(t.Context(), tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			var got int
+			if err := s.Writer().QueryRowContext(t.Context(), "PRAGMA cache_size").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("writer cache_size = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
