@@ -46,6 +46,11 @@ type fakeAgent struct {
 	// file yet), as Codex does after /new once the old rollout is closed,
 	// until the next prompt writes the file.
 	lockOnly bool
+	// captures counts screen captures of the pane.
+	captures int
+	// afterKeys, if set, runs after SendKeys applied keys (outside the
+	// lock), to interleave another party with the sender.
+	afterKeys func(keys []string)
 }
 
 type fakeRecord struct {
@@ -150,6 +155,7 @@ func (ft *fakeTerminals) Capture(_ context.Context, p Pane) (string, error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.captures++
 	draft := a.draft
 	if a.shown != nil {
 		draft = a.shown(draft)
@@ -201,8 +207,12 @@ func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) err
 			a.approval = nil
 		}
 	}
+	hook := a.afterKeys
 	a.mu.Unlock()
 	a.poke()
+	if hook != nil {
+		hook(keys)
+	}
 	return nil
 }
 

@@ -570,6 +570,11 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 	return false, next, nil
 }
 
+// approvalClaimStale is how long after an approve claimed a prompt the
+// monitor stops waiting for it to record the prompt's resolution; an
+// approve records it right after pressing the key.
+const approvalClaimStale = 30 * time.Second
+
 // screen reads the pane: approval prompts and screen activity.
 func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) error {
 	text, err := m.s.o.Terminals.Capture(ctx, m.pane)
@@ -602,11 +607,23 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 			event(now.UnixMilli(), "message", msg)},
 			Also: prepareCallback(t, msg, msg.ID, KindApproval, map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint})})
 	case sc.Approval == nil && t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil:
-		// Answered in the terminal by a human.
+		data := map[string]any{"decision": "answered_in_terminal"}
+		if t.Takeover.ApprovingFingerprint == t.Approval.Fingerprint {
+			// An approve claimed this prompt: it records the resolution,
+			// unless it has not done so long after pressing the key (its
+			// process died in between), when the monitor records it.
+			if now.Sub(time.UnixMilli(t.Takeover.ApprovingAt)) < approvalClaimStale {
+				return nil
+			}
+			data = map[string]any{"fingerprint": t.Approval.Fingerprint, "decision": "approve", "recorded_by": "monitor"}
+			t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = "", 0
+		}
+		// Answered in the terminal by a human (or by an approve whose
+		// process stopped before recording it).
 		t.Approval, t.Status = nil, store.TurnWaitingForAgent
 		t.Takeover.ApprovalResolvedAt = now.UnixMilli()
 		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
-			event(now.UnixMilli(), "terminal_bridge_approval_resolved", map[string]any{"decision": "answered_in_terminal"})}})
+			event(now.UnixMilli(), "terminal_bridge_approval_resolved", data)}})
 	}
 	return nil
 }

@@ -249,17 +249,38 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 	case !sc.Approval.Approvable:
 		return TurnView{}, fmt.Errorf("approve: %w: the prompt does not have the exact shape that can be answered safely; answer it in the terminal", ErrRefused)
 	}
+	// One writer per resolution: the approve claims the prompt before it
+	// presses the key, and the monitor leaves a claimed prompt's closing
+	// to it. Without the claim a monitor that sees the prompt vanish first
+	// logs the bridge's own key press as a human's answer.
+	fp := t.Approval.Fingerprint
+	t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = fp, nowMs()
+	if err := s.write(ctx, t); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return TurnView{}, fmt.Errorf("approve: %w: turn %s changed while it was being approved; run status again", ErrRefused, turnID)
+		}
+		return TurnView{}, fmt.Errorf("approve: %w", err)
+	}
 	keys, _ := a.Keys()
 	if err := s.o.Terminals.SendKeys(ctx, p, keys...); err != nil {
+		s.releaseApproval(context.WithoutCancel(ctx), turnID, fp)
 		return TurnView{}, fmt.Errorf("approve: press the approve key: %w", err)
 	}
-	fp := t.Approval.Fingerprint
 	for {
 		now := nowMs()
-		t.Approval = nil
-		t.Status = store.TurnWaitingForAgent
+		if t.Takeover.ApprovingFingerprint != fp {
+			// The monitor recorded it for an approver that took too long.
+			break
+		}
+		t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = "", 0
 		t.Takeover.ApprovalResolvedAt = now
-		t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "approved"
+		if t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil && t.Approval.Fingerprint == fp {
+			t.Approval = nil
+			t.Status = store.TurnWaitingForAgent
+			t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "approved"
+		}
+		// The key was pressed: the approval is recorded even when the Turn
+		// has moved on meanwhile (a new prompt, a completion, a cancel).
 		err := s.write(context.WithoutCancel(ctx), t, event(now, "terminal_bridge_approval_resolved", map[string]any{"fingerprint": fp, "decision": "approve"}))
 		if err == nil {
 			break
@@ -267,16 +288,28 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 		if !errors.Is(err, store.ErrConflict) {
 			return TurnView{}, fmt.Errorf("approve: the key was pressed but recording it failed: %w", err)
 		}
-		// The monitor wrote meanwhile (e.g. it saw the prompt close).
 		if t, err = s.turn(context.WithoutCancel(ctx), turnID); err != nil {
 			return TurnView{}, fmt.Errorf("approve: %w", err)
-		}
-		if t.Status != store.TurnWaitingForOpenClaw || t.Approval == nil || t.Approval.Fingerprint != fp {
-			break
 		}
 	}
 	s.startMonitor(t.TurnID)
 	return View(t), nil
+}
+
+// releaseApproval drops an approve's claim on prompt fp after its key
+// could not be pressed, so that the monitor reads the prompt's closing
+// again.
+func (s *Service) releaseApproval(ctx context.Context, turnID, fp string) {
+	for range 5 {
+		t, err := s.turn(ctx, turnID)
+		if err != nil || t.Takeover.ApprovingFingerprint != fp {
+			return
+		}
+		t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = "", 0
+		if err := s.write(ctx, t); !errors.Is(err, store.ErrConflict) {
+			return
+		}
+	}
 }
 
 // Cancel interrupts the agent (Codex C-c, Claude Escape) and marks the Turn
