@@ -59,6 +59,9 @@ type fakeRecord struct {
 	turn   string
 	text   string
 	failed bool
+	// interrupted: the agent's session file records that its turn was
+	// interrupted (Esc in the terminal).
+	interrupted bool
 }
 
 func newFakeAgent(agent string, pid int) *fakeAgent {
@@ -87,6 +90,22 @@ func (f *fakeAgent) finish(text string, failed bool) {
 		}
 	}
 	f.records = append(f.records, fakeRecord{kind: "complete", turn: last, text: text, failed: failed})
+	f.activity, f.approval = "idle", nil
+	f.mu.Unlock()
+	f.poke()
+}
+
+// interrupt records that the running native turn was interrupted in the
+// terminal.
+func (f *fakeAgent) interrupt() {
+	f.mu.Lock()
+	last := ""
+	for _, r := range f.records {
+		if r.kind == "prompt" {
+			last = r.turn
+		}
+	}
+	f.records = append(f.records, fakeRecord{kind: "complete", turn: last, interrupted: true})
 	f.activity, f.approval = "idle", nil
 	f.mu.Unlock()
 	f.poke()
@@ -275,6 +294,9 @@ func (r fakeReader) Completion(_ context.Context, p Pane, anchor json.RawMessage
 	}
 	for _, rec := range a.records[an.Offset:] {
 		if rec.kind == "complete" && rec.turn == acc.NativeTurnID {
+			if rec.interrupted {
+				return &Completion{Outcome: OutcomeCancelled, Match: "fake_interrupted", ID: rec.turn}, nil
+			}
 			out := "completed"
 			if rec.failed {
 				out = "failed"

@@ -591,6 +591,7 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 			cmd = Redact(sc.Approval.Command)
 		}
 		t.Approval = &store.Approval{Fingerprint: sc.Approval.Fingerprint, Kind: sc.Approval.Kind, Command: cmd, DetectedAt: now.UnixMilli()}
+		t.Takeover.ApprovalBlocked = !sc.Approval.Approvable
 		typ, body := MsgQuestion, "The agent asks for approval ("+sc.Approval.Kind+")."
 		if !sc.Approval.Approvable {
 			typ, body = MsgBlocked, "The agent shows an approval prompt that cannot be answered safely from here."
@@ -605,7 +606,8 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
 			event(now.UnixMilli(), "terminal_bridge_approval_detected", map[string]any{"fingerprint": sc.Approval.Fingerprint, "approvable": sc.Approval.Approvable}),
 			event(now.UnixMilli(), "message", msg)},
-			Also: prepareCallback(t, msg, msg.ID, KindApproval, map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint})})
+			Also: prepareCallback(t, msg, msg.ID, KindApproval, map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint,
+				"approvable": sc.Approval.Approvable, "next_steps": nextSteps(t, now)})})
 	case sc.Approval == nil && t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil:
 		data := map[string]any{"decision": "answered_in_terminal"}
 		if t.Takeover.ApprovingFingerprint == t.Approval.Fingerprint {
@@ -686,13 +688,22 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 	sum := sha256.Sum256(b)
 	fp := hex.EncodeToString(sum[:])
 	outcome := c.Outcome
-	if outcome != "failed" {
+	if outcome != "failed" && outcome != OutcomeCancelled {
 		outcome = "completed"
 	}
 	now := time.Now().UnixMilli()
 	typ, body := MsgDone, text
-	if outcome == "failed" {
+	kind, meta := KindCompletion, map[string]any{"completion_fingerprint": fp, "completion_id": c.ID,
+		"completion_outcome": outcome, "match": c.Match, "rollout_turn_id": sub.NativeTurnID}
+	switch outcome {
+	case "failed":
 		typ = MsgError
+	case OutcomeCancelled:
+		// Cancel sets the status before it presses the key and the monitor
+		// stops: an interrupt read here was pressed in the terminal.
+		typ, kind = MsgCancelled, KindCancellation
+		body = "The agent's turn was interrupted in the terminal before it replied."
+		meta["cancelled_by"] = CancelledInTerminal
 	}
 	if body == "" {
 		body = "(the agent finished without reply text)"
@@ -703,6 +714,7 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 	}
 	msg.ID = callbackID(t.TurnID, sub.MessageID, fp, outcome)
 	ApplyMessage(t, msg)
+	meta["next_steps"] = nextSteps(t, time.UnixMilli(now))
 	t.Result = &store.TurnResult{Outcome: outcome, Text: text, Match: c.Match}
 	t.Approval = nil
 	claim := &store.CompletionClaim{TurnID: t.TurnID, MessageID: sub.MessageID, CompletionFingerprint: fp,
@@ -715,8 +727,7 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 		event(now, "terminal_bridge_completion_claimed", claim), event(now, "message", msg)},
 		Also: joinHooks(
 			bindingCurrent(t),
-			prepareCallback(t, msg, msg.ID, KindCompletion, map[string]any{"completion_fingerprint": fp, "completion_id": c.ID,
-				"completion_outcome": outcome, "match": c.Match, "rollout_turn_id": sub.NativeTurnID}),
+			prepareCallback(t, msg, msg.ID, kind, meta),
 			m.checkpoint(ctx, t, now))})
 	if errors.Is(err, errBindingSuperseded) {
 		// Re-bound between this check's look at the Session and the
@@ -837,7 +848,7 @@ func (m *monitor) stall(ctx context.Context, t *store.Turn, code, reason string)
 		event(now, "conversation_stalled", map[string]any{"code": code, "reason": reason})}}
 	if msg, err := newMessage(t, actorOf(t.Agent), ActorOpenClaw, MsgBlocked, "The Turn stalled: "+reason, now); err == nil {
 		id := callbackID(t.TurnID, t.Takeover.Submission.MessageID, code, strconv.FormatInt(now, 10))
-		w.Also = prepareCallback(t, msg, id, KindStall, map[string]any{"reason": code})
+		w.Also = prepareCallback(t, msg, id, KindStall, map[string]any{"reason": code, "next_steps": nextSteps(t, time.UnixMilli(now))})
 	}
 	return m.write(ctx, w)
 }
