@@ -29,7 +29,7 @@ func View(t *store.Turn) TurnView {
 		StalledReason: t.StalledReason, CloseReason: t.CloseReason, DetectorDiagnostic: t.Takeover.DetectorDiagnostic,
 		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), IdleSince: ts(t.IdleSince), StalledAt: ts(t.StalledAt),
 		ClosedAt: ts(t.ClosedAt), InactivityDeadline: ts(t.Takeover.InactivityDeadlineAt), HardDeadline: ts(t.Takeover.HardDeadlineAt),
-		OriginSession: t.OriginSessionKey, Principal: t.Principal,
+		OriginSession: t.OriginSessionKey, Principal: t.Principal, NextSteps: nextSteps(t, time.Now()),
 	}
 }
 
