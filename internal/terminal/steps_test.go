@@ -15,6 +15,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/codex"
 )
 
 const origin = "agent:main:s1"
@@ -273,16 +274,14 @@ func TestInterruptInTheTerminalIsCancelled(t *testing.T) {
 	}
 }
 
-// TestClaudeInterruptIsACancellation reads the recorded Claude Code
-// transcript of a turn interrupted with Esc: a cancellation, not the API
-// error it was once mistaken for.
-func TestClaudeInterruptIsACancellation(t *testing.T) {
-	const sessionID, cwd, request, offset = "30235639-8dc9-428e-9610-b86a2f518154", "/tmp/claude-golden/work", "tell a long story SLOW", 165281
-	b, err := os.ReadFile(filepath.Join("claude", "testdata", "transcript-interrupted.jsonl"))
+// goldenCopy copies a recorded session file to path and returns its
+// device and inode (the anchor's identity of the file).
+func goldenCopy(t *testing.T, golden, path string) (uint64, uint64) {
+	t.Helper()
+	b, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := claude.TranscriptPath(filepath.Join(t.TempDir(), ".claude"), cwd, sessionID)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -293,17 +292,53 @@ func TestClaudeInterruptIsACancellation(t *testing.T) {
 	if err := syscall.Stat(path, &st); err != nil {
 		t.Fatal(err)
 	}
-	anchor, _ := json.Marshal(claude.Anchor{SessionID: sessionID, Cwd: cwd, PID: 1, StartedAtMs: 1, Path: path, Offset: offset,
-		FileExisted: true, Dev: uint64(st.Dev), Ino: st.Ino, CapturedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)})
-	acc, err := ClaudeAgent{}.Accepted(t.Context(), Pane{}, anchor, request)
+	return uint64(st.Dev), st.Ino
+}
+
+// interruptOutcome reads a recorded turn interrupted with Esc through an
+// agent's Accepted and Completion.
+func interruptOutcome(t *testing.T, a Agent, anchor any) *Completion {
+	t.Helper()
+	raw, _ := json.Marshal(anchor)
+	acc, err := a.Accepted(t.Context(), Pane{}, raw, "tell a long story SLOW")
 	if err != nil || acc == nil {
 		t.Fatalf("accepted = %+v, %v", acc, err)
 	}
-	c, err := ClaudeAgent{}.Completion(t.Context(), Pane{}, anchor, *acc)
+	c, err := a.Completion(t.Context(), Pane{}, raw, *acc)
 	if err != nil || c == nil {
 		t.Fatalf("completion = %+v, %v", c, err)
 	}
-	if c.Outcome != OutcomeCancelled || c.Match != "claude_transcript_interrupted" {
-		t.Fatalf("completion = %+v, want a cancellation", c)
-	}
+	return c
+}
+
+var goldenCapture = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+// TestRecordedInterruptIsACancellation reads the recorded Claude Code
+// 2.1.332 transcript and Codex 0.171.0 rollout of a turn interrupted with
+// Esc: a cancellation, not the API error (Claude) or failure (Codex) it
+// was once taken for.
+func TestRecordedInterruptIsACancellation(t *testing.T) {
+	t.Run("claude", func(t *testing.T) {
+		const sessionID, cwd = "30235639-8dc9-428e-9610-b86a2f518154", "/tmp/claude-golden/work"
+		path := claude.TranscriptPath(filepath.Join(t.TempDir(), ".claude"), cwd, sessionID)
+		dev, ino := goldenCopy(t, filepath.Join("claude", "testdata", "transcript-interrupted.jsonl"), path)
+		c := interruptOutcome(t, ClaudeAgent{}, claude.Anchor{SessionID: sessionID, Cwd: cwd, PID: 1, StartedAtMs: 1, Path: path,
+			Offset: 165281, FileExisted: true, Dev: dev, Ino: ino, CapturedAt: goldenCapture})
+		if c.Outcome != OutcomeCancelled || c.Match != "claude_transcript_interrupted" {
+			t.Fatalf("completion = %+v, want a cancellation", c)
+		}
+	})
+	t.Run("codex", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "rollout-interrupted.jsonl")
+		dev, ino := goldenCopy(t, filepath.Join("codex", "testdata", "rollout-interrupted.jsonl"), path)
+		meta, err := codex.ReadSessionMeta(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := interruptOutcome(t, CodexAgent{}, codex.Anchor{Mode: codex.Existing, ThreadID: meta.ID, Path: path, Dev: dev, Ino: ino,
+			Offset: 61260, FileExisted: true, CapturedAt: goldenCapture})
+		if c.Outcome != OutcomeCancelled || c.Match != "codex_turn_interrupted" {
+			t.Fatalf("completion = %+v, want a cancellation", c)
+		}
+	})
 }
