@@ -14,18 +14,8 @@ import (
 // the bridge typed must still be recorded as the bridge's, never as a
 // human's answer in the terminal.
 func TestApproveRecordedWhenTheMonitorSeesThePromptCloseFirst(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 125)
-	r := newRig(t, a)
-	r.start(r.svc, HostOptions{Recheck: 10 * time.Millisecond})
+	r, a, res := pendingApproval(t, 125, ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.set(func(f *fakeAgent) {
-		f.approval = &ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true}
-	})
-	r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
 	captures := func() int {
 		a.mu.Lock()
 		defer a.mu.Unlock()
@@ -70,4 +60,55 @@ func TestApproveRecordedWhenTheMonitorSeesThePromptCloseFirst(t *testing.T) {
 	}
 	a.finish("done after approval", false)
 	r.waitStatus(res.TurnID, store.TurnIdle)
+}
+
+// TestApprovalClaimOfADeadApprover: an approve that claimed the prompt and
+// pressed the key but never recorded it (its process stopped) is recorded
+// by the monitor once the claim is stale — as the bridge's approval, not a
+// human's answer.
+func TestApprovalClaimOfADeadApprover(t *testing.T) {
+	r, a, res := pendingApproval(t, 126, ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true})
+	ctx := t.Context()
+	r.until("the claim is written", func() bool {
+		turn, err := r.st.GetTurn(ctx, res.TurnID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn.Takeover.ApprovingFingerprint = "fp-1"
+		turn.Takeover.ApprovingAt = time.Now().Add(-approvalClaimStale - time.Second).UnixMilli()
+		return r.st.WriteTurn(ctx, store.TurnWrite{Turn: turn}) == nil
+	})
+	a.set(func(f *fakeAgent) { f.approval = nil })
+	r.waitStatus(res.TurnID, store.TurnWaitingForAgent)
+	evs, _ := r.st.TurnEvents(ctx, res.TurnID, 0, 100)
+	var got []map[string]any
+	for _, e := range evs {
+		if e.Type == "terminal_bridge_approval_resolved" {
+			var d map[string]any
+			_ = json.Unmarshal(e.Data, &d)
+			got = append(got, d)
+		}
+	}
+	if len(got) != 1 || got[0]["decision"] != "approve" || got[0]["recorded_by"] != "monitor" {
+		t.Fatalf("approval resolutions = %v", got)
+	}
+	if turn, _ := r.st.GetTurn(ctx, res.TurnID); turn.Takeover.ApprovingFingerprint != "" {
+		t.Fatalf("the stale claim is still on the Turn: %+v", turn.Takeover)
+	}
+}
+
+// pendingApproval sends a Turn to a fake Codex pane (pid) and shows the
+// approval prompt p; it returns once the Turn waits for OpenClaw.
+func pendingApproval(t *testing.T, pid int, p ScreenApproval) (*rig, *fakeAgent, SendResult) {
+	t.Helper()
+	a := newFakeAgent(AgentCodex, pid)
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
+	res, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.set(func(f *fakeAgent) { f.approval = &p })
+	r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
+	return r, a, res
 }

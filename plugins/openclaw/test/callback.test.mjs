@@ -263,4 +263,12 @@ test("an approval offer the callback method remembers reaches the approve tool o
   const again = await approve.execute("call-2", { turn_id: p.turn_id });
   assert.equal(again.isError, true, "an offer is single-use");
   assert.match(again.content[0].text, /status first/);
+  // A prompt ClawConnect cannot answer safely is no offer.
+  p.message.type = "blocked";
+  p.message.id = "msg-terminal-ffff456789abcdef0123456789abcdef";
+  p.message.metadata.approvable = false;
+  await ma.methods.get("clawconnect.callback")({ params: p, respond: (...x) => answers.push(x) });
+  assert.equal(answers[1][0], true);
+  const blocked = await approve.execute("call-3", { turn_id: p.turn_id });
+  assert.equal(blocked.isError, true, "a blocked prompt is not offered for approval");
 });
