@@ -232,28 +232,54 @@ func (c *conn) terminalRespond(ctx context.Context, _ *mcp.CallToolRequest, in T
 	return r, out, nil
 }
 
-// turnOutput says what a model can do with the Turn v.
+// turnOutput says what a model can do with the Turn v: a word on its
+// state, then only the operations the Turn accepts (v.NextSteps, the
+// service's one table).
 func turnOutput(v termapi.TurnView) TerminalTurnOutput {
 	out := TerminalTurnOutput{Turn: v, Running: termapi.Running(v.Status)}
 	switch v.Status {
 	case termapi.TurnIdle:
-		out.NextStep = "The agent finished; its reply is turn.result.text. Call terminal_respond to continue the same Session."
+		out.NextStep = "The agent finished; its reply is turn.result.text."
 	case termapi.TurnWaitingForOpenClaw:
 		cmd := ""
 		if v.Approval != nil && v.Approval.Command != "" {
 			cmd = " to run " + v.Approval.Command
 		}
-		out.NextStep = "The agent asks for approval" + cmd + ": call terminal_approve with turn_id and approval.fingerprint, or terminal_cancel to refuse."
+		out.NextStep = "The agent waits for OpenClaw" + cmd + "."
+		if v.Approval != nil {
+			out.NextStep = "The agent asks for approval" + cmd + "."
+		}
 	case termapi.TurnStalled:
-		out.NextStep = "The Turn stalled (" + v.StalledReason + "). Look at the pane, then terminal_respond or terminal_cancel."
+		out.NextStep = "The Turn stalled (" + v.StalledReason + "); look at the pane."
 	case termapi.TurnFailed:
-		out.NextStep = "The Turn failed; see turn.result and turn.detector_diagnostic. Call terminal_list before sending again."
+		out.NextStep = "The Turn failed; see turn.result and turn.detector_diagnostic."
 	case termapi.TurnCancelled, termapi.TurnClosed:
-		out.NextStep = "The Turn is over. Call terminal_list before sending again."
+		out.NextStep = "The Turn is over."
 	default:
 		out.NextStep = "The agent is working. Call terminal_status again with the same turn_id."
 	}
+	var steps []string
+	for _, s := range v.NextSteps {
+		if t, ok := stepText[s]; ok {
+			steps = append(steps, t)
+		}
+	}
+	if len(steps) > 0 {
+		out.NextStep += " Next: " + strings.Join(steps, "; ") + "."
+	}
 	return out
+}
+
+// stepText words each operation of TurnView.NextSteps for a model using
+// the MCP tools; renew and close are CLI commands only.
+var stepText = map[string]string{
+	"approve":            "terminal_approve with turn_id and approval.fingerprint",
+	"respond":            "terminal_respond with turn_id and the answer",
+	"answer_in_terminal": "a human answers the prompt in the terminal (it cannot be answered safely from here)",
+	"send":               "terminal_send with session_id for a follow-up in the same context",
+	"renew":              "`clawconnect terminal renew TURN_ID` resumes following it",
+	"cancel":             "terminal_cancel",
+	"close":              "`clawconnect terminal close TURN_ID`",
 }
 
 func turnResult(v termapi.TurnView) (*mcp.CallToolResult, any, error) {

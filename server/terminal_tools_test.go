@@ -84,6 +84,8 @@ func (f *fakeTerminals) finish(id, status, reply string) {
 	}
 	if status == store.TurnWaitingForOpenClaw {
 		v.Approval = &store.Approval{Fingerprint: "fp-1", Kind: "exec", Command: "rm -rf build"}
+		// What the service's table lists for an approvable prompt.
+		v.NextSteps = []string{"approve", "cancel", "close", "status"}
 	}
 	f.turns[id] = v
 	close(f.changed)

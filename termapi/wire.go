@@ -84,6 +84,10 @@ type TurnView struct {
 	// CallbackDelivery is the delivery state of the Turn's latest
 	// callback (Status only).
 	CallbackDelivery *CallbackView `json:"callback_delivery,omitempty"`
+	// NextSteps are the operations the Turn's state accepts now
+	// (approve, respond, answer_in_terminal, send, renew, cancel, close,
+	// status), the same list its callbacks carry.
+	NextSteps []string `json:"next_steps,omitempty"`
 }
 
 // SendRequest is a request to start a new Turn. Exactly one of SessionID

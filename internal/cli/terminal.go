@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -255,7 +256,16 @@ func printTurn(w io.Writer, v terminal.TurnView) {
 		fmt.Fprintf(w, "\n          approve with: clawconnect terminal approve %s --fingerprint %s\n", v.TurnID, v.Approval.Fingerprint)
 	}
 	if v.StalledReason != "" {
-		fmt.Fprintf(w, "stalled:  %s (renew with: clawconnect terminal renew %s)\n", v.StalledReason, v.TurnID)
+		fmt.Fprintf(w, "stalled:  %s", v.StalledReason)
+		if slices.Contains(v.NextSteps, "renew") {
+			fmt.Fprintf(w, " (renew with: clawconnect terminal renew %s)", v.TurnID)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(v.NextSteps) > 0 {
+		// What the Turn accepts now (a stall past its hard deadline takes
+		// no renew).
+		fmt.Fprintf(w, "next:     %s\n", strings.Join(v.NextSteps, ", "))
 	}
 	if cb := v.CallbackDelivery; cb != nil {
 		fmt.Fprintf(w, "callback: %s %s to %s (attempts %d)", cb.Type, cb.Status, cb.SessionKey, cb.Attempts)

@@ -257,7 +257,16 @@ type Takeover struct {
 	DetectorDiagnostic       string          `json:"terminal_bridge_detector_diagnostic,omitempty"`
 	ApprovalResolvedAt       int64           `json:"terminal_bridge_approval_resolved_at,omitempty"`
 	LastApprovalFingerprint  string          `json:"terminal_bridge_last_approval_fingerprint,omitempty"`
-	PreSendScreenFingerprint string          `json:"terminal_bridge_pre_send_screen_fingerprint,omitempty"`
+	// ApprovingFingerprint is the prompt an approve claimed before pressing
+	// its key (ApprovingAt when): the approver records that prompt's
+	// resolution, so the monitor does not mistake the closing prompt for
+	// a human's answer.
+	ApprovingFingerprint string `json:"terminal_bridge_approving_fingerprint,omitempty"`
+	ApprovingAt          int64  `json:"terminal_bridge_approving_at,omitempty"`
+	// ApprovalBlocked says the approval prompt the Turn waits for does not
+	// have a shape the bridge can answer safely: only a human answers it.
+	ApprovalBlocked          bool   `json:"terminal_bridge_approval_blocked,omitempty"`
+	PreSendScreenFingerprint string `json:"terminal_bridge_pre_send_screen_fingerprint,omitempty"`
 }
 
 // Turn is one request sent to a terminal agent and followed to its end.

@@ -94,9 +94,14 @@ type Acceptance struct {
 	Evidence     json.RawMessage `json:"evidence,omitempty"`
 }
 
+// OutcomeCancelled is a Completion's Outcome when the agent's session files
+// record that its turn was interrupted.
+const OutcomeCancelled = "cancelled"
+
 // Completion is the end of an accepted native turn.
 type Completion struct {
-	// Outcome is "completed" or "failed".
+	// Outcome is "completed", "failed" or OutcomeCancelled (the session
+	// files record an interrupt).
 	Outcome string
 	// Text is the reply (redacted and capped by the service).
 	Text  string

@@ -247,6 +247,9 @@ func (CodexAgent) Completion(_ context.Context, _ Pane, raw json.RawMessage, acc
 	case native.Completed:
 		return &Completion{Outcome: "completed", Text: res.Text, Match: "codex_task_complete", ID: acc.NativeTurnID}, nil
 	case native.Aborted, native.Failed:
+		if res.State == native.Aborted && res.Reason == "interrupted" {
+			return &Completion{Outcome: OutcomeCancelled, Match: "codex_turn_interrupted", ID: acc.NativeTurnID}, nil
+		}
 		return &Completion{Outcome: "failed", Text: "the agent's turn ended without a reply (" + res.Reason + ")", Match: "codex_turn_aborted", ID: acc.NativeTurnID}, nil
 	}
 	return nil, nil
@@ -398,7 +401,7 @@ func (ClaudeAgent) Accepted(_ context.Context, _ Pane, raw json.RawMessage, text
 }
 
 // Completion implements Agent: the turn_duration + end_turn chain under the
-// prompt, or an API error.
+// prompt, an API error, or an interrupt.
 func (ClaudeAgent) Completion(_ context.Context, _ Pane, raw json.RawMessage, acc Acceptance) (*Completion, error) {
 	if len(acc.Evidence) > 0 {
 		raw = acc.Evidence
@@ -417,7 +420,11 @@ func (ClaudeAgent) Completion(_ context.Context, _ Pane, raw json.RawMessage, ac
 	switch res.State {
 	case native.Completed:
 		return &Completion{Outcome: "completed", Text: res.Text, Match: "claude_transcript_turn_duration", ID: acc.NativeTurnID}, nil
-	case native.Failed, native.Aborted:
+	case native.Aborted:
+		// "[Request interrupted by user]": Esc in the terminal, not an
+		// error of the model.
+		return &Completion{Outcome: OutcomeCancelled, Match: "claude_transcript_interrupted", ID: acc.NativeTurnID}, nil
+	case native.Failed:
 		return &Completion{Outcome: "failed", Text: res.Text, Match: "claude_transcript_api_error", ID: acc.NativeTurnID}, nil
 	}
 	return nil, nil

@@ -46,6 +46,11 @@ type fakeAgent struct {
 	// file yet), as Codex does after /new once the old rollout is closed,
 	// until the next prompt writes the file.
 	lockOnly bool
+	// captures counts screen captures of the pane.
+	captures int
+	// afterKeys, if set, runs after SendKeys applied keys (outside the
+	// lock), to interleave another party with the sender.
+	afterKeys func(keys []string)
 }
 
 type fakeRecord struct {
@@ -54,6 +59,9 @@ type fakeRecord struct {
 	turn   string
 	text   string
 	failed bool
+	// interrupted: the agent's session file records that its turn was
+	// interrupted (Esc in the terminal).
+	interrupted bool
 }
 
 func newFakeAgent(agent string, pid int) *fakeAgent {
@@ -82,6 +90,22 @@ func (f *fakeAgent) finish(text string, failed bool) {
 		}
 	}
 	f.records = append(f.records, fakeRecord{kind: "complete", turn: last, text: text, failed: failed})
+	f.activity, f.approval = "idle", nil
+	f.mu.Unlock()
+	f.poke()
+}
+
+// interrupt records that the running native turn was interrupted in the
+// terminal.
+func (f *fakeAgent) interrupt() {
+	f.mu.Lock()
+	last := ""
+	for _, r := range f.records {
+		if r.kind == "prompt" {
+			last = r.turn
+		}
+	}
+	f.records = append(f.records, fakeRecord{kind: "complete", turn: last, interrupted: true})
 	f.activity, f.approval = "idle", nil
 	f.mu.Unlock()
 	f.poke()
@@ -150,6 +174,7 @@ func (ft *fakeTerminals) Capture(_ context.Context, p Pane) (string, error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.captures++
 	draft := a.draft
 	if a.shown != nil {
 		draft = a.shown(draft)
@@ -201,8 +226,12 @@ func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) err
 			a.approval = nil
 		}
 	}
+	hook := a.afterKeys
 	a.mu.Unlock()
 	a.poke()
+	if hook != nil {
+		hook(keys)
+	}
 	return nil
 }
 
@@ -265,6 +294,9 @@ func (r fakeReader) Completion(_ context.Context, p Pane, anchor json.RawMessage
 	}
 	for _, rec := range a.records[an.Offset:] {
 		if rec.kind == "complete" && rec.turn == acc.NativeTurnID {
+			if rec.interrupted {
+				return &Completion{Outcome: OutcomeCancelled, Match: "fake_interrupted", ID: rec.turn}, nil
+			}
 			out := "completed"
 			if rec.failed {
 				out = "failed"

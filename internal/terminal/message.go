@@ -16,6 +16,9 @@ const (
 	MsgDone     = "done"
 	MsgError    = "error"
 	MsgControl  = "control"
+	// MsgCancelled reports a Turn that ended by a cancel or an interrupt
+	// in the terminal, not by the agent's reply.
+	MsgCancelled = "cancelled"
 
 	ActorOpenClaw = "openclaw"
 )
@@ -56,7 +59,7 @@ func newMessage(t *store.Turn, from, to, typ, body string, ts int64) (Message, e
 	if from == ActorOpenClaw {
 		allowed = map[string]bool{MsgTask: true, MsgAnswer: true, MsgControl: true, MsgError: true}
 	} else if to == ActorOpenClaw {
-		allowed = map[string]bool{MsgQuestion: true, MsgProgress: true, MsgBlocked: true, MsgDone: true, MsgError: true}
+		allowed = map[string]bool{MsgQuestion: true, MsgProgress: true, MsgBlocked: true, MsgDone: true, MsgError: true, MsgCancelled: true}
 	}
 	if !allowed[typ] {
 		return m, fmt.Errorf("message %s from %s to %s is not an allowed route", typ, from, to)
@@ -65,7 +68,7 @@ func newMessage(t *store.Turn, from, to, typ, body string, ts int64) (Message, e
 }
 
 // ApplyMessage applies AKK's message → status rules to t: done → idle (with
-// idle_since), error → failed, blocked → waiting_for_openclaw, a message to
+// idle_since), error → failed, cancelled → cancelled, blocked → waiting_for_openclaw, a message to
 // OpenClaw that requires a response → waiting_for_openclaw, one from
 // OpenClaw that requires a response → waiting_for_agent, otherwise a created
 // Turn becomes running. Requires-response messages use a response round.
@@ -75,6 +78,8 @@ func ApplyMessage(t *store.Turn, m Message) {
 		t.Status, t.IdleSince = store.TurnIdle, m.TS
 	case m.Type == MsgError:
 		t.Status = store.TurnFailed
+	case m.Type == MsgCancelled:
+		t.Status = store.TurnCancelled
 	case m.Type == MsgBlocked:
 		t.Status = store.TurnWaitingForOpenClaw
 	case m.To == ActorOpenClaw && m.RequiresResponse:

@@ -569,6 +569,11 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 	return false, next, nil
 }
 
+// approvalClaimStale is how long after an approve claimed a prompt the
+// monitor stops waiting for it to record the prompt's resolution; an
+// approve records it right after pressing the key.
+const approvalClaimStale = 30 * time.Second
+
 // screen reads the pane: approval prompts and screen activity.
 func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) error {
 	text, err := m.s.o.Terminals.Capture(ctx, m.pane)
@@ -585,6 +590,7 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 			cmd = Redact(sc.Approval.Command)
 		}
 		t.Approval = &store.Approval{Fingerprint: sc.Approval.Fingerprint, Kind: sc.Approval.Kind, Command: cmd, DetectedAt: now.UnixMilli()}
+		t.Takeover.ApprovalBlocked = !sc.Approval.Approvable
 		typ, body := MsgQuestion, "The agent asks for approval ("+sc.Approval.Kind+")."
 		if !sc.Approval.Approvable {
 			typ, body = MsgBlocked, "The agent shows an approval prompt that cannot be answered safely from here."
@@ -599,13 +605,26 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
 			event(now.UnixMilli(), "terminal_bridge_approval_detected", map[string]any{"fingerprint": sc.Approval.Fingerprint, "approvable": sc.Approval.Approvable}),
 			event(now.UnixMilli(), "message", msg)},
-			Also: prepareCallback(t, msg, msg.ID, KindApproval, map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint})})
+			Also: prepareCallback(t, msg, msg.ID, KindApproval, map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint,
+				"approvable": sc.Approval.Approvable, "next_steps": nextSteps(t, now)})})
 	case sc.Approval == nil && t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil:
-		// Answered in the terminal by a human.
+		data := map[string]any{"decision": "answered_in_terminal"}
+		if t.Takeover.ApprovingFingerprint == t.Approval.Fingerprint {
+			// An approve claimed this prompt: it records the resolution,
+			// unless it has not done so long after pressing the key (its
+			// process died in between), when the monitor records it.
+			if now.Sub(time.UnixMilli(t.Takeover.ApprovingAt)) < approvalClaimStale {
+				return nil
+			}
+			data = map[string]any{"fingerprint": t.Approval.Fingerprint, "decision": "approve", "recorded_by": "monitor"}
+			t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = "", 0
+		}
+		// Answered in the terminal by a human (or by an approve whose
+		// process stopped before recording it).
 		t.Approval, t.Status = nil, store.TurnWaitingForAgent
 		t.Takeover.ApprovalResolvedAt = now.UnixMilli()
 		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
-			event(now.UnixMilli(), "terminal_bridge_approval_resolved", map[string]any{"decision": "answered_in_terminal"})}})
+			event(now.UnixMilli(), "terminal_bridge_approval_resolved", data)}})
 	}
 	return nil
 }
@@ -668,13 +687,22 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 	sum := sha256.Sum256(b)
 	fp := hex.EncodeToString(sum[:])
 	outcome := c.Outcome
-	if outcome != "failed" {
+	if outcome != "failed" && outcome != OutcomeCancelled {
 		outcome = "completed"
 	}
 	now := time.Now().UnixMilli()
 	typ, body := MsgDone, text
-	if outcome == "failed" {
+	kind, meta := KindCompletion, map[string]any{"completion_fingerprint": fp, "completion_id": c.ID,
+		"completion_outcome": outcome, "match": c.Match, "rollout_turn_id": sub.NativeTurnID}
+	switch outcome {
+	case "failed":
 		typ = MsgError
+	case OutcomeCancelled:
+		// Cancel sets the status before it presses the key and the monitor
+		// stops: an interrupt read here was pressed in the terminal.
+		typ, kind = MsgCancelled, KindCancellation
+		body = "The agent's turn was interrupted in the terminal before it replied."
+		meta["cancelled_by"] = CancelledInTerminal
 	}
 	if body == "" {
 		body = "(the agent finished without reply text)"
@@ -685,6 +713,7 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 	}
 	msg.ID = callbackID(t.TurnID, sub.MessageID, fp, outcome)
 	ApplyMessage(t, msg)
+	meta["next_steps"] = nextSteps(t, time.UnixMilli(now))
 	t.Result = &store.TurnResult{Outcome: outcome, Text: text, Match: c.Match}
 	t.Approval = nil
 	claim := &store.CompletionClaim{TurnID: t.TurnID, MessageID: sub.MessageID, CompletionFingerprint: fp,
@@ -697,8 +726,7 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 		event(now, "terminal_bridge_completion_claimed", claim), event(now, "message", msg)},
 		Also: joinHooks(
 			bindingCurrent(t),
-			prepareCallback(t, msg, msg.ID, KindCompletion, map[string]any{"completion_fingerprint": fp, "completion_id": c.ID,
-				"completion_outcome": outcome, "match": c.Match, "rollout_turn_id": sub.NativeTurnID}),
+			prepareCallback(t, msg, msg.ID, kind, meta),
 			m.checkpoint(ctx, t, now))})
 	if errors.Is(err, errBindingSuperseded) {
 		// Re-bound between this check's look at the Session and the

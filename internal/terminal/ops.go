@@ -29,7 +29,7 @@ func View(t *store.Turn) TurnView {
 		StalledReason: t.StalledReason, CloseReason: t.CloseReason, DetectorDiagnostic: t.Takeover.DetectorDiagnostic,
 		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), IdleSince: ts(t.IdleSince), StalledAt: ts(t.StalledAt),
 		ClosedAt: ts(t.ClosedAt), InactivityDeadline: ts(t.Takeover.InactivityDeadlineAt), HardDeadline: ts(t.Takeover.HardDeadlineAt),
-		OriginSession: t.OriginSessionKey, Principal: t.Principal,
+		OriginSession: t.OriginSessionKey, Principal: t.Principal, NextSteps: nextSteps(t, time.Now()),
 	}
 }
 
@@ -150,8 +150,8 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 	if err != nil {
 		return SendResult{}, fmt.Errorf("respond: %w", err)
 	}
-	if t.Status != store.TurnWaitingForOpenClaw {
-		return SendResult{}, fmt.Errorf("respond: %w: turn %s is %s; respond only answers a Turn waiting for OpenClaw", ErrRefused, turnID, t.Status)
+	if err := accepts(StepRespond, t, time.Now()); err != nil {
+		return SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	p, a, err := s.turnPane(ctx, t)
 	if err != nil {
@@ -217,8 +217,8 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 	if err != nil {
 		return TurnView{}, fmt.Errorf("approve: %w", err)
 	}
-	if t.Status != store.TurnWaitingForOpenClaw || t.Approval == nil {
-		return TurnView{}, fmt.Errorf("approve: %w: turn %s is %s with no approval prompt to answer", ErrRefused, turnID, t.Status)
+	if err := accepts(StepApprove, t, time.Now()); err != nil {
+		return TurnView{}, fmt.Errorf("approve: %w", err)
 	}
 	if fingerprint != "" && fingerprint != t.Approval.Fingerprint {
 		return TurnView{}, fmt.Errorf("approve: %w: the approval shown for turn %s has fingerprint %s, not %s; run status again", ErrRefused, turnID, t.Approval.Fingerprint, fingerprint)
@@ -249,17 +249,38 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 	case !sc.Approval.Approvable:
 		return TurnView{}, fmt.Errorf("approve: %w: the prompt does not have the exact shape that can be answered safely; answer it in the terminal", ErrRefused)
 	}
+	// One writer per resolution: the approve claims the prompt before it
+	// presses the key, and the monitor leaves a claimed prompt's closing
+	// to it. Without the claim a monitor that sees the prompt vanish first
+	// logs the bridge's own key press as a human's answer.
+	fp := t.Approval.Fingerprint
+	t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = fp, nowMs()
+	if err := s.write(ctx, t); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return TurnView{}, fmt.Errorf("approve: %w: turn %s changed while it was being approved; run status again", ErrRefused, turnID)
+		}
+		return TurnView{}, fmt.Errorf("approve: %w", err)
+	}
 	keys, _ := a.Keys()
 	if err := s.o.Terminals.SendKeys(ctx, p, keys...); err != nil {
+		s.releaseApproval(context.WithoutCancel(ctx), turnID, fp)
 		return TurnView{}, fmt.Errorf("approve: press the approve key: %w", err)
 	}
-	fp := t.Approval.Fingerprint
 	for {
 		now := nowMs()
-		t.Approval = nil
-		t.Status = store.TurnWaitingForAgent
+		if t.Takeover.ApprovingFingerprint != fp {
+			// The monitor recorded it for an approver that took too long.
+			break
+		}
+		t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = "", 0
 		t.Takeover.ApprovalResolvedAt = now
-		t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "approved"
+		if t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil && t.Approval.Fingerprint == fp {
+			t.Approval = nil
+			t.Status = store.TurnWaitingForAgent
+			t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "approved"
+		}
+		// The key was pressed: the approval is recorded even when the Turn
+		// has moved on meanwhile (a new prompt, a completion, a cancel).
 		err := s.write(context.WithoutCancel(ctx), t, event(now, "terminal_bridge_approval_resolved", map[string]any{"fingerprint": fp, "decision": "approve"}))
 		if err == nil {
 			break
@@ -267,64 +288,107 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 		if !errors.Is(err, store.ErrConflict) {
 			return TurnView{}, fmt.Errorf("approve: the key was pressed but recording it failed: %w", err)
 		}
-		// The monitor wrote meanwhile (e.g. it saw the prompt close).
 		if t, err = s.turn(context.WithoutCancel(ctx), turnID); err != nil {
 			return TurnView{}, fmt.Errorf("approve: %w", err)
-		}
-		if t.Status != store.TurnWaitingForOpenClaw || t.Approval == nil || t.Approval.Fingerprint != fp {
-			break
 		}
 	}
 	s.startMonitor(t.TurnID)
 	return View(t), nil
 }
 
+// releaseApproval drops an approve's claim on prompt fp after its key
+// could not be pressed, so that the monitor reads the prompt's closing
+// again.
+func (s *Service) releaseApproval(ctx context.Context, turnID, fp string) {
+	for range 5 {
+		t, err := s.turn(ctx, turnID)
+		if err != nil || t.Takeover.ApprovingFingerprint != fp {
+			return
+		}
+		t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = "", 0
+		if err := s.write(ctx, t); !errors.Is(err, store.ErrConflict) {
+			return
+		}
+	}
+}
+
 // Cancel interrupts the agent (Codex C-c, Claude Escape) and marks the Turn
-// cancelled at once. It refuses while a dialog it cannot answer covers the
-// pane.
+// cancelled at once, with one cancelled callback to its origin session. An
+// approval prompt the bridge cannot answer safely is left on the screen for
+// a human (no key is pressed into it); it still refuses while some other
+// dialog covers the pane.
 func (s *Service) Cancel(ctx context.Context, turnID string) (TurnView, error) {
 	t, err := s.turn(ctx, turnID)
 	if err != nil {
 		return TurnView{}, fmt.Errorf("cancel: %w", err)
 	}
-	if !store.TurnMonitored(t.Status) && t.Status != store.TurnStalled {
-		return TurnView{}, fmt.Errorf("cancel: %w: turn %s is already %s", ErrRefused, turnID, t.Status)
+	if err := accepts(StepCancel, t, time.Now()); err != nil {
+		return TurnView{}, fmt.Errorf("cancel: %w", err)
 	}
 	p, a, err := s.turnPane(ctx, t)
-	keysSent := false
+	keysSent, left := false, ""
 	switch {
 	case err == nil:
 		text, cerr := s.o.Terminals.Capture(ctx, p)
 		if cerr != nil {
 			return TurnView{}, fmt.Errorf("cancel: capture pane: %w", cerr)
 		}
-		if sc := a.Screen(text); sc.Dialog || (sc.Approval != nil && !sc.Approval.Approvable) {
+		switch sc := a.Screen(text); {
+		case sc.Dialog:
 			return TurnView{}, fmt.Errorf("cancel: %w: the pane shows a dialog that cannot be dismissed safely; handle it in the terminal", ErrRefused)
+		case sc.Approval != nil && !sc.Approval.Approvable:
+			// Any key could answer a prompt of a shape not recognised:
+			// the agent waits at it, and a human decides.
+			left = sc.Approval.Fingerprint
+		default:
+			_, keys := a.Keys()
+			if err := s.o.Terminals.SendKeys(ctx, p, keys...); err != nil {
+				return TurnView{}, fmt.Errorf("cancel: send the interrupt key: %w", err)
+			}
+			keysSent = true
 		}
-		_, keys := a.Keys()
-		if err := s.o.Terminals.SendKeys(ctx, p, keys...); err != nil {
-			return TurnView{}, fmt.Errorf("cancel: send the interrupt key: %w", err)
-		}
-		keysSent = true
 	case errors.Is(err, ErrRefused):
 		// The pane or process is gone: nothing to interrupt.
 	default:
 		return TurnView{}, fmt.Errorf("cancel: %w", err)
 	}
+	body := "The Turn was cancelled through ClawConnect; the agent was sent its interrupt key."
+	switch {
+	case left != "":
+		body = "The Turn was cancelled through ClawConnect; the approval prompt it waited at is left in the terminal for a human to answer."
+	case !keysSent:
+		body = "The Turn was cancelled through ClawConnect; its pane or agent process was gone, so nothing was interrupted."
+	}
 	for {
 		now := nowMs()
 		t.Status, t.CancelRequestedAt, t.Approval = store.TurnCancelled, now, nil
-		err := s.write(context.WithoutCancel(ctx), t, event(now, "terminal_cancel_requested", map[string]any{"keys_sent": keysSent}))
-		if !errors.Is(err, store.ErrConflict) {
-			if err != nil {
-				return TurnView{}, fmt.Errorf("cancel: %w", err)
-			}
+		data := map[string]any{"keys_sent": keysSent}
+		if left != "" {
+			data["prompt_left_in_terminal"] = left
+		}
+		w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{event(now, "terminal_cancel_requested", data)}}
+		if msg, merr := newMessage(t, actorOf(t.Agent), ActorOpenClaw, MsgCancelled, body, now); merr == nil {
+			// One cancelled callback per Turn: only one write moves it to
+			// cancelled, and the id is the Turn's.
+			msg.ID = callbackID(t.TurnID, MsgCancelled)
+			ApplyMessage(t, msg)
+			w.Events = append(w.Events, event(now, "message", msg))
+			w.Also = prepareCallback(t, msg, msg.ID, KindCancellation, map[string]any{"cancelled_by": CancelledByCaller,
+				"keys_sent": keysSent, "next_steps": nextSteps(t, time.UnixMilli(now))})
+		}
+		t.UpdatedAt = now
+		err := s.o.Store.WriteTurn(context.WithoutCancel(ctx), w)
+		if err == nil {
+			s.notify()
 			return View(t), nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return TurnView{}, fmt.Errorf("cancel: %w", err)
 		}
 		if t, err = s.turn(ctx, turnID); err != nil {
 			return TurnView{}, fmt.Errorf("cancel: %w", err)
 		}
-		if !store.TurnMonitored(t.Status) && t.Status != store.TurnStalled {
+		if accepts(StepCancel, t, time.Now()) != nil {
 			return View(t), nil
 		}
 	}
@@ -337,12 +401,9 @@ func (s *Service) Renew(ctx context.Context, turnID string, minutes float64) (Tu
 	if err != nil {
 		return TurnView{}, fmt.Errorf("renew: %w", err)
 	}
-	if t.Status != store.TurnStalled {
-		return TurnView{}, fmt.Errorf("renew: %w: turn %s is %s; only a stalled Turn can be renewed", ErrRefused, turnID, t.Status)
-	}
 	now := time.Now()
-	if t.Takeover.HardDeadlineAt > 0 && now.UnixMilli() >= t.Takeover.HardDeadlineAt {
-		return TurnView{}, fmt.Errorf("renew: %w: turn %s passed its hard deadline; close it and send again", ErrRefused, turnID)
+	if err := accepts(StepRenew, t, now); err != nil {
+		return TurnView{}, fmt.Errorf("renew: %w", err)
 	}
 	if minutes < 0 {
 		return TurnView{}, fmt.Errorf("renew: %w: minutes must be positive", ErrBadInput)
@@ -370,11 +431,8 @@ func (s *Service) Close(ctx context.Context, turnID, reason string) (TurnView, e
 	if err != nil {
 		return TurnView{}, fmt.Errorf("close: %w", err)
 	}
-	switch {
-	case t.Status == store.TurnClosed || t.Status == store.TurnCancelled:
-		return TurnView{}, fmt.Errorf("close: %w: turn %s is already %s", ErrRefused, turnID, t.Status)
-	case Running(t.Status):
-		return TurnView{}, fmt.Errorf("close: %w: turn %s is still with the agent (%s); cancel it instead", ErrRefused, turnID, t.Status)
+	if err := accepts(StepClose, t, time.Now()); err != nil {
+		return TurnView{}, fmt.Errorf("close: %w", err)
 	}
 	if reason == "" {
 		reason = "closed_by_user"

@@ -27,7 +27,7 @@ func stallWrite(t *store.Turn, code, reason string, now int64) store.TurnWrite {
 		event(now, "conversation_stalled", map[string]any{"code": code, "reason": reason})}}
 	if msg, err := newMessage(t, actorOf(t.Agent), ActorOpenClaw, MsgBlocked, "The Turn stalled: "+reason, now); err == nil {
 		id := callbackID(t.TurnID, t.Takeover.Submission.MessageID, code, strconv.FormatInt(now, 10))
-		w.Also = prepareCallback(t, msg, id, KindStall, map[string]any{"reason": code})
+		w.Also = prepareCallback(t, msg, id, KindStall, map[string]any{"reason": code, "next_steps": nextSteps(t, time.UnixMilli(now))})
 	}
 	return w
 }

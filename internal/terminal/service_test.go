@@ -231,17 +231,8 @@ func TestSubmissionFailuresAreNeverRetried(t *testing.T) {
 }
 
 func TestApprovalApproveDone(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 120)
-	r := newRig(t, a)
-	r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
+	r, a, res := pendingApproval(t, 120, ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls TOKEN=abcdefgh123", Approvable: true})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.set(func(f *fakeAgent) {
-		f.approval = &ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls TOKEN=abcdefgh123", Approvable: true}
-	})
 	v := r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
 	if v.Approval == nil || v.Approval.Fingerprint != "fp-1" || v.Approval.Command != "ls TOKEN=[REDACTED]" {
 		t.Fatalf("approval = %+v", v.Approval)

@@ -168,9 +168,13 @@ func (m *watcher) check(ctx context.Context) (bool, time.Time, error) {
 			m.diagnose(ctx, w, "completion: "+err.Error())
 		} else if c != nil {
 			kind, body := WatchKindCompleted, resultText(c.Text)
-			if c.Outcome == "failed" {
+			switch c.Outcome {
+			case "failed":
 				kind = WatchKindFailed
 				body = "The " + w.Agent + " task stopped: " + body
+			case OutcomeCancelled:
+				kind = WatchKindFailed
+				body = "The " + w.Agent + " task was interrupted in the terminal."
 			}
 			if body == "" {
 				body = "(the agent finished without reply text)"

@@ -134,7 +134,9 @@ export default {
         const enqueue = api.session?.workflow?.enqueueNextTurnInjection ?? api.enqueueNextTurnInjection;
         if (typeof enqueue !== "function") throw new CallbackError("this OpenClaw has no enqueueNextTurnInjection");
         const { callback, result } = await handle(params, (req) => enqueue.call(api.session?.workflow ?? api, req));
-        if (callback.metadata.reason === "approval_required" && typeof callback.metadata.approval_fingerprint === "string") {
+        // A prompt ClawConnect says it cannot answer safely is no offer.
+        if (callback.metadata.reason === "approval_required" && typeof callback.metadata.approval_fingerprint === "string" &&
+          callback.metadata.approvable !== false) {
           offers.remember(callback.sessionKey, callback.turnId, callback.metadata.approval_fingerprint);
         }
         respond(true, result);

@@ -66,6 +66,50 @@ test("progress is context only; question asks for a response", async () => {
   assert.match(out.result.chat_send.message, /clawconnect_terminal_status/);
 });
 
+test("a cancelled callback wakes the session and suggests only what a cancelled Turn accepts", async () => {
+  const r = recorder();
+  const p = good();
+  p.message.type = "cancelled";
+  p.message.body = "The Turn was cancelled through ClawConnect; the agent was sent its interrupt key.";
+  p.message.metadata.kind = "cancellation";
+  p.message.metadata.cancelled_by = "caller";
+  p.message.metadata.next_steps = ["send", "status"];
+  const { result } = await handle(p, r.enqueue);
+  assert.equal(result.message_type, "cancelled");
+  assert.equal(result.delivery_required, true);
+  const text = result.chat_send.message;
+  assert.match(text, /Message type: cancelled/);
+  assert.match(text, /\[ClawConnect next steps\]\nSend a follow-up in the same context with clawconnect_terminal_send \{"session_id":"session-20261201-ab12","request":"…"\}; details with clawconnect_terminal_status/);
+  assert.doesNotMatch(text, /clawconnect_terminal_(respond|approve|cancel|close|renew)\b/);
+});
+
+test("next steps come from the callback's next_steps: a stall never says respond, a blocked prompt never says approve", async () => {
+  const r = recorder();
+  const stall = good();
+  stall.message.type = "blocked";
+  stall.message.requires_response = true;
+  stall.message.body = "The Turn stalled: no activity for 60 minutes";
+  stall.message.metadata.kind = "stall";
+  stall.message.metadata.next_steps = ["renew", "cancel", "close", "status", "a-step-from-a-newer-clawconnect"];
+  let text = (await handle(stall, r.enqueue)).result.chat_send.message;
+  assert.match(text, /\[ClawConnect next steps\]\nResume following it with clawconnect_terminal_renew \{"turn_id":"turn-20261201T120000-ab12cd34"\}; cancel the Turn with clawconnect_terminal_cancel .*; close the Turn with clawconnect_terminal_close .*; details with clawconnect_terminal_status/);
+  assert.doesNotMatch(text, /clawconnect_terminal_respond|a-step-from/);
+
+  const approvalCallback = (type, approvable, steps) => {
+    const p = good();
+    p.message.type = type;
+    p.message.requires_response = true;
+    p.message.metadata = { ...p.message.metadata, kind: "approval", reason: "approval_required", approval_fingerprint: "fp-1", approvable, next_steps: steps };
+    return p;
+  };
+  text = (await handle(approvalCallback("blocked", false, ["answer_in_terminal", "cancel", "close", "status"]), r.enqueue)).result.chat_send.message;
+  assert.match(text, /\[ClawConnect approval\]\nThe prompt can only be answered by a human in the terminal/);
+  assert.doesNotMatch(text, /clawconnect_terminal_(approve|respond)\b/);
+
+  text = (await handle(approvalCallback("question", true, ["approve", "cancel", "close", "status"]), r.enqueue)).result.chat_send.message;
+  assert.match(text, /\[ClawConnect approval\]\nLook at the prompt with clawconnect_terminal_status \{"turn_id":"turn-20261201T120000-ab12cd34"\}, then approve it with clawconnect_terminal_approve \{"turn_id":"turn-20261201T120000-ab12cd34"\}/);
+});
+
 const bad = [
   ["not an object", () => "x"],
   ["missing sessionKey", (p) => { delete p.sessionKey; }],
@@ -219,4 +263,12 @@ test("an approval offer the callback method remembers reaches the approve tool o
   const again = await approve.execute("call-2", { turn_id: p.turn_id });
   assert.equal(again.isError, true, "an offer is single-use");
   assert.match(again.content[0].text, /status first/);
+  // A prompt ClawConnect cannot answer safely is no offer.
+  p.message.type = "blocked";
+  p.message.id = "msg-terminal-ffff456789abcdef0123456789abcdef";
+  p.message.metadata.approvable = false;
+  await ma.methods.get("clawconnect.callback")({ params: p, respond: (...x) => answers.push(x) });
+  assert.equal(answers[1][0], true);
+  const blocked = await approve.execute("call-3", { turn_id: p.turn_id });
+  assert.equal(blocked.isError, true, "a blocked prompt is not offered for approval");
 });

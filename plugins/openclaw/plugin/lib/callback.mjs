@@ -4,8 +4,8 @@
 
 export const ERROR_CODE = "CLAWCONNECT_CALLBACK_FAILED";
 export const INJECTION_TTL_MS = 24 * 60 * 60 * 1000;
-const WAKE_TYPES = new Set(["question", "blocked", "done", "error"]);
-const MESSAGE_TYPES = new Set(["done", "error", "question", "blocked", "progress"]);
+const WAKE_TYPES = new Set(["question", "blocked", "done", "error", "cancelled"]);
+const MESSAGE_TYPES = new Set(["done", "error", "question", "blocked", "progress", "cancelled"]);
 const ID_PATTERNS = {
   session_id: /^session-[A-Za-z0-9-]{1,120}$/,
   turn_id: /^(turn|watch)-[A-Za-z0-9-]{1,120}$/,
@@ -110,6 +110,31 @@ export const injectionKey = (cb) => `clawconnect:${cb.sessionId}:${cb.turnId}:${
 /** wakeKey is the idempotency key of the chat.send that starts the run. */
 export const wakeKey = (cb) => `clawconnect-callback:${cb.sessionId}:${cb.turnId}:${cb.messageId}`;
 
+// STEPS is the text of each operation a callback's metadata.next_steps may
+// name. ClawConnect lists only the operations the Turn's state accepts;
+// names this plugin does not know are left out.
+const STEPS = {
+  approve: (cb) => `look at the prompt with clawconnect_terminal_status {"turn_id":"${cb.turnId}"}, then approve it with clawconnect_terminal_approve {"turn_id":"${cb.turnId}"}`,
+  respond: (cb) => `answer with clawconnect_terminal_respond {"turn_id":"${cb.turnId}","request":"…"}`,
+  answer_in_terminal: () => "the prompt can only be answered by a human in the terminal; no tool answers it",
+  send: (cb) => `send a follow-up in the same context with clawconnect_terminal_send {"session_id":"${cb.sessionId}","request":"…"}`,
+  renew: (cb) => `resume following it with clawconnect_terminal_renew {"turn_id":"${cb.turnId}"}`,
+  cancel: (cb) => `cancel the Turn with clawconnect_terminal_cancel {"turn_id":"${cb.turnId}"}`,
+  close: (cb) => `close the Turn with clawconnect_terminal_close {"turn_id":"${cb.turnId}"}`,
+  status: (cb) => `details with clawconnect_terminal_status {"turn_id":"${cb.turnId}"}`,
+};
+
+// nextSteps is the next-steps line of a Turn callback that lists them, or
+// undefined for one from a ClawConnect that does not.
+function nextSteps(cb) {
+  const steps = cb.metadata.next_steps;
+  if (!Array.isArray(steps)) return undefined;
+  const parts = steps.filter((s) => typeof s === "string" && Object.hasOwn(STEPS, s)).map((s) => STEPS[s](cb));
+  if (parts.length === 0) return undefined;
+  const line = parts.join("; ") + ".";
+  return line[0].toUpperCase() + line.slice(1);
+}
+
 /** format is the callback text the session sees. */
 export function format(cb) {
   const lines = [
@@ -130,6 +155,8 @@ export function format(cb) {
     lines.push("[ClawConnect watch]", cb.metadata.reason === "approval_required"
       ? "A task a human started in the terminal waits for approval; it is answered in the terminal, not by a tool."
       : `The watch ended. Watch the pane again with clawconnect_terminal_watch ${JSON.stringify({ terminal_id: terminal })}.`);
+  } else if (nextSteps(cb) !== undefined) {
+    lines.push(cb.metadata.reason === "approval_required" ? "[ClawConnect approval]" : "[ClawConnect next steps]", nextSteps(cb));
   } else if (cb.metadata.reason === "approval_required") {
     lines.push("[ClawConnect approval]",
       `The agent waits for approval. Look at it first with clawconnect_terminal_status {"turn_id":"${cb.turnId}"}, ` +
