@@ -148,8 +148,21 @@ type Outbox struct {
 	kick     chan struct{}
 	ownOwner bool // Owner was given in the options
 
+	// mu guards only the map of per-URL dial states; a dial never runs
+	// under it, so a gateway that does not answer delays only callbacks
+	// to its own URL.
 	mu      sync.Mutex
-	callers map[string]Caller
+	callers map[string]*dialState
+}
+
+// dialState is one gateway URL's client, or the dial in progress for it.
+// ready is closed when the dial ends; c and err are set before that and
+// never change after. A failed state is removed, so the next attempt
+// dials again.
+type dialState struct {
+	ready chan struct{}
+	c     Caller
+	err   error
 }
 
 // NewOutbox returns an Outbox; call Run to deliver.
@@ -181,7 +194,7 @@ func NewOutbox(o OutboxOptions) *Outbox {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Outbox{o: o, log: log, kick: make(chan struct{}, 1), ownOwner: ownOwner, callers: map[string]Caller{}}
+	return &Outbox{o: o, log: log, kick: make(chan struct{}, 1), ownOwner: ownOwner, callers: map[string]*dialState{}}
 }
 
 // Owner is the name the Outbox holds attempt leases under.
@@ -256,27 +269,58 @@ func (x *Outbox) DeliverDue(ctx context.Context) (int, error) {
 	}
 }
 
+// caller returns the cached client of url, dialling it when there is
+// none. Callers of one URL share one dial; callers of another URL never
+// wait on it.
 func (x *Outbox) caller(ctx context.Context, url string) (Caller, error) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
-	if c, ok := x.callers[url]; ok {
-		return c, nil
+	d, ok := x.callers[url]
+	if !ok {
+		d = &dialState{ready: make(chan struct{})}
+		x.callers[url] = d
+	}
+	x.mu.Unlock()
+	if ok {
+		select {
+		case <-d.ready:
+			return d.c, d.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	c, err := x.o.Dial(ctx, url)
-	if err != nil {
-		return nil, err
+	x.mu.Lock()
+	current := x.callers[url] == d
+	switch {
+	case err != nil && current:
+		delete(x.callers, url)
+	case err == nil && !current:
+		// Close ran while this dial was under way: the client it would
+		// have closed must not outlive it.
+		err = errors.New("the outbox was closed while connecting")
+		if cl, ok := c.(io.Closer); ok {
+			_ = cl.Close()
+		}
+		c = nil
 	}
-	x.callers[url] = c
-	return c, nil
+	d.c, d.err = c, err
+	close(d.ready)
+	x.mu.Unlock()
+	return c, err
 }
 
-// Close closes the cached gateway clients that are io.Closers.
+// Close closes the cached gateway clients that are io.Closers; a dial
+// under way closes its client when it ends.
 func (x *Outbox) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for url, c := range x.callers {
-		if cl, ok := c.(io.Closer); ok {
-			_ = cl.Close()
+	for url, d := range x.callers {
+		select {
+		case <-d.ready:
+			if cl, ok := d.c.(io.Closer); ok {
+				_ = cl.Close()
+			}
+		default:
 		}
 		delete(x.callers, url)
 	}

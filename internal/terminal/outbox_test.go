@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
@@ -642,4 +644,86 @@ func TestOutboxWarmConnectsBeforeTheFirstCallback(t *testing.T) {
 		t.Fatalf("dialed %q again instead of reusing the warm client", got)
 	default:
 	}
+}
+
+// blackHole is a gateway address that accepts TCP connections and never
+// answers the WebSocket handshake, as a frozen gateway does.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return "ws://" + ln.Addr().String()
+}
+
+// TestDeadGatewayDoesNotDelayAnotherGatewaysCallback: while the dial of a
+// black-holed gateway URL hangs (the warm-up connect, as serve starts),
+// a callback to another gateway is delivered.
+func TestDeadGatewayDoesNotDelayAnotherGatewaysCallback(t *testing.T) {
+	t.Parallel()
+	dead := blackHole(t)
+	const live = "ws://127.0.0.1:1"
+	id := callbackID("turn-y", "msg-y", "fp", "completed")
+	cs := &memCallbacks{cbs: map[string]store.Callback{id: {MessageID: id, TurnID: "turn-20260101T000000-00000001",
+		SessionID: "session-y", SessionKey: "agent:main:s2", GatewayURL: live, Status: store.CallbackPending, NextAttemptAt: time.Now().UnixMilli(),
+		Message: json.RawMessage(`{"id":"` + id + `","type":"done","body":"y","session_id":"session-y","turn_id":"turn-20260101T000000-00000001"}`)}}}
+	gw := newFakeOpenClaw()
+	dialing := make(chan struct{})
+	x := NewOutbox(OutboxOptions{Store: cs, Owner: "o-iso", Poll: time.Hour,
+		Dial: func(ctx context.Context, url string) (Caller, error) {
+			if url == dead {
+				close(dialing)
+				return gateway.Dial(ctx, gateway.Options{URL: url, HandshakeTimeout: time.Hour})
+			}
+			return gw, nil
+		}})
+	ctx, cancel := context.WithCancel(t.Context())
+	deadDone := make(chan error, 1)
+	go func() { _, err := x.caller(ctx, dead); deadDone <- err }()
+	<-dialing
+
+	delivered := make(chan int, 1)
+	go func() { n, _ := x.DeliverDue(ctx); delivered <- n }()
+	select {
+	case n := <-delivered:
+		if n != 1 {
+			t.Fatalf("attempted %d callbacks, want 1", n)
+		}
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("the callback to a live gateway waited on the dial of a dead one")
+	}
+	if got, _ := cs.GetCallback(ctx, id); got.Status != store.CallbackDelivered {
+		t.Fatalf("callback = %+v", got)
+	}
+	cancel()
+	if err := <-deadDone; err == nil {
+		t.Fatal("the dead gateway's dial succeeded")
+	}
+	_ = x.Close()
 }
