@@ -114,3 +114,11 @@ func TestOutboxOnPostgresTwoHosts(t *testing.T) {
 		t.Fatalf("attempts %d, callback %s, calls %v", total, got.Status, gw.calls)
 	}
 }
+
+// TestRecoveryLeavesAnotherHostsTransitionOnPostgres: the shared store
+// where hosts meet.
+func TestRecoveryLeavesAnotherHostsTransitionOnPostgres(t *testing.T) {
+	st := pgStores(t, 1)[0]
+	svc := NewService(Options{Store: st, Terminals: &fakeTerminals{}, DraftTimeout: time.Second})
+	testRecoveryLeavesAnotherHostsTransition(t, svc, st.(store.TransitionStore))
+}

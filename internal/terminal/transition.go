@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 
 	"github.com/clawconnect/clawconnect/termapi"
@@ -87,27 +87,42 @@ const transitionVerifyTimeout = 15 * time.Second
 
 var threadIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// selfOwner is this process's incarnation, the owner of the transitions it
-// runs.
-var selfOwner = sync.OnceValue(func() string {
-	p, err := proc.Read(os.Getpid())
-	if err != nil {
-		return fmt.Sprintf("pid:%d", os.Getpid())
-	}
-	return p.Incarnation()
-})
+// selfIdentity is this process as the owner of the transitions it runs:
+// the identity task and terminal leases use (host and pid namespace, pid,
+// boot id and start time), so any process sharing the store can tell
+// whether it can prove the owner dead.
+var selfIdentity = sync.OnceValue(owner.Self)
 
-// ownerGone reports whether the process that owns a transition has exited.
-func ownerGone(owner string) bool {
-	if owner == selfOwner() {
+// selfOwner is selfIdentity as a transition records it.
+var selfOwner = sync.OnceValue(func() string { return selfIdentity().Encode() })
+
+// ownerGone reports whether the process that owns a transition has
+// provably exited. An owner on another host, boot or pid namespace is
+// never proven gone from here: its transition is left as it is (there is
+// no lease to run out) until a process that can see it settles it.
+func ownerGone(o string) bool {
+	if o == selfOwner() {
 		return false
 	}
-	pid, ticks, err := proc.ParseIncarnation(owner)
+	if id, err := owner.Decode(o); err == nil {
+		return selfIdentity().Dead(id.Process("", 0))
+	}
+	// Owners written before transitions recorded the whole identity,
+	// "pid:<pid>:start:<ticks>", are processes of this host.
+	pid, ticks, err := proc.ParseIncarnation(o)
 	if err != nil {
 		return true
 	}
 	alive, err := proc.Alive(pid, ticks)
 	return err == nil && !alive
+}
+
+// ownerName names a transition's owner for a reader.
+func ownerName(o string) string {
+	if id, err := owner.Decode(o); err == nil {
+		return id.String()
+	}
+	return o
 }
 
 func (s *Service) transitions() (store.TransitionStore, error) {
@@ -522,7 +537,8 @@ func (s *Service) ResolveTransition(ctx context.Context, id string, adopt bool) 
 		return failWith(tr, fmt.Errorf("%w: transition %s is already %s", ErrRefused, id, tr.Status))
 	}
 	if tr.Status != store.TransitionUncertain && !ownerGone(tr.Owner) {
-		return failWith(tr, fmt.Errorf("%w: transition %s is %s and its process (%s) still runs it", ErrRefused, id, tr.Status, tr.Owner))
+		return failWith(tr, fmt.Errorf("%w: transition %s is %s and its process (%s) still runs it, or runs where this process cannot prove it ended (another host, boot or pid namespace): resolve it there",
+			ErrRefused, id, tr.Status, ownerName(tr.Owner)))
 	}
 	if !adopt {
 		if tr.Status == store.TransitionSubmitted || tr.Status == store.TransitionDispatching {
@@ -579,7 +595,8 @@ func (s *Service) reverify(ctx context.Context, ts store.TransitionStore, tr *st
 }
 
 // RecoverTransitions settles the open transitions whose owner process is
-// gone (a crash mid-transition): one that typed nothing is aborted; one the
+// provably gone (a crash mid-transition; an owner on another host is left
+// alone): one that typed nothing is aborted; one the
 // agent's files prove is committed; any other becomes uncertain, which
 // keeps its terminal blocked until resolve-transition. It returns how many
 // it changed. The monitor host calls it at every scan.

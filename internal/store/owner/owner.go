@@ -8,6 +8,7 @@ package owner
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,13 +23,46 @@ import (
 // without role and times).
 type Identity struct {
 	// ID is the lease owner id: host name, pid and a random suffix.
-	ID string
+	ID string `json:"id"`
 	// Host is the host name and pid namespace; "" where it cannot be read.
-	Host string
-	PID  int64
+	Host string `json:"host"`
+	PID  int64  `json:"pid"`
 	// Start is the boot id and the process's start time in clock ticks;
 	// "" where it cannot be read (then nothing can be proven about it).
-	Start string
+	Start string `json:"start"`
+}
+
+// Encode returns the identity as one string, for a record that names its
+// owner without a process registry row (a thread transition): Decode of
+// it gives back what Dead needs.
+func (id Identity) Encode() string {
+	b, _ := json.Marshal(id)
+	return string(b)
+}
+
+// Decode parses what Encode returns. Anything else, such as an owner
+// written before records carried the whole identity, is an error.
+func Decode(s string) (Identity, error) {
+	var id Identity
+	if !strings.HasPrefix(s, "{") {
+		return id, fmt.Errorf("decode owner %.40q: not an encoded identity", s)
+	}
+	if err := json.Unmarshal([]byte(s), &id); err != nil {
+		return id, fmt.Errorf("decode owner: %w", err)
+	}
+	if id.ID == "" || id.PID <= 0 {
+		return Identity{}, fmt.Errorf("decode owner %.40q: want an id and a positive pid", s)
+	}
+	return id, nil
+}
+
+// String names the process for a reader: "pid N on HOST".
+func (id Identity) String() string {
+	host, _, _ := strings.Cut(id.Host, "/")
+	if host == "" {
+		host, _, _ = strings.Cut(id.ID, "/")
+	}
+	return fmt.Sprintf("pid %d on %s", id.PID, host)
 }
 
 // Self returns this process's identity, with a fresh random ID suffix

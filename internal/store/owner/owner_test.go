@@ -51,3 +51,35 @@ func TestDead(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodeDecode(t *testing.T) {
+	t.Parallel()
+	self := Self()
+	got, err := Decode(self.Encode())
+	if err != nil || got != self {
+		t.Fatalf("Decode(Encode(%+v)) = %+v, %v", self, got, err)
+	}
+	for _, bad := range []string{"", "pid:12:start:34", "{", `{"id":"x"}`, `{"pid":3}`, `{"id":"x","pid":-1}`} {
+		if _, err := Decode(bad); err == nil {
+			t.Errorf("Decode(%q) accepted", bad)
+		}
+	}
+}
+
+// FuzzDecode: an owner read from a shared store decodes to an identity
+// that encodes back to the same identity, or is an error; never a panic.
+func FuzzDecode(f *testing.F) {
+	f.Add(Self().Encode())
+	f.Add("pid:12:start:34")
+	f.Add(`{"id":"h/1/ab","host":"h/pid:[1]","pid":1,"start":"b:2"}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := Decode(s)
+		if err != nil {
+			return
+		}
+		again, err := Decode(id.Encode())
+		if err != nil || again != id {
+			t.Fatalf("round trip of %q: %+v, %v", s, again, err)
+		}
+	})
+}
