@@ -308,30 +308,9 @@ func (m *Manager) dropLost(ids []string) {
 // tasks are claimed at once instead of after their leases expire, and
 // removes them (and long-silent rows of other hosts) from the registry.
 func (m *Manager) reapDead(ctx context.Context) {
-	ps, err := m.st.Processes(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			m.o.Logger.Warn("read the process registry failed", "err", err)
-		}
-		return
-	}
 	// A row that has not beaten for ten leases (a process on another host
 	// that died) holds no live lease any more: its row goes too.
-	stale := m.now().Add(-10 * m.o.Lease).UnixMilli()
-	for _, p := range ps {
-		if p.ID == m.o.Owner || (!m.self.Dead(p) && p.HeartbeatAt >= stale) {
-			continue
-		}
-		n, err := m.st.ReleaseLeases(ctx, p.ID, nil)
-		if err != nil {
-			m.o.Logger.Warn("release a dead process's leases failed", "owner", p.ID, "err", err)
-			continue
-		}
-		if err := m.st.RemoveProcess(ctx, p.ID); err != nil {
-			m.o.Logger.Warn("remove a dead process failed", "owner", p.ID, "err", err)
-		}
-		m.o.Logger.Info("released the leases of a dead process", "owner", p.ID, "pid", p.PID, "tasks", n)
-	}
+	m.self.ReapDead(ctx, m.st, m.now().Add(-10*m.o.Lease).UnixMilli(), m.o.Logger)
 }
 
 func (m *Manager) sweep() {

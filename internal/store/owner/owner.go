@@ -11,12 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 )
 
 // Identity is what the store records about a process (store.Process
@@ -94,36 +94,25 @@ func (id Identity) Dead(p store.Process) bool {
 		return false
 	}
 	start, err := startOf(p.PID)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, proc.ErrNoProcess) {
 		return true
 	}
 	return err == nil && start != p.Start
 }
 
-// startOf returns "<boot id>:<start ticks>" of pid from /proc.
+// startOf returns "<boot id>:<start ticks>" of pid; a pid that is gone,
+// or a zombie (which holds no leases), is proc.ErrNoProcess.
 func startOf(pid int64) (string, error) {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "", err
 	}
-	stat, err := os.ReadFile("/proc/" + strconv.FormatInt(pid, 10) + "/stat")
+	p, err := proc.FS{}.ReadStat(int(pid))
 	if err != nil {
 		return "", err
 	}
-	// The command name (field 2) is parenthesized and may hold spaces;
-	// the fields after its closing parenthesis start at field 3.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return "", fmt.Errorf("unreadable /proc/%d/stat", pid)
+	if p.State == 'Z' || p.State == 'X' {
+		return "", proc.ErrNoProcess
 	}
-	f := strings.Fields(s[i+1:])
-	const startField = 22 - 3
-	if len(f) <= startField {
-		return "", fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	if f[0] == "Z" || f[0] == "X" {
-		return "", fs.ErrNotExist // a zombie holds no leases
-	}
-	return strings.TrimSpace(string(boot)) + ":" + f[startField], nil
+	return strings.TrimSpace(string(boot)) + ":" + strconv.FormatUint(p.StartTicks, 10), nil
 }

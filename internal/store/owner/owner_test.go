@@ -24,26 +24,34 @@ func TestSelf(t *testing.T) {
 	}
 }
 
-func TestDead(t *testing.T) {
-	t.Parallel()
+// exitedPID returns the pid of a process that has exited, or skips where
+// nothing can be proven about one.
+func exitedPID(t *testing.T) int64 {
+	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("proving a process dead needs /proc")
 	}
-	self := Self()
 	exited := exec.Command(os.Args[0], "-test.run=^$")
 	if err := exited.Run(); err != nil {
 		t.Fatal(err)
 	}
+	return int64(exited.Process.Pid)
+}
+
+func TestDead(t *testing.T) {
+	t.Parallel()
+	pid := exitedPID(t)
+	self := Self()
 	tests := []struct {
 		name string
 		p    store.Process
 		dead bool
 	}{
 		{"this process", self.Process("serve", 1), false},
-		{"pid gone", store.Process{ID: "x", Host: self.Host, PID: int64(exited.Process.Pid), Start: self.Start}, true},
+		{"pid gone", store.Process{ID: "x", Host: self.Host, PID: pid, Start: self.Start}, true},
 		{"pid reused by a later process", store.Process{ID: "x", Host: self.Host, PID: self.PID, Start: "another-boot:1"}, true},
-		{"another host", store.Process{ID: "x", Host: "elsewhere/pid:[1]", PID: int64(exited.Process.Pid), Start: "b:1"}, false},
-		{"no start identity", store.Process{ID: "x", Host: self.Host, PID: int64(exited.Process.Pid)}, false},
+		{"another host", store.Process{ID: "x", Host: "elsewhere/pid:[1]", PID: pid, Start: "b:1"}, false},
+		{"no start identity", store.Process{ID: "x", Host: self.Host, PID: pid}, false},
 	}
 	for _, tc := range tests {
 		if got := self.Dead(tc.p); got != tc.dead {
