@@ -217,22 +217,60 @@ func (x *Outbox) Run(ctx context.Context) error {
 			if _, err := x.caller(ctx, x.o.WarmURL); err != nil && ctx.Err() == nil {
 				x.log.Info("connect to the callback gateway ahead of the first callback failed; the first delivery dials again", "err", err)
 			}
+			x.Kick() // the callbacks that waited for this dial
 		}()
 		defer func() { <-warmed }()
 	}
 	t := time.NewTicker(x.o.Poll)
 	defer t.Stop()
-	for {
-		if _, err := x.DeliverDue(ctx); err != nil && ctx.Err() == nil {
+	workers := make(chan struct{}, x.o.Workers)
+	inflight := map[string]bool{} // message ids with an attempt under way
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		// Attempts run on their own: a slow one (a gateway that does not
+		// answer its dial) never holds back the next look for due
+		// callbacks, and a callback whose gateway is being dialled waits
+		// for that dial without taking a worker of its own.
+		due, err := x.o.Store.DueCallbacks(ctx, x.o.Now().UnixMilli(), store.MaxPage)
+		if err != nil && ctx.Err() == nil {
 			x.log.Warn("deliver callbacks", "err", err)
+		}
+	start:
+		for _, cb := range due {
+			mu.Lock()
+			busy := inflight[cb.MessageID]
+			mu.Unlock()
+			if busy || x.dialing(cb.GatewayURL) {
+				continue
+			}
+			select {
+			case workers <- struct{}{}:
+			default:
+				break start // all busy; a worker that ends looks again
+			}
+			mu.Lock()
+			inflight[cb.MessageID] = true
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				x.attempt(ctx, cb.MessageID)
+				mu.Lock()
+				delete(inflight, cb.MessageID)
+				mu.Unlock()
+				<-workers
+				x.Kick()
+			}()
 		}
 		select {
 		case <-ctx.Done():
-			return nil
 		case <-t.C:
 		case <-x.kick:
 		}
 	}
+	return nil
 }
 
 // DeliverDue makes one attempt for every callback due now (Workers at a
@@ -307,6 +345,22 @@ func (x *Outbox) caller(ctx context.Context, url string) (Caller, error) {
 	close(d.ready)
 	x.mu.Unlock()
 	return c, err
+}
+
+// dialing reports whether a dial of url is under way.
+func (x *Outbox) dialing(url string) bool {
+	x.mu.Lock()
+	d, ok := x.callers[url]
+	x.mu.Unlock()
+	if !ok {
+		return false
+	}
+	select {
+	case <-d.ready:
+		return false
+	default:
+		return true
+	}
 }
 
 // Close closes the cached gateway clients that are io.Closers; a dial

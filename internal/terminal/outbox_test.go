@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -726,4 +727,61 @@ func TestDeadGatewayDoesNotDelayAnotherGatewaysCallback(t *testing.T) {
 		t.Fatal("the dead gateway's dial succeeded")
 	}
 	_ = x.Close()
+}
+
+// TestRunDeliversPastACallbackStuckOnADeadGateway: Run keeps looking for
+// due callbacks while an attempt hangs on the dial of a black-holed
+// gateway, so a callback to another gateway that falls due meanwhile is
+// delivered; more callbacks of the dead gateway wait for its one dial.
+func TestRunDeliversPastACallbackStuckOnADeadGateway(t *testing.T) {
+	t.Parallel()
+	dead := blackHole(t)
+	const live = "ws://127.0.0.1:1"
+	cb := func(n, url string) store.Callback {
+		id := callbackID("turn-z", n)
+		return store.Callback{MessageID: id, TurnID: "turn-20260101T000000-00000002", SessionID: "session-z", SessionKey: "agent:main:s3",
+			GatewayURL: url, Status: store.CallbackPending, NextAttemptAt: time.Now().UnixMilli(),
+			Message: json.RawMessage(`{"id":"` + id + `","type":"done","body":"z","session_id":"session-z","turn_id":"turn-20260101T000000-00000002"}`)}
+	}
+	stuck, stuck2, later := cb("1", dead), cb("2", dead), cb("3", live)
+	cs := &memCallbacks{cbs: map[string]store.Callback{stuck.MessageID: stuck}}
+	gw := newFakeOpenClaw()
+	gw.ran = make(chan string, 1)
+	dialing := make(chan struct{})
+	var dials atomic.Int32
+	x := NewOutbox(OutboxOptions{Store: cs, Owner: "o-run", Poll: time.Hour,
+		Dial: func(ctx context.Context, url string) (Caller, error) {
+			if url == dead {
+				if dials.Add(1) == 1 {
+					close(dialing)
+				}
+				return gateway.Dial(ctx, gateway.Options{URL: url, HandshakeTimeout: time.Hour})
+			}
+			return gw, nil
+		}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- x.Run(ctx) }()
+	<-dialing
+	cs.mu.Lock()
+	cs.cbs[stuck2.MessageID], cs.cbs[later.MessageID] = stuck2, later
+	cs.mu.Unlock()
+	x.Kick()
+	select {
+	case <-gw.ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a callback to a live gateway waited for an attempt stuck on a dead one")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []store.Callback{stuck, stuck2} {
+		if got, _ := cs.GetCallback(t.Context(), c.MessageID); got.Status == store.CallbackDelivered {
+			t.Fatalf("a callback of the dead gateway was delivered: %+v", got)
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("the dead gateway was dialled %d times while Run ran, want 1 (its callbacks wait for one dial)", n)
+	}
 }
