@@ -122,3 +122,13 @@ func TestRecoveryLeavesAnotherHostsTransitionOnPostgres(t *testing.T) {
 	svc := NewService(Options{Store: st, Terminals: &fakeTerminals{}, DraftTimeout: time.Second})
 	testRecoveryLeavesAnotherHostsTransition(t, svc, st.(store.TransitionStore))
 }
+
+// TestATurnWriteIsAnnouncedOnPostgres: as on SQLite, through NOTIFY.
+func TestATurnWriteIsAnnouncedOnPostgres(t *testing.T) {
+	stores := pgStores(t, 2)
+	a := newFakeAgent(AgentCodex, 362)
+	r := newRig(t, a)
+	r.st = stores[0]
+	r.svc = r.service()
+	testTurnWriteAnnounced(t, r, a, stores[1])
+}

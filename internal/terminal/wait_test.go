@@ -244,7 +244,10 @@ func BenchmarkWaitWake(b *testing.B) {
 func TestATurnWriteIsAnnouncedToAnotherStoreHandle(t *testing.T) {
 	a := newFakeAgent(AgentCodex, 361)
 	r := newRig(t, a)
-	other := secondHandle(t, r)
+	testTurnWriteAnnounced(t, r, a, secondHandle(t, r))
+}
+
+func testTurnWriteAnnounced(t *testing.T, r *rig, a *fakeAgent, other store.TerminalStore) {
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
