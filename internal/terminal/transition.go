@@ -72,6 +72,9 @@ func transitionView(t *store.Transition) TransitionView {
 	}
 	if !store.TransitionFinal(t.Status) {
 		v.RecoveryActions = recoveryActions(t.TransitionID)
+		if id, ok := foreignOwner(t.Owner); ok && v.Reason == "" {
+			v.Reason = "run by " + id.String() + ", which this process cannot prove ended (another host or pid namespace); recovery here leaves it to a process there"
+		}
 	}
 	return v
 }
@@ -115,6 +118,17 @@ func ownerGone(o string) bool {
 	}
 	alive, err := proc.Alive(pid, ticks)
 	return err == nil && !alive
+}
+
+// foreignOwner returns a transition owner that runs where this process
+// cannot see it (another host or pid namespace, or either unknown).
+func foreignOwner(o string) (owner.Identity, bool) {
+	id, err := owner.Decode(o)
+	if err != nil {
+		return id, false
+	}
+	self := selfIdentity()
+	return id, id.Host == "" || self.Host == "" || id.Host != self.Host
 }
 
 // ownerName names a transition's owner for a reader.
@@ -537,8 +551,11 @@ func (s *Service) ResolveTransition(ctx context.Context, id string, adopt bool) 
 		return failWith(tr, fmt.Errorf("%w: transition %s is already %s", ErrRefused, id, tr.Status))
 	}
 	if tr.Status != store.TransitionUncertain && !ownerGone(tr.Owner) {
-		return failWith(tr, fmt.Errorf("%w: transition %s is %s and its process (%s) still runs it, or runs where this process cannot prove it ended (another host, boot or pid namespace): resolve it there",
-			ErrRefused, id, tr.Status, ownerName(tr.Owner)))
+		if o, ok := foreignOwner(tr.Owner); ok {
+			return failWith(tr, fmt.Errorf("%w: transition %s is %s and runs in %s, which this process cannot prove ended (another host or pid namespace): resolve it there",
+				ErrRefused, id, tr.Status, o))
+		}
+		return failWith(tr, fmt.Errorf("%w: transition %s is %s and its process (%s) still runs it", ErrRefused, id, tr.Status, ownerName(tr.Owner)))
 	}
 	if !adopt {
 		if tr.Status == store.TransitionSubmitted || tr.Status == store.TransitionDispatching {

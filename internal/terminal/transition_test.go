@@ -513,9 +513,13 @@ func testRecoveryLeavesAnotherHostsTransition(t *testing.T, svc *Service, ts sto
 	if got, _ := ts.GetTransition(ctx, "transition-dead-owner"); got.Status != store.TransitionAborted {
 		t.Fatalf("the dead owner's transition = %s, want aborted", got.Status)
 	}
-	_, err := svc.ResolveTransition(ctx, "transition-remote-owner", false)
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "pid "+strconv.FormatInt(dead.PID, 10)+" on elsewhere") {
+	v, err := svc.ResolveTransition(ctx, "transition-remote-owner", false)
+	name := "pid " + strconv.FormatInt(dead.PID, 10) + " on elsewhere"
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), name) {
 		t.Fatalf("resolve another host's transition: %v", err)
+	}
+	if !strings.Contains(v.Reason, name) || !strings.Contains(v.Reason, "cannot prove") {
+		t.Fatalf("the transition's view does not say why it is left alone: %q", v.Reason)
 	}
 }
 
