@@ -437,6 +437,10 @@ func (b *Bridge) CountByStatus(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
+// StateNotConnectedYet is the gateway state (GatewayStates) of a gateway
+// no task has needed yet: it is dialled on first use.
+const StateNotConnectedYet = "not_connected_yet"
+
 // GatewayStates implements GatewayStater.
 func (b *Bridge) GatewayStates() map[string]string {
 	out := make(map[string]string, len(b.gateways))
@@ -456,6 +460,7 @@ type lazyGateway struct {
 	mu     sync.Mutex
 	c      *gateway.Client
 	closed bool
+	tried  bool // a dial has ended without a client
 }
 
 func (g *lazyGateway) client(ctx context.Context) (*gateway.Client, error) {
@@ -471,6 +476,7 @@ func (g *lazyGateway) client(ctx context.Context) (*gateway.Client, error) {
 	defer cancel()
 	c, err := gateway.Dial(dctx, g.opts)
 	if err != nil {
+		g.tried = true
 		return nil, err
 	}
 	g.c = c
@@ -483,6 +489,10 @@ func (g *lazyGateway) state() string {
 	}
 	defer g.mu.Unlock()
 	switch {
+	case g.c == nil && !g.tried:
+		// Nothing has needed this gateway yet (dials are lazy): nothing
+		// is known to be wrong with it.
+		return StateNotConnectedYet
 	case g.c == nil:
 		return "unavailable"
 	case g.c.Connected():

@@ -79,7 +79,7 @@ func (d *Dashboard) healthData(ctx context.Context, q request) (healthBody, erro
 	b := healthBody{Runtimes: d.o.Runtimes, Store: d.o.StoreInfo, Counts: map[string]int{}}
 	for _, a := range d.srv.Registry().Agents {
 		st := states[a.ID]
-		if st == "" {
+		if st == "" || st == "not_connected_yet" { // dialled on first use: nothing is wrong yet
 			st = "not connected yet"
 		}
 		b.Gateways = append(b.Gateways, gateway{Agent: a.ID, URL: redactURL(a.URL), State: st})

@@ -39,7 +39,7 @@ var allowedImports = map[string][]string{
 	"internal/repocheck":       nil,
 	"internal/settings":        nil,
 	"internal/store":           {"taskapi", "termapi"},
-	"internal/store/owner":     {"internal/store"},
+	"internal/store/owner":     {"internal/store", "internal/terminal/proc"},
 	"internal/store/postgres":  {"internal/store/sqlstore"},
 	"internal/store/sqlite":    {"internal/store", "internal/store/sqlstore"},
 	"internal/store/sqlstore":  {"internal/store"},

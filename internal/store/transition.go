@@ -80,8 +80,10 @@ type Transition struct {
 	ToGeneration int64 `json:"to_generation"`
 	// Plan is the native input the transition sends, in order.
 	Plan []string `json:"plan,omitempty"`
-	// Owner is the process running the transition ("pid:<n>:birth:<b>");
-	// a transition whose owner is gone is settled by recovery.
+	// Owner is the process running the transition, an owner.Identity as
+	// Encode writes it (earlier versions wrote "pid:<n>:start:<ticks>", a
+	// process of the reading host); a transition whose owner is provably
+	// gone is settled by recovery.
 	Owner      string `json:"owner"`
 	PreparedAt int64  `json:"prepared_at"`
 

@@ -310,16 +310,10 @@ func (m *Manager) dropLost(ids []string) {
 // It returns who held each running task in the registry it read, so a
 // takeover can say why the previous follower stopped.
 func (m *Manager) reapDead(ctx context.Context) map[string]predecessor {
-	ps, err := m.st.Processes(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			m.o.Logger.Warn("read the process registry failed", "err", err)
-		}
-		return nil
-	}
 	// A row that has not beaten for ten leases (a process on another host
 	// that died) holds no live lease any more: its row goes too.
 	stale := m.now().Add(-10 * m.o.Lease).UnixMilli()
+	ps, _ := m.self.ReapDead(ctx, m.st, stale, m.o.Logger)
 	prev := map[string]predecessor{}
 	for _, p := range ps {
 		pr := predecessor{known: true, self: p.ID == m.o.Owner, role: p.Role, pid: p.PID,
@@ -327,18 +321,6 @@ func (m *Manager) reapDead(ctx context.Context) map[string]predecessor {
 		for _, id := range p.Tasks {
 			prev[id] = pr
 		}
-		if pr.self || (!pr.dead && !pr.silent) {
-			continue
-		}
-		n, err := m.st.ReleaseLeases(ctx, p.ID, nil)
-		if err != nil {
-			m.o.Logger.Warn("release a dead process's leases failed", "owner", p.ID, "err", err)
-			continue
-		}
-		if err := m.st.RemoveProcess(ctx, p.ID); err != nil {
-			m.o.Logger.Warn("remove a dead process failed", "owner", p.ID, "err", err)
-		}
-		m.o.Logger.Info("released the leases of a dead process", "owner", p.ID, "pid", p.PID, "tasks", n)
 	}
 	return prev
 }

@@ -189,25 +189,7 @@ func (h *Host) heartbeat(ctx context.Context, reg registry) {
 // its Turns' monitors are taken over now instead of when their leases
 // expire.
 func (h *Host) reapDead(ctx context.Context, reg registry) {
-	ps, err := reg.Processes(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			h.log.Warn("read the process registry failed", "err", err)
-		}
-		return
-	}
-	stale := time.Now().Add(-10 * h.o.LeaseTTL).UnixMilli()
-	for _, p := range ps {
-		if p.ID == h.o.Owner || (!h.self.Dead(p) && p.HeartbeatAt >= stale) {
-			continue
-		}
-		if _, err := reg.ReleaseLeases(ctx, p.ID, nil); err != nil {
-			h.log.Warn("release a dead process's leases failed", "owner", p.ID, "err", err)
-			continue
-		}
-		_ = reg.RemoveProcess(ctx, p.ID)
-		h.log.Info("released the leases of a dead process", "owner", p.ID, "pid", p.PID)
-	}
+	h.self.ReapDead(ctx, reg, time.Now().Add(-10*h.o.LeaseTTL).UnixMilli(), h.log)
 	h.rescan(ctx)
 }
 
@@ -430,7 +412,7 @@ func (m *monitor) write(ctx context.Context, w store.TurnWrite) error {
 	if err := m.s.o.Store.WriteTurn(ctx, w); err != nil {
 		return err
 	}
-	m.s.notify()
+	m.s.notify(w.Turn.TurnID)
 	return nil
 }
 

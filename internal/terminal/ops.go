@@ -89,12 +89,39 @@ func (s *Service) RetryCallback(ctx context.Context, turnID string) (TurnView, e
 	return s.Status(ctx, turnID)
 }
 
+// waitRecheck is how often a Wait re-reads its Turn although the store's
+// change feed announced nothing: the store announces a change after the
+// write has committed and does not retry an announcement that failed, so
+// one can be lost. (A feed that stops listening wakes every waiter
+// itself.)
+const waitRecheck = 5 * time.Second
+
+// waitPoll is how often a Wait re-reads its Turn when the store has no
+// change feed, so changes by other processes go unannounced.
+const waitPoll = time.Second
+
 // Wait blocks until the Turn leaves the running statuses or ctx ends, and
-// returns it. Changes made in this process wake it at once; changes by other
-// processes are seen within a second.
+// returns it. It wakes on the Turn's own changes only: at once for changes
+// made in this process, and on the store's change feed for changes made
+// by other processes.
 func (s *Service) Wait(ctx context.Context, turnID string) (TurnView, error) {
+	// Register before the first read, so a change written after it is not
+	// missed.
+	mine, stop := s.waitTurn(turnID)
+	defer stop()
+	var announced <-chan struct{}
+	if feed, ok := s.o.Store.(store.ChangeFeed); ok {
+		var stopFeed func()
+		announced, stopFeed = feed.WatchTask(turnID)
+		defer stopFeed()
+	}
+	recheck := waitRecheck
+	if announced == nil {
+		recheck = waitPoll
+	}
+	timer := time.NewTimer(recheck)
+	defer timer.Stop()
 	for {
-		ch := s.changes()
 		t, err := s.turn(ctx, turnID)
 		if err != nil {
 			return TurnView{}, fmt.Errorf("wait: %w", err)
@@ -102,11 +129,13 @@ func (s *Service) Wait(ctx context.Context, turnID string) (TurnView, error) {
 		if !Running(t.Status) {
 			return View(t), nil
 		}
+		timer.Reset(recheck)
 		select {
 		case <-ctx.Done():
 			return View(t), fmt.Errorf("wait for turn %s: %w", turnID, ctx.Err())
-		case <-ch:
-		case <-time.After(time.Second):
+		case <-mine:
+		case <-announced:
+		case <-timer.C:
 		}
 	}
 }
@@ -117,7 +146,7 @@ func (s *Service) write(ctx context.Context, t *store.Turn, events ...store.Turn
 	if err := s.o.Store.WriteTurn(ctx, store.TurnWrite{Turn: t, Events: events}); err != nil {
 		return err
 	}
-	s.notify()
+	s.notify(t.TurnID)
 	return nil
 }
 
@@ -200,7 +229,7 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 		}
 		return SendResult{}, fmt.Errorf("respond: %w", err)
 	}
-	s.notify()
+	s.notify(t.TurnID)
 	outcome, derr := s.dispatch(ctx, lease, t, d, p, a, token, msg)
 	return SendResult{SessionID: t.SessionID, TurnID: t.TurnID, SubmissionOutcome: outcome, DoNotRetry: outcome != OutcomeNotSent}, derr
 }
@@ -448,6 +477,6 @@ func (s *Service) Close(ctx context.Context, turnID, reason string) (TurnView, e
 	if err := s.o.Store.WriteTurn(ctx, w); err != nil {
 		return TurnView{}, fmt.Errorf("close: %w", err)
 	}
-	s.notify()
+	s.notify(t.TurnID)
 	return View(t), nil
 }

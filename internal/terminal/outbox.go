@@ -148,8 +148,21 @@ type Outbox struct {
 	kick     chan struct{}
 	ownOwner bool // Owner was given in the options
 
+	// mu guards only the map of per-URL dial states; a dial never runs
+	// under it, so a gateway that does not answer delays only callbacks
+	// to its own URL.
 	mu      sync.Mutex
-	callers map[string]Caller
+	callers map[string]*dialState
+}
+
+// dialState is one gateway URL's client, or the dial in progress for it.
+// ready is closed when the dial ends; c and err are set before that and
+// never change after. A failed state is removed, so the next attempt
+// dials again.
+type dialState struct {
+	ready chan struct{}
+	c     Caller
+	err   error
 }
 
 // NewOutbox returns an Outbox; call Run to deliver.
@@ -181,7 +194,7 @@ func NewOutbox(o OutboxOptions) *Outbox {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Outbox{o: o, log: log, kick: make(chan struct{}, 1), ownOwner: ownOwner, callers: map[string]Caller{}}
+	return &Outbox{o: o, log: log, kick: make(chan struct{}, 1), ownOwner: ownOwner, callers: map[string]*dialState{}}
 }
 
 // Owner is the name the Outbox holds attempt leases under.
@@ -204,22 +217,60 @@ func (x *Outbox) Run(ctx context.Context) error {
 			if _, err := x.caller(ctx, x.o.WarmURL); err != nil && ctx.Err() == nil {
 				x.log.Info("connect to the callback gateway ahead of the first callback failed; the first delivery dials again", "err", err)
 			}
+			x.Kick() // the callbacks that waited for this dial
 		}()
 		defer func() { <-warmed }()
 	}
 	t := time.NewTicker(x.o.Poll)
 	defer t.Stop()
-	for {
-		if _, err := x.DeliverDue(ctx); err != nil && ctx.Err() == nil {
+	workers := make(chan struct{}, x.o.Workers)
+	inflight := map[string]bool{} // message ids with an attempt under way
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		// Attempts run on their own: a slow one (a gateway that does not
+		// answer its dial) never holds back the next look for due
+		// callbacks, and a callback whose gateway is being dialled waits
+		// for that dial without taking a worker of its own.
+		due, err := x.o.Store.DueCallbacks(ctx, x.o.Now().UnixMilli(), store.MaxPage)
+		if err != nil && ctx.Err() == nil {
 			x.log.Warn("deliver callbacks", "err", err)
+		}
+	start:
+		for _, cb := range due {
+			mu.Lock()
+			busy := inflight[cb.MessageID]
+			mu.Unlock()
+			if busy || x.dialing(cb.GatewayURL) {
+				continue
+			}
+			select {
+			case workers <- struct{}{}:
+			default:
+				break start // all busy; a worker that ends looks again
+			}
+			mu.Lock()
+			inflight[cb.MessageID] = true
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				x.attempt(ctx, cb.MessageID)
+				mu.Lock()
+				delete(inflight, cb.MessageID)
+				mu.Unlock()
+				<-workers
+				x.Kick()
+			}()
 		}
 		select {
 		case <-ctx.Done():
-			return nil
 		case <-t.C:
 		case <-x.kick:
 		}
 	}
+	return nil
 }
 
 // DeliverDue makes one attempt for every callback due now (Workers at a
@@ -256,27 +307,74 @@ func (x *Outbox) DeliverDue(ctx context.Context) (int, error) {
 	}
 }
 
+// caller returns the cached client of url, dialling it when there is
+// none. Callers of one URL share one dial; callers of another URL never
+// wait on it.
 func (x *Outbox) caller(ctx context.Context, url string) (Caller, error) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
-	if c, ok := x.callers[url]; ok {
-		return c, nil
+	d, ok := x.callers[url]
+	if !ok {
+		d = &dialState{ready: make(chan struct{})}
+		x.callers[url] = d
+	}
+	x.mu.Unlock()
+	if ok {
+		select {
+		case <-d.ready:
+			return d.c, d.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	c, err := x.o.Dial(ctx, url)
-	if err != nil {
-		return nil, err
+	x.mu.Lock()
+	current := x.callers[url] == d
+	switch {
+	case err != nil && current:
+		delete(x.callers, url)
+	case err == nil && !current:
+		// Close ran while this dial was under way: the client it would
+		// have closed must not outlive it.
+		err = errors.New("the outbox was closed while connecting")
+		if cl, ok := c.(io.Closer); ok {
+			_ = cl.Close()
+		}
+		c = nil
 	}
-	x.callers[url] = c
-	return c, nil
+	d.c, d.err = c, err
+	close(d.ready)
+	x.mu.Unlock()
+	return c, err
 }
 
-// Close closes the cached gateway clients that are io.Closers.
+// dialing reports whether a dial of url is under way.
+func (x *Outbox) dialing(url string) bool {
+	x.mu.Lock()
+	d, ok := x.callers[url]
+	x.mu.Unlock()
+	if !ok {
+		return false
+	}
+	select {
+	case <-d.ready:
+		return false
+	default:
+		return true
+	}
+}
+
+// Close closes the cached gateway clients that are io.Closers; a dial
+// under way closes its client when it ends.
 func (x *Outbox) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for url, c := range x.callers {
-		if cl, ok := c.(io.Closer); ok {
-			_ = cl.Close()
+	for url, d := range x.callers {
+		select {
+		case <-d.ready:
+			if cl, ok := d.c.(io.Closer); ok {
+				_ = cl.Close()
+			}
+		default:
 		}
 		delete(x.callers, url)
 	}

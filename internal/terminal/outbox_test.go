@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
@@ -641,5 +644,144 @@ func TestOutboxWarmConnectsBeforeTheFirstCallback(t *testing.T) {
 	case got := <-dialed:
 		t.Fatalf("dialed %q again instead of reusing the warm client", got)
 	default:
+	}
+}
+
+// blackHole is a gateway address that accepts TCP connections and never
+// answers the WebSocket handshake, as a frozen gateway does.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return "ws://" + ln.Addr().String()
+}
+
+// TestDeadGatewayDoesNotDelayAnotherGatewaysCallback: while the dial of a
+// black-holed gateway URL hangs (the warm-up connect, as serve starts),
+// a callback to another gateway is delivered.
+func TestDeadGatewayDoesNotDelayAnotherGatewaysCallback(t *testing.T) {
+	t.Parallel()
+	dead := blackHole(t)
+	const live = "ws://127.0.0.1:1"
+	id := callbackID("turn-y", "msg-y", "fp", "completed")
+	cs := &memCallbacks{cbs: map[string]store.Callback{id: {MessageID: id, TurnID: "turn-20260101T000000-00000001",
+		SessionID: "session-y", SessionKey: "agent:main:s2", GatewayURL: live, Status: store.CallbackPending, NextAttemptAt: time.Now().UnixMilli(),
+		Message: json.RawMessage(`{"id":"` + id + `","type":"done","body":"y","session_id":"session-y","turn_id":"turn-20260101T000000-00000001"}`)}}}
+	gw := newFakeOpenClaw()
+	dialing := make(chan struct{})
+	x := NewOutbox(OutboxOptions{Store: cs, Owner: "o-iso", Poll: time.Hour,
+		Dial: func(ctx context.Context, url string) (Caller, error) {
+			if url == dead {
+				close(dialing)
+				return gateway.Dial(ctx, gateway.Options{URL: url, HandshakeTimeout: time.Hour})
+			}
+			return gw, nil
+		}})
+	ctx, cancel := context.WithCancel(t.Context())
+	deadDone := make(chan error, 1)
+	go func() { _, err := x.caller(ctx, dead); deadDone <- err }()
+	<-dialing
+
+	delivered := make(chan int, 1)
+	go func() { n, _ := x.DeliverDue(ctx); delivered <- n }()
+	select {
+	case n := <-delivered:
+		if n != 1 {
+			t.Fatalf("attempted %d callbacks, want 1", n)
+		}
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("the callback to a live gateway waited on the dial of a dead one")
+	}
+	if got, _ := cs.GetCallback(ctx, id); got.Status != store.CallbackDelivered {
+		t.Fatalf("callback = %+v", got)
+	}
+	cancel()
+	if err := <-deadDone; err == nil {
+		t.Fatal("the dead gateway's dial succeeded")
+	}
+	_ = x.Close()
+}
+
+// TestRunDeliversPastACallbackStuckOnADeadGateway: Run keeps looking for
+// due callbacks while an attempt hangs on the dial of a black-holed
+// gateway, so a callback to another gateway that falls due meanwhile is
+// delivered; more callbacks of the dead gateway wait for its one dial.
+func TestRunDeliversPastACallbackStuckOnADeadGateway(t *testing.T) {
+	t.Parallel()
+	dead := blackHole(t)
+	const live = "ws://127.0.0.1:1"
+	cb := func(n, url string) store.Callback {
+		id := callbackID("turn-z", n)
+		return store.Callback{MessageID: id, TurnID: "turn-20260101T000000-00000002", SessionID: "session-z", SessionKey: "agent:main:s3",
+			GatewayURL: url, Status: store.CallbackPending, NextAttemptAt: time.Now().UnixMilli(),
+			Message: json.RawMessage(`{"id":"` + id + `","type":"done","body":"z","session_id":"session-z","turn_id":"turn-20260101T000000-00000002"}`)}
+	}
+	stuck, stuck2, later := cb("1", dead), cb("2", dead), cb("3", live)
+	cs := &memCallbacks{cbs: map[string]store.Callback{stuck.MessageID: stuck}}
+	gw := newFakeOpenClaw()
+	gw.ran = make(chan string, 1)
+	dialing := make(chan struct{})
+	var dials atomic.Int32
+	x := NewOutbox(OutboxOptions{Store: cs, Owner: "o-run", Poll: time.Hour,
+		Dial: func(ctx context.Context, url string) (Caller, error) {
+			if url == dead {
+				if dials.Add(1) == 1 {
+					close(dialing)
+				}
+				return gateway.Dial(ctx, gateway.Options{URL: url, HandshakeTimeout: time.Hour})
+			}
+			return gw, nil
+		}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- x.Run(ctx) }()
+	<-dialing
+	cs.mu.Lock()
+	cs.cbs[stuck2.MessageID], cs.cbs[later.MessageID] = stuck2, later
+	cs.mu.Unlock()
+	x.Kick()
+	select {
+	case <-gw.ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a callback to a live gateway waited for an attempt stuck on a dead one")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []store.Callback{stuck, stuck2} {
+		if got, _ := cs.GetCallback(t.Context(), c.MessageID); got.Status == store.CallbackDelivered {
+			t.Fatalf("a callback of the dead gateway was delivered: %+v", got)
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("the dead gateway was dialled %d times while Run ran, want 1 (its callbacks wait for one dial)", n)
 	}
 }

@@ -114,3 +114,21 @@ func TestOutboxOnPostgresTwoHosts(t *testing.T) {
 		t.Fatalf("attempts %d, callback %s, calls %v", total, got.Status, gw.calls)
 	}
 }
+
+// TestRecoveryLeavesAnotherHostsTransitionOnPostgres: the shared store
+// where hosts meet.
+func TestRecoveryLeavesAnotherHostsTransitionOnPostgres(t *testing.T) {
+	st := pgStores(t, 1)[0]
+	svc := NewService(Options{Store: st, Terminals: &fakeTerminals{}, DraftTimeout: time.Second})
+	testRecoveryLeavesAnotherHostsTransition(t, svc, st.(store.TransitionStore))
+}
+
+// TestATurnWriteIsAnnouncedOnPostgres: as on SQLite, through NOTIFY.
+func TestATurnWriteIsAnnouncedOnPostgres(t *testing.T) {
+	stores := pgStores(t, 2)
+	a := newFakeAgent(AgentCodex, 362)
+	r := newRig(t, a)
+	r.st = stores[0]
+	r.svc = r.service()
+	testTurnWriteAnnounced(t, r, a, stores[1])
+}

@@ -69,7 +69,10 @@ type Service struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at every change
-	kick    func()        // called at every change (the outbox); may be nil
+	// waiters are the wake-up channels of the Waits on each Turn; a
+	// change of one Turn wakes only its own.
+	waiters map[string]map[chan struct{}]struct{}
+	kick    func() // called at every change (the outbox); may be nil
 	watch   func(turnID string)
 
 	// transitionHook, if set, is called after each transition step is
@@ -117,18 +120,51 @@ func NewService(o Options) *Service {
 	if o.DraftTimeout <= 0 {
 		o.DraftTimeout = DefaultDraftTimeout
 	}
-	return &Service{o: o, log: o.Logger, changed: make(chan struct{})}
+	return &Service{o: o, log: o.Logger, changed: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}}
 }
 
-// notify wakes every Wait.
-func (s *Service) notify() {
+// notify reports a change made by this process: it wakes the Waits on
+// the Turns named (a change of no Turn wakes none) and every reader of
+// changes.
+func (s *Service) notify(turnIDs ...string) {
 	s.mu.Lock()
 	close(s.changed)
 	s.changed = make(chan struct{})
+	for _, id := range turnIDs {
+		for ch := range s.waiters[id] {
+			select {
+			case ch <- struct{}{}:
+			default: // a wake-up is already pending
+			}
+		}
+	}
 	kick := s.kick
 	s.mu.Unlock()
 	if kick != nil {
 		kick()
+	}
+}
+
+// waitTurn registers a waiter on the Turn: the channel receives a value
+// after each change of it that this process notifies (changes not yet
+// received coalesce into one). stop ends the registration.
+func (s *Service) waitTurn(turnID string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := s.waiters[turnID]
+	if set == nil {
+		set = map[chan struct{}]struct{}{}
+		s.waiters[turnID] = set
+	}
+	set[ch] = struct{}{}
+	return ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(set, ch)
+		if len(set) == 0 {
+			delete(s.waiters, turnID)
+		}
 	}
 }
 
@@ -399,7 +435,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		}
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
-	s.notify()
+	s.notify(turn.TurnID)
 	res := SendResult{SessionID: sess.SessionID, TurnID: turn.TurnID}
 	outcome, derr := s.dispatch(ctx, lease, turn, d, p, a, token, msg)
 	res.SubmissionOutcome = outcome
@@ -596,7 +632,7 @@ func (s *Service) advance(ctx context.Context, turn *store.Turn, d *store.Dispat
 		return err
 	}
 	*d = nd
-	s.notify()
+	s.notify(turn.TurnID)
 	return nil
 }
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 
 	"github.com/clawconnect/clawconnect/termapi"
@@ -72,6 +72,9 @@ func transitionView(t *store.Transition) TransitionView {
 	}
 	if !store.TransitionFinal(t.Status) {
 		v.RecoveryActions = recoveryActions(t.TransitionID)
+		if id, ok := foreignOwner(t.Owner); ok && v.Reason == "" {
+			v.Reason = "run by " + id.String() + ", which this process cannot prove ended (another host or pid namespace); recovery here leaves it to a process there"
+		}
 	}
 	return v
 }
@@ -87,27 +90,53 @@ const transitionVerifyTimeout = 15 * time.Second
 
 var threadIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// selfOwner is this process's incarnation, the owner of the transitions it
-// runs.
-var selfOwner = sync.OnceValue(func() string {
-	p, err := proc.Read(os.Getpid())
-	if err != nil {
-		return fmt.Sprintf("pid:%d", os.Getpid())
-	}
-	return p.Incarnation()
-})
+// selfIdentity is this process as the owner of the transitions it runs:
+// the identity task and terminal leases use (host and pid namespace, pid,
+// boot id and start time), so any process sharing the store can tell
+// whether it can prove the owner dead.
+var selfIdentity = sync.OnceValue(owner.Self)
 
-// ownerGone reports whether the process that owns a transition has exited.
-func ownerGone(owner string) bool {
-	if owner == selfOwner() {
+// selfOwner is selfIdentity as a transition records it.
+var selfOwner = sync.OnceValue(func() string { return selfIdentity().Encode() })
+
+// ownerGone reports whether the process that owns a transition has
+// provably exited. An owner on another host, boot or pid namespace is
+// never proven gone from here: its transition is left as it is (there is
+// no lease to run out) until a process that can see it settles it.
+func ownerGone(o string) bool {
+	if o == selfOwner() {
 		return false
 	}
-	pid, ticks, err := proc.ParseIncarnation(owner)
+	if id, err := owner.Decode(o); err == nil {
+		return selfIdentity().Dead(id.Process("", 0))
+	}
+	// Owners written before transitions recorded the whole identity,
+	// "pid:<pid>:start:<ticks>", are processes of this host.
+	pid, ticks, err := proc.ParseIncarnation(o)
 	if err != nil {
 		return true
 	}
 	alive, err := proc.Alive(pid, ticks)
 	return err == nil && !alive
+}
+
+// foreignOwner returns a transition owner that runs where this process
+// cannot see it (another host or pid namespace, or either unknown).
+func foreignOwner(o string) (owner.Identity, bool) {
+	id, err := owner.Decode(o)
+	if err != nil {
+		return id, false
+	}
+	self := selfIdentity()
+	return id, id.Host == "" || self.Host == "" || id.Host != self.Host
+}
+
+// ownerName names a transition's owner for a reader.
+func ownerName(o string) string {
+	if id, err := owner.Decode(o); err == nil {
+		return id.String()
+	}
+	return o
 }
 
 func (s *Service) transitions() (store.TransitionStore, error) {
@@ -522,7 +551,11 @@ func (s *Service) ResolveTransition(ctx context.Context, id string, adopt bool) 
 		return failWith(tr, fmt.Errorf("%w: transition %s is already %s", ErrRefused, id, tr.Status))
 	}
 	if tr.Status != store.TransitionUncertain && !ownerGone(tr.Owner) {
-		return failWith(tr, fmt.Errorf("%w: transition %s is %s and its process (%s) still runs it", ErrRefused, id, tr.Status, tr.Owner))
+		if o, ok := foreignOwner(tr.Owner); ok {
+			return failWith(tr, fmt.Errorf("%w: transition %s is %s and runs in %s, which this process cannot prove ended (another host or pid namespace): resolve it there",
+				ErrRefused, id, tr.Status, o))
+		}
+		return failWith(tr, fmt.Errorf("%w: transition %s is %s and its process (%s) still runs it", ErrRefused, id, tr.Status, ownerName(tr.Owner)))
 	}
 	if !adopt {
 		if tr.Status == store.TransitionSubmitted || tr.Status == store.TransitionDispatching {
@@ -579,7 +612,8 @@ func (s *Service) reverify(ctx context.Context, ts store.TransitionStore, tr *st
 }
 
 // RecoverTransitions settles the open transitions whose owner process is
-// gone (a crash mid-transition): one that typed nothing is aborted; one the
+// provably gone (a crash mid-transition; an owner on another host is left
+// alone): one that typed nothing is aborted; one the
 // agent's files prove is committed; any other becomes uncertain, which
 // keeps its terminal blocked until resolve-transition. It returns how many
 // it changed. The monitor host calls it at every scan.

@@ -3,12 +3,16 @@ package terminal
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 )
 
@@ -276,18 +280,10 @@ func TestResumeReactivatesTheThreadsSession(t *testing.T) {
 	}
 }
 
-// deadOwner returns the incarnation of a process that has exited.
+// deadOwner returns the incarnation of a process that has exited, as
+// earlier versions recorded a transition's owner.
 func deadOwner(t *testing.T) string {
-	cmd := exec.Command("sleep", "10")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p, err := proc.Read(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	_, p := exitedProcess(t)
 	return p.Incarnation()
 }
 
@@ -463,4 +459,71 @@ func TestSendAfterNewThreadWithOnlyALockUsesTheTransitionsSession(t *testing.T) 
 			}
 		})
 	}
+}
+
+// exitedProcess starts and reaps a process, returning its identity as a
+// transition on this host would have recorded it, and what /proc said of
+// it while it ran.
+func exitedProcess(t *testing.T) (owner.Identity, proc.Process) {
+	t.Helper()
+	cmd := exec.Command("sleep", "10")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := proc.Read(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	self := owner.Self()
+	boot, _, _ := strings.Cut(self.Start, ":")
+	return owner.Identity{ID: "exited", Host: self.Host, PID: int64(p.PID), Start: fmt.Sprintf("%s:%d", boot, p.StartTicks)}, p
+}
+
+// testRecoveryLeavesAnotherHostsTransition: on a store shared by hosts, a
+// prepared transition owned by a process on another host (whose pid does
+// not run here) is left as it is, and resolving it from here is refused;
+// a transition whose owner on this host provably exited is aborted.
+func testRecoveryLeavesAnotherHostsTransition(t *testing.T, svc *Service, ts store.TransitionStore) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("proving a process dead needs /proc")
+	}
+	ctx := t.Context()
+	dead, _ := exitedProcess(t)
+	remote := owner.Identity{ID: "elsewhere/" + strconv.FormatInt(dead.PID, 10) + "/beef", Host: "elsewhere/pid:[4026531836]",
+		PID: dead.PID, Start: "another-boot:1"}
+	prepare := func(id, key, ownerID string) {
+		now := nowMs()
+		tr := &store.Transition{TransitionID: id, Kind: store.TransitionClearThread, Agent: AgentClaude, TerminalID: "term-" + key,
+			TerminalKey: key, PID: 4242, ProcessBirth: "b", Workspace: "/w", TargetSessionID: newSessionID(time.Now()), ToGeneration: 1,
+			Plan: []string{"/clear"}, Owner: ownerID, PreparedAt: now, Status: store.TransitionPrepared, UpdatedAt: now}
+		if err := ts.PrepareTransition(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prepare("transition-remote-owner", "tmux:%91", remote.Encode())
+	prepare("transition-dead-owner", "tmux:%92", dead.Encode())
+	if n, err := svc.RecoverTransitions(ctx); err != nil || n != 1 {
+		t.Fatalf("recover = %d, %v; want the dead local owner's transition only", n, err)
+	}
+	if got, _ := ts.GetTransition(ctx, "transition-remote-owner"); got.Status != store.TransitionPrepared {
+		t.Fatalf("another host's transition = %s (%s), want it left prepared", got.Status, got.Reason)
+	}
+	if got, _ := ts.GetTransition(ctx, "transition-dead-owner"); got.Status != store.TransitionAborted {
+		t.Fatalf("the dead owner's transition = %s, want aborted", got.Status)
+	}
+	v, err := svc.ResolveTransition(ctx, "transition-remote-owner", false)
+	name := "pid " + strconv.FormatInt(dead.PID, 10) + " on elsewhere"
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), name) {
+		t.Fatalf("resolve another host's transition: %v", err)
+	}
+	if !strings.Contains(v.Reason, name) || !strings.Contains(v.Reason, "cannot prove") {
+		t.Fatalf("the transition's view does not say why it is left alone: %q", v.Reason)
+	}
+}
+
+func TestRecoveryLeavesAnotherHostsTransition(t *testing.T) {
+	r := newRig(t)
+	testRecoveryLeavesAnotherHostsTransition(t, r.svc, r.st.(store.TransitionStore))
 }

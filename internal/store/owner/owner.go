@@ -8,27 +8,61 @@ package owner
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 )
 
 // Identity is what the store records about a process (store.Process
 // without role and times).
 type Identity struct {
 	// ID is the lease owner id: host name, pid and a random suffix.
-	ID string
+	ID string `json:"id"`
 	// Host is the host name and pid namespace; "" where it cannot be read.
-	Host string
-	PID  int64
+	Host string `json:"host"`
+	PID  int64  `json:"pid"`
 	// Start is the boot id and the process's start time in clock ticks;
 	// "" where it cannot be read (then nothing can be proven about it).
-	Start string
+	Start string `json:"start"`
+}
+
+// Encode returns the identity as one string, for a record that names its
+// owner without a process registry row (a thread transition): Decode of
+// it gives back what Dead needs.
+func (id Identity) Encode() string {
+	b, _ := json.Marshal(id)
+	return string(b)
+}
+
+// Decode parses what Encode returns. Anything else, such as an owner
+// written before records carried the whole identity, is an error.
+func Decode(s string) (Identity, error) {
+	var id Identity
+	if !strings.HasPrefix(s, "{") {
+		return id, fmt.Errorf("decode owner %.40q: not an encoded identity", s)
+	}
+	if err := json.Unmarshal([]byte(s), &id); err != nil {
+		return id, fmt.Errorf("decode owner: %w", err)
+	}
+	if id.ID == "" || id.PID <= 0 {
+		return Identity{}, fmt.Errorf("decode owner %.40q: want an id and a positive pid", s)
+	}
+	return id, nil
+}
+
+// String names the process for a reader: "pid N on HOST".
+func (id Identity) String() string {
+	host, _, _ := strings.Cut(id.Host, "/")
+	if host == "" {
+		host, _, _ = strings.Cut(id.ID, "/")
+	}
+	return fmt.Sprintf("pid %d on %s", id.PID, host)
 }
 
 // Self returns this process's identity, with a fresh random ID suffix
@@ -60,36 +94,25 @@ func (id Identity) Dead(p store.Process) bool {
 		return false
 	}
 	start, err := startOf(p.PID)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, proc.ErrNoProcess) {
 		return true
 	}
 	return err == nil && start != p.Start
 }
 
-// startOf returns "<boot id>:<start ticks>" of pid from /proc.
+// startOf returns "<boot id>:<start ticks>" of pid; a pid that is gone,
+// or a zombie (which holds no leases), is proc.ErrNoProcess.
 func startOf(pid int64) (string, error) {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "", err
 	}
-	stat, err := os.ReadFile("/proc/" + strconv.FormatInt(pid, 10) + "/stat")
+	p, err := proc.FS{}.ReadStat(int(pid))
 	if err != nil {
 		return "", err
 	}
-	// The command name (field 2) is parenthesized and may hold spaces;
-	// the fields after its closing parenthesis start at field 3.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return "", fmt.Errorf("unreadable /proc/%d/stat", pid)
+	if p.State == 'Z' || p.State == 'X' {
+		return "", proc.ErrNoProcess
 	}
-	f := strings.Fields(s[i+1:])
-	const startField = 22 - 3
-	if len(f) <= startField {
-		return "", fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	if f[0] == "Z" || f[0] == "X" {
-		return "", fs.ErrNotExist // a zombie holds no leases
-	}
-	return strings.TrimSpace(string(boot)) + ":" + f[startField], nil
+	return strings.TrimSpace(string(boot)) + ":" + strconv.FormatUint(p.StartTicks, 10), nil
 }
