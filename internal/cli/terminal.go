@@ -92,7 +92,7 @@ func newTerminalService(env Env, st store.TerminalStore, logger *slog.Logger) (*
 // openTerminal returns the host's API when a monitor host listens on the
 // socket, else a Service over the store opened here.
 func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalStack, error) {
-	if c, err := terminal.Dial(terminalSocket(env)); err == nil {
+	if c, err := terminal.Dial(terminalSocket(env), callerSockets(env)...); err == nil {
 		return &terminalStack{api: c, close: func() {}}, nil
 	}
 	st, closeStore, err := openTerminalStore(ctx, env)
@@ -106,6 +106,19 @@ func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalS
 	}
 	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal send"})
 	return &terminalStack{api: svc, svc: svc, host: host, close: func() { _ = closeStore() }}, nil
+}
+
+// callerSockets are the tmux servers this command would list panes on
+// itself besides the default one: CLAWCONNECT_TMUX_SOCKETS and the server
+// of $TMUX. They travel with its requests, so a host started without them
+// finds the same panes.
+func callerSockets(env Env) []string {
+	c := config.TerminalFrom(settingsOf(env))
+	out := append([]string(nil), c.Sockets...)
+	if s, _, _ := strings.Cut(c.TMUX, ","); s != "" {
+		out = append(out, s)
+	}
+	return out
 }
 
 // terminalExit maps the service's errors to exit codes.

@@ -456,6 +456,7 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 	if fileEvent {
 		m.activityAt = now
 	}
+	m.s.followKey(m.pane.Key)
 	panes, derr := m.s.sharedDiscover(ctx, 500*time.Millisecond)
 	alive := false
 	for _, p := range panes {
