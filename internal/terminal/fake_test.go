@@ -27,8 +27,12 @@ type fakeAgent struct {
 	activity string // idle | working
 	draft    string
 	approval *ScreenApproval
-	dialog   bool
-	records  []fakeRecord
+	// stickyApproval keeps the prompt drawn after its key, as a TUI does
+	// until it redraws; captures counts the screen reads.
+	stickyApproval bool
+	captures       int
+	dialog         bool
+	records        []fakeRecord
 	// history holds the threads the pane left (resumable).
 	history []string
 	keys    []string
@@ -150,6 +154,7 @@ func (ft *fakeTerminals) Capture(_ context.Context, p Pane) (string, error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.captures++
 	draft := a.draft
 	if a.shown != nil {
 		draft = a.shown(draft)
@@ -198,7 +203,9 @@ func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) err
 		case "C-c", "Escape":
 			a.activity, a.approval = "idle", nil
 		case "y":
-			a.approval = nil
+			if !a.stickyApproval {
+				a.approval = nil
+			}
 		}
 	}
 	a.mu.Unlock()
