@@ -100,8 +100,9 @@ func newDoctorCmd(env Env) *cobra.Command {
 the fix when something is wrong: the settings, the agent configuration, the
 task store, that every agent's OpenClaw Gateway answers (a real handshake), the
 registered agent-session runtimes and the HTTP authentication of "clawconnect
-serve". With --json: {"ok": bool, "failed": n, "checks": [{"ok": bool,
-"area": "settings|config|store|gateway …|runtimes|processes|http auth",
+serve"; which process follows each open terminal Turn, failing when open Turns
+have no live monitor host. With --json: {"ok": bool, "failed": n, "checks": [{"ok": bool,
+"area": "settings|config|store|gateway …|runtimes|processes|terminal|http auth",
 "detail": "...", "fix": "..."}]}, credentials redacted as in the text.
 
 Exit codes: 0 every check passed, 1 at least one failed.`,
@@ -228,7 +229,11 @@ func checkStore(ctx context.Context, sv settings.Values) []verdict {
 	}
 	defer db.Close()
 	vs := []verdict{{ok: true, area: "store", detail: what}}
-	return append(vs, listProcesses(ctx, db, time.Now())...)
+	vs = append(vs, listProcesses(ctx, db, time.Now())...)
+	if tw, ok := db.(terminalWork); ok {
+		vs = append(vs, checkTerminalWork(ctx, tw, socketHostRuns(sv.Home), time.Now())...)
+	}
+	return vs
 }
 
 // processLister is the part of the store doctor reads.

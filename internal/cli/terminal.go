@@ -93,7 +93,7 @@ func newTerminalService(env Env, st store.TerminalStore, logger *slog.Logger) (*
 // openTerminal returns the host's API when a monitor host listens on the
 // socket, else a Service over the store opened here.
 func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalStack, error) {
-	if c, err := terminal.Dial(terminalSocket(env)); err == nil {
+	if c, err := terminal.Dial(terminalSocket(env), callerSockets(env)...); err == nil {
 		return &terminalStack{api: c, close: func() {}}, nil
 	}
 	st, closeStore, err := openTerminalStore(ctx, env)
@@ -107,6 +107,19 @@ func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalS
 	}
 	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal send"})
 	return &terminalStack{api: svc, svc: svc, host: host, close: func() { _ = closeStore() }}, nil
+}
+
+// callerSockets are the tmux servers this command would list panes on
+// itself besides the default one: CLAWCONNECT_TMUX_SOCKETS and the server
+// of $TMUX. They travel with its requests, so a host started without them
+// finds the same panes.
+func callerSockets(env Env) []string {
+	c := config.TerminalFrom(settingsOf(env))
+	out := append([]string(nil), c.Sockets...)
+	if s, _, _ := strings.Cut(c.TMUX, ","); s != "" {
+		out = append(out, s)
+	}
+	return out
 }
 
 // terminalExit maps the service's errors to exit codes.
@@ -133,7 +146,8 @@ the reply), waits for approval, stalls or fails.
 Panes are found on tmux's default server, the server of $TMUX and the sockets
 in CLAWCONNECT_TMUX_SOCKETS (comma-separated). Turns are followed by a monitor
 host: ` + "`clawconnect serve`" + ` or ` + "`clawconnect terminal daemon`" + `. Without one,
-send --wait follows its own Turn until it ends.
+send --wait, approve, respond and status --wait follow the Turn in their own
+process until it ends, and a command that leaves a running Turn says so.
 
 ` + terminalExitCodes + `
 
@@ -291,10 +305,30 @@ func turnExit(v terminal.TurnView) error {
 	return nil
 }
 
+// startHostHint names the commands that start a monitor host.
+const startHostHint = "`clawconnect terminal daemon` or `clawconnect serve`"
+
+// unfollowedNote is the one line a command prints when it returns while
+// its Turn still needs following and no monitor host runs.
+func unfollowedNote(w io.Writer, turnID string) {
+	fmt.Fprintf(w, "clawconnect: no monitor host runs; turn %s is followed once %s starts\n", turnID, startHostHint)
+}
+
+// followHere follows a Turn that still runs in this process when no
+// monitor host runs, so that no command leaves its work unfollowed; with a
+// host it returns v as it is.
+func followHere(ctx context.Context, env Env, s *terminalStack, v terminal.TurnView) (terminal.TurnView, error) {
+	if s.host == nil || !terminal.Running(v.Status) {
+		return v, nil
+	}
+	return waitTurn(ctx, env, s, v.TurnID, 0)
+}
+
 // waitTurn waits for the Turn (hosting its monitor when no host runs) up to
 // timeout (0 = no limit).
-func waitTurn(ctx context.Context, s *terminalStack, turnID string, timeout time.Duration) (terminal.TurnView, error) {
+func waitTurn(ctx context.Context, env Env, s *terminalStack, turnID string, timeout time.Duration) (terminal.TurnView, error) {
 	if s.host != nil {
+		fmt.Fprintf(env.Stderr, "clawconnect: no monitor host runs; following turn %s here until it ends (interrupted, it waits for %s)\n", turnID, startHostHint)
 		hctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); _ = s.host.Run(hctx) }()
@@ -363,16 +397,16 @@ statuses and prints the Turn.`,
 					return err
 				}
 				if !wait {
+					if s.host != nil {
+						unfollowedNote(env.Stderr, res.TurnID)
+					}
 					if asJSON {
 						return printJSON(env.Stdout, res)
 					}
 					fmt.Fprintf(env.Stdout, "session_id: %s\nturn_id: %s\nsubmission_outcome: %s\n", res.SessionID, res.TurnID, res.SubmissionOutcome)
-					if s.host != nil {
-						fmt.Fprintln(env.Stderr, "clawconnect: no monitor host runs; the Turn is followed once `clawconnect terminal daemon` or `serve` starts")
-					}
 					return nil
 				}
-				v, err := waitTurn(ctx, s, res.TurnID, timeout)
+				v, err := waitTurn(ctx, env, s, res.TurnID, timeout)
 				if err != nil {
 					return err
 				}
@@ -424,6 +458,9 @@ func turnCmd(env Env, use, short, long, example string, flags func(cmd *cobra.Co
 				if err != nil {
 					return err
 				}
+				if v, ok := out.(terminal.TurnView); ok && s.host != nil && terminal.Running(v.Status) {
+					unfollowedNote(env.Stderr, v.TurnID)
+				}
 				if asJSON {
 					return printJSON(env.Stdout, out)
 				}
@@ -461,14 +498,27 @@ func sentBy(id, origin, key string) error {
 }
 
 func terminalStatusCmd(env Env) *cobra.Command {
+	var (
+		wait    bool
+		timeout time.Duration
+	)
 	return turnCmd(env, "status TURN_ID", "Show a Turn: status, result, approval, timestamps",
-		`Show a Turn without waiting: turn_id, session_id, status (created, running,
+		`Show a Turn: turn_id, session_id, status (created, running,
 waiting_for_agent, waiting_for_openclaw, idle, stalled, failed, closed,
 cancelled, cancelling), result (outcome completed|failed, text), the approval
-prompt when one waits, and timestamps.`,
+prompt when one waits, and timestamps. With --wait it first waits until the
+Turn leaves the running statuses, following it here when no monitor host runs.`,
 		`  clawconnect terminal status turn-20260101T120000-1a2b3c4d
-  clawconnect terminal status turn-20260101T120000-1a2b3c4d --json | jq .result.text`, nil,
+  clawconnect terminal status turn-20260101T120000-1a2b3c4d --wait --timeout 10m
+  clawconnect terminal status turn-20260101T120000-1a2b3c4d --json | jq .result.text`,
+		func(cmd *cobra.Command) {
+			cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Turn leaves the running statuses, then print it")
+			cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up waiting after this long (exit 5); 0 waits until the Turn ends")
+		},
 		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
+			if wait {
+				return waitTurn(ctx, env, s, id, timeout)
+			}
 			return s.api.Status(ctx, id)
 		})
 }
@@ -477,13 +527,18 @@ func terminalRespondCmd(env Env) *cobra.Command {
 	return turnCmd(env, "respond TURN_ID ANSWER", "Answer a Turn that waits for OpenClaw, in the same Turn",
 		`Type ANSWER into the pane as the next message of a Turn in status
 waiting_for_openclaw. Refused while an approval prompt is open (use approve or
-cancel) and for a Turn in any other status.`,
+cancel) and for a Turn in any other status. When no monitor host runs, it
+follows the Turn here until it ends and prints it.`,
 		`  clawconnect terminal respond turn-20260101T120000-1a2b3c4d "Use the staging database"`, nil,
 		func(ctx context.Context, s *terminalStack, id string, rest []string) (any, error) {
 			if err := terminal.CheckRequest(rest[0]); err != nil {
 				return nil, fmt.Errorf("respond: %w", err)
 			}
-			return s.api.Respond(ctx, id, rest[0])
+			res, err := s.api.Respond(ctx, id, rest[0])
+			if err != nil || s.host == nil {
+				return res, err
+			}
+			return followHere(ctx, env, s, terminal.TurnView{TurnID: id, Status: store.TurnRunning})
 		})
 }
 
@@ -493,14 +548,19 @@ func terminalApproveCmd(env Env) *cobra.Command {
 		`Answer "yes, once" to the approval prompt of a Turn in status
 waiting_for_openclaw, only if the pane still shows exactly the prompt that
 status reported (its fingerprint; pass --fingerprint to pin the one you saw).
-A prompt that changed, closed or does not have the known safe shape is refused.`,
+A prompt that changed, closed or does not have the known safe shape is refused.
+When no monitor host runs, it follows the Turn here until it ends.`,
 		`  clawconnect terminal status turn-20260101T120000-1a2b3c4d
   clawconnect terminal approve turn-20260101T120000-1a2b3c4d --fingerprint 3f2a…`,
 		func(cmd *cobra.Command) {
 			cmd.Flags().StringVar(&fingerprint, "fingerprint", "", "the approval fingerprint status showed")
 		},
 		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
-			return s.api.Approve(ctx, id, fingerprint)
+			v, err := s.api.Approve(ctx, id, fingerprint)
+			if err != nil {
+				return v, err
+			}
+			return followHere(ctx, env, s, v)
 		})
 }
 
@@ -525,11 +585,7 @@ follow it again.`,
 			cmd.Flags().Float64Var(&minutes, "minutes", 0, "new inactivity timeout in minutes (default: the Turn's own)")
 		},
 		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
-			v, err := s.api.Renew(ctx, id, minutes)
-			if err == nil && s.host != nil {
-				fmt.Fprintln(env.Stderr, "clawconnect: no monitor host runs; the Turn is followed once `clawconnect terminal daemon` or `serve` starts")
-			}
-			return v, err
+			return s.api.Renew(ctx, id, minutes)
 		})
 }
 

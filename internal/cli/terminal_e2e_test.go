@@ -31,37 +31,9 @@ func runTerminal(ctx context.Context, envm map[string]string, args ...string) (s
 // TestE2ETerminalSendWaitPrintsExactReply drives a real Codex TUI through
 // the CLI: list finds it, send --wait prints the fake model's exact reply.
 func TestE2ETerminalSendWaitPrintsExactReply(t *testing.T) {
-	model := fakemodel.New(t, fakemodel.Options{})
-	tui := realtui.Require(t, realcli.Codex, model, realtui.Options{Width: 200, Height: 50})
-	envm := map[string]string{
-		"CLAWCONNECT_HOME": t.TempDir(), "CLAWCONNECT_TMUX_SOCKETS": tui.Socket,
-		"CLAWCONNECT_TMUX_DEFAULT_SERVER": "off",
-	}
+	envm := codexEnv(t)
 	ctx := t.Context()
-	var row terminal.TerminalRow
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		out, stderr, err := runTerminal(ctx, envm, "list", "--json")
-		if err != nil {
-			t.Fatalf("list: %v\n%s", err, stderr)
-		}
-		var res terminal.ListResult
-		if err := json.Unmarshal([]byte(out), &res); err != nil {
-			t.Fatalf("list --json: %v\n%s", err, out)
-		}
-		// The same process twice in a row: Codex's launcher hands over to
-		// its native binary during start-up.
-		if len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
-			if res.Terminals[0].ID == row.ID {
-				break
-			}
-			row = res.Terminals[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no sendable Codex pane listed:\n%s", out)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+	row := waitSendableRow(t, envm)
 	if row.Agent != "codex" || row.ManagementState != "unmanaged" || row.AvailableActions[0].Scope != terminal.ScopeTerminalFollowCurrent {
 		t.Fatalf("row = %+v", row)
 	}
@@ -99,6 +71,81 @@ func TestE2ETerminalSendWaitPrintsExactReply(t *testing.T) {
 	}
 }
 
+// codexEnv starts a real Codex TUI on the fake model in a private tmux
+// server and returns the environment of a command that finds it: a home
+// of its own and that server's socket, without the default server.
+func codexEnv(t *testing.T) map[string]string {
+	t.Helper()
+	model := fakemodel.New(t, fakemodel.Options{})
+	tui := realtui.Require(t, realcli.Codex, model, realtui.Options{Width: 200, Height: 50})
+	return map[string]string{
+		"CLAWCONNECT_HOME": t.TempDir(), "CLAWCONNECT_TMUX_SOCKETS": tui.Socket,
+		"CLAWCONNECT_TMUX_DEFAULT_SERVER": "off",
+	}
+}
+
+// waitSendableRow waits until `terminal list` in envm shows exactly one
+// agent pane that takes a send, and returns its row.
+func waitSendableRow(t *testing.T, envm map[string]string) terminal.TerminalRow {
+	t.Helper()
+	var row terminal.TerminalRow
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, stderr, err := runTerminal(t.Context(), envm, "list", "--json")
+		if err != nil {
+			t.Fatalf("list: %v\n%s", err, stderr)
+		}
+		var res terminal.ListResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("list --json: %v\n%s", err, out)
+		}
+		// The same process twice in a row: Codex's launcher hands over to
+		// its native binary during start-up.
+		if len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
+			if res.Terminals[0].ID == row.ID {
+				return row
+			}
+			row = res.Terminals[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sendable agent pane listed:\n%s", out)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// startHelperDaemon runs `clawconnect terminal daemon` in envm as a child
+// process (TestHelperTerminalDaemon) until the test ends, once it serves
+// its socket, and returns it and the path of its log.
+func startHelperDaemon(t *testing.T, envm map[string]string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTerminalDaemon$")
+	cmd.Env = append(os.Environ(), "CLAWCONNECT_TEST_HELPER_DAEMON=1")
+	for k, v := range envm {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	logs, err := os.CreateTemp(t.TempDir(), "daemon-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := terminal.Dial(filepath.Join(envm["CLAWCONNECT_HOME"], terminal.SocketName)); err == nil {
+			return cmd, logs.Name()
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logs.Name())
+			t.Fatalf("the daemon did not serve its socket:\n%s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestHelperTerminalDaemon is not a test: TestE2ETerminalDaemonKill9 runs
 // the test binary with it as `clawconnect terminal daemon`, so it can kill
 // it with SIGKILL.
@@ -129,57 +176,12 @@ func TestE2ETerminalDaemonKill9(t *testing.T) {
 	envm["CLAWCONNECT_LOG_LEVEL"] = "debug"
 	var logPath string
 	startDaemon := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTerminalDaemon$")
-		cmd.Env = append(os.Environ(), "CLAWCONNECT_TEST_HELPER_DAEMON=1")
-		for k, v := range envm {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		logs, err := os.CreateTemp(t.TempDir(), "daemon-*.log")
-		if err != nil {
-			t.Fatal(err)
-		}
-		logPath = logs.Name()
-		cmd.Stdout, cmd.Stderr = logs, logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if c, err := terminal.Dial(filepath.Join(home, terminal.SocketName)); err == nil {
-				_ = c
-				return cmd
-			}
-			if time.Now().After(deadline) {
-				b, _ := os.ReadFile(logPath)
-				t.Fatalf("the daemon did not serve its socket:\n%s", b)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		cmd, path := startHelperDaemon(t, envm)
+		logPath = path
+		return cmd
 	}
 	a := startDaemon()
-	var row terminal.TerminalRow
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		out, stderr, err := runTerminal(ctx, envm, "list", "--json")
-		if err != nil {
-			t.Fatalf("list: %v\n%s", err, stderr)
-		}
-		var res terminal.ListResult
-		_ = json.Unmarshal([]byte(out), &res)
-		// The same process twice in a row: Codex's launcher hands over to
-		// its native binary during start-up.
-		if len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
-			if res.Terminals[0].ID == row.ID {
-				break
-			}
-			row = res.Terminals[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no sendable pane:\n%s", out)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+	row := waitSendableRow(t, envm)
 	out, stderr, err := runTerminal(ctx, envm, "send", "--terminal", row.ID, "--json", "tell a long story SLOW")
 	if err != nil {
 		t.Fatalf("send: %v\n%s\n%s", err, out, stderr)
@@ -194,7 +196,7 @@ func TestE2ETerminalDaemonKill9(t *testing.T) {
 	_ = a.Wait()
 	b := startDaemon()
 	var v terminal.TurnView
-	deadline = time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		out, _, err := runTerminal(ctx, envm, "status", sent.TurnID, "--json")
 		if err == nil && json.Unmarshal([]byte(out), &v) == nil && !terminal.Running(v.Status) {

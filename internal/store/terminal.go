@@ -568,4 +568,8 @@ type TerminalStore interface {
 	RenewMonitorLease(ctx context.Context, l MonitorLease, now int64) error
 	// ReleaseMonitorLease ends a lease still held with token.
 	ReleaseMonitorLease(ctx context.Context, l MonitorLease) error
+	// MonitorLease returns the Turn's monitor lease as stored (held,
+	// expired or released: compare Until with now), or ErrNotFound if no
+	// monitor ever took it. It only reads.
+	MonitorLease(ctx context.Context, turnID string) (MonitorLease, error)
 }

@@ -41,6 +41,11 @@ type apiRequest struct {
 	ThreadID     string `json:"native_thread_id,omitempty"`
 	TransitionID string `json:"transition_id,omitempty"`
 	Adopt        bool   `json:"adopt,omitempty"`
+	// Sockets are the tmux server sockets the caller lists panes on
+	// (its CLAWCONNECT_TMUX_SOCKETS and $TMUX server): the host follows
+	// them too, so it finds the caller's panes whatever it was started
+	// with.
+	Sockets []string `json:"tmux_sockets,omitempty"`
 }
 
 // apiError carries an error and the sentinel it matched.
@@ -66,7 +71,11 @@ func Handler(s *Service) http.Handler {
 				http.Error(w, "bad request body", http.StatusBadRequest)
 				return
 			}
-			out, err := f(req.Context(), r)
+			var out any
+			err := s.FollowSockets(r.Sockets)
+			if err == nil {
+				out, err = f(req.Context(), r)
+			}
 			var body struct {
 				Result any       `json:"result,omitempty"`
 				Error  *apiError `json:"error,omitempty"`
@@ -259,12 +268,14 @@ func peerUID(c net.Conn) (int, error) {
 // Client calls a Service through its host's socket. Its methods mirror
 // Service's and return errors matching the same sentinels.
 type Client struct {
-	hc *http.Client
+	hc      *http.Client
+	sockets []string
 }
 
 // Dial returns a Client for the host listening on path, or an error when
-// no host listens there.
-func Dial(path string) (*Client, error) {
+// no host listens there. The tmux server sockets travel with every
+// request, so the host finds the panes the caller would find itself.
+func Dial(path string, sockets ...string) (*Client, error) {
 	c, err := net.DialTimeout("unix", path, time.Second)
 	if err != nil {
 		return nil, err
@@ -278,10 +289,11 @@ func Dial(path string) (*Client, error) {
 		// Before the host closes it (SocketIdleTimeout), so a request is
 		// never written to a connection the host is closing.
 		IdleConnTimeout: SocketIdleTimeout / 2,
-	}}}, nil
+	}}, sockets: sockets}, nil
 }
 
 func (c *Client) call(ctx context.Context, op string, in apiRequest, out any) error {
+	in.Sockets = c.sockets
 	b, _ := json.Marshal(in)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://clawconnect/v1/"+op, bytes.NewReader(b))
 	if err != nil {

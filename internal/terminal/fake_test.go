@@ -27,8 +27,12 @@ type fakeAgent struct {
 	activity string // idle | working
 	draft    string
 	approval *ScreenApproval
-	dialog   bool
-	records  []fakeRecord
+	// stickyApproval keeps the prompt drawn after its key, as a TUI does
+	// until it redraws; captures counts the screen reads.
+	stickyApproval bool
+	captures       int
+	dialog         bool
+	records        []fakeRecord
 	// history holds the threads the pane left (resumable).
 	history []string
 	keys    []string
@@ -46,8 +50,6 @@ type fakeAgent struct {
 	// file yet), as Codex does after /new once the old rollout is closed,
 	// until the next prompt writes the file.
 	lockOnly bool
-	// captures counts screen captures of the pane.
-	captures int
 	// afterKeys, if set, runs after SendKeys applied keys (outside the
 	// lock), to interleave another party with the sender.
 	afterKeys func(keys []string)
@@ -223,7 +225,9 @@ func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) err
 		case "C-c", "Escape":
 			a.activity, a.approval = "idle", nil
 		case "y":
-			a.approval = nil
+			if !a.stickyApproval {
+				a.approval = nil
+			}
 		}
 	}
 	hook := a.afterKeys

@@ -27,6 +27,7 @@ type ListResult = termapi.ListResult
 // List returns one row per live agent pane, with the exact send scope
 // allowed now. It changes nothing.
 func (s *Service) List(ctx context.Context) (ListResult, error) {
+	s.followRecorded(ctx)
 	panes, err := s.o.Terminals.Discover(ctx)
 	if err != nil {
 		return ListResult{}, fmt.Errorf("list: discover panes: %w", err)

@@ -438,6 +438,7 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 	if fileEvent {
 		m.activityAt = now
 	}
+	m.s.followKey(m.pane.Key)
 	panes, derr := m.s.sharedDiscover(ctx, 500*time.Millisecond)
 	alive := false
 	for _, p := range panes {
@@ -556,6 +557,10 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 // approve records it right after pressing the key.
 const approvalClaimStale = 30 * time.Second
 
+// approvedRedrawGrace is how long after an approval prompt was answered
+// the same prompt on screen is taken for the TUI not having redrawn yet.
+const approvedRedrawGrace = 3 * time.Second
+
 // screen reads the pane: approval prompts and screen activity.
 func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) error {
 	text, err := m.s.o.Terminals.Capture(ctx, m.pane)
@@ -566,6 +571,11 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 	// that keeps redrawing over a hung model request is not progress.
 	sc := m.agent.Screen(text)
 	switch {
+	case sc.Approval != nil && t.Approval == nil && sc.Approval.Fingerprint == t.Takeover.LastApprovalFingerprint &&
+		now.Sub(time.UnixMilli(t.Takeover.ApprovalResolvedAt)) < approvedRedrawGrace:
+		// The prompt just answered is still drawn: the TUI redraws only
+		// after it took the key. It is not a new question.
+		return nil
 	case sc.Approval != nil && (t.Approval == nil || t.Approval.Fingerprint != sc.Approval.Fingerprint):
 		cmd := ""
 		if t.Agent == AgentCodex {

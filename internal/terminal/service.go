@@ -88,6 +88,9 @@ type Service struct {
 
 	// inputs caches List's human-input scans per pane (inputscan.go).
 	inputs inputScans
+
+	// keySockets holds the recorded sockets followKey checked already.
+	keySockets sync.Map
 }
 
 // sharedDiscover returns an inventory at most maxAge old (monitors only;
@@ -240,6 +243,7 @@ func freshness(sess *store.TermSession, p Pane, id Identity) string {
 // findPane returns the live agent pane with terminal key, verifying (when
 // pid > 0) that the same process incarnation still runs in it.
 func (s *Service) findPane(ctx context.Context, key string, pid int, birth string) (Pane, error) {
+	s.followKey(key)
 	panes, err := s.o.Terminals.Discover(ctx)
 	if err != nil {
 		return Pane{}, fmt.Errorf("discover panes: %w", err)

@@ -119,6 +119,7 @@ func (m *watcher) check(ctx context.Context) (bool, time.Time, error) {
 		}
 	}
 	alive, dead := false, false
+	m.s.followKey(m.pane.Key)
 	if panes, derr := m.s.sharedDiscover(ctx, 500*time.Millisecond); derr == nil {
 		for _, p := range panes {
 			if p.Key == m.pane.Key && p.PID == m.pane.PID && p.Birth == m.pane.Birth {

@@ -681,6 +681,20 @@ func (db *DB) RenewMonitorLease(ctx context.Context, l store.MonitorLease, now i
 	return nil
 }
 
+// MonitorLease implements store.TerminalStore.
+func (db *DB) MonitorLease(ctx context.Context, turnID string) (store.MonitorLease, error) {
+	l := store.MonitorLease{TurnID: turnID}
+	err := db.r.QueryRowContext(ctx, `SELECT owner, token, lease_until FROM term_monitor_leases WHERE turn_id = ?`,
+		turnID).Scan(&l.Owner, &l.Token, &l.Until)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return l, fmt.Errorf("monitor lease of %s: %w", turnID, store.ErrNotFound)
+	case err != nil:
+		return l, fmt.Errorf("monitor lease of %s: %w", turnID, err)
+	}
+	return l, nil
+}
+
 // ReleaseMonitorLease implements store.TerminalStore.
 func (db *DB) ReleaseMonitorLease(ctx context.Context, l store.MonitorLease) error {
 	_, err := db.w.ExecContext(ctx, `UPDATE term_monitor_leases SET lease_until = 0 WHERE turn_id = ? AND owner = ? AND token = ?`,

@@ -437,9 +437,15 @@ func testMonitorLease(t *testing.T, s store.TerminalStore) {
 	if err := s.CreateTurn(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
+	if l, err := s.MonitorLease(ctx, "turn-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("lease never taken = %+v, %v; want ErrNotFound", l, err)
+	}
 	a, err := s.AcquireMonitorLease(ctx, "turn-1", "A", 100, 200)
 	if err != nil || a.Token != 1 {
 		t.Fatalf("first acquire = %+v, %v", a, err)
+	}
+	if l, err := s.MonitorLease(ctx, "turn-1"); err != nil || l != a {
+		t.Fatalf("MonitorLease = %+v, %v; want %+v", l, err, a)
 	}
 	if _, err := s.AcquireMonitorLease(ctx, "turn-1", "B", 150, 250); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("acquire of a live lease: %v, want ErrLeaseLost", err)
@@ -466,6 +472,9 @@ func testMonitorLease(t *testing.T, s store.TerminalStore) {
 	}
 	if err := s.ReleaseMonitorLease(ctx, b); err != nil {
 		t.Fatal(err)
+	}
+	if l, err := s.MonitorLease(ctx, "turn-1"); err != nil || l.Owner != "B" || l.Until != 0 {
+		t.Fatalf("released lease = %+v, %v; want B's with until 0", l, err)
 	}
 	c, err := s.AcquireMonitorLease(ctx, "turn-1", "C", 303, 500)
 	if err != nil || c.Token <= b.Token {

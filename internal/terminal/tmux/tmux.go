@@ -6,8 +6,9 @@
 // (ErrNotSent); a tmux that was killed or timed out means the outcome is
 // uncertain (ErrUncertain), and such input must never be sent again.
 //
-// Every operation runs one tmux command with a bounded time; the package
-// keeps no state between calls and a Client is safe for concurrent use.
+// Every operation runs one tmux command with a bounded time; a Client
+// keeps no state between calls but its list of servers (which AddSockets
+// extends) and is safe for concurrent use.
 package tmux
 
 import (
@@ -21,8 +22,10 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -83,7 +86,8 @@ type Options struct {
 // Client runs tmux commands. It is safe for concurrent use.
 type Client struct {
 	bin     string
-	sockets []string // "" is the default server
+	mu      sync.Mutex
+	sockets []string // "" is the default server; guarded by mu
 	timeout time.Duration
 	log     *slog.Logger
 }
@@ -123,7 +127,28 @@ func New(opts Options) *Client {
 
 // Sockets returns the servers ListPanes queries, in order; "" is the
 // default server.
-func (c *Client) Sockets() []string { return append([]string(nil), c.sockets...) }
+func (c *Client) Sockets() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.sockets...)
+}
+
+// AddSockets makes ListPanes query the servers at paths too, from now on,
+// and returns how many it did not query yet. The caller validates the
+// paths; an empty one is ignored.
+func (c *Client) AddSockets(paths ...string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, p := range paths {
+		if p == "" || slices.Contains(c.sockets, p) {
+			continue
+		}
+		c.sockets = append(c.sockets, p)
+		n++
+	}
+	return n
+}
 
 // Pane is one tmux pane as list-panes reported it.
 type Pane struct {
@@ -187,7 +212,7 @@ func (p Pane) target() (string, error) {
 func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 	var all []Pane
 	seen := map[string]bool{}
-	for _, s := range c.sockets {
+	for _, s := range c.Sockets() {
 		panes, err := c.ListSocket(ctx, s)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -442,6 +467,16 @@ func (c *Client) run(ctx context.Context, socket string, args ...string) ([]byte
 func socketName(s string) string {
 	if s == "" {
 		return "the default server"
+	}
+	return s
+}
+
+// KeySocket returns the server socket a pane key (Pane.Key) names, or ""
+// for a legacy key, which names none.
+func KeySocket(key string) string {
+	s, id, ok := strings.Cut(key, "\t")
+	if !ok || !strings.HasPrefix(id, "%") {
+		return ""
 	}
 	return s
 }
