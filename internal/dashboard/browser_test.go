@@ -257,7 +257,7 @@ func TestBrowser(t *testing.T) {
 	// The list says what each task asked: the request's first line, its
 	// markup as text; the search box keeps the tasks whose request holds
 	// the words typed, ignoring case.
-	asked := r.mcpRun(t, "tok-alice", "Ship <b>the</b> release notes\nsecond line stays on the task page")
+	asked := r.mcpRun(t, "tok-alice-0123456789", "Ship <b>the</b> release notes\nsecond line stays on the task page")
 	r.waitDone(t, asked)
 	do("search requests",
 		chromedp.Navigate(base+"/"),
