@@ -1,0 +1,372 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/clawconnect/clawconnect/internal/bridge"
+	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+	"github.com/clawconnect/clawconnect/server"
+)
+
+const (
+	modernVersion = "2026-07-28"
+	tokAlice      = "tok-alice-0123456789"
+	tokBob        = "tok-bob-0123456789ab"
+)
+
+// tasksRig is a real bridge (SQLite store, fake gateway) behind serve's
+// HTTP handler with two personal tokens. The gateway replies tasksReply,
+// and holds a task containing HOLD until released or cancelled.
+type tasksRig struct {
+	fg   *fakegateway.Server
+	b    *bridge.Bridge
+	url  string
+	home string
+	n    atomic.Int64
+}
+
+func openTasksRig(t *testing.T, home string) *tasksRig {
+	t.Helper()
+	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: tasksScript})
+	return openTasksRigOn(t, home, fg)
+}
+
+func tasksScript(s fakegateway.Submit) fakegateway.Turn {
+	switch {
+	case strings.Contains(s.Message, "HOLD"):
+		return fakegateway.Turn{Reply: "held reply", Hold: true}
+	}
+	return fakegateway.Turn{Reply: tasksReply}
+}
+
+func openTasksRigOn(t *testing.T, home string, fg *fakegateway.Server) *tasksRig {
+	t.Helper()
+	agents := `{"default":"alpha","agents":[{"id":"alpha","url":"` + fg.URL() + `","password":"pw"}]}`
+	if err := os.WriteFile(filepath.Join(home, "agents.json"), []byte(agents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bridge.Open(context.Background(), bridge.Options{Settings: settingsOf(t, map[string]string{"CLAWCONNECT_HOME": home})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	srv, err := server.New(server.Options{
+		Tasks: b, Registry: b.Registry(), TaskRetention: time.Hour,
+		Auth: mustAuth(t, config.AuthOptions{UserTokens: "alice:" + tokAlice + ",bob:" + tokBob}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return &tasksRig{fg: fg, b: b, url: ts.URL + "/mcp", home: home}
+}
+
+// call posts one 2026-07-28 request as the holder of tok, declaring the
+// Tasks extension when tasks is set, and returns the JSON-RPC message.
+func (r *tasksRig) call(t *testing.T, tok string, tasks bool, method string, params map[string]any) rpcMessage {
+	t.Helper()
+	ext := map[string]any{}
+	if tasks {
+		ext[server.TasksExtension] = map[string]any{}
+	}
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    modernVersion,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-test", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": ext},
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": r.n.Add(1), "method": method, "params": params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]string{"Mcp-Protocol-Version": modernVersion, "Mcp-Method": method}
+	if tok != "" {
+		hdr["Authorization"] = "Bearer " + tok
+	}
+	if name, ok := params["name"].(string); ok {
+		hdr["Mcp-Name"] = name
+	} else if id, ok := params["taskId"].(string); ok {
+		hdr["Mcp-Name"] = id
+	}
+	code, _, payload := rpc(t, r.url, string(body), hdr)
+	var msg rpcMessage
+	if err := json.Unmarshal([]byte(payload), &msg); err != nil {
+		t.Fatalf("%s: status %d, undecodable %q: %v", method, code, payload, err)
+	}
+	return msg
+}
+
+type rpcMessage struct {
+	Result map[string]any `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+func (m rpcMessage) must(t *testing.T) map[string]any {
+	t.Helper()
+	if m.Error != nil {
+		t.Fatalf("JSON-RPC error %d: %s", m.Error.Code, m.Error.Message)
+	}
+	return m.Result
+}
+
+func runTaskParams(task string) map[string]any {
+	return map[string]any{"name": "run_task", "arguments": map[string]any{"task": task}}
+}
+
+// wait blocks until the job ends, through the task service's own wait.
+func (r *tasksRig) wait(t *testing.T, jobID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		s, err := r.b.Check(ctx, server.CheckRequest{JobID: jobID, Mode: server.ModeWait, Wait: 10 * time.Second}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.IsTerminal {
+			return
+		}
+	}
+	t.Fatalf("job %s did not end", jobID)
+}
+
+// tasksReply is the agent's reply to every task that neither holds nor fails.
+const tasksReply = "The haiku:\nold pond / a frog jumps / splash"
+
+// TestTasksCreateAndGet: a run_task from a client declaring the extension
+// answers with a task handle that tasks/get resolves at once; the finished
+// task is completed with exactly what check_task returns at the end.
+func TestTasksCreateAndGet(t *testing.T) {
+	t.Parallel()
+	r := openTasksRig(t, t.TempDir())
+
+	created := r.call(t, tokAlice, true, "tools/call", runTaskParams("write the haiku")).must(t)
+	for _, k := range []string{"taskId", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"} {
+		if created[k] == nil {
+			t.Errorf("CreateTaskResult lacks %s: %v", k, created)
+		}
+	}
+	if created["resultType"] != "task" || created["status"] != "working" {
+		t.Fatalf("CreateTaskResult = %v", created)
+	}
+	id := created["taskId"].(string)
+	if len(id) != 36 {
+		t.Errorf("taskId %q is not a random UUID (the job id)", id)
+	}
+	if _, err := time.Parse(time.RFC3339, created["createdAt"].(string)); err != nil {
+		t.Errorf("createdAt: %v", err)
+	}
+	if ttl := created["ttlMs"].(float64); ttl < float64(time.Hour.Milliseconds()) {
+		t.Errorf("ttlMs = %v, want at least the retention", ttl)
+	}
+	r.wait(t, id)
+
+	got := r.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": id}).must(t)
+	if got["resultType"] != "complete" || got["status"] != "completed" || got["taskId"] != id {
+		t.Fatalf("tasks/get = %v", got)
+	}
+	res := got["result"].(map[string]any)
+	if res["resultType"] != "complete" || res["isError"] != nil {
+		t.Errorf("result = %v", res)
+	}
+	content := res["content"].([]any)[0].(map[string]any)
+	if content["text"] != tasksReply {
+		t.Errorf("result text = %q, want the agent's exact reply", content["text"])
+	}
+	// The same result check_task gives a client without the extension.
+	check := r.call(t, tokAlice, false, "tools/call", map[string]any{"name": "check_task", "arguments": map[string]any{"jobId": id}}).must(t)
+	if diff := cmp.Diff(check["content"], res["content"]); diff != "" {
+		t.Errorf("tasks/get result differs from check_task (-check +tasks/get):\n%s", diff)
+	}
+	sc := res["structuredContent"].(map[string]any)
+	if sc["status"] != "completed" || sc["jobId"] != id {
+		t.Errorf("structuredContent = %v", sc)
+	}
+
+}
+
+// TestTasksAgentErrorIsCompleted: a task whose agent failed is completed
+// with the isError result check_task gives, never failed (which the
+// extension keeps for JSON-RPC errors).
+func TestTasksAgentErrorIsCompleted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ts := httptest.NewServer(b.srv.Handler())
+	t.Cleanup(ts.Close)
+	r := &tasksRig{url: ts.URL + "/mcp"}
+	id := r.call(t, "", true, "tools/call", runTaskParams("do it")).must(t)["taskId"].(string)
+	b.tasks.Finish(id, "error", "the model refused")
+	got := r.call(t, "", true, "tasks/get", map[string]any{"taskId": id}).must(t)
+	res, _ := got["result"].(map[string]any)
+	if got["status"] != "completed" || res["isError"] != true {
+		t.Fatalf("an agent error = %v, want completed with isError", got)
+	}
+	check := r.call(t, "", false, "tools/call", map[string]any{"name": "check_task", "arguments": map[string]any{"jobId": id}}).must(t)
+	if diff := cmp.Diff(check["content"], res["content"]); diff != "" {
+		t.Errorf("tasks/get result differs from check_task (-check +tasks/get):\n%s", diff)
+	}
+}
+
+// TestTasksWithoutTheExtension: a client that does not declare the
+// extension, and any client under 2025-11-25, gets today's run_task
+// result, and tasks/* refuse it with the extension's error.
+func TestTasksWithoutTheExtension(t *testing.T) {
+	t.Parallel()
+	r := openTasksRig(t, t.TempDir())
+	plain := r.call(t, tokAlice, false, "tools/call", runTaskParams("plain")).must(t)
+	if plain["resultType"] != "complete" || plain["structuredContent"].(map[string]any)["jobId"] == nil {
+		t.Fatalf("run_task without the extension = %v", plain)
+	}
+	id := plain["structuredContent"].(map[string]any)["jobId"].(string)
+	for _, m := range []string{"tasks/get", "tasks/cancel", "tasks/update"} {
+		e := r.call(t, tokAlice, false, m, map[string]any{"taskId": id, "inputResponses": map[string]any{}}).Error
+		if e == nil || e.Code != -32021 || !strings.Contains(string(e.Data), server.TasksExtension) {
+			t.Errorf("%s without the extension = %+v, want -32021 naming it", m, e)
+		}
+	}
+
+	// Under 2025-11-25 a declared capability enables nothing, over HTTP
+	// and over a session that keeps it from initialize (stdio); initialize
+	// does not advertise the extension.
+	st, ct := mcp.NewInMemoryTransports()
+	ms := setup(t, nil).srv.MCPServer(testRegistry(t).FullScope(), config.Identity{})
+	ss, err := ms.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	for name, tr := range map[string]mcp.Transport{
+		"http":       &mcp.StreamableClientTransport{Endpoint: r.url, HTTPClient: bearerClient(tokAlice), MaxRetries: -1},
+		"stdio-like": ct,
+	} {
+		cs := connectLegacyWithTasks(t, tr)
+		if ext := cs.InitializeResult().Capabilities.Extensions; ext != nil {
+			t.Errorf("%s: initialize advertises extensions %v under %s", name, ext, cs.InitializeResult().ProtocolVersion)
+		}
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{"task": "legacy"}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: legacy run_task = %v, %v", name, res, err)
+		}
+		if sc, _ := res.StructuredContent.(map[string]any); sc["jobId"] == nil {
+			t.Errorf("%s: legacy run_task structured = %v", name, res.StructuredContent)
+		}
+	}
+}
+
+// connectLegacyWithTasks connects a 2025-11-25 client that declares the
+// Tasks extension at initialize.
+func connectLegacyWithTasks(t *testing.T, tr mcp.Transport) *mcp.ClientSession {
+	t.Helper()
+	caps := &mcp.ClientCapabilities{}
+	caps.AddExtension(server.TasksExtension, map[string]any{})
+	c := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+	cs, err := c.Connect(t.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Fatalf("negotiated %s, want 2025-11-25", v)
+	}
+	return cs
+}
+
+// TestTasksDiscoverAdvertises: server/discover names the extension.
+func TestTasksDiscoverAdvertises(t *testing.T) {
+	t.Parallel()
+	r := openTasksRig(t, t.TempDir())
+	res := r.call(t, tokAlice, false, "server/discover", map[string]any{}).must(t)
+	ext, _ := res["capabilities"].(map[string]any)["extensions"].(map[string]any)
+	if diff := cmp.Diff(map[string]any{server.TasksExtension: map[string]any{}}, ext); diff != "" {
+		t.Errorf("discover extensions (-want +got):\n%s", diff)
+	}
+}
+
+// TestTasksCancelAndOwnership: tasks/cancel stops the task as cancel_task
+// does; another personal token gets, for the task, exactly the error an
+// unknown id gets, and cannot cancel it.
+func TestTasksCancelAndOwnership(t *testing.T) {
+	t.Parallel()
+	r := openTasksRig(t, t.TempDir())
+	created := r.call(t, tokAlice, true, "tools/call", runTaskParams("HOLD on")).must(t)
+	id := created["taskId"].(string)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := r.fg.AwaitRun(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": id}).must(t); got["status"] != "working" || got["statusMessage"] == "" {
+		t.Errorf("running task = %v", got)
+	}
+	const ghost = "00000000-0000-4000-8000-000000000000"
+	for _, m := range []string{"tasks/get", "tasks/cancel", "tasks/update"} {
+		theirs := r.call(t, tokBob, true, m, map[string]any{"taskId": id, "inputResponses": map[string]any{}}).Error
+		unknown := r.call(t, tokBob, true, m, map[string]any{"taskId": ghost, "inputResponses": map[string]any{}}).Error
+		if theirs == nil || unknown == nil || theirs.Code != -32602 || strings.ReplaceAll(theirs.Message, id, ghost) != unknown.Message {
+			t.Errorf("bob's %s on alice's task = %+v, want what an unknown id gets: %+v", m, theirs, unknown)
+		}
+	}
+	if got := r.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": id}).must(t); got["status"] != "working" {
+		t.Fatalf("bob's cancel stopped alice's task: %v", got)
+	}
+	ack := r.call(t, tokAlice, true, "tasks/cancel", map[string]any{"taskId": id}).must(t)
+	if ack["resultType"] != "complete" {
+		t.Errorf("tasks/cancel = %v", ack)
+	}
+	r.wait(t, id)
+	got := r.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": id}).must(t)
+	if got["status"] != "cancelled" || got["result"] != nil {
+		t.Errorf("after tasks/cancel = %v", got)
+	}
+}
+
+// TestTasksSurviveRestart: a task created before the process restarts is
+// read by the next process from the store.
+func TestTasksSurviveRestart(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: tasksScript})
+	first := openTasksRigOn(t, home, fg)
+	created := first.call(t, tokAlice, true, "tools/call", runTaskParams("before restart")).must(t)
+	id := created["taskId"].(string)
+	first.wait(t, id)
+	first.b.Close()
+	second := openTasksRigOn(t, home, fg)
+	got := second.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": id}).must(t)
+	if got["status"] != "completed" {
+		t.Fatalf("after restart = %v", got)
+	}
+	if txt := got["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]; txt != tasksReply {
+		t.Errorf("after restart text = %q", txt)
+	}
+}
+
+// bearerClient is an HTTP client that sends tok as a Bearer token.
+func bearerClient(tok string) *http.Client {
+	return &http.Client{Transport: bearerTransport(tok)}
+}
+
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(req)
+}
