@@ -2,9 +2,13 @@ package server_test
 
 import (
 	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
@@ -52,13 +57,19 @@ func tasksScript(s fakegateway.Submit) fakegateway.Turn {
 	return fakegateway.Turn{Reply: tasksReply}
 }
 
-func openTasksRigOn(t *testing.T, home string, fg *fakegateway.Server) *tasksRig {
+// openTasksRigOn opens a rig on home's agents and store, or on the
+// PostgreSQL database at dbURL when it is set.
+func openTasksRigOn(t *testing.T, home string, fg *fakegateway.Server, dbURL ...string) *tasksRig {
 	t.Helper()
 	agents := `{"default":"alpha","agents":[{"id":"alpha","url":"` + fg.URL() + `","password":"pw"}]}`
 	if err := os.WriteFile(filepath.Join(home, "agents.json"), []byte(agents), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b, err := bridge.Open(context.Background(), bridge.Options{Settings: settingsOf(t, map[string]string{"CLAWCONNECT_HOME": home})})
+	env := map[string]string{"CLAWCONNECT_HOME": home}
+	if len(dbURL) > 0 {
+		env["CLAWCONNECT_DATABASE_URL"] = dbURL[0]
+	}
+	b, err := bridge.Open(context.Background(), bridge.Options{Settings: settingsOf(t, env)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,4 +380,69 @@ func (b bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestTasksAcrossReplicasOnPostgres: two serve replicas share one
+// PostgreSQL database; the task handle one hands out resolves on the other
+// at once, and the other reads its completed result and cancels for its
+// owner only.
+func TestTasksAcrossReplicasOnPostgres(t *testing.T) {
+	t.Parallel()
+	dbURL := freshDatabase(t)
+	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: tasksScript})
+	a := openTasksRigOn(t, t.TempDir(), fg, dbURL)
+	b := openTasksRigOn(t, t.TempDir(), fg, dbURL)
+
+	id := a.call(t, tokAlice, true, "tools/call", runTaskParams("on replica a")).must(t)["taskId"].(string)
+	if got := b.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": id}).must(t); got["taskId"] != id {
+		t.Fatalf("replica b's tasks/get right after creation = %v", got)
+	}
+	a.wait(t, id)
+	got := b.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": id}).must(t)
+	if txt := got["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]; got["status"] != "completed" || txt != tasksReply {
+		t.Errorf("replica b's tasks/get = %v", got)
+	}
+	if e := b.call(t, tokBob, true, "tasks/get", map[string]any{"taskId": id}).Error; e == nil || e.Code != -32602 {
+		t.Errorf("bob on replica b = %+v, want not found", e)
+	}
+
+	held := a.call(t, tokAlice, true, "tools/call", runTaskParams("HOLD on a")).must(t)["taskId"].(string)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := fg.AwaitRun(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	b.call(t, tokAlice, true, "tasks/cancel", map[string]any{"taskId": held}).must(t)
+	a.wait(t, held)
+	if got := a.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": held}).must(t); got["status"] != "cancelled" {
+		t.Errorf("after replica b's tasks/cancel = %v", got)
+	}
+}
+
+// freshDatabase creates an empty database on TEST_DATABASE_URL's server
+// for this test and returns its URL, or skips without TEST_DATABASE_URL.
+func freshDatabase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		t.Skip("TEST_DATABASE_URL is not set; source scripts/setup/postgres.sh to run the PostgreSQL tests")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	r := make([]byte, 6)
+	_, _ = rand.Read(r)
+	name := "cctasks_" + hex.EncodeToString(r)
+	if _, err := db.ExecContext(t.Context(), "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
+	u.Path = "/" + name
+	return u.String()
 }
