@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -413,8 +416,10 @@ func TestTasksAcrossReplicasOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.call(t, tokAlice, true, "tasks/cancel", map[string]any{"taskId": held}).must(t)
-	a.wait(t, held)
-	if got := a.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": held}).must(t); got["status"] != "cancelled" {
+	// Read where the cancel was made: the follower's in-memory copy of the
+	// task may trail the store for a moment after the outcome.
+	b.wait(t, held)
+	if got := b.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": held}).must(t); got["status"] != "cancelled" {
 		t.Errorf("after replica b's tasks/cancel = %v", got)
 	}
 }
@@ -445,4 +450,157 @@ func freshDatabase(t *testing.T) string {
 	t.Cleanup(func() { _, _ = db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
 	u.Path = "/" + name
 	return u.String()
+}
+
+// listen opens a subscriptions/listen for taskIds as the holder of tok and
+// returns its messages as they arrive; the channel closes with the stream.
+func (r *tasksRig) listen(t *testing.T, tok string, ids ...string) <-chan map[string]any {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": map[string]any{
+		"notifications": map[string]any{"taskIds": ids},
+		"_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    modernVersion,
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-test", "version": "1"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{server.TasksExtension: map[string]any{}}},
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, r.url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": modernVersion, "Mcp-Method": "subscriptions/listen", "Authorization": "Bearer " + tok} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make(chan map[string]any, 16)
+	go func() {
+		defer close(msgs)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.HasPrefix(line, "data: ") && !strings.HasPrefix(line, "{") {
+				continue
+			}
+			var m map[string]any
+			if json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &m) == nil {
+				msgs <- m
+			}
+		}
+	}()
+	return msgs
+}
+
+// next returns the stream's next message, failing after a bounded wait.
+func next(t *testing.T, msgs <-chan map[string]any) map[string]any {
+	t.Helper()
+	select {
+	case m, ok := <-msgs:
+		if !ok {
+			t.Fatal("the listen stream ended early")
+		}
+		return m
+	case <-time.After(30 * time.Second):
+		t.Fatal("no message on the listen stream within 30 s")
+	}
+	return nil
+}
+
+// TestTasksListen: a listen naming tasks is acknowledged with the caller's
+// own tasks only, sends each task's state at once and again when it
+// completes (with the result tasks/get gives), then ends; a listen without
+// the extension is refused with the extension's error.
+func TestTasksListen(t *testing.T) {
+	t.Parallel()
+	r := openTasksRig(t, t.TempDir())
+	id := r.call(t, tokAlice, true, "tools/call", runTaskParams("HOLD for the listener")).must(t)["taskId"].(string)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := r.fg.AwaitRun(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	const ghost = "00000000-0000-4000-8000-000000000000"
+
+	if ack := next(t, r.listen(t, tokBob, id)); fmt.Sprint(ack["params"].(map[string]any)["notifications"]) != "map[taskIds:[]]" {
+		t.Errorf("bob's listen on alice's task acknowledged %v", ack)
+	}
+	msgs := r.listen(t, tokAlice, id, ghost)
+	ack := next(t, msgs)
+	if ack["method"] != "notifications/subscriptions/acknowledged" || fmt.Sprint(ack["params"].(map[string]any)["notifications"]) != "map[taskIds:["+id+"]]" {
+		t.Fatalf("ack = %v", ack)
+	}
+	first := next(t, msgs)
+	if first["method"] != "notifications/tasks" || first["params"].(map[string]any)["status"] != "working" {
+		t.Fatalf("first notification = %v", first)
+	}
+	if sub := first["params"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"]; sub != "listen-1" {
+		t.Errorf("subscriptionId = %v", sub)
+	}
+	r.fg.Release(id)
+	var done map[string]any
+	for done == nil {
+		m := next(t, msgs)
+		if p, _ := m["params"].(map[string]any); p["status"] == "completed" {
+			done = p
+		}
+	}
+	// The same result as tasks/get (but the poll counters each read moves).
+	got := r.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": id}).must(t)
+	if diff := cmp.Diff(got["result"].(map[string]any)["content"], done["result"].(map[string]any)["content"]); diff != "" {
+		t.Errorf("notification result differs from tasks/get (-get +notification):\n%s", diff)
+	}
+	if end := next(t, msgs); end["id"] != "listen-1" || end["result"] == nil {
+		t.Errorf("listen end = %v", end)
+	}
+
+	// Without the extension: refused.
+	code, _, payload := rpc(t, r.url, `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["`+id+`"]},"_meta":{"io.modelcontextprotocol/protocolVersion":"`+modernVersion+`","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		map[string]string{"Mcp-Protocol-Version": modernVersion, "Mcp-Method": "subscriptions/listen", "Authorization": "Bearer " + tokAlice})
+	if !strings.Contains(payload, "-32021") {
+		t.Errorf("listen without the extension = %d %s", code, payload)
+	}
+}
+
+// FuzzTaskListen feeds arbitrary request bodies through /mcp, where the
+// task-listen layer reads every POST before go-sdk does: nothing panics, a
+// listen this layer takes starts with its acknowledgement, and what it
+// does not take reaches go-sdk with its body intact (a tools/list still
+// lists the tools).
+func FuzzTaskListen(f *testing.F) {
+	for _, seed := range []string{
+		toolsListReq,
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["x","x"]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"taskIds":null}}}`,
+		`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"notifications":{"taskIds":[]}}}`,
+		`{"method":"subscriptions/listen"`,
+		`[{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}]`,
+	} {
+		f.Add(seed)
+	}
+	b := setup(f, nil)
+	h := b.srv.Handler()
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", legacyVersion)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		out := rec.Body.String()
+		stream := strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream")
+		if stream && strings.Contains(out, `"taskIds"`) && strings.Contains(out, "subscriptions/acknowledged") && !strings.HasPrefix(out, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\"") {
+			t.Errorf("a task listen stream does not start with its acknowledgement: %q", out)
+		}
+		if body == toolsListReq && !strings.Contains(out, `"run_task"`) {
+			t.Errorf("tools/list through the layer = %d %q", rec.Code, out)
+		}
+	})
 }
