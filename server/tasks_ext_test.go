@@ -64,21 +64,29 @@ func tasksScript(s fakegateway.Submit) fakegateway.Turn {
 // PostgreSQL database at dbURL when it is set.
 func openTasksRigOn(t *testing.T, home string, fg *fakegateway.Server, dbURL ...string) *tasksRig {
 	t.Helper()
+	env := map[string]string{}
+	if len(dbURL) > 0 {
+		env["CLAWCONNECT_DATABASE_URL"] = dbURL[0]
+	}
+	return openTasksRigWith(t, home, fg, env, time.Hour)
+}
+
+// openTasksRigWith opens a rig with more settings and the retention the
+// server reports.
+func openTasksRigWith(t *testing.T, home string, fg *fakegateway.Server, env map[string]string, retention time.Duration) *tasksRig {
+	t.Helper()
 	agents := `{"default":"alpha","agents":[{"id":"alpha","url":"` + fg.URL() + `","password":"pw"}]}`
 	if err := os.WriteFile(filepath.Join(home, "agents.json"), []byte(agents), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"CLAWCONNECT_HOME": home}
-	if len(dbURL) > 0 {
-		env["CLAWCONNECT_DATABASE_URL"] = dbURL[0]
-	}
+	env["CLAWCONNECT_HOME"] = home
 	b, err := bridge.Open(context.Background(), bridge.Options{Settings: settingsOf(t, env)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
 	srv, err := server.New(server.Options{
-		Tasks: b, Registry: b.Registry(), TaskRetention: time.Hour,
+		Tasks: b, Registry: b.Registry(), TaskRetention: retention,
 		Auth: mustAuth(t, config.AuthOptions{UserTokens: "alice:" + tokAlice + ",bob:" + tokBob}),
 	})
 	if err != nil {
@@ -383,6 +391,31 @@ func (b bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestTasksTTL: ttlMs is the retention counted from creation, and a task
+// the store's retention swept is gone for tasks/get (an unknown id).
+func TestTasksTTL(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: tasksScript})
+	first := openTasksRigOn(t, home, fg)
+	id := first.call(t, tokAlice, true, "tools/call", runTaskParams("short-lived")).must(t)["taskId"].(string)
+	first.wait(t, id)
+	got := first.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": id}).must(t)
+	d, err := first.b.GetTask(t.Context(), id, "core", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := float64(d.EndedAt - d.StartedAt + time.Hour.Milliseconds()); got["ttlMs"] != want {
+		t.Errorf("ttlMs = %v, want end - creation + retention = %v", got["ttlMs"], want)
+	}
+	first.b.Close()
+	// The next process keeps ended tasks 1 ms: its start-up sweep removes it.
+	second := openTasksRigWith(t, home, fg, map[string]string{"CLAWCONNECT_RETENTION_MS": "1"}, time.Millisecond)
+	if e := second.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": id}).Error; e == nil || e.Code != -32602 {
+		t.Errorf("tasks/get after the retention = %+v, want not found", e)
+	}
 }
 
 // TestTasksAcrossReplicasOnPostgres: two serve replicas share one
