@@ -82,6 +82,8 @@ type taskResult struct {
 	TTLMs          *int64          `json:"ttlMs"` // null: kept without limit
 	PollIntervalMs int64           `json:"pollIntervalMs,omitempty"`
 	Result         *completeResult `json:"result,omitempty"`
+	// InputRequests are the prompts of an input_required task (a Turn's).
+	InputRequests map[string]any `json:"inputRequests,omitempty"`
 }
 
 // completeResult is the CallToolResult of a completed task, with the
@@ -155,8 +157,16 @@ func (c *conn) tasksMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		case "tools/call":
 			ctr, ok := req.(*mcp.CallToolRequest)
-			if !ok || ctr.Params == nil || ctr.Params.Name != "run_task" || !declaresTasks(req) {
+			if !ok || ctr.Params == nil || !declaresTasks(req) {
 				break
+			}
+			created := c.createdTask
+			switch {
+			case ctr.Params.Name == "run_task":
+			case ctr.Params.Name == "terminal_send" && c.s.terminals != nil:
+				created = c.createdTurnTask
+			default:
+				return next(ctx, method, req)
 			}
 			res, err := next(ctx, method, req)
 			if err != nil {
@@ -169,7 +179,7 @@ func (c *conn) tasksMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok || tr.IsError {
 				return res, err
 			}
-			return c.createdTask(ctx, tr)
+			return created(ctx, tr)
 		}
 		return next(ctx, method, req)
 	}
@@ -248,6 +258,13 @@ func (c *conn) owned(ctx context.Context, id string, detail taskapi.Detail, know
 // agent's error is a completed result with isError, never "failed", which
 // the extension keeps for JSON-RPC errors); cancelled after a stop.
 func (c *conn) tasksGet(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
+	if c.isTurnTask(p.TaskID) {
+		v, err := c.ownedTurn(ctx, p.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		return c.turnTask(v), nil
+	}
 	// Past every log entry: the preset reports the count, not the entries.
 	d, err := c.owned(ctx, p.TaskID, taskapi.DetailUpdates, 1<<62)
 	if err != nil {
@@ -296,6 +313,15 @@ func (c *conn) progress(ctx context.Context, d taskapi.TaskDetail) string {
 // task that already ended is acknowledged too (the extension's
 // cancellation is a request, and the task's status tells the outcome).
 func (c *conn) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*ackResult, error) {
+	if c.isTurnTask(p.TaskID) {
+		if _, err := c.ownedTurn(ctx, p.TaskID); err != nil {
+			return nil, err
+		}
+		// A Turn that is already over cannot be cancelled; the request is
+		// acknowledged all the same and its status tells.
+		_, _ = c.s.terminals.Cancel(ctx, p.TaskID)
+		return &ackResult{ResultType: "complete"}, nil
+	}
 	if _, err := c.owned(ctx, p.TaskID, taskapi.DetailCore, 0); err != nil {
 		return nil, err
 	}
@@ -311,8 +337,15 @@ func (c *conn) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *taskIDP
 
 // tasksUpdate answers tasks/update. A run_task task never asks for input,
 // so every response is for a key that is not outstanding, which the
-// extension says to ignore; the task must still be the caller's.
+// extension says to ignore; the task must still be the caller's. A Turn's
+// answers act as the terminal tools do (turnUpdate).
 func (c *conn) tasksUpdate(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*ackResult, error) {
+	if c.isTurnTask(p.TaskID) {
+		if err := c.turnUpdate(ctx, p.TaskID, p.InputResponses); err != nil {
+			return nil, err
+		}
+		return &ackResult{ResultType: "complete"}, nil
+	}
 	if _, err := c.owned(ctx, p.TaskID, taskapi.DetailCore, 0); err != nil {
 		return nil, err
 	}

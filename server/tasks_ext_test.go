@@ -25,6 +25,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
 )
@@ -636,4 +637,103 @@ func FuzzTaskListen(f *testing.F) {
 			t.Errorf("tools/list through the layer = %d %q", rec.Code, out)
 		}
 	})
+}
+
+// TestTasksTerminalTurns: with the terminal tools on, a terminal_send from
+// a client declaring the extension is a task (its id the turn id); an
+// approval is input_required with an elicitation whose key is never used
+// again; tasks/update with accept approves as terminal_approve does, with
+// decline refuses (stops the Turn) as terminal_cancel does; an idle Turn is
+// completed with terminal_status's result; another token's view is an
+// unknown id's.
+func TestTasksTerminalTurns(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTerminals()
+	b := setup(t, func(o *server.Options) {
+		o.Terminals = ft
+		o.Auth = mustAuth(t, config.AuthOptions{UserTokens: "alice:" + tokAlice + ",bob:" + tokBob})
+	})
+	ts := httptest.NewServer(b.srv.Handler())
+	t.Cleanup(ts.Close)
+	r := &tasksRig{url: ts.URL + "/mcp"}
+	send := func(request string) string {
+		t.Helper()
+		res := r.call(t, tokAlice, true, "tools/call", map[string]any{"name": "terminal_send", "arguments": map[string]any{"terminal_id": fakeTerminalID, "request": request}}).must(t)
+		if res["resultType"] != "task" || res["status"] != "working" || !strings.HasPrefix(res["taskId"].(string), "turn-") {
+			t.Fatalf("terminal_send with the extension = %v", res)
+		}
+		return res["taskId"].(string)
+	}
+	get := func(tok, id string) rpcMessage {
+		return r.call(t, tok, true, "tasks/get", map[string]any{"taskId": id})
+	}
+	id := send("build it")
+	keys := map[string]bool{}
+	approve := func(action string) {
+		t.Helper()
+		ft.finish(id, store.TurnWaitingForOpenClaw, "")
+		got := get(tokAlice, id).must(t)
+		reqs, _ := got["inputRequests"].(map[string]any)
+		if got["status"] != "input_required" || len(reqs) != 1 {
+			t.Fatalf("an approval = %v", got)
+		}
+		for k, v := range reqs {
+			if keys[k] {
+				t.Errorf("input request key %s used again", k)
+			}
+			keys[k] = true
+			if m := v.(map[string]any); m["method"] != "elicitation/create" || !strings.Contains(fmt.Sprint(m["params"]), "rm -rf build") {
+				t.Errorf("input request = %v", m)
+			}
+			if e := r.call(t, tokBob, true, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{k: map[string]any{"action": "accept"}}}).Error; e == nil || e.Code != -32602 {
+				t.Errorf("bob's tasks/update = %+v, want not found", e)
+			}
+			r.call(t, tokAlice, true, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{k: map[string]any{"action": action}}}).must(t)
+		}
+	}
+	approve("accept")
+	if got := get(tokAlice, id).must(t); got["status"] != "working" {
+		t.Errorf("after accept = %v, want working (approved)", got)
+	}
+	ghost := get(tokBob, "turn-20260101T120000-99999999").Error
+	if theirs := get(tokBob, id).Error; theirs == nil || ghost == nil || strings.ReplaceAll(theirs.Message, id, "turn-20260101T120000-99999999") != ghost.Message {
+		t.Errorf("bob's tasks/get = %+v, want what an unknown turn gets: %+v", theirs, ghost)
+	}
+	approve("decline")
+	if got := get(tokAlice, id).must(t); got["status"] != "cancelled" {
+		t.Errorf("after decline = %v, want cancelled (refused)", got)
+	}
+
+	done := send("and test it")
+	ft.finish(done, store.TurnIdle, "all tests pass")
+	got := get(tokAlice, done).must(t)
+	res, _ := got["result"].(map[string]any)
+	if got["status"] != "completed" || !strings.Contains(fmt.Sprint(res["content"]), "all tests pass") {
+		t.Errorf("an idle Turn = %v", got)
+	}
+
+	// A stalled Turn asks for a reply, which tasks/update sends as
+	// terminal_respond does.
+	stalled := send("deploy")
+	ft.finish(stalled, store.TurnStalled, "")
+	got = get(tokAlice, stalled).must(t)
+	if got["status"] != "input_required" || len(got["inputRequests"].(map[string]any)) != 1 {
+		t.Fatalf("a stalled Turn = %v", got)
+	}
+	for k := range got["inputRequests"].(map[string]any) {
+		r.call(t, tokAlice, true, "tasks/update", map[string]any{"taskId": stalled, "inputResponses": map[string]any{k: map[string]any{"action": "accept", "content": map[string]any{"reply": "use the staging cluster"}}}}).must(t)
+	}
+	ft.mu.Lock()
+	sent, current := ft.sent[len(ft.sent)-1], ft.current
+	ft.mu.Unlock()
+	if sent.Request != "use the staging cluster" {
+		t.Errorf("the reply reached the pane as %q", sent.Request)
+	}
+	ft.finish(current, store.TurnIdle, "deployed")
+
+	// Without the extension terminal_send answers as today.
+	plain := r.call(t, tokAlice, false, "tools/call", map[string]any{"name": "terminal_send", "arguments": map[string]any{"terminal_id": fakeTerminalID, "request": "plain"}}).must(t)
+	if plain["resultType"] != "complete" || plain["structuredContent"].(map[string]any)["turn_id"] == nil {
+		t.Errorf("terminal_send without the extension = %v", plain)
+	}
 }
