@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
 )
 
@@ -80,5 +81,50 @@ func TestTasksRequesterHTTP(t *testing.T) {
 	}
 	if doc.Cancel.Status != "cancelled" || doc.Cancel.Snapshot != "cancelled" {
 		t.Errorf("after alice's cancel = %+v", doc.Cancel)
+	}
+}
+
+// TestTasksRequesterTerminalApproval: with the terminal tools on, the
+// official requester sends a request to a real Codex TUI (private tmux, fake
+// model) as a task; the shell command Codex wants to run surfaces as
+// input_required with an elicitation, the requester's input handler
+// accepts it through tasks/update (terminal_approve), and the task settles
+// completed with Codex's exact reply.
+func TestTasksRequesterTerminalApproval(t *testing.T) {
+	t.Parallel() // own home, processes and tmux server
+	f, tui := codexFixture(t, peers.MCPExtTasks)
+	const alice = "e2e-alice-token-0123456789"
+	f.extraEnv = append(f.extraEnv, "CLAWCONNECT_TERMINAL_TOOLS=1", "MCP_USER_TOKENS=alice:"+alice)
+	url := f.serve(t)
+
+	script := stageScript(t, f.in, peers.MCPExtTasks, "tasks.mjs")
+	c := f.in.MustCommand(t, peers.MCPExtTasks)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := c.Cmd(ctx, script, url, alice, "-", "terminal", "TOOLCALL: ESCALATE touch approved.txt")
+	cmd.Env = append(f.env(), c.Env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		screen, _ := tui.Capture(context.Background())
+		t.Fatalf("ext-tasks requester: %v\nstdout: %s\nstderr: %s\nscreen:\n%s", err, out, stderr.String(), screen)
+	}
+	t.Logf("requester: %s", out)
+	var doc struct {
+		Kind, TaskID, Status, Text, TurnStatus string
+		InputRequests                          []struct{ Kind, InputID, Message string }
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("requester output is not JSON: %v\n%s", err, out)
+	}
+	if doc.Kind != "task" || !strings.HasPrefix(doc.TaskID, "turn-") || doc.Status != "completed" || doc.TurnStatus != "idle" {
+		t.Errorf("terminal task = %+v", doc)
+	}
+	if len(doc.InputRequests) != 1 || doc.InputRequests[0].Kind != "elicitation" || !strings.Contains(doc.InputRequests[0].Message, "touch approved.txt") {
+		t.Errorf("input requests = %+v, want the one approval", doc.InputRequests)
+	}
+	if !strings.HasPrefix(doc.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
+		t.Errorf("settled reply = %q, want the fake model's tool result reply", doc.Text)
 	}
 }

@@ -2,6 +2,7 @@
 // against `clawconnect serve` over stateless 2026-07-28 streamable HTTP.
 //
 //   node tasks.mjs http://127.0.0.1:PORT/mcp <alice's token> <bob's token>
+//   node tasks.mjs http://127.0.0.1:PORT/mcp <token> - terminal <request>
 //
 // The requester drives a session port; this script's port is the thinnest
 // host: one JSON-RPC POST per request, framed as 2026-07-28 (protocol
@@ -10,11 +11,14 @@
 // itself. The script checks that server/discover advertises the extension,
 // runs a task to its settled outcome, lets another token try to read and
 // cancel a running task, cancels it as its owner, and prints one JSON
-// object on stdout for the Go test.
+// object on stdout for the Go test. In terminal mode it sends <request> to
+// the one agent pane as a task instead, accepts every approval the agent
+// asks for through the requester's input handler, and reports the settled
+// outcome and the input requests it saw.
 import { withTasks, resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
 import { hasTaskServerCapabilityV2 } from "@modelcontextprotocol/ext-tasks/core/v2";
 
-const [url, aliceToken, bobToken] = process.argv.slice(2);
+const [url, aliceToken, bobToken, mode, terminalRequest] = process.argv.slice(2);
 const PROTOCOL = "2026-07-28";
 let nextId = 0;
 
@@ -66,6 +70,35 @@ async function port(token) {
     onInvalidated: () => () => {},
     invalidated: false,
   };
+}
+
+if (mode === "terminal") {
+  const seen = [];
+  const session = withTasks(await port(aliceToken), {
+    onInputRequest: async (request, context) => {
+      seen.push({ kind: request.kind, inputId: context.inputId, message: request.params?.message });
+      return { action: "accept" };
+    },
+  });
+  let row;
+  for (let i = 0; i < 60 && !row; i++) {
+    const r = await post(aliceToken, "tools/call", { name: "terminal_list", arguments: {} });
+    row = r.result.structuredContent.terminals.find((t) => t.available_actions.length > 0);
+    if (!row) await new Promise((ok) => setTimeout(ok, 1000)); // the pane is still starting
+  }
+  const execution = await session.callTool("terminal_send", { terminal_id: row.id, request: terminalRequest });
+  const { outcome } = await execution.settle();
+  const result = resultFromTaskOutcome(outcome);
+  process.stdout.write(JSON.stringify({
+    kind: execution.kind,
+    taskId: execution.handle?.taskId,
+    status: outcome.status,
+    text: result.structuredContent?.turn?.result?.text,
+    turnStatus: result.structuredContent?.turn?.status,
+    inputRequests: seen,
+  }) + "\n");
+  await session.close();
+  process.exit(0);
 }
 
 const alice = withTasks(await port(aliceToken));
