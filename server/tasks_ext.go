@@ -48,6 +48,8 @@ const (
 	// tasksProtocol is the first protocol version the extension is defined
 	// for: under older versions a declared capability enables nothing.
 	tasksProtocol = "2026-07-28"
+	// relatedTaskMeta is the _meta key that ties a message to a task.
+	relatedTaskMeta = "io.modelcontextprotocol/related-task"
 	// codeMissingCapability is the extension's error for a client that did
 	// not declare it.
 	codeMissingCapability = -32021
@@ -179,7 +181,16 @@ func (c *conn) tasksMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok || tr.IsError {
 				return res, err
 			}
-			return created(ctx, tr)
+			task, err := created(ctx, tr)
+			if err != nil {
+				return nil, err
+			}
+			// The related-task evidence of the extension's requester, in
+			// _meta: a client library that parses the answer as a
+			// CallToolResult (go-sdk's keeps _meta, not the task's fields)
+			// still learns the task id.
+			task.SetMeta(map[string]any{relatedTaskMeta: map[string]any{"taskId": task.TaskID}})
+			return task, nil
 		}
 		return next(ctx, method, req)
 	}
@@ -189,7 +200,7 @@ func (c *conn) tasksMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // after the task was stored; reading it back here is what the extension
 // demands before the handle is handed out (a tasks/get on any replica
 // resolves), and gives its creation time.
-func (c *conn) createdTask(ctx context.Context, tr *mcp.CallToolResult) (mcp.Result, error) {
+func (c *conn) createdTask(ctx context.Context, tr *mcp.CallToolResult) (*taskResult, error) {
 	var run taskapi.RunResult
 	data, err := json.Marshal(tr.StructuredContent)
 	if err == nil {

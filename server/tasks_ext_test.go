@@ -737,3 +737,78 @@ func TestTasksTerminalTurns(t *testing.T) {
 		t.Errorf("terminal_send without the extension = %v", plain)
 	}
 }
+
+// tasksGetParams and tasksGetResult are tasks/get as a go-sdk client
+// declares it (a custom method of the client).
+type tasksGetParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+type tasksGetResult struct {
+	mcp.ResultBase
+	ResultType    string         `json:"resultType"`
+	TaskID        string         `json:"taskId"`
+	Status        string         `json:"status"`
+	StatusMessage string         `json:"statusMessage"`
+	Result        map[string]any `json:"result"`
+}
+
+// TestTasksGoSDKClient: a go-sdk client that declares the extension (its
+// per-request capabilities carry it under 2026-07-28) over stateless HTTP
+// gets a task handle from run_task and reads it with tasks/get as a custom
+// method; the same client without the declaration gets today's result.
+func TestTasksGoSDKClient(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.tasks.Instant = true
+	ts := httptest.NewServer(b.srv.Handler())
+	t.Cleanup(ts.Close)
+	connectModern := func(tasks bool) *mcp.ClientSession {
+		caps := &mcp.ClientCapabilities{}
+		if tasks {
+			caps.AddExtension(server.TasksExtension, map[string]any{})
+		}
+		c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+		if err := mcp.AddSendingCustomMethod[*tasksGetParams, *tasksGetResult](c, "tasks/get"); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	cs := connectModern(true)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{"task": "go"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// go-sdk parses the CreateTaskResult as a CallToolResult: no content,
+	// and the task id only in the related-task _meta.
+	related, _ := res.Meta["io.modelcontextprotocol/related-task"].(map[string]any)
+	id, _ := related["taskId"].(string)
+	if id == "" || len(res.Content) != 0 || res.StructuredContent != nil {
+		t.Fatalf("run_task through a declaring go-sdk client = %+v", res)
+	}
+	got, err := mcp.CallCustomMethod[*tasksGetParams, *tasksGetResult](t.Context(), cs, "tasks/get", &tasksGetParams{TaskID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResultType != "complete" || got.TaskID != id || got.Status != "completed" || fmt.Sprint(got.Result["content"]) != "[map[text:done: go type:text]]" {
+		t.Errorf("tasks/get through go-sdk = %+v", got)
+	}
+
+	plain := connectModern(false)
+	res, err = plain.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{"task": "go again"}})
+	if err != nil || res.IsError {
+		t.Fatalf("run_task without the declaration = %+v, %v", res, err)
+	}
+	if sc, _ := res.StructuredContent.(map[string]any); sc["jobId"] == nil || res.Meta["io.modelcontextprotocol/related-task"] != nil {
+		t.Errorf("run_task without the declaration = %+v", res)
+	}
+	if _, err := mcp.CallCustomMethod[*tasksGetParams, *tasksGetResult](t.Context(), plain, "tasks/get", &tasksGetParams{TaskID: id}); err == nil || !strings.Contains(err.Error(), "-32021") && !strings.Contains(err.Error(), "Missing required client capability") {
+		t.Errorf("tasks/get without the declaration: %v, want the missing-capability error", err)
+	}
+}

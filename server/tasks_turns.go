@@ -44,7 +44,7 @@ func (c *conn) ownedTurn(ctx context.Context, id string) (termapi.TurnView, erro
 }
 
 // createdTurnTask is the CreateTaskResult of an accepted terminal_send.
-func (c *conn) createdTurnTask(ctx context.Context, tr *mcp.CallToolResult) (mcp.Result, error) {
+func (c *conn) createdTurnTask(ctx context.Context, tr *mcp.CallToolResult) (*taskResult, error) {
 	var sent termapi.SendResult
 	data, err := json.Marshal(tr.StructuredContent)
 	if err == nil {
