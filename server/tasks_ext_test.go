@@ -458,6 +458,34 @@ func TestTasksAcrossReplicasOnPostgres(t *testing.T) {
 	}
 }
 
+// TestTasksReplicaGoneMidTask: the replica that created and followed a
+// task goes away while the agent still works; the other replica takes the
+// task over once its lease lapses, and its tasks/get settles to the
+// agent's reply.
+func TestTasksReplicaGoneMidTask(t *testing.T) {
+	t.Parallel()
+	dbURL := freshDatabase(t)
+	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: tasksScript})
+	env := func() map[string]string {
+		return map[string]string{"CLAWCONNECT_DATABASE_URL": dbURL, "CLAWCONNECT_LEASE_MS": "300"}
+	}
+	a := openTasksRigWith(t, t.TempDir(), fg, env(), time.Hour)
+	b := openTasksRigWith(t, t.TempDir(), fg, env(), time.Hour)
+	id := a.call(t, tokAlice, true, "tools/call", runTaskParams("HOLD while a replica goes")).must(t)["taskId"].(string)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := fg.AwaitRun(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	a.b.Close()
+	fg.Release(id)
+	b.wait(t, id)
+	got := b.call(t, tokAlice, true, "tasks/get", map[string]any{"taskId": id}).must(t)
+	if txt := got["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]; got["status"] != "completed" || txt != "held reply" {
+		t.Errorf("on the remaining replica = %v", got)
+	}
+}
+
 // freshDatabase creates an empty database on TEST_DATABASE_URL's server
 // for this test and returns its URL, or skips without TEST_DATABASE_URL.
 func freshDatabase(t *testing.T) string {
