@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -49,13 +48,7 @@ func (s *Server) SetPages(h http.Handler) { s.pages = h }
 
 // refusal turns a tool's error result into an error wrapping ErrRefused.
 func refusal(r *mcp.CallToolResult) error {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return fmt.Errorf("%w: %s", ErrRefused, b.String())
+	return fmt.Errorf("%w: %s", ErrRefused, toolText(r))
 }
 
 // ListTasks is list_tasks: the latest job of each session the caller may
@@ -122,12 +115,7 @@ func (c *Caller) CancelTask(ctx context.Context, taskID string) (res taskapi.Can
 	if r.IsError {
 		return taskapi.CancelResult{}, "", refusal(r)
 	}
-	for _, c := range r.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			note += t.Text
-		}
-	}
-	return out.(taskapi.CancelResult), note, nil
+	return out.(taskapi.CancelResult), toolText(r), nil
 }
 
 // GatewayStates returns agent id → connection state when the task service

@@ -66,7 +66,7 @@ func (s *Server) routes() http.Handler {
 		DisableLocalhostProtection: true,
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.withCORS(s.withAuth(mcpHandler)))
+	mux.Handle("/mcp", s.withCORS(s.withAuth(s.withTaskListen(mcpHandler))))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"ok":true}`))

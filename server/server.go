@@ -78,6 +78,10 @@ type Options struct {
 	Build string
 	// Logger receives operational logs; nil discards them. Never stdout.
 	Logger *slog.Logger
+	// TaskRetention is how long the task service keeps an ended task (the
+	// store's retention); the MCP Tasks extension reports it in each task's
+	// ttlMs. Zero reports ttlMs null (kept without limit).
+	TaskRetention time.Duration
 	// Terminals, when set, adds the terminal tools (terminal_list,
 	// terminal_send, terminal_status, terminal_respond, terminal_approve,
 	// terminal_cancel) to every connection. Nil (the default) leaves them
@@ -103,6 +107,7 @@ type Server struct {
 	shared    bool
 	pages     http.Handler // SetPages; nil serves a plain "OK" at /
 	terminals Terminals
+	retention time.Duration // Options.TaskRetention
 
 	mu    sync.Mutex
 	cache map[string]*mcp.Server // per scope+identity, bounded by maxCachedServers
@@ -134,6 +139,7 @@ func New(opts Options) (*Server, error) {
 		proxies:   opts.TrustedProxies,
 		shared:    opts.SharedTaskView,
 		terminals: opts.Terminals,
+		retention: opts.TaskRetention,
 		version:   opts.Version,
 		build:     opts.Build,
 		logger:    opts.Logger,
@@ -196,16 +202,22 @@ func (s *Server) newMCPServer(c *conn) *mcp.Server {
 	return ms
 }
 
-// bareMCPServer returns the MCP server of c without tools. Its capabilities
-// are fixed (tools, without list-changed notifications), so what initialize
-// answers does not depend on whether the tools are registered yet, and
+// bareMCPServer returns the MCP server of c without tools, with the MCP
+// Tasks extension. Its capabilities are fixed (tools, without list-changed
+// notifications, and the extension), so what initialize and server/discover
+// answer does not depend on whether the tools are registered yet, and
 // registering them later sends no notification.
 func (s *Server) bareMCPServer(c *conn) *mcp.Server {
-	return mcp.NewServer(&mcp.Implementation{Name: c.serverName(), Title: "ClawConnect", Version: s.version}, &mcp.ServerOptions{
+	ms := mcp.NewServer(&mcp.Implementation{Name: c.serverName(), Title: "ClawConnect", Version: s.version}, &mcp.ServerOptions{
 		Logger:       s.logger,
 		Instructions: "Hand tasks to OpenClaw agents: run_task returns at once with a jobId; check_task waits for the result. list_agents shows who can help.",
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:      &mcp.ToolCapabilities{},
+			Extensions: map[string]any{TasksExtension: map[string]any{}},
+		},
 	})
+	c.addTasksExtension(ms)
+	return ms
 }
 
 // register adds every tool of c to ms.

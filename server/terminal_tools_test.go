@@ -25,6 +25,7 @@ type fakeTerminals struct {
 	current string // the latest Turn's id
 	changed chan struct{}
 	sent    []terminal.SendRequest
+	prompts int64 // approval prompts shown so far: each has its own detected_at
 }
 
 func newFakeTerminals() *fakeTerminals {
@@ -83,7 +84,8 @@ func (f *fakeTerminals) finish(id, status, reply string) {
 		v.Result = &store.TurnResult{Outcome: "completed", Text: reply}
 	}
 	if status == store.TurnWaitingForOpenClaw {
-		v.Approval = &store.Approval{Fingerprint: "fp-1", Kind: "exec", Command: "rm -rf build"}
+		f.prompts++
+		v.Approval = &store.Approval{Fingerprint: "fp-1", Kind: "exec", Command: "rm -rf build", DetectedAt: f.prompts}
 		// What the service's table lists for an approvable prompt.
 		v.NextSteps = []string{"approve", "cancel", "close", "status"}
 	}
@@ -126,6 +128,9 @@ func (f *fakeTerminals) Respond(ctx context.Context, id, text string) (terminal.
 	v, err := f.Status(ctx, id)
 	if err != nil {
 		return terminal.SendResult{}, err
+	}
+	if v.Status == store.TurnStalled { // a reply is what a stalled Turn waits for
+		f.finish(id, store.TurnIdle, "")
 	}
 	return f.Send(ctx, terminal.SendRequest{TerminalID: v.TerminalID, Request: text, Principal: v.Principal})
 }

@@ -54,6 +54,17 @@ func errorResult(text string) *mcp.CallToolResult {
 	return r
 }
 
+// toolText is a tool result's text.
+func toolText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, content := range r.Content {
+		if t, ok := content.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
 func jsonText(v any) string {
 	data, err := json.Marshal(v)
 	if err != nil {

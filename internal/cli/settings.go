@@ -54,8 +54,8 @@ func serverOptions(sv settings.Values) server.Options {
 	t := config.TimeoutsFrom(sv)
 	return server.Options{
 		CheckWait: t.CheckWait, CheckMaxWait: t.CheckMaxWait, AllowedOrigins: sv.AllowedOrigins, SharedTaskView: sv.SharedTaskView,
-		TrustedProxies: sv.TrustedProxies,
-		Version:        version(), Build: sv.BuildSHA,
+		TrustedProxies: sv.TrustedProxies, TaskRetention: sv.Retention,
+		Version: version(), Build: sv.BuildSHA,
 	}
 }
 

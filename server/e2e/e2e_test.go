@@ -251,25 +251,33 @@ func TestInspectorHTTP(t *testing.T) {
 	inspectorScenario(t, f, []string{f.serve(t)})
 }
 
-// tsClient runs testdata/client.mjs with the TypeScript SDK.
-func (f *fixture) tsClient(t *testing.T, target ...string) map[string]any {
+// stageScript copies testdata/<name> into a fresh directory beside the
+// node_modules of the library peer id, and returns the copy's path.
+func stageScript(t *testing.T, in *peers.Installer, id peers.ID, name string) string {
 	t.Helper()
 	dir := t.TempDir()
-	script, err := os.ReadFile("testdata/client.mjs")
+	script, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name), script, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// ESM resolves packages from node_modules beside the script.
-	if err := os.Symlink(f.in.NodeModules(peers.MCPSDK), filepath.Join(dir, "node_modules")); err != nil {
+	if err := os.Symlink(in.NodeModules(id), filepath.Join(dir, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
+	return filepath.Join(dir, name)
+}
+
+// tsClient runs testdata/client.mjs with the TypeScript SDK.
+func (f *fixture) tsClient(t *testing.T, target ...string) map[string]any {
+	t.Helper()
+	script := stageScript(t, f.in, peers.MCPSDK, "client.mjs")
 	c := f.in.MustCommand(t, peers.MCPSDK)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	cmd := c.Cmd(ctx, append([]string{filepath.Join(dir, "client.mjs")}, target...)...)
+	cmd := c.Cmd(ctx, append([]string{script}, target...)...)
 	cmd.Env = append(f.env(), c.Env...)
 	var stderr strings.Builder
 	cmd.Stderr = io.MultiWriter(&stderr)

@@ -16,19 +16,13 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
 )
 
-// TestTSClientTerminalTools drives a real Codex TUI in a private tmux
-// server with the TypeScript SDK, through `clawconnect mcp --terminal-tools`
-// (stdio), then through `clawconnect serve` with
-// CLAWCONNECT_TERMINAL_TOOLS=1 (streamable HTTP): terminal_list finds the
-// pane, terminal_send types the request, and a waiting terminal_status
-// returns the fake model's exact reply. Over HTTP the caller uses a
-// personal token: the Turn records it, and a second token's
-// terminal_status and terminal_cancel of it answer as for a Turn that does
-// not exist, while its terminal_list never shows the turn id.
-func TestTSClientTerminalTools(t *testing.T) {
-	t.Parallel() // own home and processes; the shared gateway is never restarted
+// codexFixture is a fixture whose clawconnect processes see one real Codex
+// TUI (in a private tmux server, on the fake model) and no other tmux
+// server, with the client peer lib installed.
+func codexFixture(t *testing.T, lib peers.ID) (*fixture, *realtui.TUI) {
+	t.Helper()
 	peers.RequireE2E(t)
-	in := peers.Require(t, peers.Node, peers.MCPSDK)
+	in := peers.Require(t, peers.Node, lib)
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -41,8 +35,23 @@ func TestTSClientTerminalTools(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "agents.json"), []byte(`{"agents":[{"id":"main","url":"ws://127.0.0.1:9","password":"p"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{bin: bin, home: home, in: in,
-		extraEnv: []string{"CLAWCONNECT_TMUX_SOCKETS=" + tui.Socket, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off"}}
+	return &fixture{bin: bin, home: home, in: in,
+		extraEnv: []string{"CLAWCONNECT_TMUX_SOCKETS=" + tui.Socket, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off"}}, tui
+}
+
+// TestTSClientTerminalTools drives a real Codex TUI in a private tmux
+// server with the TypeScript SDK, through `clawconnect mcp --terminal-tools`
+// (stdio), then through `clawconnect serve` with
+// CLAWCONNECT_TERMINAL_TOOLS=1 (streamable HTTP): terminal_list finds the
+// pane, terminal_send types the request, and a waiting terminal_status
+// returns the fake model's exact reply. Over HTTP the caller uses a
+// personal token: the Turn records it, and a second token's
+// terminal_status and terminal_cancel of it answer as for a Turn that does
+// not exist, while its terminal_list never shows the turn id.
+func TestTSClientTerminalTools(t *testing.T) {
+	t.Parallel() // own home and processes; the shared gateway is never restarted
+	f, tui := codexFixture(t, peers.MCPSDK)
+	in, bin := f.in, f.bin
 
 	dir := t.TempDir()
 	script, err := os.ReadFile("testdata/terminal.mjs")

@@ -1,7 +1,7 @@
 // Package peers installs the pinned npm-installed peers that end-to-end tests
 // run against (Node 24, the OpenClaw gateway, Claude Code, Codex, the MCP
-// Inspector and the MCP TypeScript SDK) into a cache directory, once, and
-// tells callers how to start them.
+// Inspector, the MCP TypeScript SDK and the MCP Tasks extension's requester)
+// into a cache directory, once, and tells callers how to start them.
 //
 // Each peer lives in its own npm project under <cache>/peers/<id>@<version>.
 // An install is recorded by a marker file written only after npm succeeded
@@ -41,6 +41,7 @@ const (
 	Codex        ID = "codex"         // npm @openai/codex@0.171.0 (node launcher + native binary)
 	MCPInspector ID = "mcp-inspector" // npm @modelcontextprotocol/inspector@2.12.0
 	MCPSDK       ID = "mcp-sdk"       // npm @modelcontextprotocol/sdk@1.32.2 (a library, no binary)
+	MCPExtTasks  ID = "mcp-ext-tasks" // npm @modelcontextprotocol/ext-tasks@0.2.2: the Tasks extension's requester (a library)
 )
 
 // Spec is how one peer is installed and started.
@@ -55,6 +56,17 @@ type Spec struct {
 	Script bool
 	// Library reports a peer without an executable.
 	Library bool
+	// With are more pinned npm packages ("name@version") installed into the
+	// peer's project, such as a peer dependency its entry point imports.
+	With []string
+}
+
+// withName is the package name of a With entry ("@scope/name@1.2.3").
+func withName(spec string) string {
+	if i := strings.LastIndex(spec, "@"); i > 0 {
+		return spec[:i]
+	}
+	return spec
 }
 
 // specs is the pin table; it is read-only.
@@ -66,11 +78,15 @@ func specs() map[ID]Spec {
 		Codex:        {Package: "@openai/codex", Version: "0.171.0", Entry: "node_modules/.bin/codex", Script: true},
 		MCPInspector: {Package: "@modelcontextprotocol/inspector", Version: "2.12.0", Entry: "node_modules/.bin/mcp-inspector", Script: true},
 		MCPSDK:       {Package: "@modelcontextprotocol/sdk", Version: "1.32.2", Entry: "node_modules/@modelcontextprotocol/sdk/package.json", Library: true},
+		// The requester's client entry point imports the SDK client it can
+		// adapt (an optional peer dependency npm does not install).
+		MCPExtTasks: {Package: "@modelcontextprotocol/ext-tasks", Version: "0.2.2", Entry: "node_modules/@modelcontextprotocol/ext-tasks/package.json", Library: true,
+			With: []string{"@modelcontextprotocol/client@2.4.0"}},
 	}
 }
 
 // All lists every pinned peer, Node first.
-func All() []ID { return []ID{Node, OpenClaw, ClaudeCode, Codex, MCPInspector, MCPSDK} }
+func All() []ID { return []ID{Node, OpenClaw, ClaudeCode, Codex, MCPInspector, MCPSDK, MCPExtTasks} }
 
 // Spec returns the peer's pin; ok is false for an unknown id.
 func (id ID) Spec() (s Spec, ok bool) {
@@ -169,6 +185,11 @@ func (in *Installer) Installed(id ID) bool {
 	if _, err := os.Stat(filepath.Join(in.Dir(id), markerName)); err != nil {
 		return false
 	}
+	for _, w := range s.With {
+		if _, err := os.Stat(filepath.Join(in.NodeModules(id), withName(w), "package.json")); err != nil {
+			return false
+		}
+	}
 	_, err := os.Stat(filepath.Join(in.Dir(id), s.Entry))
 	return err == nil
 }
@@ -229,7 +250,8 @@ func (in *Installer) install(ctx context.Context, id ID) error {
 	}
 	defer logf.Close()
 	var tail bytes.Buffer
-	cmd := exec.CommandContext(ctx, in.npm, "install", "--no-fund", "--no-audit", "--loglevel=error", spec)
+	args := append(append([]string{"install", "--no-fund", "--no-audit", "--loglevel=error"}, s.With...), spec)
+	cmd := exec.CommandContext(ctx, in.npm, args...)
 	cmd.Dir = dir
 	cmd.Env = os.Environ()
 	if id != Node {

@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// fakeNPM writes an npm stand-in that "installs" a spec by creating its
-// entry point, and logs every spec it installs to calls. With fail set it
+// fakeNPM writes an npm stand-in that "installs" a spec (the last
+// argument) by creating its entry point and its With packages, and logs every spec it installs to calls. With fail set it
 // exits 1 instead.
 func fakeNPM(t *testing.T, fail bool) (npm, calls string) {
 	t.Helper()
@@ -34,6 +34,10 @@ func fakeNPM(t *testing.T, fail bool) (npm, calls string) {
 			b.WriteString(fmt.Sprintf("  printf '#!/bin/sh\\necho v%s\\n' > '%s'; chmod +x '%s'\n", s.Version, s.Entry, s.Entry))
 		} else {
 			b.WriteString(fmt.Sprintf("  echo x > '%s'\n", s.Entry))
+		}
+		for _, w := range s.With {
+			pj := filepath.Join("node_modules", withName(w), "package.json")
+			b.WriteString(fmt.Sprintf("  mkdir -p \"$(dirname '%s')\"; echo x > '%s'\n", pj, pj))
 		}
 		b.WriteString("  ;;\n")
 	}
@@ -165,6 +169,7 @@ func TestCommand(t *testing.T) {
 		{ClaudeCode, filepath.Join(in.Dir(ClaudeCode), "node_modules/.bin/claude"), nil},
 		{Codex, node, []string{filepath.Join(in.Dir(Codex), "node_modules/.bin/codex")}},
 		{MCPSDK, node, nil},
+		{MCPExtTasks, node, nil},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.id), func(t *testing.T) {
@@ -281,4 +286,27 @@ func TestRealPeers(t *testing.T) {
 			t.Errorf("inspector entry: %v", err)
 		}
 	})
+}
+
+// TestInstalledNeedsWithPackages: a peer whose extra packages went missing
+// (an older install without them) is installed again.
+func TestInstalledNeedsWithPackages(t *testing.T) {
+	npm, calls := fakeNPM(t, false)
+	in, _ := NewInstaller(Options{CacheDir: t.TempDir(), NPM: npm})
+	if err := in.Ensure(t.Context(), MCPExtTasks); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := MCPExtTasks.Spec()
+	if err := os.RemoveAll(filepath.Join(in.NodeModules(MCPExtTasks), withName(s.With[0]))); err != nil {
+		t.Fatal(err)
+	}
+	if in.Installed(MCPExtTasks) {
+		t.Fatal("Installed with a With package missing")
+	}
+	if err := in.Ensure(t.Context(), MCPExtTasks); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(strings.Join(readCalls(t, calls), " "), s.Package+"@"+s.Version); n != 2 {
+		t.Errorf("npm installed %s %d times, want 2", s.Package, n)
+	}
 }

@@ -1,0 +1,240 @@
+package server
+
+// notifications/tasks for a client that listens (the MCP Tasks extension's
+// subscriptions/listen with notifications.taskIds).
+//
+// go-sdk serves subscriptions/listen itself and decodes its params into a
+// fixed struct that has no taskIds, so a listen naming tasks never reaches
+// a handler of ours with its task list. withTaskListen is therefore a thin
+// layer in front of the streamable HTTP handler: it answers exactly the
+// listens that name taskIds (an event stream of its own) and hands every
+// other request, untouched, to go-sdk. stdio has no such layer; a stdio
+// client polls tasks/get.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/clawconnect/clawconnect/taskapi"
+)
+
+// maxListenTasks bounds the task ids one listen may name.
+const maxListenTasks = 100
+
+// listenRequest is the part of a subscriptions/listen request this layer
+// reads.
+type listenRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Meta struct {
+			ProtocolVersion    string `json:"io.modelcontextprotocol/protocolVersion"`
+			ClientCapabilities struct {
+				Extensions map[string]json.RawMessage `json:"extensions"`
+			} `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+		Notifications struct {
+			TaskIDs *[]string `json:"taskIds"`
+		} `json:"notifications"`
+	} `json:"params"`
+}
+
+// withTaskListen serves the subscriptions/listen requests that name
+// taskIds and passes every other request to next with its body intact. It
+// runs behind withAuth (the caller's identity and scope are in the
+// request's context).
+func (s *Server) withTaskListen(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+		if err != nil {
+			http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req listenRequest
+		if !bytes.Contains(body, []byte(`"subscriptions/listen"`)) || json.Unmarshal(body, &req) != nil ||
+			req.Method != "subscriptions/listen" || req.Params.Notifications.TaskIDs == nil || len(req.ID) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p, ok := r.Context().Value(connKey).(connParams)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		c := &conn{s: s, scope: p.scope, identity: p.identity}
+		c.listenTasks(w, r, req)
+	})
+}
+
+// listenTasks answers one listen: the acknowledgement with the task ids
+// the caller may watch (its own; others and unknown ids are left out
+// alike), then each task's state as notifications/tasks at once and after
+// every change until it ends, then the listen's result. A change is what
+// the task service's wait reports (a log entry, the outcome): the task
+// manager following the task wakes it in this process, the store's change
+// feed when another process follows it; nothing here polls.
+func (c *conn) listenTasks(w http.ResponseWriter, r *http.Request, req listenRequest) {
+	ctx := r.Context()
+	if _, ok := req.Params.Meta.ClientCapabilities.Extensions[TasksExtension]; !ok || req.Params.Meta.ProtocolVersion < tasksProtocol {
+		writeRPC(w, http.StatusOK, req.ID, "error", errMissingTasks)
+		return
+	}
+	ids := *req.Params.Notifications.TaskIDs
+	if len(ids) > maxListenTasks {
+		writeRPC(w, http.StatusOK, req.ID, "error", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("notifications.taskIds names %d tasks; listen to at most %d per subscriptions/listen, or open more listens", len(ids), maxListenTasks)})
+		return
+	}
+	release, err := c.s.OpenStream(c.identity)
+	if err != nil {
+		writeRPC(w, http.StatusTooManyRequests, req.ID, "error", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
+		return
+	}
+	defer release()
+	agreed := make([]string, 0, len(ids))
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if _, err := c.owned(ctx, id, taskapi.DetailCore, 0); err == nil {
+			agreed = append(agreed, id)
+		}
+	}
+	subID := json.RawMessage(req.ID)
+	meta := map[string]any{"io.modelcontextprotocol/subscriptionId": subID}
+	sse := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: c.s.limits.Request}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	sse.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+		"params": map[string]any{"notifications": map[string]any{"taskIds": agreed}, "_meta": meta}})
+
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // a shutdown ends the stream; the client listens again elsewhere
+		select {
+		case <-c.s.draining:
+			cancel()
+		case <-lctx.Done():
+		}
+	}()
+	var wg sync.WaitGroup
+	for _, id := range agreed {
+		wg.Go(func() { c.followTask(lctx, id, meta, sse) })
+	}
+	wg.Wait()
+	if ctx.Err() == nil {
+		sse.send(map[string]any{"jsonrpc": "2.0", "id": subID, "result": map[string]any{"resultType": "complete", "_meta": meta}})
+	}
+}
+
+// followTask sends task id's state now and after each change, until it
+// ends or ctx does.
+func (c *conn) followTask(ctx context.Context, id string, meta map[string]any, sse *sseWriter) {
+	var lastStatus, lastMessage string
+	var known int64
+	for ctx.Err() == nil {
+		v, err := c.tasksGet(ctx, nil, &taskIDParams{TaskID: id})
+		if err != nil {
+			return // gone (retention) or the store failed: nothing more to say
+		}
+		if v.Status != lastStatus || v.StatusMessage != lastMessage {
+			lastStatus, lastMessage = v.Status, v.StatusMessage
+			params := *v
+			params.ResultType = ""
+			sse.send(taskNotification{JSONRPC: "2.0", Method: "notifications/tasks", Params: taskNotificationParams{taskResult: params, Meta: meta}})
+		}
+		if v.Status != taskWorking {
+			return
+		}
+		snap, err := c.s.tasks.Check(ctx, CheckRequest{JobID: id, Mode: ModePoll, KnownLogCount: known, Wait: c.s.waits.max}, nil)
+		if err != nil {
+			return
+		}
+		known = snap.LogCursor
+	}
+}
+
+// taskNotification is notifications/tasks: the task as tasks/get would
+// answer it at that moment, with the listen's subscription id in _meta.
+type taskNotification struct {
+	JSONRPC string                 `json:"jsonrpc"`
+	Method  string                 `json:"method"`
+	Params  taskNotificationParams `json:"params"`
+}
+
+type taskNotificationParams struct {
+	taskResult
+	Meta map[string]any `json:"_meta"`
+}
+
+// MarshalJSON flattens the task and sets _meta (the embedded ResultBase
+// would otherwise shadow it) and leaves resultType out (a notification is
+// not a result).
+func (p taskNotificationParams) MarshalJSON() ([]byte, error) {
+	data, err := json.Marshal(p.taskResult)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "resultType")
+	m["_meta"] = p.Meta
+	return json.Marshal(m)
+}
+
+// sseWriter writes JSON-RPC messages as server-sent events; it is safe for
+// concurrent use. Each write extends the response's write deadline, so a
+// stream outlives the per-request bound while it has something to say.
+type sseWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	rc      *http.ResponseController
+	timeout time.Duration
+	failed  bool
+}
+
+func (s *sseWriter) send(msg any) {
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed {
+		return
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", data); err != nil {
+		s.failed = true
+		return
+	}
+	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.failed = true
+	}
+}
+
+// writeRPC writes one JSON-RPC response with a result or an error.
+func writeRPC(w http.ResponseWriter, status int, id json.RawMessage, kind string, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, kind: v})
+}
