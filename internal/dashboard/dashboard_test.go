@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -279,7 +280,9 @@ func TestEventStream(t *testing.T) {
 	tp := openStream(ctx, t, b, "/events?page=task&id="+held+"&cursor=0")
 	tp.until(t, "event: live")
 	_, _, page := b.get("/tasks/" + held)
-	b.post("/tasks/"+held+"/cancel", url.Values{"csrf": {csrfOf(t, page)}}, "self")
+	if code, _, body := b.post("/tasks/"+held+"/cancel", url.Values{"csrf": {csrfOf(t, page)}}, "self"); code != http.StatusSeeOther {
+		t.Fatalf("cancel: %d %s", code, body)
+	}
 	tp.until(t, "s-cancelled")
 
 	gone := openStream(ctx, t, b, "/events?page=task&id=no-such-task")
@@ -294,6 +297,8 @@ func TestEventStream(t *testing.T) {
 
 type stream struct {
 	lines chan string
+	// end is why the stream ended (read once lines is closed).
+	end error
 }
 
 func openStream(ctx context.Context, t *testing.T, b *browser, path string) *stream {
@@ -326,8 +331,13 @@ func openStreamWith(ctx context.Context, t *testing.T, b *browser, path string, 
 			select {
 			case s.lines <- sc.Text():
 			case <-ctx.Done():
+				s.end = ctx.Err()
 				return
 			}
+		}
+		s.end = sc.Err()
+		if s.end == nil {
+			s.end = io.EOF // the server ended it
 		}
 	}()
 	return s
@@ -336,12 +346,16 @@ func openStreamWith(ctx context.Context, t *testing.T, b *browser, path string, 
 // until reads lines until one contains want; the stream's context bounds it.
 func (s *stream) until(t *testing.T, want string) {
 	t.Helper()
+	var last []string
 	for line := range s.lines {
 		if strings.Contains(line, want) {
 			return
 		}
+		if last = append(last, line); len(last) > 8 {
+			last = last[1:]
+		}
 	}
-	t.Fatalf("stream ended before %q", want)
+	t.Fatalf("stream ended (%v) before %q; its last lines:\n%s", s.end, want, strings.Join(last, "\n"))
 }
 
 // TestEventStreamWakesOnChangeFeed: with no periodic re-read, a task page
