@@ -266,7 +266,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Submit(chromedp.CSS(`input[name="q"]`)),
 		visible(`#live.on`),
 		visible(`tr[data-task="`+asked+`"] td.request`),
-		shot("20-tasks-search"),
+		shot("23-tasks-search"),
 	)
 	if got, want := text(`#tasks-rows`), "Ship <b>the</b> release notes …"; !strings.Contains(got, want) || strings.Contains(got, "second line") {
 		t.Errorf("searched rows show %q, want the request's first line %q only", got, want)
