@@ -119,7 +119,8 @@ func (c *Caller) CancelTask(ctx context.Context, taskID string) (res taskapi.Can
 }
 
 // GatewayStates returns agent id → connection state when the task service
-// reports it ("connected", "reconnecting", "unavailable", or "not_connected_yet" for a gateway not dialled yet), else nil.
+// reports it ("connected", "reconnecting", "unavailable", or
+// "not_connected_yet" for a gateway not dialled yet), else nil.
 func (s *Server) GatewayStates() map[string]string {
 	if g, ok := s.tasks.(GatewayStater); ok {
 		return g.GatewayStates()

@@ -58,7 +58,8 @@ type Starter interface {
 
 // GatewayStater is optionally implemented by a Tasks value to feed the
 // clawconnect_gateway_connected gauge of /metrics: agent id → state
-// ("connected", "reconnecting", "unavailable", or "not_connected_yet" for a gateway not dialled yet).
+// ("connected", "reconnecting", "unavailable", or "not_connected_yet" for
+// a gateway not dialled yet).
 type GatewayStater interface {
 	GatewayStates() map[string]string
 }
