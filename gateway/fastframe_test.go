@@ -21,7 +21,7 @@ func fullDecode(data []byte) (*runPayload, bool) {
 
 var payloadCmp = cmp.AllowUnexported(content{})
 
-// scanSeeds are frames in the shapes the gateway sends (reference §7) plus
+// scanSeeds are frames in the shapes the gateway sends (agent and chat events) plus
 // edge cases the fast path must decline or decode exactly.
 var scanSeeds = []string{
 	`{"type":"event","event":"agent","payload":{"runId":"r","sessionKey":"agent:main:s","seq":6,"stream":"assistant","ts":1796031566666,"data":{"text":"FAKE-REPLY:","delta":"FAKE-REPLY:","itemId":"x:1"}},"seq":7}`,

@@ -13,7 +13,8 @@ import (
 // Terminal-turn records: the managed Session of a coding agent running in a
 // terminal pane, its Turns with their append-only event logs, the
 // per-terminal dispatch ledger, the monitor lease of each open Turn and the
-// completion claim stored once per Turn. Field names and statuses are AKK's.
+// completion claim stored once per Turn. Field names and statuses are the
+// ones the callbacks and the plugin carry (docs/GLOSSARY.md).
 
 // Sentinel errors of the terminal records.
 var (
@@ -31,7 +32,7 @@ var (
 	ErrClaimed = errors.New("completion already claimed")
 )
 
-// Session statuses of AKK's managed Session record.
+// Statuses of a managed Session.
 const (
 	SessionBound         = "bound"
 	SessionDetached      = "detached"
@@ -72,7 +73,7 @@ type Lineage struct {
 	ResumedFromNativeThreadID string `json:"resumed_from_native_thread_id,omitempty"`
 }
 
-// TermSession is AKK's managed Session: one native coding-agent context
+// TermSession is a managed Session: one native coding-agent context
 // bound to a terminal. Writes are compare-and-set on Revision.
 type TermSession struct {
 	SessionID        string   `json:"session_id"`
@@ -88,7 +89,7 @@ type TermSession struct {
 	QuarantineReason string   `json:"quarantine_reason,omitempty"`
 }
 
-// CheckSessionWrite enforces AKK's Session write rules for replacing old
+// CheckSessionWrite enforces the Session write rules for replacing old
 // with next (old nil = create). It returns an error wrapping ErrBindingRule.
 func CheckSessionWrite(old, next *TermSession) error {
 	bad := func(format string, a ...any) error {
@@ -182,7 +183,7 @@ func ValidTurnStatus(s string) bool {
 }
 
 // TurnSendBlocking reports whether a Turn in status s keeps its Session from
-// taking a new Turn (AKK's session-send-blocking group).
+// taking a new Turn (the send-blocking statuses).
 func TurnSendBlocking(s string) bool {
 	switch s {
 	case TurnCreated, TurnRunning, TurnWaitingForAgent, TurnWaitingForOpenClaw, TurnStalled, TurnCancelling:
@@ -192,7 +193,7 @@ func TurnSendBlocking(s string) bool {
 }
 
 // TurnReleased reports whether a Turn in status s has released the
-// terminal's next input (AKK's dispatch-owner-released group).
+// terminal's next input (the input-released statuses).
 func TurnReleased(s string) bool {
 	switch s {
 	case TurnIdle, TurnFailed, TurnClosed, TurnCancelled:
@@ -237,8 +238,8 @@ type Submission struct {
 	AcceptedAt   int64  `json:"accepted_at,omitempty"`
 }
 
-// Takeover holds the terminal-bridge fields of AKK's
-// native_session_takeover that a monitor needs to resume a Turn.
+// Takeover holds the Turn's takeover record: the fields any monitor needs
+// to resume the Turn.
 type Takeover struct {
 	TerminalID               string          `json:"terminal_id"`
 	TerminalKey              string          `json:"terminal_key"`
@@ -309,7 +310,7 @@ type Turn struct {
 	Version int64 `json:"-"`
 }
 
-// Dispatch ledger statuses (§5.5).
+// Dispatch ledger statuses: how far the input of the ledger's Turn got.
 const (
 	DispatchPrepared        = "prepared"
 	DispatchTextInjected    = "text_injected"

@@ -10,7 +10,8 @@ import (
 // terminal pane (or the adoption of a thread a human switched to). A
 // transition is recorded before the pane is touched, holds the terminal's
 // next input while it runs, and commits the Session changes it verified in
-// one write. Field names and statuses are AKK's.
+// one write. Field names and statuses are the ones transitions report
+// (docs/GLOSSARY.md).
 
 // Transition kinds.
 const (

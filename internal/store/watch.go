@@ -8,7 +8,7 @@ import (
 
 // Terminal watch records: a task a human started in an agent pane, followed
 // by a monitor host until it completes, fails, times out or is given up,
-// with its notifications going through the callback outbox (reference §5.7).
+// with its notifications going through the callback outbox.
 
 // ErrWatched reports that the terminal already has an active watch.
 var ErrWatched = errors.New("terminal already watched")

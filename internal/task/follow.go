@@ -262,8 +262,8 @@ func (m *Manager) lateRecovery(ctx context.Context, l *live, reason string) {
 	m.finish(ctx, l, outcome{status: store.StatusCompletedNoSummary, summary: NoSummarySentinel, reason: "late-recovery-exhausted", source: agentsession.ResultSourceParent})
 }
 
-// tier3 asks the attached session for the turn's answer (§5.9), then checks
-// for a blocked delegation (§5.10). ok reports an outcome to write.
+// tier3 asks the attached session for the turn's answer, then checks for a
+// blocked delegation. ok reports an outcome to write.
 func (m *Manager) tier3(ctx context.Context, t *store.Task, running bool) (outcome, bool) {
 	if m.book == nil {
 		return outcome{}, false

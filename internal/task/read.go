@@ -426,7 +426,7 @@ func (m *Manager) GetPrompt(ctx context.Context, taskID string) (_ *PromptResult
 
 // ---------------------------------------------------------- list_tasks
 
-// deriveStatus is deriveTaskStatus (reference §3.5).
+// deriveStatus is the status a task reports to its caller.
 func deriveStatus(t *store.Task, b *BlockedDelegation) TaskStatus {
 	switch {
 	case b != nil:

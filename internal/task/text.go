@@ -34,7 +34,7 @@ const messageToolVeto = "You are answering a task handed over by ClawConnect. On
 	"message is returned to the caller: put the complete answer there. Do not use the `message` tool to " +
 	"reply — anything sent through it is not seen by the caller."
 
-// buildMessage is the text the agent receives (reference §2.6).
+// buildMessage is the text the agent receives.
 func buildMessage(task, context, senderName, payloadPath string) string {
 	var b strings.Builder
 	b.WriteString(messageToolVeto)
@@ -87,7 +87,7 @@ func capLogText(s string, limit int) string {
 	return s[:i] + fmt.Sprintf("…[%d more chars]", n-(limit-1))
 }
 
-// project is the bounded log projection (reference §3.10): tool+result
+// project is the bounded log projection: tool+result
 // pairs collapsed, the last 8 rows without a cursor or the last 5 after it,
 // texts capped at 240. entries must be in seq order.
 func project(entries []store.LogEntry, cursor int64) []LogEntry {
@@ -218,7 +218,8 @@ func addSummaryArtifacts(a *store.Artifacts, summary string) {
 	a.NeedsHumanDecision = strings.HasSuffix(t, "?") || needsHumanR().MatchString(tail)
 }
 
-// nextStep is deriveNextStep (reference §3.10).
+// nextStep is the next step a task's outcome and artifacts suggest to the
+// caller ("" when there is none).
 func nextStep(t *store.Task) string {
 	switch {
 	case t.Status == store.StatusError:
@@ -246,7 +247,8 @@ var errorClasses = []struct {
 	{"tooling", "Install or fix the missing tool, then retry.", lazyRegexp(`ENOENT|command not found|module not found|Cannot find`)},
 }
 
-// classifyError is classifyError (reference §3.10).
+// classifyError sorts a run's error message into a category with a
+// suggested recovery ("unknown" when no pattern matches).
 func classifyError(msg string) *store.ErrorInfo {
 	for _, c := range errorClasses {
 		if c.re().MatchString(msg) {

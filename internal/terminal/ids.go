@@ -25,7 +25,7 @@ func uuid() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// newSessionID returns "session-YYYYMMDDHHMMSS-<8 hex>" (UTC), AKK's form.
+// newSessionID returns "session-YYYYMMDDHHMMSS-<8 hex>" (UTC), the form callbacks carry.
 func newSessionID(now time.Time) string {
 	return "session-" + now.UTC().Format("20060102150405") + "-" + randHex(4)
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Native inspection (reference §7.3): the agent's own /status card, typed
+// Native inspection: the agent's own /status card, typed
 // into an idle pane, read, and closed again.
 
 // statusCommand is the one native command Inspect types.

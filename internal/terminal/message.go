@@ -6,7 +6,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
-// Message types and actors of AKK's Turn messages.
+// Message types and actors of a Turn's messages.
 const (
 	MsgTask     = "task"
 	MsgQuestion = "question"
@@ -44,7 +44,7 @@ func actorOf(agent string) string {
 	return agent
 }
 
-// newMessage builds a message with AKK's default requires_response
+// newMessage builds a message with the default requires_response
 // (task, question, answer, blocked) and checks its route.
 func newMessage(t *store.Turn, from, to, typ, body string, ts int64) (Message, error) {
 	m := Message{ID: newMessageID(), TS: ts, SessionID: t.SessionID, TurnID: t.TurnID, From: from, To: to, Type: typ, Body: body}
@@ -67,7 +67,7 @@ func newMessage(t *store.Turn, from, to, typ, body string, ts int64) (Message, e
 	return m, nil
 }
 
-// ApplyMessage applies AKK's message → status rules to t: done → idle (with
+// ApplyMessage applies the message → status rules to t: done → idle (with
 // idle_since), error → failed, cancelled → cancelled, blocked → waiting_for_openclaw, a message to
 // OpenClaw that requires a response → waiting_for_openclaw, one from
 // OpenClaw that requires a response → waiting_for_agent, otherwise a created

@@ -26,7 +26,7 @@ const (
 	DefaultDraftTimeout      = 2 * time.Second
 )
 
-// Send scopes (reference §2.8).
+// Send scopes: what a send is bound to (docs/GLOSSARY.md).
 const (
 	ScopeSessionExact          = "session_exact"
 	ScopeTerminalFollowCurrent = "terminal_follow_current"

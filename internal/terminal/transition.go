@@ -16,7 +16,7 @@ import (
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// Native thread transitions (reference §2.6, §7.3): new-thread,
+// Native thread transitions: new-thread,
 // clear-thread and resume-thread drive the agent's own control in the pane;
 // adopt-thread takes over a thread a human switched to. Each is recorded in
 // the store before the pane is touched, verified from the agent's own files,

@@ -13,7 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
-// Terminal watches (reference §4.1 last paragraph, §5.7): a task a human
+// Terminal watches: a task a human
 // typed into an agent pane, followed by the monitor host like a Turn and
 // reported once — completed, failed, timed out or invalidated, plus one
 // notification per approval prompt — through the callback outbox into the

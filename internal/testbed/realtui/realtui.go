@@ -322,7 +322,7 @@ func (t *TUI) WaitStable(ctx context.Context, what string, settle time.Duration,
 // selected, then confirm.
 type dialog struct{ marker, selected, move, confirm string }
 
-// dialogs are the start-up dialogs cli-feasibility measured, in the order
+// dialogs are the start-up dialogs the real TUIs show, in the order
 // they appear.
 var dialogs = []dialog{
 	{"Yes, I trust this folder", "❯ Yes, I trust this folder", "Down", "Enter"}, // Claude Code folder trust
