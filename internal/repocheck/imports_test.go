@@ -71,7 +71,7 @@ var allowedImports = map[string][]string{
 	"internal/testbed/peers":       nil,
 	"internal/testbed/realcli":     {"internal/testbed/fakemodel", "internal/testbed/peers"},
 	"internal/testbed/realgateway": {"internal/testbed/fakemodel", "internal/testbed/peers"},
-	"internal/testbed/realtui":     {"internal/testbed/fakemodel", "internal/testbed/realcli"},
+	"internal/testbed/realtui":     {"internal/terminal/proc", "internal/testbed/fakemodel", "internal/testbed/realcli"},
 	"plugins/openclaw":             nil,
 	"runtime/claudecode":           {"executor", "internal/jsonscan", "runtime/internal/oneshot"},
 	"runtime/codex":                {"executor", "internal/jsonscan", "runtime/internal/oneshot"},

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 )
 
@@ -61,14 +62,14 @@ type TUI struct {
 	// socket or its directory was removed first).
 	ServerPID int
 
-	serverStart string // the server's start time (/proc/<pid>/stat), against pid reuse
+	server incarnation // the tmux server's pid and start time, against pid reuse
 
 	opts    Options
 	sockDir string
 
 	mu       sync.Mutex
 	agentPID int
-	previous []proc // the pane's and agent's processes before a Respawn
+	previous []incarnation // the pane's and agent's processes before a Respawn
 	closed   bool
 }
 
@@ -112,7 +113,7 @@ func Start(ctx context.Context, cli *realcli.CLI, opts Options) (*TUI, error) {
 		_ = t.Close()
 		return nil, fmt.Errorf("realtui: read the tmux server's pid: %q %w", out, errors.Join(err, perr))
 	}
-	t.ServerPID, t.serverStart = n, procStart(n)
+	t.ServerPID, t.server = n, incarnationOf(n)
 	return t, nil
 }
 
@@ -145,45 +146,40 @@ func (t *TUI) Respawn(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, pid := range []int{t.PanePID, old} {
-		if start := procStart(pid); start != "" {
-			t.previous = append(t.previous, proc{pid, start})
+		if p := incarnationOf(pid); p.pid != 0 {
+			t.previous = append(t.previous, p)
 		}
 	}
 	t.PanePID, t.agentPID = n, 0
 	return nil
 }
 
-// proc is one process incarnation: its pid and start time.
-type proc struct {
+// incarnation is one process: its pid and start time.
+type incarnation struct {
 	pid   int
-	start string
+	start uint64
 }
 
-// runs reports whether the incarnation still runs (not a reused pid).
-func (p proc) runs() bool { return alive(p.pid) && procStart(p.pid) == p.start }
-
-// procStart is pid's start time in clock ticks since boot, "" when pid
-// does not run: with the pid it names one process incarnation.
-func procStart(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// incarnationOf is pid's incarnation, the zero value when pid does not run.
+func incarnationOf(pid int) incarnation {
+	p, err := proc.FS{}.ReadStat(pid)
 	if err != nil {
-		return ""
+		return incarnation{}
 	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19] // field 22, counted from the state (field 3)
+	return incarnation{pid, p.StartTicks}
+}
+
+// runs reports whether the incarnation still runs (not a reused pid, not a
+// zombie).
+func (p incarnation) runs() bool {
+	ok, _ := proc.Alive(p.pid, p.start)
+	return p.pid > 1 && ok
 }
 
 // serverRuns reports whether the tmux server this TUI started still runs
 // (the same incarnation, not a process that reused its pid).
 func (t *TUI) serverRuns() bool {
-	return t.ServerPID > 1 && alive(t.ServerPID) && procStart(t.ServerPID) == t.serverStart
+	return t.server.runs()
 }
 
 // Leftovers returns the pids of the processes this TUI started (the tmux
