@@ -50,7 +50,31 @@ func TestPollableStdinWaitsInThePoller(t *testing.T) {
 	if errno != 0 || flags&syscall.O_NONBLOCK != 0 {
 		t.Fatalf("stdin's flags %#x (%v): it must stay blocking for whoever shares it", flags, errno)
 	}
-	// A file that is not a pipe is served as it is.
+	// A socket (a Node client's socket pair) is read through the poller
+	// too, and left blocking once closed.
+	sp, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, client := os.NewFile(uintptr(sp[0]), "stdin"), os.NewFile(uintptr(sp[1]), "client")
+	t.Cleanup(func() { _ = sock.Close(); _ = client.Close() })
+	sin, closeSock := pollableStdin(sock)
+	dl, ok := sin.(interface{ SetReadDeadline(time.Time) error })
+	if !ok {
+		t.Fatalf("a socket stdin came back as %T, want a connection of the poller", sin)
+	}
+	if err := dl.SetReadDeadline(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sin.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("socket read past the deadline = %v, want ErrDeadlineExceeded", err)
+	}
+	closeSock()
+	flags, _, errno = syscall.Syscall(syscall.SYS_FCNTL, uintptr(sp[0]), syscall.F_GETFL, 0)
+	if errno != 0 || flags&syscall.O_NONBLOCK != 0 {
+		t.Fatalf("socket stdin's flags %#x (%v) once closed: want blocking again", flags, errno)
+	}
+	// A file that is neither is served as it is.
 	reg, err := os.CreateTemp(t.TempDir(), "in")
 	if err != nil {
 		t.Fatal(err)
