@@ -265,7 +265,7 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 	out := &lineWriter{w: w}
 	done := make(chan error, 1)
 	go func() {
-		done <- ms.Run(ctx, &mcp.IOTransport{Reader: nopReadCloser{newStdioGuard(r, out)}, Writer: out, MaxLineLength: MaxStdioLineBytes + 1})
+		done <- ms.Run(ctx, &stdioTransport{guard: newStdioGuard(r, out), out: out})
 	}()
 	var err error
 	select {
@@ -288,7 +288,3 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 	}
 	return fmt.Errorf("serve stdio: %w", err)
 }
-
-type nopReadCloser struct{ io.Reader }
-
-func (nopReadCloser) Close() error { return nil }

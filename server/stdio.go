@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,20 +24,20 @@ const (
 	codeInvalidRequest = -32600
 )
 
-// stdioGuard sits between stdin and the SDK's stdio transport. The SDK
-// ends the whole session on a line it cannot decode; the guard instead
-// answers such a line itself with a JSON-RPC error (parse error or invalid
-// request, id echoed when usable) and passes only well-formed messages on,
-// so one bad line from a client never kills the server.
+// stdioGuard reads the messages of stdin for the stdio connection. The
+// SDK's own stdio transport ends the whole session on a line it cannot
+// decode; the guard instead answers such a line itself with a JSON-RPC
+// error (parse error or invalid request, id echoed when usable) and passes
+// only well-formed messages on, so one bad line from a client never kills
+// the server.
 //
 // At the end of input it waits (up to stdinCloseGrace) until every request
 // it passed on has been answered: the SDK cancels what is in flight when
 // its input ends, so `echo '<initialize>' | clawconnect mcp` could otherwise
 // lose the answer it asked for.
 type stdioGuard struct {
-	in      *bufio.Reader
-	out     *lineWriter
-	pending []byte // a valid line (with its newline) not yet read by the SDK
+	in  *bufio.Reader
+	out *lineWriter
 }
 
 // stdinCloseGrace bounds how long the end of input waits for the answers
@@ -47,39 +48,115 @@ func newStdioGuard(r io.Reader, out *lineWriter) *stdioGuard {
 	return &stdioGuard{in: bufio.NewReaderSize(r, 64<<10), out: out}
 }
 
-// Read implements io.Reader.
-func (g *stdioGuard) Read(p []byte) (int, error) {
-	for len(g.pending) == 0 {
+// next returns the next well-formed message of the input, answering the
+// malformed lines before it.
+func (g *stdioGuard) next() (jsonrpc.Message, error) {
+	for {
 		line, err := g.readLine()
 		if len(line) > 0 {
-			if reply, request := checkMessage(line); reply != nil {
+			reply, msg := checkMessage(line)
+			if reply != nil {
 				if werr := g.out.reply(reply); werr != nil {
-					return 0, werr
+					return nil, werr
 				}
-			} else {
-				if request {
+			} else if msg != nil {
+				if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 					g.out.expect()
 				}
-				g.pending = append(line, '\n')
+				return msg, nil
 			}
 		}
-		if err != nil && len(g.pending) == 0 {
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				select {
 				case <-g.out.answered():
 				case <-time.After(stdinCloseGrace):
 				}
 			}
-			return 0, err
-		}
-		if err != nil {
-			break
+			return nil, err
 		}
 	}
-	n := copy(p, g.pending)
-	g.pending = g.pending[n:]
-	return n, nil
 }
+
+// stdioTransport is the MCP connection over stdin and stdout, in place of
+// the SDK's IOTransport: the guard has decoded every line into its members
+// to check it, so the connection builds the message from them. The SDK's
+// transport decoded each line three more times (a batch attempt, the
+// envelope, the method), each through a decoder that allocates a 32 KiB
+// buffer, most of what a run_task + check_task round trip allocated; and
+// since a write knows whether it is a response, the count of unanswered
+// requests needs no decode of each answer either.
+type stdioTransport struct {
+	guard *stdioGuard
+	out   *lineWriter
+}
+
+// Connect implements mcp.Transport; a transport serves one connection.
+func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	c := &stdioConn{out: t.out, incoming: make(chan messageOrErr), closed: make(chan struct{})}
+	// Reads run on a goroutine of their own so that Close unblocks a Read
+	// (stdin cannot be interrupted); it ends at the end of input, on a read
+	// error, or once the connection is closed.
+	go func() {
+		for {
+			msg, err := t.guard.next()
+			select {
+			case c.incoming <- messageOrErr{msg, err}:
+			case <-c.closed:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return c, nil
+}
+
+type messageOrErr struct {
+	msg jsonrpc.Message
+	err error
+}
+
+// stdioConn is the connection of stdioTransport; the SDK reads from one
+// goroutine and writes from many.
+type stdioConn struct {
+	out       *lineWriter
+	incoming  chan messageOrErr
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case m := <-c.incoming:
+		return m.msg, m.err
+	case <-c.closed:
+		return nil, io.EOF
+	}
+}
+
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	_, answer := msg.(*jsonrpc.Response)
+	return c.out.line(data, answer)
+}
+
+// Close stops reading; stdin and stdout stay open (the process owns them).
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *stdioConn) SessionID() string { return "" }
 
 // readLine returns the next line without its newline. A line longer than
 // MaxStdioLineBytes is discarded up to its newline and answered as an
@@ -163,50 +240,63 @@ func skipValue(dec *json.Decoder) error {
 	}
 }
 
-// checkMessage returns a nil reply for a well-formed JSON-RPC 2.0 message,
-// with request set when it is a request (a method and an id) that will be
-// answered, or the error reply to send instead.
-func checkMessage(line []byte) (reply []byte, request bool) {
+// checkMessage returns the message of a well-formed JSON-RPC 2.0 line and
+// a nil reply, or the error reply to send instead (and no message). A
+// response without an id answers nothing and yields neither.
+func checkMessage(line []byte) (reply []byte, msg jsonrpc.Message) {
 	if !json.Valid(line) {
-		return errorReply(nil, codeParseError, "Parse error"), false
+		return errorReply(nil, codeParseError, "Parse error"), nil
 	}
-	var msg map[string]json.RawMessage
-	if err := json.Unmarshal(line, &msg); err != nil {
-		return errorReply(nil, codeInvalidRequest, "Invalid Request: expected a JSON-RPC 2.0 object (batches are not supported)"), false
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(line, &fields); err != nil {
+		return errorReply(nil, codeInvalidRequest, "Invalid Request: expected a JSON-RPC 2.0 object (batches are not supported)"), nil
 	}
-	id, idOK := msg["id"]
-	if idOK && !validID(id) {
-		return errorReply(nil, codeInvalidRequest, "Invalid Request: id must be a string, a number or null"), false
+	raw, idOK := fields["id"]
+	if idOK && !validID(raw) {
+		return errorReply(nil, codeInvalidRequest, "Invalid Request: id must be a string, a number or null"), nil
 	}
 	var replyID json.RawMessage
+	var id jsonrpc.ID
 	if idOK {
-		replyID = id
+		replyID = raw
+		var v any // a string, a float64 (validID) or nil, as the SDK decodes ids
+		_ = json.Unmarshal(raw, &v)
+		id, _ = jsonrpc.MakeID(v)
 	}
 	var version string
-	if json.Unmarshal(msg["jsonrpc"], &version) != nil || version != "2.0" {
-		return errorReply(replyID, codeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`), false
+	if json.Unmarshal(fields["jsonrpc"], &version) != nil || version != "2.0" {
+		return errorReply(replyID, codeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`), nil
 	}
-	if m, ok := msg["method"]; ok {
+	if m, ok := fields["method"]; ok {
 		var method string
 		if json.Unmarshal(m, &method) != nil || method == "" {
-			return errorReply(replyID, codeInvalidRequest, `Invalid Request: "method" must be a non-empty string`), false
+			return errorReply(replyID, codeInvalidRequest, `Invalid Request: "method" must be a non-empty string`), nil
 		}
-		if p, ok := msg["params"]; ok {
+		p, ok := fields["params"]
+		if ok {
 			if t := firstByte(p); t != '{' && t != '[' && string(p) != "null" {
-				return errorReply(replyID, codeInvalidRequest, `Invalid Request: "params" must be an object`), false
+				return errorReply(replyID, codeInvalidRequest, `Invalid Request: "params" must be an object`), nil
 			}
 		}
-		return nil, idOK
+		return nil, &jsonrpc.Request{ID: id, Method: method, Params: p}
 	}
-	_, hasResult := msg["result"]
-	_, hasError := msg["error"]
+	result, hasResult := fields["result"]
+	rawErr, hasError := fields["error"]
 	if !idOK || hasResult == hasError {
-		return errorReply(replyID, codeInvalidRequest, `Invalid Request: neither a request (method) nor a response (id with result or error)`), false
+		return errorReply(replyID, codeInvalidRequest, `Invalid Request: neither a request (method) nor a response (id with result or error)`), nil
 	}
-	if hasError && firstByte(msg["error"]) != '{' {
-		return errorReply(replyID, codeInvalidRequest, `Invalid Request: "error" must be an object`), false
+	resp := &jsonrpc.Response{ID: id, Result: result}
+	if hasError {
+		var e jsonrpc.Error
+		if firstByte(rawErr) != '{' || json.Unmarshal(rawErr, &e) != nil {
+			return errorReply(replyID, codeInvalidRequest, `Invalid Request: "error" must be an object with a numeric "code" and a "message"`), nil
+		}
+		resp.Result, resp.Error = nil, &e
 	}
-	return nil, false
+	if !id.IsValid() {
+		return nil, nil
+	}
+	return nil, resp
 }
 
 func firstByte(raw json.RawMessage) byte {
@@ -260,41 +350,36 @@ type lineWriter struct {
 	drained    chan struct{} // closed when unanswered reaches 0 (answered)
 }
 
-// Write implements io.Writer for the SDK: complete lines are written at
-// once; a partial line waits for its newline. Responses among them count
-// as answers.
-func (l *lineWriter) Write(p []byte) (int, error) { return l.write(p, true) }
-
-// reply writes the guard's own answer line, which answers no request the
-// SDK was given.
+// reply writes the guard's own answer line (with its newline), which
+// answers no request the SDK was given.
 func (l *lineWriter) reply(line []byte) error {
-	_, err := l.write(line, false)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err := l.w.Write(line)
 	return err
 }
 
-func (l *lineWriter) write(p []byte, answers bool) (int, error) {
+// line writes data and a newline in one write; answer counts it as the
+// answer to one request.
+func (l *lineWriter) line(data []byte, answer bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
-		lines := l.buf[:i+1]
-		if _, err := l.w.Write(lines); err != nil {
-			return 0, err
-		}
-		if answers && l.unanswered > 0 {
-			for line := range bytes.Lines(lines) {
-				if isResponse(line) {
-					l.unanswered--
-				}
-			}
-			if l.unanswered <= 0 && l.drained != nil {
-				close(l.drained)
-				l.drained = nil
-			}
-		}
-		l.buf = append(l.buf[:0], l.buf[i+1:]...)
+	l.buf = append(append(l.buf[:0], data...), '\n')
+	_, err := l.w.Write(l.buf)
+	if cap(l.buf) > 64<<10 {
+		l.buf = nil // one large answer does not stay resident
 	}
-	return len(p), nil
+	if err != nil {
+		return err
+	}
+	if answer && l.unanswered > 0 {
+		l.unanswered--
+		if l.unanswered == 0 && l.drained != nil {
+			close(l.drained)
+			l.drained = nil
+		}
+	}
+	return nil
 }
 
 // expect counts one more request to be answered.
@@ -319,19 +404,6 @@ func (l *lineWriter) answered() <-chan struct{} {
 	}
 	return l.drained
 }
-
-// isResponse reports whether an outgoing line is a response (the SDK's own
-// requests and notifications carry a method).
-func isResponse(line []byte) bool {
-	var msg struct {
-		Method *json.RawMessage `json:"method"`
-		ID     *json.RawMessage `json:"id"`
-	}
-	return json.Unmarshal(line, &msg) == nil && msg.Method == nil && msg.ID != nil
-}
-
-// Close implements io.Closer; it does not close the underlying writer.
-func (l *lineWriter) Close() error { return nil }
 
 // toolGate holds tools/list and tools/call of a stdio server until its
 // tools are registered, and says when to register them: once its first

@@ -88,7 +88,9 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 			if err != nil {
 				return err
 			}
-			return srv.ServeStdio(ctx, env.Stdin, env.Stdout)
+			stdin, closeStdin := pollableStdin(env.Stdin)
+			defer closeStdin()
+			return srv.ServeStdio(ctx, stdin, env.Stdout)
 		},
 	}
 	cmd.Flags().BoolVar(&terminalTools, "terminal-tools", false, "also serve the terminal_* tools (CLAWCONNECT_TERMINAL_TOOLS=1)")

@@ -25,7 +25,7 @@ const keepChanges = 10000
 // task appends the task's id to the task_changes table in the same
 // transaction, and once that transaction has committed the writer writes a
 // byte to the signal file beside the database (signal). The listener
-// watches the database's directory (inotify, no timer); each write to the
+// watches that file (inotify, no timer; see watchSignal); each write to the
 // signal file makes it read the change rows after the last one it saw, and
 // wake the waiters of exactly those tasks. Events that arrive while it
 // reads coalesce into one more read. (The WAL's own write events come
@@ -46,7 +46,7 @@ func listener(path string, busy time.Duration) func(ctx context.Context, changed
 			return fmt.Errorf("watch store changes: %w", err)
 		}
 		defer w.Close()
-		if err := w.Add(filepath.Dir(path)); err != nil {
+		if err := watchSignal(w, path); err != nil {
 			return fmt.Errorf("watch store changes: %w", err)
 		}
 		// It reads only the newest change rows: a small page cache.
@@ -96,6 +96,18 @@ func listener(path string, busy time.Duration) func(ctx context.Context, changed
 			}
 		}
 	}
+}
+
+// watchSignal watches the signal file of the database at path, or, when it
+// cannot (the file is missing), the database's directory for its creation.
+// The file itself, not the directory: a directory watch also reports every
+// write to the WAL beside it, about fifteen per commit, and each one woke
+// the listener of every process on the store to discard it.
+func watchSignal(w *fsnotify.Watcher, path string) error {
+	if w.Add(path+signalSuffix) == nil {
+		return nil
+	}
+	return w.Add(filepath.Dir(path))
 }
 
 // readChanges passes on the ids of the change rows after last and returns

@@ -425,8 +425,19 @@ func (s *Server) snapshotConns() []*fconn {
 	return out
 }
 
-func (s *Server) event(name string, payload any) map[string]any {
-	return map[string]any{"type": "event", "event": name, "payload": payload, "seq": s.seq.Add(1)}
+// eventFrame is an event in the gateway's own member order (type and
+// event first, then payload and seq): clients may key a fast path on that
+// prefix, so a map (whose keys encoding/json sorts) would send every event
+// down their slow path and measure what a real gateway never costs.
+type eventFrame struct {
+	Type    string `json:"type"`
+	Event   string `json:"event"`
+	Payload any    `json:"payload"`
+	Seq     int64  `json:"seq"`
+}
+
+func (s *Server) event(name string, payload any) eventFrame {
+	return eventFrame{Type: "event", Event: name, Payload: payload, Seq: s.seq.Add(1)}
 }
 
 func (s *Server) broadcastEvent(name string, payload any, dup bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -166,5 +167,32 @@ func TestCloseWhileClientsConnect(t *testing.T) {
 	if ws, _, err := websocket.Dial(ctx, s.URL(), nil); err == nil {
 		ws.CloseNow()
 		t.Fatal("Dial after Close succeeded")
+	}
+}
+
+// TestEventsInTheGatewaysMemberOrder: events go out as the gateway writes
+// them, type and event first, which is the prefix clients' fast path reads.
+func TestEventsInTheGatewaysMemberOrder(t *testing.T) {
+	s := New(t, Options{Token: "tok"})
+	c := dialRaw(t, s)
+	c.next(func(map[string]any) bool { return true }) // the challenge
+	c.send(connect)
+	c.next(isRes("c1"))
+	c.send(`{"type":"req","id":"a","method":"agent","params":{"message":"hi","sessionKey":"s","idempotencyKey":"k1"}}`)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for seen := 0; seen < 2; {
+		_, data, err := c.ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		var f struct{ Type, Event string }
+		if err := json.Unmarshal(data, &f); err != nil || f.Type != "event" || (f.Event != "agent" && f.Event != "chat") {
+			continue
+		}
+		seen++
+		if want := `{"type":"event","event":"` + f.Event + `","payload":{`; !strings.HasPrefix(string(data), want) {
+			t.Fatalf("event frame %s does not start with %s", data, want)
+		}
 	}
 }
