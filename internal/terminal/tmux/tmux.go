@@ -8,7 +8,9 @@
 //
 // Every operation runs one tmux command with a bounded time; a Client
 // keeps no state between calls but its list of servers (which AddSockets
-// extends) and is safe for concurrent use.
+// extends) and the control-mode clients that report pane output (one per
+// tmux session, while anyone watches its panes). It is safe for concurrent
+// use.
 package tmux
 
 import (
@@ -90,11 +92,16 @@ type Client struct {
 	sockets []string // "" is the default server; guarded by mu
 	timeout time.Duration
 	log     *slog.Logger
+
+	// controls are the running control-mode clients, one per tmux
+	// session, shared by every WatchOutput of its panes (watch.go).
+	ctlMu    sync.Mutex
+	controls map[string]*control
 }
 
 // New returns a Client for opts.
 func New(opts Options) *Client {
-	c := &Client{bin: opts.Binary, timeout: opts.Timeout, log: opts.Logger}
+	c := &Client{bin: opts.Binary, timeout: opts.Timeout, log: opts.Logger, controls: map[string]*control{}}
 	if c.bin == "" {
 		c.bin = "tmux"
 	}

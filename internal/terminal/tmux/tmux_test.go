@@ -552,3 +552,98 @@ func drained(t *testing.T, ch <-chan struct{}) {
 		}
 	}
 }
+
+// TestWatchOutputSharesOneClientPerSession: the watches of a session's
+// panes share one control client, which reports each pane's output to its
+// own watches only and stops when the last watch ends; another session
+// has its own (tmux reports a session's output only to its clients).
+func TestWatchOutputSharesOneClientPerSession(t *testing.T) {
+	s := newServer(t)
+	idA := s.newSession(t, "w", "exec cat")
+	idB := s.tmux(t, "new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "w", "exec cat")
+	idC := s.newSession(t, "v", "exec cat")
+	c := s.client(Options{})
+	a, b, pc := s.pane(t, c, idA), s.pane(t, c, idB), s.pane(t, c, idC)
+	watch := func(p Pane) (<-chan struct{}, context.CancelFunc) {
+		ctx, stop := context.WithCancel(t.Context())
+		ch, err := c.WatchOutput(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ch, stop
+	}
+	chA, stopA := watch(a)
+	chA2, stopA2 := watch(a) // a Turn monitor and a watch on one pane
+	chB, stopB := watch(b)
+	chC, stopC := watch(pc)
+	defer stopC()
+	clients := func() int {
+		out := s.tmux(t, "list-clients", "-F", "#{client_control_mode}")
+		return strings.Count(out, "1")
+	}
+	if n := clients(); n != 2 {
+		t.Fatalf("%d control clients for two sessions, want 2", n)
+	}
+	for _, ch := range []<-chan struct{}{chA, chA2, chB, chC} {
+		select { // whatever the panes drew before is not of interest
+		case <-ch:
+		default:
+		}
+	}
+	got := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				t.Fatalf("%s: channel closed instead of reporting output", what)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no output reported", what)
+		}
+	}
+	if err := c.SendText(t.Context(), b, "bee"); err != nil {
+		t.Fatal(err)
+	}
+	got(chB, "pane b")
+	select {
+	case <-chA:
+		t.Fatal("pane b's output woke pane a's watch")
+	default:
+	}
+	if err := c.SendText(t.Context(), a, "ay"); err != nil {
+		t.Fatal(err)
+	}
+	got(chA, "pane a")
+	got(chA2, "pane a's second watch")
+	// One watch of a pane leaves; the client stays for the others.
+	stopA()
+	drained(t, chA)
+	if err := c.SendText(t.Context(), a, "again"); err != nil {
+		t.Fatal(err)
+	}
+	got(chA2, "pane a's remaining watch")
+	c.ctlMu.Lock()
+	var shared *control
+	for _, cc := range c.controls {
+		cc.mu.Lock()
+		for _, id := range cc.subs {
+			if id == idB {
+				shared = cc
+			}
+		}
+		cc.mu.Unlock()
+	}
+	c.ctlMu.Unlock()
+	// The last watch of the session leaves: its client stops.
+	stopA2()
+	stopB()
+	drained(t, chB)
+	select {
+	case <-shared.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session's control client did not stop after its last watch ended")
+	}
+	if n := clients(); n != 1 {
+		t.Fatalf("%d control clients after session w's watches ended, want 1 (session v's)", n)
+	}
+}
