@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
+)
+
+// checkInotify says how much of the user's inotify limits the user's
+// processes hold (the kernel counts them per user, across processes). A
+// terminal host follows every session file through one instance; one that
+// finds no instance or watch free leaves its followers on the slow
+// re-check, which this check and the host's log say. Nothing is said
+// where /proc does not tell.
+func checkInotify() []verdict {
+	lim, err := fswatch.Limits()
+	if err != nil {
+		return nil
+	}
+	used, err := fswatch.UserUsage()
+	if err != nil {
+		return nil
+	}
+	return []verdict{inotifyVerdict(used, lim)}
+}
+
+// inotifyVerdict fails when either limit is at least nine tenths used.
+func inotifyVerdict(used, lim fswatch.Usage) verdict {
+	v := verdict{ok: true, area: "terminal", detail: fmt.Sprintf("inotify: this user's processes hold %d of %d instances (%s) and %d of %d watches (%s)",
+		used.Instances, lim.Instances, fswatch.InstancesSysctl, used.Watches, lim.Watches, fswatch.WatchesSysctl)}
+	full := func(n, max int) bool { return max > 0 && n*10 >= max*9 }
+	var name string
+	var now int
+	switch {
+	case full(used.Instances, lim.Instances):
+		name, now = fswatch.InstancesSysctl, lim.Instances
+	case full(used.Watches, lim.Watches):
+		name, now = fswatch.WatchesSysctl, lim.Watches
+	default:
+		return v
+	}
+	v.ok = false
+	v.detail += "; " + name + " is nearly exhausted"
+	v.fix = fmt.Sprintf("Raise it (sudo sysctl -w %s=%d; put it in /etc/sysctl.d to keep it), or stop the processes that hold them: without a free one, terminal hosts notice session-file changes only at their 10 s re-check.", name, 4*now)
+	return v
+}
