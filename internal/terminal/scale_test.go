@@ -50,15 +50,19 @@ func (f *fakeAgent) finishOnDisk(t testing.TB, text string) {
 	}
 }
 
-// sendAll sends one Turn to each agent, all at once (a send waits for its
-// draft to show on screen, so one after the other would take seconds).
+// sendAll sends one Turn to each agent, 25 at a time (a send waits for
+// its draft to show on screen, so one after the other would take seconds,
+// and hundreds at once outwait their draft timeout on the store's lock).
 func sendAll(t testing.TB, svc *Service, agents []*fakeAgent) []string {
 	t.Helper()
 	turns := make([]string, len(agents))
 	errs := make([]error, len(agents))
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, 25)
 	for i, a := range agents {
 		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			res, err := svc.Send(context.Background(), SendRequest{TerminalID: a.pane.TerminalID, Request: "work"})
 			turns[i], errs[i] = res.TurnID, err
 		})
