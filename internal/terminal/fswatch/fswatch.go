@@ -40,6 +40,7 @@ type Watcher struct {
 	mu     sync.Mutex
 	fw     *fsnotify.Watcher // nil while nobody subscribes
 	dirs   map[string]int    // watched directory → subscriptions using it
+	gone   map[string]bool   // watched directories removed since (the kernel dropped their watch)
 	byDir  map[string]map[*sub]struct{}
 	warned map[string]bool // limits already logged
 	done   chan struct{}   // closed when the current reader ends
@@ -62,7 +63,7 @@ func New(o Options) *Watcher {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Watcher{log: o.Logger, dirs: map[string]int{}, byDir: map[string]map[*sub]struct{}{}, warned: map[string]bool{}}
+	return &Watcher{log: o.Logger, dirs: map[string]int{}, gone: map[string]bool{}, byDir: map[string]map[*sub]struct{}{}, warned: map[string]bool{}}
 }
 
 // Watch wakes on changes of paths until ctx ends. A file is watched
@@ -95,11 +96,12 @@ func (w *Watcher) Watch(ctx context.Context, paths []string) (<-chan struct{}, e
 		go w.read(fw, w.done)
 	}
 	for d := range need {
-		if w.dirs[d] == 0 {
+		if w.dirs[d] == 0 || w.gone[d] {
 			if err := w.fw.Add(d); err != nil {
 				w.release(s)
 				return nil, w.limit(fmt.Errorf("watch %s: %w", d, err))
 			}
+			delete(w.gone, d)
 		}
 		w.dirs[d]++
 		s.watch = append(s.watch, d)
@@ -133,6 +135,7 @@ func (w *Watcher) release(s *sub) {
 		}
 		delete(w.dirs, d)
 		delete(w.byDir, d)
+		delete(w.gone, d)
 		if w.fw != nil {
 			_ = w.fw.Remove(d) // a removed directory is unwatched already
 		}
@@ -155,6 +158,15 @@ func (w *Watcher) read(fw *fsnotify.Watcher, done chan struct{}) {
 			}
 			dir := filepath.Dir(ev.Name)
 			w.mu.Lock()
+			if w.dirs[ev.Name] > 0 && ev.Has(fsnotify.Remove|fsnotify.Rename) {
+				// A watched directory went: its watch went with it. The
+				// next Watch that needs it watches it again, and its
+				// subscribers look now (their files went too).
+				w.gone[ev.Name] = true
+				for s := range w.byDir[ev.Name] {
+					wake(s.out)
+				}
+			}
 			for s := range w.byDir[dir] {
 				if s.files[ev.Name] || s.dirs[dir] {
 					wake(s.out)
@@ -238,7 +250,7 @@ func (w *Watcher) Close() error {
 	w.mu.Lock()
 	fw, done := w.fw, w.done
 	w.fw = nil
-	w.dirs, w.byDir = map[string]int{}, map[string]map[*sub]struct{}{}
+	w.dirs, w.gone, w.byDir = map[string]int{}, map[string]bool{}, map[string]map[*sub]struct{}{}
 	w.mu.Unlock()
 	if fw == nil {
 		return nil

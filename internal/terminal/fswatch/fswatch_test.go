@@ -137,3 +137,32 @@ func TestProcessUsageCountsInstances(t *testing.T) {
 		t.Fatalf("usage grew by %+v, want one instance with two watches", got)
 	}
 }
+
+// TestWatchDirectoryRemovedAndMadeAgain: a watched directory that is
+// removed wakes its subscribers, and a later Watch of a file in the
+// directory made again hears that file (the kernel dropped the old watch).
+func TestWatchDirectoryRemovedAndMadeAgain(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w := New(Options{})
+	defer w.Close()
+	old, err := w.Watch(t.Context(), []string{filepath.Join(dir, "a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	woke(t, old, "the subscriber of a removed directory")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := w.Watch(t.Context(), []string{filepath.Join(dir, "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "b"))
+	woke(t, ch, "the subscriber of the directory made again")
+}
