@@ -24,23 +24,28 @@ func checkInotify() []verdict {
 	return []verdict{inotifyVerdict(used, lim)}
 }
 
-// inotifyVerdict fails when either limit is at least nine tenths used.
+// inotifyVerdict warns when either limit is at least nine tenths used and
+// fails when one is used up: a host starting now could not watch.
 func inotifyVerdict(used, lim fswatch.Usage) verdict {
 	v := verdict{ok: true, area: "terminal", detail: fmt.Sprintf("inotify: this user's processes hold %d of %d instances (%s) and %d of %d watches (%s)",
 		used.Instances, lim.Instances, fswatch.InstancesSysctl, used.Watches, lim.Watches, fswatch.WatchesSysctl)}
-	full := func(n, max int) bool { return max > 0 && n*10 >= max*9 }
 	var name string
-	var now int
+	var n, most int
 	switch {
-	case full(used.Instances, lim.Instances):
-		name, now = fswatch.InstancesSysctl, lim.Instances
-	case full(used.Watches, lim.Watches):
-		name, now = fswatch.WatchesSysctl, lim.Watches
+	case lim.Instances > 0 && used.Instances*10 >= lim.Instances*9:
+		name, n, most = fswatch.InstancesSysctl, used.Instances, lim.Instances
+	case lim.Watches > 0 && used.Watches*10 >= lim.Watches*9:
+		name, n, most = fswatch.WatchesSysctl, used.Watches, lim.Watches
 	default:
 		return v
 	}
+	fix := fmt.Sprintf("Raise it (sudo sysctl -w %s=%d; put it in /etc/sysctl.d to keep it), or stop the processes that hold them: without a free one, terminal hosts notice session-file changes only at their 10 s re-check.", name, 4*most)
+	if n < most {
+		v.detail = "warning: " + v.detail + "; " + name + " is nearly used up. " + fix
+		return v
+	}
 	v.ok = false
-	v.detail += "; " + name + " is nearly exhausted"
-	v.fix = fmt.Sprintf("Raise it (sudo sysctl -w %s=%d; put it in /etc/sysctl.d to keep it), or stop the processes that hold them: without a free one, terminal hosts notice session-file changes only at their 10 s re-check.", name, 4*now)
+	v.detail += "; " + name + " is used up"
+	v.fix = fix
 	return v
 }
