@@ -9,8 +9,9 @@
 // Every operation runs one tmux command with a bounded time; a Client
 // keeps no state between calls but its list of servers (which AddSockets
 // extends) and the control-mode clients that report pane output (one per
-// tmux session, while anyone watches its panes). It is safe for concurrent
-// use.
+// tmux session, while anyone watches its panes), through which a watched
+// pane is also captured without starting a tmux process. It is safe for
+// concurrent use.
 package tmux
 
 import (
@@ -311,6 +312,14 @@ func (c *Client) Capture(ctx context.Context, p Pane, opts CaptureOptions) (stri
 	}
 	if n > 0 {
 		args = append(args, "-S", "-"+strconv.Itoa(n))
+	}
+	if cc := c.paneControl(p); cc != nil {
+		// A watched pane: ask through its session's control client
+		// rather than start a tmux process per look. Any failure there
+		// falls back to the process (a capture changes nothing).
+		if out, err := cc.command(ctx, c.timeout, strings.Join(args, " ")); err == nil {
+			return string(out), nil
+		}
 	}
 	out, err := c.run(ctx, p.server(), args...)
 	if err != nil {

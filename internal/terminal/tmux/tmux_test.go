@@ -647,3 +647,82 @@ func TestWatchOutputSharesOneClientPerSession(t *testing.T) {
 		t.Fatalf("%d control clients after session w's watches ended, want 1 (session v's)", n)
 	}
 }
+
+// TestCaptureOfAWatchedPaneUsesItsControlClient: a pane whose output is
+// watched is captured through its session's control client, with the
+// same text a capture-pane process prints, and no tmux process started.
+func TestCaptureOfAWatchedPaneUsesItsControlClient(t *testing.T) {
+	s := newServer(t)
+	id := s.newSession(t, "w", "exec cat")
+	c := s.client(Options{})
+	p := s.pane(t, c, id)
+	text := `héllo \ back % "q" 	tab`
+	if err := c.SendText(t.Context(), p, text); err != nil {
+		t.Fatal(err)
+	}
+	waitCapture(t, c, p, CaptureOptions{}, "tab")
+	for _, opts := range []CaptureOptions{{}, {ANSI: true}, {Scrollback: -1}} {
+		want, err := c.Capture(t.Context(), p, opts) // no watch: a process
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancel(t.Context())
+		if _, err := c.WatchOutput(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		bin := c.bin
+		c.bin = filepath.Join(s.dir, "no-tmux-here") // a process would fail now
+		got, err := c.Capture(t.Context(), p, opts)
+		c.bin = bin
+		stop()
+		if err != nil {
+			t.Fatalf("capture %+v of a watched pane: %v", opts, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("capture %+v through the control client differs (-process +control):\n%s", opts, diff)
+		}
+	}
+}
+
+// BenchmarkCapture compares a capture that starts a tmux process with one
+// sent through the control client of a watched pane's session.
+func BenchmarkCapture(b *testing.B) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		b.Skip("tmux not installed")
+	}
+	dir, err := os.MkdirTemp("", "cctmux")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s")
+	if out, err := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "w", "-x", "100", "-y", "30", "exec cat").CombinedOutput(); err != nil {
+		b.Fatalf("tmux: %v: %s", err, out)
+	}
+	defer func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() }()
+	c := New(Options{Sockets: []string{sock}, NoDefaultServer: true})
+	panes, err := c.ListPanes(b.Context())
+	if err != nil || len(panes) != 1 {
+		b.Fatalf("panes = %v, %v", panes, err)
+	}
+	p := panes[0]
+	b.Run("process", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := c.Capture(b.Context(), p, CaptureOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("control", func(b *testing.B) {
+		ctx, stop := context.WithCancel(b.Context())
+		defer stop()
+		if _, err := c.WatchOutput(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := c.Capture(b.Context(), p, CaptureOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

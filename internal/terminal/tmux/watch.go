@@ -82,8 +82,17 @@ type control struct {
 	err    error              // why it did not attach; set before ready closes
 	done   chan struct{}      // closed when its reader ended
 
-	mu   sync.Mutex
-	subs map[chan struct{}]string // watch channel → pane id; closed and emptied when the client ends
+	mu      sync.Mutex
+	subs    map[chan struct{}]string // watch channel → pane id; closed and emptied when the client ends
+	stdin   io.Writer                // commands (Client.Capture); written under mu
+	pending []chan reply             // replies awaited, in the order the commands were written
+	over    bool                     // the client ended: no more commands
+}
+
+// reply is the output of one command sent through a control client.
+type reply struct {
+	out []byte
+	err error
 }
 
 // unwatch ends one watch; the last one stops the client. Idempotent.
@@ -118,6 +127,11 @@ func (c *Client) ended(cc *control) {
 		close(ch)
 	}
 	clear(cc.subs)
+	cc.over = true
+	for _, r := range cc.pending {
+		r <- reply{err: fmt.Errorf("%w: the control client ended", ErrUncertain)}
+	}
+	cc.pending = nil
 }
 
 // wake tells the watches of pane id that it wrote output.
@@ -166,6 +180,7 @@ func (c *Client) startControl(key, server, session string) (*control, error) {
 		cancel()
 		return nil, fmt.Errorf("%w: %w: %w", ErrNotSent, ErrNoTmux, err)
 	}
+	cc.stdin = stdin
 	reap := sync.OnceFunc(func() { _ = stdin.Close(); _ = cmd.Wait() })
 	attached := make(chan error, 1)
 	go func() {
@@ -218,20 +233,113 @@ func awaitAttach(r *bufio.Reader, stderr *bytes.Buffer, reap func()) error {
 }
 
 // follow wakes the watches of each pane that writes output (the session's
-// other notifications are read and dropped) until the client exits.
+// other notifications are read and dropped) and hands each command reply
+// (a %begin … %end or %error block; tmux sends no notification inside
+// one) to its caller, until the client exits.
 func (cc *control) follow(r *bufio.Reader) {
+	var block []byte // the %begin line's "time number flags", while in a block
+	var out []byte
 	for {
 		line, err := readLine(r)
 		if err != nil {
 			return
 		}
+		if block != nil {
+			end, isEnd := bytes.CutPrefix(line, []byte("%end "))
+			fail, isErr := bytes.CutPrefix(line, []byte("%error "))
+			switch {
+			case isEnd && bytes.Equal(end, block):
+				cc.answer(reply{out: out})
+			case isErr && bytes.Equal(fail, block):
+				cc.answer(reply{err: fmt.Errorf("%w: %s", ErrNotSent, clip(strings.TrimSpace(string(out))))})
+			default:
+				out = append(append(out, line...), '\n')
+				continue
+			}
+			block, out = nil, nil
+			continue
+		}
 		if rest, ok := bytes.CutPrefix(line, []byte("%output ")); ok {
 			id, _, _ := bytes.Cut(rest, []byte(" "))
 			cc.wake(string(id))
+		} else if rest, ok := bytes.CutPrefix(line, []byte("%begin ")); ok {
+			block, out = bytes.Clone(rest), []byte{}
 		} else if bytes.HasPrefix(line, []byte("%exit")) {
 			return
 		}
 	}
+}
+
+// answer hands r to the oldest command awaiting its reply.
+func (cc *control) answer(r reply) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if len(cc.pending) == 0 {
+		return // not ours (none is sent but through command)
+	}
+	cc.pending[0] <- r
+	cc.pending = cc.pending[1:]
+}
+
+// command runs one tmux command line through the control client and
+// returns its output, bounded by timeout and ctx. A command whose reply
+// does not come in time is ErrUncertain.
+func (cc *control) command(ctx context.Context, timeout time.Duration, line string) ([]byte, error) {
+	ch := make(chan reply, 1)
+	cc.mu.Lock()
+	if cc.over {
+		cc.mu.Unlock()
+		return nil, fmt.Errorf("%w: the control client ended", ErrNotSent)
+	}
+	if _, err := io.WriteString(cc.stdin, line+"\n"); err != nil {
+		cc.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w", ErrNotSent, err)
+	}
+	cc.pending = append(cc.pending, ch)
+	cc.mu.Unlock()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case r := <-ch:
+		return r.out, r.err
+	case <-timer.C:
+		return nil, fmt.Errorf("%w: no reply within %s", ErrUncertain, timeout)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrUncertain, ctx.Err())
+	}
+}
+
+// paneControl returns the attached control client that serves a watch of
+// p, or nil.
+func (c *Client) paneControl(p Pane) *control {
+	if p.ID == "" {
+		return nil
+	}
+	prefix := p.server() + "\t"
+	c.ctlMu.Lock()
+	defer c.ctlMu.Unlock()
+	for key, cc := range c.controls {
+		if !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		select {
+		case <-cc.ready:
+		default:
+			continue
+		}
+		if cc.err != nil {
+			continue
+		}
+		cc.mu.Lock()
+		for _, id := range cc.subs {
+			if id == p.ID {
+				cc.mu.Unlock()
+				return cc
+			}
+		}
+		cc.mu.Unlock()
+	}
+	return nil
 }
 
 // readLine returns the next line without its newline; of a line longer
