@@ -154,6 +154,7 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 		}
 	}
 	vs = append(vs, checkStore(ctx, sv)...)
+	vs = append(vs, checkInotify()...)
 	if reg != nil {
 		for _, a := range reg.Agents {
 			vs = append(vs, checkGateway(ctx, sv, a, timeout))

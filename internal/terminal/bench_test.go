@@ -11,11 +11,14 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -233,4 +236,109 @@ func BenchmarkList50Panes(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkHostFollows500 follows 500 open Turns and 500 terminal watches
+// on fake panes in one host, each through a real session file, with the
+// default re-check, renewal and rescan. It reports, idle, the host's CPU
+// per second (a window of CLAWCONNECT_BENCH_IDLE, 20 s), its inotify
+// instances and watches and its RSS; then it writes each Turn's completion
+// record, 10 ms apart, and reports the time until the Turn is stored done
+// (its Wait returns; p50, p95). Run with -bench HostFollows500 -benchtime 1x.
+func BenchmarkHostFollows500(b *testing.B) {
+	n := 500
+	if v, err := strconv.Atoi(os.Getenv("CLAWCONNECT_BENCH_FOLLOWERS")); err == nil && v > 0 {
+		n = v
+	}
+	dir := b.TempDir()
+	turnAgents, watchAgents := fileAgents(b, dir, n, 10000), fileAgents(b, dir, n, 20000)
+	r := newRig(b, append(slices.Clone(turnAgents), watchAgents...)...)
+	ctx := context.Background()
+	turns := sendAll(b, r.svc, turnAgents)
+	for _, a := range watchAgents {
+		if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h := NewHost(r.svc, HostOptions{})
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = h.Run(hctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	for h.Monitoring() < 2*n {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // let start-up settle
+	runtime.GC()
+	window := 20 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("CLAWCONNECT_BENCH_IDLE")); err == nil && v > 0 {
+		window = v
+	}
+	b.ResetTimer()
+	cpu0, wall0 := cpuTime(), time.Now()
+	time.Sleep(window)
+	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	usage, err := fswatch.ProcessUsage(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rss := rssMiB(b)
+	goroutines := runtime.NumGoroutine()
+
+	// Each Turn's Wait returns once the monitor stored it done (a write
+	// of this process wakes its Waits at once).
+	stored := make([]time.Time, n)
+	var wg sync.WaitGroup
+	for i, id := range turns {
+		wg.Go(func() {
+			wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute)
+			defer wcancel()
+			if v, err := r.svc.Wait(wctx, id); err != nil || v.Status != store.TurnIdle {
+				b.Errorf("turn %d = %s, %v", i, v.Status, err)
+			}
+			stored[i] = time.Now()
+		})
+	}
+	time.Sleep(time.Second) // every Wait registered
+	written := make([]time.Time, n)
+	for i, a := range turnAgents {
+		written[i] = time.Now()
+		a.finishOnDisk(b, fmt.Sprintf("done-%d", i))
+		time.Sleep(10 * time.Millisecond)
+	}
+	wg.Wait()
+	var lat []time.Duration
+	for i := range n {
+		lat = append(lat, stored[i].Sub(written[i]))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	p := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+	b.ReportMetric(float64(p(0.50).Microseconds())/1000, "done-p50-ms")
+	b.ReportMetric(float64(p(0.95).Microseconds())/1000, "done-p95-ms")
+	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "idle-cpu-%")
+	b.ReportMetric(float64(usage.Instances), "inotify-instances")
+	b.ReportMetric(float64(usage.Watches), "inotify-watches")
+	b.ReportMetric(rss, "rss-MiB")
+	b.Logf("%d Turns + %d watches followed: idle CPU %v over %v (%.3f%% of one core), inotify %d instances / %d watches, RSS %.1f MiB, %d goroutines; done after the completion record p50 %v p95 %v max %v",
+		n, n, cpu, wall.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds(), usage.Instances, usage.Watches, rss, goroutines, p(0.50), p(0.95), lat[len(lat)-1])
+}
+
+// rssMiB is the process's resident set from /proc/self/status.
+func rssMiB(b *testing.B) float64 {
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(st)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return float64(kb) / 1024
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }

@@ -8,15 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
+	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 )
 
@@ -39,8 +36,9 @@ type HostOptions struct {
 	// host follows; 15 s.
 	Rescan time.Duration
 	// Watch wakes a monitor when one of paths (files or directories)
-	// changes; nil means fsnotify. The channel must stay open until ctx
-	// ends.
+	// changes; nil means the host's one shared inotify watcher
+	// (fswatch), whatever the number of followers. The channel must stay
+	// open until ctx ends.
 	Watch func(ctx context.Context, paths []string) (<-chan struct{}, error)
 	// ScanGrace is how long a Turn's session-file scan may keep failing
 	// (a *native.ScanError: a malformed line, a truncated or replaced
@@ -67,9 +65,10 @@ const DefaultScanGrace = 30 * time.Second
 // a lease in the store keeps one monitor per Turn across processes, and the
 // stored completion claim one completion per Turn.
 type Host struct {
-	s   *Service
-	o   HostOptions
-	log *slog.Logger
+	s     *Service
+	o     HostOptions
+	log   *slog.Logger
+	files *fswatch.Watcher // nil when HostOptions.Watch was given
 
 	mu      sync.Mutex
 	ctx     context.Context // set while Run runs
@@ -99,8 +98,10 @@ func NewHost(s *Service, o HostOptions) *Host {
 	if o.Rescan <= 0 {
 		o.Rescan = 15 * time.Second
 	}
+	var files *fswatch.Watcher
 	if o.Watch == nil {
-		o.Watch = watchFiles
+		files = fswatch.New(fswatch.Options{Logger: s.log})
+		o.Watch = files.Watch
 	}
 	if o.ScanGrace <= 0 {
 		o.ScanGrace = DefaultScanGrace
@@ -110,7 +111,7 @@ func NewHost(s *Service, o HostOptions) *Host {
 		// frees its delivery attempts with its monitor leases.
 		x.o.Owner = o.Owner
 	}
-	h := &Host{s: s, o: o, log: s.log, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{}, self: self}
+	h := &Host{s: s, o: o, log: s.log, files: files, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{}, self: self}
 	s.mu.Lock()
 	s.watch = h.Watch
 	s.mu.Unlock()
@@ -158,6 +159,9 @@ func (h *Host) Run(ctx context.Context) error {
 			h.ctx = nil
 			h.mu.Unlock()
 			h.wg.Wait()
+			if h.files != nil {
+				_ = h.files.Close() // its reader ends before Run returns
+			}
 			return nil
 		case <-t.C:
 		case <-beat.C:
@@ -323,7 +327,12 @@ func (h *Host) follow(ctx context.Context, lease *store.MonitorLease, pane Pane,
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	files, err := h.o.Watch(wctx, paths)
-	if err != nil {
+	switch {
+	case errors.Is(err, fswatch.ErrLimit):
+		// The watcher warned once, with the sysctl to raise; doctor
+		// reports the exhausted limit too.
+		s.log.Debug("watch session files; falling back to the re-check", logKey, logID, "err", err)
+	case err != nil:
 		s.log.Warn("watch session files; falling back to the re-check", logKey, logID, "err", err)
 	}
 	var output <-chan struct{}
@@ -834,56 +843,4 @@ func (m *monitor) abandonSend(ctx context.Context, t *store.Turn) error {
 // stall marks the Turn stalled with reason.
 func (m *monitor) stall(ctx context.Context, t *store.Turn, code, reason string) error {
 	return m.write(ctx, stallWrite(t, code, reason, time.Now().UnixMilli()))
-}
-
-// watchFiles wakes on changes of paths with fsnotify. A file is watched
-// through its directory (it may not exist yet, and agents replace files),
-// and events are filtered to the named files; a directory path wakes on
-// any change inside it.
-func watchFiles(ctx context.Context, paths []string) (<-chan struct{}, error) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return nil, fmt.Errorf("watch files: %w", err)
-	}
-	files, asked, dirs := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for _, p := range paths {
-		p = filepath.Clean(p)
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			asked[p], dirs[p] = true, true
-			continue
-		}
-		files[p], dirs[filepath.Dir(p)] = true, true
-	}
-	for d := range dirs {
-		if err := w.Add(d); err != nil {
-			_ = w.Close()
-			return nil, fmt.Errorf("watch %s: %w", d, err)
-		}
-	}
-	out := make(chan struct{}, 1)
-	go func() {
-		defer w.Close()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				if !files[ev.Name] && !asked[filepath.Dir(ev.Name)] {
-					continue
-				}
-				select {
-				case out <- struct{}{}:
-				default:
-				}
-			case _, ok := <-w.Errors:
-				if !ok {
-					return
-				}
-			}
-		}
-	}()
-	return out, nil
 }

@@ -29,8 +29,8 @@ var (
 	_ OutputWatcher  = (*TmuxTerminals)(nil)
 )
 
-// WatchOutput implements OutputWatcher with a read-only tmux control-mode
-// client on the pane's session.
+// WatchOutput implements OutputWatcher with the read-only tmux control-mode
+// client of the pane's session, shared by every watch of its panes.
 func (t *TmuxTerminals) WatchOutput(ctx context.Context, p Pane) (<-chan struct{}, error) {
 	r, err := rowOf(p)
 	if err != nil {

@@ -8,7 +8,10 @@
 //
 // Every operation runs one tmux command with a bounded time; a Client
 // keeps no state between calls but its list of servers (which AddSockets
-// extends) and is safe for concurrent use.
+// extends) and the control-mode clients that report pane output (one per
+// tmux session, while anyone watches its panes), through which a watched
+// pane is also captured without starting a tmux process. It is safe for
+// concurrent use.
 package tmux
 
 import (
@@ -90,11 +93,16 @@ type Client struct {
 	sockets []string // "" is the default server; guarded by mu
 	timeout time.Duration
 	log     *slog.Logger
+
+	// controls are the running control-mode clients, one per tmux
+	// session, shared by every WatchOutput of its panes (watch.go).
+	ctlMu    sync.Mutex
+	controls map[string]*control
 }
 
 // New returns a Client for opts.
 func New(opts Options) *Client {
-	c := &Client{bin: opts.Binary, timeout: opts.Timeout, log: opts.Logger}
+	c := &Client{bin: opts.Binary, timeout: opts.Timeout, log: opts.Logger, controls: map[string]*control{}}
 	if c.bin == "" {
 		c.bin = "tmux"
 	}
@@ -304,6 +312,14 @@ func (c *Client) Capture(ctx context.Context, p Pane, opts CaptureOptions) (stri
 	}
 	if n > 0 {
 		args = append(args, "-S", "-"+strconv.Itoa(n))
+	}
+	if cc := c.paneControl(p); cc != nil {
+		// A watched pane: ask through its session's control client
+		// rather than start a tmux process per look. Any failure there
+		// falls back to the process (a capture changes nothing).
+		if out, err := cc.command(ctx, c.timeout, strings.Join(args, " ")); err == nil {
+			return string(out), nil
+		}
 	}
 	out, err := c.run(ctx, p.server(), args...)
 	if err != nil {

@@ -552,3 +552,177 @@ func drained(t *testing.T, ch <-chan struct{}) {
 		}
 	}
 }
+
+// TestWatchOutputSharesOneClientPerSession: the watches of a session's
+// panes share one control client, which reports each pane's output to its
+// own watches only and stops when the last watch ends; another session
+// has its own (tmux reports a session's output only to its clients).
+func TestWatchOutputSharesOneClientPerSession(t *testing.T) {
+	s := newServer(t)
+	idA := s.newSession(t, "w", "exec cat")
+	idB := s.tmux(t, "new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "w", "exec cat")
+	idC := s.newSession(t, "v", "exec cat")
+	c := s.client(Options{})
+	a, b, pc := s.pane(t, c, idA), s.pane(t, c, idB), s.pane(t, c, idC)
+	watch := func(p Pane) (<-chan struct{}, context.CancelFunc) {
+		ctx, stop := context.WithCancel(t.Context())
+		ch, err := c.WatchOutput(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ch, stop
+	}
+	chA, stopA := watch(a)
+	chA2, stopA2 := watch(a) // a Turn monitor and a watch on one pane
+	chB, stopB := watch(b)
+	chC, stopC := watch(pc)
+	defer stopC()
+	clients := func() int {
+		out := s.tmux(t, "list-clients", "-F", "#{client_control_mode}")
+		return strings.Count(out, "1")
+	}
+	if n := clients(); n != 2 {
+		t.Fatalf("%d control clients for two sessions, want 2", n)
+	}
+	for _, ch := range []<-chan struct{}{chA, chA2, chB, chC} {
+		select { // whatever the panes drew before is not of interest
+		case <-ch:
+		default:
+		}
+	}
+	got := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				t.Fatalf("%s: channel closed instead of reporting output", what)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no output reported", what)
+		}
+	}
+	if err := c.SendText(t.Context(), b, "bee"); err != nil {
+		t.Fatal(err)
+	}
+	got(chB, "pane b")
+	select {
+	case <-chA:
+		t.Fatal("pane b's output woke pane a's watch")
+	default:
+	}
+	if err := c.SendText(t.Context(), a, "ay"); err != nil {
+		t.Fatal(err)
+	}
+	got(chA, "pane a")
+	got(chA2, "pane a's second watch")
+	// One watch of a pane leaves; the client stays for the others.
+	stopA()
+	drained(t, chA)
+	if err := c.SendText(t.Context(), a, "again"); err != nil {
+		t.Fatal(err)
+	}
+	got(chA2, "pane a's remaining watch")
+	c.ctlMu.Lock()
+	var shared *control
+	for _, cc := range c.controls {
+		cc.mu.Lock()
+		for _, id := range cc.subs {
+			if id == idB {
+				shared = cc
+			}
+		}
+		cc.mu.Unlock()
+	}
+	c.ctlMu.Unlock()
+	// The last watch of the session leaves: its client stops.
+	stopA2()
+	stopB()
+	drained(t, chB)
+	select {
+	case <-shared.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session's control client did not stop after its last watch ended")
+	}
+	if n := clients(); n != 1 {
+		t.Fatalf("%d control clients after session w's watches ended, want 1 (session v's)", n)
+	}
+}
+
+// TestCaptureOfAWatchedPaneUsesItsControlClient: a pane whose output is
+// watched is captured through its session's control client, with the
+// same text a capture-pane process prints, and no tmux process started.
+func TestCaptureOfAWatchedPaneUsesItsControlClient(t *testing.T) {
+	s := newServer(t)
+	id := s.newSession(t, "w", "exec cat")
+	c := s.client(Options{})
+	p := s.pane(t, c, id)
+	text := `héllo \ back % "q" 	tab`
+	if err := c.SendText(t.Context(), p, text); err != nil {
+		t.Fatal(err)
+	}
+	waitCapture(t, c, p, CaptureOptions{}, "tab")
+	for _, opts := range []CaptureOptions{{}, {ANSI: true}, {Scrollback: -1}} {
+		want, err := c.Capture(t.Context(), p, opts) // no watch: a process
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancel(t.Context())
+		if _, err := c.WatchOutput(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		bin := c.bin
+		c.bin = filepath.Join(s.dir, "no-tmux-here") // a process would fail now
+		got, err := c.Capture(t.Context(), p, opts)
+		c.bin = bin
+		stop()
+		if err != nil {
+			t.Fatalf("capture %+v of a watched pane: %v", opts, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("capture %+v through the control client differs (-process +control):\n%s", opts, diff)
+		}
+	}
+}
+
+// BenchmarkCapture compares a capture that starts a tmux process with one
+// sent through the control client of a watched pane's session.
+func BenchmarkCapture(b *testing.B) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		b.Skip("tmux not installed")
+	}
+	dir, err := os.MkdirTemp("", "cctmux")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s")
+	if out, err := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "w", "-x", "100", "-y", "30", "exec cat").CombinedOutput(); err != nil {
+		b.Fatalf("tmux: %v: %s", err, out)
+	}
+	defer func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() }()
+	c := New(Options{Sockets: []string{sock}, NoDefaultServer: true})
+	panes, err := c.ListPanes(b.Context())
+	if err != nil || len(panes) != 1 {
+		b.Fatalf("panes = %v, %v", panes, err)
+	}
+	p := panes[0]
+	b.Run("process", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := c.Capture(b.Context(), p, CaptureOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("control", func(b *testing.B) {
+		ctx, stop := context.WithCancel(b.Context())
+		defer stop()
+		if _, err := c.WatchOutput(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := c.Capture(b.Context(), p, CaptureOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
