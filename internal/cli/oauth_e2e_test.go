@@ -423,3 +423,68 @@ func none(claims map[string]any) string {
 	enc := base64.RawURLEncoding.EncodeToString
 	return enc([]byte(`{"alg":"none"}`)) + "." + enc(p) + "."
 }
+
+// TestE2EOAuthTypeScriptSDK: the TypeScript MCP SDK's own OAuth support
+// signs in to serve: from the 401's challenge to the resource metadata,
+// the provider's metadata, the authorization code with PKCE, the token,
+// and the call made again with it. The test provider issues a token for
+// the client that asked (it ignores the resource indicator), and its
+// introspection answers only that client: so the SDK signs in as the
+// client serve introspects with, as a host of one team would.
+func TestE2EOAuthTypeScriptSDK(t *testing.T) {
+	in := peers.Require(t, peers.Node, peers.MCPSDK)
+	addr := freeAddr(t)
+	const redirect = "http://127.0.0.1:1/ts-callback"
+	issuer := startOP(t, redirect)
+	base := oauthServe(t, addr, issuer)
+
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join("testdata", "oauth_client.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "oauth_client.mjs"), script, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// ESM resolves packages from node_modules beside the script.
+	if err := os.Symlink(in.NodeModules(peers.MCPSDK), filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	c := in.MustCommand(t, peers.MCPSDK)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := c.Cmd(ctx, filepath.Join(dir, "oauth_client.mjs"), base+"/mcp", opUser1, opPassword, redirect, "web", "secret")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ts client: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	}
+	var doc struct {
+		Requests []string `json:"requests"`
+		Scope    string   `json:"scope"`
+		IsError  bool     `json:"isError"`
+		JobID    string   `json:"jobId"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("ts client output: %v\n%s", err, out)
+	}
+	for _, r := range doc.Requests {
+		t.Log(r)
+	}
+	if doc.IsError || doc.JobID == "" {
+		t.Errorf("run_task through the SDK: %s", out)
+	}
+	// The order of the flow, as the SDK walked it.
+	want := []string{"POST serve /mcp", "GET serve /.well-known/oauth-protected-resource/mcp", "GET provider /.well-known/",
+		"BROWSER provider /auth code_challenge_method=S256 scope=openid custom_scope", "POST provider /oauth/token", "POST serve /mcp"}
+	i := 0
+	for _, r := range doc.Requests {
+		if i < len(want) && strings.HasPrefix(r, want[i]) {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Errorf("the SDK's requests lack %q (in order): %q", want[i], doc.Requests)
+	}
+}
