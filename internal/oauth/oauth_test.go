@@ -233,12 +233,13 @@ func TestIntrospection(t *testing.T) {
 	f.registerOpaque("op-alice", map[string]any{"active": true, "sub": "alice", "scope": "mcp openid", "exp": exp})
 	f.registerOpaque("op-aud", map[string]any{"active": true, "sub": "bob", "scope": "mcp", "exp": exp, "aud": "elsewhere"})
 	f.registerOpaque("op-scope", map[string]any{"active": true, "sub": "bob", "scope": "openid", "exp": exp})
+	f.registerOpaque("op-revoked", map[string]any{"active": false, "sub": "bob", "scope": "mcp", "exp": exp})
 	f.registerOpaque("op-iss", map[string]any{"active": true, "sub": "bob", "scope": "mcp", "exp": exp, "iss": "https://evil.test"})
 	got, err := v.Validate(t.Context(), "op-alice")
 	if err != nil || got.User != "alice" {
 		t.Fatalf("active token = %+v, %v", got, err)
 	}
-	for tok, want := range map[string]error{"op-unknown": oauth.ErrInvalidToken, "op-aud": oauth.ErrInvalidToken,
+	for tok, want := range map[string]error{"op-unknown": oauth.ErrInvalidToken, "op-revoked": oauth.ErrInvalidToken, "op-aud": oauth.ErrInvalidToken,
 		"op-scope": oauth.ErrInsufficientScope, "op-iss": oauth.ErrInvalidToken} {
 		if _, err := v.Validate(t.Context(), tok); !errors.Is(err, want) {
 			t.Errorf("%s = %v, want %v", tok, err, want)
