@@ -5,11 +5,14 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 
@@ -76,5 +79,12 @@ func TestDoctorChecksIssuer(t *testing.T) {
 	}
 	if vs := checkOAuth(t.Context(), sv("", "")); vs != nil {
 		t.Errorf("OAuth off: %v", vs)
+	}
+	// doctor itself runs the check.
+	claimed.Store("")
+	vars := map[string]string{"CLAWCONNECT_HOME": t.TempDir(), "CLAWCONNECT_OAUTH_ISSUER": srv.URL, "CLAWCONNECT_OAUTH_RESOURCE": "https://mcp.example.test/mcp"}
+	all := runDoctor(t.Context(), Env{Getenv: func(k string) string { return vars[k] }, Stderr: io.Discard}, time.Second)
+	if !slices.ContainsFunc(all, func(v verdict) bool { return v.area == "oauth" && v.ok && strings.Contains(v.detail, "signing keys") }) {
+		t.Errorf("doctor has no oauth verdict:\n%s", summary(all))
 	}
 }
