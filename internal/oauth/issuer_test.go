@@ -33,8 +33,9 @@ type fakeIssuer struct {
 	opaque  map[string]map[string]any
 	clientB string // expected Basic credentials of introspection
 
-	jwksFetches atomic.Int64
-	metaFetches atomic.Int64
+	jwksFetches    atomic.Int64
+	introspections atomic.Int64
+	metaFetches    atomic.Int64
 }
 
 var (
@@ -78,6 +79,7 @@ func newFakeIssuer(t testing.TB) *fakeIssuer {
 		_ = json.NewEncoder(w).Encode(set)
 	})
 	mux.HandleFunc("POST /introspect", func(w http.ResponseWriter, r *http.Request) {
+		f.introspections.Add(1)
 		id, secret, ok := r.BasicAuth()
 		f.mu.Lock()
 		want := f.clientB

@@ -8,6 +8,7 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,6 +36,13 @@ const (
 	// DefaultKeyMaxAge is how long fetched keys are used before they are
 	// fetched again regardless.
 	DefaultKeyMaxAge = time.Hour
+	// IntrospectionTTL is the longest an introspected token's answer is
+	// reused: a stateless MCP client sends every message as a request, and
+	// asking the issuer for each would load it; a revoked token stops
+	// working within this time.
+	IntrospectionTTL = 30 * time.Second
+	// maxIntrospected bounds the answers kept.
+	maxIntrospected = 1024
 	// maxToken bounds the length of a token looked at.
 	maxToken = 16 << 10
 	// maxDocument bounds a metadata, key set or introspection reply.
@@ -136,6 +144,15 @@ type Validator struct {
 	metaTry  time.Time // last discovery attempt
 	keys     *keyCache
 	fetching sync.Mutex // one discovery at a time
+	// introspected holds accepted introspection answers by the token's
+	// SHA-256 (never the token itself), until IntrospectionTTL or the
+	// token's expiry.
+	introspected map[[32]byte]introspectedToken
+}
+
+type introspectedToken struct {
+	t     Token
+	until time.Time
 }
 
 // ErrConfig is wrapped by New's errors.
@@ -228,12 +245,51 @@ func (v *Validator) Validate(ctx context.Context, token string) (Token, error) {
 		if !v.o.Introspect {
 			return Token{}, invalid("not a JWT, and introspection of opaque tokens is not configured")
 		}
-		c, err = v.introspect(ctx, token)
+		return v.introspectCached(ctx, token)
 	}
 	if err != nil {
 		return Token{}, err
 	}
 	return v.check(c)
+}
+
+// introspectCached answers an opaque token from the cache of accepted
+// answers, else asks the issuer and keeps an accepted answer.
+func (v *Validator) introspectCached(ctx context.Context, token string) (Token, error) {
+	key := sha256.Sum256([]byte(token))
+	now := v.o.Now()
+	v.mu.Lock()
+	hit, ok := v.introspected[key]
+	v.mu.Unlock()
+	if ok && now.Before(hit.until) {
+		return hit.t, nil
+	}
+	c, err := v.introspect(ctx, token)
+	if err != nil {
+		return Token{}, err
+	}
+	t, err := v.check(c)
+	if err != nil {
+		return Token{}, err
+	}
+	until := now.Add(IntrospectionTTL)
+	if t.Expiry.Before(until) {
+		until = t.Expiry
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.introspected == nil {
+		v.introspected = map[[32]byte]introspectedToken{}
+	}
+	if len(v.introspected) >= maxIntrospected {
+		for k, e := range v.introspected {
+			if !now.Before(e.until) || len(v.introspected) >= maxIntrospected {
+				delete(v.introspected, k)
+			}
+		}
+	}
+	v.introspected[key] = introspectedToken{t: t, until: until}
+	return t, nil
 }
 
 // check applies the rules every token obeys, JWT or introspected.

@@ -253,6 +253,55 @@ func TestIntrospection(t *testing.T) {
 	}
 }
 
+// TestIntrospectionCache: an accepted answer is reused for
+// IntrospectionTTL (never past the token's expiry), a refusal never is.
+func TestIntrospectionCache(t *testing.T) {
+	t.Parallel()
+	f := newFakeIssuer(t)
+	f.clientB = "rs:s3cret"
+	clk := &clock{t: time.Now()}
+	v := newValidator(t, f, func(o *oauth.Options) {
+		o.Introspect, o.ClientID, o.ClientSecret, o.Now = true, "rs", "s3cret", clk.Now
+	})
+	f.registerOpaque("op-alice", map[string]any{"active": true, "sub": "alice", "scope": "mcp", "exp": clk.Now().Add(time.Hour).Unix()})
+	f.registerOpaque("op-short", map[string]any{"active": true, "sub": "bob", "scope": "mcp", "exp": clk.Now().Add(10 * time.Second).Unix()})
+	validate := func(tok string) {
+		t.Helper()
+		if _, err := v.Validate(t.Context(), tok); err != nil {
+			t.Fatalf("%s: %v", tok, err)
+		}
+	}
+	for range 3 {
+		validate("op-alice")
+	}
+	if n := f.introspections.Load(); n != 1 {
+		t.Fatalf("%d introspections for three uses, want 1", n)
+	}
+	for range 2 {
+		if _, err := v.Validate(t.Context(), "op-unknown"); !errors.Is(err, oauth.ErrInvalidToken) {
+			t.Fatal(err)
+		}
+	}
+	if n := f.introspections.Load(); n != 3 {
+		t.Fatalf("%d introspections, want 3: a refusal is asked again", n)
+	}
+	validate("op-short")
+	clk.Add(oauth.IntrospectionTTL - time.Second)
+	validate("op-alice")
+	if n := f.introspections.Load(); n != 4 {
+		t.Fatalf("%d introspections within the TTL, want 4", n)
+	}
+	validate("op-short") // past its exp (within the skew): asked again
+	if n := f.introspections.Load(); n != 5 {
+		t.Fatalf("a token past its expiry was answered from the cache (%d introspections, want 5)", n)
+	}
+	clk.Add(2 * time.Second)
+	validate("op-alice")
+	if n := f.introspections.Load(); n != 6 {
+		t.Fatalf("%d introspections after the TTL, want 6", n)
+	}
+}
+
 // TestUnreachableIssuer: no answer from the issuer is ErrUnavailable, and
 // discovery is not retried at once.
 func TestUnreachableIssuer(t *testing.T) {
