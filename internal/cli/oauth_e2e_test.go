@@ -196,7 +196,7 @@ func (b *browser) token(t *testing.T, issuer, client, redirect string, scopes ..
 
 // oauthServe runs `clawconnect serve` in OAuth mode against issuer and
 // returns its base URL.
-func oauthServe(t *testing.T, addr, issuer string) string {
+func oauthServe(t *testing.T, addr, issuer string) (string, func() string) {
 	t.Helper()
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: func(fakegateway.Submit) fakegateway.Turn {
 		return fakegateway.Turn{Reply: "private result", Hold: true}
@@ -232,7 +232,7 @@ func oauthServe(t *testing.T, addr, issuer string) string {
 		}
 	})
 	waitHTTP(t, base+"/health", done)
-	return base
+	return base, errb.String
 }
 
 // mcpAs connects to /mcp with an access token.
@@ -285,7 +285,8 @@ func TestE2EOAuthWithRealProvider(t *testing.T) {
 	addr := freeAddr(t)
 	const clientCB = "http://127.0.0.1:1/cb" // never reached: the code is read off the redirect
 	issuer := startOP(t, "http://"+addr+"/oauth/callback", clientCB)
-	base := oauthServe(t, addr, issuer)
+	otherIssuer := startOP(t, clientCB)
+	base, serveLog := oauthServe(t, addr, issuer)
 
 	alice, bob := newBrowser(opUser1), newBrowser(opUser2)
 	aliceTok := alice.token(t, issuer, "web", clientCB, "openid", opScope)
@@ -336,6 +337,8 @@ func TestE2EOAuthWithRealProvider(t *testing.T) {
 		{"no token", "", 401, "Bearer " + meta + `, scope="openid custom_scope"`},
 		{"issued to another client (wrong audience)", "Bearer " + newBrowser(opUser1).token(t, issuer, "api", clientCB, "openid", opScope), 401,
 			"Bearer " + meta + `, error="invalid_token", error_description="the access token was refused: the issuer reports it inactive (revoked, expired or unknown)", scope="openid custom_scope"`},
+		{"issued by another provider (wrong issuer)", "Bearer " + newBrowser(opUser1).token(t, otherIssuer, "web", clientCB, "openid", opScope), 401,
+			"Bearer " + meta + `, error="invalid_token", error_description="the access token was refused: the issuer reports it inactive (revoked, expired or unknown)", scope="openid custom_scope"`},
 		{"missing scope", "Bearer " + newBrowser(opUser1).token(t, issuer, "web", clientCB, "openid"), 403,
 			"Bearer " + meta + `, error="insufficient_scope", error_description="missing scope custom_scope", scope="openid custom_scope"`},
 		{"unknown kid", "Bearer " + sign(t, jose.ES256, jose.JSONWebKey{Key: mustEC(t), KeyID: "made-up"}, forged), 401,
@@ -350,6 +353,14 @@ func TestE2EOAuthWithRealProvider(t *testing.T) {
 		t.Logf("%s: %d WWW-Authenticate: %s", c.name, status, challenge)
 		if status != c.status || challenge != c.challenge {
 			t.Errorf("%s: %d %q, want %d %q", c.name, status, challenge, c.status, c.challenge)
+		}
+		if tok := strings.TrimPrefix(c.auth, "Bearer "); tok != "" && strings.Contains(serveLog(), tok) {
+			t.Errorf("%s: serve logged the token", c.name)
+		}
+	}
+	for _, tok := range []string{aliceTok, bobTok} {
+		if strings.Contains(serveLog(), tok) {
+			t.Errorf("serve logged an access token")
 		}
 	}
 }
@@ -436,7 +447,7 @@ func TestE2EOAuthTypeScriptSDK(t *testing.T) {
 	addr := freeAddr(t)
 	const redirect = "http://127.0.0.1:1/ts-callback"
 	issuer := startOP(t, redirect)
-	base := oauthServe(t, addr, issuer)
+	base, _ := oauthServe(t, addr, issuer)
 
 	dir := t.TempDir()
 	script, err := os.ReadFile(filepath.Join("testdata", "oauth_client.mjs"))
