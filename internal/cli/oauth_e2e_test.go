@@ -3,13 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
@@ -24,11 +18,11 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
 
 	"github.com/clawconnect/clawconnect/internal/cli"
+	"github.com/clawconnect/clawconnect/internal/oauth/oauthtest"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
 )
@@ -341,11 +335,11 @@ func TestE2EOAuthWithRealProvider(t *testing.T) {
 			"Bearer " + meta + `, error="invalid_token", error_description="the access token was refused: the issuer reports it inactive (revoked, expired or unknown)", scope="openid custom_scope"`},
 		{"missing scope", "Bearer " + newBrowser(opUser1).token(t, issuer, "web", clientCB, "openid"), 403,
 			"Bearer " + meta + `, error="insufficient_scope", error_description="missing scope custom_scope", scope="openid custom_scope"`},
-		{"unknown kid", "Bearer " + sign(t, jose.ES256, jose.JSONWebKey{Key: mustEC(t), KeyID: "made-up"}, forged), 401,
+		{"unknown kid", "Bearer " + oauthtest.UnknownKey(t, "made-up", forged), 401,
 			"Bearer " + meta + `, error="invalid_token", error_description="the access token was refused: signed with key 'made-up' (ES256), which the issuer does not publish", scope="openid custom_scope"`},
-		{"alg none", "Bearer " + none(forged), 401,
+		{"alg none", "Bearer " + oauthtest.None(forged, ""), 401,
 			"Bearer " + meta + `, error="invalid_token", error_description="the access token was refused: signed with algorithm 'none', which is never accepted (accepted: RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA)", scope="openid custom_scope"`},
-		{"HS256 keyed with the provider's public key", "Bearer " + sign(t, jose.HS256, jose.JSONWebKey{Key: publicPEM(t, keys.Keys[0]), KeyID: keys.Keys[0].KeyID}, forged), 401,
+		{"HS256 keyed with the provider's public key", "Bearer " + oauthtest.HS256WithPublicKey(t, keys.Keys[0].Key, keys.Keys[0].KeyID, forged), 401,
 			"Bearer " + meta + `, error="invalid_token", error_description="the access token was refused: signed with algorithm 'HS256', which is never accepted (accepted: RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA)", scope="openid custom_scope"`},
 	}
 	for _, c := range cases {
@@ -380,24 +374,6 @@ func providerKeys(t *testing.T, issuer string) jose.JSONWebKeySet {
 	return set
 }
 
-func publicPEM(t *testing.T, k jose.JSONWebKey) []byte {
-	t.Helper()
-	der, err := x509.MarshalPKIXPublicKey(k.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-}
-
-func mustEC(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 // syncBuffer is a bytes.Buffer safe for the writer goroutine and the test.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -414,25 +390,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-func sign(t *testing.T, alg jose.SignatureAlgorithm, key jose.JSONWebKey, claims map[string]any) string {
-	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(s).Claims(claims).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-func none(claims map[string]any) string {
-	p, _ := json.Marshal(claims)
-	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"none"}`)) + "." + enc(p) + "."
 }
 
 // TestE2EOAuthTypeScriptSDK: the TypeScript MCP SDK's own OAuth support

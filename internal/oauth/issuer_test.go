@@ -5,10 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,7 +15,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/clawconnect/clawconnect/internal/oauth/oauthtest"
 )
 
 // fakeIssuer is an in-process authorization server for unit tests: it
@@ -126,7 +124,7 @@ func (f *fakeIssuer) claims(user, aud string, scopes ...string) map[string]any {
 	now := time.Now()
 	return map[string]any{
 		"iss": f.Issuer(), "sub": user, "aud": aud, "scope": strings.Join(scopes, " "),
-		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix(), "jti": base64.RawURLEncoding.EncodeToString([]byte(user + aud)),
+		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix(), "jti": user + "@" + aud,
 	}
 }
 
@@ -136,50 +134,21 @@ func (f *fakeIssuer) sign(t testing.TB, claims map[string]any) string {
 	f.mu.Lock()
 	k := f.keys[0]
 	f.mu.Unlock()
-	return signWith(t, jose.SignatureAlgorithm(k.Algorithm), k, claims)
-}
-
-func signWith(t testing.TB, alg jose.SignatureAlgorithm, key any, claims map[string]any) string {
-	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, (&jose.SignerOptions{}).WithType("at+jwt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(s).Claims(claims).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return oauthtest.Sign(t, jose.SignatureAlgorithm(k.Algorithm), k, claims)
 }
 
 // forgeNone is claims under alg "none", no signature.
-func forgeNone(t testing.TB, claims map[string]any) string {
-	t.Helper()
-	p, _ := json.Marshal(claims)
-	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"none","typ":"at+jwt","kid":"k1"}`)) + "." + enc(p) + "."
-}
+func forgeNone(_ testing.TB, claims map[string]any) string { return oauthtest.None(claims, "k1") }
 
 // forgeHS256 signs claims with HS256, keyed with the issuer's public RSA
 // key (PEM): the forgery a verifier that trusts the header's alg accepts.
 func forgeHS256(t testing.TB, claims map[string]any) string {
-	t.Helper()
-	der, err := x509.MarshalPKIXPublicKey(&testRSA(t).PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	return signWith(t, jose.HS256, jose.JSONWebKey{Key: pub, KeyID: "k1"}, claims)
+	return oauthtest.HS256WithPublicKey(t, &testRSA(t).PublicKey, "k1", claims)
 }
 
 // forgeUnknownKid signs claims with a key the issuer never published.
 func forgeUnknownKid(t testing.TB, claims map[string]any) string {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signWith(t, jose.ES256, jose.JSONWebKey{Key: k, KeyID: "not-published"}, claims)
+	return oauthtest.UnknownKey(t, "not-published", claims)
 }
 
 // registerOpaque makes tok an opaque token the introspection endpoint
