@@ -88,3 +88,26 @@ func TestDoctorChecksIssuer(t *testing.T) {
 		t.Errorf("doctor has no oauth verdict:\n%s", summary(all))
 	}
 }
+
+// TestServeRefusesIncompleteOAuth: OAuth mode without the resource URL,
+// or with introspection but no client, stops serve before it listens,
+// with exit code 3 and what to set.
+func TestServeRefusesIncompleteOAuth(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		vars map[string]string
+		want string
+	}{
+		{map[string]string{"CLAWCONNECT_OAUTH_ISSUER": "https://login.example.test"}, "CLAWCONNECT_OAUTH_RESOURCE is not"},
+		{map[string]string{"CLAWCONNECT_OAUTH_ISSUER": "https://login.example.test", "CLAWCONNECT_OAUTH_RESOURCE": "https://mcp.example.test/mcp",
+			"CLAWCONNECT_OAUTH_INTROSPECT": "1"}, "introspection needs a client id"},
+	} {
+		tt.vars["CLAWCONNECT_HOME"] = t.TempDir()
+		var errb strings.Builder
+		env := Env{Args: []string{"serve", "--addr", "127.0.0.1:0"}, Stdout: io.Discard, Stderr: &errb, Getenv: func(k string) string { return tt.vars[k] }}
+		err := Run(t.Context(), env)
+		if ExitCode(err) != ExitConfig || err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("serve with %v = %v (exit %d), want exit %d naming %q", tt.vars, err, ExitCode(err), ExitConfig, tt.want)
+		}
+	}
+}
