@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 source scripts/setup/env.sh
 scripts/setup/system.sh
 scripts/setup/gotools.sh
+scripts/setup/oidc.sh
 source scripts/setup/postgres.sh
 trap stop_postgres EXIT
 scripts/setup/peers.sh

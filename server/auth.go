@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -70,4 +71,21 @@ func (w waits) clamp(waitMs *float64) time.Duration {
 		}
 	}
 	return max(minCheckWait, min(d, max(w.max, minCheckWait)))
+}
+
+// authRequired reports whether HTTP requests must present a credential:
+// always in OAuth mode, else when Auth says so.
+func (s *Server) authRequired() bool { return s.oauth != nil || s.auth.Required() }
+
+// check authenticates a credential: in OAuth mode through verify, else
+// through Auth alone (ErrBadCredential when refused).
+func (s *Server) check(ctx context.Context, pass, bearer string) (taskapi.Identity, error) {
+	if s.oauth != nil {
+		return s.verify(ctx, pass, bearer)
+	}
+	id, ok := s.auth.Authenticate(pass, bearer)
+	if !ok {
+		return taskapi.Identity{}, ErrBadCredential
+	}
+	return id, nil
 }

@@ -27,14 +27,20 @@ func (s *Server) Caller(id taskapi.Identity) *Caller {
 	return &Caller{c: &conn{s: s, scope: s.registry.FullScope(), identity: id}}
 }
 
-// Authenticate checks a credential as /mcp does; ok is false when it is
-// refused. With no credential configured every call is accepted anonymously.
+// Authenticate checks a credential as /mcp does (a bearer token); ok is
+// false when it is refused, or, in OAuth mode, cannot be checked now. With
+// no credential configured every call is accepted anonymously.
 func (s *Server) Authenticate(token string) (taskapi.Identity, bool) {
-	return s.auth.Authenticate("", token)
+	id, err := s.check(context.Background(), "", token)
+	return id, err == nil
 }
 
 // AuthRequired reports whether HTTP callers must present a credential.
-func (s *Server) AuthRequired() bool { return s.auth.Required() }
+func (s *Server) AuthRequired() bool { return s.authRequired() }
+
+// OAuthMode reports whether access tokens of an authorization server are
+// accepted (Options.OAuth).
+func (s *Server) OAuthMode() bool { return s.oauth != nil }
 
 // AllowOrigin reports whether a browser request with this Origin header may
 // act: absent, the server's own origin, or listed in AllowedOrigins.

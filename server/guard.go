@@ -170,8 +170,12 @@ func SetRetryAfter(w http.ResponseWriter, e *ThrottledError) {
 // budget of refusals is answered a *ThrottledError without the credential
 // being looked at. On success r's connection counts as signed in (see
 // Limits.PreAuthPerAddress).
+//
+// In OAuth mode the error is a *TokenError for a refused token (a token
+// that is valid but lacks a scope does not count as a failure), or wraps
+// ErrVerifierUnavailable when the token could not be checked.
 func (s *Server) AuthenticateRequest(r *http.Request, pass, bearer string) (taskapi.Identity, error) {
-	if !s.auth.Required() {
+	if !s.authRequired() {
 		s.Admit(r)
 		return taskapi.Identity{}, nil
 	}
@@ -179,12 +183,16 @@ func (s *Server) AuthenticateRequest(r *http.Request, pass, bearer string) (task
 	if wait := s.failures.blocked(addr, time.Now()); wait > 0 {
 		return taskapi.Identity{}, &ThrottledError{RetryAfter: wait}
 	}
-	id, ok := s.auth.Authenticate(pass, bearer)
-	if !ok {
+	id, err := s.check(r.Context(), pass, bearer)
+	var te *TokenError
+	if errors.As(err, &te) && te.Code == ErrorInsufficientScope || errors.Is(err, ErrVerifierUnavailable) {
+		return taskapi.Identity{}, err
+	}
+	if err != nil {
 		if wait := s.failures.fail(addr, time.Now()); wait > 0 {
 			s.logger.Warn("failed credential checks over budget: address backed off", "client", addr.String(), "retry_after", wait)
 		}
-		return taskapi.Identity{}, ErrBadCredential
+		return taskapi.Identity{}, err
 	}
 	s.Admit(r)
 	return id, nil

@@ -66,6 +66,13 @@ func (s *Server) routes() http.Handler {
 		DisableLocalhostProtection: true,
 	})
 	mux := http.NewServeMux()
+	if s.oauth != nil {
+		prm := s.oauth.metadataHandler()
+		mux.Handle(wellKnownPRM, prm)
+		if s.oauth.suffixPath != "" {
+			mux.Handle(s.oauth.suffixPath, prm)
+		}
+	}
 	mux.Handle("/mcp", s.withCORS(s.withAuth(s.withTaskListen(mcpHandler))))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -105,12 +112,12 @@ func (s *Server) withCORS(next http.Handler) http.Handler {
 		switch {
 		case origin != "":
 			h.Set("Access-Control-Allow-Origin", origin)
-		case s.auth.Required():
+		case s.authRequired():
 			h.Set("Access-Control-Allow-Origin", "*")
 		}
 		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 		h.Set("Access-Control-Allow-Headers", "Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Authorization")
-		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id")
+		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate")
 		if r.Method == http.MethodOptions {
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -131,16 +138,31 @@ func clipHeader(v string) string {
 func (s *Server) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		pass := q.Get("pass")
+		if s.noPass {
+			pass = ""
+		}
 		var bearer string
 		if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 			bearer = strings.TrimSpace(v[7:])
 		}
-		id, err := s.AuthenticateRequest(r, q.Get("pass"), bearer)
+		id, err := s.AuthenticateRequest(r, pass, bearer)
 		if te := (*ThrottledError)(nil); errors.As(err, &te) {
 			SetRetryAfter(w, te)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusTooManyRequests)
 			_, _ = fmt.Fprintf(w, throttledBody, retrySeconds(te.RetryAfter))
+			return
+		}
+		if te := (*TokenError)(nil); errors.As(err, &te) && s.oauth != nil {
+			s.refuseToken(w, te)
+			return
+		}
+		if errors.Is(err, ErrVerifierUnavailable) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "5")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(unavailableBody))
 			return
 		}
 		if err != nil {
@@ -163,7 +185,7 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 // and no credential is configured, unless Options.AllowUnauthenticatedRemote
 // is set.
 func (s *Server) CheckListen(addr string) error {
-	if s.allowRem || s.auth.Required() {
+	if s.allowRem || s.authRequired() {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(addr)
@@ -201,7 +223,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, grace time.Dur
 	// With no credential to present, every connection is signed in from its
 	// first byte, so only the total cap applies: a burst of local clients on
 	// an open loopback serve is not turned away as if it were a flood.
-	exempt := func(a netip.Addr) bool { return !s.auth.Required() || s.trustedProxy(a) }
+	exempt := func(a netip.Addr) bool { return !s.authRequired() || s.trustedProxy(a) }
 	ln = &capListener{Listener: ln, max: int64(lim.MaxConns), perAddr: lim.PreAuthPerAddress,
 		exempt: exempt, preAuth: map[netip.Prefix]int{}}
 	srv := &http.Server{

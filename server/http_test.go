@@ -248,7 +248,7 @@ func TestHTTPRoutesAndCORS(t *testing.T) {
 		"Access-Control-Allow-Origin":   "",
 		"Access-Control-Allow-Methods":  "GET, POST, DELETE, OPTIONS",
 		"Access-Control-Allow-Headers":  "Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Authorization",
-		"Access-Control-Expose-Headers": "Mcp-Session-Id",
+		"Access-Control-Expose-Headers": "Mcp-Session-Id, WWW-Authenticate",
 	}
 	got := map[string]string{}
 	for k := range want {

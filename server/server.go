@@ -47,6 +47,14 @@ type Options struct {
 	// Auth checks HTTP credentials; nil means an open HTTP server. stdio
 	// never authenticates.
 	Auth Authenticator
+	// OAuth, when set, turns on OAuth mode: access tokens of the
+	// operator's authorization server are accepted (see ResourceServer),
+	// and Auth's credentials only beside them.
+	OAuth *ResourceServer
+	// NoPassParam ignores the ?pass= query credential: a token in a URL
+	// ends up in proxy and browser logs. Credentials are then taken only
+	// from the Authorization header.
+	NoPassParam bool
 	// AllowUnauthenticatedRemote lets ListenAndServe bind a non-loopback
 	// address while Auth requires nothing. Off by default.
 	AllowUnauthenticatedRemote bool
@@ -96,6 +104,8 @@ type Server struct {
 	registry  *taskapi.Registry
 	waits     waits
 	auth      Authenticator
+	oauth     *resource // nil outside OAuth mode
+	noPass    bool
 	allowRem  bool
 	version   string
 	build     string
@@ -135,6 +145,7 @@ func New(opts Options) (*Server, error) {
 		registry:  opts.Registry,
 		waits:     newWaits(opts.CheckWait, opts.CheckMaxWait),
 		auth:      opts.Auth,
+		noPass:    opts.NoPassParam,
 		allowRem:  opts.AllowUnauthenticatedRemote,
 		proxies:   opts.TrustedProxies,
 		shared:    opts.SharedTaskView,
@@ -158,10 +169,17 @@ func New(opts Options) (*Server, error) {
 	if s.auth == nil {
 		s.auth = openAuth{}
 	}
+	if opts.OAuth != nil {
+		rs, err := newResource(opts.OAuth)
+		if err != nil {
+			return nil, err
+		}
+		s.oauth = rs
+	}
 	s.limits = opts.Limits.withDefaults(s.waits.max)
 	s.streams = streams{per: map[taskapi.Identity]int{}, perMax: s.limits.StreamsPerIdentity, max: s.limits.MaxConns - s.limits.StreamReserve}
 	s.metrics = newMetrics(s.tasks)
-	s.origins = newOriginPolicy(opts.AllowedOrigins, s.auth.Required())
+	s.origins = newOriginPolicy(opts.AllowedOrigins, s.authRequired())
 	return s, nil
 }
 

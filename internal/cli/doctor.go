@@ -182,10 +182,12 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 		vs = append(vs, verdict{area: "http auth", detail: err.Error(), fix: "Replace that token with a longer random one; serve refuses to start until then."})
 	case authn.Required():
 		vs = append(vs, verdict{ok: true, area: "http auth", detail: "serve requires a token (MCP_USER_TOKENS / MCP_USER_TOKENS_FILE / PUBLIC_MCP_PASS)"})
+	case oauthFrom(sv).On:
+		vs = append(vs, verdict{ok: true, area: "http auth", detail: "serve requires an access token of CLAWCONNECT_OAUTH_ISSUER (OAuth mode)"})
 	default:
 		vs = append(vs, verdict{ok: true, area: "http auth", detail: "serve is open (loopback only unless --allow-unauthenticated-remote); set MCP_USER_TOKENS to expose it"})
 	}
-	return vs
+	return append(vs, checkOAuth(ctx, sv)...)
 }
 
 // checkStore opens the store (as every process does, beside the others)

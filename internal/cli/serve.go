@@ -58,6 +58,15 @@ each at least 16 characters. Without any of them /mcp is open, and serve refuses
 to listen beyond loopback unless --allow-unauthenticated-remote is given. An
 address whose tokens are refused more than 10 times is answered 429 for a while.
 
+OAuth mode: with CLAWCONNECT_OAUTH_ISSUER and CLAWCONNECT_OAUTH_RESOURCE set,
+/mcp and the dashboard also accept access tokens of that authorization
+server (JWTs checked against its published keys, or opaque tokens by
+introspection), and /.well-known/oauth-protected-resource tells MCP clients
+where to sign in; a request without a valid token is answered 401 with a
+WWW-Authenticate: Bearer challenge. ?pass= is then off unless
+CLAWCONNECT_PASS_PARAM=on. See the README's "Remote access with your
+identity provider".
+
 Isolation: each personal token sees and controls only the tasks and sessions
 it started (the shared PUBLIC_MCP_PASS counts as one identity); others read as
 not found. CLAWCONNECT_SHARED_TASK_VIEW=1 turns on a team view in which every
@@ -96,6 +105,14 @@ configuration.`,
 			if err != nil {
 				return &ExitError{Code: ExitConfig, Err: fmt.Errorf("serve: %w", err)}
 			}
+			oc := oauthFrom(sv)
+			var rs *server.ResourceServer
+			var signIn *dashboard.OAuthSignIn
+			if oc.On {
+				if _, rs, signIn, err = oc.build(logger.With("component", "oauth")); err != nil {
+					return &ExitError{Code: ExitConfig, Err: fmt.Errorf("serve: oauth: %w", err)}
+				}
+			}
 			b, err := open(ctx, env, logger)
 			if err != nil {
 				return err
@@ -119,6 +136,7 @@ configuration.`,
 			sopts.Terminals, sopts.Tasks, sopts.Registry, sopts.Auth = terms, b.tasks, b.registry, authn
 			sopts.CheckWait, sopts.CheckMaxWait = b.timeouts.CheckWait, b.timeouts.CheckMaxWait
 			sopts.AllowUnauthenticatedRemote, sopts.Logger = allowRemote, logger
+			sopts.OAuth, sopts.NoPassParam = rs, oc.NoPassParam
 			srv, err := server.New(sopts)
 			if err != nil {
 				return err
@@ -126,6 +144,7 @@ configuration.`,
 			dopts := dashboardOptions(sv)
 			dopts.Server, dopts.Runtimes, dopts.StoreInfo = srv, b.runtimes, storeInfo(sv, b.shared)
 			dopts.Feed, dopts.Logger = changeFeed(b.shared), logger.With("component", "dashboard")
+			dopts.OAuth = signIn
 			dopts.Processes, _ = b.shared.(dashboard.ProcessLister)
 			dopts.Attachments, _ = b.shared.(dashboard.AttachmentReader)
 			if svc != nil {
@@ -139,7 +158,10 @@ configuration.`,
 			srv.SetPages(dash)
 			err = srv.ListenAndServe(ctx, addr, grace, func(a net.Addr) {
 				auth := "open: no credentials configured"
-				if authn.Required() {
+				switch {
+				case rs != nil:
+					auth = "OAuth: access tokens of " + rs.AuthorizationServers[0] + " for " + rs.Resource
+				case authn.Required():
 					auth = "a token is required"
 				}
 				fmt.Fprintf(env.Stderr, "clawconnect serve: listening on http://%s/mcp (%s)\n", a, auth)

@@ -31,6 +31,7 @@ type wired struct {
 	Terminal  config.Terminal    // newTerminalService, runTerminalHost
 	TermTools bool               // terminalToolsOn: the MCP terminal tools of mcp and serve
 	Auth      config.AuthOptions // serve's authenticator
+	OAuth     oauthConfig        // oauthFrom: serve's OAuth mode and ?pass=
 	Agents    []config.Agent     // config.RegistryFromEnv: the agents without agents.json
 	Gateway   []any              // gatewayFlags.options: the gateway and exec commands, callbacks
 	Bridge    []any              // what bridge.Open reads besides the task options
@@ -55,6 +56,7 @@ func wiringOf(t *testing.T, vars map[string]string) wired {
 	w.Terminal = config.TerminalFrom(sv)
 	w.TermTools = terminalToolsOn(env, false)
 	w.Auth = config.AuthFrom(sv)
+	w.OAuth = oauthFrom(sv)
 	if r, err := config.RegistryFromEnv(sv); err == nil {
 		w.Agents = r.Agents
 	}
@@ -97,6 +99,19 @@ var effectOf = map[string]string{
 	"MCP_USER_TOKENS_FILE":                      "Auth",
 	"PUBLIC_MCP_PASS":                           "Auth",
 	"CLAWCONNECT_SHARED_TASK_VIEW":              "Server",
+	"CLAWCONNECT_PASS_PARAM":                    "OAuth",
+	"CLAWCONNECT_OAUTH_ISSUER":                  "OAuth",
+	"CLAWCONNECT_OAUTH_RESOURCE":                "OAuth",
+	"CLAWCONNECT_OAUTH_AUDIENCES":               "OAuth",
+	"CLAWCONNECT_OAUTH_SCOPES":                  "OAuth",
+	"CLAWCONNECT_OAUTH_USER_CLAIM":              "OAuth",
+	"CLAWCONNECT_OAUTH_GROUPS_CLAIM":            "OAuth",
+	"CLAWCONNECT_OAUTH_ALLOWED_GROUPS":          "OAuth",
+	"CLAWCONNECT_OAUTH_INTROSPECT":              "OAuth",
+	"CLAWCONNECT_OAUTH_CLIENT_ID":               "OAuth",
+	"CLAWCONNECT_OAUTH_CLIENT_SECRET":           "OAuth",
+	"CLAWCONNECT_OAUTH_CLOCK_SKEW_MS":           "OAuth",
+	"CLAWCONNECT_OAUTH_STATIC_TOKENS":           "OAuth",
 	"CLAWCONNECT_ALLOWED_ORIGINS":               "Server",
 	"CLAWCONNECT_TRUSTED_PROXIES":               "Server",
 	"CLAWCONNECT_INSECURE_COOKIE":               "Dashboard",

@@ -94,6 +94,9 @@ type Options struct {
 	// (CLAWCONNECT_INSECURE_COOKIE). Off, such a cookie is Secure, and a
 	// browser keeps it only over HTTPS (a TLS proxy in front).
 	InsecureCookie bool
+	// OAuth, when set, signs browsers in through the authorization server
+	// of the server's OAuth mode (see OAuthSignIn).
+	OAuth *OAuthSignIn
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives operational logs; nil discards them.
@@ -119,6 +122,7 @@ type Dashboard struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	pending  signIns // OAuth sign-ins under way
 }
 
 // session is one browser login.
@@ -173,6 +177,8 @@ func (d *Dashboard) routes() {
 	m.Handle("GET /static/", http.StripPrefix("/static/", static))
 	m.HandleFunc("GET /login", d.loginPage)
 	m.HandleFunc("POST /login", d.login)
+	m.HandleFunc("GET "+signInStartPath, d.signInStart)
+	m.HandleFunc("GET "+callbackPath, d.signInCallback)
 	m.HandleFunc("POST /logout", d.withSession(d.logout))
 	m.HandleFunc("GET /{$}", d.withSession(d.tasksPage))
 	m.HandleFunc("GET /tasks/{id}", d.withSession(d.taskPage))
@@ -237,6 +243,10 @@ func (d *Dashboard) withSession(next func(http.ResponseWriter, *http.Request, re
 func (d *Dashboard) refuse(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/events" || r.Method != http.MethodGet {
 		http.Error(w, "not signed in: open the dashboard and sign in with your token", http.StatusUnauthorized)
+		return
+	}
+	if d.o.OAuth != nil {
+		http.Redirect(w, r, signInURL(r.URL.Path), http.StatusSeeOther)
 		return
 	}
 	w.WriteHeader(http.StatusUnauthorized)
@@ -374,6 +384,7 @@ func (d *Dashboard) checkSite(r *http.Request) error {
 type loginData struct {
 	Next  string
 	Error string
+	OAuth bool // offer the identity provider's sign-in
 }
 
 func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -381,7 +392,7 @@ func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	d.render(w, "login", loginData{Next: "/"})
+	d.render(w, "login", loginData{Next: "/", OAuth: d.o.OAuth != nil})
 }
 
 // login checks the posted token as /mcp would and opens a session.

@@ -57,6 +57,33 @@ type Values struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
 	// X-Forwarded-Proto serve believes.
 	TrustedProxies []netip.Prefix
+	// OAuthIssuer turns on serve's OAuth mode: the issuer identifier of
+	// the authorization server whose access tokens are accepted.
+	OAuthIssuer string
+	// OAuthResource is the canonical URL of /mcp as clients reach it.
+	OAuthResource string
+	// OAuthAudiences are accepted aud values besides OAuthResource.
+	OAuthAudiences []string
+	// OAuthScopes are the scopes every token must carry.
+	OAuthScopes []string
+	// OAuthUserClaim and OAuthGroupsClaim name the claims of the user and
+	// of their groups; OAuthAllowedGroups, when set, admits only those.
+	OAuthUserClaim, OAuthGroupsClaim string
+	OAuthAllowedGroups               []string
+	// OAuthIntrospect sends opaque tokens to the issuer's introspection
+	// endpoint.
+	OAuthIntrospect bool
+	// OAuthClientID and OAuthClientSecret are serve's own client at the
+	// issuer: the dashboard's sign-in, and introspection.
+	OAuthClientID, OAuthClientSecret string
+	// OAuthClockSkew is the tolerance on a token's exp and nbf.
+	OAuthClockSkew time.Duration
+	// OAuthStaticTokens keeps the personal tokens and PUBLIC_MCP_PASS
+	// working beside access tokens.
+	OAuthStaticTokens bool
+	// PassParam is whether ?pass= is accepted: nil means the default, on
+	// without OAuth and off with it.
+	PassParam *bool
 	// InsecureCookie lets serve send the dashboard's session cookie
 	// without Secure over plain HTTP beyond loopback.
 	InsecureCookie bool
@@ -368,6 +395,35 @@ func list(name, example string, spaces bool, field func(*Values) *[]string, doc 
 		}}
 }
 
+// httpURL checks an absolute http(s) URL without query or fragment; what
+// names the setting's meaning in the fix.
+func httpURL(example string) func(string) error {
+	return func(raw string) error {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.Fragment != "" {
+			return &problem{"not an absolute http(s) URL without query or fragment", "give the full URL, e.g. " + example}
+		}
+		return nil
+	}
+}
+
+// passParam parses CLAWCONNECT_PASS_PARAM: unset is the default (nil).
+func passParam(v *Values, raw string) error {
+	switch strings.ToLower(raw) {
+	case "":
+		v.PassParam = nil
+	case "1", "on", "true", "yes":
+		on := true
+		v.PassParam = &on
+	case "0", "off", "false", "no":
+		off := false
+		v.PassParam = &off
+	default:
+		return &problem{"not a switch", "give 1, on, true or yes to accept ?pass=, 0, off, false or no to refuse it, or unset it for the default"}
+	}
+	return nil
+}
+
 func absolutePath(raw string) error {
 	if !filepath.IsAbs(raw) {
 		return &problem{"not an absolute path", "give an absolute directory, e.g. /srv/clawconnect (a relative one would change with the working directory)"}
@@ -480,6 +536,32 @@ var table = []Setting{
 		"browser origins (`http://localhost:5173,...`) that may call `serve`'s `/mcp` besides its own; any other `Origin` gets 403. `*` allows all, only when tokens are required. On a loopback `--addr` their host names are also accepted in `Host` (a local proxy), besides loopback names; any other `Host` gets 403"),
 	{Name: "CLAWCONNECT_TRUSTED_PROXIES", Default: "–", Example: "127.0.0.1,10.0.0.0/8", apply: prefixes,
 		Doc: "addresses or CIDR ranges of the reverse proxies in front of `serve` whose `X-Forwarded-For` (the client's address, for the sign-in backoff) and `X-Forwarded-Proto: https` (the session cookie gets `Secure`) are believed; others' are ignored"},
+	{Name: "CLAWCONNECT_PASS_PARAM", Default: "on; off with `CLAWCONNECT_OAUTH_ISSUER`", Example: "off", apply: passParam,
+		Doc: "whether `serve` accepts a credential as `?pass=` in the URL, where proxy and browser logs keep it; `off` takes credentials only from `Authorization: Bearer`"},
+	text("CLAWCONNECT_OAUTH_ISSUER", "", "–", "https://login.example.com/realms/team", func(v *Values) *string { return &v.OAuthIssuer }, httpURL("https://login.example.com/realms/team"),
+		"OAuth mode: the issuer identifier of the authorization server whose access tokens `serve` accepts on `/mcp` and the dashboard, exactly as its metadata spells it (see [Remote access with your identity provider](#remote-access-with-your-identity-provider))"),
+	text("CLAWCONNECT_OAUTH_RESOURCE", "", "–", "https://mcp.example.com/mcp", func(v *Values) *string { return &v.OAuthResource }, httpURL("https://mcp.example.com/mcp"),
+		"OAuth mode: the canonical URL of `/mcp` as clients reach it; the audience tokens must carry, and the `resource` of `/.well-known/oauth-protected-resource`"),
+	list("CLAWCONNECT_OAUTH_AUDIENCES", "clawconnect", false, func(v *Values) *[]string { return &v.OAuthAudiences },
+		"other `aud` values accepted besides `CLAWCONNECT_OAUTH_RESOURCE` (comma-separated), for a provider that names the resource otherwise"),
+	list("CLAWCONNECT_OAUTH_SCOPES", "mcp", true, func(v *Values) *[]string { return &v.OAuthScopes },
+		"scopes every access token must carry (comma- or space-separated); a token without one is answered 403 `insufficient_scope`"),
+	text("CLAWCONNECT_OAUTH_USER_CLAIM", "sub", "`sub`", "email", func(v *Values) *string { return &v.OAuthUserClaim }, nil,
+		"the token claim that names the user: each user sees and controls only their own tasks, as with personal tokens (a personal token of the same name is the same user)"),
+	text("CLAWCONNECT_OAUTH_GROUPS_CLAIM", "groups", "`groups`", "roles", func(v *Values) *string { return &v.OAuthGroupsClaim }, nil,
+		"the token claim that lists the user's groups"),
+	list("CLAWCONNECT_OAUTH_ALLOWED_GROUPS", "ops", false, func(v *Values) *[]string { return &v.OAuthAllowedGroups },
+		"when set, only users in one of these groups are admitted (comma-separated); others get 403"),
+	boolean("CLAWCONNECT_OAUTH_INTROSPECT", false, func(v *Values) *bool { return &v.OAuthIntrospect },
+		"`1`: check opaque (non-JWT) access tokens at the issuer's introspection endpoint (RFC 7662) as `CLAWCONNECT_OAUTH_CLIENT_ID`"),
+	text("CLAWCONNECT_OAUTH_CLIENT_ID", "", "–", "clawconnect", func(v *Values) *string { return &v.OAuthClientID }, nil,
+		"serve's own client at the issuer: the dashboard signs in with it (authorization code with PKCE, redirect URI `<resource origin>/oauth/callback`), and introspection authenticates as it"),
+	secret(text("CLAWCONNECT_OAUTH_CLIENT_SECRET", "", "–", "s3cret-client", func(v *Values) *string { return &v.OAuthClientSecret }, nil,
+		"that client's secret; unset for a public client")),
+	millis("CLAWCONNECT_OAUTH_CLOCK_SKEW_MS", time.Minute, func(v *Values) *time.Duration { return &v.OAuthClockSkew },
+		"how far a token's `exp` and `nbf` may be off this machine's clock (at most 300000)"),
+	boolean("CLAWCONNECT_OAUTH_STATIC_TOKENS", true, func(v *Values) *bool { return &v.OAuthStaticTokens },
+		"`off`: in OAuth mode, refuse the personal tokens and `PUBLIC_MCP_PASS`; on, they keep working beside access tokens"),
 	boolean("CLAWCONNECT_INSECURE_COOKIE", false, func(v *Values) *bool { return &v.InsecureCookie },
 		"`1`: on a non-loopback `--addr`, send the dashboard's session cookie without `Secure` (only for plain HTTP on a trusted network: browsers keep a `Secure` cookie only over HTTPS)"),
 	millis("CLAWCONNECT_TIMEOUT_MS", 30*time.Minute, func(v *Values) *time.Duration { return &v.ChatTimeout }, "live wait window of a run"),

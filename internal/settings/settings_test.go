@@ -105,6 +105,9 @@ func TestBadValues(t *testing.T) {
 		{"CLAWCONNECT_DATABASE_URL", "mysql://u:hunter2@db/x", "not a postgres:// or postgresql:// URL"},
 		{"CLAWCONNECT_GATEWAY_HEADERS", `["hunter2"]`, "not a JSON object"},
 		{"AGENT_SESSION_CALL_TIMEOUT_MS", "fast", "not a number of milliseconds"},
+		{"CLAWCONNECT_OAUTH_ISSUER", "login.example.com", "not an absolute http(s) URL without query or fragment"},
+		{"CLAWCONNECT_OAUTH_RESOURCE", "https://mcp.example.com/mcp?x=1", "not an absolute http(s) URL without query or fragment"},
+		{"CLAWCONNECT_PASS_PARAM", "maybe", "not a switch"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
