@@ -163,3 +163,21 @@ func TestCheckTimeouts(t *testing.T) {
 		})
 	}
 }
+
+func TestShownStatus(t *testing.T) {
+	t.Parallel()
+	approval := &termapi.Approval{Fingerprint: "fp"}
+	for _, tc := range []struct {
+		v    termapi.TurnView
+		want string
+	}{
+		{termapi.TurnView{Status: termapi.TurnWaitingForOpenClaw, OriginSession: "agent:main:s", Approval: approval}, "waiting_for_openclaw"},
+		{termapi.TurnView{Status: termapi.TurnWaitingForOpenClaw, Approval: approval}, "waiting_for_approval"},
+		{termapi.TurnView{Status: termapi.TurnWaitingForOpenClaw}, "waiting_for_answer"},
+		{termapi.TurnView{Status: termapi.TurnRunning}, "running"},
+	} {
+		if got := termapi.ShownStatus(tc.v); got != tc.want {
+			t.Errorf("ShownStatus(%+v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}

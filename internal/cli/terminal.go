@@ -262,7 +262,7 @@ func orDash(s string) string {
 }
 
 func printTurn(w io.Writer, v terminal.TurnView) {
-	fmt.Fprintf(w, "turn:     %s\nsession:  %s\nstatus:   %s\n", v.TurnID, v.SessionID, v.Status)
+	fmt.Fprintf(w, "turn:     %s\nsession:  %s\nstatus:   %s\n", v.TurnID, v.SessionID, terminal.ShownStatus(v))
 	if v.Approval != nil {
 		fmt.Fprintf(w, "approval: %s (fingerprint %s)", v.Approval.Kind, v.Approval.Fingerprint)
 		if v.Approval.Command != "" {

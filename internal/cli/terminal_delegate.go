@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawconnect/clawconnect/internal/terminal"
-	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // delegateOutput is what `terminal delegate --json` prints: the pane it
@@ -19,8 +18,8 @@ type delegateOutput struct {
 	Agent      string `json:"agent,omitempty"`
 	Cwd        string `json:"cwd,omitempty"`
 	terminal.SendResult
-	Error      string              `json:"error,omitempty"`
-	Candidates []termapi.Candidate `json:"candidates,omitempty"`
+	Error      string               `json:"error,omitempty"`
+	Candidates []terminal.Candidate `json:"candidates,omitempty"`
 }
 
 func terminalDelegateCmd(env Env) *cobra.Command {
@@ -52,10 +51,10 @@ its terminal id instead. Output as send's, with the chosen terminal_id.`,
 				if err := terminal.CheckRequest(args[0]); err != nil {
 					return fmt.Errorf("delegate: %w", err)
 				}
-				res, row, err := termapi.Delegate(ctx, s.api, agent, req)
+				res, row, err := terminal.Delegate(ctx, s.api, agent, req)
 				out := delegateOutput{TerminalID: row.ID, Agent: row.Agent, Cwd: row.Cwd, SendResult: res}
 				if err != nil {
-					var ref *termapi.DelegateRefusal
+					var ref *terminal.DelegateRefusal
 					if o.asJSON && (errors.As(err, &ref) || res.TurnID != "") {
 						out.Error = err.Error()
 						if ref != nil {
@@ -103,7 +102,7 @@ func (o *sendOpts) flags(cmd *cobra.Command) {
 func (o sendOpts) request(r terminal.SendRequest) (terminal.SendRequest, error) {
 	r.OriginSession, r.GatewayURL = o.origin, o.gatewayURL
 	r.InactivityTimeout, r.HardTimeout = o.inactivity, o.hard
-	return r, termapi.CheckTimeouts(r)
+	return r, terminal.CheckTimeouts(r)
 }
 
 // waitAndPrint waits for the Turn a send started (see waitTurn), prints

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal"
 )
 
 // TestTerminalDelegateRefusesAndValidates: with no agent pane a delegate
@@ -31,5 +34,23 @@ func TestTerminalDelegateRefusesAndValidates(t *testing.T) {
 		if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("terminal %q: exit %d (%v), want exit %d saying %q", tc.args, ExitCode(err), err, ExitUsage, tc.want)
 		}
+	}
+}
+
+// TestPrintTurnSaysWhoWaits: a Turn with no OpenClaw origin that stops at
+// a prompt prints as waiting for approval, not for OpenClaw.
+func TestPrintTurnSaysWhoWaits(t *testing.T) {
+	t.Parallel()
+	v := terminal.TurnView{TurnID: "turn-1", Status: "waiting_for_openclaw", Approval: &store.Approval{Fingerprint: "fp", Kind: "exec"}}
+	var b strings.Builder
+	printTurn(&b, v)
+	if !strings.Contains(b.String(), "status:   waiting_for_approval\n") {
+		t.Fatalf("printTurn without an origin:\n%s", b.String())
+	}
+	v.OriginSession = "agent:main:s"
+	b.Reset()
+	printTurn(&b, v)
+	if !strings.Contains(b.String(), "status:   waiting_for_openclaw\n") {
+		t.Fatalf("printTurn with an origin:\n%s", b.String())
 	}
 }
