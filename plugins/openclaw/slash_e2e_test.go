@@ -109,3 +109,17 @@ func TestE2ESlashCommandRefusesTwoCodexPanes(t *testing.T) {
 	}
 	t.Logf("S's history (excerpt):\n%.1500s", tr)
 }
+
+// TestE2EPluginShipsSkillAndAlias: the gateway loads the plugin's skill
+// (skills.status lists it) and /cc answers as /clawconnect does.
+func TestE2EPluginShipsSkillAndAlias(t *testing.T) {
+	r := startRig(t, rigOptions{})
+	res, err := r.gc.Call(r.ctx, "skills.status", map[string]any{})
+	if err != nil || !strings.Contains(string(res), `"clawconnect-terminal"`) {
+		t.Fatalf("skills.status does not list the plugin's skill: %v\n%.3000s", err, res)
+	}
+	S := r.key("agent:main:cc-slash-alias")
+	r.ask(S, "/cc list", r.key("cc-slash-alias-list"))
+	r.waitTranscript(S, r.terminalID, 2*time.Minute)
+	t.Logf("S's history (excerpt):\n%.800s", r.transcript(S))
+}
