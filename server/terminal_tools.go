@@ -259,7 +259,12 @@ func turnOutput(v termapi.TurnView) TerminalTurnOutput {
 		if v.Approval != nil && v.Approval.Command != "" {
 			cmd = " to run " + v.Approval.Command
 		}
-		out.NextStep = "The agent waits for OpenClaw" + cmd + "."
+		// OpenClaw is named only when the Turn reports to an OpenClaw
+		// session; an MCP caller's Turn waits for that caller.
+		out.NextStep = "The agent waits for your answer" + cmd + "."
+		if v.OriginSession != "" {
+			out.NextStep = "The agent waits for OpenClaw session " + v.OriginSession + cmd + "."
+		}
 		if v.Approval != nil {
 			out.NextStep = "The agent asks for approval" + cmd + "."
 		}
