@@ -123,3 +123,27 @@ func TestE2EPluginShipsSkillAndAlias(t *testing.T) {
 	r.waitTranscript(S, r.terminalID, 2*time.Minute)
 	t.Logf("S's history (excerpt):\n%.800s", r.transcript(S))
 }
+
+// TestE2EToolSendWithoutTargetDelegates: S's model calls
+// clawconnect_terminal_send with only a request (and its own timeouts);
+// the one idle Codex pane gets it and exactly one done callback with
+// Codex's exact reply reaches S.
+func TestE2EToolSendWithoutTargetDelegates(t *testing.T) {
+	r := startRig(t, rigOptions{})
+	S := r.key("agent:main:cc-tool-delegate")
+	args, _ := json.Marshal(map[string]any{"request": "ECHO=cc-tool-delegate-ok", "inactivity_timeout_minutes": 30, "hard_timeout_minutes": 90})
+	r.ask(S, "hand this over TOOLUSE: clawconnect_terminal_send "+string(args), r.key("cc-tool-delegate-send"))
+	rows := r.waitCallbacks(S, 1, 3*time.Minute)
+	if len(rows) != 1 || rows[0].Type != "done" || !strings.Contains(rows[0].Text, "cc-tool-delegate-ok") {
+		t.Fatalf("S's callback rows = %+v; history:\n%s", rows, r.transcript(S))
+	}
+	v := r.status(rows[0].TurnID)
+	if v.TerminalID != r.terminalID || v.Result == nil || v.Result.Text != "cc-tool-delegate-ok" || v.HardDeadline == "" {
+		t.Fatalf("status = %+v", v)
+	}
+	created, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
+	hard, _ := time.Parse(time.RFC3339Nano, v.HardDeadline)
+	if d := hard.Sub(created); d < 89*time.Minute || d > 91*time.Minute {
+		t.Fatalf("hard deadline %s after creation, want 90m (status %+v)", d, v)
+	}
+}
