@@ -204,15 +204,29 @@ func sendOutput(res termapi.SendResult) TerminalSendOutput {
 }
 
 func (c *conn) terminalSend(ctx context.Context, _ *mcp.CallToolRequest, in TerminalSendInput) (*mcp.CallToolResult, any, error) {
-	if (in.TerminalID == "") == (in.SessionID == "") {
-		return errorResult("Pass exactly one of terminal_id and session_id, as terminal_list's available_actions show."), nil, nil
+	if in.TerminalID != "" && in.SessionID != "" {
+		return errorResult("Pass at most one of terminal_id and session_id, as terminal_list's available_actions show (neither: the one idle pane)."), nil, nil
 	}
-	res, err := c.s.terminals.Send(ctx, termapi.SendRequest{TerminalID: in.TerminalID, SessionID: in.SessionID, Request: in.Request,
-		Principal: c.principal()})
+	req := termapi.SendRequest{TerminalID: in.TerminalID, SessionID: in.SessionID, Request: in.Request, Principal: c.principal()}
+	var (
+		res termapi.SendResult
+		err error
+	)
+	if in.TerminalID == "" && in.SessionID == "" {
+		// A delegate: the one idle pane, or a refusal listing them.
+		var row termapi.TerminalRow
+		res, row, err = termapi.Delegate(ctx, c.s.terminals, "", req)
+		req.TerminalID = row.ID
+	} else {
+		res, err = c.s.terminals.Send(ctx, req)
+	}
 	if err != nil && res.TurnID == "" {
 		return c.terminalError(ctx, "terminal_send", err), nil, nil
 	}
 	out := sendOutput(res)
+	if in.TerminalID == "" && in.SessionID == "" {
+		out.TerminalID = req.TerminalID
+	}
 	r := textResult(jsonText(out))
 	r.IsError = err != nil
 	return r, out, nil
@@ -245,7 +259,12 @@ func turnOutput(v termapi.TurnView) TerminalTurnOutput {
 		if v.Approval != nil && v.Approval.Command != "" {
 			cmd = " to run " + v.Approval.Command
 		}
-		out.NextStep = "The agent waits for OpenClaw" + cmd + "."
+		// OpenClaw is named only when the Turn reports to an OpenClaw
+		// session; an MCP caller's Turn waits for that caller.
+		out.NextStep = "The agent waits for your answer" + cmd + "."
+		if v.OriginSession != "" {
+			out.NextStep = "The agent waits for OpenClaw session " + v.OriginSession + cmd + "."
+		}
 		if v.Approval != nil {
 			out.NextStep = "The agent asks for approval" + cmd + "."
 		}

@@ -14,7 +14,7 @@ import (
 
 // TerminalSendInput is the input of terminal_send.
 type TerminalSendInput struct {
-	TerminalID string `json:"terminal_id,omitempty" jsonschema:"Send to the agent now running in this pane (scope terminal_follow_current); an id from terminal_list."`
+	TerminalID string `json:"terminal_id,omitempty" jsonschema:"Send to the agent now running in this pane (scope terminal_follow_current); an id from terminal_list. Leave out with session_id to hand the request to the one idle pane."`
 	SessionID  string `json:"session_id,omitempty" jsonschema:"Send to this managed Session only if its pane, process and thread are unchanged (scope session_exact); from terminal_list or an earlier send."`
 	Request    string `json:"request" jsonschema:"The text typed into the agent's composer, as a human would write it: plain text, line breaks and tabs only (no control characters), and not starting with a slash command or '!'."`
 }
@@ -50,7 +50,8 @@ type TerminalListOutput struct {
 // TerminalSendOutput is the result of terminal_send and terminal_respond.
 type TerminalSendOutput struct {
 	termapi.SendResult
-	NextStep string `json:"next_step" jsonschema:"What to do next."`
+	TerminalID string `json:"terminal_id,omitempty" jsonschema:"The pane the request went to, when terminal_send chose it (no terminal_id or session_id given)."`
+	NextStep   string `json:"next_step" jsonschema:"What to do next."`
 }
 
 // TerminalTurnOutput is the result of terminal_status, terminal_approve and
@@ -97,7 +98,8 @@ func (c *conn) terminalTools() []toolDef {
 				Name:  "terminal_send",
 				Title: "Send a request to an agent terminal",
 				Description: "Type a request into an idle Codex or Claude Code pane as a new Turn and return once the agent took it (a few seconds). " +
-					"Pass terminal_id or session_id from terminal_list's available_actions. Then call terminal_status with the turn_id for the reply.",
+					"Pass terminal_id or session_id from terminal_list's available_actions, or neither to hand it to the one idle pane (refused, listing the panes, " +
+					"when there is none or several). Then call terminal_status with the turn_id for the reply.",
 				InputSchema:  inputSchema[TerminalSendInput](nil),
 				OutputSchema: outputSchemaOf[TerminalSendOutput](),
 				Annotations:  act("Send a request to an agent terminal", false),

@@ -230,6 +230,27 @@ func TestTerminalStatusWaits(t *testing.T) {
 	}
 }
 
+// TestTerminalSendWithoutTargetDelegates: terminal_send with neither
+// terminal_id nor session_id goes to the one idle pane and says which;
+// while no pane is idle it is refused, nothing is sent, and the refusal
+// lists the pane with why it cannot take work.
+func TestTerminalSendWithoutTargetDelegates(t *testing.T) {
+	t.Parallel()
+	f := newFakeTerminals()
+	b := setup(t, func(o *server.Options) { o.Terminals = f })
+	cs := b.fullSession(t)
+	res := call(t, cs, "terminal_send", map[string]any{"request": "run the tests"})
+	out := structured(t, res)
+	if res.IsError || out["terminal_id"] != fakeTerminalID || out["turn_id"] == "" || len(f.sent) != 1 || f.sent[0].TerminalID != fakeTerminalID {
+		t.Fatalf("delegate = %v (isError %v), sent %+v", out, res.IsError, f.sent)
+	}
+	res = call(t, cs, "terminal_send", map[string]any{"request": "and again"})
+	if !res.IsError || !strings.Contains(text(res), "no idle agent pane can take it now") || !strings.Contains(text(res), fakeTerminalID+" (codex, /src): the agent is working") ||
+		len(f.sent) != 1 {
+		t.Fatalf("delegate while busy: isError=%v %q, %d sends", res.IsError, text(res), len(f.sent))
+	}
+}
+
 func TestTerminalToolsActOnResults(t *testing.T) {
 	t.Parallel()
 	f := newFakeTerminals()
@@ -241,7 +262,7 @@ func TestTerminalToolsActOnResults(t *testing.T) {
 		wantErr    bool
 		wantText   string
 	}{
-		{"neither target", "terminal_send", map[string]any{"request": "x"}, true, "exactly one of terminal_id and session_id"},
+		{"both targets", "terminal_send", map[string]any{"request": "x", "terminal_id": fakeTerminalID, "session_id": "session-1"}, true, "at most one of terminal_id and session_id"},
 		{"unknown pane", "terminal_send", map[string]any{"terminal_id": "terminal:v2:tmux:codex:x:0.0:1", "request": "x"}, true, "Call terminal_list"},
 		{"slash command", "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "/quit"}, true, "Fix the arguments"},
 		{"unknown turn", "terminal_status", map[string]any{"turn_id": "turn-nope", "wait_ms": 0}, true, "Call terminal_list"},

@@ -161,6 +161,7 @@ Try it locally, with Codex and Claude Code on the project's fake model: see
 	cmd.AddCommand(terminalListCmd(env), terminalSendCmd(env), terminalStatusCmd(env), terminalRespondCmd(env),
 		terminalApproveCmd(env), terminalCancelCmd(env), terminalRenewCmd(env), terminalCloseCmd(env), terminalRetryCallbackCmd(env),
 		terminalDaemonCmd(env), terminalModuleCmd(env))
+	cmd.AddCommand(terminalDelegateCmd(env))
 	cmd.AddCommand(terminalWatchCmds(env)...)
 	cmd.AddCommand(terminalThreadCmds(env)...)
 	// Every subcommand's help ends with the exit codes, as the top-level
@@ -261,7 +262,7 @@ func orDash(s string) string {
 }
 
 func printTurn(w io.Writer, v terminal.TurnView) {
-	fmt.Fprintf(w, "turn:     %s\nsession:  %s\nstatus:   %s\n", v.TurnID, v.SessionID, v.Status)
+	fmt.Fprintf(w, "turn:     %s\nsession:  %s\nstatus:   %s\n", v.TurnID, v.SessionID, terminal.ShownStatus(v))
 	if v.Approval != nil {
 		fmt.Fprintf(w, "approval: %s (fingerprint %s)", v.Approval.Kind, v.Approval.Fingerprint)
 		if v.Approval.Command != "" {
@@ -351,9 +352,7 @@ func waitTurn(ctx context.Context, env Env, s *terminalStack, turnID string, tim
 func terminalSendCmd(env Env) *cobra.Command {
 	var (
 		sessionID, terminalID string
-		origin, gatewayURL    string
-		wait, asJSON          bool
-		timeout, inactivity   time.Duration
+		o                     sendOpts
 	)
 	cmd := &cobra.Command{
 		Use:   "send (--session ID | --terminal TERMINAL_ID) [--wait] REQUEST",
@@ -379,7 +378,7 @@ statuses and prints the Turn.`,
   clawconnect terminal send --terminal terminal:v2:tmux:claude:dev:1.0:777 --wait --json "Explain main.go" | jq -r .result.text`,
 		Args: exactArgs(1, "send: pass the request as one argument (quote it)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkGatewayURLFlag("send", gatewayURL); err != nil {
+			if err := checkGatewayURLFlag("send", o.gatewayURL); err != nil {
 				return err
 			}
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
@@ -388,47 +387,27 @@ statuses and prints the Turn.`,
 				if err := terminal.CheckRequest(args[0]); err != nil {
 					return fmt.Errorf("send: %w", err)
 				}
-				res, err := s.api.Send(ctx, terminal.SendRequest{SessionID: sessionID, TerminalID: terminalID, Request: args[0], InactivityTimeout: inactivity,
-					OriginSession: origin, GatewayURL: gatewayURL})
+				req, err := o.request(terminal.SendRequest{SessionID: sessionID, TerminalID: terminalID, Request: args[0]})
 				if err != nil {
-					if asJSON && res.TurnID != "" {
+					return fmt.Errorf("send: %w", err)
+				}
+				res, err := s.api.Send(ctx, req)
+				if err != nil {
+					if o.asJSON && res.TurnID != "" {
 						_ = printJSON(env.Stdout, res)
 					}
 					return err
 				}
-				if !wait {
-					if s.host != nil {
-						unfollowedNote(env.Stderr, res.TurnID)
-					}
-					if asJSON {
-						return printJSON(env.Stdout, res)
-					}
-					fmt.Fprintf(env.Stdout, "session_id: %s\nturn_id: %s\nsubmission_outcome: %s\n", res.SessionID, res.TurnID, res.SubmissionOutcome)
-					return nil
+				if !o.wait {
+					return printSent(env, s, res, o.asJSON, res)
 				}
-				v, err := waitTurn(ctx, env, s, res.TurnID, timeout)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					if err := printJSON(env.Stdout, v); err != nil {
-						return err
-					}
-				} else {
-					printTurn(env.Stdout, v)
-				}
-				return turnExit(v)
+				return o.waitAndPrint(ctx, env, s, res.TurnID)
 			})
 		},
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "send in this Session's exact context (session_exact)")
 	cmd.Flags().StringVar(&terminalID, "terminal", "", "send to whatever context this pane shows (terminal_follow_current)")
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Turn leaves the running statuses, then print it")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up waiting after this long (exit 5); 0 waits until the Turn ends")
-	cmd.Flags().DurationVar(&inactivity, "inactivity-timeout", 0, "stall the Turn after this long without activity in the agent's session file (default 60m)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().StringVar(&origin, "origin-session", "", "OpenClaw session key that receives the Turn's callbacks (done, question, blocked, error)")
-	cmd.Flags().StringVar(&gatewayURL, "gateway-url", "", "gateway serving --origin-session (default: the configured agent's gateway, or OPENCLAW_URL)")
+	o.flags(cmd)
 	return cmd
 }
 

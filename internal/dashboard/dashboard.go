@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -133,6 +134,8 @@ type session struct {
 	csrf    string
 	expires time.Time
 	flash   string
+	// perRequest: the credential came with the request (requestCredential).
+	perRequest bool
 }
 
 // New returns the dashboard.
@@ -221,6 +224,12 @@ type request struct {
 func (d *Dashboard) withSession(next func(http.ResponseWriter, *http.Request, request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s := d.lookup(r)
+		if s == nil {
+			var done bool
+			if s, done = d.requestCredential(w, r); done {
+				return
+			}
+		}
 		if s == nil && !d.srv.AuthRequired() {
 			s = d.newSession("", config.Identity{})
 			d.setCookie(w, r, s)
@@ -238,6 +247,51 @@ func (d *Dashboard) withSession(next func(http.ResponseWriter, *http.Request, re
 		d.srv.Admit(r)
 		next(w, r, request{sess: s, id: id, caller: d.srv.Caller(id)})
 	}
+}
+
+// requestCredential takes a credential sent with the request exactly as
+// /mcp takes it: "Authorization: Bearer <token>" or "?pass=<token>". A
+// page opened with ?pass= signs the browser in (the cookie, as the form
+// does) and reloads without the token in its address, so it stays out of
+// history and links. Otherwise the credential holds for this request only:
+// nothing is stored, and no CSRF token is asked, since a browser never adds
+// such a credential to a forged request by itself. done reports that the
+// response was written (a refusal or the redirect).
+func (d *Dashboard) requestCredential(w http.ResponseWriter, r *http.Request) (s *session, done bool) {
+	pass := r.URL.Query().Get("pass")
+	var bearer string
+	if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		bearer = strings.TrimSpace(v[7:])
+	}
+	if pass == "" && bearer == "" {
+		return nil, false
+	}
+	id, err := d.srv.AuthenticateRequest(r, pass, bearer)
+	if te := (*server.ThrottledError)(nil); errors.As(err, &te) {
+		server.SetRetryAfter(w, te)
+		http.Error(w, "too many tokens were refused from this address: "+te.Error(), http.StatusTooManyRequests)
+		return nil, true
+	}
+	if err != nil {
+		http.Error(w, "that token was not accepted: use a token from MCP_USER_TOKENS or the PUBLIC_MCP_PASS password", http.StatusUnauthorized)
+		return nil, true
+	}
+	token := bearer
+	if token == "" {
+		token = pass
+	}
+	if pass != "" && bearer == "" && r.Method == http.MethodGet && r.URL.Path != "/events" {
+		s := d.newSession(token, id)
+		d.setCookie(w, r, s)
+		u := *r.URL
+		q := u.Query()
+		q.Del("pass")
+		u.RawQuery = q.Encode()
+		u.Scheme, u.Host = "", ""
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return nil, true
+	}
+	return &session{owner: id, token: token, csrf: randomID(), expires: d.o.Now().Add(time.Minute), perRequest: true}, false
 }
 
 func (d *Dashboard) refuse(w http.ResponseWriter, r *http.Request) {
@@ -360,6 +414,9 @@ func (d *Dashboard) setFlash(s *session, msg string) {
 func (d *Dashboard) checkAction(r *http.Request, s *session) error {
 	if err := d.checkSite(r); err != nil {
 		return err
+	}
+	if s.perRequest {
+		return nil
 	}
 	got := r.PostFormValue("csrf")
 	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {

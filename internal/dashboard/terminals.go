@@ -155,7 +155,9 @@ func (d *Dashboard) terminalsPage(w http.ResponseWriter, r *http.Request, q requ
 
 // turnBody is a Turn page.
 type turnBody struct {
-	Turn    terminal.TurnView
+	Turn terminal.TurnView
+	// Shown is the status as a person reads it (termapi.ShownStatus).
+	Shown   string
 	Events  []store.TurnEvent
 	Running bool
 	// Operator is a caller that sees all: only it may retry the callback
@@ -190,7 +192,7 @@ func (d *Dashboard) turnData(ctx context.Context, q request, id string) (turnBod
 	if err != nil {
 		return turnBody{}, err
 	}
-	b := turnBody{Turn: v, Running: terminal.Running(v.Status) || v.Status == store.TurnWaitingForOpenClaw,
+	b := turnBody{Turn: v, Shown: terminal.ShownStatus(v), Running: terminal.Running(v.Status) || v.Status == store.TurnWaitingForOpenClaw,
 		Operator: q.caller.SeesAll(), CSRF: q.sess.csrf}
 	b.Retryable = b.Operator && v.CallbackDelivery != nil && v.CallbackDelivery.Status != store.CallbackDelivered
 	if d.o.TerminalRecords != nil {

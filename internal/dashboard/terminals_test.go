@@ -364,3 +364,16 @@ func TestTurnRetryCallback(t *testing.T) {
 		t.Errorf("the unknown turn's refusal is not shown")
 	}
 }
+
+// TestTurnPageWithoutOriginSaysWhoWaits: a Turn that reports to no
+// OpenClaw session (sent from the command line or an MCP client) and stops
+// at a prompt does not read waiting_for_openclaw.
+func TestTurnPageWithoutOriginSaysWhoWaits(t *testing.T) {
+	ft := &fakeTerminals{status: store.TurnWaitingForOpenClaw, cb: failedCallback()}
+	r := newRigWith(t, "", false, func(o *dashboard.Options) { o.Terminals, o.TerminalRecords = ft, fakeRecords{} })
+	code, _, body := r.browser(t).get("/turns/" + turnID)
+	if code != http.StatusOK || !strings.Contains(body, `id="turn-status" class="badge big t-waiting_for_openclaw">waiting_for_approval<`) ||
+		strings.Contains(body, ">waiting_for_openclaw<") {
+		t.Fatalf("turn page: %d\n%s", code, body)
+	}
+}

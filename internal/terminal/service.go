@@ -344,6 +344,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	if err := checkPrincipal(req.Principal); err != nil {
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
+	if err := termapi.CheckTimeouts(req); err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
+	}
 	if req.GatewayURL == "" {
 		req.GatewayURL = s.o.CallbackGateway
 	}

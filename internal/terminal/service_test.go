@@ -138,6 +138,8 @@ func TestSendRefusesBadInputAndChangesNothing(t *testing.T) {
 	refusal(t, r, ErrNotFound, "no session", send(SendRequest{SessionID: "session-20260101000000-abcdef12", Request: "x"}))
 	refusal(t, r, ErrBadInput, "malformed", send(SendRequest{TerminalID: "terminal:v2:tmux:vim:s:0.0:1", Request: "x"}))
 	refusal(t, r, ErrNotFound, "no live agent pane", send(SendRequest{TerminalID: "terminal:v2:tmux:codex:s:0.0:999", Request: "x"}))
+	refusal(t, r, ErrBadInput, "inactivity timeout -1m0s is out of range", send(SendRequest{TerminalID: tid, Request: "x", InactivityTimeout: -time.Minute}))
+	refusal(t, r, ErrBadInput, "longer than the hard timeout", send(SendRequest{TerminalID: tid, Request: "x", InactivityTimeout: time.Hour, HardTimeout: time.Minute}))
 
 	a.set(func(f *fakeAgent) { f.activity = "working" })
 	refusal(t, r, ErrRefused, "busy", send(SendRequest{TerminalID: tid, Request: "x"}))

@@ -68,7 +68,7 @@ func TestMain(m *testing.M) {
 
 // sharedSockets is how many tmux sockets the shared rig's daemon watches:
 // one per test that uses the shared rig (startRig fails when they run out).
-const sharedSockets = 8
+const sharedSockets = 14
 
 // shared is the package's one real gateway with this plugin loaded (its
 // service runs the daemon over one clawconnect home) and the fake model

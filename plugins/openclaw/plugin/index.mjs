@@ -1,17 +1,22 @@
 // ClawConnect's OpenClaw plugin: the clawconnect.callback gateway method
 // (a Turn's result lands in the session that sent it), the
-// clawconnect_terminal_* model tools, and a service that keeps
+// clawconnect_terminal_* model tools, the /clawconnect chat command (alias
+// /cc) for people, and a service that keeps
 // `clawconnect terminal daemon` running while the gateway runs.
 // Plain ESM, no dependencies. register() may run several times per start.
 import { spawn } from "node:child_process";
 import { handle, CallbackError, ERROR_CODE } from "./lib/callback.mjs";
 import { specs, checkParams, Offers } from "./lib/tools.mjs";
+import { Command, TurnMemory } from "./lib/command.mjs";
 
 // The approval offers a session was shown. OpenClaw loads this module more
 // than once per gateway (its gateway methods and the tools an agent run
 // sees come from separate loads), so the offers live on globalThis: an
 // offer the callback method remembers must reach the approve tool.
 const offers = (globalThis[Symbol.for("clawconnect.plugin.offers")] ??= new Offers());
+// The Turns each chat started, for /clawconnect's turn selectors (latest,
+// only, ...); shared across loads for the same reason.
+const turns = (globalThis[Symbol.for("clawconnect.plugin.turns")] ??= new TurnMemory());
 const registered = new WeakSet();
 
 function settings(api) {
@@ -58,7 +63,7 @@ export function run(s, args) {
       let json;
       try { json = out.trim() ? JSON.parse(out) : undefined; } catch { json = undefined; }
       if (code === 0) resolve({ ok: true, json: json ?? {}, text: out });
-      else resolve({ ok: false, json, error: (err.trim() || `clawconnect exited with ${code}`) });
+      else resolve({ ok: false, json, text: out, error: (err.trim().replace(/^clawconnect: /, "") || `clawconnect exited with ${code}`) });
     });
   });
 }
@@ -87,6 +92,7 @@ function makeTool(api, spec, ctx) {
       if (spec.name === "clawconnect_terminal_status" && r.json?.approval?.fingerprint) {
         offers.remember(ctx?.sessionKey, r.json.turn_id, r.json.approval.fingerprint);
       }
+      if (spec.name === "clawconnect_terminal_send" || spec.name === "clawconnect_terminal_respond") turns.add(ctx?.sessionKey, r.json.turn_id);
       return toolResult(r.json, false);
     },
   };
@@ -139,12 +145,34 @@ export default {
           callback.metadata.approvable !== false) {
           offers.remember(callback.sessionKey, callback.turnId, callback.metadata.approval_fingerprint);
         }
+        turns.add(callback.sessionKey, callback.turnId);
         respond(true, result);
       } catch (e) {
         const reason = e instanceof Error ? e.message : String(e);
         respond(false, undefined, { code: ERROR_CODE, message: reason });
       }
     }, { scope: "operator.write" });
+    if (typeof api.registerCommand === "function") {
+      // /clawconnect for people: no model and no tool policy. Auth is
+      // required (OpenClaw's default), so only the chat's authorised
+      // senders can hand work to a pane.
+      const command = {
+        description: "Hand work to Codex or Claude Code in tmux; the reply comes back into this chat.",
+        acceptsArgs: true,
+        requireAuth: true,
+        async handler(ctx) {
+          const c = new Command({ run: (args) => run(settings(api), args), sessionKey: ctx.sessionKey, offers, turns });
+          return { text: await c.handle(ctx.args ?? "") };
+        },
+      };
+      for (const name of ["clawconnect", "cc"]) {
+        try {
+          api.registerCommand({ name, ...command });
+        } catch (e) {
+          api.logger?.warn?.(`clawconnect: register /${name}: ${e instanceof Error ? e.message : e}`);
+        }
+      }
+    }
     for (const spec of specs) {
       api.registerTool((ctx) => makeTool(api, spec, ctx), { name: spec.name, optional: true });
     }

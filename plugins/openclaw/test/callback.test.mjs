@@ -185,7 +185,7 @@ test("tool argv: send records the origin session; approve needs an offer; bad pa
   const ctx = { sessionKey: S, offers };
   assert.deepEqual(by.clawconnect_terminal_send.argv(checkParams(by.clawconnect_terminal_send, { terminal_id: "terminal:v2:tmux:codex:w:0.0:1", request: "-rf" }), ctx),
     ["terminal", "send", "--json", "--terminal", "terminal:v2:tmux:codex:w:0.0:1", "--origin-session", S, "--", "-rf"]);
-  assert.throws(() => by.clawconnect_terminal_send.argv({ request: "x" }, ctx), /exactly one/);
+  assert.throws(() => by.clawconnect_terminal_send.argv({ request: "x", terminal_id: "terminal:v2:x", session_id: "session-1" }, ctx), /at most one/);
   assert.throws(() => checkParams(by.clawconnect_terminal_status, { turn_id: "turn-1", fingerprint: "f" }), /unknown parameter fingerprint/);
   assert.throws(() => checkParams(by.clawconnect_terminal_status, {}), /missing parameter turn_id/);
   assert.throws(() => checkParams(by.clawconnect_terminal_status, { turn_id: "--json" }), /must be a string matching/);

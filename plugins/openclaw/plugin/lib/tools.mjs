@@ -10,6 +10,23 @@ import { forSession } from "./scope.mjs";
 const TURN_ID = { type: "string", pattern: "^turn-[A-Za-z0-9-]+$", description: "The Turn id a send returned." };
 const obj = (properties, required = []) => ({ type: "object", additionalProperties: false, properties, required });
 
+// A send's own timeouts, in minutes (the CLI's limit: a week).
+const LIMITS = {
+  inactivity_timeout_minutes: { type: "number", exclusiveMinimum: 0, maximum: 10080,
+    description: "Stall the Turn after this many minutes without activity from the agent (default 60)." },
+  hard_timeout_minutes: { type: "number", exclusiveMinimum: 0, maximum: 10080,
+    description: "Stall the Turn this many minutes after it started, active or not (default 720); not less than inactivity_timeout_minutes." },
+};
+
+/** limitArgs turns a send's timeouts (minutes) into clawconnect flags. */
+export function limitArgs(p) {
+  const i = p.inactivity_timeout_minutes, h = p.hard_timeout_minutes;
+  if (i !== undefined && h !== undefined && i > h) {
+    throw new Error("inactivity_timeout_minutes is more than hard_timeout_minutes, which would always end the Turn first");
+  }
+  return [...(i !== undefined ? ["--inactivity-timeout", `${i}m`] : []), ...(h !== undefined ? ["--hard-timeout", `${h}m`] : [])];
+}
+
 const OFFER_TTL_MS = 10 * 60 * 1000;
 const MAX_OFFERS = 512;
 
@@ -48,20 +65,24 @@ export const specs = [
   },
   {
     name: "clawconnect_terminal_send",
-    description: "Hand a request to a coding agent in tmux as a new Turn. Give session_id (that exact context) or terminal_id (whatever the pane shows). Returns at once with turn_id; the result comes back into this conversation as a ClawConnect callback, so do not poll.",
+    description: "Hand a request to a coding agent in tmux as a new Turn. Give session_id (that exact context), terminal_id (whatever the pane shows), or neither to hand it to the one idle pane (with agent: the one idle pane of that agent); with none or several idle panes nothing is sent and the refusal lists them. Returns at once with turn_id; the result comes back into this conversation as a ClawConnect callback, so do not poll.",
     parameters: obj({
       request: { type: "string", minLength: 1, description: "What the coding agent should do." },
       session_id: { type: "string", pattern: "^session-[A-Za-z0-9-]+$", description: "A managed Session (from list or an earlier send)." },
       terminal_id: { type: "string", pattern: "^terminal:", description: "A pane's terminal_id from list." },
+      agent: { type: "string", enum: ["codex", "claude"], description: "Without session_id and terminal_id: only idle panes of this agent count." },
+      ...LIMITS,
     }, ["request"]),
     argv: (p, ctx) => {
-      if ((p.session_id === undefined) === (p.terminal_id === undefined)) {
-        throw new Error("give exactly one of session_id and terminal_id");
+      if (p.session_id !== undefined && p.terminal_id !== undefined) throw new Error("give at most one of session_id and terminal_id");
+      if (p.agent !== undefined && (p.session_id !== undefined || p.terminal_id !== undefined)) {
+        throw new Error("agent picks among idle panes; leave it out when you give session_id or terminal_id");
       }
-      const a = ["terminal", "send", "--json"];
-      a.push(...(p.session_id !== undefined ? ["--session", p.session_id] : ["--terminal", p.terminal_id]));
+      const a = p.session_id !== undefined ? ["terminal", "send", "--json", "--session", p.session_id]
+        : p.terminal_id !== undefined ? ["terminal", "send", "--json", "--terminal", p.terminal_id]
+          : ["terminal", "delegate", "--json", ...(p.agent ? ["--agent", p.agent] : [])];
       if (ctx.sessionKey) a.push("--origin-session", ctx.sessionKey);
-      return [...a, "--", p.request];
+      return [...a, ...limitArgs(p), "--", p.request];
     },
   },
   {
@@ -129,6 +150,7 @@ export function checkParams(spec, params) {
         throw new Error(`parameter ${k} must be a string${s.pattern ? ` matching ${s.pattern}` : ""}`);
       }
       if (s.maxLength !== undefined && v.length > s.maxLength) throw new Error(`parameter ${k} must be at most ${s.maxLength} characters`);
+      if (s.enum && !s.enum.includes(v)) throw new Error(`parameter ${k} must be one of ${s.enum.join(", ")}`);
     }
     if (s.type === "number") {
       if (typeof v !== "number" || !Number.isFinite(v)) throw new Error(`parameter ${k} must be a number`);
