@@ -50,7 +50,7 @@ func wiringOf(t *testing.T, vars map[string]string) wired {
 	w.Task.ApplySettings(sv)
 	so := serverOptions(sv)
 	w.Timeouts = []time.Duration{so.CheckWait, so.CheckMaxWait}
-	w.Server = []any{so.AllowedOrigins, so.SharedTaskView, so.TrustedProxies, so.Build}
+	w.Server = []any{so.AllowedOrigins, so.SharedTaskView, so.TrustedProxies, so.Build, so.AppForAll}
 	w.Dashboard = dashboardOptions(sv).InsecureCookie
 	w.Terminal = config.TerminalFrom(sv)
 	w.TermTools = terminalToolsOn(env, false)
@@ -97,6 +97,7 @@ var effectOf = map[string]string{
 	"MCP_USER_TOKENS_FILE":                      "Auth",
 	"PUBLIC_MCP_PASS":                           "Auth",
 	"CLAWCONNECT_SHARED_TASK_VIEW":              "Server",
+	"ENABLE_CHATGPT_UI_WIDGET":                  "Server",
 	"CLAWCONNECT_ALLOWED_ORIGINS":               "Server",
 	"CLAWCONNECT_TRUSTED_PROXIES":               "Server",
 	"CLAWCONNECT_INSECURE_COOKIE":               "Dashboard",
