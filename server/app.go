@@ -91,10 +91,11 @@ func readApp(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResource
 
 // appToolMeta is the _meta a declaring client sees on each tool, by name;
 // a tool not named carries none (check_task, as before, and the rest).
-// run_task and list_tasks render in the app (the MCP Apps resourceUri, and
-// the ChatGPT Apps SDK's outputTemplate); the app calls get_task,
-// get_session, list_tasks and cancel_task (visibility "app", and
-// ChatGPT's widgetAccessible).
+// run_task, list_tasks and terminal_send render in the app (the MCP Apps
+// resourceUri, and the ChatGPT Apps SDK's outputTemplate); the app calls
+// get_task, get_session, list_tasks and cancel_task, and for a terminal
+// Turn terminal_status, terminal_approve, terminal_respond and
+// terminal_cancel (visibility "app", and ChatGPT's widgetAccessible).
 func appToolMeta(name string) mcp.Meta {
 	callable := func(ui map[string]any) mcp.Meta {
 		ui["visibility"] = []string{"model", "app"}
@@ -113,7 +114,10 @@ func appToolMeta(name string) mcp.Meta {
 		return rendered("Handing the task to the agent…", "The agent is on it")
 	case "list_tasks":
 		return rendered("Listing tasks…", "Tasks listed")
-	case "get_task", "get_session", "cancel_task":
+	case "terminal_send":
+		return rendered("Typing into the terminal…", "The agent has the request")
+	case "get_task", "get_session", "cancel_task",
+		"terminal_status", "terminal_approve", "terminal_respond", "terminal_cancel":
 		return callable(map[string]any{})
 	}
 	return nil

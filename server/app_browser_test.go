@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/chromium"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
@@ -73,8 +74,10 @@ const appHostPage = `<!doctype html><html><head><meta charset="utf-8">
 // travels in the app session id): a run_task call renders the app, its log
 // arrives and its result replaces the spinner without a reload, and the
 // result is handed to the model; Cancel in the app ends a task; an agent's
-// <script> reply is text; list_tasks renders the list. Screenshots at
-// desktop and phone width, light and dark.
+// <script> reply is text; list_tasks renders the list; with the terminal
+// tools on, terminal_send renders the Turn, whose approval is approved from
+// the app before its reply shows. Screenshots at desktop and phone width,
+// light and dark.
 func TestAppBrowser(t *testing.T) {
 	in := peers.Require(t, peers.MCPSDK, peers.MCPExtApps)
 	hostJS := buildAppHost(t, in)
@@ -105,7 +108,8 @@ func TestAppBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(), AllowedOrigins: []string{hostSrv.URL}})
+	terms := newFakeTerminals()
+	srv, err := server.New(server.Options{Tasks: b, Registry: b.Registry(), AllowedOrigins: []string{hostSrv.URL}, Terminals: terms})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,4 +240,26 @@ func TestAppBrowser(t *testing.T) {
 		t.Errorf("list count = %q, want the 4 tasks of this test", got)
 	}
 	shot("app-07-list-phone-dark")
+
+	// With the terminal tools on, terminal_send renders the Turn: the
+	// approval the agent asks for, approved from the app, then the reply.
+	open("terminal_send", 1280, 860, "light", "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "run the migrations"})
+	turnID := eval(`window.host.result.structuredContent.turn_id`)
+	do("turn running", in1("#turn #turnStatus.running"))
+	terms.finish(turnID, store.TurnWaitingForOpenClaw, "")
+	do("approval", in1("#approvalBox"), in1("#approve"))
+	if got := textIn("#approvalCommand"); got != "rm -rf build" {
+		t.Errorf("approval command = %q", got)
+	}
+	shot("app-08-turn-approval-desktop")
+	do("approve", chromedp.Click(chromedp.CSS("#approve"), chromedp.FromNode(frame)), in1("#turnStatus.running"))
+	if got := eval(`window.host.calls.join(",")`); !strings.Contains(got, "terminal_approve") {
+		t.Errorf("the app's tool calls = %q, want terminal_approve", got)
+	}
+	terms.finish(turnID, store.TurnIdle, "Migrated <b>3</b> tables.")
+	do("turn reply", in1("#turnStatus.idle"), in1("#replyBox"), in1("#turnHandoff"))
+	if got := textIn("#reply"); got != "Migrated <b>3</b> tables." {
+		t.Errorf("reply = %q, want it as text", got)
+	}
+	shot("app-09-turn-reply-desktop")
 }

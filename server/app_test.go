@@ -93,10 +93,15 @@ func jsonText(t *testing.T, v any) string {
 	return string(data)
 }
 
-// goldenToolsList is today's tools/list, as the golden file pins it.
-func goldenToolsList(t *testing.T) string {
+// goldenToolsList is today's tools/list, as the golden file pins it
+// (testdata/tools.golden.json, or the file named).
+func goldenToolsList(t *testing.T, file ...string) string {
 	t.Helper()
-	data, err := os.ReadFile("testdata/tools.golden.json")
+	name := "testdata/tools.golden.json"
+	if len(file) > 0 {
+		name = file[0]
+	}
+	data, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,4 +323,32 @@ func TestAppForAll(t *testing.T) {
 	_, _, payload := rpc(t, url, toolsListReq, nil)
 	checkAppMeta(t, toolMetas(t, payload))
 	checkAppResource(t, url, nil, nil)
+}
+
+// TestAppTerminalTools: with the terminal tools on, terminal_send renders
+// in the app and the Turn tools it calls are callable from it; a client
+// that does not declare MCP Apps sees the terminal tools' golden file.
+func TestAppTerminalTools(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(setup(t, func(o *server.Options) { o.Terminals = newFakeTerminals() }).srv.Handler())
+	defer ts.Close()
+	url := ts.URL + "/mcp"
+	_, _, payload := rpc(t, url, modernReq("tools/list", "{}", appCaps), modernHdr("tools/list"))
+	metas := toolMetas(t, payload)
+	checkAppMeta(t, metas)
+	if ui, _ := metas["terminal_send"]["ui"].(map[string]any); ui["resourceUri"] != server.AppURI || metas["terminal_send"]["openai/outputTemplate"] != server.AppURI {
+		t.Errorf("terminal_send _meta = %v", metas["terminal_send"])
+	}
+	for _, name := range []string{"terminal_status", "terminal_approve", "terminal_respond", "terminal_cancel"} {
+		if metas[name]["openai/widgetAccessible"] != true {
+			t.Errorf("%s is not callable from the app: %v", name, metas[name])
+		}
+	}
+	if metas["terminal_list"] != nil {
+		t.Errorf("terminal_list carries _meta %v", metas["terminal_list"])
+	}
+	_, _, payload = rpc(t, url, toolsListReq, nil)
+	if diff := cmp.Diff(goldenToolsList(t, "testdata/tools_terminal.golden.json"), listedTools(t, payload)); diff != "" {
+		t.Errorf("tools/list of a client without MCP Apps differs from the golden file:\n%s", diff)
+	}
 }
