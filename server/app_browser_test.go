@@ -171,6 +171,19 @@ func TestAppBrowser(t *testing.T) {
 		return v
 	}
 	jobID := func() string { return eval(`window.host.result.structuredContent.jobId`) }
+	// logScroll is the log's scrollTop, clientHeight and scrollHeight.
+	logScroll := func() [3]float64 {
+		t.Helper()
+		var out [3]float64
+		for i, name := range []string{"scrollTop", "clientHeight", "scrollHeight"} {
+			v, err := chromedp.Run(bctx, chromedp.JavascriptAttribute[float64](chromedp.CSS("#log"), name, chromedp.FromNode(frame)))
+			if err != nil {
+				t.Fatalf("log %s: %v", name, err)
+			}
+			out[i] = v
+		}
+		return out
+	}
 
 	// A run_task renders the app; the log arrives while the agent works,
 	// then the result replaces the running state, in the same frame.
@@ -186,6 +199,14 @@ func TestAppBrowser(t *testing.T) {
 		t.Errorf("agent = %q", got)
 	}
 	shot("app-01-running-desktop")
+	// The reader scrolls the log up; the line that arrives then leaves the
+	// log where it was and offers the newer lines.
+	do("scroll up", chromedp.SetAttributeValue(chromedp.CSS("#log"), "style", "height:30px", chromedp.FromNode(frame)),
+		chromedp.ScrollIntoView(chromedp.CSS("#log .line:first-child"), chromedp.FromNode(frame)))
+	upAt := logScroll()
+	if upAt[2]-upAt[0]-upAt[1] < 24 {
+		t.Fatalf("log scroll %v: the reader's scroll did not leave the end", upAt)
+	}
 	fg.Release(jobID())
 	do("the result arrives", in1("#status.completed"), in1("#resultBox"), in1("#handoff"))
 	if got := textIn("#result"); got != "Here is the summary you asked for: three files changed, all tests pass." {
@@ -200,6 +221,10 @@ func TestAppBrowser(t *testing.T) {
 	if got := eval(`window.host.calls.join(",")`); !strings.Contains(got, "get_task") {
 		t.Errorf("the app's tool calls = %q, want get_task", got)
 	}
+	if now := logScroll(); now[0] != upAt[0] || now[2] <= upAt[2] {
+		t.Errorf("log scroll (top, client, scroll height) %v -> %v after a line arrived, want it left where the reader put it", upAt, now)
+	}
+	do("newer lines offered", in1("#newer"))
 	do("the session block", in1("#session dd"))
 	shot("app-02-result-desktop")
 
@@ -230,8 +255,16 @@ func TestAppBrowser(t *testing.T) {
 	open("phone", 390, 844, "dark", "run_task", map[string]any{"task": "Check the deploy on my phone"})
 	do("phone running", in1("#status.running"), in1("#log .line"))
 	shot("app-05-running-phone-dark")
+	// At the newest line, the log follows the lines that arrive.
+	do("scroll to the end", chromedp.SetAttributeValue(chromedp.CSS("#log"), "style", "height:30px", chromedp.FromNode(frame)),
+		chromedp.ScrollIntoView(chromedp.CSS("#log .line:last-child"), chromedp.FromNode(frame)))
+	before := logScroll()
 	fg.Release(jobID())
 	do("phone result", in1("#status.completed"), in1("#resultBox"))
+	if after := logScroll(); after[2] <= before[2] || after[2]-after[0]-after[1] > 1 {
+		t.Errorf("log scroll (top, client, scroll height) %v -> %v: want the newest line in view", before, after)
+	}
+	do("restore the log", chromedp.SetAttributeValue(chromedp.CSS("#log"), "style", "", chromedp.FromNode(frame)))
 	shot("app-06-result-phone-dark")
 
 	open("list", 390, 844, "dark", "list_tasks", map[string]any{})
