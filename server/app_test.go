@@ -289,6 +289,8 @@ func TestAppModernPerRequest(t *testing.T) {
 func TestAppStdio(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
+	// clawconnect mcp's own loop: declared at initialize, seen in tools/list.
+	checkAppMeta(t, toolMetas(t, `{"result":`+string(stdioToolsListWith(t, b.srv, appCaps))+`}`))
 	caps := &mcp.ClientCapabilities{}
 	caps.AddExtension(server.AppExtension, map[string]any{"mimeTypes": []string{server.AppMIMEType}})
 	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{}), &mcp.ClientOptions{Capabilities: caps})
