@@ -151,8 +151,8 @@ func (c *conn) appOn(req mcp.Request) bool {
 }
 
 // appMiddleware shows the app to a caller that declared it, and keeps
-// tools/list, resources/list and initialize exactly as before for every
-// other caller.
+// tools/list, resources/list, initialize and server/discover exactly as
+// before for every other caller.
 func (c *conn) appMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
@@ -182,6 +182,15 @@ func (c *conn) appMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				out.Resources = []*mcp.Resource{}
 				return &out, nil
 			}
+		case *mcp.DiscoverResult:
+			if c.appOn(req) || r.Capabilities == nil {
+				break
+			}
+			caps := *r.Capabilities
+			caps.Resources = nil
+			out := *r
+			out.Capabilities = &caps
+			return &out, nil
 		case *mcp.InitializeResult:
 			ir, ok := req.(*mcp.InitializeRequest)
 			if c.s.appForAll || c.app || (ok && ir.Params != nil && declaresApp(ir.Params.Capabilities)) || r.Capabilities == nil {

@@ -283,6 +283,18 @@ func TestAppModernPerRequest(t *testing.T) {
 	checkAppResource(t, url, modernHdr, func(method, params string) string {
 		return modernReq(method, params, appCaps)
 	})
+	for caps, want := range map[string]bool{appCaps: true, `{}`: false} {
+		_, _, payload := rpc(t, url, modernReq("server/discover", "{}", caps), modernHdr("server/discover"))
+		var res struct {
+			Capabilities map[string]any `json:"capabilities"`
+		}
+		if err := json.Unmarshal(rawResult(t, payload), &res); err != nil {
+			t.Fatal(err)
+		}
+		if _, got := res.Capabilities["resources"]; got != want {
+			t.Errorf("server/discover with capabilities %s advertises resources: %v, want %v", caps, got, want)
+		}
+	}
 }
 
 // TestAppStdio: over stdio the one session keeps what initialize declared.
