@@ -53,3 +53,21 @@ func FuzzAppSession(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkAppSession is what withAppSession adds to a 2025-11-25 POST
+// without a session id (it reads the body to look for a declaring
+// initialize): "direct" is the next handler reading the body alone.
+func BenchmarkAppSession(b *testing.B) {
+	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_task","arguments":{"task":"` + strings.Repeat("x", 2000) + `"}}}`
+	next := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
+	for name, h := range map[string]http.Handler{"direct": next, "withAppSession": withAppSession(next)} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+				r.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+				h.ServeHTTP(httptest.NewRecorder(), r)
+			}
+		})
+	}
+}
