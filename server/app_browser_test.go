@@ -224,7 +224,7 @@ func TestAppBrowser(t *testing.T) {
 	if now := logScroll(); now[0] != upAt[0] || now[2] <= upAt[2] {
 		t.Errorf("log scroll (top, client, scroll height) %v -> %v after a line arrived, want it left where the reader put it", upAt, now)
 	}
-	do("newer lines offered", in1("#newer"))
+	do("newer lines offered", in1("#newer"), chromedp.SetAttributeValue(chromedp.CSS("#log"), "style", "", chromedp.FromNode(frame)))
 	do("the session block", in1("#session dd"))
 	shot("app-02-result-desktop")
 
