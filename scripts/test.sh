@@ -32,8 +32,10 @@ go vet ./...
 echo "== staticcheck"
 "$CLAWCONNECT_TOOLS/staticcheck" ./...
 echo "== go test -race (end-to-end tests included; about 15 minutes on 2 cores, quiet until each package ends)"
-# The dashboard's browser test keeps its screenshots here (it prints each path).
+# The browser tests (the dashboard's, the task center app's) keep their
+# screenshots here (they print each path).
 export CLAWCONNECT_DASHBOARD_ARTIFACTS="${CLAWCONNECT_DASHBOARD_ARTIFACTS:-$CLAWCONNECT_CACHE/dashboard-screenshots}"
+export CLAWCONNECT_APP_ARTIFACTS="${CLAWCONNECT_APP_ARTIFACTS:-$CLAWCONNECT_CACHE/app-screenshots}"
 CLAWCONNECT_E2E=1 go test -race -count=1 -timeout 45m -coverprofile="$CLAWCONNECT_CACHE/cover.out" ./...
 echo "== load proof without the race detector (10^4 tasks from 10 concurrent clients)"
 # The load tests live in internal/bridge; the step fails if they stop

@@ -54,7 +54,7 @@ func (s *Server) routes() http.Handler {
 		if !ok {
 			return nil
 		}
-		return s.MCPServer(p.scope, p.identity)
+		return s.mcpServer(p.scope, p.identity, appDeclared(r.Context()))
 	}, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		Logger:              s.logger,
@@ -73,7 +73,7 @@ func (s *Server) routes() http.Handler {
 			mux.Handle(s.oauth.suffixPath, prm)
 		}
 	}
-	mux.Handle("/mcp", s.withCORS(s.withAuth(s.withTaskListen(mcpHandler))))
+	mux.Handle("/mcp", s.withCORS(s.withAuth(withAppSession(s.withTaskListen(mcpHandler)))))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"ok":true}`))

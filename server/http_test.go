@@ -90,12 +90,19 @@ const toolsListReq = `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}
 // result.
 func stdioToolsList(t *testing.T, s *server.Server) json.RawMessage {
 	t.Helper()
+	return stdioToolsListWith(t, s, "{}")
+}
+
+// stdioToolsListWith is stdioToolsList for a client that declares caps at
+// initialize.
+func stdioToolsListWith(t *testing.T, s *server.Server, caps string) json.RawMessage {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	errc := make(chan error, 1)
 	go func() { errc <- s.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
 	go func() {
-		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacyVersion+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n"+
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacyVersion+`","capabilities":`+caps+`,"clientInfo":{"name":"raw","version":"1"}}}`+"\n"+
 			`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`+"\n"+toolsListReq+"\n")
 	}()
 	sc := bufio.NewScanner(outR)

@@ -95,6 +95,12 @@ type Options struct {
 	// terminal_cancel) to every connection. Nil (the default) leaves them
 	// out, and tools/list is exactly the nine task-bridge tools.
 	Terminals Terminals
+	// AppForAll shows the task center (the MCP App, see AppURI) to every
+	// client, also one that does not declare the MCP Apps extension, as
+	// ChatGPT's Apps SDK hosts do not (ENABLE_CHATGPT_UI_WIDGET). Off, only
+	// a declaring client sees it, and every other one sees the tools and
+	// resources exactly as without the app.
+	AppForAll bool
 }
 
 // Server serves the tools. It is safe for concurrent use by any number of
@@ -118,6 +124,7 @@ type Server struct {
 	pages     http.Handler // SetPages; nil serves a plain "OK" at /
 	terminals Terminals
 	retention time.Duration // Options.TaskRetention
+	appForAll bool          // Options.AppForAll
 
 	mu    sync.Mutex
 	cache map[string]*mcp.Server // per scope+identity, bounded by maxCachedServers
@@ -151,6 +158,7 @@ func New(opts Options) (*Server, error) {
 		shared:    opts.SharedTaskView,
 		terminals: opts.Terminals,
 		retention: opts.TaskRetention,
+		appForAll: opts.AppForAll,
 		version:   opts.Version,
 		build:     opts.Build,
 		logger:    opts.Logger,
@@ -195,7 +203,13 @@ func (s *Server) Drain() {
 // identity. Servers are cached, so repeated calls with the same arguments
 // return the same value.
 func (s *Server) MCPServer(scope taskapi.Scope, id taskapi.Identity) *mcp.Server {
-	key := strings.Join(scope.Allowed, ",") + "|" + scope.Default + "|" + scope.ServerName + "|" + id.User + fmt.Sprintf("|%t", id.Legacy)
+	return s.mcpServer(scope, id, false)
+}
+
+// mcpServer is MCPServer for a caller whose MCP Apps declaration app
+// carries from an earlier initialize (withAppSession).
+func (s *Server) mcpServer(scope taskapi.Scope, id taskapi.Identity, app bool) *mcp.Server {
+	key := strings.Join(scope.Allowed, ",") + "|" + scope.Default + "|" + scope.ServerName + "|" + id.User + fmt.Sprintf("|%t|%t", id.Legacy, app)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ms, ok := s.cache[key]; ok {
@@ -207,7 +221,7 @@ func (s *Server) MCPServer(scope taskapi.Scope, id taskapi.Identity) *mcp.Server
 			break
 		}
 	}
-	ms := s.newMCPServer(&conn{s: s, scope: scope, identity: id})
+	ms := s.newMCPServer(&conn{s: s, scope: scope, identity: id, app: app})
 	s.cache[key] = ms
 	return ms
 }
@@ -221,8 +235,9 @@ func (s *Server) newMCPServer(c *conn) *mcp.Server {
 }
 
 // bareMCPServer returns the MCP server of c without tools, with the MCP
-// Tasks extension. Its capabilities are fixed (tools, without list-changed
-// notifications, and the extension), so what initialize and server/discover
+// Tasks extension and the task center's resource. Its capabilities are
+// fixed (tools, without list-changed notifications, resources and the
+// extension), so what initialize and server/discover
 // answer does not depend on whether the tools are registered yet, and
 // registering them later sends no notification.
 func (s *Server) bareMCPServer(c *conn) *mcp.Server {
@@ -231,10 +246,12 @@ func (s *Server) bareMCPServer(c *conn) *mcp.Server {
 		Instructions: "Hand tasks to OpenClaw agents: run_task returns at once with a jobId; check_task waits for the result. list_agents shows who can help.",
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:      &mcp.ToolCapabilities{},
+			Resources:  &mcp.ResourceCapabilities{},
 			Extensions: map[string]any{TasksExtension: map[string]any{}},
 		},
 	})
 	c.addTasksExtension(ms)
+	c.addApp(ms)
 	return ms
 }
 

@@ -40,6 +40,9 @@ type conn struct {
 	s        *Server
 	scope    taskapi.Scope
 	identity taskapi.Identity
+	// app: the caller declared the MCP Apps extension at an initialize
+	// whose session this request continues (withAppSession).
+	app bool
 }
 
 // result builds a tool result with a model-facing text and structured

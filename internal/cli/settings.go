@@ -54,7 +54,7 @@ func serverOptions(sv settings.Values) server.Options {
 	t := config.TimeoutsFrom(sv)
 	return server.Options{
 		CheckWait: t.CheckWait, CheckMaxWait: t.CheckMaxWait, AllowedOrigins: sv.AllowedOrigins, SharedTaskView: sv.SharedTaskView,
-		TrustedProxies: sv.TrustedProxies, TaskRetention: sv.Retention,
+		TrustedProxies: sv.TrustedProxies, TaskRetention: sv.Retention, AppForAll: sv.AppForAll,
 		Version: version(), Build: sv.BuildSHA,
 	}
 }

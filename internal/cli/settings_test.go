@@ -51,7 +51,7 @@ func wiringOf(t *testing.T, vars map[string]string) wired {
 	w.Task.ApplySettings(sv)
 	so := serverOptions(sv)
 	w.Timeouts = []time.Duration{so.CheckWait, so.CheckMaxWait}
-	w.Server = []any{so.AllowedOrigins, so.SharedTaskView, so.TrustedProxies, so.Build}
+	w.Server = []any{so.AllowedOrigins, so.SharedTaskView, so.TrustedProxies, so.Build, so.AppForAll}
 	w.Dashboard = dashboardOptions(sv).InsecureCookie
 	w.Terminal = config.TerminalFrom(sv)
 	w.TermTools = terminalToolsOn(env, false)
@@ -112,6 +112,7 @@ var effectOf = map[string]string{
 	"CLAWCONNECT_OAUTH_CLIENT_SECRET":           "OAuth",
 	"CLAWCONNECT_OAUTH_CLOCK_SKEW_MS":           "OAuth",
 	"CLAWCONNECT_OAUTH_STATIC_TOKENS":           "OAuth",
+	"ENABLE_CHATGPT_UI_WIDGET":                  "Server",
 	"CLAWCONNECT_ALLOWED_ORIGINS":               "Server",
 	"CLAWCONNECT_TRUSTED_PROXIES":               "Server",
 	"CLAWCONNECT_INSECURE_COOKIE":               "Dashboard",

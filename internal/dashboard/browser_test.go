@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/clawconnect/clawconnect/internal/dashboard"
+	"github.com/clawconnect/clawconnect/internal/testbed/chromium"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
 )
 
@@ -34,19 +32,6 @@ const ArtifactsEnv = "CLAWCONNECT_DASHBOARD_ARTIFACTS"
 // page (event-driven, no timer).
 func TestBrowser(t *testing.T) {
 	peers.RequireE2E(t)
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium not found (scripts/setup/system.sh chromium installs it): %v", err)
-	}
-	dir := os.Getenv(ArtifactsEnv)
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshots in %s", dir)
-
 	r := newRigWith(t, "alice:tok-alice-0123456789,bob:tok-bob-0123456789", false, func(o *dashboard.Options) { o.Refresh = time.Hour })
 	base := r.ts.URL
 
@@ -62,15 +47,8 @@ func TestBrowser(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 860))
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	br := chromium.Start(ctx, t, ArtifactsEnv, 1280, 860)
+	bctx := br.Ctx
 
 	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -78,17 +56,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("%s: %v", step, err)
 		}
 	}
-	shot := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			png, err := chromedp.FullScreenshot(100)(ctx, tg)
-			if err != nil {
-				return err
-			}
-			p := filepath.Join(dir, name+".png")
-			t.Logf("screenshot %s", p)
-			return os.WriteFile(p, png, 0o644)
-		})
-	}
+	shot := br.Shot
 	text := func(sel string) string {
 		t.Helper()
 		v, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))

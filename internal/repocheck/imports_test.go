@@ -66,6 +66,7 @@ var allowedImports = map[string][]string{
 	"internal/testbed/cmd/localgateway": {"internal/testbed/peers", "internal/testbed/realgateway"},
 	"internal/testbed/cmd/localterminal": {"internal/testbed/fakemodel", "internal/testbed/peers", "internal/testbed/realcli",
 		"internal/testbed/realtui"},
+	"internal/testbed/chromium":    nil,
 	"internal/testbed/fakegateway": nil,
 	"internal/testbed/fakemodel":   nil,
 	"internal/testbed/peers":       nil,

@@ -52,6 +52,9 @@ type Values struct {
 	UserTokens, TokensFile, PublicPass string
 	// SharedTaskView lets every HTTP credential see every task.
 	SharedTaskView bool
+	// AppForAll shows the task center (the MCP App) to every client, also
+	// one that does not declare MCP Apps.
+	AppForAll bool
 	// AllowedOrigins are the browser origins serve accepts besides its own.
 	AllowedOrigins []string
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
@@ -532,6 +535,8 @@ var table = []Setting{
 		"a shared HTTP password (one identity), at least 16 characters")),
 	boolean("CLAWCONNECT_SHARED_TASK_VIEW", false, func(v *Values) *bool { return &v.SharedTaskView },
 		"`1`: a team view in which every HTTP credential sees and controls every task and session. Off, a personal token (and the shared `PUBLIC_MCP_PASS`, as one identity) sees only its own; a caller without a credential sees all"),
+	boolean("ENABLE_CHATGPT_UI_WIDGET", false, func(v *Values) *bool { return &v.AppForAll },
+		"`true`: show the task center (the MCP App `ui://clawconnect/task-center-v1.html`) to every MCP client, also one that does not declare MCP Apps, as ChatGPT's Apps SDK does not. Off, only a client that declares the `io.modelcontextprotocol/ui` extension sees it; every other one sees the tools as without it"),
 	list("CLAWCONNECT_ALLOWED_ORIGINS", "http://localhost:5173", false, func(v *Values) *[]string { return &v.AllowedOrigins },
 		"browser origins (`http://localhost:5173,...`) that may call `serve`'s `/mcp` besides its own; any other `Origin` gets 403. `*` allows all, only when tokens are required. On a loopback `--addr` their host names are also accepted in `Host` (a local proxy), besides loopback names; any other `Host` gets 403"),
 	{Name: "CLAWCONNECT_TRUSTED_PROXIES", Default: "–", Example: "127.0.0.1,10.0.0.0/8", apply: prefixes,

@@ -6,5 +6,5 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$(dirname "$0")/../.."
-echo "== peers in $CLAWCONNECT_CACHE/peers (a first install downloads Node 24, OpenClaw, Claude Code, Codex and the MCP clients: several minutes, about 2 GB)"
+echo "== peers in $CLAWCONNECT_CACHE/peers (a first install downloads Node 24, OpenClaw, Claude Code, Codex, the MCP clients and the MCP Apps host bridge: several minutes, about 2 GB)"
 go run ./internal/testbed/cmd/installpeers "$@"

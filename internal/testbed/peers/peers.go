@@ -1,7 +1,8 @@
 // Package peers installs the pinned npm-installed peers that end-to-end tests
 // run against (Node 24, the OpenClaw gateway, Claude Code, Codex, the MCP
-// Inspector, the MCP TypeScript SDK and the MCP Tasks extension's requester)
-// into a cache directory, once, and tells callers how to start them.
+// Inspector, the MCP TypeScript SDK, the MCP Tasks extension's requester and
+// the MCP Apps host bridge) into a cache directory, once, and tells callers
+// how to start them.
 //
 // Each peer lives in its own npm project under <cache>/peers/<id>@<version>.
 // An install is recorded by a marker file written only after npm succeeded
@@ -42,6 +43,7 @@ const (
 	MCPInspector ID = "mcp-inspector" // npm @modelcontextprotocol/inspector@2.12.0
 	MCPSDK       ID = "mcp-sdk"       // npm @modelcontextprotocol/sdk@1.32.2 (a library, no binary)
 	MCPExtTasks  ID = "mcp-ext-tasks" // npm @modelcontextprotocol/ext-tasks@0.2.2: the Tasks extension's requester (a library)
+	MCPExtApps   ID = "mcp-ext-apps"  // npm @modelcontextprotocol/ext-apps@2.0.4: the MCP Apps host bridge (a library)
 )
 
 // Spec is how one peer is installed and started.
@@ -82,11 +84,18 @@ func specs() map[ID]Spec {
 		// adapt (an optional peer dependency npm does not install).
 		MCPExtTasks: {Package: "@modelcontextprotocol/ext-tasks", Version: "0.2.2", Entry: "node_modules/@modelcontextprotocol/ext-tasks/package.json", Library: true,
 			With: []string{"@modelcontextprotocol/client@2.4.0"}},
+		// The host bridge imports the SDK it is built on (a peer dependency);
+		// esbuild bundles it, with mcp-sdk's client, into one script a
+		// browser loads, as a host's page would be built.
+		MCPExtApps: {Package: "@modelcontextprotocol/ext-apps", Version: "2.0.4", Entry: "node_modules/@modelcontextprotocol/ext-apps/package.json", Library: true,
+			With: []string{"@modelcontextprotocol/client@2.4.0", "esbuild@0.28.2"}},
 	}
 }
 
 // All lists every pinned peer, Node first.
-func All() []ID { return []ID{Node, OpenClaw, ClaudeCode, Codex, MCPInspector, MCPSDK, MCPExtTasks} }
+func All() []ID {
+	return []ID{Node, OpenClaw, ClaudeCode, Codex, MCPInspector, MCPSDK, MCPExtTasks, MCPExtApps}
+}
 
 // Spec returns the peer's pin; ok is false for an unknown id.
 func (id ID) Spec() (s Spec, ok bool) {

@@ -170,6 +170,7 @@ func TestCommand(t *testing.T) {
 		{Codex, node, []string{filepath.Join(in.Dir(Codex), "node_modules/.bin/codex")}},
 		{MCPSDK, node, nil},
 		{MCPExtTasks, node, nil},
+		{MCPExtApps, node, nil},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.id), func(t *testing.T) {

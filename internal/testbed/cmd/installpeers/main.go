@@ -8,7 +8,7 @@
 //	go run ./internal/testbed/cmd/installpeers [-v] [peer ...]
 //
 // With no peer named it installs all of them: node, openclaw, claude-code,
-// codex, mcp-inspector, mcp-sdk, mcp-ext-tasks.
+// codex, mcp-inspector, mcp-sdk, mcp-ext-tasks, mcp-ext-apps.
 package main
 
 import (
