@@ -124,6 +124,8 @@ var effectOf = map[string]string{
 	"CLAWCONNECT_TERMINAL_HARD_MS":              "Terminal",
 	"CLAWCONNECT_TERMINAL_RECHECK_MS":           "Terminal",
 	"CLAWCONNECT_TERMINAL_TOOLS":                "TermTools",
+	"CLAWCONNECT_TERMINAL_UNPROVEN":             "Terminal",
+	"CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE":    "Terminal",
 	"CLAWCONNECT_BUILD_SHA":                     "Server",
 }
 

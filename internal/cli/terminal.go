@@ -84,9 +84,14 @@ func newTerminalService(env Env, st store.TerminalStore, logger *slog.Logger) (*
 	if err != nil {
 		return nil, c, err
 	}
+	rules, err := terminal.LoadAutoApprove(c.AutoApproveFile)
+	if err != nil {
+		return nil, c, fmt.Errorf("CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE: %w", err)
+	}
 	gw, _ := callbackGateway(env)
 	svc := terminal.NewService(terminal.Options{Store: st, Terminals: terms, Agents: terminal.DefaultAgents(), Logger: logger,
-		InactivityTimeout: c.InactivityTimeout, HardTimeout: c.HardTimeout, CallbackGateway: gw.URL})
+		InactivityTimeout: c.InactivityTimeout, HardTimeout: c.HardTimeout, CallbackGateway: gw.URL,
+		AllowUnproven: c.AllowUnproven, AutoApprove: rules})
 	return svc, c, nil
 }
 

@@ -72,6 +72,7 @@ func parseQuestion(lines []string) *screen.Question {
 			n++
 			if o[1] != "" {
 				highlighted++
+				q.Selected = n
 			}
 			label := o[3]
 			switch {

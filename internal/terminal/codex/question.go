@@ -74,6 +74,7 @@ func parseQuestion(lines []string) *screen.Question {
 			n++
 			if o[1] != "" {
 				highlighted++
+				q.Selected = n
 			}
 			switch {
 			case other > 0:

@@ -36,9 +36,9 @@ func checkQuestionGoldens(t *testing.T, dir string) {
 	}
 	want := screen.Screen{Activity: screen.AwaitingAnswer, Question: &screen.Question{
 		Profile: codex.QuestionProfile, Fingerprint: screen.Fingerprint(lines[start:]),
-		Text:       "Which color should the widget be",
-		Options:    []screen.Option{{Number: 1, Label: "Red", Description: "Choose Red"}, {Number: 2, Label: "Blue", Description: "Choose Blue"}},
-		Answerable: true}}
+		Text:     "Which color should the widget be",
+		Options:  []screen.Option{{Number: 1, Label: "Red", Description: "Choose Red"}, {Number: 2, Label: "Blue", Description: "Choose Blue"}},
+		Selected: 1, Answerable: true}}
 	if diff := cmp.Diff(want, codex.ParseScreen(asked)); diff != "" {
 		t.Errorf("ParseScreen(screen-question.txt) (-want +got):\n%s", diff)
 	}

@@ -96,6 +96,8 @@ type Question struct {
 	// Code's "Type something."); 0 when a typed answer cannot be given
 	// from here.
 	FreeText int `json:"free_text,omitempty"`
+	// Selected is the number of the highlighted row (the cursor's).
+	Selected int `json:"selected,omitempty"`
 	// Answerable reports that the dialog matched its grammar exactly (one
 	// question, single choice, numbered rows, its footer last), so its
 	// digit keys may be pressed; when false the dialog blocks the turn but
