@@ -109,6 +109,8 @@ func TestRecordRealTUIQuestion(t *testing.T) {
 	}
 	s, q := dialog("the question dialog")
 	screenFile("question", s)
+	// The dialog can be drawn before the transcript holds the tool call.
+	waitFile(ctx, t, transcript, `"name":"AskUserQuestion","type":"tool_use"`, 1)
 	if _, err := g.CopyFile(turn.Pending, transcript); err != nil {
 		t.Fatal(err)
 	}
