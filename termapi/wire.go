@@ -30,6 +30,10 @@ type TerminalRow struct {
 	ActivityState   string `json:"activity_state"`
 	ManagementState string `json:"management_state"`
 	SessionID       string `json:"session_id,omitempty"`
+	// UnprovenVersion is the agent's version when the session-file and
+	// screen readers were not proven against it: a send is refused
+	// unless unproven versions are allowed, and its Turn is marked.
+	UnprovenVersion string `json:"unproven_version,omitempty"`
 	// BindingGeneration is the generation of the pane's current binding
 	// (0 while unmanaged); a thread transition advances it.
 	BindingGeneration int64 `json:"binding_generation"`
@@ -62,7 +66,11 @@ type TurnView struct {
 	SubmissionOutcome string      `json:"submission_outcome,omitempty"`
 	Result            *TurnResult `json:"result,omitempty"`
 	Approval          *Approval   `json:"approval,omitempty"`
-	StalledReason     string      `json:"stalled_reason,omitempty"`
+	// Question is the question the agent asks in its own dialog; respond
+	// answers it with an option's number or label (or typed text when
+	// FreeText).
+	Question      *Question `json:"question,omitempty"`
+	StalledReason string    `json:"stalled_reason,omitempty"`
 	// DetectorDiagnostic is the last error reading the agent's session
 	// file (redacted); the Turn is never completed from a guess.
 	DetectorDiagnostic string `json:"detector_diagnostic,omitempty"`
@@ -84,6 +92,13 @@ type TurnView struct {
 	// CallbackDelivery is the delivery state of the Turn's latest
 	// callback (Status only).
 	CallbackDelivery *CallbackView `json:"callback_delivery,omitempty"`
+	// UnprovenVersion is the agent's version when the session-file and
+	// screen readers were not proven against it (the Turn was sent with
+	// unproven versions allowed): its reading may be wrong.
+	UnprovenVersion string `json:"unproven_version,omitempty"`
+	// AutoApprovals are the approval prompts an auto-approve rule
+	// answered for the Turn, oldest first.
+	AutoApprovals []AutoApproval `json:"auto_approvals,omitempty"`
 	// NextSteps are the operations the Turn's state accepts now
 	// (approve, respond, answer_in_terminal, send, renew, cancel, close,
 	// status), the same list its callbacks carry.
@@ -170,6 +185,44 @@ type Approval struct {
 	// no raw command).
 	Command    string `json:"command,omitempty"`
 	DetectedAt int64  `json:"detected_at"`
+}
+
+// Question is a question the agent asks for the Turn in its own dialog
+// (Claude Code's AskUserQuestion, Codex's request_user_input).
+type Question struct {
+	Fingerprint string `json:"fingerprint"`
+	// Header is the dialog's short header, if any.
+	Header string `json:"header,omitempty"`
+	// Text is the question (redacted).
+	Text string `json:"text"`
+	// Options are the agent's choices, in the dialog's order.
+	Options []QuestionOption `json:"options"`
+	// FreeText reports that the dialog also takes a typed answer.
+	FreeText bool `json:"free_text,omitempty"`
+	// Answerable is false for a dialog of a shape the bridge does not
+	// answer (several questions, several choices): a human answers it in
+	// the terminal.
+	Answerable bool  `json:"answerable"`
+	DetectedAt int64 `json:"detected_at"`
+}
+
+// AutoApproval is one approval prompt an auto-approve rule answered.
+type AutoApproval struct {
+	// Rule is the rule's position in the rules file (from 1) and its
+	// name, if it has one.
+	Rule string `json:"rule"`
+	// Argv is the approved command, word by word (redacted).
+	Argv        []string `json:"argv"`
+	Fingerprint string   `json:"fingerprint"`
+	At          int64    `json:"at"`
+}
+
+// QuestionOption is one choice of a Question.
+type QuestionOption struct {
+	// Number picks it (respond with "2").
+	Number      int    `json:"number"`
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
 }
 
 // Turn statuses.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -140,6 +142,8 @@ var effectOf = map[string]string{
 	"CLAWCONNECT_TERMINAL_HARD_MS":              "Terminal",
 	"CLAWCONNECT_TERMINAL_RECHECK_MS":           "Terminal",
 	"CLAWCONNECT_TERMINAL_TOOLS":                "TermTools",
+	"CLAWCONNECT_TERMINAL_UNPROVEN":             "Terminal",
+	"CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE":    "Terminal",
 	"CLAWCONNECT_BUILD_SHA":                     "Server",
 }
 
@@ -229,5 +233,25 @@ func TestDoctorListsSettingsRedacted(t *testing.T) {
 	}
 	if i := slices.IndexFunc(vs, func(v verdict) bool { return !v.ok }); i >= 0 {
 		t.Errorf("failed verdict %+v", vs[i])
+	}
+}
+
+// TestBadAutoApproveFileStopsTerminalCommands: a rules file with a rule
+// that could not match exactly stops a terminal command with an error that
+// names the variable, the file and the rule.
+func TestBadAutoApproveFileStopsTerminalCommands(t *testing.T) {
+	t.Parallel()
+	rules := filepath.Join(t.TempDir(), "auto-approve.json")
+	if err := os.WriteFile(rules, []byte(`{"rules": [{"agent": "codex", "workspace": "/w", "argv": ["make test"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE": rules, "CLAWCONNECT_HOME": t.TempDir(),
+		"CLAWCONNECT_TMUX_DEFAULT_SERVER": "off"}
+	var out, errOut bytes.Buffer
+	err := Run(t.Context(), Env{Args: []string{"terminal", "list"}, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut,
+		Getenv: func(k string) string { return vars[k] }})
+	if err == nil || !strings.Contains(err.Error(), "CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE") || !strings.Contains(err.Error(), rules) ||
+		!strings.Contains(err.Error(), `auto-approve rule 1: argv word "make test"`) {
+		t.Fatalf("terminal list = %v (stderr %s)", err, errOut.String())
 	}
 }

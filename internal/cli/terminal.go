@@ -84,9 +84,14 @@ func newTerminalService(env Env, st store.TerminalStore, logger *slog.Logger) (*
 	if err != nil {
 		return nil, c, err
 	}
+	rules, err := terminal.LoadAutoApprove(c.AutoApproveFile)
+	if err != nil {
+		return nil, c, fmt.Errorf("CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE: %w", err)
+	}
 	gw, _ := callbackGateway(env)
 	svc := terminal.NewService(terminal.Options{Store: st, Terminals: terms, Agents: terminal.DefaultAgents(), Logger: logger,
-		InactivityTimeout: c.InactivityTimeout, HardTimeout: c.HardTimeout, CallbackGateway: gw.URL})
+		InactivityTimeout: c.InactivityTimeout, HardTimeout: c.HardTimeout, CallbackGateway: gw.URL,
+		AllowUnproven: c.AllowUnproven, AutoApprove: rules})
 	return svc, c, nil
 }
 
@@ -201,7 +206,7 @@ func terminalListCmd(env Env) *cobra.Command {
 		Use:   "list",
 		Short: "List the live Codex and Claude Code panes and what may be sent to each",
 		Long: `List one row per live agent pane: its terminal id, agent, pid, working
-directory, activity (idle, working, awaiting_approval, unknown), whether a
+directory, activity (idle, working, awaiting_approval, awaiting_answer, unknown), whether a
 Session manages it (managed, unmanaged, conflict), the Session and its current
 Turn, and the send actions allowed now with their arguments prefilled. It
 changes nothing.`,
@@ -505,10 +510,14 @@ Turn leaves the running statuses, following it here when no monitor host runs.`,
 func terminalRespondCmd(env Env) *cobra.Command {
 	return turnCmd(env, "respond TURN_ID ANSWER", "Answer a Turn that waits for OpenClaw, in the same Turn",
 		`Type ANSWER into the pane as the next message of a Turn in status
-waiting_for_openclaw. Refused while an approval prompt is open (use approve or
-cancel) and for a Turn in any other status. When no monitor host runs, it
-follows the Turn here until it ends and prints it.`,
-		`  clawconnect terminal respond turn-20260101T120000-1a2b3c4d "Use the staging database"`, nil,
+waiting_for_openclaw. When the agent asks in its own question dialog (status
+shows the question and its options), ANSWER picks an option by its number or
+label, or is typed into the dialog's free-text row when it has one (Claude
+Code). Refused while an approval prompt is open (use approve or cancel) and
+for a Turn in any other status. When no monitor host runs, it follows the
+Turn here until it ends and prints it.`,
+		`  clawconnect terminal respond turn-20260101T120000-1a2b3c4d "Use the staging database"
+  clawconnect terminal respond turn-20260101T120000-1a2b3c4d 2`, nil,
 		func(ctx context.Context, s *terminalStack, id string, rest []string) (any, error) {
 			if err := terminal.CheckRequest(rest[0]); err != nil {
 				return nil, fmt.Errorf("respond: %w", err)

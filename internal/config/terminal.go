@@ -25,6 +25,12 @@ type Terminal struct {
 	// Tools adds the terminal tools to the MCP servers of mcp and serve
 	// (CLAWCONNECT_TERMINAL_TOOLS=1).
 	Tools bool
+	// AllowUnproven sends Turns to agent versions without recorded
+	// goldens (CLAWCONNECT_TERMINAL_UNPROVEN=1).
+	AllowUnproven bool
+	// AutoApproveFile is the auto-approve rules file
+	// (CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE); "" for none.
+	AutoApproveFile string
 }
 
 // TerminalFrom takes the terminal-turn settings from the effective
@@ -33,6 +39,6 @@ func TerminalFrom(v settings.Values) Terminal {
 	return Terminal{
 		TMUX: v.TMUX, Sockets: v.TmuxSockets, NoDefaultServer: !v.TmuxDefaultServer,
 		InactivityTimeout: v.TerminalInactivity, HardTimeout: v.TerminalHard, Recheck: v.TerminalRecheck,
-		Tools: v.TerminalTools,
+		Tools: v.TerminalTools, AllowUnproven: v.TerminalUnproven, AutoApproveFile: v.TerminalAutoApproveFile,
 	}
 }

@@ -116,6 +116,11 @@ type Values struct {
 	TerminalInactivity, TerminalHard, TerminalRecheck time.Duration
 	// TerminalTools adds the terminal tools to the MCP servers.
 	TerminalTools bool
+	// TerminalUnproven lets terminal Turns go to agent versions without
+	// recorded goldens (marked unproven).
+	TerminalUnproven bool
+	// TerminalAutoApproveFile is the auto-approve rules file; "" for none.
+	TerminalAutoApproveFile string
 
 	// BuildSHA is the build reported by get_connection_info.
 	BuildSHA string
@@ -596,5 +601,9 @@ var table = []Setting{
 	millis("CLAWCONNECT_TERMINAL_RECHECK_MS", 10*time.Second, func(v *Values) *time.Duration { return &v.TerminalRecheck }, "slow safety re-check of each followed Turn"),
 	boolean("CLAWCONNECT_TERMINAL_TOOLS", false, func(v *Values) *bool { return &v.TerminalTools },
 		"`1` (or the `--terminal-tools` flag of `mcp` and `serve`): also serve the MCP tools `terminal_list`, `terminal_send`, `terminal_status` (waits, with progress notifications, until the Turn ends), `terminal_respond`, `terminal_approve`, `terminal_cancel`. On `serve` every caller allowed on `/mcp` can then type into this machine's agent panes: panes and Sessions have no owner, so any caller may send to a free one (by `terminal_id` or `session_id`). Turns are per caller: a Turn belongs to the token that sent it, and another personal token's `terminal_status`, `terminal_respond`, `terminal_approve` and `terminal_cancel` answer as for a Turn that does not exist, and its `terminal_list` shows the pane busy without the turn id (`CLAWCONNECT_SHARED_TASK_VIEW=1`, and a caller with no credential, reach every Turn). Off, `tools/list` is the nine task-bridge tools"),
+	boolean("CLAWCONNECT_TERMINAL_UNPROVEN", false, func(v *Values) *bool { return &v.TerminalUnproven },
+		"`1`: send terminal Turns to agent versions whose session files and screens were not recorded as goldens (proven: Codex 0.171.0, Claude Code 2.1.332); such a Turn carries `unproven_version` in `terminal list`, status and its callbacks. Off, a send to one is refused"),
+	text("CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE", "", "–", "/etc/clawconnect/auto-approve.json", func(v *Values) *string { return &v.TerminalAutoApproveFile }, nil,
+		"JSON auto-approve rules of terminal Turns, `{\"rules\": [{\"agent\": \"codex\", \"workspace\": \"/abs/root\", \"argv\": [\"make\", \"test\"]}]}`: an approval prompt whose agent, Turn workspace and command words are exactly a rule's is approved by the monitor, recorded in the Turn's events and `auto_approvals`, with no callback; a bad file stops the terminal commands with an error naming the rule. Unset: none"),
 	text("CLAWCONNECT_BUILD_SHA", "unknown", "`unknown`", "abc1234", func(v *Values) *string { return &v.BuildSHA }, nil, "build reported by `get_connection_info`"),
 }

@@ -217,6 +217,16 @@ type TurnResult = termapi.TurnResult
 // Approval is an approval prompt the agent shows for the Turn (termapi.Approval).
 type Approval = termapi.Approval
 
+// Question is a question the agent asks in its own dialog for the Turn
+// (termapi.Question).
+type Question = termapi.Question
+
+// AutoApproval is one use of an auto-approve rule (termapi.AutoApproval).
+type AutoApproval = termapi.AutoApproval
+
+// QuestionOption is one choice of a Question (termapi.QuestionOption).
+type QuestionOption = termapi.QuestionOption
+
 // Submission is the state of the message currently in flight.
 type Submission struct {
 	MessageID   string `json:"message_id"`
@@ -268,6 +278,15 @@ type Takeover struct {
 	// have a shape the bridge can answer safely: only a human answers it.
 	ApprovalBlocked          bool   `json:"terminal_bridge_approval_blocked,omitempty"`
 	PreSendScreenFingerprint string `json:"terminal_bridge_pre_send_screen_fingerprint,omitempty"`
+	// The question dialog's counterparts of the approval fields above:
+	// the last question reported and when it was answered, the question a
+	// respond claimed before pressing its keys, and whether only a human
+	// can answer the question shown.
+	LastQuestionFingerprint string `json:"terminal_bridge_last_question_fingerprint,omitempty"`
+	QuestionResolvedAt      int64  `json:"terminal_bridge_question_resolved_at,omitempty"`
+	AnsweringFingerprint    string `json:"terminal_bridge_answering_fingerprint,omitempty"`
+	AnsweringAt             int64  `json:"terminal_bridge_answering_at,omitempty"`
+	QuestionBlocked         bool   `json:"terminal_bridge_question_blocked,omitempty"`
 }
 
 // Turn is one request sent to a terminal agent and followed to its end.
@@ -285,6 +304,7 @@ type Turn struct {
 	ResponseRoundsUsed        int         `json:"response_rounds_used"`
 	Result                    *TurnResult `json:"result,omitempty"`
 	Approval                  *Approval   `json:"approval,omitempty"`
+	Question                  *Question   `json:"question,omitempty"`
 	CreatedAt                 int64       `json:"created_at"`
 	UpdatedAt                 int64       `json:"updated_at"`
 	IdleSince                 int64       `json:"idle_since,omitempty"`
@@ -306,6 +326,13 @@ type Turn struct {
 	// credential. It is fixed when the Turn is created: WriteTurn refuses
 	// to change it.
 	Principal string `json:"principal,omitempty"`
+	// UnprovenVersion is the agent's version when it is one the readers
+	// were not proven against (sent with unproven versions allowed); ""
+	// for a proven one.
+	UnprovenVersion string `json:"unproven_version,omitempty"`
+	// AutoApprovals are the approval prompts an auto-approve rule
+	// answered for the Turn.
+	AutoApprovals []AutoApproval `json:"auto_approvals,omitempty"`
 	// Version is the compare-and-set version; WriteTurn bumps it.
 	Version int64 `json:"-"`
 }

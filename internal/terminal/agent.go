@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -124,10 +125,13 @@ type ScreenApproval struct {
 
 // Screen is a classified capture.
 type Screen struct {
-	// Activity is idle, working, awaiting_approval or unknown.
+	// Activity is idle, working, awaiting_approval, awaiting_answer or
+	// unknown.
 	Activity string
 	// Approval is set when an approval prompt is visible.
 	Approval *ScreenApproval
+	// Question is set when the agent's own question dialog is visible.
+	Question *screen.Question
 	// Dialog is set when some other dialog or menu covers the composer.
 	Dialog bool
 	// ComposerEmpty reports an idle composer with no draft.

@@ -39,7 +39,7 @@ func anchorJSON(raw json.RawMessage) json.RawMessage {
 }
 
 func toScreen(s screen.Screen) Screen {
-	out := Screen{Activity: string(s.Activity), ComposerEmpty: s.Activity == screen.Idle && s.Draft == ""}
+	out := Screen{Activity: string(s.Activity), ComposerEmpty: s.Activity == screen.Idle && s.Draft == "", Question: s.Question}
 	if a := s.Approval; a != nil {
 		out.Approval = &ScreenApproval{Fingerprint: a.Fingerprint, Kind: string(a.Kind), Command: a.Command, Approvable: a.Approvable}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 )
 
 // fakeAgent is one scripted coding agent in one pane: its screen state and
@@ -27,6 +29,15 @@ type fakeAgent struct {
 	activity string // idle | working
 	draft    string
 	approval *ScreenApproval
+	// question is the agent's own question dialog; a digit picks its row
+	// (the free-text row takes the cursor, then typed text and Enter);
+	// answers are what it was answered.
+	question *screen.Question
+	answers  []string
+	// linger is how many more captures show a dialog answered with typed
+	// text (redrawn with the text, another fingerprint), as Claude Code
+	// does until it takes the Enter.
+	linger int
 	// stickyApproval keeps the prompt drawn after its key, as a TUI does
 	// until it redraws; captures counts the screen reads.
 	stickyApproval bool
@@ -177,11 +188,16 @@ func (ft *fakeTerminals) Capture(_ context.Context, p Pane) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.captures++
+	if a.linger > 0 {
+		if a.linger--; a.linger == 0 {
+			a.question = nil
+		}
+	}
 	draft := a.draft
 	if a.shown != nil {
 		draft = a.shown(draft)
 	}
-	b, _ := json.Marshal(map[string]any{"activity": a.activity, "draft": draft, "approval": a.approval, "dialog": a.dialog, "n": len(a.records)})
+	b, _ := json.Marshal(map[string]any{"activity": a.activity, "draft": draft, "approval": a.approval, "question": a.question, "dialog": a.dialog, "n": len(a.records)})
 	return string(b), nil
 }
 
@@ -192,6 +208,11 @@ func (ft *fakeTerminals) SendText(_ context.Context, p Pane, text string) error 
 	if a.sendErr != nil {
 		return a.sendErr
 	}
+	if a.question != nil && a.question.FreeText > 0 && a.question.Selected == a.question.FreeText {
+		a.question.Options = nil // the row holds the text: the dialog redraws
+		a.answers = append(a.answers, text)
+		return nil
+	}
 	a.draft += text
 	return nil
 }
@@ -201,6 +222,25 @@ func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) err
 	a.mu.Lock()
 	a.keys = append(a.keys, keys...)
 	for _, k := range keys {
+		if q := a.question; q != nil {
+			switch n, err := strconv.Atoi(k); {
+			case err == nil && n == q.FreeText:
+				q.Selected = n
+				q.Fingerprint += "-typing"
+				continue
+			case err == nil:
+				for _, o := range q.Options {
+					if o.Number == n {
+						a.answers, a.question = append(a.answers, o.Label), nil
+					}
+				}
+				continue
+			case k == "Enter" && q.Selected == q.FreeText && len(a.answers) > 0:
+				q.Fingerprint += "-submitted"
+				a.linger = 3
+				continue
+			}
+		}
 		switch k {
 		case "Enter":
 			if cmd, ok := strings.CutPrefix(a.draft, "/"); ok && a.acceptPrompts {
@@ -223,7 +263,7 @@ func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) err
 				a.draft, a.activity = "", "working"
 			}
 		case "C-c", "Escape":
-			a.activity, a.approval = "idle", nil
+			a.activity, a.approval, a.question = "idle", nil, nil
 		case "y":
 			if !a.stickyApproval {
 				a.approval = nil
@@ -334,10 +374,14 @@ func (r fakeReader) Screen(text string) Screen {
 		Activity string
 		Draft    string
 		Approval *ScreenApproval
+		Question *screen.Question
 		Dialog   bool
 	}
 	_ = json.Unmarshal([]byte(text), &s)
-	return Screen{Activity: s.Activity, Approval: s.Approval, Dialog: s.Dialog, ComposerEmpty: s.Draft == "" && s.Activity == "idle"}
+	if s.Question != nil {
+		s.Activity = string(screen.AwaitingAnswer)
+	}
+	return Screen{Activity: s.Activity, Approval: s.Approval, Question: s.Question, Dialog: s.Dialog, ComposerEmpty: s.Draft == "" && s.Activity == "idle"}
 }
 
 func (r fakeReader) DraftVisible(text, request string) bool {

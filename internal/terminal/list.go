@@ -59,6 +59,9 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 		r.Reason = err.Error()
 		return r
 	}
+	if v, proven := provenance(a, p); !proven {
+		r.UnprovenVersion = v
+	}
 	var sc Screen
 	if text, err := s.o.Terminals.Capture(ctx, p); err == nil {
 		sc = a.Screen(text)

@@ -570,7 +570,8 @@ const approvalClaimStale = 30 * time.Second
 // the same prompt on screen is taken for the TUI not having redrawn yet.
 const approvedRedrawGrace = 3 * time.Second
 
-// screen reads the pane: approval prompts and screen activity.
+// screen reads the pane: question dialogs (question.go), approval prompts
+// and screen activity.
 func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) error {
 	text, err := m.s.o.Terminals.Capture(ctx, m.pane)
 	if err != nil {
@@ -579,6 +580,9 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 	// Only the agent's own session files count as activity: a spinner
 	// that keeps redrawing over a hung model request is not progress.
 	sc := m.agent.Screen(text)
+	if handled, err := m.question(ctx, t, sc, now); handled {
+		return err
+	}
 	switch {
 	case sc.Approval != nil && t.Approval == nil && sc.Approval.Fingerprint == t.Takeover.LastApprovalFingerprint &&
 		now.Sub(time.UnixMilli(t.Takeover.ApprovalResolvedAt)) < approvedRedrawGrace:
@@ -586,6 +590,9 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 		// after it took the key. It is not a new question.
 		return nil
 	case sc.Approval != nil && (t.Approval == nil || t.Approval.Fingerprint != sc.Approval.Fingerprint):
+		if handled, err := m.autoApprove(ctx, t, sc.Approval, now); handled {
+			return err
+		}
 		cmd := ""
 		if t.Agent == AgentCodex {
 			cmd = Redact(sc.Approval.Command)
@@ -716,7 +723,7 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 	ApplyMessage(t, msg)
 	meta["next_steps"] = nextSteps(t, time.UnixMilli(now))
 	t.Result = &store.TurnResult{Outcome: outcome, Text: text, Match: c.Match}
-	t.Approval = nil
+	t.Approval, t.Question = nil, nil
 	claim := &store.CompletionClaim{TurnID: t.TurnID, MessageID: sub.MessageID, CompletionFingerprint: fp,
 		CompletionID: c.ID, CallbackMessageID: msg.ID, Outcome: outcome, ClaimedAt: now}
 	// The Session's checkpoint commits with the completion: a host

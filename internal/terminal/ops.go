@@ -25,11 +25,12 @@ func ts(ms int64) string {
 func View(t *store.Turn) TurnView {
 	return TurnView{
 		TurnID: t.TurnID, SessionID: t.SessionID, Agent: t.Agent, TerminalID: t.Takeover.TerminalID, Status: t.Status,
-		SubmissionOutcome: t.Takeover.Submission.Outcome, Result: t.Result, Approval: t.Approval,
+		SubmissionOutcome: t.Takeover.Submission.Outcome, Result: t.Result, Approval: t.Approval, Question: t.Question,
 		StalledReason: t.StalledReason, CloseReason: t.CloseReason, DetectorDiagnostic: t.Takeover.DetectorDiagnostic,
 		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt), IdleSince: ts(t.IdleSince), StalledAt: ts(t.StalledAt),
 		ClosedAt: ts(t.ClosedAt), InactivityDeadline: ts(t.Takeover.InactivityDeadlineAt), HardDeadline: ts(t.Takeover.HardDeadlineAt),
 		OriginSession: t.OriginSessionKey, Principal: t.Principal, NextSteps: nextSteps(t, time.Now()),
+		UnprovenVersion: t.UnprovenVersion, AutoApprovals: t.AutoApprovals,
 	}
 }
 
@@ -181,6 +182,15 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 	}
 	if err := accepts(StepRespond, t, time.Now()); err != nil {
 		return SendResult{}, fmt.Errorf("respond: %w", err)
+	}
+	if t.Question != nil {
+		// The agent asks in its own dialog: the answer picks a row there
+		// instead of being typed as a new prompt.
+		res, err := s.answer(ctx, t, payload)
+		if err != nil {
+			return SendResult{}, fmt.Errorf("respond: %w", err)
+		}
+		return res, nil
 	}
 	p, a, err := s.turnPane(ctx, t)
 	if err != nil {
@@ -390,7 +400,7 @@ func (s *Service) Cancel(ctx context.Context, turnID string) (TurnView, error) {
 	}
 	for {
 		now := nowMs()
-		t.Status, t.CancelRequestedAt, t.Approval = store.TurnCancelled, now, nil
+		t.Status, t.CancelRequestedAt, t.Approval, t.Question = store.TurnCancelled, now, nil, nil
 		data := map[string]any{"keys_sent": keysSent}
 		if left != "" {
 			data["prompt_left_in_terminal"] = left

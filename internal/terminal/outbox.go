@@ -66,6 +66,9 @@ func prepareCallback(t *store.Turn, msg Message, id, kind string, meta map[strin
 	}
 	md := map[string]any{"source": "terminal_bridge", "kind": kind, "gateway_session": t.OriginSessionKey,
 		"agent": t.Agent, "terminal_bridge_message_id": t.Takeover.Submission.MessageID}
+	if t.UnprovenVersion != "" {
+		md["unproven_version"] = t.UnprovenVersion
+	}
 	for k, v := range meta {
 		md[k] = v
 	}

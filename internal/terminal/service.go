@@ -60,6 +60,13 @@ type Options struct {
 	// CallbackGateway is the gateway URL recorded on a Turn sent with an
 	// origin session and no gateway of its own.
 	CallbackGateway string
+	// AllowUnproven lets a Turn go to an agent version the readers were
+	// not proven against (CLAWCONNECT_TERMINAL_UNPROVEN); the Turn is
+	// marked with the version. False refuses such a send.
+	AllowUnproven bool
+	// AutoApprove are the auto-approve rules (CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE);
+	// none by default.
+	AutoApprove []AutoApproveRule
 }
 
 // Service is the Turn service. It is safe for concurrent use.
@@ -281,6 +288,8 @@ func (s *Service) checkScreen(ctx context.Context, a Agent, p Pane) (Screen, err
 	switch {
 	case sc.Approval != nil:
 		return sc, fmt.Errorf("%w: the pane shows an approval prompt; answer it (approve/cancel the Turn that owns it) before sending", ErrRefused)
+	case sc.Question != nil:
+		return sc, fmt.Errorf("%w: the pane shows the agent's question; answer it (respond to the Turn that owns it, or in the terminal) before sending", ErrRefused)
 	case sc.Dialog:
 		return sc, fmt.Errorf("%w: the pane shows a dialog or menu; close it in the terminal first", ErrRefused)
 	case sc.Activity != "idle":
@@ -380,6 +389,10 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	if _, err := s.checkScreen(ctx, a, p); err != nil {
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
+	unproven, err := s.checkVersion(a, p)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
+	}
 	if sess == nil {
 		if sess, err = s.followSession(ctx, p, id); err != nil {
 			return SendResult{}, fmt.Errorf("send: %w", err)
@@ -404,7 +417,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		TerminalBindingID: sess.Binding.BindingID, TerminalBindingGeneration: sess.Binding.Generation,
 		NativeThreadID: id.ThreadID, UserRequest: payload, Status: store.TurnCreated,
 		CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
-		OriginSessionKey: req.OriginSession, GatewayURL: req.GatewayURL, Principal: req.Principal,
+		OriginSessionKey: req.OriginSession, GatewayURL: req.GatewayURL, Principal: req.Principal, UnprovenVersion: unproven,
 		Takeover: store.Takeover{
 			TerminalID: p.TerminalID, TerminalKey: p.Key, TerminalControl: ctrl, AgentPID: p.PID, ProcessBirth: p.Birth,
 			RequestText: payload, StartedAt: now.UnixMilli(),

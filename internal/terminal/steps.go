@@ -50,6 +50,9 @@ func accepts(step string, t *store.Turn, now time.Time) error {
 		if t.Status != store.TurnWaitingForOpenClaw || t.Approval != nil {
 			return fmt.Errorf("%w: turn %s is %s; respond only answers a Turn waiting for OpenClaw without an approval prompt", ErrRefused, t.TurnID, describe(t))
 		}
+		if t.Question != nil && t.Takeover.QuestionBlocked {
+			return fmt.Errorf("%w: the agent's question dialog does not have a shape that can be answered from here; answer it in the terminal", ErrRefused)
+		}
 	case StepApprove:
 		if t.Status != store.TurnWaitingForOpenClaw || t.Approval == nil {
 			return fmt.Errorf("%w: turn %s is %s with no approval prompt to answer", ErrRefused, t.TurnID, t.Status)
@@ -58,7 +61,9 @@ func accepts(step string, t *store.Turn, now time.Time) error {
 			return fmt.Errorf("%w: the prompt does not have the exact shape that can be answered safely; answer it in the terminal", ErrRefused)
 		}
 	case StepAnswerInTerminal:
-		if t.Status != store.TurnWaitingForOpenClaw || t.Approval == nil || !t.Takeover.ApprovalBlocked {
+		blockedApproval := t.Approval != nil && t.Takeover.ApprovalBlocked
+		blockedQuestion := t.Question != nil && t.Takeover.QuestionBlocked
+		if t.Status != store.TurnWaitingForOpenClaw || !blockedApproval && !blockedQuestion {
 			return fmt.Errorf("%w: turn %s waits for no prompt that only a human can answer", ErrRefused, t.TurnID)
 		}
 	case StepCancel:
@@ -92,10 +97,14 @@ func accepts(step string, t *store.Turn, now time.Time) error {
 	return nil
 }
 
-// describe is t's status, with the approval prompt it waits for.
+// describe is t's status, with the approval prompt or question it waits
+// for.
 func describe(t *store.Turn) string {
 	if t.Approval != nil {
 		return t.Status + " at an approval prompt"
+	}
+	if t.Question != nil {
+		return t.Status + " at the agent's question"
 	}
 	return t.Status
 }

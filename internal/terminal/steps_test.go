@@ -23,17 +23,7 @@ const origin = "agent:main:s1"
 // callbacksOf returns the Turn's queued callback messages, oldest first.
 func callbacksOf(t *testing.T, r *rig, turnID string) []CallbackMessage {
 	t.Helper()
-	cbs, err := r.st.(store.CallbackStore).TurnCallbacks(t.Context(), turnID, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]CallbackMessage, len(cbs))
-	for i, cb := range cbs {
-		if err := json.Unmarshal(cb.Message, &out[len(cbs)-1-i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
+	return queuedCallbacks(t, r.st, turnID)
 }
 
 // stepsOf is a callback's metadata.next_steps.
@@ -79,7 +69,18 @@ func approvalScenario(approvable bool) func(t *testing.T, r *rig, a *fakeAgent) 
 	}
 }
 
+func questionScenario(answerable bool) func(t *testing.T, r *rig, a *fakeAgent) string {
+	return func(t *testing.T, r *rig, a *fakeAgent) string {
+		id := sendFrom(t, r, a, SendRequest{})
+		a.set(func(f *fakeAgent) { f.question = colorQuestion(answerable) })
+		r.waitStatus(id, store.TurnWaitingForOpenClaw)
+		return id
+	}
+}
+
 var stepScenarios = []stepScenario{
+	{"question", KindQuestion, MsgQuestion, []string{StepRespond, StepCancel, StepClose, StepStatus}, questionScenario(true)},
+	{"question that cannot be answered from here", KindQuestion, MsgBlocked, []string{StepAnswerInTerminal, StepCancel, StepClose, StepStatus}, questionScenario(false)},
 	{"approvable prompt", KindApproval, MsgQuestion, []string{StepApprove, StepCancel, StepClose, StepStatus}, approvalScenario(true)},
 	{"prompt that cannot be answered safely", KindApproval, MsgBlocked, []string{StepAnswerInTerminal, StepCancel, StepClose, StepStatus}, approvalScenario(false)},
 	{"stall", KindStall, MsgBlocked, []string{StepRenew, StepCancel, StepClose, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
@@ -150,7 +151,7 @@ func doStep(t *testing.T, r *rig, a *fakeAgent, turnID, step string) error {
 		return err
 	case StepAnswerInTerminal:
 		// A human answers the prompt: the Turn goes back to the agent.
-		a.set(func(f *fakeAgent) { f.approval = nil })
+		a.set(func(f *fakeAgent) { f.approval, f.question = nil, nil })
 		r.waitStatus(turnID, store.TurnWaitingForAgent)
 		return nil
 	}

@@ -57,7 +57,9 @@ func TestRecordRealTUI(t *testing.T) {
 	dir := t.TempDir()
 	if *update {
 		dir = "testdata"
-		_ = os.RemoveAll(dir)
+		if err := (&realtui.Golden{Dir: dir}).Clear(filepath.Base(questionDir), "fuzz"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	base := filepath.Dir(tui.CLI.WorkDir)
 	g := &realtui.Golden{Dir: dir, Replace: [][2]string{
@@ -118,19 +120,7 @@ func TestRecordRealTUI(t *testing.T) {
 	}
 	waitTranscript := func(marker string, n int) {
 		t.Helper()
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			data, _ := os.ReadFile(transcript)
-			if strings.Count(string(data), marker) >= n {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("transcript never held %d × %s:\n%s", n, marker, data)
-			case <-tick.C:
-			}
-		}
+		waitFile(ctx, t, transcript, marker, n)
 	}
 
 	// 1. A plain reply, slow to start so that the working screen shows.

@@ -39,6 +39,7 @@ func lazyRE(expr string) func() *regexp.Regexp {
 //     decoration after it. The approval carries the fingerprint of the
 //     dialog (from the rule above the header to the footer) and its kind,
 //     never the command;
+//   - a question dialog (see parseQuestion) makes it AwaitingAnswer;
 //   - otherwise the composer ("❯" right under a "────" rule) must be
 //     visible, or the screen is Unknown (a spinner alone still means
 //     Working);
@@ -54,6 +55,9 @@ func ParseScreen(text string) screen.Screen {
 	}
 	if ap := parseApproval(lines); ap != nil {
 		return screen.Screen{Activity: screen.AwaitingApproval, Approval: ap}
+	}
+	if q := parseQuestion(lines); q != nil {
+		return screen.Screen{Activity: screen.AwaitingAnswer, Question: q}
 	}
 	c := -1
 	for i := len(lines) - 1; i >= 1; i-- {

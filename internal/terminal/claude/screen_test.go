@@ -2,6 +2,7 @@ package claude_test
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -83,10 +84,17 @@ func TestParseScreenDraft(t *testing.T) {
 func FuzzParseScreen(f *testing.F) {
 	f.Add(dialog)
 	f.Add("────\n❯ \n────\n  ⏸ manual mode on · esc to interrupt\n")
+	if q, err := os.ReadFile("testdata/question/screen-question.txt"); err == nil {
+		f.Add(string(q))
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got := claude.ParseScreen(s)
 		if (got.Activity == screen.AwaitingApproval) != (got.Approval != nil) {
 			t.Fatalf("%+v", got)
+		}
+		if q := got.Question; (got.Activity == screen.AwaitingAnswer) != (q != nil) ||
+			q != nil && (len(q.Fingerprint) != 64 || q.Answerable != (q.Reason == "") || q.Answerable && (len(q.Options) < 2 || q.FreeText == 0)) {
+			t.Fatalf("inconsistent question %+v %+v", got, q)
 		}
 		if got.Approval != nil && (got.Approval.Command != "" || len(got.Approval.Fingerprint) != 64 || got.Approval.Approvable != (got.Approval.Reason == "")) {
 			t.Fatalf("%+v", got.Approval)

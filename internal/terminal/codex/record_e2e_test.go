@@ -54,7 +54,9 @@ func TestRecordRealTUI(t *testing.T) {
 	dir := t.TempDir()
 	if *update {
 		dir = "testdata"
-		_ = os.RemoveAll(dir)
+		if err := (&realtui.Golden{Dir: dir}).Clear(filepath.Base(questionDir), "fuzz"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	base := filepath.Dir(tui.CLI.WorkDir)
 	g := &realtui.Golden{Dir: dir, Replace: [][2]string{{base, filepath.Dir(goldenCwd)}}}

@@ -50,6 +50,7 @@ var Placeholders = []string{
 //     the "Press enter to confirm or esc to cancel" footer and nothing but
 //     decoration; the fingerprint covers marker to footer; the command
 //     after "$ " is redacted;
+//   - a user-input dialog (see parseQuestion) makes it AwaitingAnswer;
 //   - otherwise the composer ("› …" near the bottom, followed only by
 //     indented footer lines) must be visible, or the screen is Unknown;
 //   - it is Working when a "• Working (… esc to interrupt)" or background
@@ -62,6 +63,9 @@ func ParseScreen(text string) screen.Screen {
 	lines := screen.Lines(text)
 	if ap := parseApproval(lines); ap != nil {
 		return screen.Screen{Activity: screen.AwaitingApproval, Approval: ap}
+	}
+	if q := parseQuestion(lines); q != nil {
+		return screen.Screen{Activity: screen.AwaitingAnswer, Question: q}
 	}
 	at, draft := composer(lines, rawLines(text))
 	if at < 0 {

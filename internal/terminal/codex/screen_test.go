@@ -1,6 +1,7 @@
 package codex_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -85,9 +86,17 @@ func FuzzParseScreen(f *testing.F) {
 	f.Add(approvalScreen)
 	f.Add("› Ask Codex to do anything\n\n  ? for shortcuts\n")
 	f.Add("› say hi\n\n• Working (0s • esc to interrupt)\n\n› Ask Codex to do anything\n")
+	if q, err := os.ReadFile("testdata/question/screen-question.txt"); err == nil {
+		f.Add(string(q))
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got := codex.ParseScreen(s)
+		if q := got.Question; (got.Activity == screen.AwaitingAnswer) != (q != nil) ||
+			q != nil && (len(q.Fingerprint) != 64 || q.Answerable != (q.Reason == "") || q.Answerable && len(q.Options) < 2) {
+			t.Fatalf("inconsistent question %+v %+v", got, q)
+		}
 		switch got.Activity {
+		case screen.AwaitingAnswer:
 		case screen.AwaitingApproval:
 			if got.Approval == nil || len(got.Approval.Fingerprint) != 64 || got.Approval.Approvable != (got.Approval.Reason == "") {
 				t.Fatalf("inconsistent approval %+v", got.Approval)

@@ -1,6 +1,6 @@
 // Package screen is the vocabulary of a parsed terminal-agent pane: what the
-// agent is doing (activity), the approval prompt it shows, and the draft in
-// its composer. The per-agent parsers (packages codex and claude) produce a
+// agent is doing (activity), the approval prompt or question it shows, and
+// the draft in its composer. The per-agent parsers (packages codex and claude) produce a
 // Screen from the text of `tmux capture-pane`; this package also holds the
 // text clean-up they share.
 package screen
@@ -25,6 +25,9 @@ const (
 	Working Activity = "working"
 	// AwaitingApproval: an approval prompt blocks the turn.
 	AwaitingApproval Activity = "awaiting_approval"
+	// AwaitingAnswer: the agent's own question dialog (Claude Code's
+	// AskUserQuestion, Codex's request_user_input) blocks the turn.
+	AwaitingAnswer Activity = "awaiting_answer"
 	// Unknown: none of the above could be recognised for sure.
 	Unknown Activity = "unknown"
 )
@@ -62,12 +65,64 @@ type Approval struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// Option is one numbered choice of a question dialog.
+type Option struct {
+	// Number is the digit that picks it.
+	Number int `json:"number"`
+	// Label is the choice as the dialog shows it.
+	Label string `json:"label"`
+	// Description is the line the dialog shows with it, if any.
+	Description string `json:"description,omitempty"`
+}
+
+// Question is a question dialog seen on the screen: the agent asks the
+// user to pick one of its options (or type an answer).
+type Question struct {
+	// Profile names the dialog grammar that matched
+	// ("claude-ask-user-question-v1", "codex-request-user-input-v1").
+	Profile string `json:"profile"`
+	// Fingerprint is the lowercase hex SHA-256 of the dialog region, as for
+	// an approval: answer only while the dialog shown has it.
+	Fingerprint string `json:"fingerprint"`
+	// Header is the dialog's short header ("Choice"), if any.
+	Header string `json:"header,omitempty"`
+	// Text is the question, its wrapped lines joined with spaces.
+	Text string `json:"text"`
+	// Options are the choices the agent offered, in order; the dialog's
+	// own extra rows (Claude Code's "Type something." and "Chat about
+	// this", Codex's "None of the above") are not among them.
+	Options []Option `json:"options"`
+	// FreeText is the number of the row that takes a typed answer (Claude
+	// Code's "Type something."); 0 when a typed answer cannot be given
+	// from here.
+	FreeText int `json:"free_text,omitempty"`
+	// Selected is the number of the highlighted row (the cursor's).
+	Selected int `json:"selected,omitempty"`
+	// Answerable reports that the dialog matched its grammar exactly (one
+	// question, single choice, numbered rows, its footer last), so its
+	// digit keys may be pressed; when false the dialog blocks the turn but
+	// ClawConnect must not answer it.
+	Answerable bool `json:"answerable"`
+	// Reason says why a question is not answerable ("" when it is).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Refuse makes q not answerable for reason, unless an earlier reason
+// already did (the first deviation found is the one reported).
+func (q *Question) Refuse(reason string) {
+	if q.Reason == "" {
+		q.Reason = reason
+	}
+}
+
 // Screen is one parsed capture of a pane.
 type Screen struct {
 	// Activity is what the agent is doing.
 	Activity Activity `json:"activity_state"`
 	// Approval is set when Activity is AwaitingApproval.
 	Approval *Approval `json:"approval,omitempty"`
+	// Question is set when Activity is AwaitingAnswer.
+	Question *Question `json:"question,omitempty"`
 	// Draft is the text in the composer when the composer is shown and
 	// holds typed text (not the placeholder); "" otherwise. Lines of a
 	// multi-line draft are joined with "\n", trailing spaces trimmed.

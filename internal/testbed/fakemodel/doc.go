@@ -54,6 +54,19 @@
 //	                  "Bash" for Claude Code, "exec_command" for Codex
 //	                  (each verified end to end: the command runs and its
 //	                  output comes back to the model)
+//	TOOLCALL: ESCALATE <cmd>
+//	                  the same, asking to run outside the sandbox: Codex
+//	                  (default on-request policy) shows its approval prompt;
+//	                  Claude Code asks before any Bash call in its default
+//	                  permission mode, so a plain TOOLCALL is enough there
+//	QUESTION: <text> | <option> | <option>…
+//	                  ask the user the single-choice question <text> with
+//	                  the client's own question tool: AskUserQuestion for
+//	                  Claude Code, request_user_input for Codex (which
+//	                  offers it outside Plan mode only with the feature
+//	                  default_mode_request_user_input enabled); fewer than
+//	                  two options: DefaultQuestionOptions. The answer comes
+//	                  back as a tool result, so the reply shows the choice
 //	TOOLUSE: <name> <json>
 //	                  ask the client to call the tool <name> (any tool it
 //	                  declared, e.g. a plugin's) with the JSON object <json>

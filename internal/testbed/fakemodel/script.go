@@ -35,7 +35,12 @@ var (
 	stampPrefix = regexp.MustCompile(`^\[[^\]\n]*\]\s*`)
 	toolcallRe  = regexp.MustCompile(`TOOLCALL:[ \t]*([^\n]*)`)
 	tooluseRe   = regexp.MustCompile(`TOOLUSE:[ \t]*([A-Za-z0-9_.-]+)[ \t]*(\{[^\n]*\})`)
+	questionRe  = regexp.MustCompile(`QUESTION:[ \t]*([^\n]*)`)
 )
+
+// DefaultQuestionOptions are the choices of a QUESTION directive that
+// names none.
+var DefaultQuestionOptions = []string{"Red", "Blue"}
 
 // Script is what the server does with one request, decided from its prompt.
 type Script struct {
@@ -64,6 +69,11 @@ type Script struct {
 	// (TOOLCALL: ESCALATE <cmd>), which makes Codex show its approval
 	// prompt under its default on-request policy.
 	Escalate bool
+	// Question, when non-empty, asks the user this multiple-choice
+	// question through the client's own question tool (QUESTION: <text> |
+	// <option> | <option>…), with QuestionOptions as the choices.
+	Question        string
+	QuestionOptions []string
 }
 
 // LongText returns the deterministic reply of LONG=<lines>: numbered lines,
@@ -87,6 +97,20 @@ func ParseScript(prompt string) Script {
 		s.ToolCommand = strings.TrimSpace(m[1])
 		if cmd, ok := strings.CutPrefix(s.ToolCommand, "ESCALATE "); ok && strings.TrimSpace(cmd) != "" {
 			s.ToolCommand, s.Escalate = strings.TrimSpace(cmd), true
+		}
+	}
+	if m := questionRe.FindStringSubmatch(prompt); m != nil {
+		parts := strings.Split(m[1], "|")
+		for _, o := range parts[1:] {
+			if o = strings.TrimSpace(o); o != "" {
+				s.QuestionOptions = append(s.QuestionOptions, o)
+			}
+		}
+		if s.Question = strings.TrimSpace(parts[0]); s.Question != "" && len(s.QuestionOptions) < 2 {
+			s.QuestionOptions = DefaultQuestionOptions
+		}
+		if s.Question == "" {
+			s.QuestionOptions = nil
 		}
 	}
 	if m := tooluseRe.FindStringSubmatch(prompt); m != nil && json.Valid([]byte(m[2])) {

@@ -40,6 +40,11 @@ func TestParseScript(t *testing.T) {
 			Text: "FAKE-REPLY: TOOLCALL: ESCALATE touch x", ToolCommand: "touch x", Escalate: true}},
 		{"escalate without command is a command", "TOOLCALL: ESCALATE", Script{
 			Text: "FAKE-REPLY: TOOLCALL: ESCALATE", ToolCommand: "ESCALATE"}},
+		{"question", "QUESTION: Pick one? | Tea | Coffee |  | Water\nmore", Script{
+			Text: "FAKE-REPLY: QUESTION: Pick one? | Tea | Coffee |  | Water\nmore", Question: "Pick one?", QuestionOptions: []string{"Tea", "Coffee", "Water"}}},
+		{"question with default options", "QUESTION: Which color? | Green", Script{
+			Text: "FAKE-REPLY: QUESTION: Which color? | Green", Question: "Which color?", QuestionOptions: DefaultQuestionOptions}},
+		{"question without text is text", "QUESTION: | a | b", Script{Text: "FAKE-REPLY: QUESTION: | a | b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -455,6 +455,8 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *Request
 	case sc.Fail != 0:
 	case sc.ToolName != "":
 		tool = toolChoice{name: sc.ToolName, args: sc.ToolArgs}
+	case sc.Question != "":
+		tool = questionTool(api, req.Tools, sc.Question, sc.QuestionOptions)
 	case sc.ToolCommand != "":
 		tool = pickTool(api, req.Tools, sc.ToolCommand, sc.Escalate)
 	}
@@ -505,7 +507,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *Request
 	s.annotate(rec, func(rec *Request) {
 		rec.Reply = in.text
 		if tool.name != "" {
-			rec.ToolCall = cmp.Or(sc.ToolCommand, sc.ToolName)
+			rec.ToolCall = cmp.Or(sc.ToolCommand, sc.ToolName, tool.name)
 		}
 	})
 	if !req.Stream {

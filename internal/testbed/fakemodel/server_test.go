@@ -277,6 +277,12 @@ func TestToolCall(t *testing.T) {
 			"properties": map[string]any{"command": map[string]any{}, "dangerouslyDisableSandbox": map[string]any{}}}}},
 			"TOOLCALL: ESCALATE touch x",
 			streamed{Text: toolPreamble, ToolName: "Bash", ToolArgs: `{"command":"touch x","dangerouslyDisableSandbox":true}`, Stop: "tool_use"}},
+		{APIMessages, []any{map[string]any{"name": "AskUserQuestion", "input_schema": map[string]any{}}}, "QUESTION: Which? | Tea | Coffee",
+			streamed{Text: toolPreamble, ToolName: "AskUserQuestion", Stop: "tool_use",
+				ToolArgs: `{"questions":[{"header":"Choice","multiSelect":false,"options":[{"label":"Tea","description":"Choose Tea"},{"label":"Coffee","description":"Choose Coffee"}],"question":"Which?"}]}`}},
+		{APIResponses, []any{map[string]any{"type": "function", "name": "request_user_input"}}, "QUESTION: Which? | Tea | Coffee",
+			streamed{ToolName: "request_user_input", Stop: "completed",
+				ToolArgs: `{"questions":[{"header":"Choice","id":"choice","options":[{"label":"Tea","description":"Choose Tea"},{"label":"Coffee","description":"Choose Coffee"}],"question":"Which?"}]}`}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.api)+" "+tt.prompt, func(t *testing.T) {

@@ -145,6 +145,47 @@ func pickTool(api API, rawTools json.RawMessage, command string, escalate bool) 
 	return toolChoice{name: name, args: string(b)}
 }
 
+// QuestionHeader is the short header of a QUESTION directive's question.
+const QuestionHeader = "Choice"
+
+// questionTool builds the call of the client's question tool for a
+// QUESTION directive: Claude Code's AskUserQuestion (one single-choice
+// question; the TUI adds a free-text choice), Codex's request_user_input
+// (one question with id "choice"; the TUI adds "None of the above"). The
+// tool is chosen from the request's declared tools, else by API.
+func questionTool(api API, rawTools json.RawMessage, question string, options []string) toolChoice {
+	var tools []struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(rawTools, &tools)
+	name := "AskUserQuestion"
+	if api == APIResponses {
+		name = "request_user_input"
+	}
+	for _, t := range tools {
+		if t.Name == "AskUserQuestion" || t.Name == "request_user_input" {
+			name = t.Name
+			break
+		}
+	}
+	type option struct {
+		Label       string `json:"label"`
+		Description string `json:"description"`
+	}
+	opts := make([]option, len(options))
+	for i, o := range options {
+		opts[i] = option{Label: o, Description: "Choose " + o}
+	}
+	q := map[string]any{"question": question, "header": QuestionHeader, "options": opts}
+	if name == "request_user_input" {
+		q["id"] = "choice"
+	} else {
+		q["multiSelect"] = false
+	}
+	b, _ := json.Marshal(map[string]any{"questions": []any{q}}) // strings only: always marshals
+	return toolChoice{name: name, args: string(b)}
+}
+
 // ---- OpenAI chat completions ----
 
 type chatBuilder struct{ in replyInput }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -48,4 +49,21 @@ func (g *Golden) CopyFile(name, src string) (int, error) {
 	}
 	s := g.Sanitize(string(data))
 	return len(s), g.Write(name, []byte(s))
+}
+
+// Clear removes everything in Dir but the entries named in keep (another
+// recording's subdirectory, the fuzz corpus), for a new recording.
+func (g *Golden) Clear(keep ...string) error {
+	entries, err := os.ReadDir(g.Dir)
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("realtui: %w", err)
+	}
+	for _, e := range entries {
+		if !slices.Contains(keep, e.Name()) {
+			if err := os.RemoveAll(filepath.Join(g.Dir, e.Name())); err != nil {
+				return fmt.Errorf("realtui: %w", err)
+			}
+		}
+	}
+	return nil
 }

@@ -17,6 +17,11 @@
 //
 // A request typed into a pane is answered "FAKE-REPLY: <request>"; the
 // trigger words of package fakemodel (ECHO=<word>, SLOW, ...) script it.
+// The agents are started so that they ask: Claude Code in its default
+// permission mode (a Bash call shows its permission dialog), Codex with
+// request_user_input offered outside Plan mode; so "TOOLCALL: ESCALATE
+// <cmd>" (Codex) or "TOOLCALL: <cmd>" (Claude Code) asks for approval and
+// "QUESTION: <text> | <option> | <option>" asks a question in either.
 package main
 
 import (
@@ -157,6 +162,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// askingArgs start kind in a mode that asks the user: Claude Code's
+// default permission mode (its Bash calls ask for approval), Codex with its
+// user-input dialog enabled outside Plan mode (the feature the terminal
+// readers name codex.QuestionFeature; without it request_user_input only
+// answers the model that it is unavailable in Default mode). Codex's
+// default approval policy already asks for an escalated command.
+func askingArgs(kind realcli.Kind) []string {
+	if kind == realcli.ClaudeCode {
+		return []string{"--permission-mode", "default"}
+	}
+	return []string{"--enable", "default_mode_request_user_input"}
+}
+
 // startOne prepares kind against model and starts its TUI, ready for a
 // request. On error it stops what it started.
 func startOne(ctx context.Context, kind realcli.Kind, model *fakemodel.Server) (*realtui.TUI, error) {
@@ -166,7 +184,7 @@ func startOne(ctx context.Context, kind realcli.Kind, model *fakemodel.Server) (
 	if err != nil {
 		return nil, fmt.Errorf("prepare %s: %w", kind, err)
 	}
-	tui, err := realtui.Start(ctx, cli, realtui.Options{})
+	tui, err := realtui.Start(ctx, cli, realtui.Options{Args: askingArgs(kind)})
 	if err != nil {
 		_ = cli.Close()
 		return nil, fmt.Errorf("start %s: %w", kind, err)

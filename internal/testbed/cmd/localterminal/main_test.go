@@ -149,3 +149,16 @@ func TestRealLocalTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentsStartInAModeThatAsks: Claude Code starts in its default
+// permission mode (a Bash call asks for approval) and Codex with its
+// user-input dialog enabled, so both can be made to ask.
+func TestAgentsStartInAModeThatAsks(t *testing.T) {
+	t.Parallel()
+	if diff := cmp.Diff([]string{"--permission-mode", "default"}, askingArgs(realcli.ClaudeCode)); diff != "" {
+		t.Errorf("claude-code args (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"--enable", "default_mode_request_user_input"}, askingArgs(realcli.Codex)); diff != "" {
+		t.Errorf("codex args (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,291 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/screen"
+)
+
+// KindQuestion is the callback kind of a question the agent asks in its
+// own dialog (Claude Code's AskUserQuestion, Codex's request_user_input).
+const KindQuestion = "question"
+
+// answerSettle is how long a question dialog must have been shown before
+// respond presses its keys (the TUIs ignore keys for a moment after they
+// draw a dialog, as they do for an approval prompt).
+const answerSettle = approvalSettle
+
+// freeTextWait bounds the waits for a dialog's free-text row to take the
+// cursor before the answer is typed into it, and for the answered dialog
+// to close.
+const freeTextWait = 3 * time.Second
+
+// storedQuestion is q as the Turn records it: texts redacted.
+func storedQuestion(q *screen.Question, now int64) *store.Question {
+	out := &store.Question{Fingerprint: q.Fingerprint, Header: Redact(q.Header), Text: Redact(q.Text),
+		FreeText: q.FreeText > 0, Answerable: q.Answerable, DetectedAt: now}
+	for _, o := range q.Options {
+		out.Options = append(out.Options, store.QuestionOption{Number: o.Number, Label: Redact(o.Label), Description: Redact(o.Description)})
+	}
+	return out
+}
+
+// questionBody is the callback text of a question: the question and its
+// numbered options, then how to answer.
+func questionBody(q *store.Question) string {
+	var b strings.Builder
+	b.WriteString("The agent asks: ")
+	b.WriteString(q.Text)
+	for _, o := range q.Options {
+		fmt.Fprintf(&b, "\n%d. %s", o.Number, o.Label)
+		if o.Description != "" {
+			b.WriteString(" — " + o.Description)
+		}
+	}
+	switch {
+	case !q.Answerable:
+		b.WriteString("\nThe dialog does not have a shape that can be answered from here; answer it in the terminal.")
+	case q.FreeText:
+		b.WriteString("\nRespond with an option's number or label, or with your own answer.")
+	default:
+		b.WriteString("\nRespond with an option's number or label.")
+	}
+	return b.String()
+}
+
+// question is the monitor's look at a question dialog on the screen. It
+// reports handled when the screen (or the Turn) concerns a question, so the
+// approval checks are skipped.
+func (m *monitor) question(ctx context.Context, t *store.Turn, sc Screen, now time.Time) (handled bool, err error) {
+	q := sc.Question
+	answering := t.Takeover.AnsweringFingerprint != "" && now.Sub(time.UnixMilli(t.Takeover.AnsweringAt)) < approvalClaimStale
+	switch {
+	case answering:
+		// A respond is pressing its keys (a typed answer redraws the
+		// dialog first): it records the outcome itself.
+		return q != nil || t.Question != nil, nil
+	case q != nil && t.Question == nil && q.Fingerprint == t.Takeover.LastQuestionFingerprint &&
+		now.Sub(time.UnixMilli(t.Takeover.QuestionResolvedAt)) < approvedRedrawGrace:
+		// The dialog just answered is still drawn.
+		return true, nil
+	case q != nil && (t.Question == nil || t.Question.Fingerprint != q.Fingerprint):
+		t.Question = storedQuestion(q, now.UnixMilli())
+		t.Takeover.QuestionBlocked = !q.Answerable
+		t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = "", 0
+		typ := MsgQuestion
+		if !q.Answerable {
+			typ = MsgBlocked
+		}
+		msg, err := newMessage(t, actorOf(t.Agent), ActorOpenClaw, typ, questionBody(t.Question), now.UnixMilli())
+		if err != nil {
+			return true, err
+		}
+		msg.ID = callbackID(t.TurnID, t.Takeover.Submission.MessageID, q.Fingerprint, KindQuestion)
+		ApplyMessage(t, msg)
+		t.Takeover.LastQuestionFingerprint = q.Fingerprint
+		return true, m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
+			event(now.UnixMilli(), "terminal_bridge_question_detected", map[string]any{"fingerprint": q.Fingerprint, "profile": q.Profile,
+				"answerable": q.Answerable, "reason": q.Reason}),
+			event(now.UnixMilli(), "message", msg)},
+			Also: prepareCallback(t, msg, msg.ID, KindQuestion, map[string]any{"reason": "question", "question": t.Question,
+				"question_fingerprint": q.Fingerprint, "answerable": q.Answerable, "next_steps": nextSteps(t, now)})})
+	case q == nil && t.Question != nil:
+		// Closed without a respond of ours: answered (or dismissed) in
+		// the terminal, or by a respond whose process stopped after its
+		// keys.
+		data := map[string]any{"fingerprint": t.Question.Fingerprint, "decision": "answered_in_terminal"}
+		t.Question, t.Takeover.QuestionBlocked = nil, false
+		t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = "", 0
+		t.Takeover.QuestionResolvedAt = now.UnixMilli()
+		if t.Status == store.TurnWaitingForOpenClaw {
+			t.Status = store.TurnWaitingForAgent
+		}
+		return true, m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
+			event(now.UnixMilli(), "terminal_bridge_question_resolved", data)}})
+	}
+	return false, nil
+}
+
+// answerChoice is how respond answers a question: the row to pick and, for
+// a typed answer, the text to type into it.
+type answerChoice struct {
+	Number int
+	Label  string
+	Typed  string
+}
+
+// chooseAnswer maps a respond's text to a row of q: an option's number, or
+// its label (case and a trailing " (Recommended)" aside); anything else is
+// typed into the free-text row when the dialog has one, and refused
+// otherwise with the options listed.
+func chooseAnswer(q *screen.Question, text string) (answerChoice, error) {
+	text = strings.TrimSpace(text)
+	norm := func(s string) string {
+		return strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "(Recommended)")))
+	}
+	for _, o := range q.Options {
+		if text == strconv.Itoa(o.Number) || text == strconv.Itoa(o.Number)+"." || norm(text) == norm(o.Label) {
+			return answerChoice{Number: o.Number, Label: o.Label}, nil
+		}
+	}
+	if q.FreeText > 0 && !strings.ContainsAny(text, "\n\r") {
+		return answerChoice{Number: q.FreeText, Typed: text}, nil
+	}
+	var opts []string
+	for _, o := range q.Options {
+		opts = append(opts, fmt.Sprintf("%d (%s)", o.Number, o.Label))
+	}
+	why := "this dialog takes only one of its options from here"
+	if q.FreeText > 0 {
+		why = "a typed answer must be one line"
+	}
+	return answerChoice{}, fmt.Errorf("%w: %q is not one of the question's options and %s; respond with one of %s", ErrBadInput, text, why, strings.Join(opts, ", "))
+}
+
+// answer answers the question dialog of t in the pane: the row's digit,
+// and for a typed answer the text and Enter. Like an approve, it claims the
+// dialog on the Turn before it presses a key and records the answer
+// itself, so the monitor does not take the closing dialog for a human's
+// answer; the same Turn then goes on to the agent's reply.
+func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (SendResult, error) {
+	fp := t.Question.Fingerprint
+	p, a, err := s.turnPane(ctx, t)
+	if err != nil {
+		return SendResult{}, err
+	}
+	if wait := time.Until(time.UnixMilli(t.Question.DetectedAt).Add(answerSettle)); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return SendResult{}, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	shown, err := s.o.Terminals.Capture(ctx, p)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("capture pane: %w", err)
+	}
+	sc := a.Screen(shown)
+	switch {
+	case sc.Question == nil:
+		return SendResult{}, fmt.Errorf("%w: the pane no longer shows the question", ErrRefused)
+	case sc.Question.Fingerprint != fp:
+		return SendResult{}, fmt.Errorf("%w: the pane shows a different question than the one reported; run status again", ErrRefused)
+	case !sc.Question.Answerable:
+		return SendResult{}, fmt.Errorf("%w: the question dialog does not have a shape that can be answered from here (%s); answer it in the terminal", ErrRefused, sc.Question.Reason)
+	}
+	choice, err := chooseAnswer(sc.Question, text)
+	if err != nil {
+		return SendResult{}, err
+	}
+	t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = fp, nowMs()
+	if err := s.write(ctx, t); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return SendResult{}, fmt.Errorf("%w: turn %s changed while it was being answered; run status again", ErrRefused, t.TurnID)
+		}
+		return SendResult{}, err
+	}
+	if err := s.pressAnswer(ctx, p, a, choice); err != nil {
+		s.releaseAnswer(context.WithoutCancel(ctx), t.TurnID, fp)
+		return SendResult{}, err
+	}
+	// Keep the claim until the dialog is gone: a dialog holding a typed
+	// answer is drawn with another fingerprint until the TUI takes the
+	// Enter, and the monitor must not report it as a new question.
+	s.waitScreen(ctx, p, a, func(q *screen.Question) bool { return q == nil || q.Text != sc.Question.Text })
+	data := map[string]any{"fingerprint": fp, "decision": "answered", "option": choice.Number}
+	if choice.Typed != "" {
+		data["typed"] = true
+	} else {
+		data["label"] = Redact(choice.Label)
+	}
+	for {
+		now := nowMs()
+		if t.Takeover.AnsweringFingerprint != fp {
+			break // the monitor recorded it for a responder that took too long
+		}
+		t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = "", 0
+		t.Takeover.QuestionResolvedAt = now
+		if t.Status == store.TurnWaitingForOpenClaw && t.Question != nil && t.Question.Fingerprint == fp {
+			t.Question, t.Takeover.QuestionBlocked = nil, false
+			t.Status = store.TurnWaitingForAgent
+			t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "answered"
+		}
+		err := s.write(context.WithoutCancel(ctx), t, event(now, "terminal_bridge_question_answered", data))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return SendResult{}, fmt.Errorf("the answer was given but recording it failed: %w", err)
+		}
+		if t, err = s.turn(context.WithoutCancel(ctx), t.TurnID); err != nil {
+			return SendResult{}, err
+		}
+	}
+	s.startMonitor(t.TurnID)
+	return SendResult{SessionID: t.SessionID, TurnID: t.TurnID, SubmissionOutcome: OutcomeAccepted, DoNotRetry: true}, nil
+}
+
+// pressAnswer presses choice's row and, for a typed answer, types it once
+// the free-text row has the cursor, then Enter.
+func (s *Service) pressAnswer(ctx context.Context, p Pane, a Agent, choice answerChoice) error {
+	if err := s.o.Terminals.SendKeys(ctx, p, strconv.Itoa(choice.Number)); err != nil {
+		return fmt.Errorf("press the answer's key: %w", err)
+	}
+	if choice.Typed == "" {
+		return nil
+	}
+	// The row takes typed text only once it is selected; the dialog then
+	// redraws (another fingerprint).
+	if !s.waitScreen(ctx, p, a, func(q *screen.Question) bool { return q != nil && q.Selected == choice.Number }) {
+		return fmt.Errorf("%w: the free-text row did not take the cursor; answer in the terminal", ErrRefused)
+	}
+	if err := s.o.Terminals.SendText(ctx, p, choice.Typed); err != nil {
+		return fmt.Errorf("type the answer: %w", err)
+	}
+	if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
+		return fmt.Errorf("submit the typed answer: %w", err)
+	}
+	return nil
+}
+
+// waitScreen reports whether the pane's question dialog (nil when none
+// is shown) comes to satisfy ok within freeTextWait.
+func (s *Service) waitScreen(ctx context.Context, p Pane, a Agent, ok func(*screen.Question) bool) bool {
+	deadline := time.Now().Add(freeTextWait)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if text, err := s.o.Terminals.Capture(ctx, p); err == nil && ok(a.Screen(text).Question) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+// releaseAnswer drops a respond's claim on question fp after its keys
+// could not be pressed, so that the monitor reads the dialog again.
+func (s *Service) releaseAnswer(ctx context.Context, turnID, fp string) {
+	for range 5 {
+		t, err := s.turn(ctx, turnID)
+		if err != nil || t.Takeover.AnsweringFingerprint != fp {
+			return
+		}
+		t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = "", 0
+		if err := s.write(ctx, t); !errors.Is(err, store.ErrConflict) {
+			return
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package terminal
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/gateway"
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
+	"github.com/clawconnect/clawconnect/plugins/openclaw"
+)
+
+// queuedCallbacks are the callback messages the outbox holds for a Turn,
+// oldest first: what its origin session is sent.
+func queuedCallbacks(t *testing.T, st store.TerminalStore, turnID string) []CallbackMessage {
+	t.Helper()
+	cbs, err := st.(store.CallbackStore).TurnCallbacks(t.Context(), turnID, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]CallbackMessage, len(cbs))
+	for i, cb := range cbs {
+		if err := json.Unmarshal(cb.Message, &out[len(cbs)-1-i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// questionRespondDone sends a request that makes the fake model ask a
+// question through the agent's own dialog, checks the Turn waits with one
+// question callback carrying the question and its options, responds with
+// answer and checks the same Turn ends done with a reply and a done
+// callback that show want.
+func questionRespondDone(t *testing.T, svc *Service, st store.TerminalStore, rp *realPane, request, answer, want string) {
+	t.Helper()
+	ctx := t.Context()
+	const origin = "agent:main:cc-question-e2e"
+	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: request, OriginSession: origin})
+	if err != nil {
+		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
+	}
+	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw, store.TurnIdle, store.TurnFailed)
+	if v.Status != store.TurnWaitingForOpenClaw || v.Question == nil || !v.Question.Answerable || len(v.Question.Options) != 2 {
+		t.Fatalf("turn = %+v (question %+v); screen:\n%s", v, v.Question, rp.debug())
+	}
+	cbs := queuedCallbacks(t, st, res.TurnID)
+	if len(cbs) != 1 || cbs[0].Type != MsgQuestion || cbs[0].Metadata["kind"] != KindQuestion ||
+		!strings.Contains(cbs[0].Body, v.Question.Text) || !strings.Contains(cbs[0].Body, "2. Blue") {
+		t.Fatalf("callbacks = %+v", cbs)
+	}
+	t.Logf("question callback: %s", cbs[0].Body)
+	if _, err := svc.Respond(ctx, res.TurnID, answer); err != nil {
+		t.Fatalf("respond: %v; screen:\n%s", err, rp.debug())
+	}
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
+	if v.Status != store.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) || !strings.Contains(v.Result.Text, want) {
+		t.Fatalf("answered turn = %+v; screen:\n%s", v, rp.debug())
+	}
+	cbs = queuedCallbacks(t, st, res.TurnID)
+	if len(cbs) != 2 || cbs[1].Type != MsgDone || !strings.Contains(cbs[1].Body, want) {
+		t.Fatalf("callbacks = %+v, want the question and then done", cbs)
+	}
+	t.Logf("done callback: %s", cbs[1].Body)
+}
+
+// TestE2EClaudeQuestionCallbackRespondDone: the real Claude Code 2.1.332
+// TUI asks an AskUserQuestion question (the fake model's QUESTION:
+// directive); the Turn sends one question callback, respond picks an
+// option by its label, and the same Turn ends done with the reply showing
+// the choice. Then the same with a typed answer in the free-text row.
+func TestE2EClaudeQuestionCallbackRespondDone(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.ClaudeCode, model, "--permission-mode", "default")
+	svc, st := newRealService(t, rp)
+	runHost(t, svc)
+	questionRespondDone(t, svc, st, rp, "QUESTION: Which color should the widget be? | Red | Blue", "Blue", `"Blue"`)
+	waitSendable(t, svc, rp)
+	questionRespondDone(t, svc, st, rp, "QUESTION: Which size should it be? | Red | Blue", "Medium please", `"Medium please"`)
+}
+
+// TestE2ECodexQuestionCallbackRespondDone: the same for the real Codex
+// 0.171.0 TUI's request_user_input dialog (started with the feature that
+// offers it outside Plan mode), answered by the option's number.
+func TestE2ECodexQuestionCallbackRespondDone(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.Codex, model, "--enable", codex.QuestionFeature)
+	svc, st := newRealService(t, rp)
+	runHost(t, svc)
+	questionRespondDone(t, svc, st, rp, "QUESTION: Which color should the widget be | Red | Blue", "2", `"Blue"`)
+}
+
+// TestE2EClaudeQuestionCallbackIntoRealGateway: the whole loop with the
+// real OpenClaw gateway 2026.9.6 and the ClawConnect plugin: a Turn sent
+// from session S to the real Claude Code TUI asks a question in its
+// dialog; S gets exactly one callback run whose message carries the
+// question and its options; respond picks "Blue" and S then gets the done
+// callback whose reply shows the choice.
+func TestE2EClaudeQuestionCallbackIntoRealGateway(t *testing.T) {
+	if os.Getenv("CLAWCONNECT_E2E") != "1" {
+		t.Skip("set CLAWCONNECT_E2E=1 to run against the real OpenClaw gateway and Claude Code")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	g, err := realgateway.Start(ctx, realgateway.Options{
+		Plugins: []realgateway.Plugin{{ID: "clawconnect", Dir: openclaw.Dir(), Config: map[string]any{"daemon": false}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	gc, err := gateway.Dial(ctx, gateway.Options{URL: g.URL(), Token: g.Token()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.ClaudeCode, model, "--permission-mode", "default")
+	svc, st := newRealService(t, rp)
+	runHost(t, svc)
+	x := NewOutbox(OutboxOptions{Store: st.(store.CallbackStore), Owner: "e2e", WaitTimeout: 60 * time.Second,
+		Dial: func(ctx context.Context, _ string) (Caller, error) {
+			return gateway.Dial(ctx, gateway.Options{URL: g.URL(), Token: g.Token(), CallTimeout: 5 * time.Second})
+		}})
+	defer x.Close()
+	const S = "agent:main:cc-question-gateway"
+	// inS waits for the callback runs in S whose message holds marker and
+	// returns their texts.
+	inS := func(marker string) []string {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if _, err := x.DeliverDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var texts []string
+			if h, err := gc.History(ctx, gateway.HistoryRequest{SessionKey: S, Limit: 200}); err == nil {
+				for _, m := range h.Messages {
+					if m.Role == "user" && strings.Contains(m.Text, "[ClawConnect callback]") && strings.Contains(m.Text, marker) {
+						texts = append(texts, m.Text)
+					}
+				}
+			}
+			if len(texts) > 0 || time.Now().After(deadline) {
+				return texts
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color should the widget be? | Red | Blue", OriginSession: S})
+	if err != nil {
+		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
+	}
+	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw, store.TurnIdle); v.Question == nil {
+		t.Fatalf("turn = %+v; screen:\n%s", v, rp.debug())
+	}
+	asked := inS("Message type: question")
+	if len(asked) != 1 || !strings.Contains(asked[0], "Which color should the widget be?") || !strings.Contains(asked[0], "2. Blue") {
+		t.Fatalf("S received %d question callbacks: %q", len(asked), asked)
+	}
+	t.Logf("S received the question (excerpt): %.600s", asked[0])
+	if _, err := svc.Respond(ctx, res.TurnID, "Blue"); err != nil {
+		t.Fatalf("respond: %v; screen:\n%s", err, rp.debug())
+	}
+	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle {
+		t.Fatalf("answered turn = %+v; screen:\n%s", v, rp.debug())
+	}
+	done := inS("Message type: done")
+	if len(done) != 1 || !strings.Contains(done[0], `"Blue"`) {
+		t.Fatalf("S received %d done callbacks: %q", len(done), done)
+	}
+	t.Logf("S received the reply (excerpt): %.600s", done[0])
+	if again := inS("Message type: question"); len(again) != 1 {
+		t.Fatalf("S received %d question callbacks in all", len(again))
+	}
+}
