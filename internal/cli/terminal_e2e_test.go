@@ -135,12 +135,12 @@ func startHelperDaemon(t *testing.T, envm map[string]string) (*exec.Cmd, string)
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := terminal.Dial(filepath.Join(envm["CLAWCONNECT_HOME"], terminal.SocketName)); err == nil {
+		if hostRegistered(t, envm["CLAWCONNECT_HOME"]) {
 			return cmd, logs.Name()
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(logs.Name())
-			t.Fatalf("the daemon did not serve its socket:\n%s", b)
+			t.Fatalf("the daemon did not register as a live monitor host:\n%s", b)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

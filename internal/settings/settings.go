@@ -86,6 +86,8 @@ type Values struct {
 	TerminalInactivity, TerminalHard, TerminalRecheck time.Duration
 	// TerminalTools adds the terminal tools to the MCP servers.
 	TerminalTools bool
+	// MCPTerminalHost makes an mcp with the terminal tools a monitor host.
+	MCPTerminalHost bool
 
 	// BuildSHA is the build reported by get_connection_info.
 	BuildSHA string
@@ -447,7 +449,7 @@ func logLevel(v *Values, raw string) error {
 // It is never modified.
 var table = []Setting{
 	text("CLAWCONNECT_HOME", "", "`~/.clawconnect`", "/srv/clawconnect", func(v *Values) *string { return &v.Home }, absolutePath,
-		"agents.json, the SQLite store `clawconnect.db`, device key, payloads, the terminal socket"),
+		"agents.json, the SQLite store `clawconnect.db`, device key, payloads"),
 	ambient(text("HOME", "", "–", "/home/other", func(v *Values) *string { return &v.UserHome }, nil, "the user's home, base of the default CLAWCONNECT_HOME")),
 	ambient(text("TMUX", "", "–", "/tmp/tmux-1000/default,1,0", func(v *Values) *string { return &v.TMUX }, nil, "set by tmux: the caller's server is searched too")),
 	text("OPENCLAW_URL", "", "–", "ws://127.0.0.1:18789", func(v *Values) *string { return &v.OpenClawURL }, gatewayURL,
@@ -509,5 +511,7 @@ var table = []Setting{
 	millis("CLAWCONNECT_TERMINAL_RECHECK_MS", 10*time.Second, func(v *Values) *time.Duration { return &v.TerminalRecheck }, "slow safety re-check of each followed Turn"),
 	boolean("CLAWCONNECT_TERMINAL_TOOLS", false, func(v *Values) *bool { return &v.TerminalTools },
 		"`1` (or the `--terminal-tools` flag of `mcp` and `serve`): also serve the MCP tools `terminal_list`, `terminal_send`, `terminal_status` (waits, with progress notifications, until the Turn ends), `terminal_respond`, `terminal_approve`, `terminal_cancel`. On `serve` every caller allowed on `/mcp` can then type into this machine's agent panes: panes and Sessions have no owner, so any caller may send to a free one (by `terminal_id` or `session_id`). Turns are per caller: a Turn belongs to the token that sent it, and another personal token's `terminal_status`, `terminal_respond`, `terminal_approve` and `terminal_cancel` answer as for a Turn that does not exist, and its `terminal_list` shows the pane busy without the turn id (`CLAWCONNECT_SHARED_TASK_VIEW=1`, and a caller with no credential, reach every Turn). Off, `tools/list` is the nine task-bridge tools"),
+	boolean("CLAWCONNECT_MCP_TERMINAL_HOST", true, func(v *Values) *bool { return &v.MCPTerminalHost },
+		"`off` keeps an `mcp` with the terminal tools from following terminal work (Turns, watches, callbacks) itself; its tools still work, and `serve`, `terminal daemon` or the command that sent a Turn follows it"),
 	text("CLAWCONNECT_BUILD_SHA", "unknown", "`unknown`", "abc1234", func(v *Values) *string { return &v.BuildSHA }, nil, "build reported by `get_connection_info`"),
 }

@@ -73,7 +73,9 @@ type Service struct {
 	// change of one Turn wakes only its own.
 	waiters map[string]map[chan struct{}]struct{}
 	kick    func() // called at every change (the outbox); may be nil
-	watch   func(turnID string)
+	// watch hands work to this process's host; false means no host runs
+	// here yet (it queued the id).
+	watch func(turnID string) bool
 
 	// transitionHook, if set, is called after each transition step is
 	// stored (tests stop a transition there).
@@ -184,12 +186,18 @@ func (s *Service) changes() <-chan struct{} {
 	return s.changed
 }
 
+// startMonitor hands a Turn (or a "watch-" id) that needs following to
+// this process's running host, or, when none runs here, announces it on
+// the store's feed so the host of another process takes it at once.
 func (s *Service) startMonitor(turnID string) {
 	s.mu.Lock()
 	w := s.watch
 	s.mu.Unlock()
-	if w != nil {
-		w(turnID)
+	if w != nil && w(turnID) {
+		return
+	}
+	if f, ok := s.o.Store.(store.TerminalWorkFeed); ok {
+		f.AnnounceTerminalWork(context.Background())
 	}
 }
 
@@ -216,15 +224,6 @@ func submissionPayload(text string) (string, string, error) {
 		return "", "", fmt.Errorf("%w: %w; nothing was typed", ErrBadInput, err)
 	}
 	return p.Text, p.Hash, nil
-}
-
-// CheckRequest refuses, with the ErrBadInput error Send and Respond would
-// give, a request they would refuse for its text alone. A caller that
-// forwards raw bytes over JSON (which replaces invalid UTF-8) checks here
-// first, so the refusal names what the caller wrote.
-func CheckRequest(text string) error {
-	_, _, err := submissionPayload(text)
-	return err
 }
 
 // freshness is the private token of a send target: the Session, its binding
