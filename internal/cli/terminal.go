@@ -578,8 +578,15 @@ was not accepted or whose outcome is uncertain releases the pane for new sends
 func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal, role string) error {
 	ho := terminal.HostOptions{Recheck: c.Recheck, Role: terminal.HostRole + " (" + role + ")"}
 	if cs, ok := st.(store.CallbackStore); ok {
+		warm := configuredCallbackGateway(env)
+		if role == "mcp" {
+			// An mcp (one per MCP client) dials the gateway at its first
+			// callback instead: an idle one keeps no connection, and
+			// serve or the daemon usually delivers first anyway.
+			warm = ""
+		}
 		ho.Outbox = terminal.NewOutbox(terminal.OutboxOptions{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env),
-			WarmURL: configuredCallbackGateway(env)})
+			WarmURL: warm})
 		defer func() { _ = ho.Outbox.Close() }()
 	}
 	return terminal.NewHost(svc, ho).Run(ctx)

@@ -108,3 +108,39 @@ func hostRegistered(t *testing.T, home string) bool {
 	_, ok, err := terminal.LiveHost(t.Context(), st)
 	return err == nil && ok
 }
+
+// TestMCPTerminalToolsHostTheStore: an mcp whose terminal tools are on is a
+// live monitor host on its store as soon as the store opens (before any
+// terminal tool call), unless CLAWCONNECT_MCP_TERMINAL_HOST is off, and
+// stops being one when it exits.
+func TestMCPTerminalToolsHostTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		setting string
+		host    bool
+	}{{"", true}, {"off", false}} {
+		t.Run("host="+tc.setting, func(t *testing.T) {
+			home := t.TempDir()
+			envm := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_TMUX_DEFAULT_SERVER": "off", "CLAWCONNECT_MCP_TERMINAL_HOST": tc.setting}
+			env := Env{Getenv: func(k string) string { return envm[k] }, Stdout: io.Discard, Stderr: io.Discard}
+			st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(home, sqlite.FileName)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			l := &lazyTerminals{env: env, logger: slog.New(slog.DiscardHandler), ctx: t.Context(), host: mcpHostsTerminals(env, true)}
+			defer l.close()
+			if _, err := l.opened(st); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.host {
+				if l.stop != nil {
+					t.Fatal("a monitor host runs although CLAWCONNECT_MCP_TERMINAL_HOST is off")
+				}
+				return
+			}
+			waitHostLive(t, st, true)
+			l.close()
+			waitHostLive(t, st, false)
+		})
+	}
+}
