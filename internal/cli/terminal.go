@@ -120,8 +120,9 @@ Turn, and follow it from the agent's own session files until it is done (with
 the reply), waits for approval, stalls or fails.
 
 Panes are found on tmux's default server, the server of $TMUX and the sockets
-in CLAWCONNECT_TMUX_SOCKETS (comma-separated). Turns are followed by a monitor
-host: ` + "`clawconnect serve`" + ` or ` + "`clawconnect terminal daemon`" + `. Without one,
+in CLAWCONNECT_TMUX_SOCKETS (comma-separated). Every command works on the
+shared store; Turns are followed by any monitor host on it: ` + "`clawconnect serve`" + `,
+` + "`clawconnect terminal daemon`" + ` or an mcp with the terminal tools. Without one,
 send --wait, approve, respond and status --wait follow the Turn in their own
 process until it ends, and a command that leaves a running Turn says so.
 
