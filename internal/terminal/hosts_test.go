@@ -80,6 +80,22 @@ func TestAnnouncedTurnIsFollowedByAnotherProcessHost(t *testing.T) {
 	}
 }
 
+// TestAnnouncedWatchIsFollowedByAnotherProcessHost: a watch set by a
+// process without a host is followed by another process's live host at
+// once.
+func TestAnnouncedWatchIsFollowedByAnotherProcessHost(t *testing.T) {
+	a := newFakeAgent(AgentClaude, 504)
+	p := newTwoProcesses(t, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
+	if _, err := p.sender.Watch(t.Context(), WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other process's host never began following the watch")
+	}
+}
+
 // TestHostStopAnnouncesReleasedWork: when a host that followed a Turn
 // stops, another process's host takes the Turn at once (the stopping host
 // announces the leases it gave back) instead of at its next rescan.

@@ -77,8 +77,12 @@ type Host struct {
 	running map[string]bool
 	pending map[string]bool
 	again   map[string]bool // Watch called while the monitor was stopping
-	wg      sync.WaitGroup
-	self    owner.Identity
+	// began is set once a monitor ran here: the host announces at exit
+	// that what it followed may be free (its monitors may have ended
+	// before Run saw ctx end, so running may be empty by then).
+	began bool
+	wg    sync.WaitGroup
+	self  owner.Identity
 }
 
 // NewHost returns a Host for s; s.Send and friends hand it new Turns.
@@ -169,10 +173,10 @@ func (h *Host) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			h.mu.Lock()
 			h.ctx = nil
-			following := len(h.running) > 0
+			followed := h.began
 			h.mu.Unlock()
 			h.wg.Wait()
-			if feed != nil && following {
+			if feed != nil && followed {
 				// The leases this host gave back are free now: another
 				// host takes the work over at once.
 				feed.AnnounceTerminalWork(context.WithoutCancel(ctx))
@@ -298,6 +302,7 @@ func (h *Host) take(turnID string) bool {
 		return true
 	}
 	h.running[turnID] = true
+	h.began = true
 	h.wg.Add(1)
 	go h.monitor(h.ctx, turnID)
 	return true

@@ -188,8 +188,9 @@ func (s *Service) changes() <-chan struct{} {
 
 // startMonitor hands a Turn (or a "watch-" id) that needs following to
 // this process's running host, or, when none runs here, announces it on
-// the store's feed so the host of another process takes it at once.
-func (s *Service) startMonitor(turnID string) {
+// the store's feed so the host of another process takes it at once. The
+// announcement is made even if ctx ends: the work is already stored.
+func (s *Service) startMonitor(ctx context.Context, turnID string) {
 	s.mu.Lock()
 	w := s.watch
 	s.mu.Unlock()
@@ -197,7 +198,7 @@ func (s *Service) startMonitor(turnID string) {
 		return
 	}
 	if f, ok := s.o.Store.(store.TerminalWorkFeed); ok {
-		f.AnnounceTerminalWork(context.Background())
+		f.AnnounceTerminalWork(context.WithoutCancel(ctx))
 	}
 }
 
@@ -680,7 +681,7 @@ func (s *Service) dispatch(ctx context.Context, lease store.MonitorLease, turn *
 	outcome, err := s.dispatchLocked(ctx, turn, d, p, a, token, msg)
 	_ = s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), lease)
 	if outcome == OutcomeAccepted || outcome == OutcomePendingAcceptance {
-		s.startMonitor(turn.TurnID)
+		s.startMonitor(ctx, turn.TurnID)
 	}
 	return outcome, err
 }

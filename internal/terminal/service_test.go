@@ -565,7 +565,7 @@ func TestRespondContinuesTheTurn(t *testing.T) {
 	if err != nil || out.TurnID != res.TurnID || out.SubmissionOutcome != OutcomeAccepted {
 		t.Fatalf("respond = %+v, %v", out, err)
 	}
-	r.svc.startMonitor(res.TurnID)
+	r.svc.startMonitor(t.Context(), res.TurnID)
 	a.finish("used it", false)
 	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "used it" || v.Principal != "user:alice" {
 		t.Fatalf("turn = %+v, want the reply and the sender's principal", v)
