@@ -202,6 +202,22 @@ func TestNewTaskFeed(t *testing.T) {
 	storetest.NewTaskFeed(t, open(), open())
 }
 
+// TestTerminalWorkFeed: terminal work announced through one handle (a
+// command) wakes the monitor hosts watching through another.
+func TestTerminalWorkFeed(t *testing.T) {
+	url := testURL(t)
+	schema := freshSchema(t, url)
+	open := func() *postgresStore {
+		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	storetest.TerminalWorkFeed(t, open(), open())
+}
+
 type postgresStore = sqlstore.DB
 
 // awaitSignal waits (bounded) for a value on ch.

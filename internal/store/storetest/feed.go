@@ -96,3 +96,47 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 		t.Fatalf("%s was not announced", what)
 	}
 }
+
+// TerminalWorkFeed checks store.TerminalWorkFeed across two handles on one
+// database (two processes, or two hosts): an announcement through one
+// wakes the watchers of terminal work on the other, and a task's change
+// does not. Backends call it from their own tests.
+func TerminalWorkFeed(t *testing.T, writer, reader store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	feed, ok := reader.(store.TerminalWorkFeed)
+	if !ok {
+		t.Fatalf("%T does not announce terminal work (store.TerminalWorkFeed)", reader)
+	}
+	announcer := writer.(store.TerminalWorkFeed)
+	changes := reader.(store.ChangeFeed)
+	work, stop := feed.WatchTerminalWork()
+	defer stop()
+	if work == nil {
+		t.Fatal("WatchTerminalWork returned a nil channel on a store with a change feed")
+	}
+	// A task's outcome, once heard, proves the listener runs and that its
+	// start-up wake-up (every watcher once) is already pending: drain it.
+	task := Task("work-marker", "main", "work-k1", 1)
+	if err := writer.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	ch, stopTask := changes.WatchTask(task.ID)
+	defer stopTask()
+	task.Status = store.StatusCompleted
+	if err := writer.UpdateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	await(t, ch, "the outcome of "+task.ID)
+	select {
+	case <-work:
+	default:
+	}
+	select {
+	case <-work:
+		t.Fatal("a task's change woke the watcher of terminal work")
+	default:
+	}
+	announcer.AnnounceTerminalWork(ctx)
+	await(t, work, "terminal work announced by the other handle")
+}
