@@ -31,17 +31,7 @@ func NewTaskFeed(t *testing.T, writer, reader store.Store) {
 	if created == nil {
 		t.Fatal("WatchNewTasks returned a nil channel on a store with a change feed")
 	}
-	// finish writes t's outcome and waits until reader heard it.
-	finish := func(t *testing.T, task *store.Task) {
-		t.Helper()
-		ch, stop := changes.WatchTask(task.ID)
-		defer stop()
-		task.Status = store.StatusCompleted
-		if err := writer.UpdateTask(ctx, task); err != nil {
-			t.Fatal(err)
-		}
-		await(t, ch, "the outcome of "+task.ID)
-	}
+	finish := func(t *testing.T, task *store.Task) { t.Helper(); finishHeard(t, writer, changes, task) }
 	old := Task("feed-old", "main", "feed-k1", 1)
 	if err := writer.CreateTask(ctx, old); err != nil {
 		t.Fatal(err)
@@ -121,13 +111,7 @@ func TerminalWorkFeed(t *testing.T, writer, reader store.Store) {
 	if err := writer.CreateTask(ctx, task); err != nil {
 		t.Fatal(err)
 	}
-	ch, stopTask := changes.WatchTask(task.ID)
-	defer stopTask()
-	task.Status = store.StatusCompleted
-	if err := writer.UpdateTask(ctx, task); err != nil {
-		t.Fatal(err)
-	}
-	await(t, ch, "the outcome of "+task.ID)
+	finishHeard(t, writer, changes, task)
 	select {
 	case <-work:
 	default:
@@ -139,4 +123,17 @@ func TerminalWorkFeed(t *testing.T, writer, reader store.Store) {
 	}
 	announcer.AnnounceTerminalWork(ctx)
 	await(t, work, "terminal work announced by the other handle")
+}
+
+// finishHeard writes task's outcome through writer and waits until the
+// change feed of the other handle (changes) heard it.
+func finishHeard(t *testing.T, writer store.Store, changes store.ChangeFeed, task *store.Task) {
+	t.Helper()
+	ch, stop := changes.WatchTask(task.ID)
+	defer stop()
+	task.Status = store.StatusCompleted
+	if err := writer.UpdateTask(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+	await(t, ch, "the outcome of "+task.ID)
 }
