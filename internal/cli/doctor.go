@@ -234,7 +234,7 @@ func checkStore(ctx context.Context, sv settings.Values) []verdict {
 	vs := []verdict{{ok: true, area: "store", detail: what}}
 	vs = append(vs, listProcesses(ctx, db, time.Now())...)
 	if tw, ok := db.(terminalWork); ok {
-		vs = append(vs, checkTerminalWork(ctx, tw, socketHostRuns(sv.Home), time.Now())...)
+		vs = append(vs, checkTerminalWork(ctx, tw, hostLive(ctx, tw), time.Now())...)
 	}
 	return vs
 }

@@ -3,12 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal"
 )
 
 // terminalWork is the part of the store doctor reads about terminal Turns:
@@ -19,18 +17,11 @@ type terminalWork interface {
 	MonitorLease(ctx context.Context, turnID string) (store.MonitorLease, error)
 }
 
-// socketHostRuns reports whether a monitor host answers on home's
-// terminal socket.
-func socketHostRuns(home string) bool {
-	_, err := terminal.Dial(filepath.Join(home, terminal.SocketName))
-	return err == nil
-}
-
 // checkTerminalWork is one verdict per open Turn saying which process
 // follows it (the holder of its monitor lease), and a failing one when
 // open Turns have no live host at all: nothing then records their
 // replies, approval prompts or callbacks.
-func checkTerminalWork(ctx context.Context, db terminalWork, socketHost bool, now time.Time) []verdict {
+func checkTerminalWork(ctx context.Context, db terminalWork, hostRuns bool, now time.Time) []verdict {
 	turns, err := db.OpenTurns(ctx, store.MaxPage)
 	if err != nil {
 		return []verdict{{area: "terminal", detail: "open terminal Turns: " + err.Error(), fix: "The store answered but its Turn table did not; retry."}}
@@ -72,9 +63,9 @@ func checkTerminalWork(ctx context.Context, db terminalWork, socketHost bool, no
 	if len(unfollowed) > 5 {
 		shown += ", …"
 	}
-	if socketHost {
+	if hostRuns {
 		return append(vs, verdict{ok: true, area: "terminal", detail: fmt.Sprintf(
-			"%d open Turn(s) not followed right now: %s; the monitor host on %s takes them at its next rescan", len(unfollowed), shown, terminal.SocketName)})
+			"%d open Turn(s) not followed right now: %s; a live monitor host takes them at its next rescan", len(unfollowed), shown)})
 	}
 	return append(vs, verdict{area: "terminal", detail: fmt.Sprintf(
 		"%d open Turn(s) have no live monitor host: %s; nothing records their replies, approval prompts or callbacks", len(unfollowed), shown),

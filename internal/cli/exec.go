@@ -207,7 +207,7 @@ func execRuntime(ctx context.Context, env Env, f *execFlags) (executor.RuntimeAd
 			go func() { defer close(done); _ = ts.host.Run(hctx) }()
 			stopHost = func() { cancel(); <-done }
 		}
-		a := rtterminal.New(rtterminal.Options{ID: executor.RuntimeID(f.runtime), Turns: ts.api, TerminalID: f.terminal, Logger: logger})
+		a := rtterminal.New(rtterminal.Options{ID: executor.RuntimeID(f.runtime), Turns: ts.svc, TerminalID: f.terminal, Logger: logger})
 		return a, "exec", func() { dispose(a); stopHost(); ts.close() }, nil
 	case "":
 		return nil, "", nil, &ExitError{Code: ExitUsage, Err: errors.New("--runtime is required: openclaw, claude-code, codex, codex-tmux or claude-code-tmux")}

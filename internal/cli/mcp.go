@@ -61,6 +61,10 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 				return err
 			}
 			fmt.Fprintf(env.Stderr, "clawconnect mcp: %s\n", describeRegistry(reg))
+			var terms *lazyTerminals
+			if terminalToolsOn(env, terminalTools) {
+				terms = &lazyTerminals{env: env, logger: logger, ctx: ctx, host: mcpHostsTerminals(env, true)}
+			}
 			pending := newPending(ctx, func(ctx context.Context) (*backend, error) {
 				b, err := open(ctx, env, logger)
 				if err != nil {
@@ -73,15 +77,22 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 				if len(b.runtimes) > 0 {
 					fmt.Fprintf(env.Stderr, "clawconnect mcp: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))
 				}
+				if terms != nil && terms.host {
+					// A long-lived process follows terminal work from
+					// the start, not from its first terminal tool call.
+					if _, err := terms.opened(b.shared); err != nil {
+						logger.Warn("terminal monitor host not started", "err", err)
+					}
+				}
 				return b, nil
 			})
 			defer pending.close()
 			sv := settingsOf(env)
 			opts := serverOptions(sv)
 			opts.Tasks, opts.Registry, opts.Logger = pending, reg, logger
-			if terminalToolsOn(env, terminalTools) {
-				terms := &lazyTerminals{env: env, logger: logger, ctx: ctx, shared: pending.sharedStore}
-				defer terms.close()
+			if terms != nil {
+				defer terms.close() // deferred after pending.close: the host stops before the store closes
+				terms.shared = pending.sharedStore
 				opts.Terminals = terms
 			}
 			srv, err := server.New(opts)

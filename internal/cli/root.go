@@ -132,7 +132,7 @@ func markNoJSON(root *cobra.Command) {
 	why := map[string]string{
 		"mcp":             "speaks MCP on standard output",
 		"serve":           "serves HTTP; its output is logs on standard error",
-		"terminal daemon": "serves the terminal socket; its output is logs",
+		"terminal daemon": "follows terminal work until stopped; its output is logs",
 		"terminal module": "speaks the runtime-module protocol on standard output",
 	}
 	for path, reason := range why {

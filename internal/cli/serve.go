@@ -122,7 +122,7 @@ configuration.`,
 			if len(b.runtimes) > 0 {
 				fmt.Fprintf(env.Stderr, "clawconnect serve: agent-session runtimes: %s\n", strings.Join(b.runtimes, ", "))
 			}
-			svc, stopTerminals := startTerminalHost(ctx, env, b.shared, logger)
+			svc, stopTerminals := startTerminalHost(ctx, env, b.shared, logger, "serve")
 			defer stopTerminals()
 			var terms server.Terminals
 			switch {

@@ -32,12 +32,13 @@ type wired struct {
 	Dashboard bool               // dashboardOptions: the session cookie's Secure opt-out
 	Terminal  config.Terminal    // newTerminalService, runTerminalHost
 	TermTools bool               // terminalToolsOn: the MCP terminal tools of mcp and serve
+	MCPHost   bool               // mcpHostsTerminals: an mcp with the terminal tools is a monitor host
 	Auth      config.AuthOptions // serve's authenticator
 	OAuth     oauthConfig        // oauthFrom: serve's OAuth mode and ?pass=
 	Agents    []config.Agent     // config.RegistryFromEnv: the agents without agents.json
 	Gateway   []any              // gatewayFlags.options: the gateway and exec commands, callbacks
 	Bridge    []any              // what bridge.Open reads besides the task options
-	Store     []string           // storeInfo, terminalSocket: where state lives
+	Store     []string           // storeInfo: where state lives
 	LogLevels []slog.Level       // newLogger: the levels that are logged
 	ExecBins  []string           // cliBinary: the CLIs exec starts
 	ExecEnv   []string           // execEnviron: what a CLI runtime inherits
@@ -57,6 +58,7 @@ func wiringOf(t *testing.T, vars map[string]string) wired {
 	w.Dashboard = dashboardOptions(sv).InsecureCookie
 	w.Terminal = config.TerminalFrom(sv)
 	w.TermTools = terminalToolsOn(env, false)
+	w.MCPHost = mcpHostsTerminals(env, true)
 	w.Auth = config.AuthFrom(sv)
 	w.OAuth = oauthFrom(sv)
 	if r, err := config.RegistryFromEnv(sv); err == nil {
@@ -65,7 +67,7 @@ func wiringOf(t *testing.T, vars map[string]string) wired {
 	g := (&gatewayFlags{}).options(env)
 	w.Gateway = []any{g.URL, g.Token, g.Password, g.Headers}
 	w.Bridge = []any{sv.CallTimeout, sv.DatabaseURL}
-	w.Store = []string{storeInfo(sv, nil), terminalSocket(env)}
+	w.Store = []string{storeInfo(sv, nil)}
 	logger := newLogger(env)
 	for _, l := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
 		if logger.Enabled(context.Background(), l) {
@@ -144,6 +146,7 @@ var effectOf = map[string]string{
 	"CLAWCONNECT_TERMINAL_TOOLS":                "TermTools",
 	"CLAWCONNECT_TERMINAL_UNPROVEN":             "Terminal",
 	"CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE":    "Terminal",
+	"CLAWCONNECT_MCP_TERMINAL_HOST":             "MCPHost",
 	"CLAWCONNECT_BUILD_SHA":                     "Server",
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,38 +23,13 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 )
 
-// terminalAPI is the Turn service as the terminal commands use it: the
-// in-process Service, or a Client of the host that owns the store.
-type terminalAPI interface {
-	List(ctx context.Context) (terminal.ListResult, error)
-	Send(ctx context.Context, r terminal.SendRequest) (terminal.SendResult, error)
-	Wait(ctx context.Context, turnID string) (terminal.TurnView, error)
-	Status(ctx context.Context, turnID string) (terminal.TurnView, error)
-	Respond(ctx context.Context, turnID, text string) (terminal.SendResult, error)
-	Approve(ctx context.Context, turnID, fingerprint string) (terminal.TurnView, error)
-	Cancel(ctx context.Context, turnID string) (terminal.TurnView, error)
-	Renew(ctx context.Context, turnID string, minutes float64) (terminal.TurnView, error)
-	Close(ctx context.Context, turnID, reason string) (terminal.TurnView, error)
-	RetryCallback(ctx context.Context, turnID string) (terminal.TurnView, error)
-	SessionFile(ctx context.Context, turnID string) (terminal.SessionFile, error)
-}
-
-var (
-	_ terminalAPI = (*terminal.Service)(nil)
-	_ terminalAPI = (*terminal.Client)(nil)
-)
-
-// terminalStack is an opened terminal service: the API, and, when this
-// process owns the store, the Service and a Host to run its monitors.
+// terminalStack is an opened terminal service: the Service over the
+// shared store and, when no long-lived monitor host is live, a Host the
+// command runs while it follows its own Turn.
 type terminalStack struct {
-	api   terminalAPI
-	svc   *terminal.Service // nil when api is a remote host
-	host  *terminal.Host
+	svc   *terminal.Service
+	host  *terminal.Host // nil when a live host follows the work
 	close func()
-}
-
-func terminalSocket(env Env) string {
-	return filepath.Join(settingsOf(env).Home, terminal.SocketName)
 }
 
 // openTerminalStore opens the shared store: PostgreSQL at
@@ -95,12 +69,12 @@ func newTerminalService(env Env, st store.TerminalStore, logger *slog.Logger) (*
 	return svc, c, nil
 }
 
-// openTerminal returns the host's API when a monitor host listens on the
-// socket, else a Service over the store opened here.
+// openTerminal opens the Service over the shared store. Every command
+// works on the store itself; a long-lived host (serve, mcp, terminal
+// daemon) follows the Turns it sends, told through the store's feed. When
+// none is live, the stack carries a Host the command runs while it
+// follows its own Turn.
 func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalStack, error) {
-	if c, err := terminal.Dial(terminalSocket(env), callerSockets(env)...); err == nil {
-		return &terminalStack{api: c, close: func() {}}, nil
-	}
 	st, closeStore, err := openTerminalStore(ctx, env)
 	if err != nil {
 		return nil, err
@@ -110,21 +84,23 @@ func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalS
 		_ = closeStore()
 		return nil, err
 	}
-	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal send"})
-	return &terminalStack{api: svc, svc: svc, host: host, close: func() { _ = closeStore() }}, nil
+	s := &terminalStack{svc: svc, close: func() { _ = closeStore() }}
+	if !hostLive(ctx, st) {
+		s.host = terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal command"})
+	}
+	return s, nil
 }
 
-// callerSockets are the tmux servers this command would list panes on
-// itself besides the default one: CLAWCONNECT_TMUX_SOCKETS and the server
-// of $TMUX. They travel with its requests, so a host started without them
-// finds the same panes.
-func callerSockets(env Env) []string {
-	c := config.TerminalFrom(settingsOf(env))
-	out := append([]string(nil), c.Sockets...)
-	if s, _, _ := strings.Cut(c.TMUX, ","); s != "" {
-		out = append(out, s)
+// hostLive reports whether a long-lived monitor host is live on st; a
+// store without a process registry, or one that cannot be read, has none
+// as far as a command can tell, so the command follows its Turn itself.
+func hostLive(ctx context.Context, st any) bool {
+	reg, ok := st.(terminal.Registered)
+	if !ok {
+		return false
 	}
-	return out
+	_, live, err := terminal.LiveHost(ctx, reg)
+	return err == nil && live
 }
 
 // terminalExit maps the service's errors to exit codes.
@@ -149,8 +125,9 @@ Turn, and follow it from the agent's own session files until it is done (with
 the reply), waits for approval, stalls or fails.
 
 Panes are found on tmux's default server, the server of $TMUX and the sockets
-in CLAWCONNECT_TMUX_SOCKETS (comma-separated). Turns are followed by a monitor
-host: ` + "`clawconnect serve`" + ` or ` + "`clawconnect terminal daemon`" + `. Without one,
+in CLAWCONNECT_TMUX_SOCKETS (comma-separated). Every command works on the
+shared store; Turns are followed by any monitor host on it: ` + "`clawconnect serve`" + `,
+` + "`clawconnect terminal daemon`" + ` or an mcp with the terminal tools. Without one,
 send --wait, approve, respond and status --wait follow the Turn in their own
 process until it ends, and a command that leaves a running Turn says so.
 
@@ -215,7 +192,7 @@ changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
-				res, err := s.api.List(ctx)
+				res, err := s.svc.List(ctx)
 				if err != nil {
 					return err
 				}
@@ -347,7 +324,7 @@ func waitTurn(ctx context.Context, env Env, s *terminalStack, turnID string, tim
 		wctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	v, err := s.api.Wait(wctx, turnID)
+	v, err := s.svc.Wait(wctx, turnID)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return v, &ExitError{Code: ExitPending, Err: fmt.Errorf("turn %s is still %s after %s; follow it with `clawconnect terminal status %s`", turnID, v.Status, timeout, turnID)}
 	}
@@ -387,16 +364,11 @@ statuses and prints the Turn.`,
 				return err
 			}
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
-				// Checked here as well: the host's socket speaks JSON, which
-				// would replace invalid UTF-8 instead of refusing it.
-				if err := terminal.CheckRequest(args[0]); err != nil {
-					return fmt.Errorf("send: %w", err)
-				}
 				req, err := o.request(terminal.SendRequest{SessionID: sessionID, TerminalID: terminalID, Request: args[0]})
 				if err != nil {
 					return fmt.Errorf("send: %w", err)
 				}
-				res, err := s.api.Send(ctx, req)
+				res, err := s.svc.Send(ctx, req)
 				if err != nil {
 					if o.asJSON && res.TurnID != "" {
 						_ = printJSON(env.Stdout, res)
@@ -430,7 +402,7 @@ func turnCmd(env Env, use, short, long, example string, flags func(cmd *cobra.Co
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
 				if forSession != "" {
-					v, err := s.api.Status(ctx, args[0])
+					v, err := s.svc.Status(ctx, args[0])
 					if err != nil {
 						return err
 					}
@@ -503,7 +475,7 @@ Turn leaves the running statuses, following it here when no monitor host runs.`,
 			if wait {
 				return waitTurn(ctx, env, s, id, timeout)
 			}
-			return s.api.Status(ctx, id)
+			return s.svc.Status(ctx, id)
 		})
 }
 
@@ -519,10 +491,7 @@ Turn here until it ends and prints it.`,
 		`  clawconnect terminal respond turn-20260101T120000-1a2b3c4d "Use the staging database"
   clawconnect terminal respond turn-20260101T120000-1a2b3c4d 2`, nil,
 		func(ctx context.Context, s *terminalStack, id string, rest []string) (any, error) {
-			if err := terminal.CheckRequest(rest[0]); err != nil {
-				return nil, fmt.Errorf("respond: %w", err)
-			}
-			res, err := s.api.Respond(ctx, id, rest[0])
+			res, err := s.svc.Respond(ctx, id, rest[0])
 			if err != nil || s.host == nil {
 				return res, err
 			}
@@ -544,7 +513,7 @@ When no monitor host runs, it follows the Turn here until it ends.`,
 			cmd.Flags().StringVar(&fingerprint, "fingerprint", "", "the approval fingerprint status showed")
 		},
 		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
-			v, err := s.api.Approve(ctx, id, fingerprint)
+			v, err := s.svc.Approve(ctx, id, fingerprint)
 			if err != nil {
 				return v, err
 			}
@@ -559,7 +528,7 @@ Turn cancelled at once. Refused while a dialog that cannot be dismissed safely
 covers the pane.`,
 		`  clawconnect terminal cancel turn-20260101T120000-1a2b3c4d`, nil,
 		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
-			return s.api.Cancel(ctx, id)
+			return s.svc.Cancel(ctx, id)
 		})
 }
 
@@ -573,7 +542,7 @@ follow it again.`,
 			cmd.Flags().Float64Var(&minutes, "minutes", 0, "new inactivity timeout in minutes (default: the Turn's own)")
 		},
 		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
-			return s.api.Renew(ctx, id, minutes)
+			return s.svc.Renew(ctx, id, minutes)
 		})
 }
 
@@ -588,40 +557,35 @@ was not accepted or whose outcome is uncertain releases the pane for new sends
 			cmd.Flags().StringVar(&reason, "reason", "", "why (recorded on the Turn)")
 		},
 		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
-			return s.api.Close(ctx, id, reason)
+			return s.svc.Close(ctx, id, reason)
 		})
 }
 
-// runTerminalHost runs the monitor host over svc and serves its socket
-// until ctx ends.
-func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal) error {
-	ho := terminal.HostOptions{Recheck: c.Recheck, Role: "terminal host"}
+// runTerminalHost runs a long-lived monitor host over svc, with the
+// callback outbox, until ctx ends. Every long-lived process runs one on
+// the shared store; the leases decide which follows each Turn.
+func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal, role string) error {
+	ho := terminal.HostOptions{Recheck: c.Recheck, Role: terminal.HostRole + " (" + role + ")"}
 	if cs, ok := st.(store.CallbackStore); ok {
+		warm := configuredCallbackGateway(env)
+		if role == "mcp" {
+			// An mcp (one per MCP client) dials the gateway at its first
+			// callback instead: an idle one keeps no connection, and
+			// serve or the daemon usually delivers first anyway.
+			warm = ""
+		}
 		ho.Outbox = terminal.NewOutbox(terminal.OutboxOptions{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env),
-			WarmURL: configuredCallbackGateway(env)})
+			WarmURL: warm})
 		defer func() { _ = ho.Outbox.Close() }()
 	}
-	host := terminal.NewHost(svc, ho)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- host.Run(ctx) }()
-	sock := terminalSocket(env)
-	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-		cancel()
-		<-done
-		return err
-	}
-	err := terminal.ServeSocket(ctx, sock, svc)
-	cancel()
-	return errors.Join(err, <-done)
+	return terminal.NewHost(svc, ho).Run(ctx)
 }
 
-// startTerminalHost runs the terminal monitor host on shared (the store
-// serve owns) in the background and returns its Service (nil when none
-// runs); the returned func stops it. Terminal turns are optional for serve:
-// a failure is logged, never fatal.
-func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Logger) (*terminal.Service, func()) {
+// startTerminalHost runs a terminal monitor host on shared (the store the
+// process opened) in the background and returns its Service (nil when
+// none runs); the returned func stops it. Terminal turns are optional for
+// serve: a failure is logged, never fatal.
+func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Logger, role string) (*terminal.Service, func()) {
 	st, ok := shared.(store.TerminalStore)
 	if !ok {
 		return nil, func() {}
@@ -631,25 +595,33 @@ func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Lo
 		logger.Warn("terminal turns disabled", "err", err)
 		return nil, func() {}
 	}
+	return svc, goTerminalHost(ctx, env, st, svc, c, role, logger)
+}
+
+// goTerminalHost runs runTerminalHost in the background until the
+// returned func, which waits for it, is called.
+func goTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal, role string, logger *slog.Logger) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := runTerminalHost(ctx, env, st, svc, c); err != nil && ctx.Err() == nil {
+		if err := runTerminalHost(ctx, env, st, svc, c, role); err != nil && ctx.Err() == nil {
 			logger.Warn("terminal monitor host stopped", "err", err)
 		}
 	}()
-	return svc, func() { cancel(); <-done }
+	return func() { cancel(); <-done }
 }
 
 func terminalDaemonCmd(env Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "daemon",
 		Short: "Run only the terminal monitor host",
-		Long: `Run the monitor host of terminal turns until interrupted: it resumes every open
-Turn in the store (after a restart or kill -9 too), follows new ones, and serves
-the other terminal commands on CLAWCONNECT_HOME/terminal.sock. ` + "`clawconnect serve`" + `
-hosts the same monitors; run one or the other on a SQLite store.`,
+		Long: `Run a monitor host of terminal turns until interrupted: it resumes every open
+Turn and watch in the store that no live host follows (after a restart or
+kill -9 too), follows new ones as commands announce them, and delivers their
+callbacks. ` + "`clawconnect serve`" + ` and ` + "`clawconnect mcp`" + ` (with the terminal tools) host the
+same work; any number of hosts share one store, each Turn followed by one of
+them under a lease.`,
 		Example: `  clawconnect terminal daemon &
   clawconnect terminal send --terminal terminal:v2:tmux:codex:work:0.0:4242 "Fix the failing test"`,
 		Args: cobra.NoArgs,
@@ -665,10 +637,20 @@ hosts the same monitors; run one or the other on a SQLite store.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stderr, "clawconnect terminal daemon: following terminal turns; socket %s\n", terminalSocket(env))
-			return runTerminalHost(ctx, env, st, svc, c)
+			fmt.Fprintf(env.Stderr, "clawconnect terminal daemon: following terminal turns of %s\n", storeName(env))
+			return runTerminalHost(ctx, env, st, svc, c, "terminal daemon")
 		},
 	}
+}
+
+// storeName names the shared store for a reader: the PostgreSQL store, or
+// the SQLite file's path.
+func storeName(env Env) string {
+	sv := settingsOf(env)
+	if sv.DatabaseURL != "" {
+		return "the PostgreSQL store"
+	}
+	return filepath.Join(sv.Home, sqlite.FileName)
 }
 
 func terminalRetryCallbackCmd(env Env) *cobra.Command {
@@ -679,7 +661,7 @@ dedups the injection and the wake by their idempotency keys). A delivered
 callback is left as it is. The monitor host delivers it.`,
 		`  clawconnect terminal retry-callback turn-20260101T120000-1a2b3c4d`, nil,
 		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
-			return s.api.RetryCallback(ctx, id)
+			return s.svc.RetryCallback(ctx, id)
 		})
 }
 

@@ -48,10 +48,7 @@ its terminal id instead. Output as send's, with the chosen terminal_id.`,
 				return &ExitError{Code: ExitUsage, Err: fmt.Errorf("delegate: %w", err)}
 			}
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
-				if err := terminal.CheckRequest(args[0]); err != nil {
-					return fmt.Errorf("delegate: %w", err)
-				}
-				res, row, err := terminal.Delegate(ctx, s.api, agent, req)
+				res, row, err := terminal.Delegate(ctx, s.svc, agent, req)
 				out := delegateOutput{TerminalID: row.ID, Agent: row.Agent, Cwd: row.Cwd, SendResult: res}
 				if err != nil {
 					var ref *terminal.DelegateRefusal

@@ -115,16 +115,25 @@ func waitSendableRow(t *testing.T, envm map[string]string) terminal.TerminalRow 
 }
 
 // startHelperDaemon runs `clawconnect terminal daemon` in envm as a child
-// process (TestHelperTerminalDaemon) until the test ends, once it serves
-// its socket, and returns it and the path of its log.
+// process (TestHelperTerminalDaemon) until the test ends, once it is a live
+// monitor host on the store, and returns it and the path of its log.
 func startHelperDaemon(t *testing.T, envm map[string]string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTerminalDaemon$")
+	return startHelper(t, envm, "TestHelperTerminalDaemon")
+}
+
+// startHelper runs the helper test named (TestHelperTerminalDaemon,
+// TestHelperServe) as a child process in envm until the test ends, once it
+// is a live monitor host on the store of envm's home, and returns it and
+// the path of its log.
+func startHelper(t *testing.T, envm map[string]string, helper string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$")
 	cmd.Env = append(os.Environ(), "CLAWCONNECT_TEST_HELPER_DAEMON=1")
 	for k, v := range envm {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	logs, err := os.CreateTemp(t.TempDir(), "daemon-*.log")
+	logs, err := os.CreateTemp(t.TempDir(), "host-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,12 +144,12 @@ func startHelperDaemon(t *testing.T, envm map[string]string) (*exec.Cmd, string)
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := terminal.Dial(filepath.Join(envm["CLAWCONNECT_HOME"], terminal.SocketName)); err == nil {
+		if hostRegistered(t, envm["CLAWCONNECT_HOME"]) {
 			return cmd, logs.Name()
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(logs.Name())
-			t.Fatalf("the daemon did not serve its socket:\n%s", b)
+			t.Fatalf("%s did not register as a live monitor host:\n%s", helper, b)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -150,12 +159,23 @@ func startHelperDaemon(t *testing.T, envm map[string]string) (*exec.Cmd, string)
 // the test binary with it as `clawconnect terminal daemon`, so it can kill
 // it with SIGKILL.
 func TestHelperTerminalDaemon(t *testing.T) {
+	runHelper(t, "terminal", "daemon")
+}
+
+// TestHelperServe is not a test: the E2E tests run the test binary with
+// it as `clawconnect serve` on a free port.
+func TestHelperServe(t *testing.T) {
+	runHelper(t, "serve", "--addr", "127.0.0.1:0")
+}
+
+// runHelper runs clawconnect args in the helper process until SIGTERM.
+func runHelper(t *testing.T, args ...string) {
 	if os.Getenv("CLAWCONNECT_TEST_HELPER_DAEMON") != "1" {
 		t.Skip("helper process only")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	err := Run(ctx, Env{Args: []string{"terminal", "daemon"}, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+	err := Run(ctx, Env{Args: args, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/cli"
+	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
@@ -45,7 +46,7 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 		return out.String(), nil
 	}
 
-	// The monitor host owns the store and serves the terminal socket.
+	// A monitor host follows the Turns on the shared store.
 	dctx, stopDaemon := context.WithCancel(context.Background())
 	daemonDone := make(chan error, 1)
 	go func() { _, err := run(dctx, "terminal", "daemon"); daemonDone <- err }()
@@ -57,14 +58,18 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	sock := filepath.Join(home, terminal.SocketName)
+	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(home, sqlite.FileName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
 	for {
-		if _, err := terminal.Dial(sock); err == nil {
+		if _, ok, err := terminal.LiveHost(ctx, st); err == nil && ok {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatal("the daemon's socket never answered")
+			t.Fatal("the daemon never registered as a live monitor host")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

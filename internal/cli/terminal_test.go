@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -15,8 +14,9 @@ import (
 )
 
 // TestServeHostsTerminalTurns checks the wiring serve uses: the monitor host
-// runs on the store serve owns and answers the terminal commands on its
-// socket, and stops with serve.
+// runs on the store serve opened and registers as a live host there, the
+// terminal commands work on the same store, and the host leaves the
+// registry when serve stops.
 func TestServeHostsTerminalTurns(t *testing.T) {
 	home := t.TempDir()
 	envm := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_TMUX_DEFAULT_SERVER": "off"}
@@ -28,30 +28,19 @@ func TestServeHostsTerminalTurns(t *testing.T) {
 	defer st.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	_, stop := startTerminalHost(ctx, env, st, slog.New(slog.DiscardHandler))
-	sock := filepath.Join(home, terminal.SocketName)
-	var c *terminal.Client
-	deadline := time.Now().Add(10 * time.Second)
-	for c == nil {
-		if c, err = terminal.Dial(sock); err != nil && time.Now().After(deadline) {
-			t.Fatalf("no terminal socket: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	res, err := c.List(ctx)
+	svc, stop := startTerminalHost(ctx, env, st, slog.New(slog.DiscardHandler), "serve")
+	waitHostLive(t, st, true)
+	res, err := svc.List(ctx)
 	if err != nil || len(res.Terminals) != 0 {
-		t.Fatalf("list over the socket = %+v, %v", res, err)
+		t.Fatalf("list = %+v, %v", res, err)
 	}
-	if _, err := c.Status(ctx, "turn-20260101T000000-00000000"); !errors.Is(err, terminal.ErrNotFound) {
-		t.Fatalf("status of an unknown turn over the socket: %v", err)
-	}
-	if _, err := c.Send(ctx, terminal.SendRequest{TerminalID: "nope", Request: "x"}); !errors.Is(err, terminal.ErrBadInput) {
-		t.Fatalf("malformed send over the socket: %v", err)
-	}
-	// The CLI commands find the host and use it.
+	// The CLI commands work on the shared store.
 	out, _, err := runTerminal(ctx, envm, "list", "--json")
 	if err != nil || out == "" {
-		t.Fatalf("terminal list through the host: %q, %v", out, err)
+		t.Fatalf("terminal list beside the host: %q, %v", out, err)
+	}
+	if _, _, err := runTerminal(ctx, envm, "status", "turn-20260101T000000-00000000"); ExitCode(err) != ExitNotFound {
+		t.Fatalf("status of an unknown turn: exit %d (%v)", ExitCode(err), err)
 	}
 	if _, _, err := runTerminal(ctx, envm, "send", "--terminal", "bad", "x"); ExitCode(err) != ExitUsage {
 		t.Fatalf("send with a malformed terminal id: exit %d (%v)", ExitCode(err), err)
@@ -59,13 +48,9 @@ func TestServeHostsTerminalTurns(t *testing.T) {
 	if _, _, err := runTerminal(ctx, envm, "send", "x"); ExitCode(err) != ExitUsage {
 		t.Fatalf("send without a target: exit %d (%v)", ExitCode(err), err)
 	}
-	// Text a terminal would take as keys is refused as bad input, by the
-	// socket and by the commands, naming what is wrong; invalid UTF-8 too,
-	// which the socket's JSON would otherwise have replaced.
+	// Text a terminal would take as keys is refused as bad input, naming
+	// what is wrong; invalid UTF-8 too.
 	const tid = "terminal:v2:tmux:claude:s:0.0:1"
-	if _, err := c.Send(ctx, terminal.SendRequest{TerminalID: tid, Request: "bye\u0003\u0003"}); !errors.Is(err, terminal.ErrBadInput) || !strings.Contains(err.Error(), "U+0003") {
-		t.Fatalf("send of Ctrl-C over the socket: %v", err)
-	}
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -82,16 +67,80 @@ func TestServeHostsTerminalTurns(t *testing.T) {
 		}
 	}
 	stop()
-	if _, err := terminal.Dial(sock); err == nil {
-		t.Fatal("the socket still answers after the host stopped")
+	waitHostLive(t, st, false)
+}
+
+// waitHostLive waits (bounded) until the store's process registry has a
+// live monitor host, or has none when live is false.
+func waitHostLive(t *testing.T, reg terminal.Registered, live bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, ok, err := terminal.LiveHost(t.Context(), reg)
+		if err == nil && ok == live {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live monitor host = %v (%v), want %v", ok, err, live)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
 func TestStartTerminalHostWithoutSharedStore(t *testing.T) {
 	t.Parallel()
-	svc, stop := startTerminalHost(t.Context(), Env{}, nil, slog.New(slog.DiscardHandler))
+	svc, stop := startTerminalHost(t.Context(), Env{}, nil, slog.New(slog.DiscardHandler), "serve")
 	if svc != nil {
 		t.Error("a Service without a store")
 	}
 	stop() // a read-only or private store: nothing runs, nothing to stop
+}
+
+// hostRegistered reports whether the SQLite store of home has a live
+// monitor host now.
+func hostRegistered(t *testing.T, home string) bool {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(home, sqlite.FileName)})
+	if err != nil {
+		return false
+	}
+	defer st.Close()
+	_, ok, err := terminal.LiveHost(t.Context(), st)
+	return err == nil && ok
+}
+
+// TestMCPTerminalToolsHostTheStore: an mcp whose terminal tools are on is a
+// live monitor host on its store as soon as the store opens (before any
+// terminal tool call), unless CLAWCONNECT_MCP_TERMINAL_HOST is off, and
+// stops being one when it exits.
+func TestMCPTerminalToolsHostTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		setting string
+		host    bool
+	}{{"", true}, {"off", false}} {
+		t.Run("host="+tc.setting, func(t *testing.T) {
+			home := t.TempDir()
+			envm := map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_TMUX_DEFAULT_SERVER": "off", "CLAWCONNECT_MCP_TERMINAL_HOST": tc.setting}
+			env := Env{Getenv: func(k string) string { return envm[k] }, Stdout: io.Discard, Stderr: io.Discard}
+			st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(home, sqlite.FileName)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			l := &lazyTerminals{env: env, logger: slog.New(slog.DiscardHandler), ctx: t.Context(), host: mcpHostsTerminals(env, true)}
+			defer l.close()
+			if _, err := l.opened(st); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.host {
+				if l.stop != nil {
+					t.Fatal("a monitor host runs although CLAWCONNECT_MCP_TERMINAL_HOST is off")
+				}
+				return
+			}
+			waitHostLive(t, st, true)
+			l.close()
+			waitHostLive(t, st, false)
+		})
+	}
 }

@@ -13,24 +13,6 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal"
 )
 
-// threadAPI is the thread-transition part of the Turn service (the
-// in-process Service or a host's Client).
-type threadAPI interface {
-	NewThread(ctx context.Context, terminalID string) (terminal.TransitionView, error)
-	ClearThread(ctx context.Context, terminalID string) (terminal.TransitionView, error)
-	ResumeThread(ctx context.Context, terminalID, threadID string) (terminal.TransitionView, error)
-	AdoptThread(ctx context.Context, terminalID string) (terminal.TransitionView, error)
-	ResolveTransition(ctx context.Context, id string, adopt bool) (terminal.TransitionView, error)
-	Transition(ctx context.Context, id string) (terminal.TransitionView, error)
-	Threads(ctx context.Context, terminalID string) (terminal.ThreadsResult, error)
-	Detach(ctx context.Context, sessionID, reason string) (terminal.SessionView, error)
-}
-
-var (
-	_ threadAPI = (*terminal.Service)(nil)
-	_ threadAPI = (*terminal.Client)(nil)
-)
-
 // terminalThreadCmds are the native thread commands of `clawconnect terminal`.
 func terminalThreadCmds(env Env) []*cobra.Command {
 	return []*cobra.Command{
@@ -46,13 +28,13 @@ first Turn in the new thread. Refused on an agent version the plan was not
 proven on (Claude Code 2.1.332, Codex 0.171.0), and on a Codex that has had
 no prompt yet (it has no thread to leave).`,
 			`  clawconnect terminal new-thread terminal:v2:tmux:claude:work:0.0:4242`,
-			func(ctx context.Context, api threadAPI, args []string) (any, error) {
+			func(ctx context.Context, api *terminal.Service, args []string) (any, error) {
 				return api.NewThread(ctx, args[0])
 			}),
 		threadCmd(env, "clear-thread TERMINAL_ID", "Clear the pane agent's context into a new native thread (no Turn)",
 			`Like new-thread, with the agent's clear control (/clear).`,
 			`  clawconnect terminal clear-thread terminal:v2:tmux:claude:work:0.0:4242`,
-			func(ctx context.Context, api threadAPI, args []string) (any, error) {
+			func(ctx context.Context, api *terminal.Service, args []string) (any, error) {
 				return api.ClearThread(ctx, args[0])
 			}),
 		threadCmd(env, "resume-thread TERMINAL_ID NATIVE_THREAD_ID", "Resume an earlier native thread of the pane's workspace (no Turn)",
@@ -62,7 +44,7 @@ agent's files name that thread. The thread's detached Session is reactivated
 (or a new one bound) at the next binding generation. No Turn is created.`,
 			`  clawconnect terminal threads terminal:v2:tmux:claude:work:0.0:4242
   clawconnect terminal resume-thread terminal:v2:tmux:claude:work:0.0:4242 6f1c…-…`,
-			func(ctx context.Context, api threadAPI, args []string) (any, error) {
+			func(ctx context.Context, api *terminal.Service, args []string) (any, error) {
 				return api.ResumeThread(ctx, args[0], args[1])
 			}),
 		threadCmd(env, "adopt-thread TERMINAL_ID", "Bind the thread a human switched the pane to",
@@ -71,7 +53,7 @@ thread by hand), bind the pane's current thread: the old Session is left
 detached, the thread gets a Session at the next binding generation. The other
 choice is `+"`terminal detach SESSION_ID`"+` (keep the old Session detached).`,
 			`  clawconnect terminal adopt-thread terminal:v2:tmux:claude:work:0.0:4242`,
-			func(ctx context.Context, api threadAPI, args []string) (any, error) {
+			func(ctx context.Context, api *terminal.Service, args []string) (any, error) {
 				return api.AdoptThread(ctx, args[0])
 			}),
 		threadCmd(env, "transition TRANSITION_ID", "Show a native thread transition",
@@ -79,15 +61,15 @@ choice is `+"`terminal detach SESSION_ID`"+` (keep the old Session detached).`,
 committed, uncertain, aborted), the binding it left and the one it made, and
 the recovery actions of one that is not finished.`,
 			`  clawconnect terminal transition transition-6f1c…`,
-			func(ctx context.Context, api threadAPI, args []string) (any, error) {
+			func(ctx context.Context, api *terminal.Service, args []string) (any, error) {
 				return api.Transition(ctx, args[0])
 			}),
 		threadsCmd(env), resolveTransitionCmd(env), detachCmd(env),
 	}
 }
 
-// threadCmd builds a command over threadAPI that prints a TransitionView.
-func threadCmd(env Env, use, short, long, example string, run func(ctx context.Context, api threadAPI, args []string) (any, error)) *cobra.Command {
+// threadCmd builds a command over the Turn service that prints a TransitionView.
+func threadCmd(env Env, use, short, long, example string, run func(ctx context.Context, api *terminal.Service, args []string) (any, error)) *cobra.Command {
 	var asJSON bool
 	nargs := len(strings.Fields(use)) - 1
 	cmd := &cobra.Command{
@@ -95,10 +77,7 @@ func threadCmd(env Env, use, short, long, example string, run func(ctx context.C
 		Args: exactArgs(nargs, strings.Fields(use)[0]+": usage: clawconnect terminal "+use),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
-				api, ok := s.api.(threadAPI)
-				if !ok {
-					return fmt.Errorf("%s: this terminal service has no thread transitions", strings.Fields(use)[0])
-				}
+				api := s.svc
 				out, err := run(ctx, api, args)
 				if v, ok := out.(terminal.TransitionView); ok && v.TransitionID != "" {
 					if asJSON {
@@ -147,7 +126,7 @@ pane's current thread, and its managed Session. Claude Code: the transcripts
 of the workspace's project directory; Codex: the TUI rollouts whose
 session_meta names the workspace. It changes nothing.`,
 		`  clawconnect terminal threads terminal:v2:tmux:claude:work:0.0:4242 --json | jq -r '.threads[].native_thread_id'`,
-		func(ctx context.Context, api threadAPI, args []string, w io.Writer, asJSON bool) error {
+		func(ctx context.Context, api *terminal.Service, args []string, w io.Writer, asJSON bool) error {
 			res, err := api.Threads(ctx, args[0])
 			if err != nil {
 				return err
@@ -187,7 +166,7 @@ mid-way, so the terminal takes input again:
   --abort  end it without changing any Session; if the pane did switch, its
            row then shows a conflict (adopt-thread or detach)`,
 		`  clawconnect terminal resolve-transition transition-6f1c… --adopt`,
-		func(ctx context.Context, api threadAPI, args []string, w io.Writer, asJSON bool) error {
+		func(ctx context.Context, api *terminal.Service, args []string, w io.Writer, asJSON bool) error {
 			if adopt == abort {
 				return fmt.Errorf("resolve-transition: %w: pass exactly one of --adopt or --abort", terminal.ErrBadInput)
 			}
@@ -214,7 +193,7 @@ may be followed afresh. Its open Turn, if it ended with the agent, is closed;
 a Turn still with the agent is refused (cancel it first). The pane is not
 touched. This is the "keep the old Session" choice of a thread conflict.`,
 		`  clawconnect terminal detach session-20260101120000-1a2b3c4d`,
-		func(ctx context.Context, api threadAPI, args []string, w io.Writer, asJSON bool) error {
+		func(ctx context.Context, api *terminal.Service, args []string, w io.Writer, asJSON bool) error {
 			v, err := api.Detach(ctx, args[0], reason)
 			if err != nil {
 				return err
@@ -229,9 +208,9 @@ touched. This is the "keep the old Session" choice of a thread conflict.`,
 	return cmd
 }
 
-// threadCmdWith builds a command over threadAPI whose run prints its own
+// threadCmdWith builds a command over the Turn service whose run prints its own
 // output.
-func threadCmdWith(env Env, use, short, long, example string, run func(ctx context.Context, api threadAPI, args []string, w io.Writer, asJSON bool) error) *cobra.Command {
+func threadCmdWith(env Env, use, short, long, example string, run func(ctx context.Context, api *terminal.Service, args []string, w io.Writer, asJSON bool) error) *cobra.Command {
 	var asJSON bool
 	f := strings.Fields(use)
 	cmd := &cobra.Command{
@@ -239,10 +218,7 @@ func threadCmdWith(env Env, use, short, long, example string, run func(ctx conte
 		Args: exactArgs(len(f)-1, f[0]+": usage: clawconnect terminal "+use),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
-				api, ok := s.api.(threadAPI)
-				if !ok {
-					return fmt.Errorf("%s: this terminal service has no thread transitions", f[0])
-				}
+				api := s.svc
 				return run(ctx, api, args, env.Stdout, asJSON)
 			})
 		},

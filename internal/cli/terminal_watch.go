@@ -13,21 +13,6 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal"
 )
 
-// watchAPI is the part of the terminal service the watch and inspect
-// commands use; terminal.Service and terminal.Client implement it.
-type watchAPI interface {
-	Watch(ctx context.Context, r terminal.WatchRequest) (terminal.WatchView, error)
-	Watches(ctx context.Context, limit int) ([]terminal.WatchView, error)
-	Unwatch(ctx context.Context, id string) (terminal.WatchView, error)
-	WatchStatus(ctx context.Context, watchID string) (terminal.WatchView, error)
-	Inspect(ctx context.Context, terminalID string) (terminal.InspectResult, error)
-}
-
-var (
-	_ watchAPI = (*terminal.Service)(nil)
-	_ watchAPI = (*terminal.Client)(nil)
-)
-
 // terminalWatchCmds are the inspect, watch, unwatch, watch-status and
 // watches commands.
 func terminalWatchCmds(env Env) []*cobra.Command {
@@ -36,13 +21,9 @@ func terminalWatchCmds(env Env) []*cobra.Command {
 }
 
 // withWatchAPI opens the service for one watch or inspect command.
-func withWatchAPI(cmd *cobra.Command, env Env, f func(ctx context.Context, api watchAPI, s *terminalStack) error) error {
+func withWatchAPI(cmd *cobra.Command, env Env, f func(ctx context.Context, api *terminal.Service, s *terminalStack) error) error {
 	return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
-		api, ok := s.api.(watchAPI)
-		if !ok {
-			return fmt.Errorf("%s: the running terminal host is too old for this command; restart it", cmd.Name())
-		}
-		return f(ctx, api, s)
+		return f(ctx, s.svc, s)
 	})
 }
 
@@ -63,7 +44,7 @@ card format is not proven (Codex 0.171.0 and Claude Code 2.1.332 are).`,
   clawconnect terminal inspect terminal:v2:tmux:claude:dev:1.0:777 --json | jq -r .native_thread_id`,
 		Args: exactArgs(1, "inspect: usage: clawconnect terminal inspect TERMINAL_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withWatchAPI(cmd, env, func(ctx context.Context, api watchAPI, _ *terminalStack) error {
+			return withWatchAPI(cmd, env, func(ctx context.Context, api *terminal.Service, _ *terminalStack) error {
 				res, err := api.Inspect(ctx, args[0])
 				if err != nil {
 					return err
@@ -120,7 +101,7 @@ when it shows a dialog or holds an unsent draft.`,
 			if err := checkGatewayURLFlag("watch", gatewayURL); err != nil {
 				return err
 			}
-			return withWatchAPI(cmd, env, func(ctx context.Context, api watchAPI, s *terminalStack) error {
+			return withWatchAPI(cmd, env, func(ctx context.Context, api *terminal.Service, s *terminalStack) error {
 				v, err := api.Watch(ctx, terminal.WatchRequest{TerminalID: args[0], OriginSession: origin, GatewayURL: gatewayURL, Timeout: timeout})
 				if err != nil {
 					return err
@@ -154,7 +135,7 @@ already ended is shown unchanged.`,
   clawconnect terminal unwatch terminal:v2:tmux:codex:work:0.0:4242`,
 		Args: exactArgs(1, "unwatch: usage: clawconnect terminal unwatch (WATCH_ID | TERMINAL_ID)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withWatchAPI(cmd, env, func(ctx context.Context, api watchAPI, _ *terminalStack) error {
+			return withWatchAPI(cmd, env, func(ctx context.Context, api *terminal.Service, _ *terminalStack) error {
 				id := args[0]
 				if forSession != "" {
 					v, err := api.WatchStatus(ctx, id)
@@ -193,7 +174,7 @@ terminal id.`,
   clawconnect terminal watch-status terminal:v2:tmux:codex:work:0.0:4242`,
 		Args: exactArgs(1, "watch-status: usage: clawconnect terminal watch-status (WATCH_ID | TERMINAL_ID)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withWatchAPI(cmd, env, func(ctx context.Context, api watchAPI, _ *terminalStack) error {
+			return withWatchAPI(cmd, env, func(ctx context.Context, api *terminal.Service, _ *terminalStack) error {
 				v, err := api.WatchStatus(ctx, args[0])
 				if err != nil {
 					return err
@@ -220,7 +201,7 @@ func terminalWatchesCmd(env Env) *cobra.Command {
 		Example: "  clawconnect terminal watches\n  clawconnect terminal watches --json | jq -r '.[].watch_id'",
 		Args:    exactArgs(0, "watches: usage: clawconnect terminal watches [--json]"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withWatchAPI(cmd, env, func(ctx context.Context, api watchAPI, _ *terminalStack) error {
+			return withWatchAPI(cmd, env, func(ctx context.Context, api *terminal.Service, _ *terminalStack) error {
 				list, err := api.Watches(ctx, 0)
 				if err != nil {
 					return err

@@ -10,14 +10,13 @@ import (
 
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/agentsession/module"
-	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/terminal/sessionrt"
 )
 
 // moduleSessions opens the Turn service for the module at its first call:
-// the monitor host listening on the terminal socket, else a Service over
-// the shared store with a monitor host of its own (running until the module
-// exits). A failed open is tried again at the next call.
+// a Service over the shared store with a monitor host of its own (running
+// until the module exits), one of the hosts sharing the store. A failed
+// open is tried again at the next call.
 type moduleSessions struct {
 	env    Env
 	ctx    context.Context
@@ -34,24 +33,17 @@ func (s *moduleSessions) open(ctx context.Context) (sessionrt.Sessions, error) {
 	if s.api != nil {
 		return s.api, nil
 	}
-	if c, err := terminal.Dial(terminalSocket(s.env)); err == nil {
-		s.api = c
-		return c, nil
-	}
 	st, closeStore, err := openTerminalStore(ctx, s.env)
 	if err != nil {
-		return nil, fmt.Errorf("open the terminal store (or run `clawconnect serve` or `clawconnect terminal daemon` with the same CLAWCONNECT_HOME): %w", err)
+		return nil, fmt.Errorf("open the terminal store: %w", err)
 	}
 	svc, c, err := newTerminalService(s.env, st, s.logger)
 	if err != nil {
 		_ = closeStore()
 		return nil, err
 	}
-	host := terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal module"})
-	hctx, cancel := context.WithCancel(s.ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = host.Run(hctx) }()
-	s.stop = func() { cancel(); <-done; _ = closeStore() }
+	stopHost := goTerminalHost(s.ctx, s.env, st, svc, c, "terminal module", s.logger)
+	s.stop = func() { stopHost(); _ = closeStore() }
 	s.api = svc
 	return svc, nil
 }
@@ -75,14 +67,13 @@ func terminalModuleCmd(env Env) *cobra.Command {
 output, serving the agent-session runtime "tmux-terminal": an <agent-session>
 marker whose sessionId is a terminal session_id attaches a task to that Session.
 inspect reports the Session's latest Turn (running, needs_permission, idle with
-the reply, stale, dead, failed; unavailable when no monitor host answers),
+the reply, stale, dead, failed; unavailable when the store does not open),
 continue sends the prompt as a new Turn in session_exact scope, and detach
 releases the Session without touching its pane.
 
-It reaches the Turns through the monitor host of the same CLAWCONNECT_HOME
-(` + "`clawconnect serve`" + ` or ` + "`clawconnect terminal daemon`" + `) when one listens, else
-through the shared store, following the Turns it sends itself. It is not started by
-itself: an operator opts in by naming it in
+It works on the shared store of CLAWCONNECT_HOME (or CLAWCONNECT_DATABASE_URL)
+and is a monitor host there while it runs, like ` + "`clawconnect serve`" + ` and
+` + "`clawconnect terminal daemon`" + `. It is not started by itself: an operator opts in by naming it in
 CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES, with the binary's absolute path
 (PATH is never searched).`,
 		Example: `  CLAWCONNECT_AGENT_SESSION_RUNTIME_MODULES="/usr/local/bin/clawconnect terminal module" clawconnect serve`,

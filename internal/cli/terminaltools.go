@@ -18,69 +18,76 @@ func terminalToolsOn(env Env, flag bool) bool {
 	return flag || settingsOf(env).TerminalTools
 }
 
+// mcpHostsTerminals reports whether an mcp whose terminal tools are on
+// (tools) runs a monitor host: yes unless CLAWCONNECT_MCP_TERMINAL_HOST is
+// off.
+func mcpHostsTerminals(env Env, tools bool) bool {
+	return tools && settingsOf(env).MCPTerminalHost
+}
+
 // lazyTerminals is the Turn service behind the MCP terminal tools of a
-// stdio server, resolved at the first call: the monitor host listening on
-// the terminal socket (serve or terminal daemon), else a Service with its
-// own host over the store the stdio server opened. It implements
-// server.Terminals; close stops the host it started.
+// stdio server: a Service over the store the stdio server opens in the
+// background, with a monitor host of its own (unless
+// CLAWCONNECT_MCP_TERMINAL_HOST is off) started as soon as the store is
+// open, so an mcp follows terminal work like any long-lived process. A
+// call waits for the store. It implements server.Terminals; close stops
+// the host.
 type lazyTerminals struct {
 	env    Env
 	logger *slog.Logger
 	ctx    context.Context
 	// shared waits for the store of the task backend.
 	shared func(ctx context.Context) (any, error)
+	// host runs a monitor host on the store.
+	host bool
 
-	mu     sync.Mutex
-	api    terminalAPI
-	cancel context.CancelFunc
-	done   chan struct{}
+	mu   sync.Mutex
+	svc  *terminal.Service
+	stop func()
 }
 
 var _ server.Terminals = (*lazyTerminals)(nil)
 
-func (l *lazyTerminals) get(ctx context.Context) (terminalAPI, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.api != nil {
-		return l.api, nil
-	}
-	if c, err := terminal.Dial(terminalSocket(l.env)); err == nil {
-		l.api = c
-		return c, nil
-	}
+func (l *lazyTerminals) get(ctx context.Context) (*terminal.Service, error) {
 	sh, err := l.shared(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("terminal turns are unavailable: %w", err)
 	}
+	return l.opened(sh)
+}
+
+// opened builds the Service over the opened store sh once, and starts its
+// host; the stdio server's background open calls it, and so does the
+// first tool call.
+func (l *lazyTerminals) opened(sh any) (*terminal.Service, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.svc != nil {
+		return l.svc, nil
+	}
 	st, ok := sh.(store.TerminalStore)
 	if !ok {
-		return nil, errors.New("terminal turns are unavailable: this server does not own the store; start `clawconnect terminal daemon` and call again")
+		return nil, errors.New("terminal turns are unavailable: this server's store keeps no terminal Turns")
 	}
 	svc, c, err := newTerminalService(l.env, st, l.logger)
 	if err != nil {
 		return nil, fmt.Errorf("terminal turns are unavailable: %w", err)
 	}
-	hctx, cancel := context.WithCancel(l.ctx)
-	l.cancel, l.done = cancel, make(chan struct{})
-	go func() {
-		defer close(l.done)
-		if err := runTerminalHost(hctx, l.env, st, svc, c); err != nil && hctx.Err() == nil {
-			l.logger.Warn("terminal monitor host stopped", "err", err)
-		}
-	}()
-	l.api = svc
+	l.svc = svc
+	if l.host {
+		l.stop = goTerminalHost(l.ctx, l.env, st, svc, c, "mcp", l.logger)
+	}
 	return svc, nil
 }
 
-// close stops the monitor host started by get, if any. It is idempotent.
+// close stops the monitor host, if one runs. It is idempotent.
 func (l *lazyTerminals) close() {
 	l.mu.Lock()
-	cancel, done := l.cancel, l.done
-	l.cancel = nil
+	stop := l.stop
+	l.stop = nil
 	l.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
+	if stop != nil {
+		stop()
 	}
 }
 

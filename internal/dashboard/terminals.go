@@ -31,11 +31,7 @@ type Terminals interface {
 	Unwatch(ctx context.Context, id string) (terminal.WatchView, error)
 }
 
-// The service in process and its socket Client both serve the pages.
-var (
-	_ Terminals = (*terminal.Service)(nil)
-	_ Terminals = (*terminal.Client)(nil)
-)
+var _ Terminals = (*terminal.Service)(nil)
 
 // TerminalRecords reads what the Turn service does not report: a Session's
 // binding and a Turn's event log (store.TerminalStore).

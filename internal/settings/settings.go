@@ -121,6 +121,8 @@ type Values struct {
 	TerminalUnproven bool
 	// TerminalAutoApproveFile is the auto-approve rules file; "" for none.
 	TerminalAutoApproveFile string
+	// MCPTerminalHost makes an mcp with the terminal tools a monitor host.
+	MCPTerminalHost bool
 
 	// BuildSHA is the build reported by get_connection_info.
 	BuildSHA string
@@ -511,7 +513,7 @@ func logLevel(v *Values, raw string) error {
 // It is never modified.
 var table = []Setting{
 	text("CLAWCONNECT_HOME", "", "`~/.clawconnect`", "/srv/clawconnect", func(v *Values) *string { return &v.Home }, absolutePath,
-		"agents.json, the SQLite store `clawconnect.db`, device key, payloads, the terminal socket"),
+		"agents.json, the SQLite store `clawconnect.db`, device key, payloads"),
 	ambient(text("HOME", "", "–", "/home/other", func(v *Values) *string { return &v.UserHome }, nil, "the user's home, base of the default CLAWCONNECT_HOME")),
 	ambient(text("TMUX", "", "–", "/tmp/tmux-1000/default,1,0", func(v *Values) *string { return &v.TMUX }, nil, "set by tmux: the caller's server is searched too")),
 	text("OPENCLAW_URL", "", "–", "ws://127.0.0.1:18789", func(v *Values) *string { return &v.OpenClawURL }, gatewayURL,
@@ -605,5 +607,7 @@ var table = []Setting{
 		"`1`: send terminal Turns to agent versions whose session files and screens were not recorded as goldens (proven: Codex 0.171.0, Claude Code 2.1.332); such a Turn carries `unproven_version` in `terminal list`, status and its callbacks. Off, a send to one is refused"),
 	text("CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE", "", "–", "/etc/clawconnect/auto-approve.json", func(v *Values) *string { return &v.TerminalAutoApproveFile }, nil,
 		"JSON auto-approve rules of terminal Turns, `{\"rules\": [{\"agent\": \"codex\", \"workspace\": \"/abs/root\", \"argv\": [\"make\", \"test\"]}]}`: an approval prompt whose agent, Turn workspace and command words are exactly a rule's is approved by the monitor, recorded in the Turn's events and `auto_approvals`, with no callback; a bad file stops the terminal commands with an error naming the rule. Unset: none"),
+	boolean("CLAWCONNECT_MCP_TERMINAL_HOST", true, func(v *Values) *bool { return &v.MCPTerminalHost },
+		"`off` keeps an `mcp` with the terminal tools from following terminal work (Turns, watches, callbacks) itself; its tools still work, and `serve`, `terminal daemon` or the command that sent a Turn follows it"),
 	text("CLAWCONNECT_BUILD_SHA", "unknown", "`unknown`", "abc1234", func(v *Values) *string { return &v.BuildSHA }, nil, "build reported by `get_connection_info`"),
 }

@@ -281,6 +281,23 @@ type NewTaskFeed interface {
 	WatchNewTasks() (created <-chan struct{}, stop func())
 }
 
+// TerminalWorkFeed is implemented by a store whose change feed also tells
+// the monitor hosts of every process that terminal work needs following (a
+// Turn sent, renewed or answered, a watch set by a command that follows
+// nothing itself), so one of them takes it at once instead of at its next
+// rescan of the store.
+type TerminalWorkFeed interface {
+	// AnnounceTerminalWork tells the watchers of terminal work, in this
+	// process and others, to look for work no host follows. A lost
+	// announcement only delays the work to a host's next rescan.
+	AnnounceTerminalWork(ctx context.Context)
+	// WatchTerminalWork returns a channel that receives a value after each
+	// announcement by any process (announcements not yet received coalesce
+	// into one), and whenever some may have been missed, and a func that
+	// ends the watch. A nil channel means the store cannot tell.
+	WatchTerminalWork() (announced <-chan struct{}, stop func())
+}
+
 // LogUpdater is implemented by a store that can write a task's log entries
 // and its record in one transaction, so an outcome and the entries that
 // precede it cost one write, and a reader never sees one without the other.

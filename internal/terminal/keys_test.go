@@ -42,9 +42,6 @@ func TestSendRefusesKeystrokes(t *testing.T) {
 					_, err := r.svc.Respond(ctx, "turn-20260101T000000-abcdef12", k.text)
 					return err
 				})
-				if err := CheckRequest(k.text); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), k.says) {
-					t.Errorf("CheckRequest(%q) = %v", k.text, err)
-				}
 			}
 			a.mu.Lock()
 			draft, keys := a.draft, slices.Clone(a.keys)

@@ -24,7 +24,8 @@ type HostOptions struct {
 	// registry; "" means this process's owner id (owner.Self).
 	Owner string
 	// Role is the host's role in the process registry; "" means
-	// "terminal".
+	// HostRole. A role that does not start with HostRole (a command
+	// following its own Turn) is not counted on by LiveHost.
 	Role string
 	// LeaseTTL is how long a monitor lease lasts unrenewed; 30 s. A Turn
 	// whose host died is taken over after it.
@@ -75,8 +76,12 @@ type Host struct {
 	running map[string]bool
 	pending map[string]bool
 	again   map[string]bool // Watch called while the monitor was stopping
-	wg      sync.WaitGroup
-	self    owner.Identity
+	// began is set once a monitor ran here: the host announces at exit
+	// that what it followed may be free (its monitors may have ended
+	// before Run saw ctx end, so running may be empty by then).
+	began bool
+	wg    sync.WaitGroup
+	self  owner.Identity
 }
 
 // NewHost returns a Host for s; s.Send and friends hand it new Turns.
@@ -87,7 +92,7 @@ func NewHost(s *Service, o HostOptions) *Host {
 	}
 	self.ID = o.Owner
 	if o.Role == "" {
-		o.Role = "terminal"
+		o.Role = HostRole
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = 30 * time.Second
@@ -113,7 +118,7 @@ func NewHost(s *Service, o HostOptions) *Host {
 	}
 	h := &Host{s: s, o: o, log: s.log, files: files, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{}, self: self}
 	s.mu.Lock()
-	s.watch = h.Watch
+	s.watch = h.take
 	s.mu.Unlock()
 	return h
 }
@@ -147,23 +152,43 @@ func (h *Host) Run(ctx context.Context) error {
 			_ = x.Run(ctx)
 		}()
 	}
+	// Work sent by a command of another process (or one whose own host
+	// stopped) is announced on the store's feed: taken at once, not at
+	// the next rescan.
+	feed, _ := h.s.o.Store.(store.TerminalWorkFeed)
+	var work <-chan struct{}
+	if feed != nil {
+		var stop func()
+		work, stop = feed.WatchTerminalWork()
+		defer stop()
+	}
 	t := time.NewTicker(h.o.Rescan)
 	defer t.Stop()
 	beat := time.NewTicker(h.o.LeaseTTL / 3)
 	defer beat.Stop()
+	scan := h.rescan
 	for {
-		h.rescan(ctx)
+		scan(ctx)
+		scan = h.rescan
 		select {
 		case <-ctx.Done():
 			h.mu.Lock()
 			h.ctx = nil
+			followed := h.began
 			h.mu.Unlock()
 			h.wg.Wait()
 			if h.files != nil {
 				_ = h.files.Close() // its reader ends before Run returns
 			}
+			if feed != nil && followed {
+				// The leases this host gave back are free now: another
+				// host takes the work over at once.
+				feed.AnnounceTerminalWork(context.WithoutCancel(ctx))
+			}
 			return nil
 		case <-t.C:
+		case <-work:
+			scan = h.scanNew
 		case <-beat.C:
 			if reg != nil {
 				h.heartbeat(ctx, reg)
@@ -171,6 +196,52 @@ func (h *Host) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// scanNew starts a monitor for each open Turn and active watch this host
+// does not follow yet; unlike rescan it leaves running monitors and
+// transitions alone, so an announcement costs two reads.
+func (h *Host) scanNew(ctx context.Context) {
+	ids, err := h.openWork(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("scan announced terminal work", "err", err)
+		}
+		return
+	}
+	h.mu.Lock()
+	var todo []string
+	for _, id := range ids {
+		if !h.running[id] {
+			todo = append(todo, id)
+		}
+	}
+	h.mu.Unlock()
+	for _, id := range todo {
+		h.Watch(id)
+	}
+}
+
+// openWork lists the ids of the open Turns and active watches.
+func (h *Host) openWork(ctx context.Context) ([]string, error) {
+	turns, err := h.s.o.Store.OpenTurns(ctx, store.MaxPage)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(turns))
+	for _, t := range turns {
+		ids = append(ids, t.TurnID)
+	}
+	if ws, ok := h.s.o.Store.(store.WatchStore); ok {
+		list, err := ws.ActiveWatches(ctx, store.MaxPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range list {
+			ids = append(ids, w.WatchID)
+		}
+	}
+	return ids, nil
 }
 
 // registry is the part of the store through which hosts (and task
@@ -217,22 +288,28 @@ func (h *Host) rescan(ctx context.Context) {
 // Watch starts a monitor for the Turn (or the follower of a terminal
 // watch, for a "watch-" id) unless this host already runs one. Before Run
 // it queues the id. It never blocks.
-func (h *Host) Watch(turnID string) {
+func (h *Host) Watch(turnID string) { h.take(turnID) }
+
+// take is Watch; it reports whether the host runs (false: it queued the
+// id for Run).
+func (h *Host) take(turnID string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ctx == nil {
 		h.pending[turnID] = true
-		return
+		return false
 	}
 	if h.running[turnID] {
 		// The running monitor may be about to stop (it saw the Turn
 		// leave the monitored statuses): it checks once more first.
 		h.again[turnID] = true
-		return
+		return true
 	}
 	h.running[turnID] = true
+	h.began = true
 	h.wg.Add(1)
 	go h.monitor(h.ctx, turnID)
+	return true
 }
 
 // monitor runs the Turn's monitor until it stops, then again if Watch was

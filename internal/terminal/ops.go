@@ -331,7 +331,7 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 			return TurnView{}, fmt.Errorf("approve: %w", err)
 		}
 	}
-	s.startMonitor(t.TurnID)
+	s.startMonitor(ctx, t.TurnID)
 	return View(t), nil
 }
 
@@ -457,7 +457,7 @@ func (s *Service) Renew(ctx context.Context, turnID string, minutes float64) (Tu
 	if err := s.write(ctx, t, event(now.UnixMilli(), "terminal_bridge_renewed", map[string]any{"inactivity_timeout_minutes": t.Takeover.InactivityTimeoutMinutes})); err != nil {
 		return TurnView{}, fmt.Errorf("renew: %w", err)
 	}
-	s.startMonitor(t.TurnID)
+	s.startMonitor(ctx, t.TurnID)
 	return View(t), nil
 }
 

@@ -227,7 +227,7 @@ func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (SendR
 			return SendResult{}, err
 		}
 	}
-	s.startMonitor(t.TurnID)
+	s.startMonitor(ctx, t.TurnID)
 	return SendResult{SessionID: t.SessionID, TurnID: t.TurnID, SubmissionOutcome: OutcomeAccepted, DoNotRetry: true}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 )
@@ -99,7 +100,7 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 			st := newRig(t).st
 			synctest.Test(t, func(t *testing.T) {
 				a := newFakeAgent(AgentCodex, 240)
-				r := &rig{t: t, st: st, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
+				r := &rig{t: t, st: outsideBubble{st.(*sqlstore.DB)}, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
 				path := filepath.Join(t.TempDir(), "rollout-2026-01-01T00-00-00-"+a.thread+".jsonl")
 				head := `{"timestamp":"2026-01-01T00:00:00.000Z","type":"session_meta","payload":{"id":"` + a.thread + `"}}` + "\n" +
 					strings.Repeat(`{"timestamp":"2026-01-01T00:00:00.000Z","type":"event_msg","payload":{"type":"token_count"}}`+"\n", 20)
@@ -173,3 +174,10 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 		})
 	}
 }
+
+// outsideBubble is a store opened outside a synctest bubble, its
+// terminal-work feed off for the host inside the bubble: the store's
+// listener, outside it, must not send on a channel made inside it.
+type outsideBubble struct{ *sqlstore.DB }
+
+func (outsideBubble) WatchTerminalWork() (<-chan struct{}, func()) { return nil, func() {} }

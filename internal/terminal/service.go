@@ -80,7 +80,9 @@ type Service struct {
 	// change of one Turn wakes only its own.
 	waiters map[string]map[chan struct{}]struct{}
 	kick    func() // called at every change (the outbox); may be nil
-	watch   func(turnID string)
+	// watch hands work to this process's host; false means no host runs
+	// here yet (it queued the id).
+	watch func(turnID string) bool
 
 	// transitionHook, if set, is called after each transition step is
 	// stored (tests stop a transition there).
@@ -191,12 +193,19 @@ func (s *Service) changes() <-chan struct{} {
 	return s.changed
 }
 
-func (s *Service) startMonitor(turnID string) {
+// startMonitor hands a Turn (or a "watch-" id) that needs following to
+// this process's running host, or, when none runs here, announces it on
+// the store's feed so the host of another process takes it at once. The
+// announcement is made even if ctx ends: the work is already stored.
+func (s *Service) startMonitor(ctx context.Context, turnID string) {
 	s.mu.Lock()
 	w := s.watch
 	s.mu.Unlock()
-	if w != nil {
-		w(turnID)
+	if w != nil && w(turnID) {
+		return
+	}
+	if f, ok := s.o.Store.(store.TerminalWorkFeed); ok {
+		f.AnnounceTerminalWork(context.WithoutCancel(ctx))
 	}
 }
 
@@ -223,15 +232,6 @@ func submissionPayload(text string) (string, string, error) {
 		return "", "", fmt.Errorf("%w: %w; nothing was typed", ErrBadInput, err)
 	}
 	return p.Text, p.Hash, nil
-}
-
-// CheckRequest refuses, with the ErrBadInput error Send and Respond would
-// give, a request they would refuse for its text alone. A caller that
-// forwards raw bytes over JSON (which replaces invalid UTF-8) checks here
-// first, so the refusal names what the caller wrote.
-func CheckRequest(text string) error {
-	_, _, err := submissionPayload(text)
-	return err
 }
 
 // freshness is the private token of a send target: the Session, its binding
@@ -697,7 +697,7 @@ func (s *Service) dispatch(ctx context.Context, lease store.MonitorLease, turn *
 	outcome, err := s.dispatchLocked(ctx, turn, d, p, a, token, msg)
 	_ = s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), lease)
 	if outcome == OutcomeAccepted || outcome == OutcomePendingAcceptance {
-		s.startMonitor(turn.TurnID)
+		s.startMonitor(ctx, turn.TurnID)
 	}
 	return outcome, err
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -570,15 +567,14 @@ func TestRespondContinuesTheTurn(t *testing.T) {
 	if err != nil || out.TurnID != res.TurnID || out.SubmissionOutcome != OutcomeAccepted {
 		t.Fatalf("respond = %+v, %v", out, err)
 	}
-	r.svc.startMonitor(res.TurnID)
+	r.svc.startMonitor(t.Context(), res.TurnID)
 	a.finish("used it", false)
 	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "used it" || v.Principal != "user:alice" {
 		t.Fatalf("turn = %+v, want the reply and the sender's principal", v)
 	}
 }
 
-// TestSendRecordsThePrincipal: the MCP caller named in a send (here through
-// the host's socket, as `serve` reaches a separate host) is stored on the
+// TestSendRecordsThePrincipal: the MCP caller named in a send is stored on the
 // Turn, reported by Status and kept through the monitor's writes; a
 // malformed principal is refused before anything changes.
 func TestSendRecordsThePrincipal(t *testing.T) {
@@ -586,15 +582,7 @@ func TestSendRecordsThePrincipal(t *testing.T) {
 	r := newRig(t, a, b)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	ts := httptest.NewServer(Handler(r.svc))
-	t.Cleanup(ts.Close)
-	c := &Client{hc: &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", ts.Listener.Addr().String())
-		},
-	}}}
-	t.Cleanup(c.hc.CloseIdleConnections)
+	c := r.svc
 
 	for _, p := range []string{"user:al\nice", strings.Repeat("p", 257)} {
 		refusal(t, r, ErrBadInput, "principal", func() error {
@@ -610,10 +598,8 @@ func TestSendRecordsThePrincipal(t *testing.T) {
 	if err != nil || stored.Principal != "user:alice" {
 		t.Fatalf("stored turn = %+v, %v; want principal user:alice", stored, err)
 	}
-	for name, status := range map[string]func(context.Context, string) (TurnView, error){"service": r.svc.Status, "client": c.Status} {
-		if v, err := status(ctx, res.TurnID); err != nil || v.Principal != "user:alice" {
-			t.Errorf("%s status = %+v, %v; want principal user:alice", name, v, err)
-		}
+	if v, err := c.Status(ctx, res.TurnID); err != nil || v.Principal != "user:alice" {
+		t.Errorf("status = %+v, %v; want principal user:alice", v, err)
 	}
 	a.finish("done", false)
 	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Principal != "user:alice" {

@@ -15,9 +15,9 @@ import (
 )
 
 // SocketFollower is implemented by Terminals that can list more tmux
-// servers at run time: a host started without a caller's private sockets
-// learns them from the caller's requests and from the panes its store
-// records, so any host on the machine can follow any pane.
+// servers at run time: a host started without a command's private sockets
+// learns them from the panes its store records (each pane key names its
+// server), so any host on the machine can follow any pane.
 type SocketFollower interface {
 	// FollowSockets adds servers to discovery and reports how many were
 	// new. The paths are already checked (CheckSocket).
@@ -90,7 +90,7 @@ func fileKind(m fs.FileMode) string {
 	return "file of mode " + m.String()
 }
 
-// FollowSockets checks the tmux server sockets a caller knows
+// FollowSockets checks tmux server sockets that came from outside
 // (CheckSocket) and lists their panes from now on. A socket with nothing
 // behind it is skipped, as discovery skips a server that is not running;
 // any other bad path fails with ErrBadInput and follows none of them. It

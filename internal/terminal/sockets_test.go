@@ -1,7 +1,6 @@
 package terminal
 
 import (
-	"context"
 	"errors"
 	"net"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // followingTerminals are fake panes that record the sockets they were
@@ -127,58 +125,6 @@ func FuzzCheckSocket(f *testing.F) {
 			t.Fatalf("CheckSocket(%q) = %q, not absolute and clean", path, got)
 		}
 	})
-}
-
-// TestSocketsTravelWithRequests: a host started without a caller's tmux
-// sockets follows those its requests carry, and refuses a bad one saying
-// what is wrong.
-func TestSocketsTravelWithRequests(t *testing.T) {
-	r := newRig(t, newFakeAgent(AgentCodex, 400))
-	ft := &followingTerminals{fakeTerminals: r.ft}
-	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}})
-	home := t.TempDir()
-	path := filepath.Join(home, SocketName)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- ServeSocket(ctx, path, svc) }()
-	t.Cleanup(func() { cancel(); <-done })
-	var c *Client
-	for deadline := time.Now().Add(10 * time.Second); c == nil; {
-		select {
-		case err := <-done:
-			t.Fatalf("serve stopped: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the socket never answered")
-		}
-		c, _ = Dial(path)
-	}
-	sock := filepath.Join(t.TempDir(), "private")
-	listenUnix(t, sock)
-
-	with, err := Dial(path, sock, filepath.Join(home, "not-running"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := with.List(t.Context())
-	if err != nil || len(res.Terminals) != 1 {
-		t.Fatalf("list with sockets = %+v, %v", res, err)
-	}
-	if got := ft.followed(); !slices.Equal(got, []string{sock}) {
-		t.Fatalf("host follows %q, want only the running %q", got, sock)
-	}
-
-	bad, err := Dial(path, "tmux-0/default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bad.List(t.Context()); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "not an absolute path") {
-		t.Fatalf("list with a relative socket = %v, want bad input naming it", err)
-	}
-	if _, err := c.List(t.Context()); err != nil {
-		t.Fatalf("list without sockets after a refused one: %v", err)
-	}
 }
 
 // TestRecordedPaneSocketIsFollowed: the server named by a pane key in the

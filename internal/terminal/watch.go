@@ -205,7 +205,7 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 	}
 	s.log.Info("terminal watch started", "watch_id", w.WatchID, "terminal_id", p.TerminalID, "session_key", req.OriginSession)
 	s.notify()
-	s.startMonitor(w.WatchID)
+	s.startMonitor(ctx, w.WatchID)
 	return s.watchView(ctx, w), nil
 }
 

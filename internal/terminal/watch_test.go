@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -346,8 +343,7 @@ func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
 }
 
 // TestWatchesListsActiveWatches: Watches lists the active watches with the
-// pane each follows, through the Service and through the socket API's
-// Client alike, and drops a watch once it is unwatched.
+// pane each follows, and drops a watch once it is unwatched.
 func TestWatchesListsActiveWatches(t *testing.T) {
 	a, b := newFakeAgent(AgentCodex, 311), newFakeAgent(AgentClaude, 312)
 	r := newRig(t, a, b)
@@ -360,32 +356,19 @@ func TestWatchesListsActiveWatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(Handler(r.svc))
-	t.Cleanup(ts.Close)
-	c := &Client{hc: &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", ts.Listener.Addr().String())
-		},
-	}}}
-	t.Cleanup(c.hc.CloseIdleConnections)
+	c := r.svc
 	type row struct{ WatchID, Status, TerminalID, OriginSession string }
 	want := []row{{v.WatchID, store.WatchActive, b.pane.TerminalID, watchOrigin}}
-	for name, list := range map[string]func() ([]WatchView, error){
-		"service": func() ([]WatchView, error) { return r.svc.Watches(ctx, 10) },
-		"client":  func() ([]WatchView, error) { return c.Watches(ctx, 10) },
-	} {
-		got, err := list()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var rows []row
-		for _, w := range got {
-			rows = append(rows, row{w.WatchID, w.Status, w.TerminalID, w.OriginSession})
-		}
-		if diff := cmp.Diff(want, rows); diff != "" {
-			t.Errorf("%s watches (-want +got):\n%s", name, diff)
-		}
+	got, err := c.Watches(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []row
+	for _, w := range got {
+		rows = append(rows, row{w.WatchID, w.Status, w.TerminalID, w.OriginSession})
+	}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("watches (-want +got):\n%s", diff)
 	}
 	if _, err := c.Unwatch(ctx, v.WatchID); err != nil {
 		t.Fatal(err)

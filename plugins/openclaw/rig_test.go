@@ -316,7 +316,21 @@ func (r *rig) startDaemon() *daemonProc {
 	return &daemonProc{cmd: cmd, done: done}
 }
 
-// waitSendable waits for the daemon's socket and a sendable agent pane
+// hostLive returns nil once the daemon is registered as a live monitor
+// host on the rig's store.
+func (r *rig) hostLive() error {
+	st, err := sqlite.Open(r.t.Context(), sqlite.Options{Path: filepath.Join(r.home, sqlite.FileName)})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, ok, err := terminal.LiveHost(r.t.Context(), st); err != nil || !ok {
+		return fmt.Errorf("no live monitor host (%v)", err)
+	}
+	return nil
+}
+
+// waitSendable waits for the daemon to be a live host and a sendable agent pane
 // (the same process in two listings in a row: Codex's launcher hands over
 // to its native binary during start-up).
 func (r *rig) waitSendable(timeout time.Duration) {
@@ -324,7 +338,7 @@ func (r *rig) waitSendable(timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	id := ""
 	for {
-		_, serr := os.Stat(filepath.Join(r.home, terminal.SocketName))
+		serr := r.hostLive()
 		out, err := r.cli("terminal", "list", "--json")
 		var res terminal.ListResult
 		if serr == nil && err == nil && json.Unmarshal([]byte(out), &res) == nil && len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
@@ -335,7 +349,7 @@ func (r *rig) waitSendable(timeout time.Duration) {
 			id = res.Terminals[0].ID
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("no daemon socket (%v) or sendable pane: %v\n%s", serr, err, out)
+			r.t.Fatalf("no live daemon (%v) or sendable pane: %v\n%s", serr, err, out)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}

@@ -189,9 +189,24 @@ func TestChangeFeed(t *testing.T) {
 // TestNewTaskFeed: a task created through one replica wakes the watchers
 // of new tasks in another, and an outcome does not.
 func TestNewTaskFeed(t *testing.T) {
+	open := handles(t)
+	storetest.NewTaskFeed(t, open(), open())
+}
+
+// TestTerminalWorkFeed: terminal work announced through one handle (a
+// command) wakes the monitor hosts watching through another.
+func TestTerminalWorkFeed(t *testing.T) {
+	open := handles(t)
+	storetest.TerminalWorkFeed(t, open(), open())
+}
+
+// handles returns a func that opens one more handle (a process, a
+// replica) on a fresh schema of the test database.
+func handles(t *testing.T) func() *postgresStore {
+	t.Helper()
 	url := testURL(t)
 	schema := freshSchema(t, url)
-	open := func() *postgresStore {
+	return func() *postgresStore {
 		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: schema})
 		if err != nil {
 			t.Fatal(err)
@@ -199,7 +214,6 @@ func TestNewTaskFeed(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
-	storetest.NewTaskFeed(t, open(), open())
 }
 
 type postgresStore = sqlstore.DB

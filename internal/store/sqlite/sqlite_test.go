@@ -343,6 +343,13 @@ func TestNewTaskFeedAcrossOpens(t *testing.T) {
 	storetest.NewTaskFeed(t, open(t, path), open(t, path))
 }
 
+// TestTerminalWorkFeedAcrossOpens: terminal work announced through one
+// open (a command) wakes the monitor hosts watching in another.
+func TestTerminalWorkFeedAcrossOpens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	storetest.TerminalWorkFeed(t, open(t, path), open(t, path))
+}
+
 // TestBusyWriteFailsClearly: while another process holds the write lock
 // past the busy timeout, a write fails with store.ErrBusy and a message
 // that says what to do, and the stored task is unchanged; once the lock is

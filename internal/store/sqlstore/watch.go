@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
 )
 
 // taskWatch fans the change announcements of other processes out to the
@@ -78,6 +80,30 @@ func (db *DB) WatchNewTasks() (<-chan struct{}, func()) {
 		return nil, func() {}
 	}
 	return db.watch.watch(createdKey)
+}
+
+var _ store.TerminalWorkFeed = (*DB)(nil)
+
+// terminalWorkKey is what AnnounceTerminalWork announces in place of a
+// task id; like createdKey, no task or Turn id is made of it.
+const terminalWorkKey = "+terminal"
+
+// AnnounceTerminalWork implements store.TerminalWorkFeed: the change row
+// (or notification) goes out at once, outside any transaction, and the
+// watchers in this process are woken too.
+func (db *DB) AnnounceTerminalWork(ctx context.Context) {
+	db.announce(ctx, db.w, terminalWorkKey)
+	db.committed()
+	db.watch.changed(terminalWorkKey)
+}
+
+// WatchTerminalWork implements store.TerminalWorkFeed. Without a listening
+// dialect it returns a nil channel.
+func (db *DB) WatchTerminalWork() (<-chan struct{}, func()) {
+	if db.d.Listen == nil {
+		return nil, func() {}
+	}
+	return db.watch.watch(terminalWorkKey)
 }
 
 // WatchTask implements store.ChangeFeed. Without a listening dialect it

@@ -31,17 +31,7 @@ func NewTaskFeed(t *testing.T, writer, reader store.Store) {
 	if created == nil {
 		t.Fatal("WatchNewTasks returned a nil channel on a store with a change feed")
 	}
-	// finish writes t's outcome and waits until reader heard it.
-	finish := func(t *testing.T, task *store.Task) {
-		t.Helper()
-		ch, stop := changes.WatchTask(task.ID)
-		defer stop()
-		task.Status = store.StatusCompleted
-		if err := writer.UpdateTask(ctx, task); err != nil {
-			t.Fatal(err)
-		}
-		await(t, ch, "the outcome of "+task.ID)
-	}
+	finish := func(t *testing.T, task *store.Task) { t.Helper(); finishHeard(t, writer, changes, task) }
 	old := Task("feed-old", "main", "feed-k1", 1)
 	if err := writer.CreateTask(ctx, old); err != nil {
 		t.Fatal(err)
@@ -95,4 +85,55 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("%s was not announced", what)
 	}
+}
+
+// TerminalWorkFeed checks store.TerminalWorkFeed across two handles on one
+// database (two processes, or two hosts): an announcement through one
+// wakes the watchers of terminal work on the other, and a task's change
+// does not. Backends call it from their own tests.
+func TerminalWorkFeed(t *testing.T, writer, reader store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	feed, ok := reader.(store.TerminalWorkFeed)
+	if !ok {
+		t.Fatalf("%T does not announce terminal work (store.TerminalWorkFeed)", reader)
+	}
+	announcer := writer.(store.TerminalWorkFeed)
+	changes := reader.(store.ChangeFeed)
+	work, stop := feed.WatchTerminalWork()
+	defer stop()
+	if work == nil {
+		t.Fatal("WatchTerminalWork returned a nil channel on a store with a change feed")
+	}
+	// A task's outcome, once heard, proves the listener runs and that its
+	// start-up wake-up (every watcher once) is already pending: drain it.
+	task := Task("work-marker", "main", "work-k1", 1)
+	if err := writer.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	finishHeard(t, writer, changes, task)
+	select {
+	case <-work:
+	default:
+	}
+	select {
+	case <-work:
+		t.Fatal("a task's change woke the watcher of terminal work")
+	default:
+	}
+	announcer.AnnounceTerminalWork(ctx)
+	await(t, work, "terminal work announced by the other handle")
+}
+
+// finishHeard writes task's outcome through writer and waits until the
+// change feed of the other handle (changes) heard it.
+func finishHeard(t *testing.T, writer store.Store, changes store.ChangeFeed, task *store.Task) {
+	t.Helper()
+	ch, stop := changes.WatchTask(task.ID)
+	defer stop()
+	task.Status = store.StatusCompleted
+	if err := writer.UpdateTask(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+	await(t, ch, "the outcome of "+task.ID)
 }

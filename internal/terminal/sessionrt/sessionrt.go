@@ -20,8 +20,8 @@ import (
 // RuntimeID is the id the runtime registers.
 const RuntimeID = "tmux-terminal"
 
-// Sessions is what the runtime needs from the Turn service: the
-// in-process terminal.Service or a terminal.Client of the monitor host.
+// Sessions is what the runtime needs from the Turn service
+// (terminal.Service).
 type Sessions interface {
 	Session(ctx context.Context, sessionID string) (terminal.SessionView, error)
 	Send(ctx context.Context, r terminal.SendRequest) (terminal.SendResult, error)
@@ -29,7 +29,7 @@ type Sessions interface {
 }
 
 // Open returns the Turn service for one call, or an error when it cannot be
-// reached now (no monitor host, store held by another process); the
+// reached now (the store does not open); the
 // runtime then reports the session unavailable.
 type Open func(ctx context.Context) (Sessions, error)
 
