@@ -395,7 +395,7 @@ func TestHostRestartResumesWithOneCompletion(t *testing.T) {
 	}
 	// A host that died (kill -9) holds the lease until it expires.
 	now := time.Now()
-	if _, err := r.st.AcquireMonitorLease(ctx, res.TurnID, "dead-host", now.UnixMilli(), now.Add(300*time.Millisecond).UnixMilli()); err != nil {
+	if _, err := r.st.ClaimWork(ctx, store.LeaseMonitor, res.TurnID, "dead-host", now.UnixMilli(), now.Add(300*time.Millisecond).UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	a.finish("after restart", false)
@@ -442,7 +442,7 @@ func TestHostTakesOverADeadProcessAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if _, err := r.st.AcquireMonitorLease(ctx, res.TurnID, dead.ID, now.UnixMilli(), now.Add(time.Hour).UnixMilli()); err != nil {
+	if _, err := r.st.ClaimWork(ctx, store.LeaseMonitor, res.TurnID, dead.ID, now.UnixMilli(), now.Add(time.Hour).UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	a.finish("after kill -9", false)
@@ -769,7 +769,7 @@ func TestCompletionFencedByBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	lease, err := r.st.AcquireMonitorLease(ctx, res.TurnID, "o", now.UnixMilli(), now.Add(time.Minute).UnixMilli())
+	lease, err := r.st.ClaimWork(ctx, store.LeaseMonitor, res.TurnID, "o", now.UnixMilli(), now.Add(time.Minute).UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}

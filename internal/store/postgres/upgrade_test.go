@@ -31,7 +31,7 @@ func TestUpgradeFromSchema6(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	execIn(t, url, schema, storetest.Schema6Downgrade())
+	execIn(t, url, schema, storetest.Schema6Downgrade(t, filepath.Join("..", "sqlstore", "migrations")))
 
 	// The downgraded schema is exactly what migrations 1-6 build.
 	ref := freshSchema(t, url)

@@ -28,7 +28,7 @@ func TestUpgradeFromSchema6(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	execAll(t, path, storetest.Schema6Downgrade())
+	execAll(t, path, storetest.Schema6Downgrade(t, filepath.Join("..", "sqlstore", "migrations")))
 
 	// The downgraded file has exactly the schema migrations 1-6 build.
 	ref := filepath.Join(dir, "ref.db")

@@ -15,7 +15,7 @@ import (
 )
 
 // UpgradeStore is what the upgrade check writes and reads: every record
-// kind a store of schema 6 held, and the kinds migrations 7 to 10 added.
+// kind a store of schema 6 held, and the kinds migrations 7 to 11 added.
 type UpgradeStore interface {
 	store.Store
 	store.TerminalStore
@@ -24,20 +24,44 @@ type UpgradeStore interface {
 	store.TransitionStore
 }
 
-// Schema6Downgrade returns the statements that take a store of schema 10
-// back to schema 6: they drop what migrations 7 (watches), 8
-// (transitions), 9 (the callback lease-owner index) and 10 (the Turn's
-// principal column) created. A backend test checks that the result has
-// exactly the schema migrations 1-6 build before it reopens the store
-// with the current code.
-func Schema6Downgrade() []string {
-	return []string{
+// Schema6Downgrade returns the statements that take a store of the
+// current schema back to schema 6: they drop what migrations 7 (watches),
+// 8 (transitions), 9 (the callback lease-owner index), 10 (the Turn's
+// principal column) and 11 (the shared lease table) created, and rebuild
+// the monitor lease table and the callback outbox as migrations 3 and 6 in
+// dir create them (keeping the callbacks). A backend test checks that the
+// result has exactly the schema migrations 1-6 build before it reopens the
+// store with the current code.
+func Schema6Downgrade(t *testing.T, dir string) []string {
+	t.Helper()
+	create := func(prefix string) []string {
+		var out []string
+		for _, q := range MigrationStatements(t, dir, 6) {
+			if strings.HasPrefix(q, prefix) {
+				out = append(out, q)
+			}
+		}
+		if len(out) == 0 {
+			t.Fatalf("no %q statement in migrations 1-6 of %s", prefix, dir)
+		}
+		return out
+	}
+	const cols = `message_id, turn_id, status, next_attempt_at, created_at, data`
+	out := []string{
 		`ALTER TABLE term_turns DROP COLUMN principal`,
-		`DROP INDEX term_callbacks_lease_owner`,
+		`CREATE TABLE term_callbacks_v6 AS SELECT ` + cols + ` FROM term_callbacks`,
+		`DROP TABLE term_callbacks`,
+	}
+	out = append(out, create("CREATE TABLE term_callbacks ")...)
+	out = append(out, create("CREATE INDEX term_callbacks_")...)
+	out = append(out, `INSERT INTO term_callbacks (`+cols+`) SELECT `+cols+` FROM term_callbacks_v6`, `DROP TABLE term_callbacks_v6`)
+	out = append(out, create("CREATE TABLE term_monitor_leases ")...)
+	return append(out,
+		`DROP TABLE term_leases`,
 		`DROP TABLE term_transitions`,
 		`DROP TABLE term_watches`,
 		`UPDATE clawconnect_meta SET value = '6' WHERE key = 'schema_version'`,
-	}
+	)
 }
 
 // MigrationStatements returns the statements of the migration files in dir
