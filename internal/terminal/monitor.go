@@ -252,8 +252,9 @@ func (h *Host) watchUnfollowed(ctx context.Context, kind string, ids []string) {
 
 // heldLease is a work lease one of the host's followers holds.
 type heldLease struct {
-	kind string
-	stop context.CancelFunc
+	kind  string
+	fence int64 // tells a renewal's snapshot from a later claim of the same id
+	stop  context.CancelFunc
 }
 
 // claim takes kind's lease of id for the host. It returns a context that
@@ -267,7 +268,7 @@ func (h *Host) claim(ctx context.Context, kind, id string) (store.WorkLease, con
 	}
 	lctx, stop := context.WithCancel(ctx)
 	h.mu.Lock()
-	h.held[id] = heldLease{kind: kind, stop: stop}
+	h.held[id] = heldLease{kind: kind, fence: l.Fence, stop: stop}
 	h.mu.Unlock()
 	release := func() {
 		h.mu.Lock()
@@ -286,8 +287,10 @@ func (h *Host) claim(ctx context.Context, kind, id string) (store.WorkLease, con
 func (h *Host) renew(ctx context.Context) {
 	h.mu.Lock()
 	byKind := map[string][]string{}
+	renewed := make(map[string]int64, len(h.held))
 	for id, l := range h.held {
 		byKind[l.kind] = append(byKind[l.kind], id)
+		renewed[id] = l.fence
 	}
 	h.mu.Unlock()
 	until := time.Now().Add(h.o.LeaseTTL).UnixMilli()
@@ -301,7 +304,7 @@ func (h *Host) renew(ctx context.Context) {
 		}
 		h.mu.Lock()
 		for _, id := range lost {
-			if l, ok := h.held[id]; ok {
+			if l, ok := h.held[id]; ok && l.fence == renewed[id] {
 				h.log.Info("work lease lost; another process follows it now", "kind", kind, "id", id)
 				l.stop()
 				delete(h.held, id)

@@ -408,14 +408,7 @@ func TestHostRestartResumesWithOneCompletion(t *testing.T) {
 	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "after restart" {
 		t.Fatalf("turn = %+v", v)
 	}
-	ev, _ := r.st.TurnEvents(ctx, res.TurnID, 0, 100)
-	n := 0
-	for _, e := range ev {
-		if e.Type == "terminal_bridge_completion_claimed" {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := completionClaims(t, r.st, res.TurnID); n != 1 {
 		t.Fatalf("%d completions, want 1", n)
 	}
 }
