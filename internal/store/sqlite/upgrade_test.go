@@ -93,3 +93,19 @@ func sqliteSchema(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// TestUpgradeCarriesTerminalLeasesOver opens a store of schema 10 whose
+// Turn, watch and callback hold leases in the tables of that schema: the
+// migration to the shared lease table keeps every one.
+func TestUpgradeCarriesTerminalLeasesOver(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	stmts := storetest.MigrationStatements(t, filepath.Join("..", "sqlstore", "migrations"), 10)
+	stmts = append(stmts, `UPDATE clawconnect_meta SET value = '10' WHERE key = 'schema_version'`)
+	execAll(t, path, append(stmts, storetest.Schema10Leases()...))
+	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
+	if err != nil {
+		t.Fatalf("open the schema-10 store: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	storetest.CheckCarriedLeases(t, s)
+}

@@ -226,3 +226,48 @@ func CheckUpgraded(t *testing.T, s UpgradeStore, want UpgradeRecords) {
 		t.Fatalf("turn after the upgrade: %+v, %v; want principal user:up", got, err)
 	}
 }
+
+// Schema10Leases returns statements that put into a store of schema 10
+// the leases a build of that schema left: a Turn's and a watch's monitor
+// lease (term_monitor_leases) and a callback's attempt lease (the
+// callback's own columns).
+func Schema10Leases() []string {
+	return []string{
+		`INSERT INTO term_monitor_leases (turn_id, owner, token, lease_until) VALUES ('turn-old', 'host-a', 3, 5000)`,
+		`INSERT INTO term_monitor_leases (turn_id, owner, token, lease_until) VALUES ('watch-old', 'host-b', 2, 0)`,
+		`INSERT INTO term_callbacks (message_id, turn_id, status, next_attempt_at, lease_owner, lease_token, lease_until, created_at, data)
+			VALUES ('msg-old', 'turn-old', 'pending', 10, 'host-a', 4, 6000, 10,
+			'{"message_id":"msg-old","turn_id":"turn-old","message":{"id":"msg-old"},"status":"pending","created_at":10}')`,
+		`INSERT INTO term_callbacks (message_id, turn_id, status, next_attempt_at, created_at, data)
+			VALUES ('msg-never', 'turn-old', 'pending', 10, 10,
+			'{"message_id":"msg-never","turn_id":"turn-old","message":{"id":"msg-never"},"status":"pending","created_at":10}')`,
+	}
+}
+
+// CheckCarriedLeases checks that the migration to the shared lease table
+// carried over what Schema10Leases wrote, kind, holder, fence and expiry,
+// and that a callback never claimed has no lease.
+func CheckCarriedLeases(t *testing.T, s interface {
+	store.WorkLeases
+	store.CallbackStore
+}) {
+	t.Helper()
+	ctx := t.Context()
+	for _, want := range []store.WorkLease{
+		{Kind: store.LeaseMonitor, ID: "turn-old", Owner: "host-a", Fence: 3, Until: 5000},
+		{Kind: store.LeaseWatch, ID: "watch-old", Owner: "host-b", Fence: 2, Until: 0},
+		{Kind: store.LeaseCallback, ID: "msg-old", Owner: "host-a", Fence: 4, Until: 6000},
+	} {
+		got, err := s.WorkLeases(ctx, want.Kind, []string{want.ID})
+		if err != nil || len(got) != 1 || got[0] != want {
+			t.Errorf("carried-over %s lease = %+v, %v; want %+v", want.Kind, got, err, want)
+		}
+	}
+	if got, err := s.WorkLeases(ctx, store.LeaseCallback, []string{"msg-never"}); err != nil || len(got) != 0 {
+		t.Errorf("lease of a callback never claimed = %+v, %v; want none", got, err)
+	}
+	cb, err := s.GetCallback(ctx, "msg-old")
+	if err != nil || cb.LeaseOwner != "host-a" || cb.LeaseToken != 4 || cb.LeaseUntil != 6000 {
+		t.Errorf("callback after the upgrade = %+v, %v; want host-a's attempt lease (fence 4, until 6000)", cb, err)
+	}
+}
