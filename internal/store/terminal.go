@@ -400,8 +400,8 @@ const (
 	LeaseTransition = "transition"
 )
 
-// LeaseKinds lists every kind of terminal work lease.
-var LeaseKinds = []string{LeaseMonitor, LeaseWatch, LeaseCallback, LeaseTransition}
+// LeaseKinds returns every kind of terminal work lease.
+func LeaseKinds() []string { return []string{LeaseMonitor, LeaseWatch, LeaseCallback, LeaseTransition} }
 
 // WorkLease is the lease on one piece of terminal work: Owner (a process
 // registry id, owner.Identity.ID) follows it until Until (Unix ms; 0 =
@@ -438,9 +438,6 @@ type WorkLeases interface {
 	// or released: compare Until with now), in ids' order; an id no one
 	// ever claimed is missing. It only reads.
 	WorkLeases(ctx context.Context, kind string, ids []string) ([]WorkLease, error)
-	// HeldWork returns up to limit leases of any kind held at now, by
-	// owner and kind. It only reads.
-	HeldWork(ctx context.Context, now int64, limit int) ([]WorkLease, error)
 }
 
 // Fence is the work lease a write must still hold: its owner and its

@@ -23,7 +23,7 @@ func termLeases(kind string) LeaseTable {
 var allTermLeases = LeaseTable{Name: "term_leases", Active: "lease_until > 0"}
 
 func validKind(kind string) error {
-	for _, k := range store.LeaseKinds {
+	for _, k := range store.LeaseKinds() {
 		if k == kind {
 			return nil
 		}
@@ -126,16 +126,6 @@ func (db *DB) WorkLeases(ctx context.Context, kind string, ids []string) ([]stor
 		if l, ok := found[id]; ok {
 			out = append(out, l)
 		}
-	}
-	return out, nil
-}
-
-// HeldWork implements store.WorkLeases.
-func (db *DB) HeldWork(ctx context.Context, now int64, limit int) ([]store.WorkLease, error) {
-	out, err := db.queryWorkLeases(ctx, `SELECT kind, id, owner, fence, lease_until FROM term_leases
-		WHERE lease_until > 0 AND lease_until >= ? ORDER BY owner, kind, id LIMIT ?`, now, store.ClampPage(limit, store.MaxPage))
-	if err != nil {
-		return nil, fmt.Errorf("read held leases: %w", err)
 	}
 	return out, nil
 }
