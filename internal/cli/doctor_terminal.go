@@ -3,71 +3,162 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
-// terminalWork is the part of the store doctor reads about terminal Turns:
-// the open ones, who holds each one's monitor lease, and who is alive.
+// terminalWork is the part of the store doctor reads about terminal work:
+// the open Turns, active watches and undelivered callbacks, the work
+// leases that say who follows each, and who is alive.
 type terminalWork interface {
 	Processes(ctx context.Context) ([]store.Process, error)
 	OpenTurns(ctx context.Context, limit int) ([]*store.Turn, error)
-	MonitorLease(ctx context.Context, turnID string) (store.MonitorLease, error)
+	ActiveWatches(ctx context.Context, limit int) ([]*store.Watch, error)
+	DueCallbacks(ctx context.Context, now int64, limit int) ([]*store.Callback, error)
+	WorkLeases(ctx context.Context, kind string, ids []string) ([]store.WorkLease, error)
 }
 
-// checkTerminalWork is one verdict per open Turn saying which process
-// follows it (the holder of its monitor lease), and a failing one when
-// open Turns have no live host at all: nothing then records their
-// replies, approval prompts or callbacks.
+// terminalHost reports whether a registered process follows terminal
+// work: every terminal host registers with a role starting "terminal".
+func terminalHost(p store.Process) bool { return strings.HasPrefix(p.Role, "terminal") }
+
+// followed is one piece of open terminal work and its lease (zero: none).
+type followed struct {
+	what  string
+	lease store.WorkLease
+}
+
+// checkTerminalWork is one verdict per open Turn, active watch and
+// undelivered callback saying which process follows it (the holder of
+// its work lease), and a failing one when open terminal work has no live
+// host at all: nothing then records the Turns' replies, approval prompts
+// or callbacks, fires the watches or delivers the callbacks.
 func checkTerminalWork(ctx context.Context, db terminalWork, hostRuns bool, now time.Time) []verdict {
+	fail := func(what string, err error) []verdict {
+		return []verdict{{area: "terminal", detail: what + ": " + err.Error(), fix: "The store answered but this table did not; retry."}}
+	}
 	turns, err := db.OpenTurns(ctx, store.MaxPage)
 	if err != nil {
-		return []verdict{{area: "terminal", detail: "open terminal Turns: " + err.Error(), fix: "The store answered but its Turn table did not; retry."}}
+		return fail("open terminal Turns", err)
 	}
-	if len(turns) == 0 {
+	watches, err := db.ActiveWatches(ctx, store.MaxPage)
+	if err != nil {
+		return fail("active terminal watches", err)
+	}
+	// Every undelivered callback, due or not, with its attempt lease.
+	cbs, err := db.DueCallbacks(ctx, math.MaxInt64, store.MaxPage)
+	if err != nil {
+		return fail("undelivered callbacks", err)
+	}
+	if len(turns)+len(watches)+len(cbs) == 0 {
 		return nil
+	}
+	leases := func(kind string, ids []string) (map[string]store.WorkLease, error) {
+		held := map[string]store.WorkLease{}
+		if len(ids) == 0 {
+			return held, nil
+		}
+		ls, err := db.WorkLeases(ctx, kind, ids)
+		for _, l := range ls {
+			held[l.ID] = l
+		}
+		return held, err
+	}
+	monitors, err := leases(store.LeaseMonitor, turnIDs(turns))
+	if err != nil {
+		return fail("Turn monitor leases", err)
+	}
+	followers, err := leases(store.LeaseWatch, watchIDs(watches))
+	if err != nil {
+		return fail("watch follower leases", err)
+	}
+	var work []followed
+	for _, t := range turns {
+		work = append(work, followed{"turn " + t.TurnID + " (" + t.Status + ")", monitors[t.TurnID]})
+	}
+	for _, w := range watches {
+		work = append(work, followed{"watch " + w.WatchID + " on " + w.TerminalID, followers[w.WatchID]})
 	}
 	ps, err := db.Processes(ctx)
 	if err != nil {
-		return []verdict{{area: "terminal", detail: "process registry: " + err.Error(), fix: "The store answered but its process registry did not; retry."}}
+		return fail("process registry", err)
 	}
 	live := map[string]store.Process{}
+	var hosts []string
 	for _, p := range ps {
 		if now.Sub(time.UnixMilli(p.HeartbeatAt)) <= staleAfter {
 			live[p.ID] = p
+			if terminalHost(p) {
+				hosts = append(hosts, fmt.Sprintf("%s pid %d", p.Role, p.PID))
+			}
 		}
+	}
+	holder := func(owner string) string {
+		switch p, ok := live[owner]; {
+		case ok:
+			return fmt.Sprintf("%s pid %d", p.Role, p.PID)
+		case strings.HasPrefix(owner, "send-"):
+			return "the command sending it"
+		}
+		return "process " + owner + " (not registered as live; a live host takes it over when its lease ends)"
 	}
 	var vs []verdict
 	var unfollowed []string
-	for _, t := range turns {
-		l, err := db.MonitorLease(ctx, t.TurnID)
-		if err != nil || l.Until < now.UnixMilli() {
-			unfollowed = append(unfollowed, t.TurnID+" ("+t.Status+")")
+	for _, w := range work {
+		if w.lease.Until < now.UnixMilli() {
+			unfollowed = append(unfollowed, w.what)
 			continue
 		}
-		by := "process " + l.Owner + " (not registered as live; another host takes the Turn when its lease ends)"
-		switch p, ok := live[l.Owner]; {
-		case ok:
-			by = fmt.Sprintf("%s pid %d", p.Role, p.PID)
-		case strings.HasPrefix(l.Owner, "send-"):
-			by = "the command sending it"
-		}
-		vs = append(vs, verdict{ok: true, area: "terminal", detail: fmt.Sprintf("turn %s (%s) is followed by %s", t.TurnID, t.Status, by)})
+		vs = append(vs, verdict{ok: true, area: "terminal", detail: w.what + " is followed by " + holder(w.lease.Owner)})
 	}
-	if len(unfollowed) == 0 {
+	for _, cb := range cbs {
+		what := fmt.Sprintf("callback %s of %s (%s, %d attempt(s))", cb.MessageID, cb.TurnID, cb.Status, cb.Attempts)
+		if cb.LeaseUntil >= now.UnixMilli() {
+			vs = append(vs, verdict{ok: true, area: "terminal", detail: what + " is being delivered by " + holder(cb.LeaseOwner)})
+			continue
+		}
+		unfollowed = append(unfollowed, what)
+	}
+	if len(unfollowed) == 0 && (len(hosts) > 0 || hostRuns) {
 		return vs
 	}
 	shown := strings.Join(unfollowed[:min(len(unfollowed), 5)], ", ")
 	if len(unfollowed) > 5 {
 		shown += ", …"
 	}
-	if hostRuns {
+	switch {
+	case len(hosts) > 0:
 		return append(vs, verdict{ok: true, area: "terminal", detail: fmt.Sprintf(
-			"%d open Turn(s) not followed right now: %s; a live monitor host takes them at its next rescan", len(unfollowed), shown)})
+			"%d piece(s) of terminal work waiting for a follower: %s; the live host (%s) takes them at its next rescan or delivery round",
+			len(unfollowed), shown, strings.Join(hosts, ", "))})
+	case hostRuns:
+		return append(vs, verdict{ok: true, area: "terminal", detail: fmt.Sprintf(
+			"%d piece(s) of terminal work waiting for a follower: %s; a live monitor host takes them at its next rescan",
+			len(unfollowed), shown)})
 	}
-	return append(vs, verdict{area: "terminal", detail: fmt.Sprintf(
-		"%d open Turn(s) have no live monitor host: %s; nothing records their replies, approval prompts or callbacks", len(unfollowed), shown),
-		fix: "Start one with this CLAWCONNECT_HOME: clawconnect terminal daemon (or clawconnect serve); it takes them over at once."})
+	detail := fmt.Sprintf("open terminal work has no live monitor host: %s; nothing records Turns' replies, approval prompts or callbacks", shown)
+	if len(unfollowed) == 0 {
+		detail = "open terminal work has no live monitor host: its followers hold leases but none of them is registered as live"
+	}
+	return append(vs, verdict{area: "terminal", detail: detail,
+		fix: "Start one with this CLAWCONNECT_HOME: clawconnect terminal daemon (or clawconnect serve); it takes the work over at once."})
+}
+
+func turnIDs(ts []*store.Turn) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.TurnID
+	}
+	return out
+}
+
+func watchIDs(ws []*store.Watch) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.WatchID
+	}
+	return out
 }

@@ -412,16 +412,63 @@ type CompletionClaim struct {
 	ClaimedAt             int64  `json:"claimed_at"`
 }
 
-// MonitorLease gives one monitor per Turn across processes. Token grows
-// on every acquisition, so a write fenced by an old token fails.
-type MonitorLease struct {
-	TurnID string
-	Owner  string
-	Token  int64
-	Until  int64
+// Kinds of terminal work followed under a lease (WorkLease.Kind). Each
+// piece of work is one row of one lease table, claimed, renewed and
+// released the way a running task's lease is.
+const (
+	// LeaseMonitor is a Turn's monitor (or its sender while it types),
+	// keyed by turn id.
+	LeaseMonitor = "monitor"
+	// LeaseWatch is a watch's follower, keyed by watch id.
+	LeaseWatch = "watch"
+	// LeaseCallback is a callback's delivery attempt, keyed by message id.
+	LeaseCallback = "callback"
+	// LeaseTransition is a running thread transition, keyed by transition id.
+	LeaseTransition = "transition"
+)
+
+// LeaseKinds returns every kind of terminal work lease.
+func LeaseKinds() []string { return []string{LeaseMonitor, LeaseWatch, LeaseCallback, LeaseTransition} }
+
+// WorkLease is the lease on one piece of terminal work: Owner (a process
+// registry id, owner.Identity.ID) follows it until Until (Unix ms; 0 =
+// released). Fence grows on every claim, so a write fenced by an older
+// claim fails with ErrLeaseLost.
+type WorkLease struct {
+	Kind  string
+	ID    string
+	Owner string
+	Fence int64
+	Until int64
 }
 
-// Fence is the monitor lease a write must still hold.
+// MonitorLease is the lease of a Turn's monitor or a watch's follower.
+type MonitorLease = WorkLease
+
+// WorkLeases claims, renews and releases terminal work leases. A claim is
+// one conditional write (taken only if the lease is free, expired or the
+// claimer's own), so a caller reads the candidates first (WorkLeases)
+// instead of trying every piece of work.
+type WorkLeases interface {
+	// ClaimWork leases kind's id to owner until `until` if no lease was
+	// ever taken, the stored one expired before now or is owner's, and
+	// raises its fence. Another owner's live lease is ErrLeaseLost.
+	ClaimWork(ctx context.Context, kind, id, owner string, now, until int64) (WorkLease, error)
+	// RenewWork extends to until the leases of kind that owner still
+	// holds on ids and returns the ids it no longer holds (released, or
+	// claimed by another after they expired).
+	RenewWork(ctx context.Context, kind, owner string, until int64, ids []string) (lost []string, err error)
+	// ReleaseWork ends l now if l.Owner still holds it with l.Fence; a
+	// lease claimed since is left alone.
+	ReleaseWork(ctx context.Context, l WorkLease) error
+	// WorkLeases returns the stored leases of kind on ids (held, expired
+	// or released: compare Until with now), in ids' order; an id no one
+	// ever claimed is missing. It only reads.
+	WorkLeases(ctx context.Context, kind string, ids []string) ([]WorkLease, error)
+}
+
+// Fence is the work lease a write must still hold: its owner and its
+// fence (WorkLease.Fence) at Now.
 type Fence struct {
 	Owner string
 	Token int64
@@ -474,7 +521,8 @@ const (
 
 // Callback is one outbox entry: the canonical message for an OpenClaw
 // session and its delivery state. Message is immutable once stored; the
-// rest is written only under the attempt lease (LeaseOwner, LeaseToken).
+// rest is written only under the attempt lease (the LeaseCallback work
+// lease: LeaseOwner, LeaseToken is its fence, LeaseUntil).
 type Callback struct {
 	MessageID  string          `json:"message_id"`
 	TurnID     string          `json:"turn_id"`
@@ -513,10 +561,10 @@ type CallbackStore interface {
 	// DueCallbacks returns up to limit pending or failed callbacks whose
 	// next attempt is due at now and whose attempt lease is free.
 	DueCallbacks(ctx context.Context, now int64, limit int) ([]*Callback, error)
-	// ClaimCallback takes the attempt lease of a due callback for owner
-	// until `until`; the token grows on every claim. A live lease of
-	// another owner, or a callback no longer pending/failed, fails with
-	// ErrLeaseLost.
+	// ClaimCallback takes the attempt lease (the LeaseCallback work
+	// lease) of a due callback for owner until `until`; its fence grows
+	// on every claim. A live lease of another owner, or a callback no
+	// longer pending/failed, fails with ErrLeaseLost.
 	ClaimCallback(ctx context.Context, messageID, owner string, now, until int64) (*Callback, error)
 	// SaveCallback writes cb's delivery state if its lease (LeaseOwner,
 	// LeaseToken) is still the stored one, else ErrLeaseLost. The stored
@@ -587,17 +635,7 @@ type TerminalStore interface {
 	// GetDispatch returns the terminal's ledger entry or ErrNotFound.
 	GetDispatch(ctx context.Context, terminalKey string) (*Dispatch, error)
 
-	// AcquireMonitorLease takes the Turn's monitor lease for owner until
-	// `until` if it is free, expired at now, or already owner's; the token
-	// grows on every acquisition. A live lease of another owner fails with
-	// ErrLeaseLost.
-	AcquireMonitorLease(ctx context.Context, turnID, owner string, now, until int64) (MonitorLease, error)
-	// RenewMonitorLease extends a lease still held with token.
-	RenewMonitorLease(ctx context.Context, l MonitorLease, now int64) error
-	// ReleaseMonitorLease ends a lease still held with token.
-	ReleaseMonitorLease(ctx context.Context, l MonitorLease) error
-	// MonitorLease returns the Turn's monitor lease as stored (held,
-	// expired or released: compare Until with now), or ErrNotFound if no
-	// monitor ever took it. It only reads.
-	MonitorLease(ctx context.Context, turnID string) (MonitorLease, error)
+	// WorkLeases: a Turn's monitor holds its LeaseMonitor lease, and a
+	// WriteTurn fenced by it is checked against that row.
+	WorkLeases
 }

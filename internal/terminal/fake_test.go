@@ -488,3 +488,20 @@ func (r *rig) until(what string, cond func() bool) {
 		}
 	}
 }
+
+// completionClaims counts the Turn's completion-claimed events: one per
+// Turn, however many hosts raced for it.
+func completionClaims(t testing.TB, st store.TerminalStore, turnID string) int {
+	t.Helper()
+	ev, err := st.TurnEvents(t.Context(), turnID, 0, store.MaxPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ev {
+		if e.Type == "terminal_bridge_completion_claimed" {
+			n++
+		}
+	}
+	return n
+}

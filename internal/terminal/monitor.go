@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,8 +81,11 @@ type Host struct {
 	// that what it followed may be free (its monitors may have ended
 	// before Run saw ctx end, so running may be empty by then).
 	began bool
-	wg    sync.WaitGroup
-	self  owner.Identity
+	// held are the work leases this host's followers hold, by id: the
+	// host renews them together and stops the follower of one it lost.
+	held map[string]heldLease
+	wg   sync.WaitGroup
+	self owner.Identity
 }
 
 // NewHost returns a Host for s; s.Send and friends hand it new Turns.
@@ -116,7 +120,8 @@ func NewHost(s *Service, o HostOptions) *Host {
 		// frees its delivery attempts with its monitor leases.
 		x.o.Owner = o.Owner
 	}
-	h := &Host{s: s, o: o, log: s.log, files: files, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{}, self: self}
+	h := &Host{s: s, o: o, log: s.log, files: files, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{},
+		held: map[string]heldLease{}, self: self}
 	s.mu.Lock()
 	s.watch = h.take
 	s.mu.Unlock()
@@ -190,6 +195,7 @@ func (h *Host) Run(ctx context.Context) error {
 		case <-work:
 			scan = h.scanNew
 		case <-beat.C:
+			h.renew(ctx)
 			if reg != nil {
 				h.heartbeat(ctx, reg)
 				h.reapDead(ctx, reg)
@@ -268,6 +274,10 @@ func (h *Host) reapDead(ctx context.Context, reg registry) {
 	h.rescan(ctx)
 }
 
+// rescan starts a follower for each open Turn and active watch that no
+// live process follows. It only reads: the leases of the work this host
+// does not follow are looked up, and only work whose lease is free or
+// expired gets a follower, which then claims it.
 func (h *Host) rescan(ctx context.Context) {
 	if _, err := h.s.RecoverTransitions(ctx); err != nil && ctx.Err() == nil {
 		h.log.Warn("recover transitions", "err", err)
@@ -279,10 +289,104 @@ func (h *Host) rescan(ctx context.Context) {
 		}
 		return
 	}
-	for _, t := range turns {
-		h.Watch(t.TurnID)
+	ids := make([]string, len(turns))
+	for i, t := range turns {
+		ids[i] = t.TurnID
 	}
+	h.watchUnfollowed(ctx, store.LeaseMonitor, ids)
 	h.rescanWatches(ctx)
+}
+
+// watchUnfollowed starts a follower (Watch) for each of ids whose kind
+// lease no live process holds and that this host does not follow yet.
+func (h *Host) watchUnfollowed(ctx context.Context, kind string, ids []string) {
+	h.mu.Lock()
+	ids = slices.DeleteFunc(ids, func(id string) bool { return h.running[id] })
+	h.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	leases, err := h.s.o.Store.WorkLeases(ctx, kind, ids)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("read work leases", "kind", kind, "err", err)
+		}
+		return
+	}
+	now := time.Now().UnixMilli()
+	followed := make(map[string]bool, len(leases))
+	for _, l := range leases {
+		followed[l.ID] = l.Until >= now && l.Owner != h.o.Owner
+	}
+	for _, id := range ids {
+		if !followed[id] {
+			h.Watch(id)
+		}
+	}
+}
+
+// heldLease is a work lease one of the host's followers holds.
+type heldLease struct {
+	kind  string
+	fence int64 // tells a renewal's snapshot from a later claim of the same id
+	stop  context.CancelFunc
+}
+
+// claim takes kind's lease of id for the host. It returns a context that
+// ends when the host loses the lease (a renewal finds it taken) and the
+// release the follower must call when it stops.
+func (h *Host) claim(ctx context.Context, kind, id string) (store.WorkLease, context.Context, func(), error) {
+	now := time.Now()
+	l, err := h.s.o.Store.ClaimWork(ctx, kind, id, h.o.Owner, now.UnixMilli(), now.Add(h.o.LeaseTTL).UnixMilli())
+	if err != nil {
+		return l, ctx, nil, err
+	}
+	lctx, stop := context.WithCancel(ctx)
+	h.mu.Lock()
+	h.held[id] = heldLease{kind: kind, fence: l.Fence, stop: stop}
+	h.mu.Unlock()
+	release := func() {
+		h.mu.Lock()
+		delete(h.held, id)
+		h.mu.Unlock()
+		stop()
+		if err := h.s.o.Store.ReleaseWork(context.WithoutCancel(ctx), l); err != nil {
+			h.log.Warn("release work lease", "kind", kind, "id", id, "err", err)
+		}
+	}
+	return l, lctx, release, nil
+}
+
+// renew extends every lease the host's followers hold, one statement per
+// kind, and stops the follower of each lease it lost.
+func (h *Host) renew(ctx context.Context) {
+	h.mu.Lock()
+	byKind := map[string][]string{}
+	renewed := make(map[string]int64, len(h.held))
+	for id, l := range h.held {
+		byKind[l.kind] = append(byKind[l.kind], id)
+		renewed[id] = l.fence
+	}
+	h.mu.Unlock()
+	until := time.Now().Add(h.o.LeaseTTL).UnixMilli()
+	for kind, ids := range byKind {
+		lost, err := h.s.o.Store.RenewWork(ctx, kind, h.o.Owner, until, ids)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("renew work leases", "kind", kind, "err", err)
+			}
+			continue
+		}
+		h.mu.Lock()
+		for _, id := range lost {
+			if l, ok := h.held[id]; ok && l.fence == renewed[id] {
+				h.log.Info("work lease lost; another process follows it now", "kind", kind, "id", id)
+				l.stop()
+				delete(h.held, id)
+			}
+		}
+		h.mu.Unlock()
+	}
 }
 
 // Watch starts a monitor for the Turn (or the follower of a terminal
@@ -362,8 +466,7 @@ type monitor struct {
 }
 
 func (m *monitor) run(ctx context.Context) error {
-	now := time.Now()
-	l, err := m.s.o.Store.AcquireMonitorLease(ctx, m.turnID, m.h.o.Owner, now.UnixMilli(), now.Add(m.h.o.LeaseTTL).UnixMilli())
+	l, ctx, release, err := m.h.claim(ctx, store.LeaseMonitor, m.turnID)
 	if errors.Is(err, store.ErrLeaseLost) {
 		return nil // another host follows it
 	}
@@ -371,7 +474,7 @@ func (m *monitor) run(ctx context.Context) error {
 		return err
 	}
 	m.lease = l
-	defer func() { _ = m.s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), m.lease) }()
+	defer release()
 	t, err := m.s.o.Store.GetTurn(ctx, m.turnID)
 	if err != nil {
 		return err
@@ -390,15 +493,16 @@ func (m *monitor) run(ctx context.Context) error {
 	if ev := t.Takeover.Submission.AcceptanceEvidence; len(ev) > 0 {
 		anchor = ev
 	}
-	return m.h.follow(ctx, &m.lease, m.pane, m.agent.WatchPaths(m.pane, anchor), "turn_id", m.turnID, m.check)
+	return m.h.follow(ctx, m.pane, m.agent.WatchPaths(m.pane, anchor), "turn_id", m.turnID, m.check)
 }
 
 // follow calls check whenever the agent's session files (paths) or the
 // pane's output change, at every re-check tick and when check's next
-// timeout falls due, renewing lease meanwhile. It returns when check says
-// stop, the lease is lost, or ctx ends; logKey and logID name what is
-// followed in warnings.
-func (h *Host) follow(ctx context.Context, lease *store.MonitorLease, pane Pane, paths []string, logKey, logID string,
+// timeout falls due. It returns when check says stop, the lease is lost
+// (check's write fails with store.ErrLeaseLost, or the host's renewal
+// ends ctx), or ctx ends; logKey and logID name what is followed in
+// warnings.
+func (h *Host) follow(ctx context.Context, pane Pane, paths []string, logKey, logID string,
 	check func(ctx context.Context, fileEvent bool) (stop bool, next time.Time, err error)) error {
 	s := h.s
 	wctx, cancel := context.WithCancel(ctx)
@@ -420,8 +524,6 @@ func (h *Host) follow(ctx context.Context, lease *store.MonitorLease, pane Pane,
 	}
 	recheck := time.NewTicker(h.o.Recheck)
 	defer recheck.Stop()
-	renew := time.NewTicker(h.o.LeaseTTL / 3)
-	defer renew.Stop()
 	deadline := time.NewTimer(time.Hour)
 	defer deadline.Stop()
 	fileEvent := false
@@ -470,15 +572,6 @@ func (h *Host) follow(ctx context.Context, lease *store.MonitorLease, pane Pane,
 				break wait
 			case <-deadline.C:
 				break wait
-			case <-renew.C:
-				now := time.Now()
-				lease.Until = now.Add(h.o.LeaseTTL).UnixMilli()
-				if err := s.o.Store.RenewMonitorLease(ctx, *lease, now.UnixMilli()); err != nil {
-					if errors.Is(err, store.ErrLeaseLost) {
-						return nil
-					}
-					s.log.Warn("renew follower lease", logKey, logID, "err", err)
-				}
 			}
 		}
 	}
@@ -488,7 +581,7 @@ func (h *Host) follow(ctx context.Context, lease *store.MonitorLease, pane Pane,
 const outputGap = 250 * time.Millisecond
 
 func (m *monitor) fence() *store.Fence {
-	return &store.Fence{Owner: m.lease.Owner, Token: m.lease.Token, Now: time.Now().UnixMilli()}
+	return &store.Fence{Owner: m.lease.Owner, Token: m.lease.Fence, Now: time.Now().UnixMilli()}
 }
 
 // write stores t fenced by the lease.

@@ -233,7 +233,7 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 	lease, _ := s.senderLease(ctx, t.TurnID)
 	if err := s.o.Store.WriteTurn(ctx, store.TurnWrite{Turn: t, NewDispatch: d,
 		Events: []store.TurnEvent{event(now, "terminal_message_submit_prepared", map[string]any{"message_id": msg.ID, "request_hash": hash})}}); err != nil {
-		_ = s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), lease)
+		_ = s.o.Store.ReleaseWork(context.WithoutCancel(ctx), lease)
 		if errors.Is(err, store.ErrTerminalBusy) || errors.Is(err, store.ErrConflict) {
 			return SendResult{}, fmt.Errorf("respond: %w: %w", ErrRefused, err)
 		}

@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
 
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -118,7 +117,8 @@ type OutboxOptions struct {
 	// Owner names this process in attempt leases. "" means the owner of
 	// the Host the Outbox is given to (HostOptions.Outbox), whose process
 	// registry entry lets another host prove it dead and free its attempts
-	// at once; an Outbox used on its own gets host-pid-random.
+	// at once; an Outbox used on its own gets a fresh owner.Self id (the
+	// owner id every lease of the store uses).
 	Owner string
 	// Delays between attempts; DefaultCallbackDelays.
 	Delays []time.Duration
@@ -172,8 +172,7 @@ type dialState struct {
 func NewOutbox(o OutboxOptions) *Outbox {
 	ownOwner := o.Owner != ""
 	if o.Owner == "" {
-		host, _ := os.Hostname()
-		o.Owner = host + "-" + strconv.Itoa(os.Getpid()) + "-" + randHex(3)
+		o.Owner = owner.Self().ID
 	}
 	if len(o.Delays) == 0 {
 		o.Delays = DefaultCallbackDelays

@@ -75,14 +75,7 @@ func TestHostsOnPostgresShareTurns(t *testing.T) {
 	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "finished under host 2" {
 		t.Fatalf("turn = %+v", v)
 	}
-	ev, _ := stores[0].TurnEvents(ctx, res.TurnID, 0, 100)
-	n := 0
-	for _, e := range ev {
-		if e.Type == "terminal_bridge_completion_claimed" {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := completionClaims(t, stores[0], res.TurnID); n != 1 {
 		t.Fatalf("%d completions, want 1", n)
 	}
 }

@@ -449,7 +449,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	err = s.o.Store.CreateTurn(ctx, store.TurnCreate{Turn: turn, Dispatch: d,
 		Events: []store.TurnEvent{event(now.UnixMilli(), "terminal_message_submit_prepared", map[string]any{"message_id": msg.ID, "request_hash": hash})}})
 	if err != nil {
-		_ = s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), lease)
+		_ = s.o.Store.ReleaseWork(context.WithoutCancel(ctx), lease)
 		if errors.Is(err, store.ErrTerminalBusy) || errors.Is(err, store.ErrConflict) {
 			return SendResult{}, fmt.Errorf("send: %w: %w; wait for it, or cancel/close it first", ErrRefused, err)
 		}
@@ -683,7 +683,7 @@ const senderLeaseTTL = 60 * time.Second
 // monitor (of any process) writes the Turn.
 func (s *Service) senderLease(ctx context.Context, turnID string) (store.MonitorLease, error) {
 	now := time.Now()
-	l, err := s.o.Store.AcquireMonitorLease(ctx, turnID, "send-"+uuid(), now.UnixMilli(), now.Add(senderLeaseTTL).UnixMilli())
+	l, err := s.o.Store.ClaimWork(ctx, store.LeaseMonitor, turnID, "send-"+uuid(), now.UnixMilli(), now.Add(senderLeaseTTL).UnixMilli())
 	if errors.Is(err, store.ErrLeaseLost) {
 		return l, fmt.Errorf("%w: a monitor is still following this Turn; retry in a moment: %w", ErrRefused, err)
 	}
@@ -695,7 +695,7 @@ func (s *Service) senderLease(ctx context.Context, turnID string) (store.Monitor
 // host. Nothing past prepared is retried.
 func (s *Service) dispatch(ctx context.Context, lease store.MonitorLease, turn *store.Turn, d *store.Dispatch, p Pane, a Agent, token string, msg Message) (string, error) {
 	outcome, err := s.dispatchLocked(ctx, turn, d, p, a, token, msg)
-	_ = s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), lease)
+	_ = s.o.Store.ReleaseWork(context.WithoutCancel(ctx), lease)
 	if outcome == OutcomeAccepted || outcome == OutcomePendingAcceptance {
 		s.startMonitor(ctx, turn.TurnID)
 	}

@@ -394,7 +394,7 @@ func TestHostRestartResumesWithOneCompletion(t *testing.T) {
 	}
 	// A host that died (kill -9) holds the lease until it expires.
 	now := time.Now()
-	if _, err := r.st.AcquireMonitorLease(ctx, res.TurnID, "dead-host", now.UnixMilli(), now.Add(300*time.Millisecond).UnixMilli()); err != nil {
+	if _, err := r.st.ClaimWork(ctx, store.LeaseMonitor, res.TurnID, "dead-host", now.UnixMilli(), now.Add(300*time.Millisecond).UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	a.finish("after restart", false)
@@ -407,14 +407,7 @@ func TestHostRestartResumesWithOneCompletion(t *testing.T) {
 	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "after restart" {
 		t.Fatalf("turn = %+v", v)
 	}
-	ev, _ := r.st.TurnEvents(ctx, res.TurnID, 0, 100)
-	n := 0
-	for _, e := range ev {
-		if e.Type == "terminal_bridge_completion_claimed" {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := completionClaims(t, r.st, res.TurnID); n != 1 {
 		t.Fatalf("%d completions, want 1", n)
 	}
 }
@@ -441,7 +434,7 @@ func TestHostTakesOverADeadProcessAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if _, err := r.st.AcquireMonitorLease(ctx, res.TurnID, dead.ID, now.UnixMilli(), now.Add(time.Hour).UnixMilli()); err != nil {
+	if _, err := r.st.ClaimWork(ctx, store.LeaseMonitor, res.TurnID, dead.ID, now.UnixMilli(), now.Add(time.Hour).UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	a.finish("after kill -9", false)
@@ -757,7 +750,7 @@ func TestCompletionFencedByBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	lease, err := r.st.AcquireMonitorLease(ctx, res.TurnID, "o", now.UnixMilli(), now.Add(time.Minute).UnixMilli())
+	lease, err := r.st.ClaimWork(ctx, store.LeaseMonitor, res.TurnID, "o", now.UnixMilli(), now.Add(time.Minute).UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}

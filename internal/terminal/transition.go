@@ -73,7 +73,7 @@ func transitionView(t *store.Transition) TransitionView {
 	if !store.TransitionFinal(t.Status) {
 		v.RecoveryActions = recoveryActions(t.TransitionID)
 		if id, ok := foreignOwner(t.Owner); ok && v.Reason == "" {
-			v.Reason = "run by " + id.String() + ", which this process cannot prove ended (another host or pid namespace); recovery here leaves it to a process there"
+			v.Reason = "run by " + id.String() + ", which this process cannot prove ended (another host or pid namespace); recovery here waits until its transition lease runs out"
 		}
 	}
 	return v
@@ -129,6 +129,49 @@ func foreignOwner(o string) (owner.Identity, bool) {
 	}
 	self := selfIdentity()
 	return id, id.Host == "" || self.Host == "" || id.Host != self.Host
+}
+
+// transitionLeaseTTL is how long a transition's lease lasts unrenewed;
+// the process running it renews it every third of that.
+const transitionLeaseTTL = 2 * time.Minute
+
+// holdWork claims kind's lease of id for this process (selfIdentity) and
+// renews it in the background until the returned release ends it: work a
+// command runs itself, such as a thread transition.
+func (s *Service) holdWork(ctx context.Context, kind, id string, ttl time.Duration) (release func(), err error) {
+	now := time.Now()
+	l, err := s.o.Store.ClaimWork(ctx, kind, id, selfIdentity().ID, now.UnixMilli(), now.Add(ttl).UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("claim the %s lease: %w", kind, err)
+	}
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(ttl / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-tick.C:
+				lost, err := s.o.Store.RenewWork(rctx, kind, l.Owner, time.Now().Add(ttl).UnixMilli(), []string{id})
+				if err == nil && len(lost) > 0 {
+					err = store.ErrLeaseLost
+				}
+				if err != nil && rctx.Err() == nil {
+					s.log.Warn("renew work lease", "kind", kind, "id", id, "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		stop()
+		<-done
+		if err := s.o.Store.ReleaseWork(context.WithoutCancel(ctx), l); err != nil {
+			s.log.Warn("release work lease", "kind", kind, "id", id, "err", err)
+		}
+	}, nil
 }
 
 // ownerName names a transition's owner for a reader.
@@ -297,6 +340,14 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 			}
 		}
 	}
+	// The transition's lease says it is being run: a process that cannot
+	// prove this one dead (another host) recovers it only once the lease
+	// runs out.
+	release, err := s.holdWork(ctx, store.LeaseTransition, tr.TransitionID, transitionLeaseTTL)
+	if err != nil {
+		return fail(err)
+	}
+	defer release()
 	if err := ts.PrepareTransition(ctx, tr); err != nil {
 		switch {
 		case errors.Is(err, store.ErrTerminalBusy):
@@ -612,11 +663,13 @@ func (s *Service) reverify(ctx context.Context, ts store.TransitionStore, tr *st
 }
 
 // RecoverTransitions settles the open transitions whose owner process is
-// provably gone (a crash mid-transition; an owner on another host is left
-// alone): one that typed nothing is aborted; one the
-// agent's files prove is committed; any other becomes uncertain, which
-// keeps its terminal blocked until resolve-transition. It returns how many
-// it changed. The monitor host calls it at every scan.
+// provably gone (a crash mid-transition) or whose transition lease ran out
+// (its owner, on another host, stopped renewing it; a live owner there is
+// left alone): one that typed nothing is aborted; one the agent's files
+// prove is committed; any other becomes uncertain, which keeps its
+// terminal blocked until resolve-transition. It returns how many it
+// changed. The monitor host calls it at every scan; it reads the leases
+// of the open transitions and writes only what it settles.
 func (s *Service) RecoverTransitions(ctx context.Context) (int, error) {
 	ts, err := s.transitions()
 	if err != nil {
@@ -626,9 +679,22 @@ func (s *Service) RecoverTransitions(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("recover transitions: %w", err)
 	}
+	ids := make([]string, len(open))
+	for i, tr := range open {
+		ids[i] = tr.TransitionID
+	}
+	leases, err := s.o.Store.WorkLeases(ctx, store.LeaseTransition, ids)
+	if err != nil {
+		return 0, fmt.Errorf("recover transitions: %w", err)
+	}
+	ranOut := map[string]bool{}
+	now := nowMs()
+	for _, l := range leases {
+		ranOut[l.ID] = l.Until < now
+	}
 	n := 0
 	for _, tr := range open {
-		if tr.Status == store.TransitionUncertain || !ownerGone(tr.Owner) {
+		if tr.Status == store.TransitionUncertain || !(ranOut[tr.TransitionID] || ownerGone(tr.Owner)) {
 			continue
 		}
 		n++

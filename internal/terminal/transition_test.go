@@ -527,3 +527,68 @@ func TestRecoveryLeavesAnotherHostsTransition(t *testing.T) {
 	r := newRig(t)
 	testRecoveryLeavesAnotherHostsTransition(t, r.svc, r.st.(store.TransitionStore))
 }
+
+// TestRecoverTransitionsLeavesOtherHostsAlone: a transition run by a live
+// process on another host (its identity names another host and boot; its
+// transition lease is renewed) is left as it is by every recovery; once
+// that lease runs out (the process stopped renewing it, or a host reaped
+// it), the next recovery settles it.
+func TestRecoverTransitionsLeavesOtherHostsAlone(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	ts := r.st.(store.TransitionStore)
+	remote := owner.Identity{ID: "elsewhere/4242/beef", Host: "elsewhere/pid:[4026531836]", PID: 4242, Start: "another-boot:1"}
+	now := nowMs()
+	tr := &store.Transition{TransitionID: "transition-remote", Kind: store.TransitionClearThread, Agent: AgentClaude, TerminalID: "term-x",
+		TerminalKey: "tmux:%93", PID: 4242, ProcessBirth: "b", Workspace: "/w", TargetSessionID: newSessionID(time.Now()), ToGeneration: 1,
+		Plan: []string{"/clear"}, Owner: remote.Encode(), PreparedAt: now, Status: store.TransitionPrepared, UpdatedAt: now}
+	l, err := r.st.ClaimWork(ctx, store.LeaseTransition, tr.TransitionID, remote.ID, now, now+time.Hour.Milliseconds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.PrepareTransition(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if n, err := r.svc.RecoverTransitions(ctx); err != nil || n != 0 {
+			t.Fatalf("recover = %d, %v; want the live remote owner's transition left alone", n, err)
+		}
+	}
+	if got, _ := ts.GetTransition(ctx, tr.TransitionID); got.Status != store.TransitionPrepared {
+		t.Fatalf("the live remote owner's transition = %s (%s), want prepared", got.Status, got.Reason)
+	}
+	// Its lease ends (as when a host reaps a process that stopped beating).
+	if err := r.st.ReleaseWork(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.svc.RecoverTransitions(ctx); err != nil || n != 1 {
+		t.Fatalf("recover after the lease ran out = %d, %v; want 1", n, err)
+	}
+	if got, _ := ts.GetTransition(ctx, tr.TransitionID); got.Status != store.TransitionAborted {
+		t.Fatalf("the abandoned transition = %s, want aborted (nothing was typed)", got.Status)
+	}
+}
+
+// TestATransitionHoldsItsLease: while a transition runs, its process holds
+// the transition's lease, and releases it when it ends.
+func TestATransitionHoldsItsLease(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	release, err := r.svc.holdWork(ctx, store.LeaseTransition, "transition-held", 30*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.st.WorkLeases(ctx, store.LeaseTransition, []string{"transition-held"})
+	if err != nil || len(first) != 1 || first[0].Owner != selfIdentity().ID {
+		t.Fatalf("lease while the transition runs = %+v, %v", first, err)
+	}
+	r.until("the lease is renewed", func() bool {
+		ls, err := r.st.WorkLeases(ctx, store.LeaseTransition, []string{"transition-held"})
+		return err == nil && len(ls) == 1 && ls[0].Until > first[0].Until && ls[0].Fence == first[0].Fence
+	})
+	release()
+	ls, err := r.st.WorkLeases(ctx, store.LeaseTransition, []string{"transition-held"})
+	if err != nil || len(ls) != 1 || ls[0].Until != 0 {
+		t.Fatalf("lease after release = %+v, %v", ls, err)
+	}
+}

@@ -26,13 +26,15 @@ func (h *Host) rescanWatches(ctx context.Context) {
 		}
 		return
 	}
-	for _, w := range list {
-		h.Watch(w.WatchID)
+	ids := make([]string, len(list))
+	for i, w := range list {
+		ids[i] = w.WatchID
 	}
+	h.watchUnfollowed(ctx, store.LeaseWatch, ids)
 }
 
-// watcher follows one watch under its monitor lease (keyed by the watch
-// id, so one follower runs across processes).
+// watcher follows one watch under its LeaseWatch work lease (keyed by the
+// watch id, so one follower runs across processes).
 type watcher struct {
 	h     *Host
 	s     *Service
@@ -50,8 +52,7 @@ func (m *watcher) run(ctx context.Context) error {
 		return nil
 	}
 	m.ws = ws
-	now := time.Now()
-	l, err := m.s.o.Store.AcquireMonitorLease(ctx, m.id, m.h.o.Owner, now.UnixMilli(), now.Add(m.h.o.LeaseTTL).UnixMilli())
+	l, ctx, release, err := m.h.claim(ctx, store.LeaseWatch, m.id)
 	if errors.Is(err, store.ErrLeaseLost) {
 		return nil // another host follows it
 	}
@@ -59,7 +60,7 @@ func (m *watcher) run(ctx context.Context) error {
 		return err
 	}
 	m.lease = l
-	defer func() { _ = m.s.o.Store.ReleaseMonitorLease(context.WithoutCancel(ctx), m.lease) }()
+	defer release()
 	w, err := ws.GetWatch(ctx, m.id)
 	if err != nil {
 		return err
@@ -77,7 +78,7 @@ func (m *watcher) run(ctx context.Context) error {
 		return fmt.Errorf("watch %s: %s panes cannot be watched by this build", m.id, w.Agent)
 	}
 	check := func(ctx context.Context, _ bool) (bool, time.Time, error) { return m.check(ctx) }
-	return m.h.follow(ctx, &m.lease, m.pane, m.agent.WatchPaths(m.pane, m.anchorOf(w)), "watch_id", m.id, check)
+	return m.h.follow(ctx, m.pane, m.agent.WatchPaths(m.pane, m.anchorOf(w)), "watch_id", m.id, check)
 }
 
 // anchorOf is the anchor scans start from: the acceptance evidence once
@@ -92,7 +93,7 @@ func (m *watcher) anchorOf(w *store.Watch) json.RawMessage {
 func (m *watcher) save(ctx context.Context, w *store.Watch, also func(context.Context, store.TerminalTx) error) error {
 	w.UpdatedAt = time.Now().UnixMilli()
 	err := m.ws.SaveWatch(ctx, store.WatchWrite{Watch: w, Also: also,
-		Fence: &store.Fence{Owner: m.lease.Owner, Token: m.lease.Token, Now: time.Now().UnixMilli()}})
+		Fence: &store.Fence{Owner: m.lease.Owner, Token: m.lease.Fence, Now: time.Now().UnixMilli()}})
 	if err != nil {
 		return err
 	}

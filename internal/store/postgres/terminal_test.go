@@ -31,3 +31,15 @@ func TestWatchConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestWorkLeaseConformance(t *testing.T) {
+	url := testURL(t)
+	storetest.RunWorkLeases(t, func(t *testing.T) storetest.LeaseBackend {
+		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: freshSchema(t, url)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}

@@ -31,7 +31,7 @@ func TestUpgradeFromSchema6(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	execIn(t, url, schema, storetest.Schema6Downgrade())
+	execIn(t, url, schema, storetest.Schema6Downgrade(t, filepath.Join("..", "sqlstore", "migrations")))
 
 	// The downgraded schema is exactly what migrations 1-6 build.
 	ref := freshSchema(t, url)
@@ -110,4 +110,22 @@ func pgSchema(t *testing.T, url, schema string) []string {
 		t.Fatalf("schema %s has no columns", schema)
 	}
 	return out
+}
+
+// TestUpgradeCarriesTerminalLeasesOver opens a store of schema 10 whose
+// Turn, watch and callback hold leases in the tables of that schema: the
+// migration to the shared lease table keeps every one.
+func TestUpgradeCarriesTerminalLeasesOver(t *testing.T) {
+	url := testURL(t)
+	schema := freshSchema(t, url)
+	stmts := append([]string{`CREATE SCHEMA ` + schema},
+		storetest.MigrationStatements(t, filepath.Join("..", "sqlstore", "migrations"), 10)...)
+	stmts = append(stmts, `UPDATE clawconnect_meta SET value = '10' WHERE key = 'schema_version'`)
+	execIn(t, url, schema, append(stmts, storetest.Schema10Leases()...))
+	s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: schema})
+	if err != nil {
+		t.Fatalf("open the schema-10 store: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	storetest.CheckCarriedLeases(t, s)
 }

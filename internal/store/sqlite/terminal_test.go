@@ -30,3 +30,14 @@ func TestWatchConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestWorkLeaseConformance(t *testing.T) {
+	storetest.RunWorkLeases(t, func(t *testing.T) storetest.LeaseBackend {
+		s, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}

@@ -60,7 +60,12 @@ func sameJSON(a, b json.RawMessage) bool {
 	return string(ea) == string(eb)
 }
 
-const callbackCols = `data, status, next_attempt_at, lease_owner, lease_token, lease_until`
+// callbackCols reads a callback with its attempt lease, the
+// LeaseCallback row of term_leases (see callbackFrom).
+const callbackCols = `c.data, c.status, c.next_attempt_at, COALESCE(l.owner, ''), COALESCE(l.fence, 0), COALESCE(l.lease_until, 0)`
+
+// callbackFrom joins each callback to its attempt lease.
+const callbackFrom = ` FROM term_callbacks c LEFT JOIN term_leases l ON l.kind = 'callback' AND l.id = c.message_id`
 
 func scanCallback(sc scanner) (*store.Callback, error) {
 	var data string
@@ -79,16 +84,38 @@ func scanCallback(sc scanner) (*store.Callback, error) {
 	return &cb, nil
 }
 
+// callback reads one callback with its attempt lease; with lock, both
+// rows stay locked for the rest of the transaction where the database
+// can (a lock cannot reach through an outer join, so two reads).
 func (db *DB) callback(ctx context.Context, q termQuerier, id string, lock bool) (*store.Callback, error) {
-	stmt := `SELECT ` + callbackCols + ` FROM term_callbacks WHERE message_id = ?`
-	if lock {
-		stmt += db.d.ForUpdate
+	if !lock {
+		cb, err := scanCallback(q.QueryRowContext(ctx, `SELECT `+callbackCols+callbackFrom+` WHERE c.message_id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("callback %s: %w", id, store.ErrNotFound)
+		}
+		return cb, err
 	}
-	cb, err := scanCallback(q.QueryRowContext(ctx, stmt, id))
+	var data, status string
+	var next int64
+	err := q.QueryRowContext(ctx, `SELECT data, status, next_attempt_at FROM term_callbacks WHERE message_id = ?`+db.d.ForUpdate, id).
+		Scan(&data, &status, &next)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("callback %s: %w", id, store.ErrNotFound)
 	}
-	return cb, err
+	if err != nil {
+		return nil, err
+	}
+	var cb store.Callback
+	if err := json.Unmarshal([]byte(data), &cb); err != nil {
+		return nil, fmt.Errorf("callback has an unreadable data column: %v: %w", err, store.ErrIncompatible)
+	}
+	cb.Status, cb.NextAttemptAt = status, next
+	l, err := db.workLease(ctx, q, store.LeaseCallback, id, true)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	cb.LeaseOwner, cb.LeaseToken, cb.LeaseUntil = l.Owner, l.Fence, l.Until
+	return &cb, nil
 }
 
 // GetCallback implements store.CallbackStore.
@@ -119,8 +146,8 @@ func (db *DB) queryCallbacks(ctx context.Context, q string, args ...any) ([]*sto
 
 // TurnCallbacks implements store.CallbackStore.
 func (db *DB) TurnCallbacks(ctx context.Context, turnID string, limit int) ([]*store.Callback, error) {
-	out, err := db.queryCallbacks(ctx, `SELECT `+callbackCols+` FROM term_callbacks WHERE turn_id = ?
-		ORDER BY created_at DESC, message_id DESC LIMIT ?`, turnID, store.ClampPage(limit, store.MaxPage))
+	out, err := db.queryCallbacks(ctx, `SELECT `+callbackCols+callbackFrom+` WHERE c.turn_id = ?
+		ORDER BY c.created_at DESC, c.message_id DESC LIMIT ?`, turnID, store.ClampPage(limit, store.MaxPage))
 	if err != nil {
 		return nil, fmt.Errorf("turn callbacks: %w", err)
 	}
@@ -129,9 +156,9 @@ func (db *DB) TurnCallbacks(ctx context.Context, turnID string, limit int) ([]*s
 
 // DueCallbacks implements store.CallbackStore.
 func (db *DB) DueCallbacks(ctx context.Context, now int64, limit int) ([]*store.Callback, error) {
-	out, err := db.queryCallbacks(ctx, `SELECT `+callbackCols+` FROM term_callbacks
-		WHERE status IN ('pending','failed') AND next_attempt_at <= ? AND lease_until < ?
-		ORDER BY next_attempt_at, message_id LIMIT ?`, now, now, store.ClampPage(limit, store.MaxPage))
+	out, err := db.queryCallbacks(ctx, `SELECT `+callbackCols+callbackFrom+`
+		WHERE c.status IN ('pending','failed') AND c.next_attempt_at <= ? AND COALESCE(l.lease_until, 0) < ?
+		ORDER BY c.next_attempt_at, c.message_id LIMIT ?`, now, now, store.ClampPage(limit, store.MaxPage))
 	if err != nil {
 		return nil, fmt.Errorf("due callbacks: %w", err)
 	}
@@ -152,15 +179,11 @@ func (db *DB) ClaimCallback(ctx context.Context, messageID, owner string, now, u
 		if cur.LeaseOwner != owner && cur.LeaseUntil >= now {
 			return fmt.Errorf("attempt held by %s until %d: %w", cur.LeaseOwner, cur.LeaseUntil, store.ErrLeaseLost)
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE term_callbacks SET lease_owner = ?, lease_token = lease_token + 1, lease_until = ?
-			WHERE message_id = ? AND lease_token = ?`, owner, until, messageID, cur.LeaseToken)
+		l, err := claimWork(ctx, tx, store.LeaseCallback, messageID, owner, now, until)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return store.ErrLeaseLost
-		}
-		cur.LeaseOwner, cur.LeaseToken, cur.LeaseUntil = owner, cur.LeaseToken+1, until
+		cur.LeaseOwner, cur.LeaseToken, cur.LeaseUntil = l.Owner, l.Fence, l.Until
 		cb = cur
 		return nil
 	})
@@ -186,8 +209,12 @@ func (db *DB) SaveCallback(ctx context.Context, cb *store.Callback) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE term_callbacks SET status = ?, next_attempt_at = ?, lease_until = ?, data = ?
-			WHERE message_id = ?`, cb.Status, cb.NextAttemptAt, cb.LeaseUntil, string(data), cb.MessageID)
+		if _, err := tx.ExecContext(ctx, `UPDATE term_callbacks SET status = ?, next_attempt_at = ?, data = ?
+			WHERE message_id = ?`, cb.Status, cb.NextAttemptAt, string(data), cb.MessageID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE term_leases SET lease_until = ? WHERE kind = 'callback' AND id = ?`+FenceCond,
+			cb.LeaseUntil, cb.MessageID, cb.LeaseToken)
 		return err
 	})
 	if err != nil {
@@ -214,8 +241,11 @@ func (db *DB) RearmCallback(ctx context.Context, messageID string, now int64) (*
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE term_callbacks SET status = ?, next_attempt_at = ?, lease_until = 0, data = ?
-			WHERE message_id = ?`, cur.Status, now, string(data), messageID)
+		if _, err := tx.ExecContext(ctx, `UPDATE term_callbacks SET status = ?, next_attempt_at = ?, data = ?
+			WHERE message_id = ?`, cur.Status, now, string(data), messageID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE term_leases SET lease_until = 0 WHERE kind = 'callback' AND id = ?`, messageID)
 		cur.LeaseUntil = 0
 		return err
 	})

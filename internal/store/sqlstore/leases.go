@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,8 +11,9 @@ import (
 )
 
 // LeaseTable names a table whose rows are followed under leases, one live
-// process per row: a running task today; a Turn's monitor or a pending
-// callback delivery can use the same pattern. The table has a TEXT key
+// process per row: the running tasks, and term_leases, where each piece of
+// terminal work (a Turn's monitor, a watch's follower, a callback's
+// delivery attempt, a transition) is one row. The table has a TEXT key
 // column "id" and the columns
 //
 //	owner       TEXT   NOT NULL DEFAULT ''   -- the follower's process id (store.Process.ID)
@@ -71,6 +73,16 @@ func inList(ids []string) (string, []any) {
 func (db *DB) ClaimRows(ctx context.Context, lt LeaseTable, owner string, now, until int64, limit int) ([]Lease, error) {
 	if owner == "" {
 		return nil, errors.New("claim rows: owner is required")
+	}
+	// Most claims find nothing: a read says so without taking the write
+	// lock every process sharing a SQLite file contends for.
+	var any int
+	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM `+lt.Name+` WHERE `+lt.Active+` AND lease_until < ? LIMIT 1`, now).Scan(&any)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", lt.Name, err)
 	}
 	rows, err := db.w.QueryContext(ctx, `UPDATE `+lt.Name+` SET owner = ?, lease_until = ?, fence = fence + 1 WHERE id IN (
 		SELECT id FROM `+lt.Name+` WHERE `+lt.Active+` AND lease_until < ? ORDER BY lease_until, id LIMIT ?`+db.d.SkipLocked+`)
@@ -166,29 +178,22 @@ func (db *DB) RenewLeases(ctx context.Context, owner string, until int64, ids []
 	return db.RenewRows(ctx, tasksTable, owner, until, ids)
 }
 
-// ReleaseLeases implements store.Store. With ids nil it also ends the
-// owner's Turn monitor leases and callback delivery attempt leases, so
-// whoever proves a process dead (a task manager or a terminal host) frees
-// everything it followed at once. A freed attempt stays fenced: the next
-// claim raises its lease token, so the dead owner's writes could never
-// land.
+// ReleaseLeases implements store.Store. With ids nil it also ends every
+// terminal work lease the owner holds (Turn monitors, watch followers,
+// callback delivery attempts, transitions), so whoever proves a process
+// dead (a task manager or a terminal host) frees everything it followed at
+// once. A freed lease stays fenced: the next claim raises its fence, so
+// the dead owner's writes could never land.
 func (db *DB) ReleaseLeases(ctx context.Context, owner string, ids []string) (int, error) {
 	n, err := db.ReleaseRows(ctx, tasksTable, owner, ids)
 	if err != nil || ids != nil {
 		return n, err
 	}
-	for _, q := range []struct{ what, stmt string }{
-		{"monitor leases", `UPDATE term_monitor_leases SET lease_until = 0 WHERE owner = ? AND lease_until > 0`},
-		{"callback attempt leases", `UPDATE term_callbacks SET lease_until = 0 WHERE lease_owner = ? AND lease_until > 0`},
-	} {
-		res, err := db.w.ExecContext(ctx, q.stmt, owner)
-		if err != nil {
-			return n, fmt.Errorf("release %s of %s: %w", q.what, owner, db.classify(err))
-		}
-		m, _ := res.RowsAffected()
-		n += int(m)
+	m, err := db.ReleaseRows(ctx, allTermLeases, owner, nil)
+	if err != nil {
+		return n, fmt.Errorf("release terminal work leases of %s: %w", owner, err)
 	}
-	return n, nil
+	return n + m, nil
 }
 
 // chunks yields ids in slices of at most idChunk.

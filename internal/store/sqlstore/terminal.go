@@ -436,7 +436,7 @@ func (db *DB) WriteTurn(ctx context.Context, w store.TurnWrite) error {
 	}
 	err = db.tx(ctx, func(tx *txn) error {
 		if w.Fence != nil {
-			if err := db.checkFence(ctx, tx, t.TurnID, *w.Fence); err != nil {
+			if err := db.checkFence(ctx, tx, store.LeaseMonitor, t.TurnID, *w.Fence); err != nil {
 				return err
 			}
 		}
@@ -534,23 +534,6 @@ func (db *DB) claim(ctx context.Context, tx *txn, c *store.CompletionClaim) erro
 	return err
 }
 
-func (db *DB) checkFence(ctx context.Context, tx *txn, turnID string, f store.Fence) error {
-	var owner string
-	var token, until int64
-	err := tx.QueryRowContext(ctx, `SELECT owner, token, lease_until FROM term_monitor_leases WHERE turn_id = ?`+db.d.ForUpdate,
-		turnID).Scan(&owner, &token, &until)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("monitor lease of turn %s: %w", turnID, store.ErrLeaseLost)
-	}
-	if err != nil {
-		return err
-	}
-	if owner != f.Owner || token != f.Token || until < f.Now {
-		return fmt.Errorf("monitor lease of turn %s (token %d) is held by %s with token %d: %w", turnID, f.Token, owner, token, store.ErrLeaseLost)
-	}
-	return nil
-}
-
 // OpenTurns implements store.TerminalStore.
 func (db *DB) OpenTurns(ctx context.Context, limit int) ([]*store.Turn, error) {
 	return db.queryTurns(ctx, `SELECT turn_id, version, data FROM term_turns
@@ -631,76 +614,4 @@ func (db *DB) GetDispatch(ctx context.Context, terminalKey string) (*store.Dispa
 		return nil, fmt.Errorf("get dispatch: %w", err)
 	}
 	return d, nil
-}
-
-// AcquireMonitorLease implements store.TerminalStore.
-func (db *DB) AcquireMonitorLease(ctx context.Context, turnID, owner string, now, until int64) (store.MonitorLease, error) {
-	l := store.MonitorLease{TurnID: turnID, Owner: owner, Until: until}
-	err := db.tx(ctx, func(tx *txn) error {
-		var cur string
-		var token, curUntil int64
-		err := tx.QueryRowContext(ctx, `SELECT owner, token, lease_until FROM term_monitor_leases WHERE turn_id = ?`+db.d.ForUpdate,
-			turnID).Scan(&cur, &token, &curUntil)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			l.Token = 1
-			_, err = tx.ExecContext(ctx, `INSERT INTO term_monitor_leases (turn_id, owner, token, lease_until) VALUES (?, ?, 1, ?)`,
-				turnID, owner, until)
-			if err != nil && db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
-				return store.ErrLeaseLost
-			}
-			return err
-		case err != nil:
-			return err
-		case cur != owner && curUntil >= now:
-			return fmt.Errorf("held by %s until %d: %w", cur, curUntil, store.ErrLeaseLost)
-		}
-		l.Token = token + 1
-		_, err = tx.ExecContext(ctx, `UPDATE term_monitor_leases SET owner = ?, token = ?, lease_until = ? WHERE turn_id = ?`,
-			owner, l.Token, until, turnID)
-		return err
-	})
-	if err != nil {
-		return store.MonitorLease{}, fmt.Errorf("acquire monitor lease of %s: %w", turnID, err)
-	}
-	return l, nil
-}
-
-// RenewMonitorLease implements store.TerminalStore.
-func (db *DB) RenewMonitorLease(ctx context.Context, l store.MonitorLease, now int64) error {
-	res, err := db.w.ExecContext(ctx, `UPDATE term_monitor_leases SET lease_until = ?
-		WHERE turn_id = ? AND owner = ? AND token = ? AND lease_until >= ?`, l.Until, l.TurnID, l.Owner, l.Token, now)
-	if err != nil {
-		return fmt.Errorf("renew monitor lease of %s: %w", l.TurnID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("renew monitor lease of %s: %w", l.TurnID, err)
-	} else if n == 0 {
-		return fmt.Errorf("renew monitor lease of %s: %w", l.TurnID, store.ErrLeaseLost)
-	}
-	return nil
-}
-
-// MonitorLease implements store.TerminalStore.
-func (db *DB) MonitorLease(ctx context.Context, turnID string) (store.MonitorLease, error) {
-	l := store.MonitorLease{TurnID: turnID}
-	err := db.r.QueryRowContext(ctx, `SELECT owner, token, lease_until FROM term_monitor_leases WHERE turn_id = ?`,
-		turnID).Scan(&l.Owner, &l.Token, &l.Until)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return l, fmt.Errorf("monitor lease of %s: %w", turnID, store.ErrNotFound)
-	case err != nil:
-		return l, fmt.Errorf("monitor lease of %s: %w", turnID, err)
-	}
-	return l, nil
-}
-
-// ReleaseMonitorLease implements store.TerminalStore.
-func (db *DB) ReleaseMonitorLease(ctx context.Context, l store.MonitorLease) error {
-	_, err := db.w.ExecContext(ctx, `UPDATE term_monitor_leases SET lease_until = 0 WHERE turn_id = ? AND owner = ? AND token = ?`,
-		l.TurnID, l.Owner, l.Token)
-	if err != nil {
-		return fmt.Errorf("release monitor lease of %s: %w", l.TurnID, err)
-	}
-	return nil
 }

@@ -102,7 +102,7 @@ func (db *DB) SaveWatch(ctx context.Context, ww store.WatchWrite) error {
 	}
 	err = db.tx(ctx, func(tx *txn) error {
 		if ww.Fence != nil {
-			if err := db.checkFence(ctx, tx, w.WatchID, *ww.Fence); err != nil {
+			if err := db.checkFence(ctx, tx, store.LeaseWatch, w.WatchID, *ww.Fence); err != nil {
 				return err
 			}
 		}

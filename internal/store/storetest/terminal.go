@@ -65,7 +65,6 @@ func RunTerminal(t *testing.T, newStore NewTerminalStore) {
 		{"TurnWriteCASAndEvents", testTurnWrite},
 		{"TurnEveryFieldSurvives", testTurnEveryField},
 		{"TurnPrincipalIsFixed", testTurnPrincipal},
-		{"MonitorLeaseFencing", testMonitorLease},
 		{"CompletionClaimOnce", testCompletionClaim},
 		{"SessionSaveJoinsTheTurnWrite", testSessionSaveInTurnWrite},
 		{"ConcurrentClaimsOneWins", testConcurrentClaims},
@@ -426,59 +425,6 @@ func testTurnPrincipal(t *testing.T, s store.TerminalStore) {
 	list, err := s.SessionTurns(ctx, "session-p", 5)
 	if err != nil || len(list) != 1 || list[0].Principal != "user:alice" || list[0].Version != got.Version {
 		t.Fatalf("SessionTurns = %v, %v", list, err)
-	}
-}
-
-func testMonitorLease(t *testing.T, s store.TerminalStore) {
-	ctx := t.Context()
-	ss := TermSession("session-1", "t1", "k1")
-	mustCreateSession(t, s, ss)
-	tc := NewTurn("turn-1", ss, 10)
-	if err := s.CreateTurn(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	if l, err := s.MonitorLease(ctx, "turn-1"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("lease never taken = %+v, %v; want ErrNotFound", l, err)
-	}
-	a, err := s.AcquireMonitorLease(ctx, "turn-1", "A", 100, 200)
-	if err != nil || a.Token != 1 {
-		t.Fatalf("first acquire = %+v, %v", a, err)
-	}
-	if l, err := s.MonitorLease(ctx, "turn-1"); err != nil || l != a {
-		t.Fatalf("MonitorLease = %+v, %v; want %+v", l, err, a)
-	}
-	if _, err := s.AcquireMonitorLease(ctx, "turn-1", "B", 150, 250); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("acquire of a live lease: %v, want ErrLeaseLost", err)
-	}
-	a.Until = 300
-	if err := s.RenewMonitorLease(ctx, a, 150); err != nil {
-		t.Fatal(err)
-	}
-	// After expiry B takes over with a larger token; A's writes are fenced.
-	b, err := s.AcquireMonitorLease(ctx, "turn-1", "B", 301, 400)
-	if err != nil || b.Token <= a.Token {
-		t.Fatalf("takeover = %+v, %v", b, err)
-	}
-	turn := tc.Turn
-	turn.Status = store.TurnWaitingForAgent
-	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Fence: &store.Fence{Owner: "A", Token: a.Token, Now: 302}}); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("write fenced by the old token: %v, want ErrLeaseLost", err)
-	}
-	if err := s.RenewMonitorLease(ctx, a, 302); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("renew by the old owner: %v", err)
-	}
-	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Fence: &store.Fence{Owner: "B", Token: b.Token, Now: 302}}); err != nil {
-		t.Fatalf("write by the new owner: %v", err)
-	}
-	if err := s.ReleaseMonitorLease(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	if l, err := s.MonitorLease(ctx, "turn-1"); err != nil || l.Owner != "B" || l.Until != 0 {
-		t.Fatalf("released lease = %+v, %v; want B's with until 0", l, err)
-	}
-	c, err := s.AcquireMonitorLease(ctx, "turn-1", "C", 303, 500)
-	if err != nil || c.Token <= b.Token {
-		t.Fatalf("acquire after release = %+v, %v", c, err)
 	}
 }
 

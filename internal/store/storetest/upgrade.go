@@ -15,7 +15,7 @@ import (
 )
 
 // UpgradeStore is what the upgrade check writes and reads: every record
-// kind a store of schema 6 held, and the kinds migrations 7 to 10 added.
+// kind a store of schema 6 held, and the kinds migrations 7 to 11 added.
 type UpgradeStore interface {
 	store.Store
 	store.TerminalStore
@@ -24,20 +24,44 @@ type UpgradeStore interface {
 	store.TransitionStore
 }
 
-// Schema6Downgrade returns the statements that take a store of schema 10
-// back to schema 6: they drop what migrations 7 (watches), 8
-// (transitions), 9 (the callback lease-owner index) and 10 (the Turn's
-// principal column) created. A backend test checks that the result has
-// exactly the schema migrations 1-6 build before it reopens the store
-// with the current code.
-func Schema6Downgrade() []string {
-	return []string{
+// Schema6Downgrade returns the statements that take a store of the
+// current schema back to schema 6: they drop what migrations 7 (watches),
+// 8 (transitions), 9 (the callback lease-owner index), 10 (the Turn's
+// principal column) and 11 (the shared lease table) created, and rebuild
+// the monitor lease table and the callback outbox as migrations 3 and 6 in
+// dir create them (keeping the callbacks). A backend test checks that the
+// result has exactly the schema migrations 1-6 build before it reopens the
+// store with the current code.
+func Schema6Downgrade(t *testing.T, dir string) []string {
+	t.Helper()
+	create := func(prefix string) []string {
+		var out []string
+		for _, q := range MigrationStatements(t, dir, 6) {
+			if strings.HasPrefix(q, prefix) {
+				out = append(out, q)
+			}
+		}
+		if len(out) == 0 {
+			t.Fatalf("no %q statement in migrations 1-6 of %s", prefix, dir)
+		}
+		return out
+	}
+	const cols = `message_id, turn_id, status, next_attempt_at, created_at, data`
+	out := []string{
 		`ALTER TABLE term_turns DROP COLUMN principal`,
-		`DROP INDEX term_callbacks_lease_owner`,
+		`CREATE TABLE term_callbacks_v6 AS SELECT ` + cols + ` FROM term_callbacks`,
+		`DROP TABLE term_callbacks`,
+	}
+	out = append(out, create("CREATE TABLE term_callbacks ")...)
+	out = append(out, create("CREATE INDEX term_callbacks_")...)
+	out = append(out, `INSERT INTO term_callbacks (`+cols+`) SELECT `+cols+` FROM term_callbacks_v6`, `DROP TABLE term_callbacks_v6`)
+	out = append(out, create("CREATE TABLE term_monitor_leases ")...)
+	return append(out,
+		`DROP TABLE term_leases`,
 		`DROP TABLE term_transitions`,
 		`DROP TABLE term_watches`,
 		`UPDATE clawconnect_meta SET value = '6' WHERE key = 'schema_version'`,
-	}
+	)
 }
 
 // MigrationStatements returns the statements of the migration files in dir
@@ -200,5 +224,50 @@ func CheckUpgraded(t *testing.T, s UpgradeStore, want UpgradeRecords) {
 	}
 	if got, err := s.GetTurn(ctx, "turn-up2"); err != nil || got.Principal != "user:up" {
 		t.Fatalf("turn after the upgrade: %+v, %v; want principal user:up", got, err)
+	}
+}
+
+// Schema10Leases returns statements that put into a store of schema 10
+// the leases a build of that schema left: a Turn's and a watch's monitor
+// lease (term_monitor_leases) and a callback's attempt lease (the
+// callback's own columns).
+func Schema10Leases() []string {
+	return []string{
+		`INSERT INTO term_monitor_leases (turn_id, owner, token, lease_until) VALUES ('turn-old', 'host-a', 3, 5000)`,
+		`INSERT INTO term_monitor_leases (turn_id, owner, token, lease_until) VALUES ('watch-old', 'host-b', 2, 0)`,
+		`INSERT INTO term_callbacks (message_id, turn_id, status, next_attempt_at, lease_owner, lease_token, lease_until, created_at, data)
+			VALUES ('msg-old', 'turn-old', 'pending', 10, 'host-a', 4, 6000, 10,
+			'{"message_id":"msg-old","turn_id":"turn-old","message":{"id":"msg-old"},"status":"pending","created_at":10}')`,
+		`INSERT INTO term_callbacks (message_id, turn_id, status, next_attempt_at, created_at, data)
+			VALUES ('msg-never', 'turn-old', 'pending', 10, 10,
+			'{"message_id":"msg-never","turn_id":"turn-old","message":{"id":"msg-never"},"status":"pending","created_at":10}')`,
+	}
+}
+
+// CheckCarriedLeases checks that the migration to the shared lease table
+// carried over what Schema10Leases wrote, kind, holder, fence and expiry,
+// and that a callback never claimed has no lease.
+func CheckCarriedLeases(t *testing.T, s interface {
+	store.WorkLeases
+	store.CallbackStore
+}) {
+	t.Helper()
+	ctx := t.Context()
+	for _, want := range []store.WorkLease{
+		{Kind: store.LeaseMonitor, ID: "turn-old", Owner: "host-a", Fence: 3, Until: 5000},
+		{Kind: store.LeaseWatch, ID: "watch-old", Owner: "host-b", Fence: 2, Until: 0},
+		{Kind: store.LeaseCallback, ID: "msg-old", Owner: "host-a", Fence: 4, Until: 6000},
+	} {
+		got, err := s.WorkLeases(ctx, want.Kind, []string{want.ID})
+		if err != nil || len(got) != 1 || got[0] != want {
+			t.Errorf("carried-over %s lease = %+v, %v; want %+v", want.Kind, got, err, want)
+		}
+	}
+	if got, err := s.WorkLeases(ctx, store.LeaseCallback, []string{"msg-never"}); err != nil || len(got) != 0 {
+		t.Errorf("lease of a callback never claimed = %+v, %v; want none", got, err)
+	}
+	cb, err := s.GetCallback(ctx, "msg-old")
+	if err != nil || cb.LeaseOwner != "host-a" || cb.LeaseToken != 4 || cb.LeaseUntil != 6000 {
+		t.Errorf("callback after the upgrade = %+v, %v; want host-a's attempt lease (fence 4, until 6000)", cb, err)
 	}
 }

@@ -151,25 +151,25 @@ func testWatchFence(t *testing.T, s WatchBackend) {
 	if err := s.CreateWatch(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	l1, err := s.AcquireMonitorLease(ctx, "watch-1", "host-a", 1000, 2000)
+	l1, err := s.ClaimWork(ctx, store.LeaseWatch, "watch-1", "host-a", 1000, 2000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AcquireMonitorLease(ctx, "watch-1", "host-b", 1500, 3000); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := s.ClaimWork(ctx, store.LeaseWatch, "watch-1", "host-b", 1500, 3000); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("second follower while the lease lives: %v, want ErrLeaseLost", err)
 	}
-	if err := s.SaveWatch(ctx, store.WatchWrite{Watch: w, Fence: &store.Fence{Owner: "host-a", Token: l1.Token, Now: 1500}}); err != nil {
+	if err := s.SaveWatch(ctx, store.WatchWrite{Watch: w, Fence: &store.Fence{Owner: "host-a", Token: l1.Fence, Now: 1500}}); err != nil {
 		t.Fatal(err)
 	}
 	// host-a's lease expires; host-b takes over and host-a's writes fail.
-	l2, err := s.AcquireMonitorLease(ctx, "watch-1", "host-b", 2500, 4000)
+	l2, err := s.ClaimWork(ctx, store.LeaseWatch, "watch-1", "host-b", 2500, 4000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveWatch(ctx, store.WatchWrite{Watch: w, Fence: &store.Fence{Owner: "host-a", Token: l1.Token, Now: 2600}}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := s.SaveWatch(ctx, store.WatchWrite{Watch: w, Fence: &store.Fence{Owner: "host-a", Token: l1.Fence, Now: 2600}}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("write under a lost lease: %v, want ErrLeaseLost", err)
 	}
-	if err := s.SaveWatch(ctx, store.WatchWrite{Watch: w, Fence: &store.Fence{Owner: "host-b", Token: l2.Token, Now: 2600}}); err != nil {
+	if err := s.SaveWatch(ctx, store.WatchWrite{Watch: w, Fence: &store.Fence{Owner: "host-b", Token: l2.Fence, Now: 2600}}); err != nil {
 		t.Fatal(err)
 	}
 }
