@@ -26,8 +26,12 @@ func (s *stopAfterCompletion) WriteTurn(ctx context.Context, w store.TurnWrite) 
 	if s.stopped.Load() {
 		return errHostStopped
 	}
+	// Armed is read before the write: the test arms once it has seen the
+	// previous completion committed, which may be before that write's
+	// WriteTurn has returned here.
+	armed := s.armed.Load()
 	err := s.DB.WriteTurn(ctx, w)
-	if err == nil && w.Claim != nil && s.armed.Load() {
+	if err == nil && w.Claim != nil && armed {
 		s.stopped.Store(true)
 	}
 	return err
