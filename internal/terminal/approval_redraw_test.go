@@ -2,9 +2,11 @@ package terminal
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 )
 
 // TestApprovedPromptStillDrawnIsNotANewQuestion: the prompt just approved
@@ -38,17 +40,70 @@ func TestApprovedPromptStillDrawnIsNotANewQuestion(t *testing.T) {
 	a.set(func(f *fakeAgent) { f.approval, f.stickyApproval = nil, false })
 	a.finish("approved and done", false)
 	r.waitStatus(res.TurnID, store.TurnIdle)
-	ev, err := r.st.TurnEvents(ctx, res.TurnID, 0, 500)
+	if detected := approvalEvents(t, r, res.TurnID); len(detected) != 2 {
+		t.Fatalf("approval events = %v, want one detection and one resolution", detected)
+	}
+}
+
+// TestApprovedPromptRedrawnLateIsNotANewQuestion: a loaded TUI may take
+// any time to redraw after the approve key. However long the answered
+// prompt stays drawn, it is being answered, not asked again; once the
+// screen has shown it gone, the very same prompt drawn again is a new
+// question (the agent asks for the same command twice).
+func TestApprovedPromptRedrawnLateIsNotANewQuestion(t *testing.T) {
+	// The store is opened outside the bubble (see outsideBubble).
+	st := newRig(t).st
+	synctest.Test(t, func(t *testing.T) {
+		a := newFakeAgent(AgentCodex, 127)
+		r := &rig{t: t, st: outsideBubble{st.(*sqlstore.DB)}, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
+		r.svc = r.service()
+		r.start(r.svc, HostOptions{Recheck: time.Second})
+		ctx := t.Context()
+		res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompt := ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
+		a.set(func(f *fakeAgent) { f.approval, f.stickyApproval = &prompt, true })
+		r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
+		if _, err := r.svc.Approve(ctx, res.TurnID, "fp-1"); err != nil {
+			t.Fatal(err)
+		}
+		// The TUI redraws a minute later; the pane keeps writing meanwhile.
+		for range 60 {
+			a.poke()
+			time.Sleep(time.Second)
+		}
+		synctest.Wait()
+		if got := approvalEvents(t, r, res.TurnID); len(got) != 2 {
+			t.Fatalf("approval events while the answered prompt is still drawn = %v, want one detection and one resolution", got)
+		}
+		if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != store.TurnWaitingForAgent {
+			t.Fatalf("turn while the answered prompt is still drawn = %s, want %s", v.Status, store.TurnWaitingForAgent)
+		}
+		a.set(func(f *fakeAgent) { f.approval, f.stickyApproval = nil, false })
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		a.set(func(f *fakeAgent) { f.approval = &prompt })
+		r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
+		if got := approvalEvents(t, r, res.TurnID); len(got) != 3 {
+			t.Fatalf("approval events once the same prompt is drawn again = %v, want a second detection", got)
+		}
+	})
+}
+
+// approvalEvents lists the Turn's approval detections and resolutions.
+func approvalEvents(t *testing.T, r *rig, turnID string) []string {
+	t.Helper()
+	ev, err := r.st.TurnEvents(t.Context(), turnID, 0, 500)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var detected []string
+	var got []string
 	for _, e := range ev {
 		if e.Type == "terminal_bridge_approval_detected" || e.Type == "terminal_bridge_approval_resolved" {
-			detected = append(detected, e.Type)
+			got = append(got, e.Type)
 		}
 	}
-	if len(detected) != 2 {
-		t.Fatalf("approval events = %v, want one detection and one resolution", detected)
-	}
+	return got
 }
