@@ -59,7 +59,7 @@ func TestApprovedPromptRedrawnLateIsNotANewQuestion(t *testing.T) {
 		r.svc = r.service()
 		r.start(r.svc, HostOptions{Recheck: time.Second})
 		ctx := t.Context()
-		res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
+		res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls", OriginSession: "agent:main:s1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,6 +89,7 @@ func TestApprovedPromptRedrawnLateIsNotANewQuestion(t *testing.T) {
 		if got := approvalEvents(t, r, res.TurnID); len(got) != 3 {
 			t.Fatalf("approval events once the same prompt is drawn again = %v, want a second detection", got)
 		}
+		askedTwice(t, r, res.TurnID, KindApproval)
 	})
 }
 
@@ -106,4 +107,63 @@ func approvalEvents(t *testing.T, r *rig, turnID string) []string {
 		}
 	}
 	return got
+}
+
+// TestAnsweredQuestionRedrawnLateIsNotANewQuestion is the question
+// dialog's counterpart: the dialog just answered, still drawn a minute
+// later, is not asked again; drawn again after the screen showed it gone,
+// it is.
+func TestAnsweredQuestionRedrawnLateIsNotANewQuestion(t *testing.T) {
+	st := newRig(t).st // outside the bubble (see outsideBubble)
+	synctest.Test(t, func(t *testing.T) {
+		a := newFakeAgent(AgentClaude, 128)
+		r := &rig{t: t, st: outsideBubble{st.(*sqlstore.DB)}, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
+		r.svc = r.service()
+		r.start(r.svc, HostOptions{Recheck: time.Second})
+		ctx := t.Context()
+		id := questionScenario(true)(t, r, a)
+		// The TUI takes the answer but keeps the dialog drawn.
+		a.set(func(f *fakeAgent) {
+			f.afterKeys = func([]string) { a.set(func(f *fakeAgent) { f.question = colorQuestion(true) }) }
+		})
+		if _, err := r.svc.Respond(ctx, id, "2"); err != nil {
+			t.Fatal(err)
+		}
+		a.set(func(f *fakeAgent) { f.afterKeys = nil })
+		for range 60 {
+			a.poke()
+			time.Sleep(time.Second)
+		}
+		synctest.Wait()
+		if got := eventsNamed(t, r, id, "terminal_bridge_question_detected"); len(got) != 1 {
+			t.Fatalf("question detections while the answered dialog is still drawn = %d, want 1", len(got))
+		}
+		if v, _ := r.svc.Status(ctx, id); v.Status != store.TurnWaitingForAgent {
+			t.Fatalf("turn while the answered dialog is still drawn = %s, want %s", v.Status, store.TurnWaitingForAgent)
+		}
+		a.set(func(f *fakeAgent) { f.question = nil })
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		a.set(func(f *fakeAgent) { f.question = colorQuestion(true) })
+		r.waitStatus(id, store.TurnWaitingForOpenClaw)
+		if got := eventsNamed(t, r, id, "terminal_bridge_question_detected"); len(got) != 2 {
+			t.Fatalf("question detections once the same dialog is drawn again = %d, want 2", len(got))
+		}
+		askedTwice(t, r, id, KindQuestion)
+	})
+}
+
+// askedTwice checks that the Turn queued two callbacks of kind, one per
+// asking, with two ids: an asking again is news to the origin session.
+func askedTwice(t *testing.T, r *rig, turnID, kind string) {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, m := range callbacksOf(t, r, turnID) {
+		if m.Metadata["kind"] == kind {
+			ids[m.ID] = true
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("%s callbacks = %v, want two, one per asking", kind, ids)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -777,7 +778,9 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 		if err != nil {
 			return err
 		}
-		msg.ID = callbackID(t.TurnID, t.Takeover.Submission.MessageID, sc.Approval.Fingerprint, typ)
+		// The same prompt may be asked again (the screen showed it gone in
+		// between): each asking is its own callback.
+		msg.ID = callbackID(t.TurnID, t.Takeover.Submission.MessageID, sc.Approval.Fingerprint, typ, strconv.FormatInt(now.UnixMilli(), 10))
 		ApplyMessage(t, msg)
 		t.Takeover.LastApprovalFingerprint = sc.Approval.Fingerprint
 		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{

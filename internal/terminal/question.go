@@ -85,7 +85,7 @@ func (m *monitor) question(ctx context.Context, t *store.Turn, sc Screen, now ti
 		if err != nil {
 			return true, err
 		}
-		msg.ID = callbackID(t.TurnID, t.Takeover.Submission.MessageID, q.Fingerprint, KindQuestion)
+		msg.ID = callbackID(t.TurnID, t.Takeover.Submission.MessageID, q.Fingerprint, KindQuestion, strconv.FormatInt(now.UnixMilli(), 10))
 		ApplyMessage(t, msg)
 		t.Takeover.LastQuestionFingerprint = q.Fingerprint
 		return true, m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
