@@ -81,6 +81,17 @@ func TestApprovedPromptRedrawnLateIsNotANewQuestion(t *testing.T) {
 		if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != store.TurnWaitingForAgent {
 			t.Fatalf("turn while the answered prompt is still drawn = %s, want %s", v.Status, store.TurnWaitingForAgent)
 		}
+		// A frame caught half drawn (no prompt, nothing readable) does not
+		// prove the prompt gone.
+		var activity string
+		a.set(func(f *fakeAgent) { activity, f.approval, f.activity = f.activity, nil, "unknown" })
+		time.Sleep(2 * time.Second)
+		a.set(func(f *fakeAgent) { f.approval, f.activity = &prompt, activity })
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := approvalEvents(t, r, res.TurnID); len(got) != 2 {
+			t.Fatalf("approval events after a half-drawn frame = %v, want one detection and one resolution", got)
+		}
 		a.set(func(f *fakeAgent) { f.approval, f.stickyApproval = nil, false })
 		time.Sleep(2 * time.Second)
 		synctest.Wait()

@@ -17,6 +17,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
+	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 )
 
 // HostOptions configures a monitor Host. Zero values are the documented
@@ -812,11 +813,14 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 }
 
 // forgetAnswered drops the fingerprint of the prompt or question dialog
-// answered last once the screen no longer shows it. Until then the same
+// answered last once a readable screen no longer shows it. Until then the same
 // prompt on the screen is the answered one that the TUI has not redrawn
 // yet, however long a loaded machine makes it take; from then on it is
 // the agent asking again. It re-reads t after its write.
 func (m *monitor) forgetAnswered(ctx context.Context, t *store.Turn, sc Screen) error {
+	if sc.Activity == string(screen.Unknown) {
+		return nil // a screen not read proves nothing gone (a frame half drawn)
+	}
 	tk := &t.Takeover
 	approval := t.Approval == nil && tk.LastApprovalFingerprint != "" &&
 		(sc.Approval == nil || sc.Approval.Fingerprint != tk.LastApprovalFingerprint)
