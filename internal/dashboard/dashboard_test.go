@@ -277,6 +277,9 @@ func TestEventStream(t *testing.T) {
 	read.until(t, `data-task=\"`+id+`\" data-status=\"done\"`)
 
 	held := r.run(t, "alpha", "HOLD for the task page", "")
+	// A cancel the gateway gets before it acknowledged the run ends the
+	// task cancellation-not-confirmed (an error), never cancelled.
+	r.waitAccepted(t, held)
 	tp := openStream(ctx, t, b, "/events?page=task&id="+held+"&cursor=0")
 	tp.until(t, "event: live")
 	_, _, page := b.get("/tasks/" + held)

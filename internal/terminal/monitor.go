@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
+	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 )
 
 // HostOptions configures a monitor Host. Zero values are the documented
@@ -736,10 +738,6 @@ func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, e
 // approve records it right after pressing the key.
 const approvalClaimStale = 30 * time.Second
 
-// approvedRedrawGrace is how long after an approval prompt was answered
-// the same prompt on screen is taken for the TUI not having redrawn yet.
-const approvedRedrawGrace = 3 * time.Second
-
 // screen reads the pane: question dialogs (question.go), approval prompts
 // and screen activity.
 func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) error {
@@ -750,14 +748,18 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 	// Only the agent's own session files count as activity: a spinner
 	// that keeps redrawing over a hung model request is not progress.
 	sc := m.agent.Screen(text)
+	if err := m.forgetAnswered(ctx, t, sc); err != nil {
+		return err
+	}
 	if handled, err := m.question(ctx, t, sc, now); handled {
 		return err
 	}
 	switch {
-	case sc.Approval != nil && t.Approval == nil && sc.Approval.Fingerprint == t.Takeover.LastApprovalFingerprint &&
-		now.Sub(time.UnixMilli(t.Takeover.ApprovalResolvedAt)) < approvedRedrawGrace:
-		// The prompt just answered is still drawn: the TUI redraws only
-		// after it took the key. It is not a new question.
+	case sc.Approval != nil && t.Approval == nil && sc.Approval.Fingerprint == t.Takeover.LastApprovalFingerprint:
+		// The prompt answered last is still drawn: the TUI redraws only
+		// after it took the key, however long a loaded machine makes that.
+		// It is being answered, not asked again, until a look finds it
+		// gone (below).
 		return nil
 	case sc.Approval != nil && (t.Approval == nil || t.Approval.Fingerprint != sc.Approval.Fingerprint):
 		if handled, err := m.autoApprove(ctx, t, sc.Approval, now); handled {
@@ -777,7 +779,9 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 		if err != nil {
 			return err
 		}
-		msg.ID = callbackID(t.TurnID, t.Takeover.Submission.MessageID, sc.Approval.Fingerprint, typ)
+		// The same prompt may be asked again (the screen showed it gone in
+		// between): each asking is its own callback.
+		msg.ID = callbackID(t.TurnID, t.Takeover.Submission.MessageID, sc.Approval.Fingerprint, typ, strconv.FormatInt(now.UnixMilli(), 10))
 		ApplyMessage(t, msg)
 		t.Takeover.LastApprovalFingerprint = sc.Approval.Fingerprint
 		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
@@ -801,9 +805,44 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 		// process stopped before recording it).
 		t.Approval, t.Status = nil, store.TurnWaitingForAgent
 		t.Takeover.ApprovalResolvedAt = now.UnixMilli()
+		t.Takeover.LastApprovalFingerprint = "" // off the screen already
 		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
 			event(now.UnixMilli(), "terminal_bridge_approval_resolved", data)}})
 	}
+	return nil
+}
+
+// forgetAnswered drops the fingerprint of the prompt or question dialog
+// answered last once a readable screen no longer shows it. Until then the same
+// prompt on the screen is the answered one that the TUI has not redrawn
+// yet, however long a loaded machine makes it take; from then on it is
+// the agent asking again. It re-reads t after its write.
+func (m *monitor) forgetAnswered(ctx context.Context, t *store.Turn, sc Screen) error {
+	if sc.Activity == string(screen.Unknown) {
+		return nil // a screen not read proves nothing gone (a frame half drawn)
+	}
+	tk := &t.Takeover
+	approval := t.Approval == nil && tk.LastApprovalFingerprint != "" &&
+		(sc.Approval == nil || sc.Approval.Fingerprint != tk.LastApprovalFingerprint)
+	question := t.Question == nil && tk.LastQuestionFingerprint != "" && tk.AnsweringFingerprint == "" &&
+		(sc.Question == nil || sc.Question.Fingerprint != tk.LastQuestionFingerprint)
+	if !approval && !question {
+		return nil
+	}
+	if approval {
+		tk.LastApprovalFingerprint = ""
+	}
+	if question {
+		tk.LastQuestionFingerprint = ""
+	}
+	if err := m.write(ctx, store.TurnWrite{Turn: t}); err != nil {
+		return err
+	}
+	fresh, err := m.s.o.Store.GetTurn(ctx, t.TurnID)
+	if err != nil {
+		return err
+	}
+	*t = *fresh
 	return nil
 }
 

@@ -70,9 +70,8 @@ func (m *monitor) question(ctx context.Context, t *store.Turn, sc Screen, now ti
 		// A respond is pressing its keys (a typed answer redraws the
 		// dialog first): it records the outcome itself.
 		return q != nil || t.Question != nil, nil
-	case q != nil && t.Question == nil && q.Fingerprint == t.Takeover.LastQuestionFingerprint &&
-		now.Sub(time.UnixMilli(t.Takeover.QuestionResolvedAt)) < approvedRedrawGrace:
-		// The dialog just answered is still drawn.
+	case q != nil && t.Question == nil && q.Fingerprint == t.Takeover.LastQuestionFingerprint:
+		// The dialog answered last is still drawn (see forgetAnswered).
 		return true, nil
 	case q != nil && (t.Question == nil || t.Question.Fingerprint != q.Fingerprint):
 		t.Question = storedQuestion(q, now.UnixMilli())
@@ -86,7 +85,7 @@ func (m *monitor) question(ctx context.Context, t *store.Turn, sc Screen, now ti
 		if err != nil {
 			return true, err
 		}
-		msg.ID = callbackID(t.TurnID, t.Takeover.Submission.MessageID, q.Fingerprint, KindQuestion)
+		msg.ID = callbackID(t.TurnID, t.Takeover.Submission.MessageID, q.Fingerprint, KindQuestion, strconv.FormatInt(now.UnixMilli(), 10))
 		ApplyMessage(t, msg)
 		t.Takeover.LastQuestionFingerprint = q.Fingerprint
 		return true, m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
@@ -103,6 +102,7 @@ func (m *monitor) question(ctx context.Context, t *store.Turn, sc Screen, now ti
 		t.Question, t.Takeover.QuestionBlocked = nil, false
 		t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = "", 0
 		t.Takeover.QuestionResolvedAt = now.UnixMilli()
+		t.Takeover.LastQuestionFingerprint = "" // off the screen already
 		if t.Status == store.TurnWaitingForOpenClaw {
 			t.Status = store.TurnWaitingForAgent
 		}

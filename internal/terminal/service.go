@@ -14,6 +14,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/request"
+	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -280,11 +281,10 @@ func (s *Service) findPane(ctx context.Context, key string, pid int, birth strin
 
 // checkScreen refuses a pane that is busy, shows a dialog, or holds a draft.
 func (s *Service) checkScreen(ctx context.Context, a Agent, p Pane) (Screen, error) {
-	text, err := s.o.Terminals.Capture(ctx, p)
+	sc, err := s.paintedScreen(ctx, a, p)
 	if err != nil {
-		return Screen{}, fmt.Errorf("capture pane: %w", err)
+		return Screen{}, err
 	}
-	sc := a.Screen(text)
 	switch {
 	case sc.Approval != nil:
 		return sc, fmt.Errorf("%w: the pane shows an approval prompt; answer it (approve/cancel the Turn that owns it) before sending", ErrRefused)
@@ -298,6 +298,55 @@ func (s *Service) checkScreen(ctx context.Context, a Agent, p Pane) (Screen, err
 		return sc, fmt.Errorf("%w: the composer holds unsent text; clear it in the terminal first", ErrRefused)
 	}
 	return sc, nil
+}
+
+// paintWait bounds how long paintedScreen waits for a pane to paint.
+const paintWait = 5 * time.Second
+
+// paintedScreen reads the pane's screen. A screen that cannot be read
+// (unknown activity: no composer drawn) is most often a TUI between
+// clearing its screen and painting it again, as Codex does after a new
+// thread, or one that has not painted yet: it waits for the pane's output
+// (bounded by paintWait) and reads it again, rather than take a repaint
+// for a busy agent. Without an OutputWatcher the first read stands.
+func (s *Service) paintedScreen(ctx context.Context, a Agent, p Pane) (Screen, error) {
+	text, err := s.o.Terminals.Capture(ctx, p)
+	if err != nil {
+		return Screen{}, fmt.Errorf("capture pane: %w", err)
+	}
+	sc := a.Screen(text)
+	ow, ok := s.o.Terminals.(OutputWatcher)
+	if sc.Activity != string(screen.Unknown) || !ok {
+		return sc, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, paintWait)
+	defer cancel()
+	out, err := ow.WatchOutput(wctx, p)
+	if err != nil {
+		return sc, nil // the screen read stands
+	}
+	for {
+		// Read once more after the watch started: a paint between the
+		// first read and the watch is not missed.
+		text, err := s.o.Terminals.Capture(ctx, p)
+		if err != nil {
+			return Screen{}, fmt.Errorf("capture pane: %w", err)
+		}
+		if sc = a.Screen(text); sc.Activity != string(screen.Unknown) {
+			return sc, nil
+		}
+		select {
+		case <-wctx.Done():
+			if err := ctx.Err(); err != nil {
+				return Screen{}, fmt.Errorf("capture pane: %w", err)
+			}
+			return sc, nil
+		case _, ok := <-out:
+			if !ok {
+				return sc, nil // the watch ended: the last read stands
+			}
+		}
+	}
 }
 
 // SendRequest is a request to start a new Turn. Exactly one of SessionID (termapi.SendRequest).
