@@ -668,6 +668,20 @@ func FuzzTaskListen(f *testing.F) {
 	})
 }
 
+// openTurnsRig serves the terminal tools over fake terminals, with the
+// two personal tokens.
+func openTurnsRig(t *testing.T) (*tasksRig, *fakeTerminals) {
+	t.Helper()
+	ft := newFakeTerminals()
+	b := setup(t, func(o *server.Options) {
+		o.Terminals = ft
+		o.Auth = mustAuth(t, config.AuthOptions{UserTokens: "alice:" + tokAlice + ",bob:" + tokBob})
+	})
+	ts := httptest.NewServer(b.srv.Handler())
+	t.Cleanup(ts.Close)
+	return &tasksRig{url: ts.URL + "/mcp"}, ft
+}
+
 // TestTasksTerminalTurns: with the terminal tools on, a terminal_send from
 // a client declaring the extension is a task (its id the turn id); an
 // approval is input_required with an elicitation whose key is never used
@@ -677,14 +691,7 @@ func FuzzTaskListen(f *testing.F) {
 // unknown id's.
 func TestTasksTerminalTurns(t *testing.T) {
 	t.Parallel()
-	ft := newFakeTerminals()
-	b := setup(t, func(o *server.Options) {
-		o.Terminals = ft
-		o.Auth = mustAuth(t, config.AuthOptions{UserTokens: "alice:" + tokAlice + ",bob:" + tokBob})
-	})
-	ts := httptest.NewServer(b.srv.Handler())
-	t.Cleanup(ts.Close)
-	r := &tasksRig{url: ts.URL + "/mcp"}
+	r, ft := openTurnsRig(t)
 	send := func(request string) string {
 		t.Helper()
 		res := r.call(t, tokAlice, true, "tools/call", map[string]any{"name": "terminal_send", "arguments": map[string]any{"terminal_id": fakeTerminalID, "request": request}}).must(t)
@@ -858,5 +865,47 @@ func TestTasksGoSDKClient(t *testing.T) {
 	}
 	if _, err := mcp.CallCustomMethod[*tasksGetParams, *tasksGetResult](t.Context(), plain, "tasks/get", &tasksGetParams{TaskID: id}); err == nil || !strings.Contains(err.Error(), "-32021") && !strings.Contains(err.Error(), "Missing required client capability") {
 		t.Errorf("tasks/get without the declaration: %v, want the missing-capability error", err)
+	}
+}
+
+// TestTasksListenTurn: a listen follows a terminal Turn's task through
+// every change the Turn service's wait reports: working, an approval
+// (input_required with its elicitation), working again once tasks/update
+// approves it, and completed with terminal_status's result; then the
+// listen ends. Another token's listen is acknowledged without the Turn.
+func TestTasksListenTurn(t *testing.T) {
+	t.Parallel()
+	r, ft := openTurnsRig(t)
+	id := r.call(t, tokAlice, true, "tools/call", map[string]any{"name": "terminal_send", "arguments": map[string]any{"terminal_id": fakeTerminalID, "request": "build it"}}).must(t)["taskId"].(string)
+
+	if ack := next(t, r.listen(t, tokBob, id)); fmt.Sprint(ack["params"].(map[string]any)["notifications"]) != "map[taskIds:[]]" {
+		t.Errorf("bob's listen on alice's Turn acknowledged %v", ack)
+	}
+	msgs := r.listen(t, tokAlice, id)
+	if ack := next(t, msgs); fmt.Sprint(ack["params"].(map[string]any)["notifications"]) != "map[taskIds:["+id+"]]" {
+		t.Fatalf("ack = %v", ack)
+	}
+	status := func(want string) map[string]any {
+		t.Helper()
+		m := next(t, msgs)
+		p, _ := m["params"].(map[string]any)
+		if m["method"] != "notifications/tasks" || p["taskId"] != id || p["status"] != want {
+			t.Fatalf("notification = %v, want %s", m, want)
+		}
+		return p
+	}
+	status("working")
+	ft.finish(id, store.TurnWaitingForOpenClaw, "")
+	asked := status("input_required")
+	for k := range asked["inputRequests"].(map[string]any) {
+		r.call(t, tokAlice, true, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{k: map[string]any{"action": "accept"}}}).must(t)
+	}
+	status("working")
+	ft.finish(id, store.TurnIdle, "all tests pass")
+	if done := status("completed"); !strings.Contains(fmt.Sprint(done["result"]), "all tests pass") {
+		t.Errorf("completed notification = %v, want the Turn's reply", done)
+	}
+	if end := next(t, msgs); end["id"] != "listen-1" || end["result"] == nil {
+		t.Errorf("listen end = %v", end)
 	}
 }

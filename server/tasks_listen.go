@@ -18,13 +18,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/clawconnect/clawconnect/taskapi"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // maxListenTasks bounds the task ids one listen may name.
@@ -112,7 +116,7 @@ func (c *conn) listenTasks(w http.ResponseWriter, r *http.Request, req listenReq
 			continue
 		}
 		seen[id] = true
-		if _, err := c.owned(ctx, id, taskapi.DetailCore, 0); err == nil {
+		if c.ownsTask(ctx, id) {
 			agreed = append(agreed, id)
 		}
 	}
@@ -144,24 +148,43 @@ func (c *conn) listenTasks(w http.ResponseWriter, r *http.Request, req listenReq
 	}
 }
 
+// ownsTask reports whether id names one of the caller's tasks or Turns.
+func (c *conn) ownsTask(ctx context.Context, id string) bool {
+	if c.isTurnTask(id) {
+		_, err := c.ownedTurn(ctx, id)
+		return err == nil
+	}
+	_, err := c.owned(ctx, id, taskapi.DetailCore, 0)
+	return err == nil
+}
+
 // followTask sends task id's state now and after each change, until it
-// ends or ctx does.
+// ends or ctx does. A job's change is what the task service's wait reports
+// (a log entry, the outcome); a Turn's is any change of the task it maps
+// to (working, an approval asked or answered, the end), which the Turn
+// service's wait reports.
 func (c *conn) followTask(ctx context.Context, id string, meta map[string]any, sse *sseWriter) {
-	var lastStatus, lastMessage string
+	var last string
 	var known int64
 	for ctx.Err() == nil {
 		v, err := c.tasksGet(ctx, nil, &taskIDParams{TaskID: id})
 		if err != nil {
 			return // gone (retention) or the store failed: nothing more to say
 		}
-		if v.Status != lastStatus || v.StatusMessage != lastMessage {
-			lastStatus, lastMessage = v.Status, v.StatusMessage
+		if k := taskShown(v); k != last {
+			last = k
 			params := *v
 			params.ResultType = ""
 			sse.send(taskNotification{JSONRPC: "2.0", Method: "notifications/tasks", Params: taskNotificationParams{taskResult: params, Meta: meta}})
 		}
-		if v.Status != taskWorking {
+		if v.Status == taskCompleted || v.Status == taskCancelled {
 			return
+		}
+		if c.isTurnTask(id) {
+			if _, err := c.s.terminals.WaitFor(ctx, id, func(tv termapi.TurnView) bool { return taskShown(c.turnTask(tv)) != last }); err != nil {
+				return
+			}
+			continue
 		}
 		snap, err := c.s.tasks.Check(ctx, CheckRequest{JobID: id, Mode: ModePoll, KnownLogCount: known, Wait: c.s.waits.max}, nil)
 		if err != nil {
@@ -169,6 +192,14 @@ func (c *conn) followTask(ctx context.Context, id string, meta map[string]any, s
 		}
 		known = snap.LogCursor
 	}
+}
+
+// taskShown is what a notification tells of a task: its status, its
+// message and the input it asks for. A listener hears of a task again when
+// this changes.
+func taskShown(v *taskResult) string {
+	keys := slices.Sorted(maps.Keys(v.InputRequests))
+	return v.Status + "\x00" + v.StatusMessage + "\x00" + strings.Join(keys, "\x00")
 }
 
 // taskNotification is notifications/tasks: the task as tasks/get would
