@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -907,5 +908,114 @@ func TestTasksListenTurn(t *testing.T) {
 	}
 	if end := next(t, msgs); end["id"] != "listen-1" || end["result"] == nil {
 		t.Errorf("listen end = %v", end)
+	}
+}
+
+// TestTasksListenStdio: over stdio, where go-sdk reads the messages, a
+// listen naming tasks is served as over HTTP: its acknowledgement, the
+// task working, then completed when the agent replies, then the listen's
+// result; a listen the client cancels stops without a response, and
+// go-sdk still answers everything else on the same stdout.
+func TestTasksListenStdio(t *testing.T) {
+	t.Parallel()
+	r := openTasksRig(t, t.TempDir())
+	srv, err := server.New(server.Options{Tasks: r.b, Registry: r.b.Registry(), TaskRetention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+	lines := make(chan map[string]any, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<24)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+	}()
+	meta := map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    modernVersion,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-test", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{server.TasksExtension: map[string]any{}}},
+	}
+	write := func(id any, method string, params map[string]any) {
+		t.Helper()
+		params["_meta"] = meta
+		msg := map[string]any{"jsonrpc": "2.0", "method": method, "params": params}
+		if id != nil {
+			msg["id"] = id
+		}
+		data, _ := json.Marshal(msg)
+		if _, err := inW.Write(append(data, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A task created elsewhere (HTTP, one store) is followed over stdio.
+	id := r.call(t, tokAlice, true, "tools/call", runTaskParams("HOLD for the stdio listener")).must(t)["taskId"].(string)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := r.fg.AwaitRun(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	write("cancelled-listen", "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{id}}})
+	write("listen-1", "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{id}}})
+	seen := map[string][]string{} // subscription id -> what it said, in order
+	say := func(m map[string]any) (sub, what string) {
+		if m["id"] != nil {
+			return fmt.Sprint(m["id"]), "result"
+		}
+		p, _ := m["params"].(map[string]any)
+		sub = fmt.Sprint(p["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"])
+		if m["method"] == "notifications/subscriptions/acknowledged" {
+			return sub, "ack " + fmt.Sprint(p["notifications"])
+		}
+		return sub, fmt.Sprint(m["method"], " ", p["status"])
+	}
+	until := func(sub string, n int) {
+		t.Helper()
+		for len(seen[sub]) < n {
+			select {
+			case m, ok := <-lines:
+				if !ok {
+					t.Fatalf("stdout ended; seen %v", seen)
+				}
+				// A working task's new progress line is a new
+				// notification with the same status: count it once.
+				if s, what := say(m); len(seen[s]) == 0 || seen[s][len(seen[s])-1] != what {
+					seen[s] = append(seen[s], what)
+				}
+			case <-ctx.Done():
+				t.Fatalf("waiting for %d messages of %s; seen %v", n, sub, seen)
+			}
+		}
+	}
+	until("listen-1", 2)
+	until("cancelled-listen", 2)
+	write(nil, "notifications/cancelled", map[string]any{"requestId": "cancelled-listen"})
+	write(7, "tools/call", map[string]any{"name": "check_task", "arguments": map[string]any{"jobId": id, "mode": "poll"}})
+	until("7", 1)
+	r.fg.Release(id)
+	until("listen-1", 4)
+	ack := "ack map[taskIds:[" + id + "]]"
+	if diff := cmp.Diff([]string{ack, "notifications/tasks working", "notifications/tasks completed", "result"}, seen["listen-1"]); diff != "" {
+		t.Errorf("listen-1 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{ack, "notifications/tasks working"}, seen["cancelled-listen"]); diff != "" {
+		t.Errorf("the cancelled listen (-want +got):\n%s", diff)
+	}
+	_ = inW.Close()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	for m := range lines {
+		if s, what := say(m); s == "cancelled-listen" {
+			t.Errorf("the cancelled listen said %s after its cancellation", what)
+		}
 	}
 }
