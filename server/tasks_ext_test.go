@@ -4,15 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,13 +17,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+	"github.com/clawconnect/clawconnect/internal/testbed/pgtest"
 	"github.com/clawconnect/clawconnect/server"
 )
 
@@ -427,7 +423,7 @@ func TestTasksTTL(t *testing.T) {
 // owner only.
 func TestTasksAcrossReplicasOnPostgres(t *testing.T) {
 	t.Parallel()
-	dbURL := freshDatabase(t)
+	dbURL := pgtest.FreshDatabase(t)
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: tasksScript})
 	a := openTasksRigOn(t, t.TempDir(), fg, dbURL)
 	b := openTasksRigOn(t, t.TempDir(), fg, dbURL)
@@ -466,7 +462,7 @@ func TestTasksAcrossReplicasOnPostgres(t *testing.T) {
 // agent's reply.
 func TestTasksReplicaGoneMidTask(t *testing.T) {
 	t.Parallel()
-	dbURL := freshDatabase(t)
+	dbURL := pgtest.FreshDatabase(t)
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: tasksScript})
 	env := func() map[string]string {
 		return map[string]string{"CLAWCONNECT_DATABASE_URL": dbURL, "CLAWCONNECT_LEASE_MS": "300"}
@@ -486,34 +482,6 @@ func TestTasksReplicaGoneMidTask(t *testing.T) {
 	if txt := got["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]; got["status"] != "completed" || txt != "held reply" {
 		t.Errorf("on the remaining replica = %v", got)
 	}
-}
-
-// freshDatabase creates an empty database on TEST_DATABASE_URL's server
-// for this test and returns its URL, or skips without TEST_DATABASE_URL.
-func freshDatabase(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("TEST_DATABASE_URL")
-	if base == "" {
-		t.Skip("TEST_DATABASE_URL is not set; source scripts/setup/postgres.sh to run the PostgreSQL tests")
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	r := make([]byte, 6)
-	_, _ = rand.Read(r)
-	name := "cctasks_" + hex.EncodeToString(r)
-	if _, err := db.ExecContext(t.Context(), "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
-	u.Path = "/" + name
-	return u.String()
 }
 
 // listen opens a subscriptions/listen for taskIds as the holder of tok and
