@@ -987,3 +987,36 @@ func TestTasksListenStdio(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStdioTaskListen feeds arbitrary lines to a stdio session, where the
+// task-listen layer reads every message before go-sdk does: nothing
+// panics or hangs, and every line written is one JSON-RPC message.
+func FuzzStdioTaskListen(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["x","x"]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"taskIds":[]}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"taskIds":null}}}`,
+		`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"notifications":{"taskIds":["x"]}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+		toolsListReq,
+	} {
+		f.Add(seed)
+	}
+	b := setup(f, nil)
+	f.Fuzz(func(t *testing.T, line string) {
+		var out bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := b.srv.ServeStdio(ctx, strings.NewReader(line+"\n"), &out); err != nil {
+			t.Fatalf("stdio session: %v", err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the session did not end with its input")
+		}
+		for l := range strings.Lines(out.String()) {
+			if !json.Valid([]byte(l)) {
+				t.Errorf("written line is not JSON: %q", l)
+			}
+		}
+	})
+}
