@@ -300,7 +300,7 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 	out := &lineWriter{w: w}
 	done := make(chan error, 1)
 	go func() {
-		done <- ms.Run(ctx, &stdioTransport{guard: newStdioGuard(r, out), out: out})
+		done <- ms.Run(ctx, &stdioTransport{guard: newStdioGuard(r, out), out: out, listens: newStdioListens(c, out)})
 	}()
 	var err error
 	select {

@@ -89,11 +89,13 @@ func (g *stdioGuard) next() (jsonrpc.Message, error) {
 type stdioTransport struct {
 	guard *stdioGuard
 	out   *lineWriter
+	// listens serves the task listens go-sdk cannot (nil: none).
+	listens *stdioListens
 }
 
 // Connect implements mcp.Transport; a transport serves one connection.
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &stdioConn{out: t.out, incoming: make(chan messageOrErr), closed: make(chan struct{})}
+	c := &stdioConn{out: t.out, incoming: make(chan messageOrErr), closed: make(chan struct{}), listens: t.listens}
 	// Reads run on a goroutine of their own so that Close unblocks a Read
 	// (stdin cannot be interrupted); it ends at the end of input, on a read
 	// error, or once the connection is closed.
@@ -125,16 +127,22 @@ type stdioConn struct {
 	incoming  chan messageOrErr
 	closed    chan struct{}
 	closeOnce sync.Once
+	listens   *stdioListens
 }
 
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case m := <-c.incoming:
-		return m.msg, m.err
-	case <-c.closed:
-		return nil, io.EOF
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case m := <-c.incoming:
+			if m.err == nil && c.listens != nil && c.listens.take(m.msg) {
+				continue
+			}
+			return m.msg, m.err
+		case <-c.closed:
+			return nil, io.EOF
+		}
 	}
 }
 
@@ -152,7 +160,12 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 // Close stops reading; stdin and stdout stay open (the process owns them).
 func (c *stdioConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		if c.listens != nil {
+			c.listens.close()
+		}
+	})
 	return nil
 }
 
@@ -372,14 +385,28 @@ func (l *lineWriter) line(data []byte, answer bool) error {
 	if err != nil {
 		return err
 	}
-	if answer && l.unanswered > 0 {
+	if answer {
+		l.settleLocked()
+	}
+	return nil
+}
+
+// settle counts a request as answered although nothing was written (a
+// listen the client cancelled has no response).
+func (l *lineWriter) settle() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.settleLocked()
+}
+
+func (l *lineWriter) settleLocked() {
+	if l.unanswered > 0 {
 		l.unanswered--
 		if l.unanswered == 0 && l.drained != nil {
 			close(l.drained)
 			l.drained = nil
 		}
 	}
-	return nil
 }
 
 // expect counts one more request to be answered.

@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,13 +17,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+	"github.com/clawconnect/clawconnect/internal/testbed/pgtest"
 	"github.com/clawconnect/clawconnect/server"
 )
 
@@ -426,7 +423,7 @@ func TestTasksTTL(t *testing.T) {
 // owner only.
 func TestTasksAcrossReplicasOnPostgres(t *testing.T) {
 	t.Parallel()
-	dbURL := freshDatabase(t)
+	dbURL := pgtest.FreshDatabase(t)
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: tasksScript})
 	a := openTasksRigOn(t, t.TempDir(), fg, dbURL)
 	b := openTasksRigOn(t, t.TempDir(), fg, dbURL)
@@ -465,7 +462,7 @@ func TestTasksAcrossReplicasOnPostgres(t *testing.T) {
 // agent's reply.
 func TestTasksReplicaGoneMidTask(t *testing.T) {
 	t.Parallel()
-	dbURL := freshDatabase(t)
+	dbURL := pgtest.FreshDatabase(t)
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: tasksScript})
 	env := func() map[string]string {
 		return map[string]string{"CLAWCONNECT_DATABASE_URL": dbURL, "CLAWCONNECT_LEASE_MS": "300"}
@@ -485,34 +482,6 @@ func TestTasksReplicaGoneMidTask(t *testing.T) {
 	if txt := got["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]; got["status"] != "completed" || txt != "held reply" {
 		t.Errorf("on the remaining replica = %v", got)
 	}
-}
-
-// freshDatabase creates an empty database on TEST_DATABASE_URL's server
-// for this test and returns its URL, or skips without TEST_DATABASE_URL.
-func freshDatabase(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("TEST_DATABASE_URL")
-	if base == "" {
-		t.Skip("TEST_DATABASE_URL is not set; source scripts/setup/postgres.sh to run the PostgreSQL tests")
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	r := make([]byte, 6)
-	_, _ = rand.Read(r)
-	name := "cctasks_" + hex.EncodeToString(r)
-	if _, err := db.ExecContext(t.Context(), "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
-	u.Path = "/" + name
-	return u.String()
 }
 
 // listen opens a subscriptions/listen for taskIds as the holder of tok and
@@ -668,6 +637,20 @@ func FuzzTaskListen(f *testing.F) {
 	})
 }
 
+// openTurnsRig serves the terminal tools over fake terminals, with the
+// two personal tokens.
+func openTurnsRig(t *testing.T) (*tasksRig, *fakeTerminals) {
+	t.Helper()
+	ft := newFakeTerminals()
+	b := setup(t, func(o *server.Options) {
+		o.Terminals = ft
+		o.Auth = mustAuth(t, config.AuthOptions{UserTokens: "alice:" + tokAlice + ",bob:" + tokBob})
+	})
+	ts := httptest.NewServer(b.srv.Handler())
+	t.Cleanup(ts.Close)
+	return &tasksRig{url: ts.URL + "/mcp"}, ft
+}
+
 // TestTasksTerminalTurns: with the terminal tools on, a terminal_send from
 // a client declaring the extension is a task (its id the turn id); an
 // approval is input_required with an elicitation whose key is never used
@@ -677,14 +660,7 @@ func FuzzTaskListen(f *testing.F) {
 // unknown id's.
 func TestTasksTerminalTurns(t *testing.T) {
 	t.Parallel()
-	ft := newFakeTerminals()
-	b := setup(t, func(o *server.Options) {
-		o.Terminals = ft
-		o.Auth = mustAuth(t, config.AuthOptions{UserTokens: "alice:" + tokAlice + ",bob:" + tokBob})
-	})
-	ts := httptest.NewServer(b.srv.Handler())
-	t.Cleanup(ts.Close)
-	r := &tasksRig{url: ts.URL + "/mcp"}
+	r, ft := openTurnsRig(t)
 	send := func(request string) string {
 		t.Helper()
 		res := r.call(t, tokAlice, true, "tools/call", map[string]any{"name": "terminal_send", "arguments": map[string]any{"terminal_id": fakeTerminalID, "request": request}}).must(t)
@@ -859,4 +835,188 @@ func TestTasksGoSDKClient(t *testing.T) {
 	if _, err := mcp.CallCustomMethod[*tasksGetParams, *tasksGetResult](t.Context(), plain, "tasks/get", &tasksGetParams{TaskID: id}); err == nil || !strings.Contains(err.Error(), "-32021") && !strings.Contains(err.Error(), "Missing required client capability") {
 		t.Errorf("tasks/get without the declaration: %v, want the missing-capability error", err)
 	}
+}
+
+// TestTasksListenTurn: a listen follows a terminal Turn's task through
+// every change the Turn service's wait reports: working, an approval
+// (input_required with its elicitation), working again once tasks/update
+// approves it, and completed with terminal_status's result; then the
+// listen ends. Another token's listen is acknowledged without the Turn.
+func TestTasksListenTurn(t *testing.T) {
+	t.Parallel()
+	r, ft := openTurnsRig(t)
+	id := r.call(t, tokAlice, true, "tools/call", map[string]any{"name": "terminal_send", "arguments": map[string]any{"terminal_id": fakeTerminalID, "request": "build it"}}).must(t)["taskId"].(string)
+
+	if ack := next(t, r.listen(t, tokBob, id)); fmt.Sprint(ack["params"].(map[string]any)["notifications"]) != "map[taskIds:[]]" {
+		t.Errorf("bob's listen on alice's Turn acknowledged %v", ack)
+	}
+	msgs := r.listen(t, tokAlice, id)
+	if ack := next(t, msgs); fmt.Sprint(ack["params"].(map[string]any)["notifications"]) != "map[taskIds:["+id+"]]" {
+		t.Fatalf("ack = %v", ack)
+	}
+	status := func(want string) map[string]any {
+		t.Helper()
+		m := next(t, msgs)
+		p, _ := m["params"].(map[string]any)
+		if m["method"] != "notifications/tasks" || p["taskId"] != id || p["status"] != want {
+			t.Fatalf("notification = %v, want %s", m, want)
+		}
+		return p
+	}
+	status("working")
+	ft.finish(id, store.TurnWaitingForOpenClaw, "")
+	asked := status("input_required")
+	for k := range asked["inputRequests"].(map[string]any) {
+		r.call(t, tokAlice, true, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{k: map[string]any{"action": "accept"}}}).must(t)
+	}
+	status("working")
+	ft.finish(id, store.TurnIdle, "all tests pass")
+	if done := status("completed"); !strings.Contains(fmt.Sprint(done["result"]), "all tests pass") {
+		t.Errorf("completed notification = %v, want the Turn's reply", done)
+	}
+	if end := next(t, msgs); end["id"] != "listen-1" || end["result"] == nil {
+		t.Errorf("listen end = %v", end)
+	}
+}
+
+// TestTasksListenStdio: over stdio, where go-sdk reads the messages, a
+// listen naming tasks is served as over HTTP: its acknowledgement, the
+// task working, then completed when the agent replies, then the listen's
+// result; a listen the client cancels stops without a response, and
+// go-sdk still answers everything else on the same stdout.
+func TestTasksListenStdio(t *testing.T) {
+	t.Parallel()
+	r := openTasksRig(t, t.TempDir())
+	srv, err := server.New(server.Options{Tasks: r.b, Registry: r.b.Registry(), TaskRetention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+	lines := make(chan map[string]any, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<24)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+	}()
+	meta := map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    modernVersion,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-test", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{server.TasksExtension: map[string]any{}}},
+	}
+	write := func(id any, method string, params map[string]any) {
+		t.Helper()
+		params["_meta"] = meta
+		msg := map[string]any{"jsonrpc": "2.0", "method": method, "params": params}
+		if id != nil {
+			msg["id"] = id
+		}
+		data, _ := json.Marshal(msg)
+		if _, err := inW.Write(append(data, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A task created elsewhere (HTTP, one store) is followed over stdio.
+	id := r.call(t, tokAlice, true, "tools/call", runTaskParams("HOLD for the stdio listener")).must(t)["taskId"].(string)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := r.fg.AwaitRun(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	write("cancelled-listen", "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{id}}})
+	write("listen-1", "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{id}}})
+	seen := map[string][]string{} // subscription id -> what it said, in order
+	say := func(m map[string]any) (sub, what string) {
+		if m["id"] != nil {
+			return fmt.Sprint(m["id"]), "result"
+		}
+		p, _ := m["params"].(map[string]any)
+		sub = fmt.Sprint(p["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"])
+		if m["method"] == "notifications/subscriptions/acknowledged" {
+			return sub, "ack " + fmt.Sprint(p["notifications"])
+		}
+		return sub, fmt.Sprint(m["method"], " ", p["status"])
+	}
+	until := func(sub string, n int) {
+		t.Helper()
+		for len(seen[sub]) < n {
+			select {
+			case m, ok := <-lines:
+				if !ok {
+					t.Fatalf("stdout ended; seen %v", seen)
+				}
+				// A working task's new progress line is a new
+				// notification with the same status: count it once.
+				if s, what := say(m); len(seen[s]) == 0 || seen[s][len(seen[s])-1] != what {
+					seen[s] = append(seen[s], what)
+				}
+			case <-ctx.Done():
+				t.Fatalf("waiting for %d messages of %s; seen %v", n, sub, seen)
+			}
+		}
+	}
+	until("listen-1", 2)
+	until("cancelled-listen", 2)
+	write(nil, "notifications/cancelled", map[string]any{"requestId": "cancelled-listen"})
+	write(7, "tools/call", map[string]any{"name": "check_task", "arguments": map[string]any{"jobId": id, "mode": "poll"}})
+	until("7", 1)
+	r.fg.Release(id)
+	until("listen-1", 4)
+	ack := "ack map[taskIds:[" + id + "]]"
+	if diff := cmp.Diff([]string{ack, "notifications/tasks working", "notifications/tasks completed", "result"}, seen["listen-1"]); diff != "" {
+		t.Errorf("listen-1 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{ack, "notifications/tasks working"}, seen["cancelled-listen"]); diff != "" {
+		t.Errorf("the cancelled listen (-want +got):\n%s", diff)
+	}
+	_ = inW.Close()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	for m := range lines {
+		if s, what := say(m); s == "cancelled-listen" {
+			t.Errorf("the cancelled listen said %s after its cancellation", what)
+		}
+	}
+}
+
+// FuzzStdioTaskListen feeds arbitrary lines to a stdio session, where the
+// task-listen layer reads every message before go-sdk does: nothing
+// panics or hangs, and every line written is one JSON-RPC message.
+func FuzzStdioTaskListen(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["x","x"]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"subscriptions/listen","params":{"notifications":{"taskIds":[]}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"taskIds":null}}}`,
+		`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"notifications":{"taskIds":["x"]}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+		toolsListReq,
+	} {
+		f.Add(seed)
+	}
+	b := setup(f, nil)
+	f.Fuzz(func(t *testing.T, line string) {
+		var out bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := b.srv.ServeStdio(ctx, strings.NewReader(line+"\n"), &out); err != nil {
+			t.Fatalf("stdio session: %v", err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the session did not end with its input")
+		}
+		for l := range strings.Lines(out.String()) {
+			if !json.Valid([]byte(l)) {
+				t.Errorf("written line is not JSON: %q", l)
+			}
+		}
+	})
 }

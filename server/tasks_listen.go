@@ -8,8 +8,8 @@ package server
 // a handler of ours with its task list. withTaskListen is therefore a thin
 // layer in front of the streamable HTTP handler: it answers exactly the
 // listens that name taskIds (an event stream of its own) and hands every
-// other request, untouched, to go-sdk. stdio has no such layer; a stdio
-// client polls tasks/get.
+// other request, untouched, to go-sdk. On stdio, stdioListens takes the
+// same listens out of the message stream before go-sdk reads it.
 
 import (
 	"bytes"
@@ -18,13 +18,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/clawconnect/clawconnect/taskapi"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // maxListenTasks bounds the task ids one listen may name.
@@ -80,23 +84,13 @@ func (s *Server) withTaskListen(next http.Handler) http.Handler {
 	})
 }
 
-// listenTasks answers one listen: the acknowledgement with the task ids
-// the caller may watch (its own; others and unknown ids are left out
-// alike), then each task's state as notifications/tasks at once and after
-// every change until it ends, then the listen's result. A change is what
-// the task service's wait reports (a log entry, the outcome): the task
-// manager following the task wakes it in this process, the store's change
-// feed when another process follows it; nothing here polls.
+// listenTasks answers one listen over HTTP: an error as a plain JSON-RPC
+// response, else an event stream that runListen writes.
 func (c *conn) listenTasks(w http.ResponseWriter, r *http.Request, req listenRequest) {
 	ctx := r.Context()
-	if _, ok := req.Params.Meta.ClientCapabilities.Extensions[TasksExtension]; !ok || req.Params.Meta.ProtocolVersion < tasksProtocol {
-		writeRPC(w, http.StatusOK, req.ID, "error", errMissingTasks)
-		return
-	}
-	ids := *req.Params.Notifications.TaskIDs
-	if len(ids) > maxListenTasks {
-		writeRPC(w, http.StatusOK, req.ID, "error", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: fmt.Sprintf("notifications.taskIds names %d tasks; listen to at most %d per subscriptions/listen, or open more listens", len(ids), maxListenTasks)})
+	agreed, rpcErr := c.agreeListen(ctx, req)
+	if rpcErr != nil {
+		writeRPC(w, http.StatusOK, req.ID, "error", rpcErr)
 		return
 	}
 	release, err := c.s.OpenStream(c.identity)
@@ -105,6 +99,27 @@ func (c *conn) listenTasks(w http.ResponseWriter, r *http.Request, req listenReq
 		return
 	}
 	defer release()
+	sse := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: c.s.limits.Request}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if c.runListen(ctx, req.ID, agreed, sse.send) {
+		sse.send(listenEnd(req.ID))
+	}
+}
+
+// agreeListen checks a listen and returns the task ids the caller may
+// watch (its own; others and unknown ids are left out alike, so a caller
+// learns nothing of tasks that are not its own), or the error to answer.
+func (c *conn) agreeListen(ctx context.Context, req listenRequest) ([]string, *jsonrpc.Error) {
+	if _, ok := req.Params.Meta.ClientCapabilities.Extensions[TasksExtension]; !ok || req.Params.Meta.ProtocolVersion < tasksProtocol {
+		return nil, errMissingTasks
+	}
+	ids := *req.Params.Notifications.TaskIDs
+	if len(ids) > maxListenTasks {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("notifications.taskIds names %d tasks; listen to at most %d per subscriptions/listen, or open more listens", len(ids), maxListenTasks)}
+	}
 	agreed := make([]string, 0, len(ids))
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -112,22 +127,25 @@ func (c *conn) listenTasks(w http.ResponseWriter, r *http.Request, req listenReq
 			continue
 		}
 		seen[id] = true
-		if _, err := c.owned(ctx, id, taskapi.DetailCore, 0); err == nil {
+		if c.ownsTask(ctx, id) {
 			agreed = append(agreed, id)
 		}
 	}
-	subID := json.RawMessage(req.ID)
-	meta := map[string]any{"io.modelcontextprotocol/subscriptionId": subID}
-	sse := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: c.s.limits.Request}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	sse.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-		"params": map[string]any{"notifications": map[string]any{"taskIds": agreed}, "_meta": meta}})
+	return agreed, nil
+}
 
+// runListen sends a listen's messages through send: the acknowledgement
+// with the agreed task ids, then each task's state as notifications/tasks
+// at once and after every change until it ends or the server drains. It
+// reports whether the listen's result is due: not when ctx ended (the
+// client went away or cancelled it).
+func (c *conn) runListen(ctx context.Context, subID json.RawMessage, agreed []string, send func(any)) bool {
+	meta := map[string]any{"io.modelcontextprotocol/subscriptionId": subID}
+	send(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+		"params": map[string]any{"notifications": map[string]any{"taskIds": agreed}, "_meta": meta}})
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { // a shutdown ends the stream; the client listens again elsewhere
+	go func() {
 		select {
 		case <-c.s.draining:
 			cancel()
@@ -136,32 +154,55 @@ func (c *conn) listenTasks(w http.ResponseWriter, r *http.Request, req listenReq
 	}()
 	var wg sync.WaitGroup
 	for _, id := range agreed {
-		wg.Go(func() { c.followTask(lctx, id, meta, sse) })
+		wg.Go(func() { c.followTask(lctx, id, meta, send) })
 	}
 	wg.Wait()
-	if ctx.Err() == nil {
-		sse.send(map[string]any{"jsonrpc": "2.0", "id": subID, "result": map[string]any{"resultType": "complete", "_meta": meta}})
+	return ctx.Err() == nil
+}
+
+// listenEnd is the result that ends a listen whose tasks all ended.
+func listenEnd(subID json.RawMessage) map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "id": subID, "result": map[string]any{"resultType": "complete",
+		"_meta": map[string]any{"io.modelcontextprotocol/subscriptionId": subID}}}
+}
+
+// ownsTask reports whether id names one of the caller's tasks or Turns.
+func (c *conn) ownsTask(ctx context.Context, id string) bool {
+	if c.isTurnTask(id) {
+		_, err := c.ownedTurn(ctx, id)
+		return err == nil
 	}
+	_, err := c.owned(ctx, id, taskapi.DetailCore, 0)
+	return err == nil
 }
 
 // followTask sends task id's state now and after each change, until it
-// ends or ctx does.
-func (c *conn) followTask(ctx context.Context, id string, meta map[string]any, sse *sseWriter) {
-	var lastStatus, lastMessage string
+// ends or ctx does. A job's change is what the task service's wait reports
+// (a log entry, the outcome); a Turn's is any change of the task it maps
+// to (working, an approval asked or answered, the end), which the Turn
+// service's wait reports.
+func (c *conn) followTask(ctx context.Context, id string, meta map[string]any, send func(any)) {
+	var last string
 	var known int64
 	for ctx.Err() == nil {
 		v, err := c.tasksGet(ctx, nil, &taskIDParams{TaskID: id})
 		if err != nil {
 			return // gone (retention) or the store failed: nothing more to say
 		}
-		if v.Status != lastStatus || v.StatusMessage != lastMessage {
-			lastStatus, lastMessage = v.Status, v.StatusMessage
+		if k := taskShown(v); k != last {
+			last = k
 			params := *v
 			params.ResultType = ""
-			sse.send(taskNotification{JSONRPC: "2.0", Method: "notifications/tasks", Params: taskNotificationParams{taskResult: params, Meta: meta}})
+			send(taskNotification{JSONRPC: "2.0", Method: "notifications/tasks", Params: taskNotificationParams{taskResult: params, Meta: meta}})
 		}
-		if v.Status != taskWorking {
+		if v.Status == taskCompleted || v.Status == taskCancelled {
 			return
+		}
+		if c.isTurnTask(id) {
+			if _, err := c.s.terminals.WaitFor(ctx, id, func(tv termapi.TurnView) bool { return taskShown(c.turnTask(tv)) != last }); err != nil {
+				return
+			}
+			continue
 		}
 		snap, err := c.s.tasks.Check(ctx, CheckRequest{JobID: id, Mode: ModePoll, KnownLogCount: known, Wait: c.s.waits.max}, nil)
 		if err != nil {
@@ -169,6 +210,14 @@ func (c *conn) followTask(ctx context.Context, id string, meta map[string]any, s
 		}
 		known = snap.LogCursor
 	}
+}
+
+// taskShown is what a notification tells of a task: its status, its
+// message and the input it asks for. A listener hears of a task again when
+// this changes.
+func taskShown(v *taskResult) string {
+	keys := slices.Sorted(maps.Keys(v.InputRequests))
+	return v.Status + "\x00" + v.StatusMessage + "\x00" + strings.Join(keys, "\x00")
 }
 
 // taskNotification is notifications/tasks: the task as tasks/get would
@@ -237,4 +286,119 @@ func writeRPC(w http.ResponseWriter, status int, id json.RawMessage, kind string
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, kind: v})
+}
+
+// stdioListens serves the task listens of one stdio connection: it takes
+// each subscriptions/listen naming taskIds out of the messages go-sdk
+// reads, answers it on stdout beside go-sdk's own messages, and ends it
+// on the client's notifications/cancelled for its id or when the
+// connection closes.
+type stdioListens struct {
+	c   *conn
+	out *lineWriter
+	wg  sync.WaitGroup
+
+	mu     sync.Mutex
+	open   map[string]context.CancelFunc // by the listen's raw request id
+	closed bool
+}
+
+func newStdioListens(c *conn, out *lineWriter) *stdioListens {
+	return &stdioListens{c: c, out: out, open: map[string]context.CancelFunc{}}
+}
+
+// take serves msg if it is a task listen and reports whether it did; a
+// cancellation of one of its listens ends that listen and is still passed
+// on (go-sdk ignores an id it does not know).
+func (l *stdioListens) take(msg jsonrpc.Message) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return false
+	}
+	switch req.Method {
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil {
+			l.mu.Lock()
+			if stop := l.open[string(p.RequestID)]; stop != nil {
+				stop()
+			}
+			l.mu.Unlock()
+		}
+		return false
+	case "subscriptions/listen":
+	default:
+		return false
+	}
+	var lr listenRequest
+	if !req.IsCall() || json.Unmarshal(req.Params, &lr.Params) != nil || lr.Params.Notifications.TaskIDs == nil {
+		return false
+	}
+	id, err := json.Marshal(req.ID.Raw())
+	if err != nil {
+		return false
+	}
+	lr.ID = id
+	// Its own context: a listen outlives the message that opened it and
+	// ends on a cancellation or with the connection.
+	ctx, stop := context.WithCancel(context.Background())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		stop()
+		return true
+	}
+	l.open[string(id)] = stop
+	l.wg.Go(func() {
+		defer func() {
+			l.mu.Lock()
+			delete(l.open, string(id))
+			l.mu.Unlock()
+			stop()
+		}()
+		l.serve(ctx, lr)
+	})
+	return true
+}
+
+// serve answers one listen on stdout. Its response is written as the
+// answer the guard counts; a listen cut short has none, and is counted as
+// settled all the same, so the end of input does not wait for it.
+func (l *stdioListens) serve(ctx context.Context, req listenRequest) {
+	send := func(msg any, answer bool) {
+		if data, err := json.Marshal(msg); err == nil {
+			_ = l.out.line(data, answer)
+		}
+	}
+	agreed, rpcErr := l.c.agreeListen(ctx, req)
+	if rpcErr == nil {
+		release, err := l.c.s.OpenStream(l.c.identity)
+		if err != nil {
+			rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		} else {
+			defer release()
+		}
+	}
+	if rpcErr != nil {
+		send(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": rpcErr}, true)
+		return
+	}
+	if l.c.runListen(ctx, req.ID, agreed, func(msg any) { send(msg, false) }) {
+		send(listenEnd(req.ID), true)
+		return
+	}
+	l.out.settle()
+}
+
+// close ends every listen and waits for them.
+func (l *stdioListens) close() {
+	l.mu.Lock()
+	l.closed = true
+	for _, stop := range l.open {
+		stop()
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
 }

@@ -25,6 +25,9 @@ type Terminals interface {
 	Send(ctx context.Context, r termapi.SendRequest) (termapi.SendResult, error)
 	// Wait blocks until the Turn leaves the running statuses or ctx ends.
 	Wait(ctx context.Context, turnID string) (termapi.TurnView, error)
+	// WaitFor blocks until done reports true for the Turn or ctx ends; a
+	// listen follows a Turn task through every change with it.
+	WaitFor(ctx context.Context, turnID string, done func(termapi.TurnView) bool) (termapi.TurnView, error)
 	Status(ctx context.Context, turnID string) (termapi.TurnView, error)
 	Respond(ctx context.Context, turnID, text string) (termapi.SendResult, error)
 	Approve(ctx context.Context, turnID, fingerprint string) (termapi.TurnView, error)

@@ -105,6 +105,10 @@ func (f *fakeTerminals) Status(_ context.Context, id string) (terminal.TurnView,
 }
 
 func (f *fakeTerminals) Wait(ctx context.Context, id string) (terminal.TurnView, error) {
+	return f.WaitFor(ctx, id, func(v terminal.TurnView) bool { return !terminal.Running(v.Status) })
+}
+
+func (f *fakeTerminals) WaitFor(ctx context.Context, id string, done func(terminal.TurnView) bool) (terminal.TurnView, error) {
 	for {
 		f.mu.Lock()
 		v, ok := f.turns[id]
@@ -113,7 +117,7 @@ func (f *fakeTerminals) Wait(ctx context.Context, id string) (terminal.TurnView,
 		if !ok {
 			return v, fmt.Errorf("wait: %w", terminal.ErrNotFound)
 		}
-		if !terminal.Running(v.Status) {
+		if done(v) {
 			return v, nil
 		}
 		select {

@@ -115,8 +115,9 @@ func (h *tasksHTTP) call(ctx context.Context, tasks bool, method, name string, p
 //
 // listen: from the gateway's end of a held run to the completed
 // notifications/tasks on an open listen, against the same end seen by a
-// check_task already waiting in-process (the floor); ns/op-over-check is
-// what the listen adds.
+// check_task already waiting in-process and by one waiting over the same
+// HTTP path without the extension (the floors); ns/op-over-check and
+// ns/op-over-http are what the listen adds.
 func BenchmarkTasksExtension(b *testing.B) {
 	ctx := context.Background()
 	fg := fakegateway.New(b, fakegateway.Options{Password: "pw"})
@@ -149,7 +150,7 @@ func BenchmarkTasksExtension(b *testing.B) {
 			return fakegateway.Turn{Reply: "done", Hold: true}
 		}})
 		h := openTasksHTTP(b, b.TempDir(), hfg)
-		var notify, check time.Duration
+		var notify, check, checkHTTP time.Duration
 		for b.Loop() {
 			res, err := h.call(ctx, true, "tools/call", "run_task", map[string]any{"name": "run_task", "arguments": map[string]any{"task": "hold"}})
 			if err != nil {
@@ -175,12 +176,18 @@ func BenchmarkTasksExtension(b *testing.B) {
 			}
 			nextEvent() // the acknowledgement
 			nextEvent() // the task, working
-			// The floor: a check_task already waiting on the task in this
-			// process learns of the end; the listen must follow closely.
-			waiting := make(chan time.Time, 1)
+			// The floors: a check_task already waiting on the task in this
+			// process learns of the end, and one waiting over the same HTTP
+			// path without the extension (a plain tools/call) returns it;
+			// the listen must follow closely.
+			waiting, overHTTP := make(chan time.Time, 1), make(chan time.Time, 1)
 			go func() {
 				_, _ = h.br.Check(ctx, server.CheckRequest{JobID: id, Mode: server.ModeWait, Wait: time.Minute}, nil)
 				waiting <- time.Now()
+			}()
+			go func() {
+				_, _ = h.call(ctx, false, "tools/call", "check_task", map[string]any{"name": "check_task", "arguments": map[string]any{"jobId": id, "mode": "wait", "waitMs": 60000}})
+				overHTTP <- time.Now()
 			}()
 			start := time.Now()
 			hfg.Release(id)
@@ -188,11 +195,14 @@ func BenchmarkTasksExtension(b *testing.B) {
 			}
 			notify += time.Since(start)
 			check += (<-waiting).Sub(start)
+			checkHTTP += (<-overHTTP).Sub(start)
 			_ = resp.Body.Close()
 		}
 		b.ReportMetric(float64(notify.Nanoseconds())/float64(b.N), "ns/op-notify")
 		b.ReportMetric(float64(check.Nanoseconds())/float64(b.N), "ns/op-check")
+		b.ReportMetric(float64(checkHTTP.Nanoseconds())/float64(b.N), "ns/op-check-http")
 		b.ReportMetric(float64((notify-check).Nanoseconds())/float64(b.N), "ns/op-over-check")
+		b.ReportMetric(float64((notify-checkHTTP).Nanoseconds())/float64(b.N), "ns/op-over-http")
 	})
 	b.Run("get", func(b *testing.B) {
 		sizes := [2]int{1_000, 1_000_000}

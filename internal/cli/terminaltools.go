@@ -115,6 +115,14 @@ func (l *lazyTerminals) Wait(ctx context.Context, id string) (terminal.TurnView,
 	return a.Wait(ctx, id)
 }
 
+func (l *lazyTerminals) WaitFor(ctx context.Context, id string, done func(terminal.TurnView) bool) (terminal.TurnView, error) {
+	a, err := l.get(ctx)
+	if err != nil {
+		return terminal.TurnView{}, err
+	}
+	return a.WaitFor(ctx, id, done)
+}
+
 func (l *lazyTerminals) Status(ctx context.Context, id string) (terminal.TurnView, error) {
 	a, err := l.get(ctx)
 	if err != nil {

@@ -74,6 +74,7 @@ var allowedImports = map[string][]string{
 	"internal/testbed/fakegateway": nil,
 	"internal/testbed/fakemodel":   nil,
 	"internal/testbed/peers":       nil,
+	"internal/testbed/pgtest":      nil,
 	"internal/testbed/realcli":     {"internal/testbed/fakemodel", "internal/testbed/peers"},
 	"internal/testbed/realgateway": {"internal/testbed/fakemodel", "internal/testbed/peers"},
 	"internal/testbed/realtui":     {"internal/terminal/proc", "internal/testbed/fakemodel", "internal/testbed/realcli"},

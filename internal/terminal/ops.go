@@ -106,6 +106,13 @@ const waitPoll = time.Second
 // made in this process, and on the store's change feed for changes made
 // by other processes.
 func (s *Service) Wait(ctx context.Context, turnID string) (TurnView, error) {
+	return s.WaitFor(ctx, turnID, func(v TurnView) bool { return !Running(v.Status) })
+}
+
+// WaitFor blocks until done reports true for the Turn or ctx ends, and
+// returns the Turn as done last saw it. It wakes as Wait does; done is
+// called on every read, from the caller's goroutine.
+func (s *Service) WaitFor(ctx context.Context, turnID string, done func(TurnView) bool) (TurnView, error) {
 	// Register before the first read, so a change written after it is not
 	// missed.
 	mine, stop := s.waitTurn(turnID)
@@ -127,13 +134,14 @@ func (s *Service) Wait(ctx context.Context, turnID string) (TurnView, error) {
 		if err != nil {
 			return TurnView{}, fmt.Errorf("wait: %w", err)
 		}
-		if !Running(t.Status) {
-			return View(t), nil
+		v := View(t)
+		if done(v) {
+			return v, nil
 		}
 		timer.Reset(recheck)
 		select {
 		case <-ctx.Done():
-			return View(t), fmt.Errorf("wait for turn %s: %w", turnID, ctx.Err())
+			return v, fmt.Errorf("wait for turn %s: %w", turnID, ctx.Err())
 		case <-mine:
 		case <-announced:
 		case <-timer.C:

@@ -96,6 +96,15 @@ func (f *fixture) env() []string {
 // must exit cleanly.
 func (f *fixture) serve(t *testing.T) string {
 	t.Helper()
+	url, _ := f.serveKillable(t)
+	return url
+}
+
+// serveKillable is serve that also returns kill, which ends the process
+// with SIGKILL (a replica lost mid-work) and waits for it; after a kill
+// the test's end expects no clean exit.
+func (f *fixture) serveKillable(t *testing.T) (url string, kill func()) {
+	t.Helper()
 	cmd := exec.Command(f.bin, "serve", "--addr", "127.0.0.1:0")
 	cmd.Env = f.env()
 	stderr, err := cmd.StderrPipe()
@@ -121,9 +130,19 @@ func (f *fixture) serve(t *testing.T) string {
 			}
 		}
 	}()
+	done := make(chan error, 1)
+	killed := false
+	kill = func() {
+		killed = true
+		_ = cmd.Process.Kill()
+		<-logDone
+		done <- cmd.Wait()
+	}
 	t.Cleanup(func() {
+		if killed {
+			return
+		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
 		go func() { <-logDone; done <- cmd.Wait() }()
 		select {
 		case err := <-done:
@@ -137,10 +156,10 @@ func (f *fixture) serve(t *testing.T) string {
 	})
 	select {
 	case u := <-urlc:
-		return u
+		return u, kill
 	case <-time.After(60 * time.Second):
 		t.Fatal("serve did not report its address within 60s")
-		return ""
+		return "", nil
 	}
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
+	"github.com/clawconnect/clawconnect/internal/testbed/pgtest"
 )
 
 // TestTasksRequesterHTTP runs the MCP Tasks extension's official requester
@@ -126,5 +128,66 @@ func TestTasksRequesterTerminalApproval(t *testing.T) {
 	}
 	if !strings.HasPrefix(doc.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
 		t.Errorf("settled reply = %q, want the fake model's tool result reply", doc.Text)
+	}
+}
+
+// TestTasksRequesterReplicaKilled: two serve replicas share one PostgreSQL
+// store and the real gateway. The official requester starts a task on
+// replica A and follows it; once the gateway runs it, A is killed with
+// SIGKILL mid-run. The requester's next request cannot reach A and goes to
+// replica B, which takes the task over once A's lease lapses and settles it
+// to the agent's exact reply.
+func TestTasksRequesterReplicaKilled(t *testing.T) {
+	t.Parallel() // own homes, database and processes
+	dbURL := pgtest.FreshDatabase(t)
+	const alice = "e2e-alice-token-0123456789"
+	shared := []string{"CLAWCONNECT_DATABASE_URL=" + dbURL, "CLAWCONNECT_LEASE_MS=1000", "MCP_USER_TOKENS=alice:" + alice}
+	fa, fb := setup(t), setup(t)
+	in := peers.Require(t, peers.MCPExtTasks)
+	fa.extraEnv = append(fa.extraEnv, shared...)
+	fb.extraEnv = append(fb.extraEnv, shared...)
+	urlA, killA := fa.serveKillable(t)
+	urlB := fb.serve(t)
+
+	script := stageScript(t, in, peers.MCPExtTasks, "tasks.mjs")
+	c := in.MustCommand(t, peers.MCPExtTasks)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := c.Cmd(ctx, script, urlA, alice, "-", "replica", urlB)
+	cmd.Env = append(fa.env(), c.Env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	var ready struct{ Ready string }
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &ready) != nil || ready.Ready == "" {
+		_ = cmd.Wait()
+		t.Fatalf("requester did not report a running task: %q\nstderr: %s", lines.Text(), stderr.String())
+	}
+	killA()
+	var doc struct {
+		Kind, TaskID, Status, LastStatus, Text, JobStatus string
+		Failovers                                         []struct{ Method, From, Error string }
+	}
+	got := lines.Scan()
+	out := lines.Text()
+	if err := cmd.Wait(); err != nil || !got {
+		t.Fatalf("ext-tasks requester: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	}
+	t.Logf("requester: %s", out)
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("requester output is not JSON: %v\n%s", err, out)
+	}
+	if doc.Kind != "task" || doc.TaskID != ready.Ready || doc.Status != "completed" || doc.JobStatus != "completed" || doc.Text != "replica-ok" {
+		t.Errorf("settled = %+v, want the task completed with the agent's exact reply %q", doc, "replica-ok")
+	}
+	if len(doc.Failovers) != 1 || doc.Failovers[0].From != urlA {
+		t.Errorf("failovers = %+v, want one, from replica A %s", doc.Failovers, urlA)
 	}
 }

@@ -3,6 +3,7 @@
 //
 //   node tasks.mjs http://127.0.0.1:PORT/mcp <alice's token> <bob's token>
 //   node tasks.mjs http://127.0.0.1:PORT/mcp <token> - terminal <request>
+//   node tasks.mjs http://127.0.0.1:PORT_A/mcp <token> - replica http://127.0.0.1:PORT_B/mcp
 //
 // The requester drives a session port; this script's port is the thinnest
 // host: one JSON-RPC POST per request, framed as 2026-07-28 (protocol
@@ -14,13 +15,21 @@
 // object on stdout for the Go test. In terminal mode it sends <request> to
 // the one agent pane as a task instead, accepts every approval the agent
 // asks for through the requester's input handler, and reports the settled
-// outcome and the input requests it saw.
+// outcome and the input requests it saw. In replica mode it starts a task
+// on replica A, prints {"ready": taskId} once the gateway runs it, and
+// settles it through the requester while the Go test kills A: a request A
+// can no longer answer goes to replica B (as a load balancer would send
+// it), and the script prints the settled outcome.
 import { withTasks, resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
 import { hasTaskServerCapabilityV2 } from "@modelcontextprotocol/ext-tasks/core/v2";
 
 const [url, aliceToken, bobToken, mode, terminalRequest] = process.argv.slice(2);
 const PROTOCOL = "2026-07-28";
 let nextId = 0;
+// The replicas a request may go to, in order; one that cannot be reached
+// (killed) is left for the next.
+const endpoints = mode === "replica" ? [url, terminalRequest] : [url];
+const failovers = [];
 
 // post sends one request and returns its JSON-RPC response message.
 async function post(token, method, params, extraHeaders = {}, signal) {
@@ -37,13 +46,18 @@ async function post(token, method, params, extraHeaders = {}, signal) {
     ...extraHeaders,
   };
   if (method === "tools/call") headers["mcp-name"] = params.name;
-  const res = await fetch(url, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({ jsonrpc: "2.0", id: ++nextId, method, params: { ...params, _meta: meta } }),
-    signal,
-  });
-  const text = await res.text();
+  const body = JSON.stringify({ jsonrpc: "2.0", id: ++nextId, method, params: { ...params, _meta: meta } });
+  let res, text;
+  for (;;) {
+    try {
+      res = await fetch(endpoints[0], { method: "POST", headers, body, signal });
+      text = await res.text();
+      break;
+    } catch (e) {
+      if (signal?.aborted || endpoints.length < 2) throw e;
+      failovers.push({ method, from: endpoints.shift(), error: String(e.cause?.code ?? e.message) });
+    }
+  }
   if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
     // The last data line carries the response.
     const data = text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6));
@@ -96,6 +110,33 @@ if (mode === "terminal") {
     text: result.structuredContent?.turn?.result?.text,
     turnStatus: result.structuredContent?.turn?.status,
     inputRequests: seen,
+  }) + "\n");
+  await session.close();
+  process.exit(0);
+}
+
+if (mode === "replica") {
+  const session = withTasks(await port(aliceToken));
+  const execution = await session.callTool("run_task", { task: "WAIT=8000 ECHO=replica-ok please" });
+  const taskId = execution.handle?.taskId;
+  for (let i = 0; i < 30; i++) {
+    // Ready once the gateway runs it (it has a run id): the kill then
+    // lands mid-run.
+    const r = await post(aliceToken, "tools/call", { name: "check_task", arguments: { jobId: taskId, mode: "poll", waitMs: 2000 } });
+    const s = r.result.structuredContent;
+    if (s.parentRunId || s.isTerminal) break;
+  }
+  process.stdout.write(JSON.stringify({ ready: taskId }) + "\n");
+  const { outcome, lastTask } = await execution.settle();
+  const result = resultFromTaskOutcome(outcome);
+  process.stdout.write(JSON.stringify({
+    kind: execution.kind,
+    taskId,
+    status: outcome.status,
+    lastStatus: lastTask?.status,
+    text: result.content?.[0]?.text,
+    jobStatus: result.structuredContent?.status,
+    failovers,
   }) + "\n");
   await session.close();
   process.exit(0);
