@@ -121,25 +121,27 @@ type Client struct {
 
 	framesIn, badFrames, lateRes, dropped, reconnects, connFail atomic.Uint64
 	rawRunSubs                                                  atomic.Int32 // subscriptions that want raw agent/chat events
+	rowSubs                                                     atomic.Int32 // subscriptions that want session.message events
 
-	mu          sync.Mutex
-	closed      bool
-	cur         *conn
-	up          chan struct{} // closed when cur becomes non-nil; replaced on disconnect
-	lastErr     error
-	hello       *Hello
-	pending     map[string]*pendingCall
-	runsByID    map[string][]*Run
-	runsBySess  map[string][]*Run // runs whose id is not yet confirmed
-	allRuns     map[*Run]struct{}
-	subs        map[int]*subscription
-	nextSub     int
-	sessionSubs map[string]bool
+	mu         sync.Mutex
+	closed     bool
+	cur        *conn
+	up         chan struct{} // closed when cur becomes non-nil; replaced on disconnect
+	lastErr    error
+	hello      *Hello
+	pending    map[string]*pendingCall
+	runsByID   map[string][]*Run
+	runsBySess map[string][]*Run // runs whose id is not yet confirmed
+	allRuns    map[*Run]struct{}
+	subs       map[int]*subscription
+	nextSub    int
+	watches    map[string]*watch // followed sessions by canonical key
 }
 
 type conn struct {
 	ws       *websocket.Conn
 	hello    *Hello
+	scoped   bool         // run events come only for subscribed sessions
 	lastRecv atomic.Int64 // unix nanos
 	dead     chan struct{}
 	once     sync.Once
@@ -177,13 +179,13 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
 	c := &Client{
 		opts: opts, url: u, log: opts.Logger,
-		up:          make(chan struct{}),
-		pending:     map[string]*pendingCall{},
-		runsByID:    map[string][]*Run{},
-		runsBySess:  map[string][]*Run{},
-		allRuns:     map[*Run]struct{}{},
-		subs:        map[int]*subscription{},
-		sessionSubs: map[string]bool{},
+		up:         make(chan struct{}),
+		pending:    map[string]*pendingCall{},
+		runsByID:   map[string][]*Run{},
+		runsBySess: map[string][]*Run{},
+		allRuns:    map[*Run]struct{}{},
+		subs:       map[int]*subscription{},
+		watches:    map[string]*watch{},
 	}
 	var cn *conn
 	for {
@@ -239,7 +241,7 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 		ws.CloseNow()
 		return nil, err
 	}
-	cn := &conn{ws: ws, hello: hello, dead: make(chan struct{})}
+	cn := &conn{ws: ws, hello: hello, scoped: scopedConn(c.opts.Caps, hello), dead: make(chan struct{})}
 	cn.lastRecv.Store(time.Now().UnixNano())
 	return cn, nil
 }
@@ -476,27 +478,21 @@ func (c *Client) setConn(cn *conn) {
 	for r := range c.allRuns {
 		runs = append(runs, r)
 	}
-	subs := make([]string, 0, len(c.sessionSubs))
-	for k := range c.sessionSubs {
-		subs = append(subs, k)
+	watched := len(c.watches) > 0
+	if watched {
+		c.wg.Add(1)
 	}
 	c.mu.Unlock()
-	for _, r := range runs {
-		r.post(runItem{kind: itemReconnected})
-	}
-	if len(subs) > 0 {
-		c.wg.Add(1)
+	if watched {
+		// Before the runs hear of the reconnect, so that their recovery
+		// calls queue behind no more than these subscriptions.
 		go func() {
 			defer c.wg.Done()
-			for _, k := range subs {
-				ctx, cancel := context.WithTimeout(context.Background(), c.opts.HandshakeTimeout)
-				_, err := c.Call(ctx, "sessions.messages.subscribe", map[string]string{"key": k})
-				cancel()
-				if err != nil {
-					c.log.Warn("resubscribe session failed", "session_key", k, "err", err)
-				}
-			}
+			c.resubscribe(context.Background())
 		}()
+	}
+	for _, r := range runs {
+		r.post(runItem{kind: itemReconnected})
 	}
 }
 
@@ -635,12 +631,16 @@ func (c *Client) Subscribe(fn func(Event), names ...string) (cancel func()) {
 		}
 	}
 	raw := s.names == nil || s.names["agent"] || s.names["chat"]
+	rows := s.names == nil || s.names["session.message"]
 	c.mu.Lock()
 	id := c.nextSub
 	c.nextSub++
 	c.subs[id] = s
 	if raw {
 		c.rawRunSubs.Add(1)
+	}
+	if rows {
+		c.rowSubs.Add(1)
 	}
 	c.mu.Unlock()
 	var once sync.Once
@@ -651,34 +651,12 @@ func (c *Client) Subscribe(fn func(Event), names ...string) (cancel func()) {
 			if raw {
 				c.rawRunSubs.Add(-1)
 			}
+			if rows {
+				c.rowSubs.Add(-1)
+			}
 			c.mu.Unlock()
 		})
 	}
-}
-
-// SubscribeSession asks the gateway for session.message events of key
-// (sessions.messages.subscribe) and repeats the request after every
-// reconnect until UnsubscribeSession. Only needed by clients that advertise
-// the "session-scoped-events" cap.
-func (c *Client) SubscribeSession(ctx context.Context, key string) error {
-	c.mu.Lock()
-	c.sessionSubs[key] = true
-	c.mu.Unlock()
-	if _, err := c.Call(ctx, "sessions.messages.subscribe", map[string]string{"key": key}); err != nil {
-		return fmt.Errorf("subscribe session: %w", err)
-	}
-	return nil
-}
-
-// UnsubscribeSession undoes SubscribeSession.
-func (c *Client) UnsubscribeSession(ctx context.Context, key string) error {
-	c.mu.Lock()
-	delete(c.sessionSubs, key)
-	c.mu.Unlock()
-	if _, err := c.Call(ctx, "sessions.messages.unsubscribe", map[string]string{"key": key}); err != nil {
-		return fmt.Errorf("unsubscribe session: %w", err)
-	}
-	return nil
 }
 
 // handleFrame dispatches one frame read from cn. It runs on the read
@@ -709,6 +687,11 @@ func (c *Client) handleFrame(cn *conn, data []byte) {
 			c.routeRun(name, &f.Payload)
 			return
 		}
+	}
+	// A session subscription also brings one session.message event per
+	// transcript row; nothing here reads them unless a caller subscribed.
+	if c.rowSubs.Load() == 0 && bytes.HasPrefix(data, rowPrefix) {
+		return
 	}
 	f, err := decodeFrame(data)
 	if err != nil {
@@ -783,6 +766,7 @@ func (c *Client) handleEvent(f inFrame) {
 var (
 	agentPrefix = []byte(`{"type":"event","event":"agent",`)
 	chatPrefix  = []byte(`{"type":"event","event":"chat",`)
+	rowPrefix   = []byte(`{"type":"event","event":"session.message",`)
 )
 
 func (c *Client) routeRunEvent(f inFrame) {
@@ -840,6 +824,36 @@ func (c *Client) Call(ctx context.Context, method string, params any) (json.RawM
 
 // CallWith is Call with per-call options.
 func (c *Client) CallWith(ctx context.Context, method string, params any, o CallOptions) (json.RawMessage, error) {
+	payload, _, err := c.call(ctx, method, params, o)
+	return payload, err
+}
+
+// connected waits for a connection and returns it.
+func (c *Client) connected(ctx context.Context) (*conn, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		cn, up, last := c.cur, c.up, c.lastErr
+		c.mu.Unlock()
+		if cn != nil {
+			return cn, nil
+		}
+		select {
+		case <-up:
+		case <-ctx.Done():
+			if last != nil {
+				return nil, fmt.Errorf("%w: %w (last error: %v)", ErrNotConnected, ctx.Err(), last)
+			}
+			return nil, fmt.Errorf("%w: %w", ErrNotConnected, ctx.Err())
+		}
+	}
+}
+
+// call is CallWith that also returns the connection the call went out on.
+func (c *Client) call(ctx context.Context, method string, params any, o CallOptions) (json.RawMessage, *conn, error) {
 	timeout := o.Timeout
 	if timeout == 0 {
 		timeout = c.opts.CallTimeout
@@ -851,37 +865,28 @@ func (c *Client) CallWith(ctx context.Context, method string, params any, o Call
 	}
 	raw, err := marshalParams(params)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", method, err)
+		return nil, nil, fmt.Errorf("%s: %w", method, err)
 	}
 	id := strconv.FormatUint(c.nextID.Add(1), 36)
 	frame, err := json.Marshal(reqFrame{Type: frameReq, ID: id, Method: method, Params: raw})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", method, err)
+		return nil, nil, fmt.Errorf("%s: %w", method, err)
 	}
 	p := &pendingCall{method: method, expectFinal: o.ExpectFinal, ch: make(chan callResult, 4)}
 	// Wait for a connection and register atomically with it.
 	for {
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return nil, fmt.Errorf("%s: %w", method, ErrClosed)
+		cn, err := c.connected(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", method, err)
 		}
-		if c.cur != nil {
-			p.cn = c.cur
+		c.mu.Lock()
+		if c.cur == cn && !c.closed {
+			p.cn = cn
 			c.pending[id] = p
 			c.mu.Unlock()
 			break
 		}
-		up, last := c.up, c.lastErr
 		c.mu.Unlock()
-		select {
-		case <-up:
-		case <-ctx.Done():
-			if last != nil {
-				return nil, fmt.Errorf("%s: %w: %w (last error: %v)", method, ErrNotConnected, ctx.Err(), last)
-			}
-			return nil, fmt.Errorf("%s: %w: %w", method, ErrNotConnected, ctx.Err())
-		}
 	}
 	unregister := func() {
 		c.mu.Lock()
@@ -897,16 +902,16 @@ func (c *Client) CallWith(ctx context.Context, method string, params any, o Call
 	wcancel()
 	if err != nil {
 		unregister()
-		return nil, fmt.Errorf("%s: %w: write: %v", method, ErrDisconnected, err)
+		return nil, nil, fmt.Errorf("%s: %w: write: %v", method, ErrDisconnected, err)
 	}
 	for {
 		select {
 		case r := <-p.ch:
 			if r.err != nil {
-				return nil, r.err
+				return nil, nil, r.err
 			}
 			if r.werr != nil {
-				return nil, newRPCError(method, r.werr, r.payload)
+				return nil, p.cn, newRPCError(method, r.werr, r.payload)
 			}
 			if o.ExpectFinal {
 				var s struct {
@@ -920,10 +925,10 @@ func (c *Client) CallWith(ctx context.Context, method string, params any, o Call
 					continue
 				}
 			}
-			return r.payload, nil
+			return r.payload, p.cn, nil
 		case <-ctx.Done():
 			unregister()
-			return nil, fmt.Errorf("%s: %w", method, ctx.Err())
+			return nil, nil, fmt.Errorf("%s: %w", method, ctx.Err())
 		}
 	}
 }

@@ -24,6 +24,17 @@
 // [Client.SubscribeSession] carry over to the new connection. [Client.Close]
 // stops everything and waits for every goroutine the Client started.
 //
+// # Session-scoped events
+//
+// By default the Client declares the [CapSessionScopedEvents] cap: the
+// gateway then sends a session's chat and agent events only to connections
+// subscribed to that session, instead of every run's events to every
+// connection. Each Run subscribes to its session (sessions.messages.subscribe)
+// before it submits and releases it when it ends; [Client.WatchSession] does
+// the same for other callers. A gateway that does not offer that method
+// broadcasts as before, and the Client then makes no subscription calls
+// ([Client.SessionScoped] says which case holds).
+//
 // # Calls
 //
 // [Client.Call] sends any method (including plugin methods) and returns the

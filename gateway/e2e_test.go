@@ -60,25 +60,47 @@ func TestE2ERealGateway(t *testing.T) {
 	})
 
 	t.Run("full turn", func(t *testing.T) {
-		var kinds []gateway.EventKind
-		run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: key("turn"), Message: "ECHO=e2e-final-" + nonce,
-			IdempotencyKey: "turn-" + nonce, OnEvent: func(e gateway.RunEvent) { kinds = append(kinds, e.Kind) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer run.Close()
-		got, err := run.Wait(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, kinds := runToEnd(ctx, t, c, gateway.RunRequest{SessionKey: key("turn"), Message: "ECHO=e2e-final-" + nonce,
+			IdempotencyKey: "turn-" + nonce})
 		if got.Status != gateway.StatusOK || got.Text != "e2e-final-"+nonce || got.RunID != "turn-"+nonce {
 			t.Errorf("outcome = %+v", got)
 		}
-		for _, k := range []gateway.EventKind{gateway.EventLifecycle, gateway.EventAssistant} {
-			if !containsKind(kinds, k) {
-				t.Errorf("no %s event among %v", k, kinds)
+		wantRunEvents(t, "full turn", kinds)
+	})
+
+	t.Run("session-scoped events reach only the following client", func(t *testing.T) {
+		dialAs := func(caps []string) *gateway.Client {
+			o, err := gateway.Dial(ctx, gateway.Options{URL: g.HTTPURL(), Token: g.Token(), Caps: caps, CallTimeout: 2 * time.Minute})
+			if err != nil {
+				t.Fatalf("Dial: %v", err)
 			}
+			t.Cleanup(func() { o.Close() })
+			return o
 		}
+		if !c.SessionScoped() {
+			t.Fatalf("the client is not session-scoped on the real gateway; methods %v", c.Hello().Methods)
+		}
+		bystander := dialAs(nil)
+		legacy := dialAs([]string{gateway.CapToolEvents}) // declares no scoping: gets every event
+		seen, seenLegacy := countRunEvents(bystander), countRunEvents(legacy)
+		id := "scoped-" + nonce
+		got, kinds := runToEnd(ctx, t, c, gateway.RunRequest{SessionKey: key("scoped"), Message: "ECHO=e2e-scoped-" + nonce,
+			IdempotencyKey: id})
+		if got.Status != gateway.StatusOK || got.Text != "e2e-scoped-"+nonce {
+			t.Fatalf("outcome = %+v", got)
+		}
+		wantRunEvents(t, "the following client's run", kinds)
+		// The gateway writes an event to all its recipients at once: once
+		// the legacy client has the final, the bystander had it too, before
+		// the answer to a later call.
+		eventually(t, "the legacy client sees the run's final", func() bool { return seenLegacy.final(id) })
+		if _, err := bystander.Call(ctx, "health", nil); err != nil {
+			t.Fatal(err)
+		}
+		if n := seen.of(id); n != 0 {
+			t.Errorf("a second session-scoped client received %d events of the first's run", n)
+		}
+		t.Logf("events of the run: legacy client %d, session-scoped bystander %d", seenLegacy.of(id), seen.of(id))
 	})
 
 	t.Run("history read", func(t *testing.T) {

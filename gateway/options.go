@@ -66,9 +66,11 @@ type Options struct {
 	Platform string
 	// Scopes requested; default read, write and admin.
 	Scopes []string
-	// Caps advertised; nil means ["tool-events"] so that tool start/result
-	// events (and message-tool replies) reach runs. Pass an empty non-nil
-	// slice to advertise none.
+	// Caps advertised; nil means CapToolEvents, so that tool start/result
+	// events (and message-tool replies) reach runs, and
+	// CapSessionScopedEvents, so that the gateway sends this client only
+	// the events of sessions it follows. Pass an empty non-nil slice to
+	// advertise none (every run event is then received and filtered here).
 	Caps []string
 	// Device, if set, signs the connect with this Ed25519 identity (v3
 	// payload). Needed for gateways that are not on loopback. See
@@ -123,7 +125,7 @@ func (o Options) withDefaults() Options {
 		o.Scopes = []string{ScopeRead, ScopeWrite, ScopeAdmin}
 	}
 	if o.Caps == nil {
-		o.Caps = []string{"tool-events"}
+		o.Caps = []string{CapToolEvents, CapSessionScopedEvents}
 	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = DefaultHandshakeTimeout

@@ -149,6 +149,7 @@ type Run struct {
 	waiterOnce sync.Once
 
 	mu      sync.Mutex
+	unwatch func() // releases the session subscription; nil until taken
 	id      string // confirmed run id, "" until the submit answer
 	queue   []runItem
 	outcome Outcome
@@ -208,6 +209,23 @@ func (c *Client) StartRun(ctx context.Context, req RunRequest) (*Run, error) {
 	c.runsByID[req.IdempotencyKey] = append(c.runsByID[req.IdempotencyKey], r)
 	c.runsBySess[r.key] = append(c.runsBySess[r.key], r)
 	c.mu.Unlock()
+	// On a session-scoped connection the gateway sends the session's
+	// events only once it confirmed the subscription: wait for that before
+	// submitting, so that no event of the run is lost.
+	unwatch, err := c.WatchSession(ctx, r.key)
+	if err != nil {
+		r.stop(err)
+		cancel()
+		return nil, fmt.Errorf("start run: %w", err)
+	}
+	r.mu.Lock()
+	r.unwatch = unwatch
+	ended := r.ended
+	r.mu.Unlock()
+	if ended { // Client.Close stopped the run meanwhile
+		unwatch()
+		return nil, fmt.Errorf("start run: %w", ErrClosed)
+	}
 
 	accepted := make(chan string, 1)
 	failed := make(chan error, 1)
@@ -475,7 +493,11 @@ func (r *Run) end(o Outcome, err error) {
 		r.mu.Lock()
 		r.outcome, r.err, r.ended = o, err, true
 		r.queue = nil
+		unwatch := r.unwatch
 		r.mu.Unlock()
+		if unwatch != nil {
+			unwatch()
+		}
 		c := r.c
 		c.mu.Lock()
 		delete(c.allRuns, r)

@@ -361,16 +361,7 @@ func TestFramesBeforeRunIDAreReplayed(t *testing.T) {
 		return map[string]any{"runId": "srv-1", "status": "accepted"}, nil
 	})
 	c := dial(t, gw)
-	ctx := waitCtx(t)
-	run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: "pre", Message: "m", IdempotencyKey: "idem-pre"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Close()
-	got, err := run.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := runToEnd(waitCtx(t), t, c, gateway.RunRequest{SessionKey: "pre", Message: "m", IdempotencyKey: "idem-pre"})
 	want := gateway.Outcome{RunID: "srv-1", SessionKey: "agent:main:pre", Status: gateway.StatusOK, Text: "early", Source: gateway.SourceChatFinal}
 	if diff := cmp.Diff(want, got, ignoreVolatile); diff != "" {
 		t.Errorf("outcome (-want +got):\n%s", diff)
@@ -394,16 +385,7 @@ func TestEmptyFinalFallsBackToHistoryThenSentinel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			gw := newGW(t, func(fakegateway.Submit) fakegateway.Turn { return tt.turn })
 			c := dial(t, gw)
-			ctx := waitCtx(t)
-			run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: "e", Message: "m", IdempotencyKey: "e-" + tt.name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer run.Close()
-			got, err := run.Wait(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, _ := runToEnd(waitCtx(t), t, c, gateway.RunRequest{SessionKey: "e", Message: "m", IdempotencyKey: "e-" + tt.name})
 			tt.want.RunID, tt.want.SessionKey = "e-"+tt.name, "agent:main:e"
 			if diff := cmp.Diff(tt.want, got, ignoreVolatile); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s", diff)

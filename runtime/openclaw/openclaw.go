@@ -29,6 +29,9 @@ const ID = executor.RuntimeOpenClaw
 type Client interface {
 	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
 	Subscribe(fn func(gateway.Event), names ...string) (cancel func())
+	// WatchSession makes a session-scoped gateway send the session's
+	// events to this client until release.
+	WatchSession(ctx context.Context, key string) (release func(), err error)
 	CanonicalSessionKey(key string) string
 }
 
@@ -118,7 +121,13 @@ func (a *Adapter) Start(ctx context.Context, _ executor.Task, opts executor.Star
 			return nil, fmt.Errorf("start openclaw: %w", err)
 		}
 	}
-	bl := a.ensureBacklog(key)
+	// Watch before sending, so that the session's first events reach the
+	// backlog; the backlog (or the stream that takes it over) keeps it.
+	release, err := a.c.WatchSession(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("start openclaw: %w", err)
+	}
+	bl := a.ensureBacklog(key, release)
 	raw, err := a.c.Call(ctx, "chat.send", map[string]any{
 		"sessionKey": key, "message": opts.Prompt(), "deliver": false, "idempotencyKey": newKey(),
 	})
@@ -181,17 +190,23 @@ func (b *backlog) add(ev gateway.Event) {
 	b.frames = append(b.frames, ev)
 }
 
-func (a *Adapter) ensureBacklog(key string) *backlog {
+// ensureBacklog returns the session's backlog, creating it with the
+// session watch release unless a backlog or an open stream already watches
+// the session (release is then called at once).
+func (a *Adapter) ensureBacklog(key string, release func()) *backlog {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if bl := a.pending[key]; bl != nil {
+		release()
 		return bl
 	}
 	if a.observers[key] > 0 {
+		release()
 		return nil // an open stream already observes the session
 	}
 	bl := &backlog{key: key}
-	bl.cancel = a.c.Subscribe(bl.add, "chat", "agent")
+	cancel := a.c.Subscribe(bl.add, "chat", "agent")
+	bl.cancel = func() { cancel(); release() }
 	a.pending[key] = bl
 	return bl
 }
@@ -213,7 +228,7 @@ func (a *Adapter) dropBacklog(key string, bl *backlog) {
 // later calls subscribe afresh. Frames of other sessions are ignored; the
 // run id rebinds from every frame, so the handle tracks the session's
 // latest run. The stream never ends by itself: Close it.
-func (a *Adapter) Events(_ context.Context, run *executor.RunHandle) (*executor.Stream, error) {
+func (a *Adapter) Events(ctx context.Context, run *executor.RunHandle) (*executor.Stream, error) {
 	key := a.c.CanonicalSessionKey(run.SessionKey)
 	m := newMapper()
 	var (
@@ -249,7 +264,14 @@ func (a *Adapter) Events(_ context.Context, run *executor.RunHandle) (*executor.
 	a.observers[key]++
 	a.mu.Unlock()
 	if bl == nil {
-		cancel = a.c.Subscribe(handle, "chat", "agent")
+		release, err := a.c.WatchSession(ctx, key)
+		if err != nil {
+			cancel = func() {}
+			_ = s.Close() // releases the observer count
+			return nil, fmt.Errorf("events openclaw: %w", err)
+		}
+		unsub := a.c.Subscribe(handle, "chat", "agent")
+		cancel = func() { unsub(); release() }
 		return s, nil
 	}
 	bl.mu.Lock()

@@ -35,6 +35,11 @@
 // are answered UNAVAILABLE, like the real gateway's startup window.
 // A connection is registered before its hello-ok is sent, so once a client
 // holds hello-ok, broadcasts and DisconnectAll reach it.
+// Run events go to every connection, except that a connection that
+// declared the session-scoped-events cap gets them only for the sessions it
+// subscribed to with sessions.messages.subscribe, as on the real gateway;
+// subscribers also get a session.message event per transcript row.
+// [Server.Subscribed] counts a session's subscribers.
 // [Server.Broadcast] injects raw frames. [Options.Unavailable]
 // answers the first N connects with UNAVAILABLE/startup-sidecars.
 // [Server.Handle] adds or overrides methods (plugin methods); a handler

@@ -80,12 +80,25 @@ func (s *Server) builtin(method string, c *fconn, reqID string) Handler {
 			return map[string]any{"session": s.sessionRow(s.canonical(p.Key))}, nil
 		}
 	case "sessions.messages.subscribe", "sessions.messages.unsubscribe":
+		if s.opts.Unscoped {
+			return nil
+		}
 		return func(_ context.Context, params json.RawMessage) (any, error) {
 			var p struct {
 				Key string `json:"key"`
 			}
-			_ = json.Unmarshal(params, &p)
-			return map[string]any{"subscribed": method == "sessions.messages.subscribe", "key": s.canonical(p.Key)}, nil
+			if err := json.Unmarshal(params, &p); err != nil || strings.TrimSpace(p.Key) == "" {
+				return nil, invalid(method, "must have required property 'key'")
+			}
+			key, on := s.canonical(p.Key), method == "sessions.messages.subscribe"
+			s.mu.Lock()
+			if on {
+				c.subs[key] = true
+			} else {
+				delete(c.subs, key)
+			}
+			s.mu.Unlock()
+			return map[string]any{"subscribed": on, "key": key}, nil
 		}
 	}
 	return nil
@@ -155,7 +168,7 @@ func (s *Server) startRun(c *fconn, reqID, method, key, message, id, userRow str
 	prev := s.lanes[key]
 	busy := prev != nil && !isDone(prev)
 	s.runs[r.id] = r
-	s.appendTranscript(key, map[string]any{"role": "user", "content": userRow, "timestamp": r.startedAt,
+	sendRow := s.appendTranscript(key, map[string]any{"role": "user", "content": userRow, "timestamp": r.startedAt,
 		"idempotencyKey": r.id + ":user"})
 	if busy && method == "chat.send" {
 		// Steer: fold into the active run; this run id ends at once, empty.
@@ -163,8 +176,9 @@ func (s *Server) startRun(c *fconn, reqID, method, key, message, id, userRow str
 		close(r.done)
 		close(s.startedCh(r.id))
 		s.mu.Unlock()
+		sendRow()
 		cancel()
-		s.broadcastEvent("chat", map[string]any{"runId": r.id, "sessionKey": key, "seq": 1, "state": "final"}, false)
+		s.broadcastEvent("chat", key, map[string]any{"runId": r.id, "sessionKey": key, "seq": 1, "state": "final"}, false)
 		return map[string]any{"runId": r.id, "status": "started"}, nil
 	}
 	if busy {
@@ -173,6 +187,7 @@ func (s *Server) startRun(c *fconn, reqID, method, key, message, id, userRow str
 	s.lanes[key] = r
 	s.wg.Add(1) // under mu with closed false: see Server.closed
 	s.mu.Unlock()
+	sendRow()
 	ack := map[string]any{"runId": r.id, "status": "started"}
 	if method == "agent" {
 		ack = map[string]any{"runId": r.id, "sessionKey": key, "agentId": s.opts.DefaultAgentID,
@@ -224,17 +239,32 @@ func (r *frun) finalText() string {
 	return r.text
 }
 
-func (s *Server) appendTranscript(key string, row map[string]any) {
+// appendTranscript adds row to key's transcript. s.mu held. Call the
+// returned func after unlocking: it sends the row as a session.message
+// event to the connections subscribed to key, as the real gateway does.
+func (s *Server) appendTranscript(key string, row map[string]any) (send func()) {
 	seq := len(s.transcripts[key]) + 1
 	meta, _ := row["__openclaw"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}
 	}
+	id := fmt.Sprintf("msg-%d", s.seq.Add(1))
 	meta["seq"] = seq
-	meta["id"] = fmt.Sprintf("msg-%d", s.seq.Add(1))
+	meta["id"] = id
 	row["__openclaw"] = meta
 	b, _ := json.Marshal(row)
 	s.transcripts[key] = append(s.transcripts[key], b)
+	to := s.subscribers(key)
+	if len(to) == 0 {
+		return func() {}
+	}
+	ev, _ := json.Marshal(s.event("session.message", map[string]any{"sessionKey": key, "agentId": s.opts.DefaultAgentID,
+		"message": json.RawMessage(b), "messageId": id, "messageSeq": seq}))
+	return func() {
+		for _, c := range to {
+			c.sendRaw(ev)
+		}
+	}
 }
 
 // execute plays one run's events. It returns when the run ended (r.done
@@ -252,7 +282,7 @@ func (s *Server) execute(ctx context.Context, r *frun) {
 			s.Broadcast([]byte(`{"type":"res","ok":"yes"}`))
 			s.Broadcast([]byte(`[1,2,3]`))
 		}
-		s.broadcastEvent(name, payload, dup)
+		s.broadcastEvent(name, r.session, payload, dup)
 	}
 	if r.prev != nil { // queued behind the session's active run
 		select {
@@ -330,12 +360,14 @@ func (s *Server) execute(ctx context.Context, r *frun) {
 	default:
 		r.status, r.text = "ok", reply
 	}
+	sendRow := func() {}
 	if !aborted && t.Error == "" && !t.NoTranscript && reply != "" {
-		s.appendTranscript(r.session, map[string]any{"role": "assistant",
+		sendRow = s.appendTranscript(r.session, map[string]any{"role": "assistant",
 			"content": []any{map[string]any{"type": "text", "text": reply}}, "stopReason": "stop",
 			"timestamp": time.Now().UnixMilli(), "__openclaw": map[string]any{"runId": r.id}})
 	}
 	s.mu.Unlock()
+	sendRow()
 	// Terminal events go out before the run counts as done, as on the real
 	// gateway: agent.wait and the agent final answer follow them.
 	defer func() {

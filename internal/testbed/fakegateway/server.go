@@ -43,6 +43,10 @@ type Options struct {
 	Unavailable int
 	// RetryAfter for Unavailable answers; default 10ms.
 	RetryAfter time.Duration
+	// Unscoped plays a gateway that predates session-scoped events: it
+	// ignores the session-scoped-events cap, broadcasts every run event
+	// and does not offer sessions.messages.subscribe.
+	Unscoped bool
 	// Script decides each run's Turn; nil means Echo.
 	Script func(Submit) Turn
 	// Logger; nil discards.
@@ -156,7 +160,21 @@ type fconn struct {
 	ws     *websocket.Conn
 	cancel context.CancelFunc
 	wmu    sync.Mutex
+	// scoped: the connection declared the session-scoped-events cap, so
+	// it gets run events only of the sessions in subs (guarded by
+	// Server.mu), as on the real gateway.
+	scoped bool
+	subs   map[string]bool
 }
+
+// CapSessionScopedEvents is the connect cap that limits a connection's run
+// events to the sessions it subscribed to with sessions.messages.subscribe.
+const CapSessionScopedEvents = "session-scoped-events"
+
+// scopedEvents are the events a session-scoped connection receives only
+// for subscribed sessions (the real gateway's list).
+var scopedEvents = map[string]bool{"agent": true, "chat": true, "chat.side_result": true, "session.observer": true,
+	"session.tool": true}
 
 func (c *fconn) send(v any) {
 	b, _ := json.Marshal(v)
@@ -440,14 +458,47 @@ func (s *Server) event(name string, payload any) eventFrame {
 	return eventFrame{Type: "event", Event: name, Payload: payload, Seq: s.seq.Add(1)}
 }
 
-func (s *Server) broadcastEvent(name string, payload any, dup bool) {
+// broadcastEvent sends an event of session key to every connection that
+// may see it: all of them, except that a session-scoped connection sees
+// run events only of the sessions it subscribed to.
+func (s *Server) broadcastEvent(name, key string, payload any, dup bool) {
 	b, _ := json.Marshal(s.event(name, payload))
-	for _, c := range s.snapshotConns() {
+	for _, c := range s.recipients(name, key) {
 		c.sendRaw(b)
 		if dup {
 			c.sendRaw(b)
 		}
 	}
+}
+
+func (s *Server) recipients(name, key string) []*fconn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*fconn, 0, len(s.conns))
+	for c := range s.conns {
+		if !c.scoped || !scopedEvents[name] || c.subs[key] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// subscribers returns the connections subscribed to session key. s.mu held.
+func (s *Server) subscribers(key string) []*fconn {
+	var out []*fconn
+	for c := range s.conns {
+		if c.subs[key] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Subscribed reports how many connections are subscribed to session key.
+func (s *Server) Subscribed(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subscribers(s.canonical(key)))
 }
 
 var clientIDs = []string{"webchat-ui", "openclaw-control-ui", "openclaw-browser-copilot", "openclaw-tui", "webchat",
@@ -652,8 +703,10 @@ func (s *Server) handshake(c *fconn, f reqFrame, nonce string, ts int64) bool {
 	}
 	s.mu.Lock()
 	methods := []string{"health", "agent", "agent.wait", "chat.send", "chat.abort", "chat.history",
-		"sessions.list", "sessions.describe", "sessions.abort", "sessions.messages.subscribe",
-		"sessions.messages.unsubscribe", "agents.list"}
+		"sessions.list", "sessions.describe", "sessions.abort", "agents.list"}
+	if !s.opts.Unscoped {
+		methods = append(methods, "sessions.messages.subscribe", "sessions.messages.unsubscribe")
+	}
 	for m := range s.handlers {
 		if !slices.Contains(methods, m) {
 			methods = append(methods, m)
@@ -662,6 +715,8 @@ func (s *Server) handshake(c *fconn, f reqFrame, nonce string, ts int64) bool {
 	boot := s.bootID
 	// Register before hello-ok: once the client holds hello-ok, broadcasts
 	// and DisconnectAll reach this connection.
+	c.scoped = !s.opts.Unscoped && slices.Contains(p.Caps, CapSessionScopedEvents)
+	c.subs = map[string]bool{}
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	hello := map[string]any{
