@@ -161,7 +161,7 @@ func (c *conn) terminalList(ctx context.Context, _ *mcp.CallToolRequest, _ Empty
 		}
 		// Another caller's Turn shows only that the pane is busy.
 		if r.CurrentTurn != nil && c.foreignTurn(ctx, r.CurrentTurn.TurnID, seen) {
-			r.CurrentTurn = &termapi.TurnRef{Status: r.CurrentTurn.Status}
+			r.CurrentTurn = &termapi.TurnRef{Status: r.CurrentTurn.Status, Shown: r.CurrentTurn.Shown}
 		}
 		r.Reason = c.hideTurns(ctx, r.Reason, seen)
 	}

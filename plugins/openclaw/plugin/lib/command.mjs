@@ -44,7 +44,7 @@ const clip = (s, n = MAX_REPLY) => (s.length > n ? s.slice(0, n - 1) + "…" : s
 const short = (id) => (typeof id === "string" ? id.split(":").pop() : "");
 
 function paneLine(r) {
-  const turn = r.current_turn ? ` · ${r.current_turn.turn_id ?? "turn"} ${r.current_turn.status}` : "";
+  const turn = r.current_turn ? ` · ${r.current_turn.turn_id ?? "turn"} ${r.current_turn.shown_status ?? r.current_turn.status}` : "";
   const why = r.available_actions?.length ? "" : ` · no send: ${r.reason}`;
   return `${r.agent} ${r.activity_state} ${r.cwd} @${short(r.id)}${turn}${why}\n  ${r.id}`;
 }
