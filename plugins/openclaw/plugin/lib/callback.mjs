@@ -135,6 +135,14 @@ function nextSteps(cb) {
   return line[0].toUpperCase() + line.slice(1);
 }
 
+// WATCH_WAITS words a watch notification whose task still runs: the
+// human who started it answers in the terminal (no tool and no
+// /clawconnect operation acts on a watched task).
+const WATCH_WAITS = {
+  approval_required: "A task a human started in the terminal waits for approval; it is answered in the terminal, not by a tool.",
+  question: "A task a human started in the terminal asks the question above; it is answered in the terminal, not by a tool or /clawconnect respond.",
+};
+
 /** format is the callback text the session sees. */
 export function format(cb) {
   const lines = [
@@ -152,9 +160,8 @@ export function format(cb) {
     // JSON-quoted: a terminal_id carries the tmux session name, which a
     // human chooses and may hold quotes or newlines.
     const terminal = typeof cb.metadata.terminal_id === "string" ? cb.metadata.terminal_id : "";
-    lines.push("[ClawConnect watch]", cb.metadata.reason === "approval_required"
-      ? "A task a human started in the terminal waits for approval; it is answered in the terminal, not by a tool."
-      : `The watch ended. Watch the pane again with clawconnect_terminal_watch ${JSON.stringify({ terminal_id: terminal })}.`);
+    lines.push("[ClawConnect watch]", WATCH_WAITS[cb.metadata.reason] ??
+      `The watch ended. Watch the pane again with clawconnect_terminal_watch ${JSON.stringify({ terminal_id: terminal })}.`);
   } else if (nextSteps(cb) !== undefined) {
     lines.push(cb.metadata.reason === "approval_required" ? "[ClawConnect approval]" : "[ClawConnect next steps]", nextSteps(cb));
   } else if (cb.metadata.reason === "approval_required") {
