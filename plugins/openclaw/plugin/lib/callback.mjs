@@ -124,6 +124,28 @@ const STEPS = {
   status: (cb) => `details with clawconnect_terminal_status {"turn_id":"${cb.turnId}"}`,
 };
 
+// SLASH words each operation of metadata.next_steps as the /clawconnect
+// command a person in the chat types (the model tools may not be granted
+// to the chat's assistant). The Turn is named by its id, which names it
+// exactly wherever it was started from.
+const SLASH = {
+  approve: (id) => `/clawconnect approve ${id}`,
+  respond: (id) => `/clawconnect respond ${id}: <answer>`,
+  renew: (id) => `/clawconnect renew ${id}`,
+  cancel: (id) => `/clawconnect cancel ${id}`,
+  close: (id) => `/clawconnect close ${id}`,
+  status: (id) => `/clawconnect status ${id}`,
+};
+
+/**
+ * slashSteps words the operations in steps that a person can type as
+ * /clawconnect commands for the Turn turnId; the others are left out.
+ */
+export function slashSteps(turnId, steps) {
+  if (!Array.isArray(steps)) return [];
+  return steps.filter((s) => typeof s === "string" && Object.hasOwn(SLASH, s)).map((s) => SLASH[s](turnId));
+}
+
 // nextSteps is the next-steps line of a Turn callback that lists them, or
 // undefined for one from a ClawConnect that does not.
 function nextSteps(cb) {
@@ -164,6 +186,11 @@ export function format(cb) {
       `The watch ended. Watch the pane again with clawconnect_terminal_watch ${JSON.stringify({ terminal_id: terminal })}.`);
   } else if (nextSteps(cb) !== undefined) {
     lines.push(cb.metadata.reason === "approval_required" ? "[ClawConnect approval]" : "[ClawConnect next steps]", nextSteps(cb));
+    // A Turn that waits for an answer: say what the person types too.
+    const typed = slashSteps(cb.turnId, cb.metadata.next_steps);
+    if ((cb.type === "question" || cb.type === "blocked") && typed.length > 0) {
+      lines.push("", "[ClawConnect in chat]", `A person in this chat can type: ${typed.join(" · ")}`);
+    }
   } else if (cb.metadata.reason === "approval_required") {
     lines.push("[ClawConnect approval]",
       `The agent waits for approval. Look at it first with clawconnect_terminal_status {"turn_id":"${cb.turnId}"}, ` +
