@@ -164,6 +164,9 @@ func TestE2ESlashCommandAnswersAQuestion(t *testing.T) {
 		!strings.Contains(rows[0].Text, "/clawconnect respond "+rows[0].TurnID+": <answer>") {
 		t.Fatalf("S's callback rows = %+v; history:\n%s", rows, r.transcript(S))
 	}
+	// The person answers after S's assistant told them of the question
+	// (a message typed while that run is still going interrupts it).
+	r.waitTranscript(S, fakemodel.DefaultPrefix+"A ClawConnect terminal Turn you started reports back", 2*time.Minute)
 	r.ask(S, "/clawconnect respond latest: Blue", r.key("cc-slash-question-respond"))
 	r.waitTranscript(S, "Answered "+rows[0].TurnID+"; the reply comes back here.", time.Minute)
 	rows = r.waitCallbacks(S, 2, 3*time.Minute)
@@ -173,5 +176,9 @@ func TestE2ESlashCommandAnswersAQuestion(t *testing.T) {
 	if v := r.status(rows[0].TurnID); v.Status != "idle" || v.OriginSession != S || v.Result == nil || !strings.Contains(v.Result.Text, `"Blue"`) {
 		t.Fatalf("status = %+v", v)
 	}
-	t.Logf("S's history (excerpt):\n%.4000s", r.transcript(S))
+	tr := r.transcript(S)
+	if strings.Contains(tr, "failed before producing a reply") {
+		t.Fatalf("a run in S failed:\n%s", tr)
+	}
+	t.Logf("S's history (excerpt):\n%.4000s", tr)
 }
