@@ -164,7 +164,7 @@ func (c *conn) terminalList(ctx context.Context, _ *mcp.CallToolRequest, _ Empty
 		}
 		// Another caller's Turn shows only that the pane is busy.
 		if r.CurrentTurn != nil && c.foreignTurn(ctx, r.CurrentTurn.TurnID, seen) {
-			r.CurrentTurn = &termapi.TurnRef{Status: r.CurrentTurn.Status}
+			r.CurrentTurn = &termapi.TurnRef{Status: r.CurrentTurn.Status, Shown: r.CurrentTurn.Shown}
 		}
 		r.Reason = c.hideTurns(ctx, r.Reason, seen)
 	}
@@ -210,6 +210,9 @@ func (c *conn) terminalSend(ctx context.Context, _ *mcp.CallToolRequest, in Term
 	if in.TerminalID != "" && in.SessionID != "" {
 		return errorResult("Pass at most one of terminal_id and session_id, as terminal_list's available_actions show (neither: the one idle pane)."), nil, nil
 	}
+	if in.Agent != "" && (in.TerminalID != "" || in.SessionID != "") {
+		return errorResult("agent picks among the idle panes: leave it out when you pass terminal_id or session_id, or leave those out to hand the request to the one idle " + in.Agent + " pane."), nil, nil
+	}
 	req := termapi.SendRequest{TerminalID: in.TerminalID, SessionID: in.SessionID, Request: in.Request, Principal: c.principal()}
 	var (
 		res termapi.SendResult
@@ -218,7 +221,7 @@ func (c *conn) terminalSend(ctx context.Context, _ *mcp.CallToolRequest, in Term
 	if in.TerminalID == "" && in.SessionID == "" {
 		// A delegate: the one idle pane, or a refusal listing them.
 		var row termapi.TerminalRow
-		res, row, err = termapi.Delegate(ctx, c.s.terminals, "", req)
+		res, row, err = termapi.Delegate(ctx, c.s.terminals, in.Agent, req)
 		req.TerminalID = row.ID
 	} else {
 		res, err = c.s.terminals.Send(ctx, req)

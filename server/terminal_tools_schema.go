@@ -17,6 +17,9 @@ type TerminalSendInput struct {
 	TerminalID string `json:"terminal_id,omitempty" jsonschema:"Send to the agent now running in this pane (scope terminal_follow_current); an id from terminal_list. Leave out with session_id to hand the request to the one idle pane."`
 	SessionID  string `json:"session_id,omitempty" jsonschema:"Send to this managed Session only if its pane, process and thread are unchanged (scope session_exact); from terminal_list or an earlier send."`
 	Request    string `json:"request" jsonschema:"The text typed into the agent's composer, as a human would write it: plain text, line breaks and tabs only (no control characters), and not starting with a slash command or '!'."`
+	// Agent narrows a delegate (no terminal_id, no session_id), as the
+	// CLI's delegate --agent does.
+	Agent string `json:"agent,omitempty" jsonschema:"Without terminal_id and session_id: only idle panes of this agent (codex or claude) count. Leave out when you give either."`
 }
 
 // TerminalTurnInput names a Turn.
@@ -98,9 +101,11 @@ func (c *conn) terminalTools() []toolDef {
 				Name:  "terminal_send",
 				Title: "Send a request to an agent terminal",
 				Description: "Type a request into an idle Codex or Claude Code pane as a new Turn and return once the agent took it (a few seconds). " +
-					"Pass terminal_id or session_id from terminal_list's available_actions, or neither to hand it to the one idle pane (refused, listing the panes, " +
-					"when there is none or several). Then call terminal_status with the turn_id for the reply.",
-				InputSchema:  inputSchema[TerminalSendInput](nil),
+					"Pass terminal_id or session_id from terminal_list's available_actions, or neither to hand it to the one idle pane (with agent: the one idle pane of that agent; " +
+					"refused, listing the panes, when there is none or several). Then call terminal_status with the turn_id for the reply.",
+				InputSchema: inputSchema[TerminalSendInput](func(p map[string]*jsonschema.Schema) {
+					p["agent"].Enum = enumOf(termapi.AgentCodex, termapi.AgentClaude)
+				}),
 				OutputSchema: outputSchemaOf[TerminalSendOutput](),
 				Annotations:  act("Send a request to an agent terminal", false),
 			},

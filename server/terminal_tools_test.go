@@ -255,6 +255,28 @@ func TestTerminalSendWithoutTargetDelegates(t *testing.T) {
 	}
 }
 
+// TestTerminalSendAgentNarrowsTheDelegate: with agent, terminal_send
+// without a target counts only that agent's idle panes (the fake's one
+// pane is Codex's); agent with a target is refused, and nothing is sent.
+func TestTerminalSendAgentNarrowsTheDelegate(t *testing.T) {
+	t.Parallel()
+	f := newFakeTerminals()
+	b := setup(t, func(o *server.Options) { o.Terminals = f })
+	cs := b.fullSession(t)
+	res := call(t, cs, "terminal_send", map[string]any{"request": "run the tests", "agent": "claude"})
+	if !res.IsError || !strings.Contains(text(res), "no claude pane found") || len(f.sent) != 0 {
+		t.Fatalf("delegate to claude: isError=%v %q, sent %+v", res.IsError, text(res), f.sent)
+	}
+	res = call(t, cs, "terminal_send", map[string]any{"request": "run the tests", "agent": "codex", "terminal_id": fakeTerminalID})
+	if !res.IsError || !strings.Contains(text(res), "leave it out when you pass terminal_id or session_id") || len(f.sent) != 0 {
+		t.Fatalf("agent with a target: isError=%v %q, sent %+v", res.IsError, text(res), f.sent)
+	}
+	res = call(t, cs, "terminal_send", map[string]any{"request": "run the tests", "agent": "codex"})
+	if out := structured(t, res); res.IsError || out["terminal_id"] != fakeTerminalID || len(f.sent) != 1 {
+		t.Fatalf("delegate to codex = %v (isError %v), sent %+v", out, res.IsError, f.sent)
+	}
+}
+
 func TestTerminalToolsActOnResults(t *testing.T) {
 	t.Parallel()
 	f := newFakeTerminals()

@@ -11,6 +11,10 @@ import (
 type TurnRef struct {
 	TurnID string `json:"turn_id,omitempty"`
 	Status string `json:"status"`
+	// Shown is Status as a person reads it (ShownStatus): a Turn that
+	// reports to no OpenClaw session never reads waiting_for_openclaw.
+	// Empty from a service that predates it; read Status then.
+	Shown string `json:"shown_status,omitempty"`
 }
 
 // Action is a send action allowed now, with its arguments prefilled.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -220,7 +221,7 @@ func printTerminalRows(w io.Writer, rows []terminal.TerminalRow) {
 	for _, r := range rows {
 		turn := "-"
 		if r.CurrentTurn != nil {
-			turn = r.CurrentTurn.TurnID + " (" + r.CurrentTurn.Status + ")"
+			turn = r.CurrentTurn.TurnID + " (" + cmp.Or(r.CurrentTurn.Shown, r.CurrentTurn.Status) + ")"
 		}
 		var scopes []string
 		for _, a := range r.AvailableActions {

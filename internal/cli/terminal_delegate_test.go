@@ -54,3 +54,25 @@ func TestPrintTurnSaysWhoWaits(t *testing.T) {
 		t.Fatalf("printTurn with an origin:\n%s", b.String())
 	}
 }
+
+// TestTerminalListTurnColumnSaysWhoWaits: the TURN column reads a pane's
+// current Turn as a person would (the row's shown status), so a Turn with
+// no OpenClaw origin that stops at a prompt is not waiting_for_openclaw.
+func TestTerminalListTurnColumnSaysWhoWaits(t *testing.T) {
+	t.Parallel()
+	row := terminal.TerminalRow{ID: "terminal:v2:tmux:codex:w:0.0:7", Agent: "codex", PID: 7, ActivityState: "awaiting_approval",
+		ManagementState: "managed", SessionID: "session-1", AvailableActions: []terminal.Action{},
+		CurrentTurn: &terminal.TurnRef{TurnID: "turn-1", Status: "waiting_for_openclaw", Shown: "waiting_for_approval"}}
+	var b strings.Builder
+	printTerminalRows(&b, []terminal.TerminalRow{row})
+	if !strings.Contains(b.String(), "turn-1 (waiting_for_approval)") || strings.Contains(b.String(), "waiting_for_openclaw") {
+		t.Fatalf("terminal list:\n%s", b.String())
+	}
+	// A row from a service that does not fill Shown reads its status.
+	row.CurrentTurn.Shown = ""
+	b.Reset()
+	printTerminalRows(&b, []terminal.TerminalRow{row})
+	if !strings.Contains(b.String(), "turn-1 (waiting_for_openclaw)") {
+		t.Fatalf("terminal list without a shown status:\n%s", b.String())
+	}
+}

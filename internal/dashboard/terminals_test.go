@@ -47,7 +47,9 @@ func (f *fakeTerminals) List(context.Context) (terminal.ListResult, error) {
 	return terminal.ListResult{Terminals: append([]terminal.TerminalRow{{
 		ID: "terminal:v2:tmux:codex:work:0.0:4242", Agent: "codex", PID: 4242, Cwd: "/src/app",
 		ActivityState: "awaiting_approval", ManagementState: "managed", SessionID: "sess-1",
-		CurrentTurn: &terminal.TurnRef{TurnID: turnID, Status: f.status},
+		// Shown as the service fills it: the fake's Turn waits at a prompt.
+		CurrentTurn: &terminal.TurnRef{TurnID: turnID, Status: f.status,
+			Shown: terminal.ShownStatus(terminal.TurnView{Status: f.status, OriginSession: f.origin, Approval: &store.Approval{}})},
 	}}, f.extra...)}, nil
 }
 
@@ -367,13 +369,21 @@ func TestTurnRetryCallback(t *testing.T) {
 
 // TestTurnPageWithoutOriginSaysWhoWaits: a Turn that reports to no
 // OpenClaw session (sent from the command line or an MCP client) and stops
-// at a prompt does not read waiting_for_openclaw.
+// at a prompt does not read waiting_for_openclaw, on its page nor as its
+// pane's current Turn on the Terminals page.
 func TestTurnPageWithoutOriginSaysWhoWaits(t *testing.T) {
 	ft := &fakeTerminals{status: store.TurnWaitingForOpenClaw, cb: failedCallback()}
 	r := newRigWith(t, "", false, func(o *dashboard.Options) { o.Terminals, o.TerminalRecords = ft, fakeRecords{} })
-	code, _, body := r.browser(t).get("/turns/" + turnID)
+	b := r.browser(t)
+	code, _, body := b.get("/turns/" + turnID)
 	if code != http.StatusOK || !strings.Contains(body, `id="turn-status" class="badge big t-waiting_for_openclaw">waiting_for_approval<`) ||
 		strings.Contains(body, ">waiting_for_openclaw<") {
 		t.Fatalf("turn page: %d\n%s", code, body)
+	}
+	// The Terminals page names the pane's current Turn the same way.
+	code, _, body = b.get("/terminals")
+	if code != http.StatusOK || !strings.Contains(body, `<span class="badge t-waiting_for_openclaw">waiting_for_approval</span>`) ||
+		strings.Contains(body, ">waiting_for_openclaw<") {
+		t.Fatalf("terminals page: %d\n%s", code, body)
 	}
 }

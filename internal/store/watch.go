@@ -85,6 +85,7 @@ type Watch struct {
 	DeadlineAt              int64            `json:"deadline_at"`
 	StartedAt               int64            `json:"task_started_at,omitempty"`
 	LastApprovalFingerprint string           `json:"last_approval_fingerprint,omitempty"`
+	LastQuestionFingerprint string           `json:"last_question_fingerprint,omitempty"`
 	Notifications           []string         `json:"notifications,omitempty"`
 	Settlement              *WatchSettlement `json:"settlement,omitempty"`
 	Diagnostic              string           `json:"diagnostic,omitempty"`

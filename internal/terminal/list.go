@@ -104,7 +104,9 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 			}
 		}
 		if turns, err := s.o.Store.SessionTurns(ctx, sess.SessionID, 1); err == nil && len(turns) == 1 {
-			r.CurrentTurn = &TurnRef{TurnID: turns[0].TurnID, Status: turns[0].Status}
+			t := turns[0]
+			r.CurrentTurn = &TurnRef{TurnID: t.TurnID, Status: t.Status,
+				Shown: ShownStatus(TurnView{Status: t.Status, OriginSession: t.OriginSessionKey, Approval: t.Approval})}
 		}
 	}
 	var blocked []string

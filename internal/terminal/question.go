@@ -41,13 +41,7 @@ func storedQuestion(q *screen.Question, now int64) *store.Question {
 func questionBody(q *store.Question) string {
 	var b strings.Builder
 	b.WriteString("The agent asks: ")
-	b.WriteString(q.Text)
-	for _, o := range q.Options {
-		fmt.Fprintf(&b, "\n%d. %s", o.Number, o.Label)
-		if o.Description != "" {
-			b.WriteString(" — " + o.Description)
-		}
-	}
+	writeQuestion(&b, q)
 	switch {
 	case !q.Answerable:
 		b.WriteString("\nThe dialog does not have a shape that can be answered from here; answer it in the terminal.")
@@ -57,6 +51,17 @@ func questionBody(q *store.Question) string {
 		b.WriteString("\nRespond with an option's number or label.")
 	}
 	return b.String()
+}
+
+// writeQuestion writes the question's text and its numbered options.
+func writeQuestion(b *strings.Builder, q *store.Question) {
+	b.WriteString(q.Text)
+	for _, o := range q.Options {
+		fmt.Fprintf(b, "\n%d. %s", o.Number, o.Label)
+		if o.Description != "" {
+			b.WriteString(" — " + o.Description)
+		}
+	}
 }
 
 // question is the monitor's look at a question dialog on the screen. It

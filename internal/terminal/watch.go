@@ -16,8 +16,8 @@ import (
 // Terminal watches: a task a human
 // typed into an agent pane, followed by the monitor host like a Turn and
 // reported once — completed, failed, timed out or invalidated, plus one
-// notification per approval prompt — through the callback outbox into the
-// OpenClaw session that asked for the watch.
+// notification per approval prompt and per question dialog — through the
+// callback outbox into the OpenClaw session that asked for the watch.
 
 // activeTaskWait bounds the look for a running task's record.
 const activeTaskWait = 3 * time.Second
@@ -28,6 +28,7 @@ const DefaultWatchTimeout = 720 * time.Minute
 // Watch notification kinds (the outbox row's kind is "watch_" + kind).
 const (
 	WatchKindApproval    = "approval"
+	WatchKindQuestion    = "question"
 	WatchKindCompleted   = "completed"
 	WatchKindFailed      = "failed"
 	WatchKindTimedOut    = "timed_out"
@@ -114,7 +115,7 @@ func (s *Service) ourTurnRuns(ctx context.Context, p Pane) error {
 
 // Watch starts following the task a human runs in the pane, or the next
 // one they start there, and notifies OriginSession once when it completes,
-// fails or times out (and once per approval prompt). It is refused while a
+// fails or times out (and once per approval prompt and question dialog). It is refused while a
 // Turn of ClawConnect runs in the pane, while the pane already has an
 // active watch, and for a pane showing a dialog or holding a draft.
 func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error) {
@@ -367,7 +368,7 @@ func watchNotification(w *store.Watch, kind, evidence, body string, meta map[str
 	}
 	typ, requires := MsgDone, false
 	switch kind {
-	case WatchKindApproval:
+	case WatchKindApproval, WatchKindQuestion:
 		typ, requires = MsgQuestion, true
 	case WatchKindFailed, WatchKindTimedOut, WatchKindInvalidated:
 		typ = MsgError

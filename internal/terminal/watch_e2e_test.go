@@ -192,11 +192,11 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	}
 }
 
-// startWatchHost starts kind's real TUI on the fake model and a monitor
+// startWatchHost starts kind's real TUI (with args) on the fake model and a monitor
 // host over it whose outbox delivers to a fake OpenClaw.
-func startWatchHost(t *testing.T, kind realcli.Kind) (*realPane, *Service, store.TerminalStore, *fakeOpenClaw, *Host) {
+func startWatchHost(t *testing.T, kind realcli.Kind, args ...string) (*realPane, *Service, store.TerminalStore, *fakeOpenClaw, *Host) {
 	t.Helper()
-	rp := startRealTUI(t, kind, fakemodel.New(t, fakemodel.Options{}))
+	rp := startRealTUI(t, kind, fakemodel.New(t, fakemodel.Options{}), args...)
 	svc, st := newRealService(t, rp)
 	gw := newFakeOpenClaw()
 	h := NewHost(svc, HostOptions{Recheck: 2 * time.Second, Outbox: newTestOutbox(st, gw, "e2e", time.Now)})
@@ -286,4 +286,81 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	waitIdleAfter(t, rp, "claude-joined-late")
+}
+
+// TestE2EWatchClaudeQuestion: a human's task in the real Claude Code
+// 2.1.332 TUI asks a question in its dialog (AskUserQuestion); the watch
+// reports it once, with the question and its options, to the origin
+// session; the human picks Blue in the pane and the watch reports the
+// task's completion, whose reply shows the choice.
+func TestE2EWatchClaudeQuestion(t *testing.T) {
+	rp, svc, st, gw, _ := startWatchHost(t, realcli.ClaudeCode, "--permission-mode", "default")
+	ctx := t.Context()
+	const S = "agent:main:claude-question-watcher"
+	w, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	if err != nil {
+		t.Fatalf("watch: %v; screen:\n%s", err, rp.debug())
+	}
+	if err := rp.tui.Submit(ctx, "QUESTION: Which color should the widget be? | Red | Blue"); err != nil {
+		t.Fatal(err)
+	}
+	cs := st.(store.CallbackStore)
+	// notified waits until the watch's notifications of kinds are all
+	// delivered, and returns their messages, oldest first.
+	notified := func(kinds ...string) []CallbackMessage {
+		t.Helper()
+		for deadline := time.Now().Add(90 * time.Second); ; {
+			cbs, err := cs.TurnCallbacks(ctx, w.WatchID, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for i := len(cbs) - 1; i >= 0; i-- {
+				if cbs[i].Status == store.CallbackDelivered {
+					got = append(got, cbs[i].Kind)
+				}
+			}
+			if strings.Join(got, ",") == strings.Join(kinds, ",") {
+				return queuedCallbacks(t, st, w.WatchID)
+			}
+			if len(cbs) > len(kinds) || time.Now().After(deadline) {
+				t.Fatalf("watch %s notifications: %+v, want %v; screen:\n%s", w.WatchID, cbs, kinds, rp.debug())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	msgs := notified("watch_question")
+	if m := msgs[0]; m.Type != MsgQuestion || !strings.Contains(m.Body, "The watched claude task asks: Which color should the widget be?") ||
+		!strings.Contains(m.Body, "2. Blue") || !strings.HasSuffix(m.Body, "Answer it in the terminal.") || m.Metadata["reason"] != "question" {
+		t.Fatalf("question notification = %+v", m)
+	}
+	t.Logf("question notification: %s", msgs[0].Body)
+	// The human answers in the pane (the dialog's second row). The TUI
+	// ignores keys for a moment after it draws a dialog, so a key pressed
+	// as soon as the notification arrived may be lost: press again while
+	// the dialog stays, as a person would.
+	for i := 0; ; i++ {
+		if err := rp.tui.Keys(ctx, "2"); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := rp.tui.WaitFor(wctx, "the dialog answered", func(s string) bool { return rp.agent.Screen(s).Question == nil })
+		cancel()
+		if err == nil {
+			break
+		}
+		if i == 4 {
+			t.Fatalf("the question dialog stays after pressing 2: %v; screen:\n%s", err, rp.debug())
+		}
+	}
+	msgs = notified("watch_question", "watch_completed")
+	if m := msgs[1]; m.Type != MsgDone || !strings.Contains(m.Body, `"Blue"`) {
+		t.Fatalf("completion notification = %+v", m)
+	}
+	if v, err := svc.WatchStatus(ctx, w.WatchID); err != nil || v.Status != store.WatchCompleted {
+		t.Fatalf("watch = %+v, %v", v, err)
+	}
+	if got := gw.runCount(); got != 2 {
+		t.Fatalf("origin session got %d runs, want 2 (the question, the completion)", got)
+	}
 }

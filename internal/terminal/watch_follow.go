@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -204,27 +205,51 @@ func (m *watcher) check(ctx context.Context) (bool, time.Time, error) {
 	return false, never, nil
 }
 
-// screen notifies each new approval prompt once.
+// screen notifies each new approval prompt and each new question dialog
+// once. Neither is answered from here: the human who started the task
+// answers it in the terminal (respond and approve act on Turns only).
 func (m *watcher) screen(ctx context.Context, w *store.Watch, now time.Time) error {
 	text, err := m.s.o.Terminals.Capture(ctx, m.pane)
 	if err != nil {
 		return nil
 	}
 	sc := m.agent.Screen(text)
-	if sc.Approval == nil || sc.Approval.Fingerprint == w.LastApprovalFingerprint {
+	var kind, evidence, body string
+	var meta map[string]any
+	switch {
+	case sc.Approval != nil && sc.Approval.Fingerprint != w.LastApprovalFingerprint:
+		kind, evidence = WatchKindApproval, sc.Approval.Fingerprint
+		body = "The watched " + w.Agent + " task asks for approval (" + sc.Approval.Kind + "); answer it in the terminal."
+		meta = map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint}
+		if w.Agent == AgentCodex && sc.Approval.Command != "" {
+			meta["command"] = Redact(sc.Approval.Command)
+		}
+		w.LastApprovalFingerprint = sc.Approval.Fingerprint
+	case sc.Approval == nil && sc.Question != nil && sc.Question.Fingerprint != w.LastQuestionFingerprint:
+		q := storedQuestion(sc.Question, now.UnixMilli())
+		kind, evidence = WatchKindQuestion, q.Fingerprint
+		body = watchQuestionBody(w.Agent, q)
+		meta = map[string]any{"reason": "question", "question": q, "question_fingerprint": q.Fingerprint, "answerable": q.Answerable}
+		w.LastQuestionFingerprint = q.Fingerprint
+	default:
 		return nil
 	}
-	body := "The watched " + w.Agent + " task asks for approval (" + sc.Approval.Kind + "); answer it in the terminal."
-	meta := map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint}
-	if w.Agent == AgentCodex && sc.Approval.Command != "" {
-		meta["command"] = Redact(sc.Approval.Command)
-	}
-	id, also := watchNotification(w, WatchKindApproval, sc.Approval.Fingerprint, body, meta, now.UnixMilli())
-	w.LastApprovalFingerprint = sc.Approval.Fingerprint
+	id, also := watchNotification(w, kind, evidence, body, meta, now.UnixMilli())
 	if also != nil {
 		w.Notifications = append(w.Notifications, id)
 	}
 	return m.save(ctx, w, also)
+}
+
+// watchQuestionBody is the notification text of a question the watched
+// task asks: the question and its numbered options, answered in the
+// terminal.
+func watchQuestionBody(agent string, q *store.Question) string {
+	var b strings.Builder
+	b.WriteString("The watched " + agent + " task asks: ")
+	writeQuestion(&b, q)
+	b.WriteString("\nAnswer it in the terminal.")
+	return b.String()
 }
 
 // settle ends the watch with its one final notification.

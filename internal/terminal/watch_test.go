@@ -145,21 +145,28 @@ func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
 	}
 }
 
-func TestWatchApprovalThenFailure(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 302)
+// watchRunningTask starts a host over a's pane, where a human started task
+// h-1 before the watch was asked for, and returns the watch once it joined
+// that task.
+func watchRunningTask(t *testing.T, a *fakeAgent) (*rig, WatchView) {
+	t.Helper()
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
-	ctx := t.Context()
-	// The human started the task before the watch was asked for.
 	a.humanStarts("h-1")
-	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	v, err := r.svc.Watch(t.Context(), WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.until("the watch joined the running task", func() bool {
-		got, _ := r.svc.WatchStatus(ctx, v.WatchID)
+		got, _ := r.svc.WatchStatus(t.Context(), v.WatchID)
 		return got.NativeTurnID == "h-1"
 	})
+	return r, v
+}
+
+func TestWatchApprovalThenFailure(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 302)
+	r, v := watchRunningTask(t, a)
 	a.set(func(f *fakeAgent) {
 		f.approval = &ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
 	})
@@ -173,6 +180,43 @@ func TestWatchApprovalThenFailure(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, r.notifications(v.WatchID)); diff != "" {
 		t.Fatalf("notifications (-want +got):\n%s", diff)
+	}
+}
+
+// TestWatchQuestionIsNotifiedOnce: a question dialog in the watched task
+// (Claude Code's AskUserQuestion, Codex's request_user_input) is reported
+// once, as an approval prompt is, with the question and its options and
+// the word that it is answered in the terminal; the task's end follows.
+func TestWatchQuestionIsNotifiedOnce(t *testing.T) {
+	a := newFakeAgent(AgentClaude, 309)
+	r, v := watchRunningTask(t, a)
+	a.set(func(f *fakeAgent) { f.question = colorQuestion(true) })
+	r.until("one question notification", func() bool { return len(r.notifications(v.WatchID)) == 1 })
+	a.poke() // the same dialog seen again notifies nothing
+	a.humanTaskEnds("h-1", "Blue it is", false)
+	r.waitWatch(v.WatchID, store.WatchCompleted)
+	want := []string{
+		"watch_completed/done/Blue it is",
+		"watch_question/question/The watched claude task asks: Which color should the widget be?\n1. Red — Choose Red\n2. Blue (Recommended)\nAnswer it in the terminal.",
+	}
+	if diff := cmp.Diff(want, r.notifications(v.WatchID)); diff != "" {
+		t.Fatalf("notifications (-want +got):\n%s", diff)
+	}
+	cbs, err := r.st.(store.CallbackStore).TurnCallbacks(t.Context(), v.WatchID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m CallbackMessage
+	for _, cb := range cbs {
+		if cb.Kind == "watch_question" {
+			if err := json.Unmarshal(cb.Message, &m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	q, _ := m.Metadata["question"].(map[string]any)
+	if !m.RequiresResponse || m.Metadata["reason"] != "question" || m.Metadata["question_fingerprint"] != "q-1" || q == nil || len(q["options"].([]any)) != 2 {
+		t.Fatalf("question notification = %+v", m)
 	}
 }
 

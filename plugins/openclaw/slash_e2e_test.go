@@ -147,3 +147,38 @@ func TestE2EToolSendWithoutTargetDelegates(t *testing.T) {
 		t.Fatalf("hard deadline %s after creation, want 90m (status %+v)", d, v)
 	}
 }
+
+// TestE2ESlashCommandAnswersAQuestion: a person hands a task to the real
+// Claude Code TUI with /clawconnect; Claude Code asks a question in its
+// own dialog; S gets one question callback that names the command to
+// answer it; `/clawconnect respond latest: Blue` answers it in the pane,
+// and the same Turn's done callback, whose reply shows the choice, reaches
+// S.
+func TestE2ESlashCommandAnswersAQuestion(t *testing.T) {
+	r := startRig(t, rigOptions{Kind: realcli.ClaudeCode, TUIArgs: []string{"--permission-mode", "default"}})
+	S := r.key("agent:main:cc-slash-question")
+	r.ask(S, "/clawconnect claude: QUESTION: Which color should the widget be? | Red | Blue", r.key("cc-slash-question-send"))
+	r.waitTranscript(S, "Sent to claude in ", 2*time.Minute)
+	rows := r.waitCallbacks(S, 1, 3*time.Minute)
+	if len(rows) != 1 || rows[0].Type != "question" || !strings.Contains(rows[0].Text, "2. Blue") ||
+		!strings.Contains(rows[0].Text, "/clawconnect respond "+rows[0].TurnID+": <answer>") {
+		t.Fatalf("S's callback rows = %+v; history:\n%s", rows, r.transcript(S))
+	}
+	// The person answers after S's assistant told them of the question
+	// (a message typed while that run is still going interrupts it).
+	r.waitTranscript(S, fakemodel.DefaultPrefix+"A ClawConnect terminal Turn you started reports back", 2*time.Minute)
+	r.ask(S, "/clawconnect respond latest: Blue", r.key("cc-slash-question-respond"))
+	r.waitTranscript(S, "Answered "+rows[0].TurnID+"; the reply comes back here.", time.Minute)
+	rows = r.waitCallbacks(S, 2, 3*time.Minute)
+	if len(rows) != 2 || rows[1].Type != "done" || rows[1].TurnID != rows[0].TurnID || !strings.Contains(rows[1].Text, `"Blue"`) {
+		t.Fatalf("S's callback rows = %+v; history:\n%s", rows, r.transcript(S))
+	}
+	if v := r.status(rows[0].TurnID); v.Status != "idle" || v.OriginSession != S || v.Result == nil || !strings.Contains(v.Result.Text, `"Blue"`) {
+		t.Fatalf("status = %+v", v)
+	}
+	tr := r.transcript(S)
+	if strings.Contains(tr, "failed before producing a reply") {
+		t.Fatalf("a run in S failed:\n%s", tr)
+	}
+	t.Logf("S's history (excerpt):\n%.4000s", tr)
+}

@@ -217,3 +217,12 @@ test("a pane selector naming several panes is refused with them listed", async (
   const reply = await c.handle("threads codex");
   assert.ok(reply.startsWith('Not done: "codex" names 2 panes') && reply.includes(T) && reply.includes(T2), reply);
 });
+
+test("/clawconnect list names a pane's Turn as a person reads it", async () => {
+  const f = fakeBinary({ panes: [row(T, "codex", { current_turn: { turn_id: "turn-1-a", status: "waiting_for_openclaw", shown_status: "waiting_for_approval" } }),
+    row(T2, "codex", { current_turn: { turn_id: "turn-2-b", status: "running" } })] });
+  const c = new Command({ run: f.run, sessionKey: "agent:main:s", offers: new Offers(), turns: new TurnMemory() });
+  const reply = await c.handle("list");
+  assert.ok(reply.includes("turn-1-a waiting_for_approval") && !reply.includes("waiting_for_openclaw"), reply);
+  assert.ok(reply.includes("turn-2-b running"), reply); // from a ClawConnect that does not fill shown_status
+});

@@ -51,6 +51,18 @@ test("an approval in a watched task is answered in the terminal", () => {
   });
 });
 
+test("a question in a watched task is answered in the terminal, and the watch goes on", () => {
+  const p = watchParams({ reason: "question", kind: "question", question_fingerprint: "q-1", answerable: true });
+  p.message.type = "question";
+  p.message.requires_response = true;
+  p.message.body = "The watched claude task asks: Which color?\n1. Red\n2. Blue\nAnswer it in the terminal.";
+  return handle(p, async () => ({ enqueued: true })).then(({ result }) => {
+    assert.match(result.chat_send.message, /2\. Blue/);
+    assert.match(result.chat_send.message, /asks the question above; it is answered in the terminal, not by a tool or \/clawconnect respond/);
+    assert.doesNotMatch(result.chat_send.message, /The watch ended|clawconnect_terminal_respond/);
+  });
+});
+
 test("tool argv: watch notifies the calling session; unwatch takes one id; inspect; closed schemas", () => {
   const by = Object.fromEntries(specs.map((s) => [s.name, s]));
   const ctx = { sessionKey: S };

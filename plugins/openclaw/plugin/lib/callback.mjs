@@ -124,6 +124,28 @@ const STEPS = {
   status: (cb) => `details with clawconnect_terminal_status {"turn_id":"${cb.turnId}"}`,
 };
 
+// SLASH words each operation of metadata.next_steps as the /clawconnect
+// command a person in the chat types (the model tools may not be granted
+// to the chat's assistant). The Turn is named by its id, which names it
+// exactly wherever it was started from.
+const SLASH = {
+  approve: (id) => `/clawconnect approve ${id}`,
+  respond: (id) => `/clawconnect respond ${id}: <answer>`,
+  renew: (id) => `/clawconnect renew ${id}`,
+  cancel: (id) => `/clawconnect cancel ${id}`,
+  close: (id) => `/clawconnect close ${id}`,
+  status: (id) => `/clawconnect status ${id}`,
+};
+
+/**
+ * slashSteps words the operations in steps that a person can type as
+ * /clawconnect commands for the Turn turnId; the others are left out.
+ */
+export function slashSteps(turnId, steps) {
+  if (!Array.isArray(steps)) return [];
+  return steps.filter((s) => typeof s === "string" && Object.hasOwn(SLASH, s)).map((s) => SLASH[s](turnId));
+}
+
 // nextSteps is the next-steps line of a Turn callback that lists them, or
 // undefined for one from a ClawConnect that does not.
 function nextSteps(cb) {
@@ -134,6 +156,14 @@ function nextSteps(cb) {
   const line = parts.join("; ") + ".";
   return line[0].toUpperCase() + line.slice(1);
 }
+
+// WATCH_WAITS words a watch notification whose task still runs: the
+// human who started it answers in the terminal (no tool and no
+// /clawconnect operation acts on a watched task).
+const WATCH_WAITS = {
+  approval_required: "A task a human started in the terminal waits for approval; it is answered in the terminal, not by a tool.",
+  question: "A task a human started in the terminal asks the question above; it is answered in the terminal, not by a tool or /clawconnect respond.",
+};
 
 /** format is the callback text the session sees. */
 export function format(cb) {
@@ -152,11 +182,15 @@ export function format(cb) {
     // JSON-quoted: a terminal_id carries the tmux session name, which a
     // human chooses and may hold quotes or newlines.
     const terminal = typeof cb.metadata.terminal_id === "string" ? cb.metadata.terminal_id : "";
-    lines.push("[ClawConnect watch]", cb.metadata.reason === "approval_required"
-      ? "A task a human started in the terminal waits for approval; it is answered in the terminal, not by a tool."
-      : `The watch ended. Watch the pane again with clawconnect_terminal_watch ${JSON.stringify({ terminal_id: terminal })}.`);
+    lines.push("[ClawConnect watch]", WATCH_WAITS[cb.metadata.reason] ??
+      `The watch ended. Watch the pane again with clawconnect_terminal_watch ${JSON.stringify({ terminal_id: terminal })}.`);
   } else if (nextSteps(cb) !== undefined) {
     lines.push(cb.metadata.reason === "approval_required" ? "[ClawConnect approval]" : "[ClawConnect next steps]", nextSteps(cb));
+    // A Turn that waits for an answer: say what the person types too.
+    const typed = slashSteps(cb.turnId, cb.metadata.next_steps);
+    if ((cb.type === "question" || cb.type === "blocked") && typed.length > 0) {
+      lines.push("", "[ClawConnect in chat]", `A person in this chat can type: ${typed.join(" · ")}`);
+    }
   } else if (cb.metadata.reason === "approval_required") {
     lines.push("[ClawConnect approval]",
       `The agent waits for approval. Look at it first with clawconnect_terminal_status {"turn_id":"${cb.turnId}"}, ` +

@@ -3,6 +3,7 @@
 // the chat's session, and answers in a few short plain lines fit for a
 // phone. A Turn it starts reports back into this chat as a callback.
 
+import { slashSteps } from "./callback.mjs";
 import { parse } from "./command_parse.mjs";
 import { specs, limitArgs } from "./tools.mjs";
 
@@ -44,7 +45,7 @@ const clip = (s, n = MAX_REPLY) => (s.length > n ? s.slice(0, n - 1) + "…" : s
 const short = (id) => (typeof id === "string" ? id.split(":").pop() : "");
 
 function paneLine(r) {
-  const turn = r.current_turn ? ` · ${r.current_turn.turn_id ?? "turn"} ${r.current_turn.status}` : "";
+  const turn = r.current_turn ? ` · ${r.current_turn.turn_id ?? "turn"} ${r.current_turn.shown_status ?? r.current_turn.status}` : "";
   const why = r.available_actions?.length ? "" : ` · no send: ${r.reason}`;
   return `${r.agent} ${r.activity_state} ${r.cwd} @${short(r.id)}${turn}${why}\n  ${r.id}`;
 }
@@ -62,7 +63,11 @@ function turnText(v) {
   if (v.approval) lines.push(`approval: ${v.approval.kind}${v.approval.command ? ` ${v.approval.command}` : ""}`);
   if (v.stalled_reason) lines.push(`stalled: ${v.stalled_reason}`);
   if (v.result?.text) lines.push("", v.result.text);
-  if (v.next_steps?.length) lines.push("", `next: ${v.next_steps.join(", ")}`);
+  // Next steps as the person types them (a prompt only a human can
+  // answer in words).
+  const typed = slashSteps(v.turn_id, v.next_steps);
+  if (v.next_steps?.includes("answer_in_terminal")) typed.unshift("answer it in the terminal");
+  if (typed.length) lines.push("", "next:", ...typed);
   return lines.join("\n");
 }
 
