@@ -11,11 +11,12 @@ import (
 )
 
 // terminalWork is the part of the store doctor reads about terminal work:
-// the open Turns, active watches and undelivered callbacks, the work
-// leases that say who follows each, and who is alive.
+// the open Turns, active watches, undelivered callbacks and transitions,
+// the work leases that say who follows or runs each, and who is alive.
 type terminalWork interface {
 	Processes(ctx context.Context) ([]store.Process, error)
 	OpenTurns(ctx context.Context, limit int) ([]*store.Turn, error)
+	OpenTransitions(ctx context.Context, limit int) ([]*store.Transition, error)
 	ActiveWatches(ctx context.Context, limit int) ([]*store.Watch, error)
 	DueCallbacks(ctx context.Context, now int64, limit int) ([]*store.Callback, error)
 	WorkLeases(ctx context.Context, kind string, ids []string) ([]store.WorkLease, error)
@@ -31,11 +32,14 @@ type followed struct {
 	lease store.WorkLease
 }
 
-// checkTerminalWork is one verdict per open Turn, active watch and
-// undelivered callback saying which process follows it (the holder of
-// its work lease), and a failing one when open terminal work has no live
-// host at all: nothing then records the Turns' replies, approval prompts
-// or callbacks, fires the watches or delivers the callbacks.
+// checkTerminalWork is one verdict per open Turn, active watch,
+// undelivered callback and running transition saying which process
+// follows or runs it (the holder of its work lease), a failing one per
+// uncertain transition (its terminal stays blocked until someone settles
+// it), and a failing one when open terminal work has no live host at all:
+// nothing then records the Turns' replies, approval prompts or callbacks,
+// fires the watches, delivers the callbacks or recovers the transitions
+// of a process that died.
 func checkTerminalWork(ctx context.Context, db terminalWork, hostRuns bool, now time.Time) []verdict {
 	fail := func(what string, err error) []verdict {
 		return []verdict{{area: "terminal", detail: what + ": " + err.Error(), fix: "The store answered but this table did not; retry."}}
@@ -53,7 +57,11 @@ func checkTerminalWork(ctx context.Context, db terminalWork, hostRuns bool, now 
 	if err != nil {
 		return fail("undelivered callbacks", err)
 	}
-	if len(turns)+len(watches)+len(cbs) == 0 {
+	transitions, err := db.OpenTransitions(ctx, store.MaxPage)
+	if err != nil {
+		return fail("open thread transitions", err)
+	}
+	if len(turns)+len(watches)+len(cbs)+len(transitions) == 0 {
 		return nil
 	}
 	leases := func(kind string, ids []string) (map[string]store.WorkLease, error) {
@@ -75,7 +83,26 @@ func checkTerminalWork(ctx context.Context, db terminalWork, hostRuns bool, now 
 	if err != nil {
 		return fail("watch follower leases", err)
 	}
+	var running []*store.Transition
+	var vs []verdict
+	for _, tr := range transitions {
+		if tr.Status == store.TransitionUncertain {
+			// No process runs it any more: a person decides.
+			vs = append(vs, verdict{area: "terminal", detail: fmt.Sprintf("transition %s (%s) on %s is uncertain: %s; its terminal takes no new Turn until it is settled",
+				tr.TransitionID, tr.Kind, tr.TerminalID, tr.Reason),
+				fix: "Look at the pane, then: clawconnect terminal resolve-transition " + tr.TransitionID + " --adopt (or --abort)"})
+			continue
+		}
+		running = append(running, tr)
+	}
+	runners, err := leases(store.LeaseTransition, transitionIDs(running))
+	if err != nil {
+		return fail("transition leases", err)
+	}
 	var work []followed
+	for _, tr := range running {
+		work = append(work, followed{"transition " + tr.TransitionID + " (" + tr.Kind + ", " + tr.Status + ") on " + tr.TerminalID, runners[tr.TransitionID]})
+	}
 	for _, t := range turns {
 		work = append(work, followed{"turn " + t.TurnID + " (" + t.Status + ")", monitors[t.TurnID]})
 	}
@@ -105,14 +132,17 @@ func checkTerminalWork(ctx context.Context, db terminalWork, hostRuns bool, now 
 		}
 		return "process " + owner + " (not registered as live; a live host takes it over when its lease ends)"
 	}
-	var vs []verdict
 	var unfollowed []string
 	for _, w := range work {
 		if w.lease.Until < now.UnixMilli() {
 			unfollowed = append(unfollowed, w.what)
 			continue
 		}
-		vs = append(vs, verdict{ok: true, area: "terminal", detail: w.what + " is followed by " + holder(w.lease.Owner)})
+		verb := " is followed by "
+		if w.lease.Kind == store.LeaseTransition {
+			verb = " is run by "
+		}
+		vs = append(vs, verdict{ok: true, area: "terminal", detail: w.what + verb + holder(w.lease.Owner)})
 	}
 	for _, cb := range cbs {
 		what := fmt.Sprintf("callback %s of %s (%s, %d attempt(s))", cb.MessageID, cb.TurnID, cb.Status, cb.Attempts)
@@ -122,7 +152,7 @@ func checkTerminalWork(ctx context.Context, db terminalWork, hostRuns bool, now 
 		}
 		unfollowed = append(unfollowed, what)
 	}
-	if len(unfollowed) == 0 && (len(hosts) > 0 || hostRuns) {
+	if len(unfollowed) == 0 && (len(hosts) > 0 || hostRuns || len(turns)+len(watches)+len(cbs)+len(running) == 0) {
 		return vs
 	}
 	shown := strings.Join(unfollowed[:min(len(unfollowed), 5)], ", ")
@@ -159,6 +189,14 @@ func watchIDs(ws []*store.Watch) []string {
 	out := make([]string, len(ws))
 	for i, w := range ws {
 		out[i] = w.WatchID
+	}
+	return out
+}
+
+func transitionIDs(ts []*store.Transition) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.TransitionID
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
 )
 
@@ -19,11 +20,7 @@ import (
 func TestDoctorNamesWhoFollowsEachTurn(t *testing.T) {
 	home := t.TempDir()
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(home, sqlite.FileName)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openHomeStore(t, home)
 	sess := storetest.TermSession("session-1", "thread-1", "key-1")
 	if err := st.CreateTermSession(ctx, sess); err != nil {
 		t.Fatal(err)
@@ -93,4 +90,59 @@ func TestDoctorNamesWhoFollowsEachTurn(t *testing.T) {
 	if err == nil || !strings.Contains(out, "[FAIL] terminal") || !strings.Contains(out, "no live monitor host") {
 		t.Fatalf("doctor after the host died = %v:\n%s", err, out)
 	}
+}
+
+// TestDoctorNamesWhoRunsEachTransition: doctor names the process whose
+// transition lease runs each open thread transition, and fails on an
+// uncertain one, naming the command that settles it.
+func TestDoctorNamesWhoRunsEachTransition(t *testing.T) {
+	home := t.TempDir()
+	ctx := t.Context()
+	st := openHomeStore(t, home)
+	now := time.Now()
+	host := store.Process{ID: "host-a/pid-4242", Host: "host-a", PID: 4242, Start: "s", Role: "terminal host",
+		StartedAt: now.UnixMilli(), HeartbeatAt: now.UnixMilli()}
+	runner := store.Process{ID: "host-a/pid-4343", Host: "host-a", PID: 4343, Start: "s", Role: "transition",
+		StartedAt: now.UnixMilli(), HeartbeatAt: now.UnixMilli()}
+	for _, p := range []store.Process{host, runner} {
+		if err := st.Heartbeat(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := storetest.Transition("transition-run", store.TransitionNewThread, nil, "key-1", "session-new-1")
+	stuck := storetest.Transition("transition-stuck", store.TransitionClearThread, nil, "key-2", "session-new-2")
+	for _, tr := range []*store.Transition{running, stuck} {
+		if err := st.PrepareTransition(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.ClaimWork(ctx, store.LeaseTransition, running.TransitionID, runner.ID, now.UnixMilli(), now.Add(time.Hour).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	stuck.Status, stuck.Reason = store.TransitionUncertain, "its process exited mid-transition"
+	if err := st.AdvanceTransition(ctx, stuck); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLIEnv(t, map[string]string{"CLAWCONNECT_HOME": home}, "doctor", "--timeout", "1s")
+	for _, want := range []string{
+		"transition transition-run (new_thread, prepared) on terminal:v2:tmux:codex:s:0.0:42 is run by transition pid 4343",
+		"[FAIL] terminal",
+		"transition transition-stuck (clear_thread) on terminal:v2:tmux:codex:s:0.0:42 is uncertain: its process exited mid-transition",
+		"clawconnect terminal resolve-transition transition-stuck --adopt",
+	} {
+		if err == nil || !strings.Contains(out, want) {
+			t.Fatalf("doctor with two transitions = %v: no %q:\n%s", err, want, out)
+		}
+	}
+}
+
+// openHomeStore opens the SQLite store of home until the test ends.
+func openHomeStore(t *testing.T, home string) *sqlstore.DB {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(home, sqlite.FileName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }

@@ -430,6 +430,14 @@ const (
 // LeaseKinds returns every kind of terminal work lease.
 func LeaseKinds() []string { return []string{LeaseMonitor, LeaseWatch, LeaseCallback, LeaseTransition} }
 
+// Record kinds Versions reads: a Turn's Version, a Session's Revision, a
+// watch's Revision.
+const (
+	VersionTurn    = "turn"
+	VersionSession = "session"
+	VersionWatch   = "watch"
+)
+
 // WorkLease is the lease on one piece of terminal work: Owner (a process
 // registry id, owner.Identity.ID) follows it until Until (Unix ms; 0 =
 // released). Fence grows on every claim, so a write fenced by an older
@@ -625,6 +633,14 @@ type TerminalStore interface {
 	WriteTurn(ctx context.Context, w TurnWrite) error
 	// OpenTurns returns up to limit Turns that need a monitor.
 	OpenTurns(ctx context.Context, limit int) ([]*Turn, error)
+	// OpenTurnIDs returns the ids of up to limit Turns that need a
+	// monitor, in OpenTurns's order, without reading the Turns: a rescan
+	// that follows most of them already needs no more.
+	OpenTurnIDs(ctx context.Context, limit int) ([]string, error)
+	// Versions returns the stored version of each record of kind (a
+	// Version* constant) among ids that exists, by id: a follower that
+	// kept a record it read re-reads it only when its version moved.
+	Versions(ctx context.Context, kind string, ids []string) (map[string]int64, error)
 	// SessionTurns returns the Session's latest Turns, newest first.
 	SessionTurns(ctx context.Context, sessionID string, limit int) ([]*Turn, error)
 	// TurnEvents returns up to limit events with Seq > after.

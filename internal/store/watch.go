@@ -115,6 +115,9 @@ type WatchStore interface {
 	SaveWatch(ctx context.Context, ww WatchWrite) error
 	// ActiveWatches returns up to limit active watches, oldest first.
 	ActiveWatches(ctx context.Context, limit int) ([]*Watch, error)
+	// ActiveWatchIDs returns the ids of ActiveWatches, in its order,
+	// without reading the watches.
+	ActiveWatchIDs(ctx context.Context, limit int) ([]string, error)
 	// TerminalWatches returns the latest watches of a terminal key,
 	// newest first.
 	TerminalWatches(ctx context.Context, terminalKey string, limit int) ([]*Watch, error)

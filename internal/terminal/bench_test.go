@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -275,9 +276,11 @@ func BenchmarkHostFollows500(b *testing.B) {
 		window = v
 	}
 	b.ResetTimer()
+	stopProfile := idleProfile(b)
 	cpu0, wall0 := cpuTime(), time.Now()
 	time.Sleep(window)
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	stopProfile()
 	usage, err := fswatch.ProcessUsage(os.Getpid())
 	if err != nil {
 		b.Fatal(err)
@@ -322,6 +325,29 @@ func BenchmarkHostFollows500(b *testing.B) {
 	b.ReportMetric(rss, "rss-MiB")
 	b.Logf("%d Turns + %d watches followed: idle CPU %v over %v (%.3f%% of one core), inotify %d instances / %d watches, RSS %.1f MiB, %d goroutines; done after the completion record p50 %v p95 %v max %v",
 		n, n, cpu, wall.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds(), usage.Instances, usage.Watches, rss, goroutines, p(0.50), p(0.95), lat[len(lat)-1])
+}
+
+// idleProfile writes a CPU profile of the idle window to the file
+// CLAWCONNECT_BENCH_IDLE_PROFILE names (-cpuprofile would mix in start-up
+// and completions); the returned func stops it.
+func idleProfile(b *testing.B) func() {
+	path := os.Getenv("CLAWCONNECT_BENCH_IDLE_PROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // rssMiB is the process's resident set from /proc/self/status.

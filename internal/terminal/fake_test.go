@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,6 +151,11 @@ type fakeTerminals struct {
 	mu           sync.Mutex
 	agents       []*fakeAgent
 	failDiscover error
+	// byKey indexes indexed (the agents it was built from) by pane key,
+	// so a benchmark following a thousand panes measures the host, not
+	// a linear search per capture.
+	byKey   map[string]*fakeAgent
+	indexed []*fakeAgent
 }
 
 func (ft *fakeTerminals) Discover(context.Context) ([]Pane, error) {
@@ -172,12 +178,19 @@ func (ft *fakeTerminals) Discover(context.Context) ([]Pane, error) {
 func (ft *fakeTerminals) find(p Pane) *fakeAgent {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
-	for _, a := range ft.agents {
-		if a.pane.Key == p.Key {
-			return a
-		}
+	// Tests append to and truncate agents, and may re-key a pane: the
+	// index is rebuilt when the slice changed and checked on every hit.
+	if len(ft.agents) != len(ft.indexed) || (len(ft.agents) > 0 && &ft.agents[0] != &ft.indexed[0]) {
+		ft.byKey, ft.indexed = nil, ft.agents
 	}
-	return nil
+	if a := ft.byKey[p.Key]; a != nil && a.pane.Key == p.Key {
+		return a
+	}
+	ft.byKey = make(map[string]*fakeAgent, len(ft.agents))
+	for _, a := range slices.Backward(ft.agents) { // the first agent of a key wins
+		ft.byKey[a.pane.Key] = a
+	}
+	return ft.byKey[p.Key]
 }
 
 func (ft *fakeTerminals) Capture(_ context.Context, p Pane) (string, error) {

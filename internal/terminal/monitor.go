@@ -86,8 +86,10 @@ type Host struct {
 	// held are the work leases this host's followers hold, by id: the
 	// host renews them together and stops the follower of one it lost.
 	held map[string]heldLease
-	wg   sync.WaitGroup
-	self owner.Identity
+	// clock is the followers' shared re-check tick.
+	clock recheckClock
+	wg    sync.WaitGroup
+	self  owner.Identity
 }
 
 // NewHost returns a Host for s; s.Send and friends hand it new Turns.
@@ -173,6 +175,8 @@ func (h *Host) Run(ctx context.Context) error {
 	defer t.Stop()
 	beat := time.NewTicker(h.o.LeaseTTL / 3)
 	defer beat.Stop()
+	recheck := time.NewTicker(h.o.Recheck)
+	defer recheck.Stop()
 	scan := h.rescan
 	for {
 		scan(ctx)
@@ -194,6 +198,9 @@ func (h *Host) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-t.C:
+		case <-recheck.C:
+			h.clock.tick(ctx, h.s.o.Store)
+			scan = noScan
 		case <-work:
 			scan = h.scanNew
 		case <-beat.C:
@@ -205,6 +212,9 @@ func (h *Host) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// noScan is Run's scan after an event that needs none.
+func noScan(context.Context) {}
 
 // scanNew starts a monitor for each open Turn and active watch this host
 // does not follow yet; unlike rescan it leaves running monitors and
@@ -230,24 +240,19 @@ func (h *Host) scanNew(ctx context.Context) {
 	}
 }
 
-// openWork lists the ids of the open Turns and active watches.
+// openWork lists the ids of the open Turns and active watches (ids only:
+// no record is decoded).
 func (h *Host) openWork(ctx context.Context) ([]string, error) {
-	turns, err := h.s.o.Store.OpenTurns(ctx, store.MaxPage)
+	ids, err := h.s.o.Store.OpenTurnIDs(ctx, store.MaxPage)
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(turns))
-	for _, t := range turns {
-		ids = append(ids, t.TurnID)
-	}
 	if ws, ok := h.s.o.Store.(store.WatchStore); ok {
-		list, err := ws.ActiveWatches(ctx, store.MaxPage)
+		wids, err := ws.ActiveWatchIDs(ctx, store.MaxPage)
 		if err != nil {
 			return nil, err
 		}
-		for _, w := range list {
-			ids = append(ids, w.WatchID)
-		}
+		ids = append(ids, wids...)
 	}
 	return ids, nil
 }
@@ -270,10 +275,9 @@ func (h *Host) heartbeat(ctx context.Context, reg registry) {
 // reapDead frees every lease of a process this host proves dead (same
 // machine, pid gone or reused) or that stopped beating ten leases ago, so
 // its Turns' monitors are taken over now instead of when their leases
-// expire.
+// expire. Run rescans right after it.
 func (h *Host) reapDead(ctx context.Context, reg registry) {
 	h.self.ReapDead(ctx, reg, time.Now().Add(-10*h.o.LeaseTTL).UnixMilli(), h.log)
-	h.rescan(ctx)
 }
 
 // rescan starts a follower for each open Turn and active watch that no
@@ -284,16 +288,12 @@ func (h *Host) rescan(ctx context.Context) {
 	if _, err := h.s.RecoverTransitions(ctx); err != nil && ctx.Err() == nil {
 		h.log.Warn("recover transitions", "err", err)
 	}
-	turns, err := h.s.o.Store.OpenTurns(ctx, store.MaxPage)
+	ids, err := h.s.o.Store.OpenTurnIDs(ctx, store.MaxPage)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("scan open turns", "err", err)
 		}
 		return
-	}
-	ids := make([]string, len(turns))
-	for i, t := range turns {
-		ids[i] = t.TurnID
 	}
 	h.watchUnfollowed(ctx, store.LeaseMonitor, ids)
 	h.rescanWatches(ctx)
@@ -465,6 +465,13 @@ type monitor struct {
 	// scanFailingSince is when the session-file scans began to fail
 	// without a break (zero while they succeed).
 	scanFailingSince time.Time
+	// turn and sess are the Turn and Session as the last look left them
+	// (the Turn as stored by its last write, unless spoiled: a write
+	// failed after the look changed it); a re-check reuses them while
+	// their stored versions stay (recheckClock).
+	turn    *store.Turn
+	sess    *store.TermSession
+	spoiled bool
 }
 
 func (m *monitor) run(ctx context.Context) error {
@@ -505,7 +512,7 @@ func (m *monitor) run(ctx context.Context) error {
 // ends ctx), or ctx ends; logKey and logID name what is followed in
 // warnings.
 func (h *Host) follow(ctx context.Context, pane Pane, paths []string, logKey, logID string,
-	check func(ctx context.Context, fileEvent bool) (stop bool, next time.Time, err error)) error {
+	check func(ctx context.Context, w wake) (stop bool, next time.Time, err error)) error {
 	s := h.s
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -524,13 +531,14 @@ func (h *Host) follow(ctx context.Context, pane Pane, paths []string, logKey, lo
 			s.log.Warn("watch pane output", logKey, logID, "err", err)
 		}
 	}
-	recheck := time.NewTicker(h.o.Recheck)
-	defer recheck.Stop()
+	recheck, unsubscribe := h.clock.subscribe(logID)
+	defer unsubscribe()
 	deadline := time.NewTimer(time.Hour)
 	defer deadline.Stop()
-	fileEvent := false
+	var w wake
 	for {
-		stop, next, err := check(ctx, fileEvent)
+		stop, next, err := check(ctx, w)
+		fileEvent := w.file
 		lastCheck := time.Now()
 		if err != nil && ctx.Err() == nil {
 			if errors.Is(err, store.ErrLeaseLost) {
@@ -548,7 +556,7 @@ func (h *Host) follow(ctx context.Context, pane Pane, paths []string, logKey, lo
 				next = soon
 			}
 		}
-		fileEvent = false
+		w = wake{}
 		deadline.Reset(max(time.Until(next), 10*time.Millisecond))
 	wait:
 		for {
@@ -556,7 +564,7 @@ func (h *Host) follow(ctx context.Context, pane Pane, paths []string, logKey, lo
 			case <-ctx.Done():
 				return nil
 			case <-files:
-				fileEvent = true
+				w.file = true
 				break wait
 			case _, ok := <-output:
 				if !ok {
@@ -570,7 +578,8 @@ func (h *Host) follow(ctx context.Context, pane Pane, paths []string, logKey, lo
 					continue
 				}
 				break wait
-			case <-recheck.C:
+			case <-recheck:
+				w.recheck = true
 				break wait
 			case <-deadline.C:
 				break wait
@@ -578,6 +587,11 @@ func (h *Host) follow(ctx context.Context, pane Pane, paths []string, logKey, lo
 		}
 	}
 }
+
+// wake is why a follower looks: a session-file event, the host's
+// re-check tick (which read the versions of the follower's records), or
+// neither (its first look, pane output, a timeout falling due).
+type wake struct{ file, recheck bool }
 
 // outputGap is the shortest time between two looks woken by pane output.
 const outputGap = 250 * time.Millisecond
@@ -591,6 +605,7 @@ func (m *monitor) write(ctx context.Context, w store.TurnWrite) error {
 	w.Fence = m.fence()
 	w.Turn.UpdatedAt = time.Now().UnixMilli()
 	if err := m.s.o.Store.WriteTurn(ctx, w); err != nil {
+		m.spoiled = true // the look's copy now differs from the stored Turn
 		return err
 	}
 	m.s.notify(w.Turn.TurnID)
@@ -599,24 +614,36 @@ func (m *monitor) write(ctx context.Context, w store.TurnWrite) error {
 
 // check looks at the Turn once. It returns stop when the Turn no longer
 // needs a monitor, and when the next timeout falls due.
-func (m *monitor) check(ctx context.Context, fileEvent bool) (bool, time.Time, error) {
+func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
 	never := time.Now().Add(time.Hour)
-	t, err := m.s.o.Store.GetTurn(ctx, m.turnID)
+	held := m.turn
+	m.turn = nil
+	t, err := reuse(&m.h.clock, w, recordKey{store.VersionTurn, m.turnID}, held, turnVersion,
+		func() (*store.Turn, error) { return m.s.o.Store.GetTurn(ctx, m.turnID) })
 	if err != nil {
 		return false, never, err
 	}
+	defer func() {
+		if !m.spoiled {
+			m.turn = t
+		}
+		m.spoiled = false
+	}()
 	if !store.TurnMonitored(t.Status) {
 		return true, never, nil
 	}
-	sess, err := m.s.o.Store.GetTermSession(ctx, t.SessionID)
+	sess, err := reuse(&m.h.clock, w, recordKey{store.VersionSession, t.SessionID}, m.sess, sessionVersion,
+		func() (*store.TermSession, error) { return m.s.o.Store.GetTermSession(ctx, t.SessionID) })
 	if err != nil {
 		return false, never, err
 	}
+	m.sess = sess
+	m.h.clock.track(m.turnID, recordKey{store.VersionTurn, m.turnID}, recordKey{store.VersionSession, t.SessionID})
 	if b := sess.Binding; b == nil || b.BindingID != t.TerminalBindingID || b.Generation != t.TerminalBindingGeneration {
 		return true, never, m.stall(ctx, t, "binding_superseded", "the session was rebound to another terminal context")
 	}
 	now := time.Now()
-	if fileEvent {
+	if w.file {
 		m.activityAt = now
 	}
 	m.s.followKey(m.pane.Key)

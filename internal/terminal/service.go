@@ -101,6 +101,10 @@ type Service struct {
 
 	// keySockets holds the recorded sockets followKey checked already.
 	keySockets sync.Map
+
+	// holding counts the work leases this process holds for itself
+	// (holdWork) while it is registered as their owner; guarded by mu.
+	holding int
 }
 
 // sharedDiscover returns an inventory at most maxAge old (monitors only;

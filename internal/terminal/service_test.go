@@ -360,7 +360,7 @@ func TestAgentDeath(t *testing.T) {
 		r.ft.failDiscover = errors.New("tmux timed out")
 		r.ft.mu.Unlock()
 		m := &monitor{h: &Host{o: HostOptions{Owner: "o"}}, s: r.svc, turnID: res.TurnID, pane: a.pane, agent: fakeReader{r.ft}}
-		stop, _, err := m.check(t.Context(), false)
+		stop, _, err := m.check(t.Context(), wake{})
 		if stop || err != nil {
 			t.Fatalf("check with a failed inventory: stop=%v err=%v", stop, err)
 		}
@@ -758,16 +758,7 @@ func TestCompletionFencedByBinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := r.st.GetTermSession(ctx, res.SessionID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nb := *sess.Binding
-	nb.BindingID, nb.Generation = "binding-rebound", nb.Generation+1
-	sess.Binding = &nb
-	if err := r.st.SaveTermSession(ctx, sess); err != nil {
-		t.Fatal(err)
-	}
+	rebind(t, r.st, res.SessionID)
 	m := &monitor{h: &Host{o: HostOptions{Owner: "o"}}, s: r.svc, turnID: res.TurnID, pane: a.pane, agent: fakeReader{r.ft}, lease: lease}
 	if err := m.complete(ctx, turn, Completion{Outcome: "completed", Text: "late reply", ID: "c1"}); err != nil {
 		t.Fatal(err)

@@ -138,10 +138,37 @@ const transitionLeaseTTL = 2 * time.Minute
 // holdWork claims kind's lease of id for this process (selfIdentity) and
 // renews it in the background until the returned release ends it: work a
 // command runs itself, such as a thread transition.
+//
+// While it holds such work the process is registered in the store's
+// process registry under that identity (role WorkRole), so a host that
+// proves it dead frees the lease at once (owner.Identity.ReapDead), as it
+// does a dead host's, instead of waiting out the lease.
 func (s *Service) holdWork(ctx context.Context, kind, id string, ttl time.Duration) (release func(), err error) {
+	reg, _ := s.o.Store.(registry)
+	if reg != nil {
+		s.mu.Lock()
+		s.holding++
+		s.mu.Unlock()
+		s.beatHolder(ctx, reg) // registered before the lease names it
+	}
+	unregister := func() {
+		if reg == nil {
+			return
+		}
+		s.mu.Lock()
+		s.holding--
+		last := s.holding == 0
+		s.mu.Unlock()
+		if last {
+			if err := reg.RemoveProcess(context.WithoutCancel(ctx), selfIdentity().ID); err != nil {
+				s.log.Warn("leave the process registry", "err", err)
+			}
+		}
+	}
 	now := time.Now()
 	l, err := s.o.Store.ClaimWork(ctx, kind, id, selfIdentity().ID, now.UnixMilli(), now.Add(ttl).UnixMilli())
 	if err != nil {
+		unregister()
 		return nil, fmt.Errorf("claim the %s lease: %w", kind, err)
 	}
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -155,6 +182,9 @@ func (s *Service) holdWork(ctx context.Context, kind, id string, ttl time.Durati
 			case <-rctx.Done():
 				return
 			case <-tick.C:
+				if reg != nil {
+					s.beatHolder(rctx, reg)
+				}
 				lost, err := s.o.Store.RenewWork(rctx, kind, l.Owner, time.Now().Add(ttl).UnixMilli(), []string{id})
 				if err == nil && len(lost) > 0 {
 					err = store.ErrLeaseLost
@@ -171,7 +201,21 @@ func (s *Service) holdWork(ctx context.Context, kind, id string, ttl time.Durati
 		if err := s.o.Store.ReleaseWork(context.WithoutCancel(ctx), l); err != nil {
 			s.log.Warn("release work lease", "kind", kind, "id", id, "err", err)
 		}
+		unregister()
 	}, nil
+}
+
+// WorkRole is the process-registry role of a process while it holds work
+// leases of its own (a thread transition it runs). It does not start with
+// HostRole: such a process follows no one else's work.
+const WorkRole = "transition"
+
+// beatHolder registers (or refreshes) this process as the owner of the
+// work it holds for itself.
+func (s *Service) beatHolder(ctx context.Context, reg registry) {
+	if err := reg.Heartbeat(ctx, selfIdentity().Process(WorkRole, time.Now().UnixMilli())); err != nil && ctx.Err() == nil {
+		s.log.Warn("register as a work lease owner", "err", err)
+	}
 }
 
 // ownerName names a transition's owner for a reader.

@@ -20,16 +20,12 @@ func (h *Host) rescanWatches(ctx context.Context) {
 	if !ok {
 		return
 	}
-	list, err := ws.ActiveWatches(ctx, store.MaxPage)
+	ids, err := ws.ActiveWatchIDs(ctx, store.MaxPage)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("scan active watches", "err", err)
 		}
 		return
-	}
-	ids := make([]string, len(list))
-	for i, w := range list {
-		ids[i] = w.WatchID
 	}
 	h.watchUnfollowed(ctx, store.LeaseWatch, ids)
 }
@@ -45,6 +41,10 @@ type watcher struct {
 	pane  Pane
 	agent Agent
 	find  TaskFinder
+	// watch and sess are as the last look left them (see monitor.turn).
+	watch   *store.Watch
+	sess    *store.TermSession
+	spoiled bool
 }
 
 func (m *watcher) run(ctx context.Context) error {
@@ -78,8 +78,7 @@ func (m *watcher) run(ctx context.Context) error {
 	if m.find, ok = m.agent.(TaskFinder); !ok {
 		return fmt.Errorf("watch %s: %s panes cannot be watched by this build", m.id, w.Agent)
 	}
-	check := func(ctx context.Context, _ bool) (bool, time.Time, error) { return m.check(ctx) }
-	return m.h.follow(ctx, m.pane, m.agent.WatchPaths(m.pane, m.anchorOf(w)), "watch_id", m.id, check)
+	return m.h.follow(ctx, m.pane, m.agent.WatchPaths(m.pane, m.anchorOf(w)), "watch_id", m.id, m.check)
 }
 
 // anchorOf is the anchor scans start from: the acceptance evidence once
@@ -96,6 +95,7 @@ func (m *watcher) save(ctx context.Context, w *store.Watch, also func(context.Co
 	err := m.ws.SaveWatch(ctx, store.WatchWrite{Watch: w, Also: also,
 		Fence: &store.Fence{Owner: m.lease.Owner, Token: m.lease.Fence, Now: time.Now().UnixMilli()}})
 	if err != nil {
+		m.spoiled = true // the look's copy now differs from the stored watch
 		return err
 	}
 	m.s.notify()
@@ -104,17 +104,30 @@ func (m *watcher) save(ctx context.Context, w *store.Watch, also func(context.Co
 
 // check looks at the watch once; it returns stop when the watch ended and
 // when the next timeout falls due.
-func (m *watcher) check(ctx context.Context) (bool, time.Time, error) {
+func (m *watcher) check(ctx context.Context, wk wake) (bool, time.Time, error) {
 	never := time.Now().Add(time.Hour)
-	w, err := m.ws.GetWatch(ctx, m.id)
+	held := m.watch
+	m.watch = nil
+	w, err := reuse(&m.h.clock, wk, recordKey{store.VersionWatch, m.id}, held, watchVersion,
+		func() (*store.Watch, error) { return m.ws.GetWatch(ctx, m.id) })
 	if err != nil {
 		return false, never, err
 	}
+	defer func() {
+		if !m.spoiled {
+			m.watch = w
+		}
+		m.spoiled = false
+	}()
 	if w.Status != store.WatchActive {
 		return true, never, nil
 	}
 	now := time.Now()
-	if sess, err := m.s.o.Store.GetTermSession(ctx, w.SessionID); err == nil {
+	m.h.clock.track(m.id, recordKey{store.VersionWatch, m.id}, recordKey{store.VersionSession, w.SessionID})
+	sess, err := reuse(&m.h.clock, wk, recordKey{store.VersionSession, w.SessionID}, m.sess, sessionVersion,
+		func() (*store.TermSession, error) { return m.s.o.Store.GetTermSession(ctx, w.SessionID) })
+	m.sess = sess
+	if err == nil {
 		if b := sess.Binding; b == nil || b.BindingID != w.BindingID || b.Generation != w.BindingGeneration {
 			return true, never, m.settle(ctx, w, WatchKindInvalidated, "binding_superseded",
 				"The watched pane's session context changed (new thread, resume or rebind) before the task ended; the watch stopped.", "")

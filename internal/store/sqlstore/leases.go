@@ -49,15 +49,27 @@ type Lease struct {
 // tasksTable is the tasks' LeaseTable.
 var tasksTable = LeaseTable{Name: "tasks", Active: "status = 'running'"}
 
-// idChunk is how many ids one renewal or release statement names. Shorter
-// lists are padded with their first id, so every statement has one of a
-// few fixed shapes and stays prepared.
-const idChunk = 32
+// idChunk and bigChunk are how many ids one renewal, release or batched
+// read statement names: a list of up to idChunk ids is padded to
+// idChunk, a longer one goes in statements of bigChunk (the last padded),
+// so every statement has one of two fixed shapes and stays prepared,
+// while a host renewing or probing a thousand rows needs two statements,
+// not thirty. Both stay far below the parameter limits of SQLite (32766)
+// and PostgreSQL (65535).
+const (
+	idChunk  = 32
+	bigChunk = 512
+)
 
-// inList returns "(?, ?, …)" for idChunk ids and the padded arguments of
-// ids (len(ids) ≤ idChunk, at least one).
+// inList returns "(?, ?, …)" for the shape of ids (idChunk when
+// len(ids) ≤ idChunk, else bigChunk; len(ids) ≤ bigChunk, at least one)
+// and the padded arguments.
 func inList(ids []string) (string, []any) {
-	args := make([]any, idChunk)
+	n := idChunk
+	if len(ids) > idChunk {
+		n = bigChunk
+	}
+	args := make([]any, n)
 	for i := range args {
 		if i < len(ids) {
 			args[i] = ids[i]
@@ -65,7 +77,7 @@ func inList(ids []string) (string, []any) {
 			args[i] = ids[0]
 		}
 	}
-	return "(" + strings.TrimSuffix(strings.Repeat("?, ", idChunk), ", ") + ")", args
+	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")", args
 }
 
 // ClaimRows leases to owner (until until) up to limit active rows of lt
@@ -196,11 +208,11 @@ func (db *DB) ReleaseLeases(ctx context.Context, owner string, ids []string) (in
 	return n + m, nil
 }
 
-// chunks yields ids in slices of at most idChunk.
+// chunks yields ids in slices of at most bigChunk.
 func chunks(ids []string) func(yield func([]string) bool) {
 	return func(yield func([]string) bool) {
 		for len(ids) > 0 {
-			n := min(len(ids), idChunk)
+			n := min(len(ids), bigChunk)
 			if !yield(ids[:n]) {
 				return
 			}

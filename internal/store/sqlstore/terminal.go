@@ -536,10 +536,12 @@ func (db *DB) claim(ctx context.Context, tx *txn, c *store.CompletionClaim) erro
 
 // OpenTurns implements store.TerminalStore.
 func (db *DB) OpenTurns(ctx context.Context, limit int) ([]*store.Turn, error) {
-	return db.queryTurns(ctx, `SELECT turn_id, version, data FROM term_turns
-		WHERE status IN ('created','running','waiting_for_agent','waiting_for_openclaw','cancelling')
+	return db.queryTurns(ctx, `SELECT turn_id, version, data FROM term_turns WHERE `+openTurn+`
 		ORDER BY turn_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
 }
+
+// openTurn selects the Turns that need a monitor (store.TurnMonitored).
+const openTurn = `status IN ('created','running','waiting_for_agent','waiting_for_openclaw','cancelling')`
 
 // SessionTurns implements store.TerminalStore.
 func (db *DB) SessionTurns(ctx context.Context, sessionID string, limit int) ([]*store.Turn, error) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -321,13 +323,30 @@ func testTurnWrite(t *testing.T, s store.TerminalStore) {
 	if err != nil || len(open) != 1 || open[0].TurnID != "turn-1" {
 		t.Fatalf("OpenTurns = %v, %v", open, err)
 	}
+	if ids, err := s.OpenTurnIDs(ctx, 10); err != nil || !slices.Equal(ids, []string{"turn-1"}) {
+		t.Fatalf("OpenTurnIDs = %v, %v", ids, err)
+	}
+	before := turn.Version
+	if vs, err := s.Versions(ctx, store.VersionTurn, []string{"turn-1", "turn-never"}); err != nil || !maps.Equal(vs, map[string]int64{"turn-1": before}) {
+		t.Fatalf("Versions = %v, %v; want turn-1 at %d", vs, err, before)
+	}
 	turn.Status = store.TurnIdle
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn}); err != nil {
 		t.Fatal(err)
 	}
+	// A write moves the version a follower compares with.
+	if vs, err := s.Versions(ctx, store.VersionTurn, []string{"turn-1"}); err != nil || vs["turn-1"] != before+1 {
+		t.Fatalf("Versions after a write = %v, %v; want %d", vs, err, before+1)
+	}
+	if vs, err := s.Versions(ctx, store.VersionSession, []string{"session-1"}); err != nil || len(vs) != 1 {
+		t.Fatalf("session Versions = %v, %v", vs, err)
+	}
 	open, _ = s.OpenTurns(ctx, 10)
 	if len(open) != 0 {
 		t.Fatalf("idle turn still open: %v", open)
+	}
+	if ids, err := s.OpenTurnIDs(ctx, 10); err != nil || len(ids) != 0 {
+		t.Fatalf("OpenTurnIDs of an idle turn = %v, %v", ids, err)
 	}
 	list, err := s.SessionTurns(ctx, "session-1", 5)
 	if err != nil || len(list) != 1 || list[0].Status != store.TurnIdle {

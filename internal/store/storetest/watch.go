@@ -91,6 +91,12 @@ func testWatchOneActive(t *testing.T, s WatchBackend) {
 	if diff := cmp.Diff([]string{"watch-3", "watch-2"}, ids); diff != "" {
 		t.Fatalf("active watches (-want +got):\n%s", diff)
 	}
+	if got, err := s.ActiveWatchIDs(ctx, 10); err != nil || !cmp.Equal(ids, got) {
+		t.Fatalf("ActiveWatchIDs = %v, %v; want %v", got, err, ids)
+	}
+	if vs, err := s.Versions(ctx, store.VersionWatch, ids); err != nil || len(vs) != 2 {
+		t.Fatalf("watch Versions = %v, %v", vs, err)
+	}
 	byTerm, err := s.TerminalWatches(ctx, "k1", 10)
 	if err != nil {
 		t.Fatal(err)
