@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal"
 )
 
 // terminalWork is the part of the store doctor reads about terminal work:
@@ -21,10 +22,6 @@ type terminalWork interface {
 	DueCallbacks(ctx context.Context, now int64, limit int) ([]*store.Callback, error)
 	WorkLeases(ctx context.Context, kind string, ids []string) ([]store.WorkLease, error)
 }
-
-// terminalHost reports whether a registered process follows terminal
-// work: every terminal host registers with a role starting "terminal".
-func terminalHost(p store.Process) bool { return strings.HasPrefix(p.Role, "terminal") }
 
 // followed is one piece of open terminal work and its lease (zero: none).
 type followed struct {
@@ -118,7 +115,7 @@ func checkTerminalWork(ctx context.Context, db terminalWork, hostRuns bool, now 
 	for _, p := range ps {
 		if now.Sub(time.UnixMilli(p.HeartbeatAt)) <= staleAfter {
 			live[p.ID] = p
-			if terminalHost(p) {
+			if strings.HasPrefix(p.Role, terminal.HostRole) {
 				hosts = append(hosts, fmt.Sprintf("%s pid %d", p.Role, p.PID))
 			}
 		}
