@@ -7,9 +7,11 @@
 #     127.0.0.1:7331) and the demo.env line that points the CLI at the demo;
 #   - "Quick start with your own gateway": the block as written, with the
 #     local gateway's URL and password in place of HOST and "...";
-#   - "Trying terminal Turns": localterminal, terminal list and send --wait
-#     to each pane, then the demo gateway restarted with the plugin, doctor
-#     saying it is loaded and a Turn's callback delivered.
+#   - "Trying terminal Turns", with run.sh's serve still running on the
+#     demo's home: localterminal, terminal list and send --wait to each
+#     pane, then the demo gateway restarted with the plugin on the address
+#     and token serve knows, doctor saying it is loaded and a Turn's
+#     callback delivered.
 # .ci/run runs it after the tests. It stops the local gateway it started.
 # Usage: scripts/check-readme.sh
 set -euo pipefail
@@ -90,7 +92,9 @@ step "the CLI pointed at the demo with demo.env, beside the server"
 out=$(set -a; . "$CLAWCONNECT_CACHE/demo.env"; set +a; "$CLAWCONNECT_CACHE/bin/clawconnect" status "$job") \
   || fail "clawconnect status JOB with demo.env"
 grep -q completed <<<"$out" || fail "clawconnect status JOB with demo.env printed: $out"
-kill -TERM "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=""
+# serve keeps running, as run.sh leaves it for a new user, through "Trying
+# terminal Turns": it follows Turns on the demo's store without the private
+# tmux sockets the terminal commands are given.
 
 step "Quick start with your own gateway (the local gateway standing in)"
 url=$(sed -n 's/^OPENCLAW_URL=//p' "$CLAWCONNECT_CACHE/demo.env")
@@ -135,20 +139,20 @@ for id in $ids; do
   out=$(eval "$send" 2>/dev/null) || fail "$send"
   grep -q "FAKE-REPLY: Say hello" <<<"$out" || fail "$send printed: $out"
 done
-for l in 1 2; do
+for l in 1 2 3; do
   c=$(tcmd 3 "$l"); step "$c"; eval "$c" >/dev/null || fail "$c"
 done
-doctor=$(tcmd 3 3)
+doctor=$(tcmd 3 4)
 step "$doctor"
 out=$(eval "$doctor" 2>/dev/null) || fail "$doctor"
 grep -q "the ClawConnect plugin is loaded" <<<"$out" || fail "$doctor printed: $out"
 first=$(head -n 1 <<<"$ids")
-send=$(tcmd 3 4 | sed "s|TERMINAL_ID|$first|")
+send=$(tcmd 3 5 | sed "s|TERMINAL_ID|$first|")
 step "$send"
 out=$(eval "$send" 2>/dev/null) || fail "$send"
 turn=$(sed -n 's/^turn: *//p' <<<"$out")
 [ -n "$turn" ] || fail "$send printed no turn: $out"
-status=$(tcmd 3 5 | sed "s|TURN_ID|$turn|")
+status=$(tcmd 3 6 | sed "s|TURN_ID|$turn|")
 step "$status (until the callback is delivered)"
 for _ in $(seq 1 120); do
   out=$(eval "$status" 2>/dev/null) || fail "$status"
@@ -156,4 +160,7 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 grep -q "callback: done delivered to agent:main:main" <<<"$out" || fail "$status printed: $out"
+grep "^callback:" <<<"$out"
+kill -0 "$serve_pid" 2>/dev/null || { cat "$work/serve.err" >&2; fail "$serve exited during \"Trying terminal Turns\""; }
+kill -TERM "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=""
 echo "== README: every command worked"

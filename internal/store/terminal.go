@@ -373,6 +373,11 @@ type Dispatch struct {
 	Error       string `json:"error,omitempty"`
 	// ReleasedAt is set when an explicit close resolved a blocking entry.
 	ReleasedAt int64 `json:"released_at,omitempty"`
+	// Version is the entry's stored version, set by a read: every write
+	// of the terminal's entry bumps it (a write's own Version is
+	// ignored), so a follower that keeps the entry it read re-reads it
+	// only when Versions says it moved.
+	Version int64 `json:"-"`
 }
 
 // Blocks reports whether d keeps the terminal from taking new input, given
@@ -431,11 +436,13 @@ const (
 func LeaseKinds() []string { return []string{LeaseMonitor, LeaseWatch, LeaseCallback, LeaseTransition} }
 
 // Record kinds Versions reads: a Turn's Version, a Session's Revision, a
-// watch's Revision.
+// watch's Revision, a terminal's dispatch ledger entry's Version (by
+// terminal key).
 const (
-	VersionTurn    = "turn"
-	VersionSession = "session"
-	VersionWatch   = "watch"
+	VersionTurn     = "turn"
+	VersionSession  = "session"
+	VersionWatch    = "watch"
+	VersionDispatch = "dispatch"
 )
 
 // WorkLease is the lease on one piece of terminal work: Owner (a process

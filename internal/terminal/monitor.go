@@ -647,12 +647,9 @@ func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
 		m.activityAt = now
 	}
 	m.s.followKey(m.pane.Key)
-	panes, derr := m.s.sharedDiscover(ctx, 500*time.Millisecond)
-	alive := false
-	for _, p := range panes {
-		if p.Key == m.pane.Key && p.PID == m.pane.PID && p.Birth == m.pane.Birth {
-			alive, m.pane = true, p
-		}
+	p, alive, derr := m.s.livePane(ctx, 500*time.Millisecond, m.pane)
+	if alive {
+		m.pane = p
 	}
 	dead := derr == nil && !alive
 	if pc, ok := m.s.o.Terminals.(ProcessChecker); ok {

@@ -58,8 +58,9 @@ func (c *recheckClock) track(id string, keys ...recordKey) {
 	}
 }
 
-// unchanged reports whether the last tick read k at version v: the copy
-// of k a follower holds at v is still the stored one as of that tick.
+// unchanged reports whether the last tick read k at version v (0: found
+// no such record): the copy of k a follower holds at v is still the
+// stored one as of that tick.
 func (c *recheckClock) unchanged(k recordKey, v int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -89,8 +90,8 @@ func (c *recheckClock) tick(ctx context.Context, db store.TerminalStore) {
 			seen = nil
 			break
 		}
-		for id, v := range vs {
-			seen[recordKey{kind, id}] = v
+		for _, id := range ids {
+			seen[recordKey{kind, id}] = vs[id] // 0: no such record
 		}
 	}
 	c.mu.Lock()
@@ -117,3 +118,4 @@ func reuse[T any](c *recheckClock, w wake, key recordKey, held *T, version func(
 func turnVersion(t *store.Turn) int64           { return t.Version }
 func sessionVersion(s *store.TermSession) int64 { return s.Revision }
 func watchVersion(w *store.Watch) int64         { return w.Revision }
+func dispatchVersion(d *store.Dispatch) int64   { return d.Version }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 )
 
 // readCountingStore counts the record reads of a host's followers and
@@ -99,6 +100,106 @@ func TestRecheckReadsOnlyMovedRecords(t *testing.T) {
 	}
 }
 
+// ledgerCountingStore is the whole store (watches included) counting the
+// records a watch's follower reads and signalling each re-check tick's
+// probe of the watch versions.
+type ledgerCountingStore struct {
+	*sqlstore.DB
+	mu     sync.Mutex
+	reads  int
+	probes chan struct{}
+}
+
+func (c *ledgerCountingStore) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
+}
+
+func (c *ledgerCountingStore) read() {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+}
+
+func (c *ledgerCountingStore) GetDispatch(ctx context.Context, key string) (*store.Dispatch, error) {
+	c.read()
+	return c.DB.GetDispatch(ctx, key)
+}
+
+func (c *ledgerCountingStore) GetWatch(ctx context.Context, id string) (*store.Watch, error) {
+	c.read()
+	return c.DB.GetWatch(ctx, id)
+}
+
+func (c *ledgerCountingStore) GetTermSession(ctx context.Context, id string) (*store.TermSession, error) {
+	c.read()
+	return c.DB.GetTermSession(ctx, id)
+}
+
+func (c *ledgerCountingStore) Versions(ctx context.Context, kind string, ids []string) (map[string]int64, error) {
+	vs, err := c.DB.Versions(ctx, kind, ids)
+	if kind == store.VersionWatch {
+		select {
+		case c.probes <- struct{}{}:
+		case <-ctx.Done():
+		}
+	}
+	return vs, err
+}
+
+// TestRecheckReadsTheLedgerOnlyWhenItMoved: a watch's re-checks of a
+// quiet pane read neither the watch, its Session nor the terminal's
+// dispatch ledger (which it has none of yet) again: one version probe per
+// kind and tick serves every follower. A Turn sent to the pane (the ledger
+// moves) still ends the watch.
+func TestRecheckReadsTheLedgerOnlyWhenItMoved(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 191)
+	r := newRig(t, a)
+	ctx := t.Context()
+	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &ledgerCountingStore{DB: r.st.(*sqlstore.DB), probes: make(chan struct{})}
+	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}})
+	r.start(svc, HostOptions{Recheck: 10 * time.Millisecond})
+	tick := func() {
+		t.Helper()
+		select {
+		case <-cs.probes:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no re-check tick")
+		}
+	}
+	for range 3 { // the follower has looked once and is tracked
+		tick()
+	}
+	tick() // the follower's look at the previous tick is over
+	before := cs.count()
+	for range 10 {
+		tick()
+	}
+	if got := cs.count(); got != before {
+		t.Fatalf("ten re-checks of a quiet watch read %d records, want none", got-before)
+	}
+	go func() { // keep the probes flowing until the test ends
+		for {
+			select {
+			case <-cs.probes:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if _, err := svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "ours"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.waitWatch(v.WatchID, store.WatchInvalidated); got.Settlement.Match != "clawconnect_turn_sent" {
+		t.Fatalf("watch after our send = %+v, want invalidated by the Turn sent", got)
+	}
+}
+
 // rebind re-binds the Session to another terminal context, as a thread
 // transition or a human's resume does.
 func rebind(t *testing.T, st store.TerminalStore, sessionID string) {
@@ -113,4 +214,18 @@ func rebind(t *testing.T, st store.TerminalStore, sessionID string) {
 	if err := st.SaveTermSession(t.Context(), sess); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tracking counts the followers that named their records (made a first
+// look).
+func (c *recheckClock) tracking() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, sub := range c.subs {
+		if sub.keys != nil {
+			n++
+		}
+	}
+	return n
 }

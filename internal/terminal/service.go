@@ -90,11 +90,13 @@ type Service struct {
 	transitionHook func(status string)
 
 	// inv is the last pane inventory, shared by monitors so that many
-	// open Turns cost one tmux list and /proc scan per interval.
-	invMu  sync.Mutex
-	invAt  time.Time
-	panes  []Pane
-	invErr error
+	// open Turns cost one tmux list and /proc scan per interval, and
+	// indexed by pane key so that each finds its pane without scanning
+	// every other.
+	invMu    sync.Mutex
+	invAt    time.Time
+	invByKey map[string][]Pane
+	invErr   error
 
 	// inputs caches List's human-input scans per pane (inputscan.go).
 	inputs inputScans
@@ -107,17 +109,26 @@ type Service struct {
 	holding int
 }
 
-// sharedDiscover returns an inventory at most maxAge old (monitors only;
-// a send always discovers afresh).
-func (s *Service) sharedDiscover(ctx context.Context, maxAge time.Duration) ([]Pane, error) {
+// livePane looks p up in an inventory at most maxAge old (monitors only;
+// a send always discovers afresh): the pane listed under p's key that runs
+// p's agent process incarnation, if any, and the inventory's error.
+func (s *Service) livePane(ctx context.Context, maxAge time.Duration, p Pane) (Pane, bool, error) {
 	s.invMu.Lock()
 	defer s.invMu.Unlock()
-	if !s.invAt.IsZero() && time.Since(s.invAt) < maxAge {
-		return s.panes, s.invErr
+	if s.invAt.IsZero() || time.Since(s.invAt) >= maxAge {
+		panes, err := s.o.Terminals.Discover(ctx)
+		s.invByKey, s.invErr, s.invAt = make(map[string][]Pane, len(panes)), err, time.Now()
+		for _, q := range panes {
+			s.invByKey[q.Key] = append(s.invByKey[q.Key], q)
+		}
 	}
-	s.panes, s.invErr = s.o.Terminals.Discover(ctx)
-	s.invAt = time.Now()
-	return s.panes, s.invErr
+	found, ok := Pane{}, false
+	for _, q := range s.invByKey[p.Key] {
+		if q.PID == p.PID && q.Birth == p.Birth {
+			found, ok = q, true
+		}
+	}
+	return found, ok, s.invErr
 }
 
 // NewService returns a Service over o.

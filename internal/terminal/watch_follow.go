@@ -41,9 +41,12 @@ type watcher struct {
 	pane  Pane
 	agent Agent
 	find  TaskFinder
-	// watch and sess are as the last look left them (see monitor.turn).
+	// watch, sess and ledger are as the last look left them (see
+	// monitor.turn); ledger is the watched terminal's dispatch entry
+	// (Version 0: it has none), which the follower never writes.
 	watch   *store.Watch
 	sess    *store.TermSession
+	ledger  *store.Dispatch
 	spoiled bool
 }
 
@@ -123,7 +126,8 @@ func (m *watcher) check(ctx context.Context, wk wake) (bool, time.Time, error) {
 		return true, never, nil
 	}
 	now := time.Now()
-	m.h.clock.track(m.id, recordKey{store.VersionWatch, m.id}, recordKey{store.VersionSession, w.SessionID})
+	ledgerKey := recordKey{store.VersionDispatch, w.TerminalKey}
+	m.h.clock.track(m.id, recordKey{store.VersionWatch, m.id}, recordKey{store.VersionSession, w.SessionID}, ledgerKey)
 	sess, err := reuse(&m.h.clock, wk, recordKey{store.VersionSession, w.SessionID}, m.sess, sessionVersion,
 		func() (*store.TermSession, error) { return m.s.o.Store.GetTermSession(ctx, w.SessionID) })
 	m.sess = sess
@@ -135,11 +139,9 @@ func (m *watcher) check(ctx context.Context, wk wake) (bool, time.Time, error) {
 	}
 	alive, dead := false, false
 	m.s.followKey(m.pane.Key)
-	if panes, derr := m.s.sharedDiscover(ctx, 500*time.Millisecond); derr == nil {
-		for _, p := range panes {
-			if p.Key == m.pane.Key && p.PID == m.pane.PID && p.Birth == m.pane.Birth {
-				alive, m.pane = true, p
-			}
+	if p, found, derr := m.s.livePane(ctx, 500*time.Millisecond, m.pane); derr == nil {
+		if alive = found; alive {
+			m.pane = p
 		}
 		dead = !alive
 	}
@@ -150,13 +152,17 @@ func (m *watcher) check(ctx context.Context, wk wake) (bool, time.Time, error) {
 			dead = false
 		}
 	}
-	if d, err := m.s.o.Store.GetDispatch(ctx, w.TerminalKey); err == nil && d.PreparedAt >= w.CreatedAt && d.MessageType == store.DispatchTransition {
+	d, err := reuse(&m.h.clock, wk, ledgerKey, m.ledger, dispatchVersion,
+		func() (*store.Dispatch, error) { return ledgerEntry(ctx, m.s.o.Store, w.TerminalKey) })
+	m.ledger = d
+	sent := err == nil && d.Version > 0 && d.PreparedAt >= w.CreatedAt
+	if sent && d.MessageType == store.DispatchTransition {
 		// A thread transition types into the pane: the watched task
 		// belonged to the thread it leaves, and the requester is told so
 		// (not that a Turn was sent: there is none).
 		return true, never, m.settle(ctx, w, WatchKindInvalidated, "thread_transition",
 			"A thread transition ("+d.GenerationID+") started in the watched pane (new thread, resume or adopt); the task watched belonged to the thread it leaves, so the watch stopped.", "")
-	} else if err == nil && d.PreparedAt >= w.CreatedAt {
+	} else if sent {
 		// ClawConnect sent a Turn into the pane: it is followed as that
 		// Turn, never reported as the human's task.
 		return true, never, m.settle(ctx, w, WatchKindInvalidated, "clawconnect_turn_sent",
@@ -252,6 +258,16 @@ func (m *watcher) screen(ctx context.Context, w *store.Watch, now time.Time) err
 		w.Notifications = append(w.Notifications, id)
 	}
 	return m.save(ctx, w, also)
+}
+
+// ledgerEntry reads the terminal's dispatch ledger entry; a terminal that
+// has none reads as an entry at Version 0, which a re-check can keep.
+func ledgerEntry(ctx context.Context, st store.TerminalStore, key string) (*store.Dispatch, error) {
+	d, err := st.GetDispatch(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return &store.Dispatch{TerminalKey: key}, nil
+	}
+	return d, err
 }
 
 // watchQuestionBody is the notification text of a question the watched

@@ -144,6 +144,11 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 		n = 4
 	}
 	r.SetMaxOpenConns(n)
+	// Every reader stays open (database/sql keeps two idle by default): a
+	// burst of reads (a host's followers at a re-check) would otherwise
+	// close the others, and each reopened connection compiles again every
+	// statement the pool had prepared on it.
+	r.SetMaxIdleConns(n)
 	// Poll counters are batched: in WAL mode every commit empties the page
 	// cache of each reader connection, so a write per check_task poll made
 	// every read a cold b-tree descent, and at 10^6 rows each poll dirtied

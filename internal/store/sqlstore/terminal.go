@@ -231,12 +231,13 @@ func decodeTurn(id string, v int64, data string) (*store.Turn, error) {
 func setTurnVersion(t *store.Turn, v int64) { t.Version = v }
 
 func (db *DB) dispatch(ctx context.Context, q termQuerier, key string, lock bool) (*store.Dispatch, error) {
-	stmt := `SELECT data FROM term_dispatch WHERE terminal_key = ?`
+	stmt := `SELECT version, data FROM term_dispatch WHERE terminal_key = ?`
 	if lock {
 		stmt += db.d.ForUpdate
 	}
+	var v int64
 	var data string
-	err := q.QueryRowContext(ctx, stmt, key).Scan(&data)
+	err := q.QueryRowContext(ctx, stmt, key).Scan(&v, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("dispatch of %s: %w", key, store.ErrNotFound)
 	}
@@ -247,6 +248,7 @@ func (db *DB) dispatch(ctx context.Context, q termQuerier, key string, lock bool
 	if err := json.Unmarshal([]byte(data), &d); err != nil {
 		return nil, fmt.Errorf("dispatch of %s: %v: %w", key, err, store.ErrIncompatible)
 	}
+	d.Version = v
 	return &d, nil
 }
 
@@ -289,7 +291,8 @@ func (db *DB) putDispatch(ctx context.Context, tx *txn, d *store.Dispatch) error
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO term_dispatch (terminal_key, generation_id, data) VALUES (?, ?, ?)
-		ON CONFLICT (terminal_key) DO UPDATE SET generation_id = excluded.generation_id, data = excluded.data`,
+		ON CONFLICT (terminal_key) DO UPDATE SET generation_id = excluded.generation_id, data = excluded.data,
+			version = term_dispatch.version + 1`,
 		d.TerminalKey, d.GenerationID, string(data))
 	return err
 }

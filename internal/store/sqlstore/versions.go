@@ -10,9 +10,10 @@ import (
 // versionCols names, per store.Version* kind, the table, key and version
 // column Versions reads.
 var versionCols = map[string][3]string{
-	store.VersionTurn:    {"term_turns", "turn_id", "version"},
-	store.VersionSession: {"term_sessions", "session_id", "revision"},
-	store.VersionWatch:   {"term_watches", "watch_id", "revision"},
+	store.VersionTurn:     {"term_turns", "turn_id", "version"},
+	store.VersionSession:  {"term_sessions", "session_id", "revision"},
+	store.VersionWatch:    {"term_watches", "watch_id", "revision"},
+	store.VersionDispatch: {"term_dispatch", "terminal_key", "version"},
 }
 
 // Versions implements store.TerminalStore: one indexed read per chunk of

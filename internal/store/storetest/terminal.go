@@ -238,6 +238,23 @@ func testDispatchLedger(t *testing.T, s store.TerminalStore) {
 		t.Fatal(err)
 	}
 	turn, d := tc.Turn, tc.Dispatch
+	// Every write of the entry moves its version, as Versions reports it.
+	ledgerVersion := func() int64 {
+		t.Helper()
+		got, err := s.GetDispatch(ctx, "term")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs, err := s.Versions(ctx, store.VersionDispatch, []string{"term", "term-never"})
+		if err != nil || !maps.Equal(vs, map[string]int64{"term": got.Version}) {
+			t.Fatalf("dispatch Versions = %v, %v; want term at %d", vs, err, got.Version)
+		}
+		return got.Version
+	}
+	first := ledgerVersion()
+	if first < 1 {
+		t.Fatalf("a new ledger entry has version %d, want at least 1", first)
+	}
 	for _, st := range []string{store.DispatchPrepared, store.DispatchTextInjected, store.DispatchUncertain} {
 		if st != store.DispatchPrepared {
 			advance(t, s, turn, d, st)
@@ -256,8 +273,15 @@ func testDispatchLedger(t *testing.T, s store.TerminalStore) {
 	rel := *d
 	rel.ReleasedAt = 20
 	advance(t, s, turn, &rel, store.DispatchUncertain)
+	released := ledgerVersion()
+	if released <= first {
+		t.Fatalf("ledger version after advances = %d, want above %d", released, first)
+	}
 	if err := s.CreateTurn(ctx, NewTurn("turn-b", b, 11)); err != nil {
 		t.Fatalf("after release: %v", err)
+	}
+	if v := ledgerVersion(); v != released+1 {
+		t.Fatalf("ledger version after a new Turn took it = %d, want %d", v, released+1)
 	}
 	got, err := s.GetDispatch(ctx, "term")
 	if err != nil || got.TurnID != "turn-b" || got.PreviousGenerationID != "gen-turn-a" {

@@ -15,7 +15,7 @@ import (
 )
 
 // UpgradeStore is what the upgrade check writes and reads: every record
-// kind a store of schema 6 held, and the kinds migrations 7 to 11 added.
+// kind a store of schema 6 held, and the kinds migrations 7 to 12 added.
 type UpgradeStore interface {
 	store.Store
 	store.TerminalStore
@@ -27,7 +27,8 @@ type UpgradeStore interface {
 // Schema6Downgrade returns the statements that take a store of the
 // current schema back to schema 6: they drop what migrations 7 (watches),
 // 8 (transitions), 9 (the callback lease-owner index), 10 (the Turn's
-// principal column) and 11 (the shared lease table) created, and rebuild
+// principal column), 11 (the shared lease table) and 12 (the dispatch
+// ledger's version column) created, and rebuild
 // the monitor lease table and the callback outbox as migrations 3 and 6 in
 // dir create them (keeping the callbacks). A backend test checks that the
 // result has exactly the schema migrations 1-6 build before it reopens the
@@ -49,6 +50,7 @@ func Schema6Downgrade(t *testing.T, dir string) []string {
 	const cols = `message_id, turn_id, status, next_attempt_at, created_at, data`
 	out := []string{
 		`ALTER TABLE term_turns DROP COLUMN principal`,
+		`ALTER TABLE term_dispatch DROP COLUMN version`,
 		`CREATE TABLE term_callbacks_v6 AS SELECT ` + cols + ` FROM term_callbacks`,
 		`DROP TABLE term_callbacks`,
 	}
