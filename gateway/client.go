@@ -539,6 +539,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.stopLingersLocked()
 	cn := c.cur
 	pend := c.pending
 	c.pending = map[string]*pendingCall{}

@@ -31,7 +31,9 @@
 // subscribed to that session, instead of every run's events to every
 // connection. Each Run subscribes to its session (sessions.messages.subscribe)
 // before it submits and releases it when it ends; [Client.WatchSession] does
-// the same for other callers. A gateway that does not offer that method
+// the same for other callers. A released subscription is kept for
+// [Options.SessionLinger] (2 s), so the next run in the same session (a
+// client continuing its thread) submits without a subscribe round trip. A gateway that does not offer that method
 // broadcasts as before, and the Client then makes no subscription calls
 // ([Client.SessionScoped] says which case holds).
 //

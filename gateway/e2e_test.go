@@ -103,6 +103,18 @@ func TestE2ERealGateway(t *testing.T) {
 		t.Logf("events of the run: legacy client %d, session-scoped bystander %d", seenLegacy.of(id), seen.of(id))
 	})
 
+	t.Run("a run continuing a session gets its events through the lingering subscription", func(t *testing.T) {
+		for i := range 2 {
+			id := fmt.Sprint("linger-", i, "-", nonce)
+			got, kinds := runToEnd(ctx, t, c, gateway.RunRequest{SessionKey: key("linger"), Message: "ECHO=e2e-linger-" + nonce,
+				IdempotencyKey: id})
+			if got.Status != gateway.StatusOK || got.Text != "e2e-linger-"+nonce {
+				t.Fatalf("run %d: outcome = %+v", i, got)
+			}
+			wantRunEvents(t, fmt.Sprint("run ", i, " in the session"), kinds)
+		}
+	})
+
 	t.Run("history read", func(t *testing.T) {
 		h, err := c.History(ctx, gateway.HistoryRequest{SessionKey: key("turn"), Limit: 20})
 		if err != nil {

@@ -38,6 +38,7 @@ const (
 	DefaultMaxReconnectDelay = 30 * time.Second
 	DefaultWriteTimeout      = 10 * time.Second
 	DefaultRestartGrace      = 5 * time.Minute
+	DefaultSessionLinger     = 2 * time.Second
 )
 
 // Options configures Dial. The zero value of each field is a documented
@@ -104,6 +105,13 @@ type Options struct {
 	// idempotency key; default 5 minutes.
 	RestartGrace time.Duration
 
+	// SessionLinger is how long the gateway-side subscription to a
+	// session's events outlives the last run followed there (see
+	// CapSessionScopedEvents), so that a run started there meanwhile (a
+	// client continuing its thread) submits without a subscribe round trip
+	// first; default 2s, a negative value unsubscribes at once.
+	SessionLinger time.Duration
+
 	// Logger receives connection and bad-frame logs; nil discards.
 	Logger *slog.Logger
 }
@@ -129,6 +137,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if o.SessionLinger == 0 {
+		o.SessionLinger = DefaultSessionLinger
 	}
 	if o.CallTimeout == 0 {
 		o.CallTimeout = DefaultCallTimeout

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Client capabilities this package knows.
@@ -40,6 +41,9 @@ type watch struct {
 	// otherwise land after a new subscribe and silence the session.
 	op sync.Mutex
 	on *conn // connection holding the gateway-side subscription; guarded by op and Client.mu
+	// linger, while nobody follows the key, drops it once Options.SessionLinger
+	// has passed; guarded by Client.mu. A pending one holds a count of Client.wg.
+	linger *time.Timer
 }
 
 // scopedConn reports whether events on a connection with hello come only
@@ -98,6 +102,14 @@ func (c *Client) acquireWatch(key string, explicit bool) (*watch, error) {
 		w.explicit = true
 	}
 	w.refs++
+	if w.linger != nil {
+		// Followed again before the linger ran out: the subscription (if
+		// its connection is still up) serves the new follower.
+		if w.linger.Stop() {
+			c.wg.Done()
+		}
+		w.linger = nil
+	}
 	return w, nil
 }
 
@@ -134,7 +146,8 @@ func (c *Client) syncWatch(ctx context.Context, key string, w *watch) error {
 }
 
 // releaseWatch counts one follower of key less; the last one's release
-// unsubscribes in the background.
+// unsubscribes in the background once Options.SessionLinger has passed
+// without a new follower.
 func (c *Client) releaseWatch(key string, explicit bool) {
 	c.mu.Lock()
 	w := c.watches[key]
@@ -147,19 +160,36 @@ func (c *Client) releaseWatch(key string, explicit bool) {
 	}
 	w.refs--
 	last := w.refs == 0 && !c.closed
-	if last {
-		c.wg.Add(1) // the supervisor holds a count until Close, so never from zero
+	if !last {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1) // the supervisor holds a count until Close, so never from zero
+	drop := func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.HandshakeTimeout)
+		defer cancel()
+		if err := c.dropWatch(ctx, key, w); err != nil {
+			c.log.Debug("unsubscribe session failed", "session_key", key, "err", err)
+		}
+	}
+	if c.opts.SessionLinger > 0 {
+		w.linger = time.AfterFunc(c.opts.SessionLinger, drop)
+		c.mu.Unlock()
+		return
 	}
 	c.mu.Unlock()
-	if last {
-		go func() {
-			defer c.wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), c.opts.HandshakeTimeout)
-			defer cancel()
-			if err := c.dropWatch(ctx, key, w); err != nil {
-				c.log.Debug("unsubscribe session failed", "session_key", key, "err", err)
-			}
-		}()
+	go drop()
+}
+
+// stopLingersLocked cancels the pending drops of lingering watches when
+// the Client closes: its connection, and with it every subscription, ends.
+func (c *Client) stopLingersLocked() {
+	for _, w := range c.watches {
+		if w.linger != nil && w.linger.Stop() {
+			c.wg.Done()
+		}
+		w.linger = nil
 	}
 }
 

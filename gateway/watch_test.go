@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
@@ -177,4 +178,51 @@ func TestWatchSessionNests(t *testing.T) {
 	if n := gw.CountRequests("sessions.messages.subscribe"); n != 1 {
 		t.Errorf("%d subscribe calls; want 1 (the run shares the watch's), none renewed for a released session", n)
 	}
+}
+
+// TestSessionSubscriptionLingers: a session's subscription outlives its
+// last run by Options.SessionLinger, so the next run there (a client
+// continuing its thread) needs no subscribe call; it is dropped once the
+// linger has passed, at once with a negative linger, and a Client closing
+// with a linger pending does not wait for it.
+func TestSessionSubscriptionLingers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		linger     time.Duration
+		subscribes int
+	}{
+		{name: "kept for the next run", linger: time.Hour, subscribes: 1},
+		{name: "dropped at once", linger: -1, subscribes: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			gw := newGW(t, nil)
+			c := dial(t, gw, func(o *gateway.Options) { o.SessionLinger = tc.linger })
+			ctx := waitCtx(t)
+			for i := range 2 {
+				id := fmt.Sprint("idem-linger-", i)
+				wantRunEvents(t, "a run in the session", echoRun(ctx, t, c, "linger", id))
+				drained(ctx, t, c, id)
+				if tc.linger < 0 {
+					eventually(t, "unsubscribe after the run", func() bool { return gw.Subscribed("linger") == 0 })
+				}
+			}
+			if n := gw.CountRequests("sessions.messages.subscribe"); n != tc.subscribes {
+				t.Errorf("two runs in one session one after the other: %d subscribe calls; want %d", n, tc.subscribes)
+			}
+		})
+	}
+	t.Run("dropped after the linger", func(t *testing.T) {
+		t.Parallel()
+		gw := newGW(t, nil)
+		c := dial(t, gw, func(o *gateway.Options) { o.SessionLinger = 20 * time.Millisecond })
+		ctx := waitCtx(t)
+		wantRunEvents(t, "a run in the session", echoRun(ctx, t, c, "linger", "idem-linger"))
+		drained(ctx, t, c, "idem-linger")
+		eventually(t, "unsubscribe after the linger", func() bool { return gw.Subscribed("linger") == 0 })
+		if n := gw.CountRequests("sessions.messages.unsubscribe"); n != 1 {
+			t.Errorf("%d unsubscribe calls; want 1", n)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 )
@@ -67,9 +68,9 @@ func (CodexAgent) ParseStatus(screen string) (StatusCard, bool) {
 }
 
 var (
-	codexCardHeader = regexp.MustCompile(`^>_ OpenAI Codex \(v([0-9]+\.[0-9]+\.[0-9]+)\)$`)
-	cardRow         = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9 ._()/-]{0,40}):\s+(\S.*)$`)
-	uuidRE          = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	codexCardHeader = lazyRE(`^>_ OpenAI Codex \(v([0-9]+\.[0-9]+\.[0-9]+)\)$`)
+	cardRow         = lazyRE(`^([A-Za-z][A-Za-z0-9 ._()/-]{0,40}):\s+(\S.*)$`)
+	uuidRE          = lazyRE(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 )
 
 // ParseCodexStatus parses the newest Codex /status card on a screen.
@@ -91,18 +92,18 @@ func ParseCodexStatus(screen string) (StatusCard, bool) {
 		if strings.HasPrefix(strings.TrimSpace(l), "›") {
 			break // the composer
 		}
-		if m := codexCardHeader.FindStringSubmatch(t); m != nil {
+		if m := codexCardHeader().FindStringSubmatch(t); m != nil {
 			header, card.Version = true, m[1]
 			continue
 		}
-		if m := cardRow.FindStringSubmatch(t); m != nil && header {
+		if m := cardRow().FindStringSubmatch(t); m != nil && header {
 			card.addField(m[1], m[2])
 		}
 	}
 	card.Model = firstWord(card.Fields["Model"])
 	card.SessionID = card.Fields["Session"]
 	card.Workspace = card.Fields["Directory"]
-	return card, header && card.Version != "" && uuidRE.MatchString(card.SessionID)
+	return card, header && card.Version != "" && uuidRE().MatchString(card.SessionID)
 }
 
 // Version implements Inspector.
@@ -142,7 +143,7 @@ func ParseClaudeStatus(screen string) (StatusCard, bool) {
 			closed = true
 			break
 		}
-		if m := cardRow.FindStringSubmatch(t); m != nil {
+		if m := cardRow().FindStringSubmatch(t); m != nil {
 			card.addField(m[1], m[2])
 		}
 	}
@@ -150,7 +151,7 @@ func ParseClaudeStatus(screen string) (StatusCard, bool) {
 	card.Model = firstWord(card.Fields["Model"])
 	card.SessionID = card.Fields["Session ID"]
 	card.Workspace = card.Fields["cwd"]
-	return card, closed && card.Version != "" && uuidRE.MatchString(card.SessionID)
+	return card, closed && card.Version != "" && uuidRE().MatchString(card.SessionID)
 }
 
 // hiddenField reports a card row that names credentials or where they go.
@@ -191,4 +192,10 @@ func termSafe(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// lazyRE returns expr compiled once, at the first call: a package's
+// expressions are not compiled when a process that never uses them starts.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -118,7 +118,7 @@ func FuzzParseStatusCards(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, screen string) {
 		for _, parse := range []func(string) (StatusCard, bool){ParseCodexStatus, ParseClaudeStatus} {
-			if c, ok := parse(screen); ok && (c.Version == "" || !uuidRE.MatchString(c.SessionID)) {
+			if c, ok := parse(screen); ok && (c.Version == "" || !uuidRE().MatchString(c.SessionID)) {
 				t.Fatalf("accepted a card without version or session id: %+v", c)
 			}
 		}

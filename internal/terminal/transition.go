@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -88,7 +87,7 @@ func recoveryActions(id string) []string {
 // thread a transition asked for.
 const transitionVerifyTimeout = 15 * time.Second
 
-var threadIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var threadIDPattern = lazyRE(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // selfIdentity is this process as the owner of the transitions it runs:
 // the identity task and terminal leases use (host and pid namespace, pid,
@@ -303,7 +302,7 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 	if err := checkTerminalID(terminalID); err != nil {
 		return fail(err)
 	}
-	if kind == store.TransitionResumeThread && !threadIDPattern.MatchString(thread) {
+	if kind == store.TransitionResumeThread && !threadIDPattern().MatchString(thread) {
 		return fail(fmt.Errorf("%w: native thread id %q is not a complete thread id (a UUID); copy one from `clawconnect terminal threads %s`", ErrBadInput, thread, terminalID))
 	}
 	ts, err := s.transitions()

@@ -84,7 +84,7 @@ func claudeThreads(ctx context.Context, dir, cwd string) ([]NativeThread, error)
 			return nil, fmt.Errorf("read the Claude Code project directory: %w", err)
 		}
 		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
-		if !ok || !threadIDPattern.MatchString(id) || !e.Type().IsRegular() {
+		if !ok || !threadIDPattern().MatchString(id) || !e.Type().IsRegular() {
 			continue
 		}
 		if t, ok := claudeThread(filepath.Join(dir, e.Name()), id, cwd); ok {
@@ -232,7 +232,7 @@ func codexThreads(ctx context.Context, home, cwd string) ([]NativeThread, error)
 		}
 		meta, err := codex.ReadSessionMeta(path)
 		if err != nil || meta.Subagent || meta.Cwd != cwd || meta.Originator != "codex-tui" ||
-			!strings.HasSuffix(strings.TrimSuffix(name, ".jsonl"), meta.ID) || !threadIDPattern.MatchString(meta.ID) {
+			!strings.HasSuffix(strings.TrimSuffix(name, ".jsonl"), meta.ID) || !threadIDPattern().MatchString(meta.ID) {
 			return nil
 		}
 		t := NativeThread{ID: meta.ID, CreatedAt: meta.Timestamp.UnixMilli()}

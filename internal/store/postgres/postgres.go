@@ -130,9 +130,9 @@ const changeChannel = "clawconnect_tasks"
 
 // listener returns the store's change listener: a connection of its own
 // that LISTENs on changeChannel and passes on the ids announced for schema.
-func listener(cfg *pgx.ConnConfig, schema string) func(ctx context.Context, changed func(id string), _ func() bool) error {
+func listener(cfg *pgx.ConnConfig, schema string) func(ctx context.Context, changed func(id string), _ func() bool, _ <-chan struct{}) error {
 	prefix := schema + "/"
-	return func(ctx context.Context, changed func(id string), _ func() bool) error {
+	return func(ctx context.Context, changed func(id string), _ func() bool, _ <-chan struct{}) error {
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("listen for task changes: %w", err)

@@ -31,22 +31,27 @@ const keepChanges = 10000
 // reads coalesce into one more read. (The WAL's own write events come
 // before the commit is visible to readers, so they cannot be the signal.)
 //
-// Every commit of every process signals every listener, so the read is
-// skipped while nobody in this process waits for an announcement (an mcp
-// process follows the tasks it starts itself and usually has no such
-// waiter): with ten processes writing, the reads were a sixth of their CPU.
-// The skipped rows are read, and their waiters woken, at the first signal
-// once someone watches; a reader that starts watching reads the store
-// after it registered, so it misses nothing committed before.
-func listener(path string, busy time.Duration) func(ctx context.Context, changed func(id string), watching func() bool) error {
+// Every commit of every process signals every listener, so while nobody
+// in this process waits for an announcement (an mcp process follows the
+// tasks it starts itself and usually has no such waiter) the listener
+// neither reads (with ten processes writing, the reads were a sixth of
+// their CPU) nor watches the signal file: each commit woke every idle
+// process's listener only to be discarded. When a reader starts watching
+// (began), the listener watches the file again and then reads the rows
+// after the last one it saw, so a commit made while it did not watch is
+// read then, and every later one signals; a reader that starts watching
+// reads the store after it registered, so it misses nothing committed
+// before.
+func listener(path string, busy time.Duration) func(ctx context.Context, changed func(id string), watching func() bool, began <-chan struct{}) error {
 	sig := filepath.Base(path) + signalSuffix
-	return func(ctx context.Context, changed func(id string), watching func() bool) error {
+	return func(ctx context.Context, changed func(id string), watching func() bool, began <-chan struct{}) error {
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
 			return fmt.Errorf("watch store changes: %w", err)
 		}
 		defer w.Close()
-		if err := watchSignal(w, path); err != nil {
+		watched, err := watchSignal(w, path) // the name watched, "" while not
+		if err != nil {
 			return fmt.Errorf("watch store changes: %w", err)
 		}
 		// It reads only the newest change rows: a small page cache.
@@ -72,6 +77,12 @@ func listener(path string, busy time.Duration) func(ctx context.Context, changed
 				return ctx.Err()
 			case err := <-w.Errors:
 				return fmt.Errorf("watch store changes: %w", err)
+			case <-began:
+				if watched == "" {
+					if watched, err = watchSignal(w, path); err != nil {
+						return fmt.Errorf("watch store changes: %w", err)
+					}
+				}
 			case ev, ok := <-w.Events:
 				if !ok {
 					return errors.New("watch store changes: watcher closed")
@@ -89,6 +100,12 @@ func listener(path string, busy time.Duration) func(ctx context.Context, changed
 				}
 			}
 			if !watching() {
+				if watched != "" {
+					// Deaf until a reader starts watching (began); a
+					// watch the kernel already dropped needs no removal.
+					_ = w.Remove(watched)
+					watched = ""
+				}
 				continue
 			}
 			if last, err = readChanges(ctx, read, last, changed); err != nil {
@@ -103,11 +120,13 @@ func listener(path string, busy time.Duration) func(ctx context.Context, changed
 // The file itself, not the directory: a directory watch also reports every
 // write to the WAL beside it, about fifteen per commit, and each one woke
 // the listener of every process on the store to discard it.
-func watchSignal(w *fsnotify.Watcher, path string) error {
+// It returns the name it watches.
+func watchSignal(w *fsnotify.Watcher, path string) (string, error) {
 	if w.Add(path+signalSuffix) == nil {
-		return nil
+		return path + signalSuffix, nil
 	}
-	return w.Add(filepath.Dir(path))
+	dir := filepath.Dir(path)
+	return dir, w.Add(dir)
 }
 
 // readChanges passes on the ids of the change rows after last and returns

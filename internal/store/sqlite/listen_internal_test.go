@@ -31,7 +31,7 @@ func TestWatchSignalIgnoresTheWAL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := watchSignal(w, path); err != nil {
+		if _, err := watchSignal(w, path); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path+"-wal", []byte("frame"), 0o600); err != nil {

@@ -66,8 +66,10 @@ type Dialect struct {
 	// after a failure. It makes the store a store.ChangeFeed. watching
 	// reports whether a reader of this process waits for an announcement
 	// now; a listener whose reads cost something may skip them while it
-	// is false (a reader that starts watching re-reads the store itself).
-	Listen func(ctx context.Context, changed func(id string), watching func() bool) error
+	// is false (a reader that starts watching re-reads the store itself),
+	// and may stop hearing announcements at all until began receives: it
+	// does whenever the count of watching readers rises from zero.
+	Listen func(ctx context.Context, changed func(id string), watching func() bool, began <-chan struct{}) error
 }
 
 // DB is a store.Store over a writer pool and a reader pool (they may be the
@@ -101,6 +103,7 @@ func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
 	}
 	db := &DB{w: w, r: r, d: d, onClose: onClose}
 	if d.Listen != nil {
+		db.watch.began = make(chan struct{}, 1)
 		ctx, cancel := context.WithCancel(context.Background())
 		started, done := make(chan struct{}), make(chan struct{})
 		go db.runListener(ctx, started, done)

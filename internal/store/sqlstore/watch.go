@@ -16,6 +16,10 @@ type taskWatch struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
 	n    atomic.Int64 // watchers registered
+	// began receives (capacity 1) whenever n rises from zero, so a
+	// listener that stopped hearing announcements while nobody watched
+	// starts again.
+	began chan struct{}
 }
 
 // watching reports whether any reader watches a task or the new ones.
@@ -34,7 +38,12 @@ func (w *taskWatch) watch(id string) (<-chan struct{}, func()) {
 		w.subs[id] = set
 	}
 	set[ch] = struct{}{}
-	w.n.Add(1)
+	if w.n.Add(1) == 1 && w.began != nil {
+		select {
+		case w.began <- struct{}{}:
+		default: // a start is already pending
+		}
+	}
 	var once sync.Once
 	return ch, func() {
 		w.mu.Lock()
@@ -129,7 +138,7 @@ func (db *DB) runListener(ctx context.Context, started, done chan<- struct{}) {
 		}
 	}
 	for {
-		_ = db.d.Listen(ctx, changed, db.watch.watching) // meanwhile waiters fall back to re-reading
+		_ = db.d.Listen(ctx, changed, db.watch.watching, db.watch.began) // meanwhile waiters fall back to re-reading
 		changed("")
 		select {
 		case <-ctx.Done():

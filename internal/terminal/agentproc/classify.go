@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Agent is the kind of coding agent.
@@ -32,10 +33,10 @@ const (
 func (a Agent) Valid() bool { return a == Codex || a == Claude }
 
 var (
-	envAssignRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
-	claudeVersionDir  = regexp.MustCompile(`/claude/versions/([0-9]+\.[0-9]+\.[0-9]+)$`)
-	codexReleaseExeRE = regexp.MustCompile(`/releases/([0-9]+\.[0-9]+\.[0-9]+)(?:-[^/]*)?/bin/codex$`)
-	semverPrefixRE    = regexp.MustCompile(`^([0-9]+\.[0-9]+\.[0-9]+)(?:[-+][0-9A-Za-z.+-]*)?$`)
+	envAssignRE       = lazyRE(`^[A-Za-z_][A-Za-z0-9_]*=`)
+	claudeVersionDir  = lazyRE(`/claude/versions/([0-9]+\.[0-9]+\.[0-9]+)$`)
+	codexReleaseExeRE = lazyRE(`/releases/([0-9]+\.[0-9]+\.[0-9]+)(?:-[^/]*)?/bin/codex$`)
+	semverPrefixRE    = lazyRE(`^([0-9]+\.[0-9]+\.[0-9]+)(?:[-+][0-9A-Za-z.+-]*)?$`)
 )
 
 // codexNonTUI are Codex subcommands that do not run the interactive TUI.
@@ -86,7 +87,7 @@ var claudeValueFlags = map[string]bool{
 // setup-token, mcp, config, doctor, …).
 func Classify(argv []string) (Agent, bool) {
 	i := 0
-	for i < len(argv) && envAssignRE.MatchString(argv[i]) {
+	for i < len(argv) && envAssignRE().MatchString(argv[i]) {
 		i++
 	}
 	if i >= len(argv) {
@@ -114,7 +115,7 @@ func Classify(argv []string) (Agent, bool) {
 	switch {
 	case base == "codex":
 		return classifyCodex(args)
-	case base == "claude" || base == "claude.exe" || claudeVersionDir.MatchString(prog):
+	case base == "claude" || base == "claude.exe" || claudeVersionDir().MatchString(prog):
 		return classifyClaude(args)
 	}
 	return "", false
@@ -182,11 +183,11 @@ func Version(agent Agent, exe string) (string, error) {
 	}
 	switch agent {
 	case Codex:
-		if m := codexReleaseExeRE.FindStringSubmatch(exe); m != nil {
+		if m := codexReleaseExeRE().FindStringSubmatch(exe); m != nil {
 			return m[1], nil
 		}
 	case Claude:
-		if m := claudeVersionDir.FindStringSubmatch(exe); m != nil {
+		if m := claudeVersionDir().FindStringSubmatch(exe); m != nil {
 			return m[1], nil
 		}
 	default:
@@ -224,9 +225,15 @@ func packageVersion(file, prefix string) (string, bool) {
 	if json.Unmarshal(b, &pkg) != nil || !strings.HasPrefix(pkg.Name, prefix) {
 		return "", false
 	}
-	m := semverPrefixRE.FindStringSubmatch(pkg.Version)
+	m := semverPrefixRE().FindStringSubmatch(pkg.Version)
 	if m == nil {
 		return "", false
 	}
 	return m[1], true
+}
+
+// lazyRE returns expr compiled once, at the first call: a package's
+// expressions are not compiled when a process that never uses them starts.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -3,7 +3,6 @@ package agentproc
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -15,8 +14,8 @@ var ErrBadTerminalID = errors.New("agentproc: malformed terminal_id")
 const TerminalIDPattern = `^terminal:v[0-9]+:\S+$`
 
 var (
-	terminalIDRE = regexp.MustCompile(TerminalIDPattern)
-	targetRE     = regexp.MustCompile(`^\S+:[0-9]+\.[0-9]+$`)
+	terminalIDRE = lazyRE(TerminalIDPattern)
+	targetRE     = lazyRE(`^\S+:[0-9]+\.[0-9]+$`)
 )
 
 // ProviderTmux is the only terminal provider.
@@ -63,7 +62,7 @@ func ParseTerminalID(s string) (TerminalID, error) {
 		}
 		return TerminalID{Version: 1, Provider: ProviderTmux, Agent: Codex, Target: target, PID: pid}, nil
 	}
-	if !terminalIDRE.MatchString(s) {
+	if !terminalIDRE().MatchString(s) {
 		return bad("it does not match " + TerminalIDPattern)
 	}
 	rest := strings.TrimPrefix(s, "terminal:v")
@@ -93,7 +92,7 @@ func splitPID(s string) (string, int, error) {
 		return "", 0, errors.New("no pid")
 	}
 	target, p := s[:i], s[i+1:]
-	if !targetRE.MatchString(target) {
+	if !targetRE().MatchString(target) {
 		return "", 0, errors.New("the target is not session:window.pane")
 	}
 	if p == "" || len(p) > 9 || strings.Trim(p, "0123456789") != "" {

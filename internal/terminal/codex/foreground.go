@@ -3,7 +3,6 @@ package codex
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -36,7 +35,7 @@ import (
 // $CODEX_HOME.
 const WriterLocksDir = "thread-writer-locks"
 
-var lockName = regexp.MustCompile(`^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.lock$`)
+var lockName = lazyRE(`^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.lock$`)
 
 // WriterLock is one thread writer lock a process holds open.
 type WriterLock struct {
@@ -79,7 +78,7 @@ func ReadForeground(codexHome string, open []OpenFile, exclude map[string]bool) 
 		if strings.HasSuffix(f.Path, " (deleted)") || filepath.Dir(f.Path) != dir {
 			continue
 		}
-		m := lockName.FindStringSubmatch(filepath.Base(f.Path))
+		m := lockName().FindStringSubmatch(filepath.Base(f.Path))
 		if m == nil || seen[f.Path] || exclude[strings.ToLower(m[1])] {
 			continue
 		}

@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -25,9 +24,9 @@ const QuestionFeature = "default_mode_request_user_input"
 const noneOfTheAbove = "None of the above"
 
 var (
-	questionFooterRE = regexp.MustCompile(`^\s*tab to add notes \| enter to submit answer \| esc to interrupt\s*$`)
-	questionHeaderRE = regexp.MustCompile(`^\s*Question (\d+)/(\d+) \((\d+) unanswered\)\s*$`)
-	questionRowRE    = regexp.MustCompile(`^\s*([›»]\s*)?(\d+)\.\s+(.+?)(?:\s{2,}(\S.*?))?\s*$`)
+	questionFooterRE = lazyRE(`^\s*tab to add notes \| enter to submit answer \| esc to interrupt\s*$`)
+	questionHeaderRE = lazyRE(`^\s*Question (\d+)/(\d+) \((\d+) unanswered\)\s*$`)
+	questionRowRE    = lazyRE(`^\s*([›»]\s*)?(\d+)\.\s+(.+?)(?:\s{2,}(\S.*?))?\s*$`)
 )
 
 // parseQuestion finds the request_user_input dialog of Codex 0.171.0; nil
@@ -42,13 +41,13 @@ func parseQuestion(lines []string) *screen.Question {
 	for last >= 0 && strings.TrimSpace(lines[last]) == "" {
 		last--
 	}
-	if last < 0 || !questionFooterRE.MatchString(lines[last]) {
+	if last < 0 || !questionFooterRE().MatchString(lines[last]) {
 		return nil
 	}
 	q := &screen.Question{Profile: QuestionProfile}
 	header := -1
 	for i := last - 1; i >= max(0, last-40); i-- {
-		if m := questionHeaderRE.FindStringSubmatch(lines[i]); m != nil {
+		if m := questionHeaderRE().FindStringSubmatch(lines[i]); m != nil {
 			header = i
 			if m[2] != "1" {
 				q.Refuse("the dialog asks more than one question")
@@ -64,7 +63,7 @@ func parseQuestion(lines []string) *screen.Question {
 	n, highlighted, other := 0, 0, 0
 	for _, l := range lines[header+1 : last] {
 		t := strings.TrimSpace(l)
-		o := questionRowRE.FindStringSubmatch(l)
+		o := questionRowRE().FindStringSubmatch(l)
 		switch {
 		case t == "":
 		case o != nil:

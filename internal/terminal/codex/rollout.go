@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -151,7 +150,7 @@ func readMeta(f io.Reader, path string) (SessionMeta, error) {
 }
 
 // rolloutName matches a rollout file name and captures its thread id.
-var rolloutName = regexp.MustCompile(`^rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$`)
+var rolloutName = lazyRE(`^rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$`)
 
 // IsRolloutName reports whether base is a rollout file name.
 func IsRolloutName(base string) bool {
@@ -161,7 +160,7 @@ func IsRolloutName(base string) bool {
 // ThreadIDFromName returns the thread id at the end of a rollout file name,
 // lowercased, or "" when the name has none.
 func ThreadIDFromName(base string) string {
-	m := rolloutName.FindStringSubmatch(base)
+	m := rolloutName().FindStringSubmatch(base)
 	if m == nil {
 		return ""
 	}

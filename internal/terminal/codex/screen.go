@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/redact"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
@@ -20,13 +21,13 @@ var approvalMarkers = map[string]screen.ApprovalKind{
 }
 
 var (
-	needsApproval = regexp.MustCompile(`^.+ needs your approval\.$`)
-	optionRE      = regexp.MustCompile(`^\s*(?:[›»]\s*)?(\d+)\.\s+(.+?)\s+\(([^()\r\n]+)\)\s*$`)
-	footerRE      = regexp.MustCompile(`^\s*Press enter to confirm or esc to cancel(?: or o to open thread)?\s*$`)
-	afterPromptRE = regexp.MustCompile(`^\s*(?:✔ You approved|✗ You (?:denied|canceled)|• (?:Working|Ran|Explored|Edited|Read|Searched|Updated|Added|Deleted)\b|─* ?Worked for)`)
-	workingRE     = regexp.MustCompile(`^\s*[•◦·]\s+Working\b`)
-	backgroundRE  = regexp.MustCompile(`^\s*(?:• Waiting for background terminal|\d+ background terminals? running)`)
-	turnEndRE     = regexp.MustCompile(`^\s*(?:─+\s*)?Worked for\b|^\s*■ `)
+	needsApproval = lazyRE(`^.+ needs your approval\.$`)
+	optionRE      = lazyRE(`^\s*(?:[›»]\s*)?(\d+)\.\s+(.+?)\s+\(([^()\r\n]+)\)\s*$`)
+	footerRE      = lazyRE(`^\s*Press enter to confirm or esc to cancel(?: or o to open thread)?\s*$`)
+	afterPromptRE = lazyRE(`^\s*(?:✔ You approved|✗ You (?:denied|canceled)|• (?:Working|Ran|Explored|Edited|Read|Searched|Updated|Added|Deleted)\b|─* ?Worked for)`)
+	workingRE     = lazyRE(`^\s*[•◦·]\s+Working\b`)
+	backgroundRE  = lazyRE(`^\s*(?:• Waiting for background terminal|\d+ background terminals? running)`)
+	turnEndRE     = lazyRE(`^\s*(?:─+\s*)?Worked for\b|^\s*■ `)
 )
 
 // Placeholders are composer placeholders of Codex 0.171. They are told
@@ -75,11 +76,11 @@ func ParseScreen(text string) screen.Screen {
 	lastPrompt, lastEnd := -1, -1
 	for i, l := range lines[:at] {
 		switch {
-		case workingRE.MatchString(l) || backgroundRE.MatchString(l):
+		case workingRE().MatchString(l) || backgroundRE().MatchString(l):
 			if i >= at-30 {
 				s.Activity = screen.Working
 			}
-		case turnEndRE.MatchString(l):
+		case turnEndRE().MatchString(l):
 			lastEnd = i
 		case strings.HasPrefix(l, "› ") || strings.HasPrefix(l, "» "):
 			lastPrompt = i
@@ -158,7 +159,7 @@ func parseApproval(lines []string) *screen.Approval {
 		if k, ok := approvalMarkers[t]; ok {
 			markers = append(markers, i)
 			kind = k
-		} else if needsApproval.MatchString(t) {
+		} else if needsApproval().MatchString(t) {
 			markers = append(markers, i)
 			kind = screen.OtherApproval
 		}
@@ -168,7 +169,7 @@ func parseApproval(lines []string) *screen.Approval {
 	}
 	start := markers[len(markers)-1]
 	for _, l := range lines[start+1:] {
-		if afterPromptRE.MatchString(l) {
+		if afterPromptRE().MatchString(l) {
 			return nil // the prompt was answered; what remains is history
 		}
 	}
@@ -182,11 +183,11 @@ func parseApproval(lines []string) *screen.Approval {
 	firstOpt, footer := -1, -1
 	for i := start + 1; i < len(lines); i++ {
 		l := lines[i]
-		if footerRE.MatchString(l) {
+		if footerRE().MatchString(l) {
 			footer = i
 			break
 		}
-		if m := optionRE.FindStringSubmatch(l); m != nil {
+		if m := optionRE().FindStringSubmatch(l); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			if firstOpt < 0 {
 				firstOpt = i
@@ -219,7 +220,7 @@ func parseApproval(lines []string) *screen.Approval {
 	if len(opts) < 2 {
 		setReason(ap, "fewer than two options")
 	} else {
-		m := optionRE.FindStringSubmatch(lastOption(lines, start, end))
+		m := optionRE().FindStringSubmatch(lastOption(lines, start, end))
 		if m == nil || !(strings.HasPrefix(strings.TrimSpace(m[2]), "No") || strings.HasPrefix(strings.TrimSpace(m[2]), "Cancel")) || strings.TrimSpace(m[3]) == "y" {
 			setReason(ap, "the last option is not \"No …\" or \"Cancel …\"")
 		}
@@ -241,7 +242,7 @@ func setReason(ap *screen.Approval, reason string) {
 
 func lastOption(lines []string, start, end int) string {
 	for i := end - 1; i > start; i-- {
-		if optionRE.MatchString(lines[i]) {
+		if optionRE().MatchString(lines[i]) {
 			return lines[i]
 		}
 	}
@@ -261,7 +262,7 @@ func command(lines []string) string {
 			}
 			continue
 		}
-		if t == "" || optionRE.MatchString(l) || footerRE.MatchString(l) {
+		if t == "" || optionRE().MatchString(l) || footerRE().MatchString(l) {
 			break
 		}
 		out = append(out, t)
@@ -295,3 +296,9 @@ const (
 	// kills the agent.
 	InterruptKey = "Escape"
 )
+
+// lazyRE returns expr compiled once, at the first call: a package's
+// expressions are not compiled when a process that never uses them starts.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -27,7 +26,7 @@ type StateThread struct {
 	UpdatedAt int64
 }
 
-var stateDBName = regexp.MustCompile(`^state_(\d+)\.sqlite$`)
+var stateDBName = lazyRE(`^state_(\d+)\.sqlite$`)
 
 // StateDBPath returns the state database with the highest schema number in
 // codexHome, or "" when there is none.
@@ -38,7 +37,7 @@ func StateDBPath(codexHome string) string {
 	}
 	best, bestN := "", -1
 	for _, e := range ents {
-		m := stateDBName.FindStringSubmatch(e.Name())
+		m := stateDBName().FindStringSubmatch(e.Name())
 		if m == nil || !e.Type().IsRegular() {
 			continue
 		}

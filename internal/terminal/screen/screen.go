@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -129,14 +130,14 @@ type Screen struct {
 	Draft string `json:"draft,omitempty"`
 }
 
-var ansiRE = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+var ansiRE = lazyRE(`\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
 
 // Lines cleans captured pane text for parsing: ANSI escapes stripped, CRLF
 // and CR as LF, trailing spaces of every line trimmed, trailing empty lines
 // dropped.
 func Lines(text string) []string {
 	if strings.IndexByte(text, 0x1b) >= 0 {
-		text = ansiRE.ReplaceAllString(text, "")
+		text = ansiRE().ReplaceAllString(text, "")
 	}
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	text = strings.ReplaceAll(text, "\r", "\n")
@@ -180,4 +181,10 @@ func DraftShows(draft, payload string) bool {
 	}
 	k, err := fmt.Sscanf(draft, "[Pasted text #%d +%d lines]", &n, &lines)
 	return err == nil && k == 2 && lines == strings.Count(payload, "\n")
+}
+
+// lazyRE returns expr compiled once, at the first call: a package's
+// expressions are not compiled when a process that never uses them starts.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

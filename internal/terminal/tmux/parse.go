@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ListFormat is the exact -F format ListPanes gives `tmux list-panes -a`:
@@ -18,13 +19,13 @@ const ListFormat = "#{session_name}\t#{window_index}\t#{pane_index}\t#{pane_pid}
 var ErrMalformedLine = errors.New("tmux: malformed list-panes line")
 
 var (
-	paneIDRE = regexp.MustCompile(`^%[0-9]+$`)
+	paneIDRE = lazyRE(`^%[0-9]+$`)
 	// The legacy six-field forms, when a runner collapsed the tabs.
-	legacySpaceRE      = regexp.MustCompile(`^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(.+?)\s*$`)
-	legacyUnderscoreRE = regexp.MustCompile(`^(.+)_(\d+)_(\d+)_(\d+)_([^_]+)_(.+?)\s*$`)
+	legacySpaceRE      = lazyRE(`^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(.+?)\s*$`)
+	legacyUnderscoreRE = lazyRE(`^(.+)_(\d+)_(\d+)_(\d+)_([^_]+)_(.+?)\s*$`)
 	// An eight-field line with collapsed tabs ends with a separator, the
 	// socket, a separator and a pane id.
-	trailingPaneIDRE = regexp.MustCompile(`(?:\s|_)%[0-9]+\s*$`)
+	trailingPaneIDRE = lazyRE(`(?:\s|_)%[0-9]+\s*$`)
 )
 
 // ParseListPanes parses the output of `list-panes -a -F ListFormat` run
@@ -78,10 +79,10 @@ func ParseLine(line, socket string) (Pane, error) {
 			return Pane{}, fmt.Errorf("%w: %d tab-separated fields, want 8 (or the legacy 6): %q", ErrMalformedLine, len(f), clip(line))
 		}
 	}
-	if trailingPaneIDRE.MatchString(line) {
+	if trailingPaneIDRE().MatchString(line) {
 		return parseCollapsed(line, socket)
 	}
-	for _, re := range []*regexp.Regexp{legacySpaceRE, legacyUnderscoreRE} {
+	for _, re := range []*regexp.Regexp{legacySpaceRE(), legacyUnderscoreRE()} {
 		if m := re.FindStringSubmatch(line); m != nil {
 			return build(line, socket, m[1], m[2], m[3], m[4], m[5], m[6], "", "")
 		}
@@ -112,9 +113,9 @@ func parseCollapsed(line, socket string) (Pane, error) {
 	if trimmed == rest {
 		return Pane{}, fmt.Errorf("%w: collapsed line has no separator before the socket %q: %q", ErrMalformedLine, socket, clip(line))
 	}
-	re := legacySpaceRE
+	re := legacySpaceRE()
 	if sep == '_' {
-		re = legacyUnderscoreRE
+		re = legacyUnderscoreRE()
 	}
 	m := re.FindStringSubmatch(trimmed)
 	if m == nil {
@@ -141,7 +142,7 @@ func build(line, queried, session, window, index, pid, command, path, sock, id s
 	if (sock == "") != (id == "") {
 		return Pane{}, fmt.Errorf("%w: socket %q and pane id %q must both be set or both empty: %q", ErrMalformedLine, sock, id, clip(line))
 	}
-	if id != "" && !paneIDRE.MatchString(id) {
+	if id != "" && !paneIDRE().MatchString(id) {
 		return Pane{}, fmt.Errorf("%w: pane id %q is not %%N: %q", ErrMalformedLine, id, clip(line))
 	}
 	return p, nil
@@ -160,4 +161,10 @@ func clip(s string) string {
 		return s[:200] + "…"
 	}
 	return s
+}
+
+// lazyRE returns expr compiled once, at the first call: a package's
+// expressions are not compiled when a process that never uses them starts.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

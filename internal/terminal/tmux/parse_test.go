@@ -142,7 +142,7 @@ func FuzzParseLine(f *testing.F) {
 		if p.Session == "" || p.PID <= 0 || p.Window < 0 || p.Index < 0 {
 			t.Fatalf("accepted invalid pane %+v from %q", p, line)
 		}
-		if (p.ID == "") != (p.Socket == "") || (p.ID != "" && !paneIDRE.MatchString(p.ID)) {
+		if (p.ID == "") != (p.Socket == "") || (p.ID != "" && !paneIDRE().MatchString(p.ID)) {
 			t.Fatalf("accepted pane with bad identity %+v from %q", p, line)
 		}
 		if p.ID != "" && !strings.Contains(line, "\t") && p.Socket != socket {

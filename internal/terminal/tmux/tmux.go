@@ -24,7 +24,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -261,7 +260,7 @@ func (c *Client) ListSocket(ctx context.Context, socket string) ([]Pane, error) 
 // id is paneID. No match is ErrPaneGone (also when the server is gone);
 // more than one is ErrAmbiguous; a timed-out tmux is ErrUncertain.
 func (c *Client) Resolve(ctx context.Context, socket, paneID string) (Pane, error) {
-	if socket == "" || !paneIDRE.MatchString(paneID) {
+	if socket == "" || !paneIDRE().MatchString(paneID) {
 		return Pane{}, fmt.Errorf("tmux resolve %q on %q: %w: want a socket path and a pane id %%N", paneID, socket, ErrInvalid)
 	}
 	panes, err := c.ListSocket(ctx, socket)
@@ -413,7 +412,7 @@ const (
 
 // keyRE accepts tmux key names (Enter, C-m, M-x, F1, y, BSpace, …) and
 // nothing that could be read as an option or as literal text.
-var keyRE = regexp.MustCompile(`^(?:[CMS]-)*(?:[A-Za-z][A-Za-z0-9]*|[0-9])$`)
+var keyRE = lazyRE(`^(?:[CMS]-)*(?:[A-Za-z][A-Za-z0-9]*|[0-9])$`)
 
 // SendKeys presses keys in the pane, in order, with one `send-keys` call
 // (without -l, so they are key names). It is always a separate call from
@@ -429,7 +428,7 @@ func (c *Client) SendKeys(ctx context.Context, p Pane, keys ...Key) error {
 	}
 	args := []string{"send-keys", "-t", t}
 	for _, k := range keys {
-		if !keyRE.MatchString(string(k)) {
+		if !keyRE().MatchString(string(k)) {
 			return fmt.Errorf("tmux send keys to %s: %w: %q is not a tmux key name", t, ErrInvalid, k)
 		}
 		args = append(args, string(k))
