@@ -31,7 +31,7 @@ func hostAgent(host string, pid int) *fakeAgent {
 
 // addHost adds machine name with one pane (pid) to r's shared store; key
 // is its sealing key.
-func addHost(t *testing.T, r *rig, name string, pid int, key string) *hostRig {
+func addHost(t testing.TB, r *rig, name string, pid int, key string) *hostRig {
 	t.Helper()
 	a := hostAgent(name, pid)
 	ft := &fakeTerminals{agents: []*fakeAgent{a}}
@@ -43,7 +43,7 @@ func addHost(t *testing.T, r *rig, name string, pid int, key string) *hostRig {
 
 // run starts the machine's host with a short lease and rescan, until the
 // test ends or stop is called.
-func (m *hostRig) run(t *testing.T, r *rig) *Host {
+func (m *hostRig) run(t testing.TB, r *rig) *Host {
 	t.Helper()
 	h := NewHost(m.svc, HostOptions{LeaseTTL: 2 * time.Second, Rescan: 50 * time.Millisecond, Watch: r.fakeWatch})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -60,7 +60,7 @@ func (m *hostRig) run(t *testing.T, r *rig) *Host {
 
 // twoHosts runs hosts A (one pane, pid) and B (one pane, pid+1) on one
 // store.
-func twoHosts(t *testing.T, pid int) (*rig, *hostRig, *hostRig) {
+func twoHosts(t testing.TB, pid int) (*rig, *hostRig, *hostRig) {
 	t.Helper()
 	r := newRig(t)
 	a := addHost(t, r, "hosta", pid, "key-a")
