@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -41,7 +40,7 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	}
 	dbURL := freshDatabase(t, base)
 	hostA := startNamespacedHost(t, "mh-host-a", dbURL)
-	startNamespacedHost(t, "mh-host-b", dbURL)
+	hostB := startNamespacedHost(t, "mh-host-b", dbURL)
 
 	// The pane of B as every machine names it, once B published it sendable.
 	var bID string
@@ -72,6 +71,50 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	}
 	if v.Status != "idle" || v.Result == nil || v.Result.Text != "reply-from-host-b" || v.TerminalID != bID {
 		t.Fatalf("turn = %+v", v)
+	}
+
+	// B's daemon is killed with SIGKILL while its Turn runs (the model
+	// holds the reply): A's host stalls the Turn host_lost once B's lease
+	// passed; B's next daemon follows it again to its reply.
+	out = nsCLI(t, hostA, dbURL, "send", "--terminal", bID, "--json", "WAIT=75000 ECHO=after-host-b-returned")
+	var sent terminal.SendResult
+	if err := json.Unmarshal([]byte(out), &sent); err != nil || sent.SubmissionOutcome != terminal.OutcomeAccepted {
+		t.Fatalf("send: %v\n%s", err, out)
+	}
+	initB := namespaceInit(t, hostB)
+	if err := syscall.Kill(initB, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	status := func() terminal.TurnView {
+		var v terminal.TurnView
+		out := nsCLI(t, hostA, dbURL, "status", "--json", sent.TurnID)
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("status --json: %v\n%s", err, out)
+		}
+		return v
+	}
+	for v = status(); v.Status != "stalled"; v = status() {
+		if time.Since(killed) > 90*time.Second {
+			t.Fatalf("90 s after B's daemon was killed its Turn is %+v, want stalled host_lost", v)
+		}
+		time.Sleep(time.Second)
+	}
+	if !strings.HasPrefix(v.StalledReason, "host_lost") {
+		t.Fatalf("stalled reason %q, want host_lost", v.StalledReason)
+	}
+	t.Logf("stalled host_lost %s after the kill", time.Since(killed).Round(time.Second))
+	if err := syscall.Kill(initB, syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	for v = status(); v.Status != "idle"; v = status() {
+		if time.Since(killed) > 4*time.Minute || v.Status == "failed" {
+			t.Fatalf("after B's daemon restarted its Turn is %+v, want idle with the reply", v)
+		}
+		time.Sleep(time.Second)
+	}
+	if v.Result == nil || v.Result.Text != "after-host-b-returned" {
+		t.Fatalf("turn after B returned = %+v", v)
 	}
 }
 
@@ -113,7 +156,9 @@ func startNamespacedHost(t *testing.T, host, dbURL string) int {
 // TestHelperNamespacedHost is not a test: TestE2ETerminalSendAcrossHosts
 // runs the test binary with it as pid 1 of a pid namespace, which takes
 // the host name given, starts Codex on the fake model in a tmux server of
-// its own and runs `clawconnect terminal daemon` on it until SIGTERM.
+// its own and runs `clawconnect terminal daemon` on it as a child process
+// (TestHelperTerminalDaemon) until SIGTERM: SIGUSR1 kills that daemon with
+// SIGKILL, SIGUSR2 starts a new one.
 func TestHelperNamespacedHost(t *testing.T) {
 	host := os.Getenv("CLAWCONNECT_TEST_HOSTNAME")
 	if os.Getenv("CLAWCONNECT_TEST_HELPER_DAEMON") != "1" || host == "" {
@@ -124,18 +169,51 @@ func TestHelperNamespacedHost(t *testing.T) {
 	}
 	model := fakemodel.New(t, fakemodel.Options{})
 	tui := realtui.Require(t, realcli.Codex, model, realtui.Options{Width: 200, Height: 50})
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	env := map[string]string{"CLAWCONNECT_TMUX_SOCKETS": tui.Socket}
-	getenv := func(k string) string {
-		if v, ok := env[k]; ok {
-			return v
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(sig)
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTerminalDaemon$")
+		cmd.Env = append(os.Environ(), "CLAWCONNECT_TMUX_SOCKETS="+tui.Socket)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		return os.Getenv(k)
+		return cmd
 	}
-	if err := Run(ctx, Env{Args: []string{"terminal", "daemon"}, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: getenv}); err != nil {
+	daemon := start()
+	for s := range sig {
+		switch s {
+		case syscall.SIGUSR1:
+			_ = daemon.Process.Kill()
+			_ = daemon.Wait()
+		case syscall.SIGUSR2:
+			daemon = start()
+		default:
+			_ = daemon.Process.Signal(syscall.SIGTERM)
+			_ = daemon.Wait()
+			return
+		}
+	}
+}
+
+// namespaceInit returns the pid (in this pid namespace) of the first
+// process unshare started: pid 1 of the host's namespace.
+func namespaceInit(t *testing.T, unsharePid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(unsharePid) + "/task/" + strconv.Itoa(unsharePid) + "/children")
+	if err != nil {
 		t.Fatal(err)
 	}
+	f := strings.Fields(string(b))
+	if len(f) != 1 {
+		t.Fatalf("unshare %d has children %q, want one", unsharePid, f)
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }
 
 // nsCLI runs `clawconnect terminal args...` in the UTS namespace of the
