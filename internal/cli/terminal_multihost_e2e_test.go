@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
@@ -86,14 +88,7 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	status := func() terminal.TurnView {
-		var v terminal.TurnView
-		out := nsCLI(t, hostA, dbURL, "status", "--json", sent.TurnID)
-		if err := json.Unmarshal([]byte(out), &v); err != nil {
-			t.Fatalf("status --json: %v\n%s", err, out)
-		}
-		return v
-	}
+	status := func() terminal.TurnView { return status2(t, hostA, dbURL, sent.TurnID) }
 	for v = status(); v.Status != "stalled"; v = status() {
 		if time.Since(killed) > 90*time.Second {
 			t.Fatalf("90 s after B's daemon was killed its Turn is %+v, want stalled host_lost", v)
@@ -116,6 +111,64 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	if v.Result == nil || v.Result.Text != "after-host-b-returned" {
 		t.Fatalf("turn after B returned = %+v", v)
 	}
+
+	// A Turn for B's pane written straight into the store by someone who
+	// is not B (it cannot seal it with B's key) is refused by B.
+	forged := forgeTurn(t, dbURL, sent.TurnID)
+	deadline = time.Now().Add(60 * time.Second)
+	for v = status2(t, hostA, dbURL, forged); v.Status != "failed"; v = status2(t, hostA, dbURL, forged) {
+		if time.Now().After(deadline) {
+			t.Fatalf("B did not refuse the forged Turn: %+v", v)
+		}
+		time.Sleep(time.Second)
+	}
+	if v.Result == nil || v.Result.Match != "forged_turn" {
+		t.Fatalf("forged Turn = %+v, want failed forged_turn", v)
+	}
+}
+
+// status2 is `terminal status --json ID` on host pid's command line.
+func status2(t *testing.T, pid int, dbURL, id string) terminal.TurnView {
+	t.Helper()
+	var v terminal.TurnView
+	out := nsCLI(t, pid, dbURL, "status", "--json", id)
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	return v
+}
+
+// forgeTurn writes into the store at dbURL a new Turn for the pane of the
+// Turn like, as a process without that host's key would (a copy with a
+// seal of its own), announces it, and returns its id.
+func forgeTurn(t *testing.T, dbURL, like string) string {
+	t.Helper()
+	ctx := t.Context()
+	st, err := postgres.Open(ctx, postgres.Options{URL: dbURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	orig, err := st.GetTurn(ctx, like)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	f := *orig
+	f.TurnID = "turn-" + time.Now().UTC().Format("20060102T150405") + "-f0f0f0f0"
+	f.Status, f.Result, f.Version, f.CreatedAt, f.UpdatedAt = store.TurnCreated, nil, 0, now, now
+	f.UserRequest, f.Takeover.RequestText = "ECHO=forged", "ECHO=forged"
+	f.HostSeal = strings.Repeat("ab", 32)
+	sub := f.Takeover.Submission
+	d := &store.Dispatch{TerminalKey: f.Takeover.TerminalKey, GenerationID: "dispatch-forged", SessionID: f.SessionID, TurnID: f.TurnID,
+		MessageID: "msg-forged", MessageType: sub.MessageType, RequestHash: sub.RequestHash, Status: store.DispatchPrepared,
+		BindingID: f.TerminalBindingID, BindingGeneration: f.TerminalBindingGeneration, PreparedAt: now}
+	f.Takeover.Submission = store.Submission{MessageID: d.MessageID, MessageType: d.MessageType, RequestHash: d.RequestHash, Status: store.DispatchPrepared, PreparedAt: now}
+	if err := st.CreateTurn(ctx, store.TurnCreate{Turn: &f, Dispatch: d}); err != nil {
+		t.Fatal(err)
+	}
+	st.AnnounceTerminalWork(ctx)
+	return f.TurnID
 }
 
 // startNamespacedHost starts the test binary as TestHelperNamespacedHost in
