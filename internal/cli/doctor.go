@@ -236,6 +236,9 @@ func checkStore(ctx context.Context, sv settings.Values) []verdict {
 	if tw, ok := db.(terminalWork); ok {
 		vs = append(vs, checkTerminalWork(ctx, tw, hostLive(ctx, tw), time.Now())...)
 	}
+	if hs, ok := db.(store.TerminalHosts); ok {
+		vs = append(vs, listTerminalHosts(ctx, hs, time.Now())...)
+	}
 	return vs
 }
 

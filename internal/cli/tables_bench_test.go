@@ -276,7 +276,7 @@ func measureMulti(b *testing.B, bin string, fg *fakegateway.Server, baseURL stri
 
 // freshDatabase creates a database on the server of baseURL, dropped at
 // cleanup, and returns its URL.
-func freshDatabase(b *testing.B, baseURL string) string {
+func freshDatabase(b testing.TB, baseURL string) string {
 	db, err := sql.Open("pgx", baseURL)
 	if err != nil {
 		b.Fatal(err)

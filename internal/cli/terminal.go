@@ -64,9 +64,14 @@ func newTerminalService(env Env, st store.TerminalStore, logger *slog.Logger) (*
 		return nil, c, fmt.Errorf("CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE: %w", err)
 	}
 	gw, _ := callbackGateway(env)
+	host, key, err := terminalHost(env)
+	if err != nil {
+		return nil, c, err
+	}
+	terms.Host = host
 	svc := terminal.NewService(terminal.Options{Store: st, Terminals: terms, Agents: terminal.DefaultAgents(), Logger: logger,
 		InactivityTimeout: c.InactivityTimeout, HardTimeout: c.HardTimeout, CallbackGateway: gw.URL,
-		AllowUnproven: c.AllowUnproven, AutoApprove: rules})
+		AllowUnproven: c.AllowUnproven, AutoApprove: rules, Host: host, HostKey: key})
 	return svc, c, nil
 }
 
@@ -86,7 +91,7 @@ func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalS
 		return nil, err
 	}
 	s := &terminalStack{svc: svc, close: func() { _ = closeStore() }}
-	if !hostLive(ctx, st) {
+	if !hostLiveHere(ctx, st, svc) {
 		s.host = terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal command"})
 	}
 	return s, nil
@@ -196,6 +201,9 @@ changes nothing.`,
 				res, err := s.svc.List(ctx)
 				if err != nil {
 					return err
+				}
+				if s.svc.HostMode() {
+					return printHostList(ctx, env, s.svc, res, asJSON)
 				}
 				if asJSON {
 					return printJSON(env.Stdout, res)

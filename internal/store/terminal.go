@@ -333,6 +333,10 @@ type Turn struct {
 	// AutoApprovals are the approval prompts an auto-approve rule
 	// answered for the Turn.
 	AutoApprovals []AutoApproval `json:"auto_approvals,omitempty"`
+	// HostSeal is the seal of the terminal host that created the Turn
+	// (an HMAC with a key that never leaves it), when its terminal id
+	// names a host: that host follows only Turns it sealed.
+	HostSeal string `json:"terminal_host_seal,omitempty"`
 	// Version is the compare-and-set version; WriteTurn bumps it.
 	Version int64 `json:"-"`
 }

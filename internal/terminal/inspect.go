@@ -42,6 +42,11 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 	if err := checkTerminalID(terminalID); err != nil {
 		return InspectResult{}, fmt.Errorf("inspect: %w", err)
 	}
+	if host, ok := s.foreign(terminalID); ok {
+		var res InspectResult
+		err := s.onHost(ctx, host, hostOpInspect, hostOpArgs{TerminalID: terminalID}, &res)
+		return res, err
+	}
 	p, a, _, err := s.followTarget(ctx, terminalID)
 	if err != nil {
 		return InspectResult{}, fmt.Errorf("inspect: %w", err)

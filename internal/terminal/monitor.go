@@ -153,6 +153,8 @@ func (h *Host) Run(ctx context.Context) error {
 	for id := range pending {
 		h.Watch(id)
 	}
+	h.publish(ctx)
+	h.resumeHostLost(ctx)
 	if x := h.o.Outbox; x != nil {
 		h.s.setKick(x.Kick)
 		h.wg.Add(1)
@@ -181,6 +183,7 @@ func (h *Host) Run(ctx context.Context) error {
 	for {
 		scan(ctx)
 		scan = h.rescan
+		h.runHostOps(ctx)
 		select {
 		case <-ctx.Done():
 			h.mu.Lock()
@@ -205,6 +208,7 @@ func (h *Host) Run(ctx context.Context) error {
 			scan = h.scanNew
 		case <-beat.C:
 			h.renew(ctx)
+			h.publish(ctx)
 			if reg != nil {
 				h.heartbeat(ctx, reg)
 				h.reapDead(ctx, reg)
@@ -297,6 +301,7 @@ func (h *Host) rescan(ctx context.Context) {
 	}
 	h.watchUnfollowed(ctx, store.LeaseMonitor, ids)
 	h.rescanWatches(ctx)
+	h.resumeHostLost(ctx)
 }
 
 // watchUnfollowed starts a follower (Watch) for each of ids whose kind
@@ -475,6 +480,9 @@ type monitor struct {
 }
 
 func (m *monitor) run(ctx context.Context) error {
+	if stop, err := m.h.screenForeign(ctx, m.turnID); stop {
+		return err
+	}
 	l, ctx, release, err := m.h.claim(ctx, store.LeaseMonitor, m.turnID)
 	if errors.Is(err, store.ErrLeaseLost) {
 		return nil // another host follows it

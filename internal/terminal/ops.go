@@ -191,6 +191,10 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 	if err := accepts(StepRespond, t, time.Now()); err != nil {
 		return SendResult{}, fmt.Errorf("respond: %w", err)
 	}
+	var remote SendResult
+	if ok, err := s.turnOn(ctx, t, hostOpRespond, request, &remote); ok {
+		return remote, err
+	}
 	if t.Question != nil {
 		// The agent asks in its own dialog: the answer picks a row there
 		// instead of being typed as a new prompt.
@@ -266,6 +270,10 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 	}
 	if err := accepts(StepApprove, t, time.Now()); err != nil {
 		return TurnView{}, fmt.Errorf("approve: %w", err)
+	}
+	var remote TurnView
+	if ok, err := s.turnOn(ctx, t, hostOpApprove, fingerprint, &remote); ok {
+		return remote, err
 	}
 	if fingerprint != "" && fingerprint != t.Approval.Fingerprint {
 		return TurnView{}, fmt.Errorf("approve: %w: the approval shown for turn %s has fingerprint %s, not %s; run status again", ErrRefused, turnID, t.Approval.Fingerprint, fingerprint)
@@ -371,6 +379,10 @@ func (s *Service) Cancel(ctx context.Context, turnID string) (TurnView, error) {
 	}
 	if err := accepts(StepCancel, t, time.Now()); err != nil {
 		return TurnView{}, fmt.Errorf("cancel: %w", err)
+	}
+	var remote TurnView
+	if ok, err := s.turnOn(ctx, t, hostOpCancel, "", &remote); ok {
+		return remote, err
 	}
 	p, a, err := s.turnPane(ctx, t)
 	keysSent, left := false, ""

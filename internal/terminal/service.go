@@ -68,6 +68,11 @@ type Options struct {
 	// AutoApprove are the auto-approve rules (CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE);
 	// none by default.
 	AutoApprove []AutoApproveRule
+	// Host is this machine's host name when terminals are shared with
+	// other machines (multihost.go); "" for a single machine. HostKey
+	// seals the Turns this host creates.
+	Host    string
+	HostKey []byte
 }
 
 // Service is the Turn service. It is safe for concurrent use.
@@ -426,6 +431,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	if (req.SessionID == "") == (req.TerminalID == "") {
 		return SendResult{}, fmt.Errorf("send: %w: give exactly one of a session id (session_exact; --session on the command line) or a terminal id (terminal_follow_current; --terminal), as `clawconnect terminal list` shows them", ErrBadInput)
 	}
+	if host, ok := s.sendHost(ctx, req); ok {
+		return s.sendOn(ctx, host, req)
+	}
 	var (
 		sess *store.TermSession
 		p    Pane
@@ -504,6 +512,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	if err := s.retireReplaced(ctx, p); err != nil {
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
+	s.sealTurn(turn)
 	// The sender holds the Turn's monitor lease from before the Turn exists,
 	// so no host's rescan can start a monitor that writes under the send.
 	lease, err := s.senderLease(ctx, turn.TurnID)
@@ -599,6 +608,10 @@ func (s *Service) identify(ctx context.Context, a Agent, p Pane) (Identity, erro
 
 // followTarget resolves a terminal_follow_current send to its live pane.
 func (s *Service) followTarget(ctx context.Context, terminalID string) (Pane, Agent, Identity, error) {
+	if host, ok := s.foreign(terminalID); ok {
+		return Pane{}, nil, Identity{}, fmt.Errorf("%w: terminal %s runs on terminal host %s; this operation runs only there", ErrRefused, terminalID, host)
+	}
+	terminalID = s.ownID(terminalID)
 	panes, err := s.o.Terminals.Discover(ctx)
 	if err != nil {
 		return Pane{}, nil, Identity{}, fmt.Errorf("discover panes: %w", err)

@@ -21,6 +21,9 @@ import (
 type TmuxTerminals struct {
 	Tmux   *tmux.Client
 	Finder *agentproc.Finder
+	// Host, when set, is the host name the panes' terminal ids carry
+	// (version 3), for a store shared with other machines.
+	Host string
 }
 
 var (
@@ -82,7 +85,11 @@ func (t *TmuxTerminals) Discover(ctx context.Context) ([]Pane, error) {
 	}
 	out := make([]Pane, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, paneOf(r))
+		p := paneOf(r)
+		if t.Host != "" {
+			p.TerminalID = agentproc.FormatHostTerminalID(t.Host, r.Agent, r.Pane.Target(), r.Process.PID)
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

@@ -59,6 +59,8 @@ func Schema6Downgrade(t *testing.T, dir string) []string {
 	out = append(out, `INSERT INTO term_callbacks (`+cols+`) SELECT `+cols+` FROM term_callbacks_v6`, `DROP TABLE term_callbacks_v6`)
 	out = append(out, create("CREATE TABLE term_monitor_leases ")...)
 	return append(out,
+		`DROP TABLE term_host_ops`,
+		`DROP TABLE term_hosts`,
 		`DROP TABLE term_leases`,
 		`DROP TABLE term_transitions`,
 		`DROP TABLE term_watches`,

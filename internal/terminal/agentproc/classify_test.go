@@ -165,6 +165,14 @@ func TestTerminalID(t *testing.T) {
 		{in: "terminal:v2:tmux:gemini:w:0.0:1", err: true},
 		{in: "terminal:v2:herdr:codex:w:0.0:1", err: true},
 		{in: "terminal:v3:tmux:codex:w:0.0:1", err: true},
+		{in: "terminal:v3:laptop-2.lan:tmux:codex:w:0.0:12", want: TerminalID{Version: 3, Host: "laptop-2.lan", Provider: "tmux", Agent: Codex, Target: "w:0.0", PID: 12}},
+		{in: "terminal:v3:h_1:tmux:claude:a:b:1.2:9", want: TerminalID{Version: 3, Host: "h_1", Provider: "tmux", Agent: Claude, Target: "a:b:1.2", PID: 9}},
+		{in: "terminal:v3::tmux:codex:w:0.0:1", err: true},
+		{in: "terminal:v3:-h:tmux:codex:w:0.0:1", err: true},
+		{in: "terminal:v3:h/ns:tmux:codex:w:0.0:1", err: true},
+		{in: "terminal:v3:h:tmux:codex:w:0.0", err: true},
+		{in: "terminal:v3:h", err: true},
+		{in: "terminal:v4:h:tmux:codex:w:0.0:1", err: true},
 		{in: "terminal:v2:tmux:codex:w:0.0:0", err: true},
 		{in: "terminal:v2:tmux:codex:w:0.0:-1", err: true},
 		{in: "terminal:v2:tmux:codex:w:0.0:1x", err: true},
@@ -193,12 +201,18 @@ func TestTerminalID(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("ParseTerminalID(%q) (-want +got):\n%s", tc.in, diff)
 		}
-		if tc.want.Version == 2 && got.String() != tc.in {
+		if tc.want.Version >= 2 && got.String() != tc.in {
 			t.Errorf("String() = %q, want %q", got.String(), tc.in)
 		}
 	}
 	if got := FormatTerminalID(Claude, "s:1.2", 55); got != "terminal:v2:tmux:claude:s:1.2:55" {
 		t.Errorf("FormatTerminalID = %q", got)
+	}
+	if got := FormatHostTerminalID("box", Claude, "s:1.2", 55); got != "terminal:v3:box:tmux:claude:s:1.2:55" {
+		t.Errorf("FormatHostTerminalID = %q", got)
+	}
+	if id, _ := ParseTerminalID("terminal:v3:box:tmux:claude:s:1.2:55"); id.Local() != "terminal:v2:tmux:claude:s:1.2:55" {
+		t.Errorf("Local() = %q", id.Local())
 	}
 	if _, err := ParseTerminalID("terminal:v2:nope"); err == nil || !strings.Contains(err.Error(), "clawconnect terminal list") {
 		t.Errorf("error does not say what to do: %v", err)
@@ -206,7 +220,8 @@ func TestTerminalID(t *testing.T) {
 }
 
 func FuzzParseTerminalID(f *testing.F) {
-	for _, s := range []string{"terminal:v2:tmux:codex:akk-work:0.0:33389", "terminal:tmux:w:0.1:4", "terminal:v2:tmux:claude:a:b:1.2:9"} {
+	for _, s := range []string{"terminal:v2:tmux:codex:akk-work:0.0:33389", "terminal:tmux:w:0.1:4", "terminal:v2:tmux:claude:a:b:1.2:9",
+		"terminal:v3:box-1.lan:tmux:codex:w:0.0:7"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -228,7 +243,10 @@ func FuzzParseTerminalID(f *testing.F) {
 		if again != id {
 			t.Fatalf("round trip %+v != %+v", again, id)
 		}
-		if id.Version == 2 && id.String() != s {
+		if id.Version == 3 && CheckHostName(id.Host) != nil {
+			t.Fatalf("accepted host %q from %q", id.Host, s)
+		}
+		if id.Version >= 2 && id.String() != s {
 			t.Fatalf("String() = %q, parsed from %q", id.String(), s)
 		}
 	})

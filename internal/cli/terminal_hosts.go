@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal"
+)
+
+// terminalHost returns this machine's terminal host name and sealing key
+// when the store is shared PostgreSQL, which other machines may share:
+// panes are then named by terminal ids carrying the host. A SQLite store
+// belongs to one machine and needs neither.
+func terminalHost(env Env) (string, []byte, error) {
+	sv := settingsOf(env)
+	if sv.DatabaseURL == "" {
+		return "", nil, nil
+	}
+	host, err := terminal.HostName()
+	if err != nil {
+		return "", nil, fmt.Errorf("terminal host: %w; give the machine a host name of letters, digits, '.', '-' and '_'", err)
+	}
+	key, err := terminal.LoadHostKey(sv.Home)
+	if err != nil {
+		return "", nil, fmt.Errorf("terminal host: %w", err)
+	}
+	return host, key, nil
+}
+
+// hostLiveHere reports whether a long-lived monitor host follows this
+// machine's Turns: with hosts on several machines, only one on this
+// machine can.
+func hostLiveHere(ctx context.Context, st any, svc *terminal.Service) bool {
+	if !svc.HostMode() {
+		return hostLive(ctx, st)
+	}
+	hosts, err := svc.Hosts(ctx)
+	if err != nil {
+		return false
+	}
+	for _, h := range hosts {
+		if h.Self && h.Live {
+			return hostLive(ctx, st)
+		}
+	}
+	return false
+}
+
+// hostList is `terminal list --json` with hosts on several machines: this
+// host's rows as List returns them, and every host published in the store
+// with its liveness and the panes it last published.
+type hostList struct {
+	Host      string                 `json:"host"`
+	Terminals []terminal.TerminalRow `json:"terminals"`
+	Hosts     []terminal.HostView    `json:"hosts"`
+}
+
+// printHostList prints the panes of every terminal host, grouped by host;
+// this host's own rows are the ones just listed.
+func printHostList(ctx context.Context, env Env, svc *terminal.Service, res terminal.ListResult, asJSON bool) error {
+	hosts, err := svc.Hosts(ctx)
+	if err != nil {
+		return err
+	}
+	out := hostList{Terminals: res.Terminals, Hosts: hosts}
+	for i, h := range hosts {
+		if h.Self {
+			out.Host = h.Host
+			out.Hosts[i].Terminals = res.Terminals
+		}
+	}
+	if asJSON {
+		return printJSON(env.Stdout, out)
+	}
+	for i, h := range out.Hosts {
+		if i > 0 {
+			fmt.Fprintln(env.Stdout)
+		}
+		state := "live"
+		if !h.Live {
+			state = "away: its panes take no operation until it returns"
+		}
+		self := ""
+		if h.Self {
+			self = ", this machine"
+		}
+		fmt.Fprintf(env.Stdout, "host %s (%s%s; last heartbeat %s)\n", h.Host, state, self, h.LastHeartbeat)
+		printTerminalRows(env.Stdout, h.Terminals)
+	}
+	if len(out.Hosts) == 0 {
+		printTerminalRows(env.Stdout, res.Terminals)
+	}
+	return nil
+}
+
+// listTerminalHosts is one verdict per terminal host published in the
+// store (hosts on several machines): its liveness, last heartbeat and
+// panes. A host that is away is reported, not failed: a laptop that
+// sleeps is normal, and its Turns say host_lost themselves.
+func listTerminalHosts(ctx context.Context, hs store.TerminalHosts, now time.Time) []verdict {
+	list, err := hs.TerminalHostList(ctx)
+	if err != nil {
+		return []verdict{{area: "terminal hosts", detail: err.Error(), fix: "The store answered but this table did not; retry."}}
+	}
+	var vs []verdict
+	for _, h := range terminal.HostViews(list, "", now) {
+		state := "live"
+		if !h.Live {
+			state = "away (its panes take no operation and its open Turns stall host_lost until it returns)"
+		}
+		panes := make([]string, 0, len(h.Terminals))
+		for _, r := range h.Terminals {
+			panes = append(panes, r.ID+" "+r.ActivityState)
+		}
+		detail := fmt.Sprintf("host %s: %s, last heartbeat %s, %d pane(s)", h.Host, state, h.LastHeartbeat, len(panes))
+		if len(panes) > 0 {
+			detail += ": " + strings.Join(panes, "; ")
+		}
+		vs = append(vs, verdict{ok: true, area: "terminal hosts", detail: detail})
+	}
+	return vs
+}

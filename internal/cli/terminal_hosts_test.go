@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+)
+
+// TestDoctorListsTerminalHosts: doctor lists each published terminal host
+// with its liveness, last heartbeat and panes; an away host is reported,
+// not failed.
+func TestDoctorListsTerminalHosts(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for _, h := range []store.TerminalHost{
+		{Host: "laptop", Owner: "laptop/1/a", PublishedAt: now.Add(-5 * time.Second).UnixMilli(),
+			Panes: json.RawMessage(`{"lease_ms":30000,"terminals":[{"id":"terminal:v3:laptop:tmux:codex:w:0.0:7","activity_state":"idle"}]}`)},
+		{Host: "studio", Owner: "studio/1/b", PublishedAt: now.Add(-time.Minute).UnixMilli(), Panes: json.RawMessage(`{"lease_ms":30000}`)},
+	} {
+		if err := st.PublishTerminalHost(t.Context(), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vs := listTerminalHosts(t.Context(), st, now)
+	if len(vs) != 2 {
+		t.Fatalf("verdicts %+v, want one per host", vs)
+	}
+	for i, want := range []string{
+		"host laptop: live, last heartbeat 2026-12-02T11:59:55Z, 1 pane(s): terminal:v3:laptop:tmux:codex:w:0.0:7 idle",
+		"host studio: away (",
+	} {
+		if !vs[i].ok || !strings.HasPrefix(vs[i].detail, want) {
+			t.Errorf("verdict %d = %+v, want ok and %q", i, vs[i], want)
+		}
+	}
+}

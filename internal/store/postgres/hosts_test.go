@@ -1,0 +1,21 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/postgres"
+	"github.com/clawconnect/clawconnect/internal/store/storetest"
+)
+
+func TestTerminalHostsConformance(t *testing.T) {
+	url := testURL(t)
+	storetest.RunTerminalHosts(t, func(t *testing.T) store.TerminalHosts {
+		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: freshSchema(t, url)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}

@@ -1,0 +1,595 @@
+package terminal
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
+	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+)
+
+// Terminal hosts on several machines. With a host name (Options.Host) a
+// Service names its panes by version 3 terminal ids, which carry the host.
+// An operation on a pane of another host is queued in the store for that
+// host (store.HostOp) and waited for; only the pane's own host runs it.
+// Each Turn a host creates is sealed with the host's secret key, which
+// never leaves the machine: a host follows and types only Turns it sealed,
+// so a Turn written into the store by anyone else for its panes is
+// refused, not trusted.
+
+// HostKeyFile is the name of a host's sealing key in its home directory.
+const HostKeyFile = "terminal-host.key"
+
+// LoadHostKey reads the host's sealing key from dir, creating it (32
+// random bytes, readable by its owner only) on first use.
+func LoadHostKey(dir string) ([]byte, error) {
+	path := filepath.Join(dir, HostKeyFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("host key: %w", err)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("host key: %w", err)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			return LoadHostKey(dir) // another process of this host made it first
+		}
+		if err != nil {
+			return nil, fmt.Errorf("host key: %w", err)
+		}
+		_, werr := f.Write(key)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return nil, fmt.Errorf("host key %s: %w", path, err)
+		}
+		return key, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("host key: %w", err)
+	}
+	if len(b) != 32 {
+		return nil, fmt.Errorf("host key %s holds %d bytes, not 32; remove it and a new one is made", path, len(b))
+	}
+	return b, nil
+}
+
+// HostName returns this machine's host name as terminal ids carry it.
+func HostName() (string, error) {
+	h, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("host name: %w", err)
+	}
+	if err := agentproc.CheckHostName(h); err != nil {
+		return "", fmt.Errorf("host name: %w", err)
+	}
+	return h, nil
+}
+
+// hostOf returns the host a terminal id names ("" for an id without one).
+func hostOf(terminalID string) string {
+	id, err := agentproc.ParseTerminalID(terminalID)
+	if err != nil {
+		return ""
+	}
+	return id.Host
+}
+
+// ownID is terminalID as this host names its own panes: with a host
+// name, the version 2 form (accepted on the pane's own machine) becomes
+// the version 3 form naming this host.
+func (s *Service) ownID(terminalID string) string {
+	id, err := agentproc.ParseTerminalID(terminalID)
+	if err != nil || s.o.Host == "" || id.Host != "" {
+		return terminalID
+	}
+	id.Host = s.o.Host
+	return id.String()
+}
+
+// foreign returns the host that runs terminalID's pane when it is not
+// this one.
+func (s *Service) foreign(terminalID string) (string, bool) {
+	h := hostOf(terminalID)
+	return h, h != "" && h != s.o.Host
+}
+
+// seal returns the Turn's seal: an HMAC with the host's key of the fields
+// a Turn never changes that say which pane, process and request it is.
+func (s *Service) seal(t *store.Turn) string {
+	m := hmac.New(sha256.New, s.o.HostKey)
+	for _, f := range []string{t.TurnID, t.SessionID, t.Takeover.TerminalID, t.Takeover.TerminalKey,
+		strconv.Itoa(t.Takeover.AgentPID), t.Takeover.ProcessBirth, t.UserRequest} {
+		m.Write([]byte(strconv.Itoa(len(f)) + ":" + f))
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// sealTurn seals a Turn this host creates.
+func (s *Service) sealTurn(t *store.Turn) {
+	if s.o.Host != "" && len(s.o.HostKey) > 0 {
+		t.HostSeal = s.seal(t)
+	}
+}
+
+// sealed reports whether this host sealed t.
+func (s *Service) sealed(t *store.Turn) bool {
+	want, err := hex.DecodeString(t.HostSeal)
+	if err != nil || len(s.o.HostKey) == 0 {
+		return false
+	}
+	got, _ := hex.DecodeString(s.seal(t))
+	return hmac.Equal(got, want)
+}
+
+// hostStore returns the store's host directory, or an error saying the
+// store cannot reach other hosts.
+func (s *Service) hostStore() (store.TerminalHosts, error) {
+	hs, ok := s.o.Store.(store.TerminalHosts)
+	if !ok {
+		return nil, fmt.Errorf("%w: this store keeps no terminal hosts; panes of other machines need the shared PostgreSQL store", ErrRefused)
+	}
+	return hs, nil
+}
+
+// hostPublication is what a host publishes about itself (the Panes of its
+// store.TerminalHost row).
+type hostPublication struct {
+	// LeaseMS is the host's lease: it publishes at least three times per
+	// lease, so a publication older than the lease means it is away.
+	LeaseMS   int64         `json:"lease_ms"`
+	Terminals []TerminalRow `json:"terminals"`
+}
+
+// HostView is one terminal host as the store last heard from it.
+type HostView struct {
+	Host string `json:"host"`
+	// Live says the host published within its lease.
+	Live bool `json:"live"`
+	// LastHeartbeat is its last publication (RFC 3339).
+	LastHeartbeat string `json:"last_heartbeat"`
+	// Self marks the host this process runs on.
+	Self      bool          `json:"self,omitempty"`
+	Terminals []TerminalRow `json:"terminals"`
+}
+
+// HostMode reports whether the Service names a host (panes are shared
+// with other machines).
+func (s *Service) HostMode() bool { return s.o.Host != "" }
+
+// Hosts returns every terminal host published in the store with its
+// panes and liveness, by host name.
+func (s *Service) Hosts(ctx context.Context) ([]HostView, error) {
+	hs, err := s.hostStore()
+	if err != nil {
+		return nil, err
+	}
+	list, err := hs.TerminalHostList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return HostViews(list, s.o.Host, time.Now()), nil
+}
+
+// HostViews reads the store's host rows as of now; self names this
+// machine's host ("" for none).
+func HostViews(list []store.TerminalHost, self string, now time.Time) []HostView {
+	out := make([]HostView, 0, len(list))
+	for _, h := range list {
+		var pub hostPublication
+		_ = json.Unmarshal(h.Panes, &pub) // an unreadable row lists no panes
+		out = append(out, HostView{Host: h.Host, Live: hostFresh(h, pub, now.UnixMilli()), Self: self != "" && h.Host == self,
+			LastHeartbeat: time.UnixMilli(h.PublishedAt).UTC().Format(time.RFC3339), Terminals: pub.Terminals})
+	}
+	return out
+}
+
+func hostFresh(h store.TerminalHost, pub hostPublication, now int64) bool {
+	lease := pub.LeaseMS
+	if lease <= 0 {
+		lease = liveWithin.Milliseconds()
+	}
+	return h.PublishedAt+lease >= now
+}
+
+// hostLive reports whether host published within its lease, and when it
+// last did (0: never).
+func (s *Service) hostLive(ctx context.Context, host string) (bool, int64, error) {
+	hs, err := s.hostStore()
+	if err != nil {
+		return false, 0, err
+	}
+	list, err := hs.TerminalHostList(ctx)
+	if err != nil {
+		return false, 0, err
+	}
+	for _, h := range list {
+		if h.Host == host {
+			var pub hostPublication
+			_ = json.Unmarshal(h.Panes, &pub)
+			return hostFresh(h, pub, time.Now().UnixMilli()), h.PublishedAt, nil
+		}
+	}
+	return false, 0, nil
+}
+
+// Operations a host runs for another (store.HostOp.Op).
+const (
+	hostOpSend    = "send"
+	hostOpRespond = "respond"
+	hostOpApprove = "approve"
+	hostOpCancel  = "cancel"
+	hostOpInspect = "inspect"
+)
+
+// hostOpArgs is the input of a host operation.
+type hostOpArgs struct {
+	Send       *SendRequest `json:"send,omitempty"`
+	TurnID     string       `json:"turn_id,omitempty"`
+	Text       string       `json:"text,omitempty"`
+	TerminalID string       `json:"terminal_id,omitempty"`
+}
+
+// hostOpTTL bounds one operation on its host (a send types, waits for the
+// draft and for acceptance, well under it); a host that dies running one
+// leaves it to another process of the same host after it.
+const hostOpTTL = 2 * time.Minute
+
+// remoteError is an error a host operation reported: its text as the host
+// wrote it, and the sentinel it wrapped.
+type remoteError struct {
+	kind error
+	msg  string
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.kind }
+
+// errorKinds are the sentinels a host operation's error keeps across hosts.
+var errorKinds = map[string]error{"bad_input": ErrBadInput, "not_found": ErrNotFound, "refused": ErrRefused,
+	"input_not_sent": ErrInputNotSent, "outcome_uncertain": ErrOutcomeUncertain}
+
+func errorKind(err error) string {
+	for k, e := range errorKinds {
+		if errors.Is(err, e) {
+			return k
+		}
+	}
+	return "failed"
+}
+
+// onHost runs op on host and decodes its result into out; the error is
+// the host's (errors.Is keeps its sentinel). A host that is away refuses
+// at once: a pane's control is only ever its own host's.
+func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, out any) error {
+	hs, err := s.hostStore()
+	if err != nil {
+		return err
+	}
+	live, last, err := s.hostLive(ctx, host)
+	if err != nil {
+		return err
+	}
+	if !live {
+		when := "it never published"
+		if last > 0 {
+			when = "its last heartbeat was " + time.UnixMilli(last).UTC().Format(time.RFC3339)
+		}
+		return fmt.Errorf("%w: the pane runs on terminal host %s, which is away (%s); only that host controls its panes — start `clawconnect terminal daemon` there, then retry",
+			ErrRefused, host, when)
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	rec := &store.HostOp{OpID: "hostop-" + uuid(), Host: host, Op: op, Args: b, RequestedBy: owner.Self().ID, CreatedAt: now.UnixMilli()}
+	feed, _ := s.o.Store.(store.TerminalWorkFeed)
+	var announced <-chan struct{}
+	if feed != nil {
+		var stop func()
+		announced, stop = feed.WatchTerminalWork()
+		defer stop()
+	}
+	if err := hs.PutHostOp(ctx, rec); err != nil {
+		return fmt.Errorf("queue %s for host %s: %w", op, host, err)
+	}
+	if feed != nil {
+		feed.AnnounceTerminalWork(context.WithoutCancel(ctx))
+	}
+	// The feed wakes the wait when the host finishes; the tick covers a
+	// lost announcement and notices the host going away.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		got, err := hs.GetHostOp(ctx, rec.OpID)
+		if err != nil {
+			return err
+		}
+		if got.Status == store.HostOpDone {
+			if len(got.Result) > 0 && out != nil {
+				if err := json.Unmarshal(got.Result, out); err != nil {
+					return fmt.Errorf("%s on host %s: decode its result: %w", op, host, err)
+				}
+			}
+			if got.Error != "" {
+				return &remoteError{kind: errorKinds[got.ErrorKind], msg: got.Error}
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s queued for terminal host %s (%s) did not finish before the wait ended: %w", ErrOutcomeUncertain, op, host, rec.OpID, ctx.Err())
+		case <-announced:
+		case <-tick.C:
+			if live, _, err := s.hostLive(ctx, host); err == nil && !live && time.Since(now) > time.Second {
+				return fmt.Errorf("%w: terminal host %s went away while it ran %s (%s); look at the Turn with `clawconnect terminal status`", ErrOutcomeUncertain, host, op, rec.OpID)
+			}
+		}
+	}
+}
+
+// runOp runs a host operation addressed to this host.
+func (s *Service) runOp(ctx context.Context, op *store.HostOp) (any, error) {
+	var a hostOpArgs
+	if err := json.Unmarshal(op.Args, &a); err != nil {
+		return nil, fmt.Errorf("%w: host operation %s: %w", ErrBadInput, op.OpID, err)
+	}
+	switch op.Op {
+	case hostOpSend:
+		if a.Send == nil {
+			return nil, fmt.Errorf("%w: host operation %s: no send request", ErrBadInput, op.OpID)
+		}
+		if a.Send.TerminalID != "" {
+			if h, ok := s.foreign(a.Send.TerminalID); ok {
+				return nil, fmt.Errorf("%w: terminal %s runs on host %s, not %s", ErrRefused, a.Send.TerminalID, h, s.o.Host)
+			}
+		}
+		return s.Send(ctx, *a.Send)
+	case hostOpRespond:
+		return s.Respond(ctx, a.TurnID, a.Text)
+	case hostOpApprove:
+		return s.Approve(ctx, a.TurnID, a.Text)
+	case hostOpCancel:
+		return s.Cancel(ctx, a.TurnID)
+	case hostOpInspect:
+		return s.Inspect(ctx, a.TerminalID)
+	}
+	return nil, fmt.Errorf("%w: host operation %q is unknown to this build", ErrBadInput, op.Op)
+}
+
+// sendOn sends req to a pane of host, through that host.
+func (s *Service) sendOn(ctx context.Context, host string, req SendRequest) (SendResult, error) {
+	var res SendResult
+	err := s.onHost(ctx, host, hostOpSend, hostOpArgs{Send: &req}, &res)
+	return res, err
+}
+
+// sendHost returns the host that must run a send of req when it is
+// another one: the host its terminal id names, or the host of its
+// Session's binding.
+func (s *Service) sendHost(ctx context.Context, req SendRequest) (string, bool) {
+	if req.TerminalID != "" {
+		return s.foreign(req.TerminalID)
+	}
+	sess, err := s.o.Store.GetTermSession(ctx, req.SessionID)
+	if err != nil || sess.Binding == nil {
+		return "", false // the local path reports it
+	}
+	return s.foreign(sess.Binding.TerminalID)
+}
+
+// turnOn runs a Turn operation on the Turn's host when that is another
+// one, and refuses one that names this host without its seal; ok is false
+// when this host runs it (its own Turn, or a single machine's).
+func (s *Service) turnOn(ctx context.Context, t *store.Turn, op, text string, out any) (ok bool, err error) {
+	host := hostOf(t.Takeover.TerminalID)
+	switch {
+	case host == "":
+		return false, nil
+	case host == s.o.Host && !s.sealed(t):
+		return true, fmt.Errorf("%w: terminal host %s did not create turn %s (its seal does not verify); it takes no operation here", ErrRefused, host, t.TurnID)
+	case host == s.o.Host:
+		return false, nil
+	}
+	return true, s.onHost(ctx, host, op, hostOpArgs{TurnID: t.TurnID, Text: text}, out)
+}
+
+// hostLostReason starts the stalled reason of a Turn whose host went away.
+const hostLostReason = "host_lost"
+
+// servesHost reports whether h runs the host's shared work: publishing
+// its panes and running operations for other hosts (a long-lived host
+// of a named host; not a command following its own Turn).
+func (h *Host) servesHost() bool {
+	return h.s.o.Host != "" && strings.HasPrefix(h.o.Role, HostRole)
+}
+
+// publish writes the host's panes and heartbeat to the store.
+func (h *Host) publish(ctx context.Context) {
+	hs, ok := h.s.o.Store.(store.TerminalHosts)
+	if !ok || !h.servesHost() {
+		return
+	}
+	res, err := h.s.List(ctx)
+	if err != nil && ctx.Err() == nil {
+		h.log.Warn("list panes to publish", "err", err)
+	}
+	b, _ := json.Marshal(hostPublication{LeaseMS: h.o.LeaseTTL.Milliseconds(), Terminals: res.Terminals})
+	err = hs.PublishTerminalHost(ctx, store.TerminalHost{Host: h.s.o.Host, Owner: h.o.Owner, PublishedAt: time.Now().UnixMilli(), Panes: b})
+	if err != nil && ctx.Err() == nil {
+		h.log.Warn("publish terminal host", "err", err)
+	}
+}
+
+// runHostOps claims and starts each pending operation addressed to this
+// host that it does not run yet.
+func (h *Host) runHostOps(ctx context.Context) {
+	hs, ok := h.s.o.Store.(store.TerminalHosts)
+	if !ok || !h.servesHost() {
+		return
+	}
+	now := time.Now()
+	ops, err := hs.PendingHostOps(ctx, h.s.o.Host, now.UnixMilli(), 16)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("read host operations", "err", err)
+		}
+		return
+	}
+	for _, op := range ops {
+		if err := hs.ClaimHostOp(ctx, op.OpID, h.o.Owner, now.UnixMilli(), now.Add(hostOpTTL).UnixMilli()); err != nil {
+			continue // another process of this host runs it, or it is done
+		}
+		h.mu.Lock()
+		if h.ctx == nil {
+			h.mu.Unlock()
+			return
+		}
+		h.wg.Add(1)
+		h.mu.Unlock()
+		go func() {
+			defer h.wg.Done()
+			h.runHostOp(ctx, hs, op)
+		}()
+	}
+}
+
+func (h *Host) runHostOp(ctx context.Context, hs store.TerminalHosts, op *store.HostOp) {
+	octx, cancel := context.WithTimeout(ctx, hostOpTTL-10*time.Second)
+	defer cancel()
+	out, err := h.s.runOp(octx, op)
+	op.Result, _ = json.Marshal(out)
+	if err != nil {
+		op.ErrorKind, op.Error = errorKind(err), err.Error()
+	}
+	op.DoneAt = time.Now().UnixMilli()
+	if err := hs.FinishHostOp(context.WithoutCancel(ctx), op, h.o.Owner); err != nil {
+		h.log.Warn("finish host operation", "op_id", op.OpID, "err", err)
+	}
+	h.log.Info("ran host operation", "op_id", op.OpID, "op", op.Op, "requested_by", op.RequestedBy, "error_kind", op.ErrorKind)
+	if feed, ok := h.s.o.Store.(store.TerminalWorkFeed); ok {
+		feed.AnnounceTerminalWork(context.WithoutCancel(ctx))
+	}
+}
+
+// screenForeign decides, before a monitor claims a Turn, whether this
+// host follows it: a Turn of another host is left to it (or, when that
+// host is away past its lease, stalled host_lost), and a Turn that names
+// this host but that it did not seal is refused. stop says the monitor
+// must not follow it.
+func (h *Host) screenForeign(ctx context.Context, turnID string) (stop bool, err error) {
+	if h.s.o.Host == "" {
+		return false, nil
+	}
+	t, err := h.s.o.Store.GetTurn(ctx, turnID)
+	if err != nil || !store.TurnMonitored(t.Status) {
+		return false, nil // the monitor reads it again and decides
+	}
+	host := hostOf(t.Takeover.TerminalID)
+	switch {
+	case host == "":
+		return false, nil // a Turn of a single machine's store
+	case host == h.s.o.Host:
+		if h.s.sealed(t) {
+			return false, nil
+		}
+		return true, h.underLease(ctx, turnID, h.refuseForged)
+	}
+	live, _, err := h.s.hostLive(ctx, host)
+	if err != nil || live {
+		return true, err
+	}
+	return true, h.underLease(ctx, turnID, func(ctx context.Context, m *monitor, t *store.Turn) error {
+		reason := hostLostReason + ": terminal host " + host + " stopped publishing for longer than its lease; the Turn is followed again when it comes back with the same pane and process"
+		return m.write(ctx, stallWrite(t, hostLostReason, reason, time.Now().UnixMilli()))
+	})
+}
+
+// underLease runs f on the Turn under its monitor lease, if the Turn
+// still needs a monitor once the lease is held.
+func (h *Host) underLease(ctx context.Context, turnID string, f func(ctx context.Context, m *monitor, t *store.Turn) error) error {
+	l, lctx, release, err := h.claim(ctx, store.LeaseMonitor, turnID)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer release()
+	t, err := h.s.o.Store.GetTurn(lctx, turnID)
+	if err != nil || !store.TurnMonitored(t.Status) {
+		return err
+	}
+	return f(lctx, &monitor{h: h, s: h.s, turnID: turnID, lease: l}, t)
+}
+
+// refuseForged fails a Turn that names this host's pane without this
+// host's seal (written into the store by another host or process): it is
+// never typed into or followed, and the pane's next input it may hold is
+// released.
+func (h *Host) refuseForged(ctx context.Context, m *monitor, t *store.Turn) error {
+	reason := "refused: terminal host " + h.s.o.Host + " did not create this Turn (its seal does not verify), so it is never typed or followed here"
+	now := time.Now().UnixMilli()
+	w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{event(now, "terminal_turn_refused", map[string]any{"reason": reason, "host": h.s.o.Host})}}
+	if d, err := h.s.o.Store.GetDispatch(ctx, t.Takeover.TerminalKey); err == nil {
+		releaseInput(&w, t, d, now)
+	}
+	t.Status = store.TurnFailed
+	t.Takeover.DetectorDiagnostic = reason
+	t.Result = &store.TurnResult{Outcome: "failed", Text: reason, Match: "forged_turn"}
+	h.log.Warn("refused a Turn this host did not seal", "turn_id", t.TurnID, "terminal_id", t.Takeover.TerminalID)
+	return m.write(ctx, w)
+}
+
+// resumeHostLost follows again each of this host's Turns that another
+// host stalled host_lost while this one was away, when its pane still
+// runs the same agent process.
+func (h *Host) resumeHostLost(ctx context.Context) {
+	hs, ok := h.s.o.Store.(store.TerminalHosts)
+	if !ok || !h.servesHost() {
+		return
+	}
+	ids, err := hs.TurnIDsWithStatus(ctx, store.TurnStalled, store.MaxPage)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("read stalled turns", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		t, err := h.s.o.Store.GetTurn(ctx, id)
+		if err != nil || t.Status != store.TurnStalled || !strings.HasPrefix(t.StalledReason, hostLostReason) ||
+			hostOf(t.Takeover.TerminalID) != h.s.o.Host || !h.s.sealed(t) {
+			continue
+		}
+		if _, err := h.s.findPane(ctx, t.Takeover.TerminalKey, t.Takeover.AgentPID, t.Takeover.ProcessBirth); err != nil {
+			h.log.Info("a Turn stalled while its host was away stays stalled: its pane changed", "turn_id", id, "err", err)
+			continue
+		}
+		now := time.Now()
+		inact := time.Duration(t.Takeover.InactivityTimeoutMinutes * float64(time.Minute))
+		t.Status, t.StalledAt, t.StalledReason = store.TurnWaitingForAgent, 0, ""
+		t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now.UnixMilli(), "host_returned"
+		t.Takeover.InactivityDeadlineAt = now.Add(inact).UnixMilli()
+		if err := h.s.write(ctx, t, event(now.UnixMilli(), "terminal_host_returned", map[string]any{"host": h.s.o.Host})); err != nil {
+			h.log.Warn("resume a Turn after its host returned", "turn_id", id, "err", err)
+			continue
+		}
+		h.Watch(id)
+	}
+}
