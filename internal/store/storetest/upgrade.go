@@ -15,7 +15,7 @@ import (
 )
 
 // UpgradeStore is what the upgrade check writes and reads: every record
-// kind a store of schema 6 held, and the kinds migrations 7 to 12 added.
+// kind a store of schema 6 held, and the kinds migrations 7 to 13 added.
 type UpgradeStore interface {
 	store.Store
 	store.TerminalStore
@@ -27,8 +27,8 @@ type UpgradeStore interface {
 // Schema6Downgrade returns the statements that take a store of the
 // current schema back to schema 6: they drop what migrations 7 (watches),
 // 8 (transitions), 9 (the callback lease-owner index), 10 (the Turn's
-// principal column), 11 (the shared lease table) and 12 (the dispatch
-// ledger's version column) created, and rebuild
+// principal column), 11 (the shared lease table), 12 (the dispatch
+// ledger's version column) and 13 (the terminal host directory) created, and rebuild
 // the monitor lease table and the callback outbox as migrations 3 and 6 in
 // dir create them (keeping the callbacks). A backend test checks that the
 // result has exactly the schema migrations 1-6 build before it reopens the
