@@ -221,7 +221,7 @@ func printTerminalRows(w io.Writer, rows []terminal.TerminalRow) {
 	for _, r := range rows {
 		turn := "-"
 		if r.CurrentTurn != nil {
-			turn = r.CurrentTurn.TurnID + " (" + cmp.Or(r.CurrentTurn.Shown, r.CurrentTurn.Status) + ")"
+			turn = r.CurrentTurn.TurnID + " (" + cmp.Or(r.CurrentTurn.Shown, string(r.CurrentTurn.Status)) + ")"
 		}
 		var scopes []string
 		for _, a := range r.AvailableActions {

@@ -102,7 +102,7 @@ func (s *Service) ourTurnRuns(ctx context.Context, p Pane) error {
 	if err != nil {
 		return err
 	}
-	status := ""
+	var status store.TurnStatus
 	if t, err := s.o.Store.GetTurn(ctx, d.TurnID); err == nil {
 		status = t.Status
 	}
