@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
 // runEvents counts the chat and agent events a client receives, by run id.
@@ -134,7 +136,7 @@ func TestRunEventsOnlyReachTheFollowingClient(t *testing.T) {
 				t.Errorf("subscribed %d times on a gateway that does not offer it", gw.CountRequests("sessions.messages.subscribe"))
 			}
 			// The last run's end drops its session subscription.
-			eventually(t, "unsubscribe after the runs", func() bool { return gw.Subscribed("shared") == 0 })
+			poll.Until(t, 10*time.Second, "unsubscribe after the runs", func() bool { return gw.Subscribed("shared") == 0 })
 		})
 	}
 }
@@ -168,9 +170,9 @@ func TestWatchSessionNests(t *testing.T) {
 		t.Errorf("subscription dropped while watched")
 	}
 	r2()
-	eventually(t, "unsubscribe after the last release", func() bool { return gw.Subscribed("nest") == 0 })
+	poll.Until(t, 10*time.Second, "unsubscribe after the last release", func() bool { return gw.Subscribed("nest") == 0 })
 	gw.DisconnectAll()
-	eventually(t, "reconnect", func() bool { return c.Stats().Reconnects >= 1 && c.Connected() })
+	poll.Until(t, 10*time.Second, "reconnect", func() bool { return c.Stats().Reconnects >= 1 && c.Connected() })
 	if _, err := c.Call(ctx, "health", nil); err != nil {
 		t.Fatal(err)
 	}
