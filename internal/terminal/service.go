@@ -369,7 +369,7 @@ func checkSessionKey(k string) error {
 	}
 	if strings.HasPrefix(k, "-") {
 		// OpenClaw keys never start with '-': a flag was taken as the key.
-		return fmt.Errorf("%w: the origin session key %q starts with '-'; a flag was probably taken for it (give the key right after --origin)", ErrBadInput, k)
+		return fmt.Errorf("%w: the origin session key %q starts with '-'; a flag was probably taken for it (give the key right after --origin-session)", ErrBadInput, k)
 	}
 	return nil
 }
