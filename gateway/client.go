@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/clawconnect/clawconnect/internal/backoff"
 )
 
 // Hello is what the gateway said in hello-ok.
@@ -377,7 +379,7 @@ func (c *Client) supervise(ctx context.Context, cn *conn) {
 		c.log.Warn("gateway connection lost; reconnecting", "url", c.url, "err", err)
 		cn = nil
 		for attempt := 1; cn == nil; attempt++ {
-			delay := jittered(backoff(attempt, c.opts.MinReconnectDelay, c.opts.MaxReconnectDelay))
+			delay := backoff.Policy{Min: c.opts.MinReconnectDelay, Max: c.opts.MaxReconnectDelay}.Jittered(attempt)
 			if ra := retryAfter(err); ra > 0 {
 				delay = ra
 			}

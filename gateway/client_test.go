@@ -16,24 +16,9 @@ import (
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/google/go-cmp/cmp"
 )
-
-// eventually polls cond every few milliseconds for up to 10s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
 
 func TestDialHandshake(t *testing.T) {
 	t.Parallel()
@@ -207,7 +192,7 @@ func TestReconnect(t *testing.T) {
 		_, err := c.CallWith(ctx, "test.silent", nil, gateway.CallOptions{Timeout: -1})
 		errc <- err
 	}()
-	eventually(t, "silent call to reach the gateway", func() bool { return gw.CountRequests("test.silent") == 1 })
+	poll.Until(t, 10*time.Second, "silent call to reach the gateway", func() bool { return gw.CountRequests("test.silent") == 1 })
 	gw.DisconnectAll()
 	if err := <-errc; !errors.Is(err, gateway.ErrDisconnected) {
 		t.Fatalf("pending call = %v, want ErrDisconnected", err)
@@ -221,7 +206,7 @@ func TestReconnect(t *testing.T) {
 	}
 	// Subscriptions carry over to the new connection.
 	gw.Broadcast([]byte(`{"type":"event","event":"custom.event","payload":{}}`))
-	eventually(t, "event on the new connection", func() bool { return ticks.Load() == 1 })
+	poll.Until(t, 10*time.Second, "event on the new connection", func() bool { return ticks.Load() == 1 })
 }
 
 func TestSessionSubscriptionResumes(t *testing.T) {
@@ -233,7 +218,7 @@ func TestSessionSubscriptionResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw.DisconnectAll()
-	eventually(t, "resubscribe after reconnect", func() bool { return gw.CountRequests("sessions.messages.subscribe") == 2 })
+	poll.Until(t, 10*time.Second, "resubscribe after reconnect", func() bool { return gw.CountRequests("sessions.messages.subscribe") == 2 })
 	if err := c.UnsubscribeSession(ctx, "agent:main:x"); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +228,7 @@ func TestWatchdogReconnectsSilentGateway(t *testing.T) {
 	t.Parallel()
 	gw := newGW(t, nil)
 	c := dial(t, gw, func(o *gateway.Options) { o.TickTimeout = 40 * time.Millisecond })
-	eventually(t, "watchdog reconnect", func() bool { return c.Stats().Reconnects >= 1 })
+	poll.Until(t, 10*time.Second, "watchdog reconnect", func() bool { return c.Stats().Reconnects >= 1 })
 }
 
 func TestHistoryWaitSessions(t *testing.T) {
@@ -358,7 +343,7 @@ func TestOversizedFrameDoesNotLoseRun(t *testing.T) {
 	}
 	big := `{"type":"event","event":"chat","payload":{"runId":"big-1","pad":"` + strings.Repeat("x", 8192) + `"}}`
 	gw.Broadcast([]byte(big))
-	eventually(t, "reconnect after the oversized frame", func() bool { return c.Stats().Reconnects >= 1 })
+	poll.Until(t, 10*time.Second, "reconnect after the oversized frame", func() bool { return c.Stats().Reconnects >= 1 })
 	gw.Release("big-1")
 	got, err := run.Wait(ctx)
 	if err != nil || got.Status != gateway.StatusOK || got.Text != "kept" {
@@ -407,7 +392,7 @@ func TestCloseIsNotLoggedAsLoss(t *testing.T) {
 			})
 			if tt.drop {
 				gw.DisconnectAll()
-				eventually(t, "reconnect", func() bool { return c.Stats().Reconnects >= 1 && c.Connected() })
+				poll.Until(t, 10*time.Second, "reconnect", func() bool { return c.Stats().Reconnects >= 1 && c.Connected() })
 			}
 			if err := c.Close(); err != nil {
 				t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/google/go-cmp/cmp"
 )
@@ -93,7 +94,7 @@ func TestE2ERealGateway(t *testing.T) {
 		// The gateway writes an event to all its recipients at once: once
 		// the legacy client has the final, the bystander had it too, before
 		// the answer to a later call.
-		eventually(t, "the legacy client sees the run's final", func() bool { return seenLegacy.final(id) })
+		poll.Until(t, 10*time.Second, "the legacy client sees the run's final", func() bool { return seenLegacy.final(id) })
 		if _, err := bystander.Call(ctx, "health", nil); err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -113,40 +112,6 @@ func TestContentText(t *testing.T) {
 		if got := contentText([]byte(tt.in)); got != tt.want {
 			t.Errorf("contentText(%s) = %q, want %q", tt.in, got, tt.want)
 		}
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	var got []time.Duration
-	for n := 1; n <= 7; n++ {
-		got = append(got, backoff(n, time.Second, 30*time.Second))
-	}
-	want := []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("backoff (-want +got):\n%s", diff)
-	}
-	if d := backoff(1000, time.Second, 30*time.Second); d != 30*time.Second {
-		t.Errorf("backoff(1000) = %v", d)
-	}
-}
-
-func TestJitteredSpreadsOverUpperHalf(t *testing.T) {
-	t.Parallel()
-	const d = 8 * time.Second
-	seen := map[bool]bool{} // below and above the midpoint of [d/2, d]
-	for range 1000 {
-		j := jittered(d)
-		if j < d/2 || j > d {
-			t.Fatalf("jittered(%v) = %v, want within [%v, %v]", d, j, d/2, d)
-		}
-		seen[j < 3*d/4] = true
-	}
-	if !seen[true] || !seen[false] {
-		t.Errorf("1000 draws of jittered(%v) all fell on one side of %v: not spread", d, 3*d/4)
-	}
-	if got := jittered(0); got != 0 {
-		t.Errorf("jittered(0) = %v, want 0", got)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/url"
 	"runtime"
 	"strings"
@@ -226,30 +225,4 @@ func ParseHeaders(raw string) (map[string]string, error) {
 		out["x-forwarded-for"] = SyntheticClientAddress
 	}
 	return out, nil
-}
-
-// jittered spreads d uniformly over [d/2, d], so clients that lost the same
-// gateway at the same moment do not all reconnect in step.
-func jittered(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
-}
-
-// backoff returns the delay before reconnect attempt n (n ≥ 1):
-// min(minDelay·2^(n-1), maxDelay). The caller jitters it.
-func backoff(n int, minDelay, maxDelay time.Duration) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	d := minDelay
-	for i := 1; i < n; i++ {
-		d *= 2
-		if d >= maxDelay || d <= 0 {
-			return maxDelay
-		}
-	}
-	return min(d, maxDelay)
 }

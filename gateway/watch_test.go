@@ -10,6 +10,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
 // runEvents counts the chat and agent events a client receives, by run id.
@@ -135,7 +136,7 @@ func TestRunEventsOnlyReachTheFollowingClient(t *testing.T) {
 				t.Errorf("subscribed %d times on a gateway that does not offer it", gw.CountRequests("sessions.messages.subscribe"))
 			}
 			// The last run's end drops its session subscription.
-			eventually(t, "unsubscribe after the runs", func() bool { return gw.Subscribed("shared") == 0 })
+			poll.Until(t, 10*time.Second, "unsubscribe after the runs", func() bool { return gw.Subscribed("shared") == 0 })
 		})
 	}
 }
@@ -169,9 +170,9 @@ func TestWatchSessionNests(t *testing.T) {
 		t.Errorf("subscription dropped while watched")
 	}
 	r2()
-	eventually(t, "unsubscribe after the last release", func() bool { return gw.Subscribed("nest") == 0 })
+	poll.Until(t, 10*time.Second, "unsubscribe after the last release", func() bool { return gw.Subscribed("nest") == 0 })
 	gw.DisconnectAll()
-	eventually(t, "reconnect", func() bool { return c.Stats().Reconnects >= 1 && c.Connected() })
+	poll.Until(t, 10*time.Second, "reconnect", func() bool { return c.Stats().Reconnects >= 1 && c.Connected() })
 	if _, err := c.Call(ctx, "health", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestSessionSubscriptionLingers(t *testing.T) {
 				wantRunEvents(t, "a run in the session", echoRun(ctx, t, c, "linger", id))
 				drained(ctx, t, c, id)
 				if tc.linger < 0 {
-					eventually(t, "unsubscribe after the run", func() bool { return gw.Subscribed("linger") == 0 })
+					poll.Until(t, 10*time.Second, "unsubscribe after the run", func() bool { return gw.Subscribed("linger") == 0 })
 				}
 			}
 			if n := gw.CountRequests("sessions.messages.subscribe"); n != tc.subscribes {
@@ -220,7 +221,7 @@ func TestSessionSubscriptionLingers(t *testing.T) {
 		ctx := waitCtx(t)
 		wantRunEvents(t, "a run in the session", echoRun(ctx, t, c, "linger", "idem-linger"))
 		drained(ctx, t, c, "idem-linger")
-		eventually(t, "unsubscribe after the linger", func() bool { return gw.Subscribed("linger") == 0 })
+		poll.Until(t, 10*time.Second, "unsubscribe after the linger", func() bool { return gw.Subscribed("linger") == 0 })
 		if n := gw.CountRequests("sessions.messages.unsubscribe"); n != 1 {
 			t.Errorf("%d unsubscribe calls; want 1", n)
 		}

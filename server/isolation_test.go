@@ -234,10 +234,10 @@ func TestTerminalOwnerIsolation(t *testing.T) {
 			}
 			row := structured(t, list)["terminals"].([]any)[0].(map[string]any)
 			cur, _ := row["current_turn"].(map[string]any)
-			if cur == nil || cur["status"] != store.TurnWaitingForOpenClaw || cur["turn_id"] != nil || len(row["available_actions"].([]any)) != 0 {
+			if cur == nil || cur["status"] != string(store.TurnWaitingForOpenClaw) || cur["turn_id"] != nil || len(row["available_actions"].([]any)) != 0 {
 				t.Errorf("terminal_list row = %v, want the pane busy with a turn of no id and no send action", row)
 			}
-			if reason, _ := row["reason"].(string); !strings.Contains(reason, "another caller's turn is "+store.TurnWaitingForOpenClaw) {
+			if reason, _ := row["reason"].(string); !strings.Contains(reason, "another caller's turn is "+string(store.TurnWaitingForOpenClaw)) {
 				t.Errorf("terminal_list reason %q does not say another caller's turn holds the pane", row["reason"])
 			}
 			busy := call(t, intruder.cs, "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "me too"})

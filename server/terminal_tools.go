@@ -342,7 +342,7 @@ func (c *conn) terminalStatus(ctx context.Context, req *mcp.CallToolRequest, in 
 		progress = func(v termapi.TurnView) {
 			n++
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n,
-				Message: "turn " + v.TurnID + " is " + v.Status})
+				Message: "turn " + v.TurnID + " is " + string(v.Status)})
 		}
 		progress(v)
 	}

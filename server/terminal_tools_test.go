@@ -47,7 +47,7 @@ func (f *fakeTerminals) List(context.Context) (terminal.ListResult, error) {
 		row.CurrentTurn = &terminal.TurnRef{TurnID: v.TurnID, Status: v.Status}
 		if store.TurnSendBlocking(v.Status) {
 			row.ActivityState, row.AvailableActions = "working", nil
-			row.Reason = "the agent is working; turn " + v.TurnID + " is " + v.Status
+			row.Reason = "the agent is working; turn " + v.TurnID + " is " + string(v.Status)
 		}
 	}
 	return terminal.ListResult{Terminals: []terminal.TerminalRow{row}}, nil
@@ -75,7 +75,7 @@ func (f *fakeTerminals) Send(_ context.Context, r terminal.SendRequest) (termina
 }
 
 // finish ends a Turn with status and reply.
-func (f *fakeTerminals) finish(id, status, reply string) {
+func (f *fakeTerminals) finish(id string, status store.TurnStatus, reply string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := f.turns[id]
@@ -226,7 +226,7 @@ func TestTerminalStatusWaits(t *testing.T) {
 	}
 	out := structured(t, res)
 	turn := out["turn"].(map[string]any)
-	if turn["status"] != store.TurnIdle || turn["result"].(map[string]any)["text"] != "README says hello" || out["running"] != false {
+	if turn["status"] != string(store.TurnIdle) || turn["result"].(map[string]any)["text"] != "README says hello" || out["running"] != false {
 		t.Errorf("status result = %v", out)
 	}
 	if !strings.Contains(text(res), "README says hello") {
@@ -321,7 +321,7 @@ func TestTerminalToolsActOnResults(t *testing.T) {
 		t.Errorf("approve: isError=%v %q", res.IsError, text(res))
 	}
 	res := call(t, cs, "terminal_cancel", map[string]any{"turn_id": id})
-	if turn := structured(t, res)["turn"].(map[string]any); turn["status"] != store.TurnCancelled {
+	if turn := structured(t, res)["turn"].(map[string]any); turn["status"] != string(store.TurnCancelled) {
 		t.Errorf("cancel: %v", turn)
 	}
 	resp := call(t, cs, "terminal_respond", map[string]any{"turn_id": id, "request": "try again"})

@@ -7,7 +7,7 @@ package termapi
 // open) or waiting_for_answer. Code branches on Status, never on this.
 func ShownStatus(v TurnView) string {
 	if v.Status != TurnWaitingForOpenClaw || v.OriginSession != "" {
-		return v.Status
+		return string(v.Status)
 	}
 	if v.Approval != nil {
 		return "waiting_for_approval"

@@ -9,8 +9,8 @@ import (
 // belongs to another MCP caller: the pane is busy, and whose it is stays
 // hidden.
 type TurnRef struct {
-	TurnID string `json:"turn_id,omitempty"`
-	Status string `json:"status"`
+	TurnID string     `json:"turn_id,omitempty"`
+	Status TurnStatus `json:"status"`
 	// Shown is Status as a person reads it (ShownStatus): a Turn that
 	// reports to no OpenClaw session never reads waiting_for_openclaw.
 	// Empty from a service that predates it; read Status then.
@@ -66,7 +66,7 @@ type TurnView struct {
 	SessionID         string      `json:"session_id"`
 	Agent             string      `json:"agent"`
 	TerminalID        string      `json:"terminal_id"`
-	Status            string      `json:"status"`
+	Status            TurnStatus  `json:"status"`
 	SubmissionOutcome string      `json:"submission_outcome,omitempty"`
 	Result            *TurnResult `json:"result,omitempty"`
 	Approval          *Approval   `json:"approval,omitempty"`
@@ -142,15 +142,15 @@ type SendResult struct {
 
 // CallbackView is the visible delivery state of a Turn's latest callback.
 type CallbackView struct {
-	MessageID     string `json:"message_id"`
-	Type          string `json:"type,omitempty"`
-	Kind          string `json:"kind"`
-	SessionKey    string `json:"session_key"`
-	Status        string `json:"status"`
-	Attempts      int    `json:"attempts"`
-	LastError     string `json:"last_error,omitempty"`
-	NextAttemptAt string `json:"next_attempt_at,omitempty"`
-	DeliveredAt   string `json:"delivered_at,omitempty"`
+	MessageID     string         `json:"message_id"`
+	Type          string         `json:"type,omitempty"`
+	Kind          string         `json:"kind"`
+	SessionKey    string         `json:"session_key"`
+	Status        CallbackStatus `json:"status"`
+	Attempts      int            `json:"attempts"`
+	LastError     string         `json:"last_error,omitempty"`
+	NextAttemptAt string         `json:"next_attempt_at,omitempty"`
+	DeliveredAt   string         `json:"delivered_at,omitempty"`
 	// The evidence objects as recorded. They are maps rather than raw JSON so
 	// that the MCP tools' inferred output schema says "object" (a
 	// json.RawMessage infers as an array of bytes, and the delivered result
@@ -229,20 +229,6 @@ type QuestionOption struct {
 	Description string `json:"description,omitempty"`
 }
 
-// Turn statuses.
-const (
-	TurnCreated            = "created"
-	TurnRunning            = "running"
-	TurnWaitingForAgent    = "waiting_for_agent"
-	TurnWaitingForOpenClaw = "waiting_for_openclaw"
-	TurnIdle               = "idle"
-	TurnStalled            = "stalled"
-	TurnFailed             = "failed"
-	TurnClosed             = "closed"
-	TurnCancelled          = "cancelled"
-	TurnCancelling         = "cancelling"
-)
-
 // Errors callers branch on with errors.Is. Each is wrapped with a message
 // that says what was wrong and what to do.
 var (
@@ -277,16 +263,6 @@ const (
 	OutcomeUncertain         = "uncertain"
 	OutcomeNotSent           = "not_sent"
 )
-
-// Running reports whether a Turn in status is still with the agent (the
-// statuses send --wait waits through).
-func Running(status string) bool {
-	switch status {
-	case TurnCreated, TurnRunning, TurnWaitingForAgent, TurnCancelling:
-		return true
-	}
-	return false
-}
 
 // TransitionView is a transition as the API reports it.
 type TransitionView struct {

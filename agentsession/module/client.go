@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/agentsession"
+	"github.com/clawconnect/clawconnect/internal/backoff"
 )
 
 // Errors a proxy callback may return; dispatch records them as <op>_failed.
@@ -232,8 +233,7 @@ func (c *moduleClient) failed() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.failures++
-	d := c.cfg.backoff * time.Duration(math.Pow(2, float64(min(c.failures-1, 20))))
-	c.retryAt = time.Now().Add(min(d, c.cfg.maxBackoff))
+	c.retryAt = time.Now().Add(backoff.Policy{Min: c.cfg.backoff, Max: c.cfg.maxBackoff}.Jittered(c.failures))
 }
 
 // exited is called by a process's supervisor once it is gone.

@@ -35,7 +35,8 @@ type LoadOptions struct {
 	MaxLineBytes int
 	// RestartBackoff is the delay before restarting a module after its first
 	// failure, doubling with each further failure up to 30 s and reset by a
-	// successful call. Zero means 500 ms.
+	// successful call; each delay is drawn from its upper half, so modules
+	// that failed together do not restart in step. Zero means 500 ms.
 	RestartBackoff time.Duration
 }
 

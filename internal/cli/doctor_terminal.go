@@ -101,7 +101,7 @@ func checkTerminalWork(ctx context.Context, db terminalWork, hostRuns bool, now 
 		work = append(work, followed{"transition " + tr.TransitionID + " (" + tr.Kind + ", " + tr.Status + ") on " + tr.TerminalID, runners[tr.TransitionID]})
 	}
 	for _, t := range turns {
-		work = append(work, followed{"turn " + t.TurnID + " (" + t.Status + ")", monitors[t.TurnID]})
+		work = append(work, followed{"turn " + t.TurnID + " (" + string(t.Status) + ")", monitors[t.TurnID]})
 	}
 	for _, w := range watches {
 		work = append(work, followed{"watch " + w.WatchID + " on " + w.TerminalID, followers[w.WatchID]})

@@ -229,7 +229,7 @@ func printTerminalRows(w io.Writer, rows []terminal.TerminalRow) {
 	for _, r := range rows {
 		turn := "-"
 		if r.CurrentTurn != nil {
-			turn = r.CurrentTurn.TurnID + " (" + cmp.Or(r.CurrentTurn.Shown, r.CurrentTurn.Status) + ")"
+			turn = r.CurrentTurn.TurnID + " (" + cmp.Or(r.CurrentTurn.Shown, string(r.CurrentTurn.Status)) + ")"
 		}
 		var scopes []string
 		for _, a := range r.AvailableActions {
@@ -542,16 +542,27 @@ covers the pane.`,
 }
 
 func terminalRenewCmd(env Env) *cobra.Command {
-	var minutes float64
+	var (
+		inactivity time.Duration
+		minutes    float64
+	)
 	return turnCmd(env, "renew TURN_ID", "Resume following a stalled Turn",
 		`Give a stalled Turn a new inactivity deadline (before its hard deadline) and
 follow it again.`,
-		`  clawconnect terminal renew turn-20260101T120000-1a2b3c4d --minutes 30`,
+		`  clawconnect terminal renew turn-20260101T120000-1a2b3c4d --inactivity-timeout 30m`,
 		func(cmd *cobra.Command) {
-			cmd.Flags().Float64Var(&minutes, "minutes", 0, "new inactivity timeout in minutes (default: the Turn's own)")
+			cmd.Flags().DurationVar(&inactivity, "inactivity-timeout", 0, "new inactivity timeout, as send's (default: the Turn's own)")
+			// --minutes was renew's own unit until send's duration became
+			// the one spelling; kept, hidden, for one release.
+			cmd.Flags().Float64Var(&minutes, "minutes", 0, "new inactivity timeout in minutes")
+			_ = cmd.Flags().MarkHidden("minutes")
 		},
 		func(ctx context.Context, s *terminalStack, id string, _ []string) (any, error) {
-			return s.svc.Renew(ctx, id, minutes)
+			m, err := renewMinutes(inactivity, minutes)
+			if err != nil {
+				return nil, err
+			}
+			return s.svc.Renew(ctx, id, m)
 		})
 }
 
@@ -765,4 +776,16 @@ func callbackDialer(env Env) func(ctx context.Context, url string) (terminal.Cal
 		}
 		return c, nil
 	}
+}
+
+// renewMinutes is renew's new inactivity timeout in minutes (0: the
+// Turn's own), from --inactivity-timeout or the older --minutes.
+func renewMinutes(inactivity time.Duration, minutes float64) (float64, error) {
+	switch {
+	case inactivity != 0 && minutes != 0:
+		return 0, fmt.Errorf("renew: %w: give --inactivity-timeout only (--minutes is its older spelling)", terminal.ErrBadInput)
+	case inactivity != 0:
+		return inactivity.Minutes(), nil
+	}
+	return minutes, nil
 }

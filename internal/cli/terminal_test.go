@@ -5,12 +5,14 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
 // TestServeHostsTerminalTurns checks the wiring serve uses: the monitor host
@@ -74,17 +76,10 @@ func TestServeHostsTerminalTurns(t *testing.T) {
 // live monitor host, or has none when live is false.
 func waitHostLive(t *testing.T, reg terminal.Registered, live bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, "the registry's live monitor host to be "+strconv.FormatBool(live), func() bool {
 		_, ok, err := terminal.LiveHost(t.Context(), reg)
-		if err == nil && ok == live {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("live monitor host = %v (%v), want %v", ok, err, live)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && ok == live
+	})
 }
 
 func TestStartTerminalHostWithoutSharedStore(t *testing.T) {

@@ -81,12 +81,12 @@ func terminalWatchCmd(env Env) *cobra.Command {
 		asJSON             bool
 	)
 	cmd := &cobra.Command{
-		Use:   "watch TERMINAL_ID --origin SESSION_KEY",
+		Use:   "watch TERMINAL_ID --origin-session SESSION_KEY",
 		Short: "Watch a task a human started in a pane and notify an OpenClaw session when it ends",
 		Long: `Follow the task a human runs in the pane (or the next one they start there) and
-notify the OpenClaw session --origin once, through the same callback outbox as
+notify the OpenClaw session --origin-session once, through the same callback outbox as
 Turns: when it completes (with the agent's reply), fails (Codex turn_aborted),
-or reaches --timeout, and once per approval prompt it shows. The watch is a
+or reaches --hard-timeout, and once per approval prompt it shows. The watch is a
 store record followed by the monitor host (` + "`clawconnect terminal daemon`" + ` or
 ` + "`serve`" + `); it survives a host restart. Stop it with unwatch.
 
@@ -94,9 +94,9 @@ A task that already runs is joined (Codex: its open task_started; Claude Code:
 the last human prompt, while its turn is open). Refused while a Turn of
 ClawConnect runs in the pane, while the pane already has an active watch, and
 when it shows a dialog or holds an unsent draft.`,
-		Example: `  clawconnect terminal watch terminal:v2:tmux:codex:work:0.0:4242 --origin agent:main:main
-  clawconnect terminal watch terminal:v2:tmux:codex:work:0.0:4242 --origin agent:main:main --timeout 2h --json`,
-		Args: exactArgs(1, "watch: usage: clawconnect terminal watch TERMINAL_ID --origin SESSION_KEY"),
+		Example: `  clawconnect terminal watch terminal:v2:tmux:codex:work:0.0:4242 --origin-session agent:main:main
+  clawconnect terminal watch terminal:v2:tmux:codex:work:0.0:4242 --origin-session agent:main:main --hard-timeout 2h --json`,
+		Args: exactArgs(1, "watch: usage: clawconnect terminal watch TERMINAL_ID --origin-session SESSION_KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkGatewayURLFlag("watch", gatewayURL); err != nil {
 				return err
@@ -113,9 +113,12 @@ when it shows a dialog or holds an unsent draft.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&origin, "origin", "", "OpenClaw session key notified (required)")
-	cmd.Flags().StringVar(&gatewayURL, "gateway-url", "", "gateway serving --origin (default: the configured agent's gateway, or OPENCLAW_URL)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give the task this long, then notify timed_out (default 12h)")
+	cmd.Flags().StringVar(&origin, "origin-session", "", "OpenClaw session key notified (required)")
+	cmd.Flags().StringVar(&gatewayURL, "gateway-url", "", "gateway serving --origin-session (default: the configured agent's gateway, or OPENCLAW_URL)")
+	cmd.Flags().DurationVar(&timeout, "hard-timeout", 0, "give the task this long, then notify timed_out (default 12h)")
+	// --origin and --timeout were this command's names until send's
+	// spellings became the one vocabulary (--timeout stops a wait elsewhere).
+	renameFlags(cmd, map[string]string{"origin": "origin-session", "timeout": "hard-timeout"})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

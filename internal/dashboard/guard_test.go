@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/dashboard"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/server"
 	"github.com/clawconnect/clawconnect/server/servertest"
 )
@@ -162,17 +163,11 @@ func TestStreamReserveKeepsMCPAndHealth(t *testing.T) {
 	}
 	// The closed connections free their slots as the server sees them go:
 	// a bounded wait, which the streams alone would never end.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// A bounded wait for the closed connections to be released.
+	poll.Until(t, 10*time.Second, "/health to answer 200 while the streams are open", func() bool {
 		code, _, _ := send(t, &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, http.MethodGet, base, "/health", "", "", nil)
-		if code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/health = %d while the streams are open, want 200", code)
-		}
-		time.Sleep(20 * time.Millisecond) // a bounded wait for the closed connections to be released
-	}
+		return code == http.StatusOK
+	})
 	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")

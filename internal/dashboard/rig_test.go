@@ -21,6 +21,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/server"
 	"github.com/clawconnect/clawconnect/taskapi"
 )
@@ -124,17 +125,10 @@ func (r *rig) run(t testing.TB, agent, text, principal string) string {
 // task "cancellation-not-confirmed", as the reference prescribes.
 func (r *rig) waitAccepted(t testing.TB, id string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	poll.Until(t, 15*time.Second, "the gateway to acknowledge task "+id, func() bool {
 		d, err := r.b.GetTask(context.Background(), id, taskapi.DetailCore, 0)
-		if err == nil && d.ParentRunID != "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway never acknowledged task %s: %v", id, err)
-		}
-		time.Sleep(5 * time.Millisecond) // a state wait, bounded by the deadline
-	}
+		return err == nil && d.ParentRunID != ""
+	})
 }
 
 // waitDone waits (bounded) for a task to end, as check_task does.

@@ -223,7 +223,7 @@ func (d *Dashboard) cancelTurn(w http.ResponseWriter, r *http.Request, q request
 		return
 	}
 	v, err := d.o.Terminals.Cancel(ctx, id)
-	note := "Cancel requested: the Turn is " + v.Status + "."
+	note := "Cancel requested: the Turn is " + string(v.Status) + "."
 	if err != nil {
 		note = "Cancel refused: " + err.Error()
 	}
@@ -257,7 +257,7 @@ func (d *Dashboard) retryCallback(w http.ResponseWriter, r *http.Request, q requ
 	case v.CallbackDelivery.Status == store.CallbackDelivered:
 		note = "The callback was already delivered; nothing to retry."
 	default:
-		note = "Retry requested: the callback is " + v.CallbackDelivery.Status + "."
+		note = "Retry requested: the callback is " + string(v.CallbackDelivery.Status) + "."
 	}
 	d.setFlash(q.sess, note)
 	d.hub.notify()

@@ -21,7 +21,7 @@ import (
 // session failed once.
 type fakeTerminals struct {
 	mu        sync.Mutex
-	status    string
+	status    store.TurnStatus
 	principal string // who sent the Turn through MCP
 	cancelled []string
 	// origin and cb are the Turn's origin session and callback state;
@@ -244,7 +244,7 @@ func TestTurnCallbackDelivery(t *testing.T) {
 	b := r.browser(t)
 	const escKey = "agent:main:&lt;i&gt;x&lt;/i&gt;"
 	for _, tt := range []struct {
-		status    string
+		status    store.CallbackStatus
 		edit      func(*terminal.CallbackView)
 		want      []string
 		wantRetry bool
@@ -259,7 +259,7 @@ func TestTurnCallbackDelivery(t *testing.T) {
 			c.Attempts, c.LastError, c.NextAttemptAt, c.DeliveredAt = 2, "", "", "2026-12-01T10:03:00Z"
 		}, []string{"Delivered", "2026-12-01T10:03:00Z"}, false},
 	} {
-		t.Run(tt.status, func(t *testing.T) {
+		t.Run(string(tt.status), func(t *testing.T) {
 			cb := failedCallback()
 			cb.Status = tt.status
 			if tt.edit != nil {
@@ -270,7 +270,7 @@ func TestTurnCallbackDelivery(t *testing.T) {
 			if code != http.StatusOK {
 				t.Fatalf("turn: %d", code)
 			}
-			want := append([]string{`id="callback-delivery"`, `class="badge cb-` + tt.status + `"`, "turn_completed", "cbm-1", escKey}, tt.want...)
+			want := append([]string{`id="callback-delivery"`, `class="badge cb-` + string(tt.status) + `"`, "turn_completed", "cbm-1", escKey}, tt.want...)
 			for _, w := range want {
 				if !strings.Contains(body, w) {
 					t.Errorf("turn page lacks %q", w)

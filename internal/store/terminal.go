@@ -158,6 +158,10 @@ func checkBindingShape(s *TermSession) error {
 	return nil
 }
 
+// TurnStatus is a Turn's status; the lifecycle and its steps are
+// termapi's (termapi.CheckTurnAdvance).
+type TurnStatus = termapi.TurnStatus
+
 // Turn statuses (termapi's).
 const (
 	TurnCreated            = termapi.TurnCreated
@@ -172,44 +176,17 @@ const (
 	TurnCancelling         = termapi.TurnCancelling
 )
 
-// ValidTurnStatus reports whether s is a Turn status.
-func ValidTurnStatus(s string) bool {
-	switch s {
-	case TurnCreated, TurnRunning, TurnWaitingForAgent, TurnWaitingForOpenClaw, TurnIdle,
-		TurnStalled, TurnFailed, TurnClosed, TurnCancelled, TurnCancelling:
-		return true
-	}
-	return false
-}
-
 // TurnSendBlocking reports whether a Turn in status s keeps its Session from
-// taking a new Turn (the send-blocking statuses).
-func TurnSendBlocking(s string) bool {
-	switch s {
-	case TurnCreated, TurnRunning, TurnWaitingForAgent, TurnWaitingForOpenClaw, TurnStalled, TurnCancelling:
-		return true
-	}
-	return false
-}
+// taking a new Turn (TurnStatus.SendBlocking).
+func TurnSendBlocking(s TurnStatus) bool { return s.SendBlocking() }
 
 // TurnReleased reports whether a Turn in status s has released the
-// terminal's next input (the input-released statuses).
-func TurnReleased(s string) bool {
-	switch s {
-	case TurnIdle, TurnFailed, TurnClosed, TurnCancelled:
-		return true
-	}
-	return false
-}
+// terminal's next input (TurnStatus.Released).
+func TurnReleased(s TurnStatus) bool { return s.Released() }
 
-// TurnMonitored reports whether a Turn in status s needs a monitor.
-func TurnMonitored(s string) bool {
-	switch s {
-	case TurnCreated, TurnRunning, TurnWaitingForAgent, TurnWaitingForOpenClaw, TurnCancelling:
-		return true
-	}
-	return false
-}
+// TurnMonitored reports whether a Turn in status s needs a monitor
+// (TurnStatus.Monitored).
+func TurnMonitored(s TurnStatus) bool { return s.Monitored() }
 
 // TurnResult is what the agent answered (termapi.TurnResult).
 type TurnResult = termapi.TurnResult
@@ -236,7 +213,7 @@ type Submission struct {
 	// request text).
 	Text string `json:"text,omitempty"`
 	// Status is the dispatch status (prepared … agent_accepted).
-	Status string `json:"status"`
+	Status DispatchStatus `json:"status"`
 	// Outcome is the submission outcome reported to the sender.
 	Outcome            string          `json:"outcome,omitempty"`
 	Anchor             json.RawMessage `json:"anchor,omitempty"`
@@ -300,7 +277,7 @@ type Turn struct {
 	TerminalBindingGeneration int64       `json:"terminal_binding_generation"`
 	NativeThreadID            string      `json:"native_thread_id,omitempty"`
 	UserRequest               string      `json:"user_request"`
-	Status                    string      `json:"status"`
+	Status                    TurnStatus  `json:"status"`
 	ResponseRoundsUsed        int         `json:"response_rounds_used"`
 	Result                    *TurnResult `json:"result,omitempty"`
 	Approval                  *Approval   `json:"approval,omitempty"`
@@ -341,36 +318,40 @@ type Turn struct {
 	Version int64 `json:"-"`
 }
 
-// Dispatch ledger statuses: how far the input of the ledger's Turn got.
+// DispatchStatus is how far a ledger entry's input got (termapi's).
+type DispatchStatus = termapi.DispatchStatus
+
+// Dispatch ledger statuses (termapi's).
 const (
-	DispatchPrepared        = "prepared"
-	DispatchTextInjected    = "text_injected"
-	DispatchEnterDispatched = "enter_dispatched"
-	DispatchAgentAccepted   = "agent_accepted"
-	DispatchNotAccepted     = "not_accepted"
-	DispatchUncertain       = "uncertain"
-	DispatchAborted         = "aborted"
+	DispatchPrepared        = termapi.DispatchPrepared
+	DispatchTextInjected    = termapi.DispatchTextInjected
+	DispatchEnterDispatched = termapi.DispatchEnterDispatched
+	DispatchAgentAccepted   = termapi.DispatchAgentAccepted
+	DispatchNotAccepted     = termapi.DispatchNotAccepted
+	DispatchUncertain       = termapi.DispatchUncertain
+	DispatchAborted         = termapi.DispatchAborted
+	DispatchDispatching     = termapi.DispatchDispatching
 )
 
 // Dispatch is the per-terminal ledger entry: who owns the next input.
 type Dispatch struct {
-	TerminalKey          string `json:"terminal_key"`
-	GenerationID         string `json:"generation_id"`
-	PreviousGenerationID string `json:"previous_generation_id,omitempty"`
-	SessionID            string `json:"session_id"`
-	TurnID               string `json:"turn_id"`
-	MessageID            string `json:"message_id"`
-	MessageType          string `json:"message_type"`
-	RequestHash          string `json:"request_hash"`
-	Status               string `json:"status"`
-	BindingID            string `json:"binding_id"`
-	BindingGeneration    int64  `json:"binding_generation"`
-	PreparedAt           int64  `json:"prepared_at"`
-	TextInjectedAt       int64  `json:"text_injected_at,omitempty"`
-	EnterDispatchedAt    int64  `json:"enter_dispatched_at,omitempty"`
-	AgentAcceptedAt      int64  `json:"agent_accepted_at,omitempty"`
-	NotAcceptedAt        int64  `json:"not_accepted_at,omitempty"`
-	UncertainAt          int64  `json:"uncertain_at,omitempty"`
+	TerminalKey          string         `json:"terminal_key"`
+	GenerationID         string         `json:"generation_id"`
+	PreviousGenerationID string         `json:"previous_generation_id,omitempty"`
+	SessionID            string         `json:"session_id"`
+	TurnID               string         `json:"turn_id"`
+	MessageID            string         `json:"message_id"`
+	MessageType          string         `json:"message_type"`
+	RequestHash          string         `json:"request_hash"`
+	Status               DispatchStatus `json:"status"`
+	BindingID            string         `json:"binding_id"`
+	BindingGeneration    int64          `json:"binding_generation"`
+	PreparedAt           int64          `json:"prepared_at"`
+	TextInjectedAt       int64          `json:"text_injected_at,omitempty"`
+	EnterDispatchedAt    int64          `json:"enter_dispatched_at,omitempty"`
+	AgentAcceptedAt      int64          `json:"agent_accepted_at,omitempty"`
+	NotAcceptedAt        int64          `json:"not_accepted_at,omitempty"`
+	UncertainAt          int64          `json:"uncertain_at,omitempty"`
 	// SafeToRetry is set only for an abort before any input reached the
 	// pane.
 	SafeToRetry bool   `json:"safe_to_retry,omitempty"`
@@ -386,12 +367,12 @@ type Dispatch struct {
 
 // Blocks reports whether d keeps the terminal from taking new input, given
 // the status of its owning Turn ("" if the Turn is gone).
-func (d *Dispatch) Blocks(ownerStatus string) bool {
+func (d *Dispatch) Blocks(ownerStatus TurnStatus) bool {
 	if d == nil || d.ReleasedAt != 0 {
 		return false
 	}
 	switch d.Status {
-	case DispatchPrepared, DispatchTextInjected, "dispatching", DispatchUncertain, DispatchNotAccepted:
+	case DispatchPrepared, DispatchTextInjected, DispatchDispatching, DispatchUncertain, DispatchNotAccepted:
 		return true
 	case DispatchAborted:
 		return false
@@ -530,12 +511,15 @@ type TerminalTx interface {
 	PutCallback(ctx context.Context, cb *Callback) error
 }
 
-// Callback delivery statuses.
+// CallbackStatus is a callback's delivery status (termapi's).
+type CallbackStatus = termapi.CallbackStatus
+
+// Callback delivery statuses (termapi's).
 const (
-	CallbackPending   = "pending"
-	CallbackDelivered = "delivered"
-	CallbackFailed    = "failed"
-	CallbackExhausted = "exhausted"
+	CallbackPending   = termapi.CallbackPending
+	CallbackDelivered = termapi.CallbackDelivered
+	CallbackFailed    = termapi.CallbackFailed
+	CallbackExhausted = termapi.CallbackExhausted
 )
 
 // Callback is one outbox entry: the canonical message for an OpenClaw
@@ -552,7 +536,7 @@ type Callback struct {
 	BindingID  string          `json:"binding_id"`
 	Generation int64           `json:"binding_generation"`
 	Message    json.RawMessage `json:"message"`
-	Status     string          `json:"status"`
+	Status     CallbackStatus  `json:"status"`
 	Attempts   int             `json:"attempts"`
 	// ManualRetries counts retry-callback requests (each restores the
 	// retry budget; ids stay the same).

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/backoff"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 )
@@ -368,7 +368,7 @@ func applyOutcome(t *store.Task, o outcome, now int64, force bool) bool {
 // and its outcome), or ctx ends (the manager closes; the task stays
 // running for the next follower).
 func (m *Manager) finish(ctx context.Context, l *live, o outcome) bool {
-	delay := m.o.RetryMin
+	retry := backoff.Policy{Min: m.o.RetryMin, Max: m.o.RetryMax}
 	for attempt := 1; ; attempt++ {
 		won := false
 		l.mu.Lock()
@@ -401,10 +401,9 @@ func (m *Manager) finish(ctx context.Context, l *live, o outcome) bool {
 		if attempt == 1 || attempt%10 == 0 {
 			m.o.Logger.Error("writing the task outcome failed; retrying", "job_id", l.id, "attempt", attempt, "err", err)
 		}
-		if !sleep(ctx, jitter(delay)) {
+		if !sleep(ctx, retry.Jittered(attempt)) {
 			return false
 		}
-		delay = min(2*delay, m.o.RetryMax)
 	}
 }
 
@@ -431,13 +430,4 @@ func (m *Manager) finishWithLogsLocked(ctx context.Context, l *live, o outcome) 
 	l.changed = make(chan struct{})
 	l.markDoneLocked()
 	return true, true
-}
-
-// jitter returns a duration in [d/2, d), so that processes retrying
-// together spread out.
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2)
 }

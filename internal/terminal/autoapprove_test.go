@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
 func TestParseAutoApprove(t *testing.T) {
@@ -131,7 +132,7 @@ func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 				}
 				return
 			}
-			waitFor(t, "the auto-approval", func() bool { return len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) == 1 })
+			poll.Until(t, 10*time.Second, "the auto-approval", func() bool { return len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) == 1 })
 			a.finish("done", false)
 			v := r.waitStatus(id, store.TurnIdle)
 			want := []store.AutoApproval{{Rule: "1 (tests)", Argv: []string{"make", "test"}, Fingerprint: "fp-auto"}}

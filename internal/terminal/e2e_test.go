@@ -123,7 +123,7 @@ func runHost(t *testing.T, svc *Service) *Host {
 	return h
 }
 
-func waitTurnStatus(t *testing.T, svc *Service, id string, timeout time.Duration, want ...string) TurnView {
+func waitTurnStatus(t *testing.T, svc *Service, id string, timeout time.Duration, want ...store.TurnStatus) TurnView {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()

@@ -460,7 +460,7 @@ func (r *rig) fakeWatch(_ context.Context, paths []string) (<-chan struct{}, err
 }
 
 // waitStatus waits (bounded) until the Turn has status.
-func (r *rig) waitStatus(id, status string) TurnView {
+func (r *rig) waitStatus(id string, status store.TurnStatus) TurnView {
 	r.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -130,17 +130,17 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 		blocked = append(blocked, "the composer holds unsent text")
 	}
 	if r.CurrentTurn != nil && store.TurnSendBlocking(r.CurrentTurn.Status) {
-		blocked = append(blocked, "turn "+r.CurrentTurn.TurnID+" is "+r.CurrentTurn.Status)
+		blocked = append(blocked, "turn "+r.CurrentTurn.TurnID+" is "+string(r.CurrentTurn.Status))
 	}
 	if d, err := s.o.Store.GetDispatch(ctx, p.Key); err == nil && d.MessageType != store.DispatchTransition {
-		owner := ""
+		var owner store.TurnStatus
 		if t, err := s.o.Store.GetTurn(ctx, d.TurnID); err == nil {
 			owner = t.Status
 		} else if !errors.Is(err, store.ErrNotFound) {
 			owner = "unknown"
 		}
 		if d.Blocks(owner) {
-			blocked = append(blocked, "turn "+d.TurnID+" owns the next input (dispatch "+d.Status+"; close it after checking the pane)")
+			blocked = append(blocked, "turn "+d.TurnID+" owns the next input (dispatch "+string(d.Status)+"; close it after checking the pane)")
 		}
 	}
 	if r.ManagementState == "conflict" {

@@ -23,7 +23,7 @@ func TestListShowsWhoTheTurnWaitsFor(t *testing.T) {
 		{"question without origin", "", func(f *fakeAgent) { f.question = colorQuestion(true) }, "waiting_for_answer"},
 		{"prompt with origin", origin, func(f *fakeAgent) {
 			f.approval = &ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true}
-		}, store.TurnWaitingForOpenClaw},
+		}, string(store.TurnWaitingForOpenClaw)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newFakeAgent(AgentCodex, 760+i)

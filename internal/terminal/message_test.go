@@ -14,8 +14,8 @@ func TestApplyMessageRules(t *testing.T) {
 		name       string
 		from, to   string
 		typ        string
-		start      string
-		want       string
+		start      store.TurnStatus
+		want       store.TurnStatus
 		wantRounds int
 	}{
 		{"task from openclaw waits for the agent", ActorOpenClaw, "codex", MsgTask, store.TurnCreated, store.TurnWaitingForAgent, 1},

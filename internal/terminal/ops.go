@@ -36,7 +36,7 @@ func View(t *store.Turn) TurnView {
 
 // Running reports whether a Turn in status is still with the agent
 // (termapi.Running).
-func Running(status string) bool { return termapi.Running(status) }
+func Running(status store.TurnStatus) bool { return status.Running() }
 
 func (s *Service) turn(ctx context.Context, turnID string) (*store.Turn, error) {
 	if err := checkID("turn id", "turn-", turnID); err != nil {

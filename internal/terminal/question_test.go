@@ -11,6 +11,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
 // colorQuestion is a question dialog as the parsers report Claude Code's:
@@ -114,7 +115,7 @@ func TestQuestionIsOneCallbackAndRespondAnswersIt(t *testing.T) {
 			seen := a.captures
 			a.mu.Unlock()
 			a.poke()
-			waitFor(t, "the monitor's next look", func() bool {
+			poll.Until(t, 10*time.Second, "the monitor's next look", func() bool {
 				a.mu.Lock()
 				defer a.mu.Unlock()
 				return a.captures > seen
@@ -199,19 +200,5 @@ func TestQuestionAnsweredInTheTerminal(t *testing.T) {
 	}
 	if n := len(callbacksOf(t, r, id)); n != 1 {
 		t.Fatalf("%d callbacks, want the one question", n)
-	}
-}
-
-// waitFor waits (bounded) until cond holds, woken by the fake's pokes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never happened", what)
-		}
-		<-tick.C
 	}
 }

@@ -385,7 +385,7 @@ func checkSessionKey(k string) error {
 	}
 	if strings.HasPrefix(k, "-") {
 		// OpenClaw keys never start with '-': a flag was taken as the key.
-		return fmt.Errorf("%w: the origin session key %q starts with '-'; a flag was probably taken for it (give the key right after --origin)", ErrBadInput, k)
+		return fmt.Errorf("%w: the origin session key %q starts with '-'; a flag was probably taken for it (give the key right after --origin-session)", ErrBadInput, k)
 	}
 	return nil
 }
@@ -703,7 +703,7 @@ func event(ts int64, typ string, data any) store.TurnEvent {
 
 // advance writes turn with the ledger moved to status (and fields set by
 // f), retrying nothing: a conflict is returned.
-func (s *Service) advance(ctx context.Context, turn *store.Turn, d *store.Dispatch, status string, evType string, data any) error {
+func (s *Service) advance(ctx context.Context, turn *store.Turn, d *store.Dispatch, status store.DispatchStatus, evType string, data any) error {
 	now := nowMs()
 	prev := d.GenerationID
 	nd := *d
@@ -735,7 +735,7 @@ func (s *Service) advance(ctx context.Context, turn *store.Turn, d *store.Dispat
 
 // failSubmission ends a submission that never reached the agent: the
 // ledger records status, the Turn fails with reason.
-func (s *Service) failSubmission(ctx context.Context, turn *store.Turn, d *store.Dispatch, status, outcome, reason string, cause error) (string, error) {
+func (s *Service) failSubmission(ctx context.Context, turn *store.Turn, d *store.Dispatch, status store.DispatchStatus, outcome, reason string, cause error) (string, error) {
 	ctx = context.WithoutCancel(ctx)
 	d.Error = reason
 	if status == store.DispatchAborted && outcome == OutcomeNotSent {

@@ -101,12 +101,12 @@ func accepts(step string, t *store.Turn, now time.Time) error {
 // for.
 func describe(t *store.Turn) string {
 	if t.Approval != nil {
-		return t.Status + " at an approval prompt"
+		return string(t.Status) + " at an approval prompt"
 	}
 	if t.Question != nil {
-		return t.Status + " at the agent's question"
+		return string(t.Status) + " at the agent's question"
 	}
-	return t.Status
+	return string(t.Status)
 }
 
 // nextSteps lists the operations t's state accepts, in suggestion order.

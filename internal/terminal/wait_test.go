@@ -50,7 +50,7 @@ func (f *feedTurns) WriteTurn(_ context.Context, w store.TurnWrite) error {
 }
 
 // announce stores the Turn's new status and wakes its watchers.
-func (f *feedTurns) announce(id, status string) {
+func (f *feedTurns) announce(id string, status store.TurnStatus) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := f.turns[id]
@@ -196,7 +196,7 @@ func BenchmarkWaitWake(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	setStatus := func(status string) {
+	setStatus := func(status store.TurnStatus) {
 		t, err := r.st.GetTurn(ctx, res.TurnID)
 		if err != nil {
 			b.Fatal(err)
@@ -230,7 +230,9 @@ func BenchmarkWaitWake(b *testing.B) {
 				}()
 				<-sig.read
 				written := time.Now()
-				setStatus(store.TurnIdle)
+				// Not idle: an idle Turn never runs again, and the next
+				// iteration sets it running.
+				setStatus(store.TurnWaitingForOpenClaw)
 				total += (<-done).Sub(written)
 			}
 			b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "wake-ms/op")

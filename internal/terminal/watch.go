@@ -102,7 +102,7 @@ func (s *Service) ourTurnRuns(ctx context.Context, p Pane) error {
 	if err != nil {
 		return err
 	}
-	status := ""
+	var status store.TurnStatus
 	if t, err := s.o.Store.GetTurn(ctx, d.TurnID); err == nil {
 		status = t.Status
 	}
@@ -123,7 +123,7 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 		return WatchView{}, fmt.Errorf("watch: %w", err)
 	}
 	if req.OriginSession == "" {
-		return WatchView{}, fmt.Errorf("watch: %w: give the OpenClaw session to notify (--origin SESSION_KEY)", ErrBadInput)
+		return WatchView{}, fmt.Errorf("watch: %w: give the OpenClaw session to notify (--origin-session SESSION_KEY)", ErrBadInput)
 	}
 	if err := checkSessionKey(req.OriginSession); err != nil {
 		return WatchView{}, fmt.Errorf("watch: %w", err)

@@ -91,7 +91,11 @@ func New(o Options) *Adapter {
 		ID:   ID,
 		Name: "codex",
 		Caps: executor.Capabilities{
-			Streaming: true, MCP: true, Worktrees: true, Resume: true, ToolApproval: true,
+			// Not streaming: `codex exec --json` reports an agent message
+			// or reasoning item only when it completes (item.completed; the
+			// model's token deltas stay inside Codex), so text arrives one
+			// whole message at a time.
+			Streaming: false, MCP: true, Worktrees: true, Resume: true, ToolApproval: true,
 			Models:         []string{"gpt-5-codex", "gpt-5", "o4-mini"},
 			RuntimeClass:   executor.ClassWrappedOneshot,
 			NativeHome:     &executor.NativeHomeClaim{Scope: executor.HomePerIdentity, Persist: true},

@@ -307,3 +307,26 @@ func BenchmarkLineToEvent(b *testing.B) {
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(b.N)/float64(events), "lines/event")
 }
+
+// TestTextArrivesWholeAsDeclared: the adapter says it does not stream, and
+// it does not: an agent message in progress emits nothing, its completion
+// emits the whole text once.
+func TestTextArrivesWholeAsDeclared(t *testing.T) {
+	t.Parallel()
+	if New(Options{}).Capabilities().Streaming {
+		t.Fatal("the Codex adapter declares streaming, but exec-json reports each message whole")
+	}
+	d := newDecoder("m")
+	var texts []string
+	emit := func(p executor.Payload) {
+		if td, ok := p.(executor.TextDelta); ok {
+			texts = append(texts, td.Text)
+		}
+	}
+	d.Decode([]byte(`{"type":"item.started","item":{"id":"a","type":"agent_message","text":""}}`), emit)
+	d.Decode([]byte(`{"type":"item.updated","item":{"id":"a","type":"agent_message","text":"hel"}}`), emit)
+	d.Decode([]byte(agentMessage("a", "hello")), emit)
+	if diff := cmp.Diff([]string{"hello"}, texts); diff != "" {
+		t.Errorf("text events (-want +got):\n%s", diff)
+	}
+}

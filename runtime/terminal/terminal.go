@@ -251,7 +251,7 @@ func (a *Adapter) follow(ctx context.Context, r *run, h *executor.RunHandle, s *
 					emit(executor.Cost{Usage: *u, Estimated: true})
 				}
 				if done.Reason == executor.DoneError {
-					emit(executor.Error{Code: v.Status, Message: done.Summary, Fatal: true})
+					emit(executor.Error{Code: string(v.Status), Message: done.Summary, Fatal: true})
 				}
 				emit(done)
 				return

@@ -80,7 +80,7 @@ func scanCallback(sc scanner) (*store.Callback, error) {
 	if err := json.Unmarshal([]byte(data), &cb); err != nil {
 		return nil, fmt.Errorf("callback has an unreadable data column: %v: %w", err, store.ErrIncompatible)
 	}
-	cb.Status, cb.NextAttemptAt, cb.LeaseOwner, cb.LeaseToken, cb.LeaseUntil = status, next, owner, token, until
+	cb.Status, cb.NextAttemptAt, cb.LeaseOwner, cb.LeaseToken, cb.LeaseUntil = store.CallbackStatus(status), next, owner, token, until
 	return &cb, nil
 }
 
@@ -109,7 +109,7 @@ func (db *DB) callback(ctx context.Context, q termQuerier, id string, lock bool)
 	if err := json.Unmarshal([]byte(data), &cb); err != nil {
 		return nil, fmt.Errorf("callback has an unreadable data column: %v: %w", err, store.ErrIncompatible)
 	}
-	cb.Status, cb.NextAttemptAt = status, next
+	cb.Status, cb.NextAttemptAt = store.CallbackStatus(status), next
 	l, err := db.workLease(ctx, q, store.LeaseCallback, id, true)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
@@ -157,7 +157,7 @@ func (db *DB) TurnCallbacks(ctx context.Context, turnID string, limit int) ([]*s
 // DueCallbacks implements store.CallbackStore.
 func (db *DB) DueCallbacks(ctx context.Context, now int64, limit int) ([]*store.Callback, error) {
 	out, err := db.queryCallbacks(ctx, `SELECT `+callbackCols+callbackFrom+`
-		WHERE c.status IN ('pending','failed') AND c.next_attempt_at <= ? AND COALESCE(l.lease_until, 0) < ?
+		WHERE c.`+callbackDue+` AND c.next_attempt_at <= ? AND COALESCE(l.lease_until, 0) < ?
 		ORDER BY c.next_attempt_at, c.message_id LIMIT ?`, now, now, store.ClampPage(limit, store.MaxPage))
 	if err != nil {
 		return nil, fmt.Errorf("due callbacks: %w", err)

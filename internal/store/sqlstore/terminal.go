@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 var _ store.TerminalStore = (*DB)(nil)
@@ -262,14 +263,12 @@ func (db *DB) checkDispatchFree(ctx context.Context, tx *txn, key, exceptTurn st
 	if err != nil {
 		return "", err
 	}
-	owner := ""
+	var owner store.TurnStatus
 	if cur.TurnID != "" {
-		var status string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM term_turns WHERE turn_id = ?`, cur.TurnID).Scan(&status)
+		err := tx.QueryRowContext(ctx, `SELECT status FROM term_turns WHERE turn_id = ?`, cur.TurnID).Scan(&owner)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return "", err
 		}
-		owner = status
 	}
 	if cur.TurnID == exceptTurn && cur.Status == store.DispatchAgentAccepted {
 		return cur.GenerationID, nil
@@ -318,8 +317,8 @@ func (db *DB) CreateTurn(ctx context.Context, tc store.TurnCreate) error {
 	if !strings.HasPrefix(t.TurnID, "turn-") || t.SessionID == "" {
 		return fmt.Errorf("create turn %q: a turn-… id and a session id are required", t.TurnID)
 	}
-	if !store.ValidTurnStatus(t.Status) {
-		return fmt.Errorf("create turn %s: invalid status %q", t.TurnID, t.Status)
+	if t.Status != store.TurnCreated {
+		return fmt.Errorf("create turn %s: a Turn starts %s, not %q", t.TurnID, store.TurnCreated, t.Status)
 	}
 	if tc.Dispatch == nil || tc.Dispatch.TerminalKey == "" || tc.Dispatch.Status != store.DispatchPrepared {
 		return fmt.Errorf("create turn %s: a prepared dispatch entry is required", t.TurnID)
@@ -340,7 +339,7 @@ func (db *DB) CreateTurn(ctx context.Context, tc store.TurnCreate) error {
 		}
 		var busy, busyStatus string
 		err = tx.QueryRowContext(ctx, `SELECT turn_id, status FROM term_turns WHERE session_id = ?
-			AND status IN ('created','running','waiting_for_agent','waiting_for_openclaw','stalled','cancelling') LIMIT 1`,
+			AND `+turnSendBlocking+` LIMIT 1`,
 			t.SessionID).Scan(&busy, &busyStatus)
 		if err == nil {
 			return fmt.Errorf("session %s has turn %s in status %s: %w", t.SessionID, busy, busyStatus, store.ErrTerminalBusy)
@@ -430,9 +429,10 @@ func (db *DB) appendTurnEvents(ctx context.Context, tx *txn, turnID string, even
 // WriteTurn implements store.TerminalStore.
 func (db *DB) WriteTurn(ctx context.Context, w store.TurnWrite) error {
 	t := w.Turn
-	if !store.ValidTurnStatus(t.Status) {
-		return fmt.Errorf("write turn %s: invalid status %q", t.TurnID, t.Status)
+	if !t.Status.Valid() {
+		return fmt.Errorf("write turn %s: %w: %q is not a Turn status", t.TurnID, termapi.ErrRefused, t.Status)
 	}
+	from := turnAdvanceFrom(t.Status)
 	data, err := json.Marshal(t)
 	if err != nil {
 		return fmt.Errorf("write turn: %w", err)
@@ -444,9 +444,12 @@ func (db *DB) WriteTurn(ctx context.Context, w store.TurnWrite) error {
 			}
 		}
 		// The principal column is written once, by CreateTurn: comparing
-		// it here keeps a Turn with the caller that sent it.
+		// it here keeps a Turn with the caller that sent it. The
+		// lifecycle check rides on the update too: a stored status the
+		// new one may not follow leaves the row alone, and the read
+		// below says which rule held it.
 		res, err := tx.ExecContext(ctx, `UPDATE term_turns SET status = ?, data = ?, version = version + 1
-			WHERE turn_id = ? AND version = ? AND principal = ?`, t.Status, string(data), t.TurnID, t.Version, t.Principal)
+			WHERE turn_id = ? AND version = ? AND principal = ? AND `+from, t.Status, string(data), t.TurnID, t.Version, t.Principal)
 		if err != nil {
 			return err
 		}
@@ -455,7 +458,13 @@ func (db *DB) WriteTurn(ctx context.Context, w store.TurnWrite) error {
 		} else if n == 0 {
 			var version int64
 			var principal string
-			err := tx.QueryRowContext(ctx, `SELECT version, principal FROM term_turns WHERE turn_id = ?`, t.TurnID).Scan(&version, &principal)
+			var stored store.TurnStatus
+			err := tx.QueryRowContext(ctx, `SELECT version, principal, status FROM term_turns WHERE turn_id = ?`, t.TurnID).Scan(&version, &principal, &stored)
+			if err == nil && version == t.Version && principal == t.Principal {
+				if err := termapi.CheckTurnAdvance(stored, t.Status); err != nil {
+					return fmt.Errorf("turn %s: %w", t.TurnID, err)
+				}
+			}
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 				return fmt.Errorf("turn %s: %w", t.TurnID, store.ErrNotFound)
@@ -544,7 +553,35 @@ func (db *DB) OpenTurns(ctx context.Context, limit int) ([]*store.Turn, error) {
 }
 
 // openTurn selects the Turns that need a monitor (store.TurnMonitored).
-const openTurn = `status IN ('created','running','waiting_for_agent','waiting_for_openclaw','cancelling')`
+var openTurn = statusIn(termapi.TurnStatuses(), termapi.TurnStatus.Monitored)
+
+// turnSendBlocking selects the Turns that keep their Session from taking
+// a new one (store.TurnSendBlocking).
+var turnSendBlocking = statusIn(termapi.TurnStatuses(), termapi.TurnStatus.SendBlocking)
+
+// callbackDue selects the callbacks the outbox still attempts
+// (termapi.CallbackStatus.Due).
+var callbackDue = statusIn(termapi.CallbackStatuses(), termapi.CallbackStatus.Due)
+
+// turnAdvanceFrom is the SQL condition on the stored status of a Turn
+// that WriteTurn may write with status to (termapi.CheckTurnAdvance).
+func turnAdvanceFrom(to store.TurnStatus) string {
+	return statusIn(termapi.TurnStatuses(), func(from store.TurnStatus) bool { return termapi.CheckTurnAdvance(from, to) == nil })
+}
+
+// statusIn is the SQL condition "status IN (…)" over the statuses of all
+// that keep holds: the SQL status sets are built from the Go predicates,
+// so the two cannot drift apart. The values are the package's own
+// constants, never input.
+func statusIn[S ~string](all []S, keep func(S) bool) string {
+	var in []string
+	for _, s := range all {
+		if keep(s) {
+			in = append(in, "'"+string(s)+"'")
+		}
+	}
+	return "status IN (" + strings.Join(in, ",") + ")"
+}
 
 // SessionTurns implements store.TerminalStore.
 func (db *DB) SessionTurns(ctx context.Context, sessionID string, limit int) ([]*store.Turn, error) {

@@ -30,7 +30,7 @@ func (db *DB) unresolved(ctx context.Context, tx *txn, t *store.Transition) (why
 	if t.FromSessionID != "" {
 		var turn, status string
 		err = tx.QueryRowContext(ctx, `SELECT turn_id, status FROM term_turns WHERE session_id = ?
-			AND status IN ('created','running','waiting_for_agent','waiting_for_openclaw','stalled','cancelling') LIMIT 1`,
+			AND `+turnSendBlocking+` LIMIT 1`,
 			t.FromSessionID).Scan(&turn, &status)
 		switch {
 		case err == nil:
@@ -40,7 +40,7 @@ func (db *DB) unresolved(ctx context.Context, tx *txn, t *store.Transition) (why
 		}
 		var msg, cbTurn string
 		err = tx.QueryRowContext(ctx, `SELECT c.message_id, c.turn_id FROM term_callbacks c JOIN term_turns t ON t.turn_id = c.turn_id
-			WHERE t.session_id = ? AND c.status IN ('pending','failed') LIMIT 1`, t.FromSessionID).Scan(&msg, &cbTurn)
+			WHERE t.session_id = ? AND c.`+callbackDue+` LIMIT 1`, t.FromSessionID).Scan(&msg, &cbTurn)
 		switch {
 		case err == nil:
 			return fmt.Sprintf("callback %s of turn %s is not delivered yet; wait for its delivery (or retry-callback) first", msg, cbTurn), "", nil
@@ -139,7 +139,7 @@ func (db *DB) GetTransition(ctx context.Context, id string) (*store.Transition, 
 // writeTransition replaces the stored transition (locked, at t.Version)
 // with t after check, and moves its ledger entry to status (released when
 // release is set).
-func (db *DB) writeTransition(ctx context.Context, tx *txn, t *store.Transition, check func(old *store.Transition) error, status string, release bool) error {
+func (db *DB) writeTransition(ctx context.Context, tx *txn, t *store.Transition, check func(old *store.Transition) error, status store.DispatchStatus, release bool) error {
 	old, err := db.transition(ctx, tx, t.TransitionID, true)
 	if err != nil {
 		return err
@@ -179,7 +179,7 @@ func (db *DB) writeTransition(ctx context.Context, tx *txn, t *store.Transition,
 }
 
 // ledgerStatus is the dispatch-ledger status of a transition status.
-func ledgerStatus(s string) (string, bool) {
+func ledgerStatus(s string) (store.DispatchStatus, bool) {
 	switch s {
 	case store.TransitionPrepared:
 		return store.DispatchPrepared, false
@@ -190,7 +190,7 @@ func ledgerStatus(s string) (string, bool) {
 	case store.TransitionCommitted:
 		return store.DispatchAgentAccepted, true
 	}
-	return "dispatching", false
+	return store.DispatchDispatching, false
 }
 
 // AdvanceTransition implements store.TransitionStore.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // NewTerminalStore returns a fresh, empty terminal store for one test.
@@ -67,6 +68,7 @@ func RunTerminal(t *testing.T, newStore NewTerminalStore) {
 		{"TurnWriteCASAndEvents", testTurnWrite},
 		{"TurnEveryFieldSurvives", testTurnEveryField},
 		{"TurnPrincipalIsFixed", testTurnPrincipal},
+		{"TurnWriteFollowsTheLifecycle", testTurnLifecycle},
 		{"CompletionClaimOnce", testCompletionClaim},
 		{"SessionSaveJoinsTheTurnWrite", testSessionSaveInTurnWrite},
 		{"ConcurrentClaimsOneWins", testConcurrentClaims},
@@ -215,7 +217,7 @@ func testTurnBlocks(t *testing.T, s store.TerminalStore) {
 	}
 }
 
-func advance(t *testing.T, s store.TerminalStore, turn *store.Turn, d *store.Dispatch, status string) {
+func advance(t *testing.T, s store.TerminalStore, turn *store.Turn, d *store.Dispatch, status store.DispatchStatus) {
 	t.Helper()
 	nd := *d
 	nd.Status = status
@@ -255,7 +257,7 @@ func testDispatchLedger(t *testing.T, s store.TerminalStore) {
 	if first < 1 {
 		t.Fatalf("a new ledger entry has version %d, want at least 1", first)
 	}
-	for _, st := range []string{store.DispatchPrepared, store.DispatchTextInjected, store.DispatchUncertain} {
+	for _, st := range []store.DispatchStatus{store.DispatchPrepared, store.DispatchTextInjected, store.DispatchUncertain} {
 		if st != store.DispatchPrepared {
 			advance(t, s, turn, d, st)
 		}
@@ -471,6 +473,57 @@ func testTurnPrincipal(t *testing.T, s store.TerminalStore) {
 	}
 }
 
+// testTurnLifecycle: WriteTurn takes only the steps termapi's Turn
+// lifecycle draws; a refused step changes nothing, and CreateTurn starts
+// every Turn created.
+func testTurnLifecycle(t *testing.T, s store.TerminalStore) {
+	ctx := t.Context()
+	ss := TermSession("session-1", "t1", "k1")
+	mustCreateSession(t, s, ss)
+	early := NewTurn("turn-0", ss, 9)
+	early.Turn.Status = store.TurnRunning
+	if err := s.CreateTurn(ctx, early); err == nil {
+		t.Fatal("CreateTurn took a Turn that starts running")
+	}
+	tc := NewTurn("turn-1", ss, 10)
+	if err := s.CreateTurn(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	turn := tc.Turn
+	for _, st := range []store.TurnStatus{store.TurnRunning, store.TurnWaitingForOpenClaw, store.TurnWaitingForAgent, store.TurnIdle} {
+		turn.Status = st
+		if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn}); err != nil {
+			t.Fatalf("write %s: %v", st, err)
+		}
+	}
+	for _, bad := range []store.TurnStatus{store.TurnRunning, store.TurnCreated, store.TurnStalled, "done"} {
+		next := *turn
+		next.Status = bad
+		err := s.WriteTurn(ctx, store.TurnWrite{Turn: &next, Events: []store.TurnEvent{{TS: 20, Type: "x"}}})
+		if !errors.Is(err, termapi.ErrRefused) {
+			t.Fatalf("idle → %s: %v, want a refusal", bad, err)
+		}
+		if next.Version != turn.Version {
+			t.Fatalf("idle → %s bumped the version to %d", bad, next.Version)
+		}
+	}
+	got, err := s.GetTurn(ctx, "turn-1")
+	if err != nil || got.Status != store.TurnIdle || got.Version != turn.Version {
+		t.Fatalf("after refused steps: %+v, %v", got, err)
+	}
+	if ev, _ := s.TurnEvents(ctx, "turn-1", 0, 100); len(ev) != 1 {
+		t.Fatalf("a refused step appended events: %+v", ev)
+	}
+	turn.Status = store.TurnClosed
+	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn}); err != nil {
+		t.Fatal(err)
+	}
+	turn.Status = store.TurnIdle
+	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn}); !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "final") {
+		t.Fatalf("closed → idle: %v, want a refusal naming closed final", err)
+	}
+}
+
 func claimFor(turn string, fp string) *store.CompletionClaim {
 	return &store.CompletionClaim{TurnID: turn, MessageID: "msg-" + turn, CompletionFingerprint: fp,
 		CompletionID: "c-" + fp, CallbackMessageID: "msg-cb-" + fp, Outcome: "completed", ClaimedAt: 50}
@@ -580,7 +633,7 @@ func testSessionSaveInTurnWrite(t *testing.T, s store.TerminalStore) {
 	// Turn write back.
 	stale := *got
 	stale.Revision = 1
-	turn.Status = store.TurnFailed
+	turn.Status = store.TurnClosed
 	err = s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Also: func(ctx context.Context, tx store.TerminalTx) error {
 		return tx.SaveTermSession(ctx, &stale)
 	}})

@@ -177,7 +177,7 @@ func Observe(v terminal.SessionView) *agentsession.Observation {
 		o.Error = &agentsession.ObservationError{Code: "turn_failed", Message: msg}
 	default: // cancelled, closed
 		o.State = string(agentsession.StateIdle)
-		o.Detail = "turn " + t.Status
+		o.Detail = "turn " + string(t.Status)
 	}
 	return o
 }

@@ -20,7 +20,7 @@ func TestObserveMapsTurnStatuses(t *testing.T) {
 		return terminal.SessionView{SessionID: "session-1", Agent: "codex", Status: status, TerminalID: "terminal:x",
 			CreatedAt: 1000, UpdatedAt: 2000, Latest: turn, LatestUpdatedAt: 3000, LatestIdleSince: 2500}
 	}
-	turn := func(status string, mutate func(*terminal.TurnView)) *terminal.TurnView {
+	turn := func(status store.TurnStatus, mutate func(*terminal.TurnView)) *terminal.TurnView {
 		v := &terminal.TurnView{TurnID: "turn-1", Status: status}
 		if mutate != nil {
 			mutate(v)

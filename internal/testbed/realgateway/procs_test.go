@@ -8,24 +8,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// eventually polls cond every 10 ms for at most timeout (a bounded wait for
-// state this test cannot be notified of: another process's life).
-func eventually(timeout time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			return cond()
-		case <-tick.C:
-		}
-	}
-	return true
-}
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
+)
 
 // dead reports whether pid is gone or a zombie.
 func dead(pid int) bool {
@@ -42,7 +27,7 @@ func TestDescendantsFindsHelpersOutsideTheGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	var helpers []proc
-	eventually(30*time.Second, func() bool {
+	poll.Within(30*time.Second, func() bool {
 		helpers = helpers[:0]
 		for _, p := range descendants(sh.Process.Pid) {
 			if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline"); strings.HasPrefix(string(cmd), "sleep") {
@@ -62,7 +47,7 @@ func TestDescendantsFindsHelpersOutsideTheGroup(t *testing.T) {
 		t.Fatal("the helper died with the group; the test proves nothing")
 	}
 	helpers[0].kill()
-	if !eventually(30*time.Second, func() bool { return dead(helpers[0].pid) }) {
+	if !poll.Within(30*time.Second, func() bool { return dead(helpers[0].pid) }) {
 		t.Error("the helper survived kill")
 	}
 }
