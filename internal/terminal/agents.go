@@ -486,6 +486,9 @@ func (ClaudeAgent) PendingCommand(_ context.Context, _ Pane, raw json.RawMessage
 		raw = acc.Evidence
 	}
 	a, err := claudeAnchor(raw)
+	if errors.Is(err, errNotYet) {
+		return PendingCommand{}, fmt.Errorf("%w: the transcript does not exist yet", errEvidenceNotYet)
+	}
 	if err != nil {
 		return PendingCommand{}, fmt.Errorf("the transcript cannot be read: %w", err)
 	}
@@ -494,7 +497,9 @@ func (ClaudeAgent) PendingCommand(_ context.Context, _ Pane, raw json.RawMessage
 	case err != nil:
 		return PendingCommand{}, fmt.Errorf("the transcript cannot be read: %w", err)
 	case ap == nil:
-		return PendingCommand{}, errors.New("the transcript does not hold exactly one pending Bash call")
+		// Not written yet, or never one call (several at once): the wait
+		// is bounded either way.
+		return PendingCommand{}, fmt.Errorf("%w: the transcript does not hold exactly one pending Bash call", errEvidenceNotYet)
 	case !ap.OnlyCommand:
 		return PendingCommand{}, errors.New("the Bash call's input holds more than its command (a background run, a sandbox setting, an unknown or repeated field)")
 	}

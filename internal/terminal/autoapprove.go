@@ -287,6 +287,31 @@ const (
 	declinedNoTurn   = "the agent's acceptance of the request is not recorded yet"
 )
 
+// errEvidenceNotYet is a commandReader's error while the session file
+// does not hold the prompt's call (yet): the agent may draw its dialog
+// before it writes the call, more so on a loaded machine.
+var errEvidenceNotYet = errors.New("waited for the session file")
+
+// evidenceWait bounds how long a prompt that a rule may answer waits for
+// the session file to record its call before it goes to a person.
+const evidenceWait = 10 * time.Second
+
+// awaitEvidence holds back the report of prompt ap while the session file
+// has not recorded its call and evidenceWait has not passed since the
+// prompt was first seen waiting (the file's next write, or the re-check,
+// brings the next look); after that the prompt goes to a person, declined
+// for why.
+func (m *monitor) awaitEvidence(ap *ScreenApproval, why string) (handled bool, declined string, err error) {
+	w := &m.evidenceWait
+	if w.fingerprint != ap.Fingerprint {
+		w.fingerprint, w.since = ap.Fingerprint, time.Now()
+	}
+	if time.Since(w.since) < evidenceWait {
+		return true, "", nil
+	}
+	return false, why, nil
+}
+
 // autoApprovedEvent is the event of one auto-approval: the use as the Turn
 // records it, and the session-file evidence it was matched on, if any.
 type autoApprovedEvent struct {
@@ -323,7 +348,7 @@ func (m *monitor) autoApprove(ctx context.Context, t *store.Turn, ap *ScreenAppr
 	}
 	sub := t.Takeover.Submission
 	if fromFile && sub.NativeTurnID == "" {
-		return false, declinedNoTurn, nil
+		return m.awaitEvidence(ap, declinedNoTurn)
 	}
 	select {
 	case <-ctx.Done():
@@ -342,6 +367,9 @@ func (m *monitor) autoApprove(ctx context.Context, t *store.Turn, ap *ScreenAppr
 	command := shown.Command
 	if fromFile {
 		pc, err := reader.PendingCommand(ctx, m.pane, sub.Anchor, Acceptance{NativeTurnID: sub.NativeTurnID, ThreadID: t.NativeThreadID, Evidence: sub.AcceptanceEvidence}, text)
+		if errors.Is(err, errEvidenceNotYet) {
+			return m.awaitEvidence(ap, err.Error())
+		}
 		if err != nil {
 			return false, err.Error(), nil
 		}

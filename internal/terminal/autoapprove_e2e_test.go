@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,12 @@ func autoApproveE2E(t *testing.T, kind realcli.Kind, toolcall string, args ...st
 	}
 	v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled, store.TurnWaitingForOpenClaw)
 	if v.Status != store.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
-		t.Fatalf("auto-approved turn = %+v; screen:\n%s", v, rp.debug())
+		evs, _ := st.TurnEvents(ctx, res.TurnID, 0, 200)
+		var log strings.Builder
+		for _, e := range evs {
+			fmt.Fprintf(&log, "%s %s\n", e.Type, e.Data)
+		}
+		t.Fatalf("auto-approved turn = %+v; events:\n%s\nscreen:\n%s", v, log.String(), rp.debug())
 	}
 	if len(v.AutoApprovals) != 1 || v.AutoApprovals[0].Rule != "1 (touch)" || strings.Join(v.AutoApprovals[0].Argv, " ") != "touch auto-approved.txt" {
 		t.Fatalf("auto_approvals = %+v", v.AutoApprovals)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -265,4 +266,44 @@ func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAutoApproveWaitsForTheSessionFile: a Claude Code dialog drawn before
+// its transcript records the call is not reported to a person at once;
+// when the call is written, the rule answers it and no approval callback
+// is ever sent.
+func TestAutoApproveWaitsForTheSessionFile(t *testing.T) {
+	t.Parallel()
+	a := newFakeAgent(AgentClaude, 799)
+	r := autoRig(t, a, []AutoApproveRule{{Agent: AgentClaude, Workspace: "/w", Argv: []string{"make", "test"}}})
+	id := sendFrom(t, r, a, SendRequest{})
+	a.set(func(f *fakeAgent) {
+		f.pendingErr = fmt.Errorf("%w: not written", errEvidenceNotYet)
+		f.approval = &ScreenApproval{Fingerprint: "fp-late", Kind: "run_command", Approvable: true}
+	})
+	// Two looks at the dialog without its call: still held back.
+	seen := a.captureCount()
+	waitFor(t, "two looks at the dialog", func() bool { a.poke(); return a.captureCount() >= seen+2 })
+	if v, _ := r.svc.Status(t.Context(), id); v.Status == store.TurnWaitingForOpenClaw || len(callbacksOf(t, r, id)) != 0 {
+		t.Fatalf("reported before the session file was read: %+v", v)
+	}
+	a.set(func(f *fakeAgent) {
+		f.pendingErr, f.pending = nil, &PendingCommand{Tool: "Bash", Command: "make test", Cwd: "/w", RequestID: "toolu_2"}
+	})
+	waitFor(t, "the auto-approval", func() bool { return len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) == 1 })
+	a.finish("done", false)
+	r.waitStatus(id, store.TurnIdle)
+	if cbs := callbacksOf(t, r, id); len(cbs) != 1 || cbs[0].Type != MsgDone {
+		t.Fatalf("callbacks = %+v, want only done", cbs)
+	}
+	if n := len(eventsNamed(t, r, id, "terminal_bridge_approval_detected")); n != 0 {
+		t.Fatalf("%d approvals reported to a person", n)
+	}
+}
+
+// captureCount is how many times the pane's screen was read.
+func (f *fakeAgent) captureCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.captures
 }

@@ -472,6 +472,12 @@ type monitor struct {
 	turn    *store.Turn
 	sess    *store.TermSession
 	spoiled bool
+	// evidenceWait is the approval prompt whose auto-approval waits for
+	// the session file to record its call, and since when (autoapprove.go).
+	evidenceWait struct {
+		fingerprint string
+		since       time.Time
+	}
 }
 
 func (m *monitor) run(ctx context.Context) error {
