@@ -241,7 +241,7 @@ func TestDoctorListsSettingsRedacted(t *testing.T) {
 
 // TestBadAutoApproveFileStopsTerminalCommands: a rules file with a rule
 // that could not match exactly stops a terminal command with an error that
-// names the variable, the file and the rule.
+// names the variable, the file, the line and the rule.
 func TestBadAutoApproveFileStopsTerminalCommands(t *testing.T) {
 	t.Parallel()
 	rules := filepath.Join(t.TempDir(), "auto-approve.json")
@@ -254,7 +254,7 @@ func TestBadAutoApproveFileStopsTerminalCommands(t *testing.T) {
 	err := Run(t.Context(), Env{Args: []string{"terminal", "list"}, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut,
 		Getenv: func(k string) string { return vars[k] }})
 	if err == nil || !strings.Contains(err.Error(), "CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE") || !strings.Contains(err.Error(), rules) ||
-		!strings.Contains(err.Error(), `auto-approve rule 1: argv word "make test"`) {
+		!strings.Contains(err.Error(), `auto-approve rules, line 1: rule 1: argv word "make test"`) {
 		t.Fatalf("terminal list = %v (stderr %s)", err, errOut.String())
 	}
 }

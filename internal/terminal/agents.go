@@ -473,3 +473,39 @@ func (ClaudeAgent) DraftVisible(text, request string) bool {
 func (ClaudeAgent) Keys() ([]string, []string) {
 	return []string{claude.ApproveKey}, []string{claude.InterruptKey}
 }
+
+var _ commandReader = ClaudeAgent{}
+
+// PendingCommand implements commandReader: the one Bash call the accepted
+// turn waits on, read from the transcript. It is exact only when nothing
+// but its command decides what runs and the dialog on the screen shows
+// that same command; the errors say which of these failed, never the
+// command.
+func (ClaudeAgent) PendingCommand(_ context.Context, _ Pane, raw json.RawMessage, acc Acceptance, text string) (PendingCommand, error) {
+	if len(acc.Evidence) > 0 {
+		raw = acc.Evidence
+	}
+	a, err := claudeAnchor(raw)
+	if errors.Is(err, errNotYet) {
+		return PendingCommand{}, fmt.Errorf("%w: the transcript does not exist yet", errEvidenceNotYet)
+	}
+	if err != nil {
+		return PendingCommand{}, fmt.Errorf("the transcript cannot be read: %w", err)
+	}
+	ap, err := claude.PendingApproval(a, acc.NativeTurnID)
+	switch {
+	case err != nil:
+		return PendingCommand{}, fmt.Errorf("the transcript cannot be read: %w", err)
+	case ap == nil:
+		// Not written yet, or never one call (several at once): the wait
+		// is bounded either way.
+		return PendingCommand{}, fmt.Errorf("%w: the transcript does not hold exactly one pending Bash call", errEvidenceNotYet)
+	case !ap.OnlyCommand:
+		return PendingCommand{}, errors.New("the Bash call's input holds more than its command (a background run, a sandbox setting, an unknown or repeated field)")
+	}
+	if shown, ok := claude.DialogCommand(text); !ok || shown != ap.Command {
+		return PendingCommand{}, errors.New("the dialog on the screen does not show the transcript's command exactly")
+	}
+	return PendingCommand{Tool: "Bash", Command: ap.Command, Cwd: ap.Cwd, RequestID: ap.ToolUseID,
+		CommandSHA256: ap.CommandSHA256, Evidence: ap.Fingerprint}, nil
+}

@@ -30,6 +30,10 @@ type fakeAgent struct {
 	activity string // idle | working
 	draft    string
 	approval *ScreenApproval
+	// pending is what the session file holds of the approval's command
+	// (fakeCommandReader); pendingErr why it cannot be told.
+	pending    *PendingCommand
+	pendingErr error
 	// question is the agent's own question dialog; a digit picks its row
 	// (the free-text row takes the cursor, then typed text and Enter);
 	// answers are what it was answered.

@@ -477,6 +477,12 @@ type monitor struct {
 	turn    *store.Turn
 	sess    *store.TermSession
 	spoiled bool
+	// evidenceWait is the approval prompt whose auto-approval waits for
+	// the session file to record its call, and since when (autoapprove.go).
+	evidenceWait struct {
+		fingerprint string
+		since       time.Time
+	}
 }
 
 func (m *monitor) run(ctx context.Context) error {
@@ -794,7 +800,8 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 		// gone (below).
 		return nil
 	case sc.Approval != nil && (t.Approval == nil || t.Approval.Fingerprint != sc.Approval.Fingerprint):
-		if handled, err := m.autoApprove(ctx, t, sc.Approval, now); handled {
+		handled, declined, err := m.autoApprove(ctx, t, sc.Approval)
+		if handled {
 			return err
 		}
 		cmd := ""
@@ -816,11 +823,18 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 		msg.ID = callbackID(t.TurnID, t.Takeover.Submission.MessageID, sc.Approval.Fingerprint, typ, strconv.FormatInt(now.UnixMilli(), 10))
 		ApplyMessage(t, msg)
 		t.Takeover.LastApprovalFingerprint = sc.Approval.Fingerprint
+		detected := map[string]any{"fingerprint": sc.Approval.Fingerprint, "approvable": sc.Approval.Approvable}
+		meta := map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint,
+			"approvable": sc.Approval.Approvable, "next_steps": nextSteps(t, now)}
+		if declined != "" {
+			// A rule of this agent and workspace exists: say why it did
+			// not answer, so the person knows the rule was considered.
+			detected["auto_approve_declined"], meta["auto_approve_declined"] = declined, declined
+		}
 		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
-			event(now.UnixMilli(), "terminal_bridge_approval_detected", map[string]any{"fingerprint": sc.Approval.Fingerprint, "approvable": sc.Approval.Approvable}),
+			event(now.UnixMilli(), "terminal_bridge_approval_detected", detected),
 			event(now.UnixMilli(), "message", msg)},
-			Also: prepareCallback(t, msg, msg.ID, KindApproval, map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint,
-				"approvable": sc.Approval.Approvable, "next_steps": nextSteps(t, now)})})
+			Also: prepareCallback(t, msg, msg.ID, KindApproval, meta)})
 	case sc.Approval == nil && t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil:
 		data := map[string]any{"decision": "answered_in_terminal"}
 		if t.Takeover.ApprovingFingerprint == t.Approval.Fingerprint {

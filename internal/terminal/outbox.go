@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,6 +68,11 @@ func prepareCallback(t *store.Turn, msg Message, id, kind string, meta map[strin
 		"agent": t.Agent, "terminal_bridge_message_id": t.Takeover.Submission.MessageID}
 	if t.UnprovenVersion != "" {
 		md["unproven_version"] = t.UnprovenVersion
+	}
+	if len(t.AutoApprovals) > 0 {
+		// The prompts a rule answered without a person: every callback
+		// after one says so.
+		md["auto_approvals"] = slices.Clone(t.AutoApprovals)
 	}
 	for k, v := range meta {
 		md[k] = v

@@ -294,14 +294,27 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 // session; the human picks Blue in the pane and the watch reports the
 // task's completion, whose reply shows the choice.
 func TestE2EWatchClaudeQuestion(t *testing.T) {
-	rp, svc, st, gw, _ := startWatchHost(t, realcli.ClaudeCode, "--permission-mode", "default")
+	watchQuestionE2E(t, realcli.ClaudeCode, "Which color should the widget be?", "--permission-mode", "default")
+}
+
+// TestE2EWatchCodexQuestion: the same for the real Codex 0.171.0 TUI's
+// request_user_input dialog (started with the feature that offers it
+// outside Plan mode).
+func TestE2EWatchCodexQuestion(t *testing.T) {
+	watchQuestionE2E(t, realcli.Codex, "Which color should the widget be", "--enable", codex.QuestionFeature)
+}
+
+// watchQuestionE2E watches a pane of kind whose human asks the fake model
+// for question (options Red and Blue), then answers Blue in the pane.
+func watchQuestionE2E(t *testing.T, kind realcli.Kind, question string, args ...string) {
+	rp, svc, st, gw, _ := startWatchHost(t, kind, args...)
 	ctx := t.Context()
-	const S = "agent:main:claude-question-watcher"
+	const S = "agent:main:question-watcher"
 	w, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
 	if err != nil {
 		t.Fatalf("watch: %v; screen:\n%s", err, rp.debug())
 	}
-	if err := rp.tui.Submit(ctx, "QUESTION: Which color should the widget be? | Red | Blue"); err != nil {
+	if err := rp.tui.Submit(ctx, "QUESTION: "+question+" | Red | Blue"); err != nil {
 		t.Fatal(err)
 	}
 	cs := st.(store.CallbackStore)
@@ -330,7 +343,7 @@ func TestE2EWatchClaudeQuestion(t *testing.T) {
 		}
 	}
 	msgs := notified("watch_question")
-	if m := msgs[0]; m.Type != MsgQuestion || !strings.Contains(m.Body, "The watched claude task asks: Which color should the widget be?") ||
+	if m := msgs[0]; m.Type != MsgQuestion || !strings.Contains(m.Body, "The watched "+rp.pane.Agent+" task asks: "+question) ||
 		!strings.Contains(m.Body, "2. Blue") || !strings.HasSuffix(m.Body, "Answer it in the terminal.") || m.Metadata["reason"] != "question" {
 		t.Fatalf("question notification = %+v", m)
 	}

@@ -19,3 +19,9 @@ func ScanCompletionBytes(a Anchor, tail []byte, promptUUID string) (native.Compl
 func ActiveTaskBytes(end Anchor, data []byte) (Anchor, string, error) {
 	return activeTask(end, windowOf(data, 0), 0)
 }
+
+// PendingApprovalBytes is PendingApproval on tail, the bytes after the
+// anchor, without the file (for the fuzz target).
+func PendingApprovalBytes(a Anchor, tail []byte, promptUUID string) (*BashApproval, error) {
+	return pendingApproval(a, windowOf(tail, a.Offset), promptUUID)
+}

@@ -20,6 +20,7 @@ var (
 	optionRE     = lazyRE(`^\s*(❯\s*)?(\d+)\.\s+(.+?)\s*$`)
 	footerRE     = lazyRE(`^\s*Esc to cancel(?: · Tab to amend(?: · ctrl\+e to explain)?)?\s*$`)
 	ruleRE       = lazyRE(`^\s*[─━╌]{3,}\s*$`)
+	dashedRE     = lazyRE(`^\s*╌{3,}\s*$`)
 	turnEndRE    = lazyRE(`^\s*(?:[✻✽✢✣✤✥✦✧✶✳]\s+\S.* for \S+ · done\b|⎿\s+Interrupted\b|● API Error\b)`)
 )
 
@@ -214,6 +215,54 @@ func parseApproval(lines []string) *screen.Approval {
 	ap.Fingerprint = screen.Fingerprint(lines[start:end])
 	ap.Approvable = ap.Reason == ""
 	return ap
+}
+
+// DialogCommand returns the command an approvable Bash permission dialog
+// on the screen shows: the lines between the two dashed rules under its
+// "Bash command" header, trimmed and joined by single spaces (a command
+// the dialog wraps at a space reads back whole). ok is false when no
+// approvable dialog is visible or its command box is not exactly one box
+// of text: what the screen shows cannot then be compared with anything.
+// The text is what the screen shows, never proof of what will run; the
+// transcript's tool call is (PendingApproval).
+func DialogCommand(text string) (cmd string, ok bool) {
+	lines := screen.Lines(text)
+	if len(lines) > 48 {
+		lines = lines[len(lines)-48:]
+	}
+	if ap := parseApproval(lines); ap == nil || !ap.Approvable {
+		return "", false
+	}
+	header, marker := -1, -1
+	for i := len(lines) - 1; i >= 0; i-- {
+		switch t := strings.TrimSpace(lines[i]); {
+		case marker < 0 && t == "Do you want to proceed?":
+			marker = i
+		case marker >= 0 && t == "Bash command":
+			header = i
+		}
+		if header >= 0 {
+			break
+		}
+	}
+	var rules []int
+	for i := header + 1; i < marker; i++ {
+		if dashedRE().MatchString(lines[i]) {
+			rules = append(rules, i)
+		}
+	}
+	if len(rules) != 2 || rules[1] == rules[0]+1 {
+		return "", false
+	}
+	var words []string
+	for _, l := range lines[rules[0]+1 : rules[1]] {
+		t := strings.TrimSpace(l)
+		if t == "" {
+			return "", false
+		}
+		words = append(words, t)
+	}
+	return strings.Join(words, " "), true
 }
 
 func setReason(ap *screen.Approval, reason string) {

@@ -81,8 +81,48 @@ func TestParseScreenDraft(t *testing.T) {
 	}
 }
 
+// TestDialogCommand: the command box of the recorded dialog reads back
+// as its command; a dialog without exactly one box of text, or one that
+// cannot be approved, shows no command to compare.
+func TestDialogCommand(t *testing.T) {
+	t.Parallel()
+	golden, err := os.ReadFile("testdata/screen-approval.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := string(golden)
+	dashes := strings.Repeat("╌", 40)
+	for _, tt := range []struct {
+		name, screen, want string
+		ok                 bool
+	}{
+		{"recorded dialog", g, "touch approved.txt", true},
+		{"wrapped at a space", strings.Replace(g, " touch approved.txt\n╌", " touch\n approved.txt\n╌", 1), "touch approved.txt", true},
+		{"no command box", dialog, "", false},
+		{"empty box", strings.Replace(g, " touch approved.txt\n╌", "╌", 1), "", false},
+		{"blank line in the box", strings.Replace(g, " touch approved.txt\n╌", " touch\n\n approved.txt\n╌", 1), "", false},
+		{"three rules", strings.Replace(g, " touch approved.txt\n╌", " touch\n"+dashes+"\n approved.txt\n╌", 1), "", false},
+		{"not approvable", strings.Replace(g, " ❯ 1. Yes\n   2. Yes,", "   1. Yes\n ❯ 2. Yes,", 1), "", false},
+		{"no dialog", "────\n❯ \n────\n", "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if tt.screen == g && tt.name != "recorded dialog" {
+				t.Fatal("case does not change the screen")
+			}
+			got, ok := claude.DialogCommand(tt.screen)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("DialogCommand = %q, %v; want %q, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
 func FuzzParseScreen(f *testing.F) {
 	f.Add(dialog)
+	if g, err := os.ReadFile("testdata/screen-approval.txt"); err == nil {
+		f.Add(string(g))
+	}
 	f.Add("────\n❯ \n────\n  ⏸ manual mode on · esc to interrupt\n")
 	if q, err := os.ReadFile("testdata/question/screen-question.txt"); err == nil {
 		f.Add(string(q))
@@ -98,6 +138,9 @@ func FuzzParseScreen(f *testing.F) {
 		}
 		if got.Approval != nil && (got.Approval.Command != "" || len(got.Approval.Fingerprint) != 64 || got.Approval.Approvable != (got.Approval.Reason == "")) {
 			t.Fatalf("%+v", got.Approval)
+		}
+		if cmd, ok := claude.DialogCommand(s); ok && (got.Approval == nil || !got.Approval.Approvable || cmd == "" || strings.Contains(cmd, "\n")) {
+			t.Fatalf("a dialog command %q from a screen without an approvable dialog: %+v", cmd, got.Approval)
 		}
 	})
 }

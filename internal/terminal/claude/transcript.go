@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -447,8 +448,8 @@ func textOf(e *entry) string {
 }
 
 // BashApproval is the transcript side of a pending Bash permission prompt:
-// the turn is open and exactly one Bash tool_use waits for its result. It
-// carries no command text, only its hash.
+// the turn is open and exactly one Bash tool_use waits for its result. Its
+// serialized form carries no command text, only its hash.
 type BashApproval struct {
 	// ToolUseID is the tool_use block's id.
 	ToolUseID string `json:"request_id"`
@@ -457,6 +458,17 @@ type BashApproval struct {
 	// Fingerprint is the lowercase hex SHA-256 of the session, prompt,
 	// tool_use id and command hash: the evidence identity.
 	Fingerprint string `json:"evidence_fingerprint"`
+	// Command is the exact command the call runs. It is never serialized:
+	// it may hold a secret, and its hash is the evidence.
+	Command string `json:"-"`
+	// Cwd is the working directory Claude Code recorded with the call.
+	Cwd string `json:"-"`
+	// OnlyCommand reports an input in which nothing but Command decides
+	// what runs: one JSON object with unique names, a string "command",
+	// and otherwise only a string "description" and a number "timeout".
+	// Any other field (run_in_background, one that turns a sandbox off,
+	// one this reader does not know) or a name given twice clears it.
+	OnlyCommand bool `json:"-"`
 }
 
 // PendingApproval reports the Bash tool call the turn of promptUUID waits
@@ -468,6 +480,11 @@ func PendingApproval(a Anchor, promptUUID string) (*BashApproval, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
+	return pendingApproval(a, w, promptUUID)
+}
+
+// pendingApproval is PendingApproval on the bytes after the anchor.
+func pendingApproval(a Anchor, w window, promptUUID string) (*BashApproval, error) {
 	entries, err := parse(w, a.Offset, a.Path)
 	if err != nil {
 		return nil, err
@@ -492,10 +509,70 @@ func PendingApproval(a Anchor, promptUUID string) (*BashApproval, error) {
 		return nil, nil
 	}
 	cmd := sha256.Sum256([]byte(in.Command))
-	ap := &BashApproval{ToolUseID: open[0].ID, CommandSHA256: hex.EncodeToString(cmd[:])}
+	ap := &BashApproval{ToolUseID: open[0].ID, CommandSHA256: hex.EncodeToString(cmd[:]), Command: in.Command,
+		Cwd: t.callCwd(open[0].ID), OnlyCommand: onlyCommand(open[0].Input)}
 	fp := sha256.Sum256([]byte(a.SessionID + "\n" + promptUUID + "\n" + ap.ToolUseID + "\n" + ap.CommandSHA256))
 	ap.Fingerprint = hex.EncodeToString(fp[:])
 	return ap, nil
+}
+
+// callCwd is the cwd of the assistant record holding tool_use id; "" when
+// the records holding it disagree.
+func (t *turn) callCwd(id string) string {
+	cwd, seen := "", false
+	for _, e := range t.recs {
+		if e.Type != "assistant" {
+			continue
+		}
+		for _, b := range e.blocks {
+			if b.Type == "tool_use" && b.ID == id {
+				if seen && e.Cwd != cwd {
+					return ""
+				}
+				cwd, seen = e.Cwd, true
+			}
+		}
+	}
+	return cwd
+}
+
+// onlyCommand reports a Bash input whose only field deciding what runs is
+// a string "command" (BashApproval.OnlyCommand).
+func onlyCommand(input json.RawMessage) bool {
+	dec := json.NewDecoder(bytes.NewReader(input))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		name, isName := tok.(string)
+		if err != nil || !isName || seen[name] {
+			return false
+		}
+		seen[name] = true
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return false
+		}
+		switch name {
+		case "command", "description":
+			if _, ok := v.(string); !ok {
+				return false
+			}
+		case "timeout":
+			if _, ok := v.(float64); !ok {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return false
+	}
+	_, err := dec.Token()
+	return err == io.EOF && seen["command"]
 }
 
 // userOnly is the filter of the prompt scans: a record without "user" in

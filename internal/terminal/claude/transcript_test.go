@@ -1,6 +1,8 @@
 package claude_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -276,8 +278,44 @@ func TestPendingApproval(t *testing.T) {
 			if err != nil || (ap != nil) != tt.want {
 				t.Fatalf("%+v, %v; want pending=%v", ap, err, tt.want)
 			}
-			if ap != nil && (ap.ToolUseID != "t1" || len(ap.CommandSHA256) != 64 || len(ap.Fingerprint) != 64) {
+			if ap != nil && (ap.ToolUseID != "t1" || len(ap.CommandSHA256) != 64 || len(ap.Fingerprint) != 64 ||
+				ap.Command != "touch x" || ap.Cwd != cwd || !ap.OnlyCommand) {
 				t.Errorf("%+v", ap)
+			}
+		})
+	}
+}
+
+// TestPendingApprovalOnlyCommand: the exact input is told apart from one
+// where something besides the command decides what runs.
+func TestPendingApprovalOnlyCommand(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, input string
+		only        bool
+	}{
+		{"command", `{"command":"make test"}`, true},
+		{"with description and timeout", `{"command":"make test","description":"run the tests","timeout":60000}`, true},
+		{"in the background", `{"command":"make test","run_in_background":true}`, false},
+		{"sandbox off", `{"command":"make test","dangerouslyDisableSandbox":true}`, false},
+		{"unknown field", `{"command":"make test","shell":"zsh"}`, false},
+		{"command twice", `{"command":"make test","command":"rm -rf x"}`, false},
+		{"other case", `{"Command":"make test"}`, false},
+		{"description not a string", `{"command":"make test","description":1}`, false},
+		{"timeout a string", `{"command":"make test","timeout":"1"}`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, path := transcript(t, old)
+			rec := strings.Replace(assistant("a1", "p1", "m1", "tool_use", toolUse("t1", "Bash", map[string]any{"command": "PLACEHOLDER"})),
+				`{"command":"PLACEHOLDER"}`, tt.input, 1)
+			appendTo(t, path, prompt("p1", "d0", "do it"), rec)
+			ap, err := claude.PendingApproval(a, "p1")
+			if err != nil || ap == nil {
+				t.Fatalf("%+v, %v", ap, err)
+			}
+			if ap.OnlyCommand != tt.only {
+				t.Errorf("OnlyCommand = %v, want %v", ap.OnlyCommand, tt.only)
 			}
 		})
 	}
@@ -466,6 +504,32 @@ func FuzzPromptSince(f *testing.F) {
 			t.Fatalf("resumed error %v; whole %v, %v", err, ids, werr)
 		case c.Found != (len(ids) > 0):
 			t.Fatalf("resumed found=%v; whole %v", c.Found, ids)
+		}
+	})
+}
+
+// FuzzPendingApproval reads arbitrary bytes after an anchor as a turn
+// waiting on a Bash call: a scan error or an approval whose hash is its
+// command's, never a panic.
+func FuzzPendingApproval(f *testing.F) {
+	f.Add(prompt("p1", "d0", "do it") + assistant("a1", "p1", "m1", "tool_use", toolUse("t1", "Bash", map[string]any{"command": "make test"})))
+	f.Add(prompt("p1", "d0", "do it") + strings.Replace(assistant("a1", "p1", "m1", "tool_use", toolUse("t1", "Bash", map[string]any{"command": "X"})),
+		`{"command":"X"}`, `{"command":"a","command":"b","timeout":1}`, 1))
+	a := claude.Anchor{SessionID: session, Cwd: cwd, PID: 7, StartedAtMs: 1, Path: "/x/t.jsonl", FileExisted: true, Dev: 1, Ino: 1, Offset: 100}
+	f.Fuzz(func(t *testing.T, tail string) {
+		ap, err := claude.PendingApprovalBytes(a, []byte(tail), "p1")
+		if err != nil {
+			if !errors.Is(err, native.ErrScan) {
+				t.Fatalf("error %v is not a scan error", err)
+			}
+			return
+		}
+		if ap == nil {
+			return
+		}
+		sum := sha256.Sum256([]byte(ap.Command))
+		if ap.Command == "" || ap.CommandSHA256 != hex.EncodeToString(sum[:]) || len(ap.Fingerprint) != 64 {
+			t.Fatalf("%+v", ap)
 		}
 	})
 }
