@@ -188,9 +188,10 @@ func (b *browser) token(t *testing.T, issuer, client, redirect string, scopes ..
 	return tok.AccessToken
 }
 
-// oauthServe runs `clawconnect serve` in OAuth mode against issuer and
-// returns its base URL.
-func oauthServe(t *testing.T, addr, issuer string) (string, func() string) {
+// oauthServe runs `clawconnect serve` in OAuth mode against issuer, with
+// the settings of the test provider changed by set ("" unsets), and
+// returns its base URL and its log so far.
+func oauthServe(t *testing.T, addr, issuer string, set map[string]string) (string, func() string) {
 	t.Helper()
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: func(fakegateway.Submit) fakegateway.Turn {
 		return fakegateway.Turn{Reply: "private result", Hold: true}
@@ -202,6 +203,9 @@ func oauthServe(t *testing.T, addr, issuer string) (string, func() string) {
 		"CLAWCONNECT_OAUTH_SCOPES": "openid " + opScope, "CLAWCONNECT_OAUTH_INTROSPECT": "1",
 		"CLAWCONNECT_OAUTH_CLIENT_ID": "web", "CLAWCONNECT_OAUTH_CLIENT_SECRET": "secret",
 		"CLAWCONNECT_LOG_LEVEL": "info",
+	}
+	for k, v := range set {
+		envm[k] = v
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -280,7 +284,7 @@ func TestE2EOAuthWithRealProvider(t *testing.T) {
 	const clientCB = "http://127.0.0.1:1/cb" // never reached: the code is read off the redirect
 	issuer := startOP(t, "http://"+addr+"/oauth/callback", clientCB)
 	otherIssuer := startOP(t, clientCB)
-	base, serveLog := oauthServe(t, addr, issuer)
+	base, serveLog := oauthServe(t, addr, issuer, nil)
 
 	alice, bob := newBrowser(opUser1), newBrowser(opUser2)
 	aliceTok := alice.token(t, issuer, "web", clientCB, "openid", opScope)
@@ -404,7 +408,7 @@ func TestE2EOAuthTypeScriptSDK(t *testing.T) {
 	addr := freeAddr(t)
 	const redirect = "http://127.0.0.1:1/ts-callback"
 	issuer := startOP(t, redirect)
-	base, _ := oauthServe(t, addr, issuer)
+	base, _ := oauthServe(t, addr, issuer, nil)
 
 	dir := t.TempDir()
 	script, err := os.ReadFile(filepath.Join("testdata", "oauth_client.mjs"))
