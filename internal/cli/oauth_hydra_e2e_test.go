@@ -73,7 +73,9 @@ func TestE2EOAuthWithHydra(t *testing.T) {
 		// Hydra and serve share this machine's clock.
 		"CLAWCONNECT_OAUTH_CLOCK_SKEW_MS": "1",
 	})
-	browser := func(user string) *oauthtest.Browser { return oauthtest.NewBrowser(user, users[user]) }
+	browser := func(user string) *oauthtest.Browser {
+		return oauthtest.NewBrowser(user, users[user], oauthtest.HydraLogin)
+	}
 
 	// A token that lives 10 s, taken first and accepted while it lives, so
 	// that its refusal below is for its expiry alone.

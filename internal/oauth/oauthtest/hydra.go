@@ -277,17 +277,34 @@ func (h *Hydra) Keys(t testing.TB) jose.JSONWebKeySet {
 	return set
 }
 
-// Browser is a person's browser at Hydra: it follows redirects by hand,
-// signing in at the login app as User with Password.
+// LoginForm recognizes a provider's login form: given a page the browser
+// landed on (answered 200), it says whether that is the form (ok), where
+// to post it (action) and what (form), as user with password.
+type LoginForm func(page *url.URL, user, password string) (action string, form url.Values, ok bool)
+
+// HydraLogin is the login form of Hydra's login app in StartHydra.
+func HydraLogin(page *url.URL, user, password string) (string, url.Values, bool) {
+	ch := page.Query().Get("login_challenge")
+	if page.Path != "/login" || ch == "" {
+		return "", nil, false
+	}
+	return page.ResolveReference(&url.URL{Path: "/login"}).String(),
+		url.Values{"login_challenge": {ch}, "username": {user}, "password": {password}}, true
+}
+
+// Browser is a person's browser at a provider: it follows redirects by
+// hand, signing in at the provider's login form as User with Password.
 type Browser struct {
 	User, Password string
+	login          LoginForm
 	c              *http.Client
 }
 
-// NewBrowser returns a browser with an empty cookie jar.
-func NewBrowser(user, password string) *Browser {
+// NewBrowser returns a browser with an empty cookie jar that signs in at
+// login forms.
+func NewBrowser(user, password string, login LoginForm) *Browser {
 	jar, _ := cookiejar.New(nil)
-	return &Browser{User: user, Password: password, c: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+	return &Browser{User: user, Password: password, login: login, c: &http.Client{Jar: jar, Timeout: 30 * time.Second,
 		Transport:     &http.Transport{DisableKeepAlives: true},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
@@ -311,9 +328,8 @@ func (b *Browser) Visit(t testing.TB, start, stop string) (*url.URL, int, string
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK && u.Path == "/login" && u.Query().Get("login_challenge") != "" {
-			form := url.Values{"login_challenge": {u.Query().Get("login_challenge")}, "username": {b.User}, "password": {b.Password}}
-			resp, err = b.c.PostForm(u.ResolveReference(&url.URL{Path: "/login"}).String(), form)
+		if action, form, ok := b.login(u, b.User, b.Password); ok && resp.StatusCode == http.StatusOK {
+			resp, err = b.c.PostForm(action, form)
 			if err != nil {
 				t.Fatal(err)
 			}
