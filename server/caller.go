@@ -31,8 +31,18 @@ func (s *Server) Caller(id taskapi.Identity) *Caller {
 // false when it is refused, or, in OAuth mode, cannot be checked now. With
 // no credential configured every call is accepted anonymously.
 func (s *Server) Authenticate(token string) (taskapi.Identity, bool) {
-	id, err := s.check(context.Background(), "", token)
+	id, err := s.AuthenticateToken(context.Background(), token)
 	return id, err == nil
+}
+
+// AuthenticateToken is Authenticate with the reason of a refusal: in OAuth
+// mode a *TokenError for a refused token, or an error wrapping
+// ErrVerifierUnavailable when the token could not be checked now (a caller
+// holding a session may keep it through such an outage). It counts no
+// failure against an address, unlike AuthenticateRequest: the token was
+// accepted once already.
+func (s *Server) AuthenticateToken(ctx context.Context, token string) (taskapi.Identity, error) {
+	return s.check(ctx, "", token)
 }
 
 // AuthRequired reports whether HTTP callers must present a credential.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
@@ -117,57 +116,21 @@ func tail(s string, n int) string {
 	return s
 }
 
-// browser follows redirects by hand, signing in at the provider's login
-// form as user, until a URL with prefix stop (returned) or a final answer
-// (returned with its body).
-type browser struct {
-	c          *http.Client
-	user, pass string
-}
+// browser is a browser at the test OpenID provider, signing in at its
+// login form.
+type browser struct{ *oauthtest.Browser }
 
 func newBrowser(user string) *browser {
-	jar, _ := cookiejar.New(nil)
-	return &browser{user: user, pass: opPassword, c: &http.Client{Jar: jar, Timeout: 30 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &browser{oauthtest.NewBrowser(user, opPassword, opLogin)}
 }
 
-func (b *browser) visit(t *testing.T, start, stop string) (*url.URL, int, string) {
-	t.Helper()
-	u, err := url.Parse(start)
-	if err != nil {
-		t.Fatal(err)
+// opLogin is the provider's login form.
+func opLogin(page *url.URL, user, password string) (string, url.Values, bool) {
+	if page.Path != "/login/username" {
+		return "", nil, false
 	}
-	for range 20 {
-		if stop != "" && strings.HasPrefix(u.String(), stop) {
-			return u, 0, ""
-		}
-		resp, err := b.c.Get(u.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK && u.Path == "/login/username" {
-			// The provider's login form: post the user's credentials.
-			form := url.Values{"id": {u.Query().Get("authRequestID")}, "username": {b.user}, "password": {b.pass}}
-			resp, err = b.c.PostForm(u.ResolveReference(&url.URL{Path: "/login/username"}).String(), form)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-		}
-		loc := resp.Header.Get("Location")
-		if resp.StatusCode < 300 || resp.StatusCode > 399 || loc == "" {
-			return u, resp.StatusCode, string(body)
-		}
-		next, err := u.Parse(loc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u = next
-	}
-	t.Fatalf("more than 20 redirects from %s", start)
-	return nil, 0, ""
+	return page.ResolveReference(&url.URL{Path: "/login/username"}).String(),
+		url.Values{"id": {page.Query().Get("authRequestID")}, "username": {user}, "password": {password}}, true
 }
 
 // token signs user in at the provider as client (authorization code with
@@ -177,7 +140,7 @@ func (b *browser) token(t *testing.T, issuer, client, redirect string, scopes ..
 	cfg := oauth2.Config{ClientID: client, ClientSecret: "secret", RedirectURL: redirect, Scopes: scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: issuer + "auth", TokenURL: issuer + "oauth/token", AuthStyle: oauth2.AuthStyleInHeader}}
 	verifier := oauth2.GenerateVerifier()
-	back, _, body := b.visit(t, cfg.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier)), redirect)
+	back, _, body := b.Visit(t, cfg.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier)), redirect)
 	if back == nil || back.Query().Get("code") == "" {
 		t.Fatalf("no code came back: %v %s", back, body)
 	}
@@ -188,9 +151,10 @@ func (b *browser) token(t *testing.T, issuer, client, redirect string, scopes ..
 	return tok.AccessToken
 }
 
-// oauthServe runs `clawconnect serve` in OAuth mode against issuer and
-// returns its base URL.
-func oauthServe(t *testing.T, addr, issuer string) (string, func() string) {
+// oauthServe runs `clawconnect serve` in OAuth mode against issuer, with
+// the settings of the test provider changed by set ("" unsets), and
+// returns its base URL and its log so far.
+func oauthServe(t *testing.T, addr, issuer string, set map[string]string) (string, func() string) {
 	t.Helper()
 	fg := fakegateway.New(t, fakegateway.Options{Password: "pw", Script: func(fakegateway.Submit) fakegateway.Turn {
 		return fakegateway.Turn{Reply: "private result", Hold: true}
@@ -202,6 +166,9 @@ func oauthServe(t *testing.T, addr, issuer string) (string, func() string) {
 		"CLAWCONNECT_OAUTH_SCOPES": "openid " + opScope, "CLAWCONNECT_OAUTH_INTROSPECT": "1",
 		"CLAWCONNECT_OAUTH_CLIENT_ID": "web", "CLAWCONNECT_OAUTH_CLIENT_SECRET": "secret",
 		"CLAWCONNECT_LOG_LEVEL": "info",
+	}
+	for k, v := range set {
+		envm[k] = v
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -280,7 +247,7 @@ func TestE2EOAuthWithRealProvider(t *testing.T) {
 	const clientCB = "http://127.0.0.1:1/cb" // never reached: the code is read off the redirect
 	issuer := startOP(t, "http://"+addr+"/oauth/callback", clientCB)
 	otherIssuer := startOP(t, clientCB)
-	base, serveLog := oauthServe(t, addr, issuer)
+	base, serveLog := oauthServe(t, addr, issuer, nil)
 
 	alice, bob := newBrowser(opUser1), newBrowser(opUser2)
 	aliceTok := alice.token(t, issuer, "web", clientCB, "openid", opScope)
@@ -308,11 +275,11 @@ func TestE2EOAuthWithRealProvider(t *testing.T) {
 
 	// The dashboard: a browser that is not signed in is sent to the
 	// provider and back, and then sees its own task.
-	_, status, page := newBrowser(opUser1).visit(t, base+"/", "")
+	_, status, page := newBrowser(opUser1).Visit(t, base+"/", "")
 	if status != http.StatusOK || !strings.Contains(page, job) {
 		t.Errorf("dashboard after sign-in: %d, the task %s shown: %t", status, job, strings.Contains(page, job))
 	}
-	_, status, page = newBrowser(opUser2).visit(t, base+"/", "")
+	_, status, page = newBrowser(opUser2).Visit(t, base+"/", "")
 	if status != http.StatusOK || strings.Contains(page, job) {
 		t.Errorf("second user's dashboard: %d, shows the first's task: %t", status, strings.Contains(page, job))
 	}
@@ -404,7 +371,7 @@ func TestE2EOAuthTypeScriptSDK(t *testing.T) {
 	addr := freeAddr(t)
 	const redirect = "http://127.0.0.1:1/ts-callback"
 	issuer := startOP(t, redirect)
-	base, _ := oauthServe(t, addr, issuer)
+	base, _ := oauthServe(t, addr, issuer, nil)
 
 	dir := t.TempDir()
 	script, err := os.ReadFile(filepath.Join("testdata", "oauth_client.mjs"))

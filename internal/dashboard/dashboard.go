@@ -136,6 +136,10 @@ type session struct {
 	flash   string
 	// perRequest: the credential came with the request (requestCredential).
 	perRequest bool
+	// tokenExpiry is when the access token of an OAuth sign-in expires, as
+	// the issuer said at the exchange; zero when unknown. Until then the
+	// session outlasts an outage of the issuer.
+	tokenExpiry time.Time
 }
 
 // New returns the dashboard.
@@ -219,8 +223,9 @@ type request struct {
 
 // withSession resolves the caller: a login cookie whose credential still
 // authenticates, or, when no credential is configured, an anonymous session
-// made on the spot (so that its buttons still carry a CSRF token). Anything
-// else gets the login form with 401.
+// made on the spot (so that its buttons still carry a CSRF token). A
+// session whose token the issuer cannot be asked about now is not dropped
+// (holdThroughOutage). Anything else gets the login form with 401.
 func (d *Dashboard) withSession(next func(http.ResponseWriter, *http.Request, request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s := d.lookup(r)
@@ -231,15 +236,21 @@ func (d *Dashboard) withSession(next func(http.ResponseWriter, *http.Request, re
 			}
 		}
 		if s == nil && !d.srv.AuthRequired() {
-			s = d.newSession("", config.Identity{})
+			s = d.newSession("", config.Identity{}, time.Time{})
 			d.setCookie(w, r, s)
 		}
 		if s == nil {
 			d.refuse(w, r)
 			return
 		}
-		id, ok := d.srv.Authenticate(s.token)
-		if !ok {
+		id, err := d.srv.AuthenticateToken(r.Context(), s.token)
+		if errors.Is(err, server.ErrVerifierUnavailable) && !d.tokenExpired(s) {
+			if !d.holdThroughOutage(w, r, s, err) {
+				return
+			}
+			id, err = s.owner, nil
+		}
+		if err != nil {
 			d.drop(s.id)
 			d.refuse(w, r)
 			return
@@ -281,7 +292,7 @@ func (d *Dashboard) requestCredential(w http.ResponseWriter, r *http.Request) (s
 		token = pass
 	}
 	if pass != "" && bearer == "" && r.Method == http.MethodGet && r.URL.Path != "/events" {
-		s := d.newSession(token, id)
+		s := d.newSession(token, id, time.Time{})
 		d.setCookie(w, r, s)
 		u := *r.URL
 		q := u.Query()
@@ -292,6 +303,36 @@ func (d *Dashboard) requestCredential(w http.ResponseWriter, r *http.Request) (s
 		return nil, true
 	}
 	return &session{owner: id, token: token, csrf: randomID(), expires: d.o.Now().Add(time.Minute), perRequest: true}, false
+}
+
+// tokenExpired reports whether the session's token is known to have
+// expired: its sign-in is over, whatever the issuer would say.
+func (d *Dashboard) tokenExpired(s *session) bool {
+	return !s.tokenExpiry.IsZero() && !d.o.Now().Before(s.tokenExpiry)
+}
+
+// holdThroughOutage decides a session whose token the issuer could not be
+// asked about (cause) and that is not known to have expired. A sign-in
+// whose expiry is known goes on as the user it was (true): a passing
+// outage must not sign anyone out. One whose expiry is unknown is kept for
+// a retry but not served: it is answered 503 (false, the response is
+// written).
+func (d *Dashboard) holdThroughOutage(w http.ResponseWriter, r *http.Request, s *session, cause error) bool {
+	if !s.tokenExpiry.IsZero() {
+		d.o.Logger.Warn("dashboard: the identity provider could not be asked; the sign-in holds until its token expires",
+			"until", s.tokenExpiry.UTC().Format(time.RFC3339), "err", cause)
+		return true
+	}
+	d.o.Logger.Warn("dashboard: the identity provider could not be asked; the sign-in is kept for a retry", "err", cause)
+	const msg = "The identity provider could not be reached to check your sign-in; you are still signed in: retry shortly."
+	w.Header().Set("Retry-After", "5")
+	if r.URL.Path == "/events" || r.Method != http.MethodGet {
+		http.Error(w, msg, http.StatusServiceUnavailable)
+		return false
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	d.render(w, "login", loginData{Next: r.URL.Path, OAuth: d.o.OAuth != nil, Error: msg})
+	return false
 }
 
 func (d *Dashboard) refuse(w http.ResponseWriter, r *http.Request) {
@@ -313,12 +354,13 @@ func randomID() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// newSession opens a login of id. Expired logins go first; then, over its
-// cap, id's own oldest login; then, over the cap in all, the oldest login
-// of whoever holds the most, so that no identity can push out another
-// that holds fewer.
-func (d *Dashboard) newSession(token string, id config.Identity) *session {
-	s := &session{id: randomID(), owner: id, token: token, csrf: randomID(), expires: d.o.Now().Add(d.o.SessionTTL)}
+// newSession opens a login of id with its credential, whose expiry
+// (tokenExpiry) is known for an OAuth sign-in. Expired logins go first;
+// then, over its cap, id's own oldest login; then, over the cap in all,
+// the oldest login of whoever holds the most, so that no identity can push
+// out another that holds fewer.
+func (d *Dashboard) newSession(token string, id config.Identity, tokenExpiry time.Time) *session {
+	s := &session{id: randomID(), owner: id, token: token, csrf: randomID(), expires: d.o.Now().Add(d.o.SessionTTL), tokenExpiry: tokenExpiry}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.o.Now()
@@ -478,7 +520,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.render(w, "login", loginData{Next: next, Error: "That token was not accepted. Use a token from MCP_USER_TOKENS or the PUBLIC_MCP_PASS password."})
 		return
 	}
-	s := d.newSession(token, id)
+	s := d.newSession(token, id, time.Time{})
 	d.setCookie(w, r, s)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

@@ -195,7 +195,7 @@ func (d *Dashboard) signInCallback(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusServiceUnavailable, "The token could not be checked: "+err.Error())
 		return
 	}
-	s := d.newSession(tok.AccessToken, id)
+	s := d.newSession(tok.AccessToken, id, tok.Expiry)
 	d.setCookie(w, r, s)
 	http.Redirect(w, r, p.next, http.StatusSeeOther)
 }

@@ -3,12 +3,14 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/dashboard"
@@ -129,5 +131,143 @@ func TestOAuthSignIn(t *testing.T) {
 	}
 	if w := get(cb, stateCookie); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "already used") {
 		t.Errorf("the same state twice: %d", w.Code)
+	}
+}
+
+// flakyIssuer is a TokenVerifier of fixed access tokens whose issuer can
+// be made unreachable.
+type flakyIssuer struct {
+	users tokenUsers
+	mu    sync.Mutex
+	down  bool
+}
+
+func (f *flakyIssuer) setDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down = down
+}
+
+func (f *flakyIssuer) VerifyToken(ctx context.Context, tok string) (taskapi.Identity, error) {
+	f.mu.Lock()
+	down := f.down
+	f.mu.Unlock()
+	if down {
+		return taskapi.Identity{}, errors.New("get http://idp.test/keys: connection refused")
+	}
+	return f.users.VerifyToken(ctx, tok)
+}
+
+// TestOAuthSignInOutlastsOutage: while the identity provider cannot be
+// reached, a browser signed in through it stays signed in as the same user
+// until its access token expires (as the token endpoint said); a session
+// whose token's expiry is unknown is answered 503 and kept, not dropped;
+// once the token has expired the session ends and the browser is sent to
+// sign in again; a token the provider refuses ends the session at once.
+func TestOAuthSignInOutlastsOutage(t *testing.T) {
+	t.Parallel()
+	tokenEP := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		reply := map[string]any{"access_token": "at-" + r.PostForm.Get("code"), "token_type": "Bearer"}
+		if r.PostForm.Get("code") != "noexpiry" {
+			reply["expires_in"] = 300
+		}
+		_ = json.NewEncoder(w).Encode(reply)
+	}))
+	t.Cleanup(tokenEP.Close)
+	reg, err := config.ParseRegistry([]byte(`{"default":"alpha","agents":[{"id":"alpha","url":"ws://127.0.0.1:1","password":"p"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := &flakyIssuer{users: tokenUsers{"at-alice": "alice", "at-noexpiry": "alice", "at-bob": "bob"}}
+	const resource = "http://127.0.0.1:7331/mcp"
+	srv, err := server.New(server.Options{Tasks: servertest.New(), Registry: reg, OAuth: &server.ResourceServer{
+		Verifier: issuer, Resource: resource, AuthorizationServers: []string{"https://idp.test"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clock struct {
+		sync.Mutex
+		now time.Time
+	}
+	clock.now = time.Now()
+	now := func() time.Time { clock.Lock(); defer clock.Unlock(); return clock.now }
+	advance := func(d time.Duration) { clock.Lock(); defer clock.Unlock(); clock.now = clock.now.Add(d) }
+	d, err := dashboard.New(dashboard.Options{Server: srv, Now: now, OAuth: &dashboard.OAuthSignIn{
+		Endpoints: func(context.Context) (string, string, error) { return "https://idp.test/auth", tokenEP.URL, nil },
+		ClientID:  "dash", RedirectURL: "http://127.0.0.1:7331/oauth/callback", Resource: resource, Scopes: []string{"openid"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetPages(d)
+	h := srv.Handler()
+	get := func(target string, cookies ...*http.Cookie) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, target, nil)
+		for _, c := range cookies {
+			r.AddCookie(c)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	cookie := func(w *httptest.ResponseRecorder, name string) *http.Cookie {
+		for _, c := range w.Result().Cookies() {
+			if c.Name == name {
+				return c
+			}
+		}
+		t.Fatalf("no cookie %s in %v", name, w.Result().Cookies())
+		return nil
+	}
+	signIn := func(code string) *http.Cookie {
+		start := get("/oauth/start?next=%2Fsessions")
+		to, err := url.Parse(start.Header().Get("Location"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := get("/oauth/callback?code="+code+"&state="+url.QueryEscape(to.Query().Get("state")), cookie(start, "clawconnect_oauth_state"))
+		if w.Code != http.StatusSeeOther {
+			t.Fatalf("callback: %d %s", w.Code, w.Body.String())
+		}
+		return cookie(w, "clawconnect_session")
+	}
+	alice, unknownExpiry, bob := signIn("alice"), signIn("noexpiry"), signIn("bob")
+
+	issuer.setDown(true)
+	advance(299 * time.Second)
+	if w := get("/sessions", alice); w.Code != http.StatusOK {
+		t.Errorf("during the outage, before the token expires: %d %q, want 200 (still signed in)", w.Code, w.Header().Get("Location"))
+	}
+	w := get("/sessions", unknownExpiry)
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "still signed in") {
+		t.Errorf("during the outage, a token of unknown expiry: %d %q, want 503 saying the sign-in is kept", w.Code, w.Header().Get("Location"))
+	}
+	issuer.setDown(false)
+	if w := get("/sessions", unknownExpiry); w.Code != http.StatusOK {
+		t.Errorf("after the outage, the session of unknown expiry: %d, want 200 (it was kept)", w.Code)
+	}
+	if w := get("/sessions", alice); w.Code != http.StatusOK {
+		t.Errorf("after the outage: %d, want 200", w.Code)
+	}
+
+	issuer.setDown(true)
+	advance(2 * time.Second)
+	if w := get("/sessions", alice); w.Code != http.StatusSeeOther || !strings.HasPrefix(w.Header().Get("Location"), "/oauth/start") {
+		t.Errorf("during the outage, after the token expired: %d %q, want a redirect to sign in", w.Code, w.Header().Get("Location"))
+	}
+	issuer.setDown(false)
+	if w := get("/sessions", alice); w.Code != http.StatusSeeOther {
+		t.Errorf("the expired sign-in after the outage: %d, want it ended (303 to sign in)", w.Code)
+	}
+
+	delete(issuer.users, "at-bob") // the provider now refuses bob's token
+	if w := get("/sessions", bob); w.Code != http.StatusSeeOther {
+		t.Errorf("a refused token: %d, want the session ended (303 to sign in)", w.Code)
+	}
+	issuer.users["at-bob"] = "bob"
+	if w := get("/sessions", bob); w.Code != http.StatusSeeOther {
+		t.Errorf("a session ended by a refusal came back: %d", w.Code)
 	}
 }

@@ -41,6 +41,11 @@ type keyCache struct {
 	set     jose.JSONWebKeySet
 	fetched time.Time // when set was fetched; zero before the first fetch
 	tried   time.Time // the last fetch attempt
+	// hunted is the last fetch attempt made for a key id that a fresh set
+	// lacked. Only such fetches hold back the next one for an unknown key
+	// id: a key the issuer rotated in just after a fetch made for another
+	// reason (the first token, an aged set) is looked for at once.
+	hunted time.Time
 }
 
 // metadataURLs are where the metadata of issuer may be: the RFC 8414
@@ -143,16 +148,21 @@ func (v *Validator) do(req *http.Request, out any) error {
 
 // keysFor returns the keys that may have signed a token with this key id
 // and algorithm, fetching the key set when it was never fetched, is older
-// than KeyMaxAge, or lacks kid; fetches happen at most once per
-// KeyRefresh, so that tokens naming made-up keys cannot make serve hammer
-// the issuer. Between fetches, an unknown kid finds no key.
+// than KeyMaxAge, or lacks kid. Fetches for key ids a fresh set lacks
+// happen at most once per KeyRefresh, so that tokens naming made-up keys
+// cannot make serve hammer the issuer; so do attempts after a failed
+// fetch. Between fetches, an unknown kid finds no key.
 func (v *Validator) keysFor(ctx context.Context, kid string, alg string) ([]jose.JSONWebKey, error) {
 	now := v.o.Now()
 	v.mu.Lock()
 	found := match(v.keys.set, kid, alg)
-	fresh := !v.keys.fetched.IsZero() && now.Sub(v.keys.fetched) <= v.o.KeyMaxAge
-	recent := !v.keys.tried.IsZero() && now.Sub(v.keys.tried) < v.o.KeyRefresh
 	never := v.keys.fetched.IsZero()
+	fresh := !never && now.Sub(v.keys.fetched) <= v.o.KeyMaxAge
+	last := v.keys.tried // a never fetched or aged set: since any attempt
+	if fresh {
+		last = v.keys.hunted // a fresh set lacking kid: since the last hunt
+	}
+	recent := !last.IsZero() && now.Sub(last) < v.o.KeyRefresh
 	if (len(found) > 0 && fresh) || recent {
 		v.mu.Unlock()
 		if never && len(found) == 0 {
@@ -160,7 +170,11 @@ func (v *Validator) keysFor(ctx context.Context, kid string, alg string) ([]jose
 		}
 		return found, nil
 	}
-	v.keys.tried = now // concurrent callers see the attempt and do not repeat it
+	// Concurrent callers see the attempt and do not repeat it.
+	v.keys.tried = now
+	if fresh {
+		v.keys.hunted = now
+	}
 	v.mu.Unlock()
 	m, err := v.Discover(ctx)
 	if err != nil {

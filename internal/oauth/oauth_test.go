@@ -169,8 +169,9 @@ func TestClockSkew(t *testing.T) {
 }
 
 // TestKeyRotation: a token signed by a key published after the first fetch
-// is accepted (the unknown kid makes the validator fetch again), and
-// tokens naming unknown keys cost at most one fetch per KeyRefresh.
+// is accepted (the unknown kid makes the validator fetch again), at once
+// when the key came just after that fetch, and tokens naming unknown keys
+// cost at most one fetch per KeyRefresh.
 func TestKeyRotation(t *testing.T) {
 	t.Parallel()
 	f := newFakeIssuer(t)
@@ -182,23 +183,35 @@ func TestKeyRotation(t *testing.T) {
 	if n := f.jwksFetches.Load(); n != 1 {
 		t.Fatalf("%d key fetches for the first token, want 1", n)
 	}
-	// A flood of unknown kids right after the fetch: no more fetches.
+	// The issuer rotates its key right after the first fetch: the new
+	// key's first token is accepted without waiting out KeyRefresh.
+	f.rotate(t, "k2", false)
+	if _, err := v.Validate(t.Context(), f.sign(t, f.claims("alice", resource, "mcp"))); err != nil {
+		t.Fatalf("token of a key rotated in just after the first fetch: %v", err)
+	}
+	if n := f.jwksFetches.Load(); n != 2 {
+		t.Fatalf("%d key fetches after the first rotation, want 2", n)
+	}
+	// A flood of unknown kids right after that fetch: no more fetches.
 	for range 20 {
 		if _, err := v.Validate(t.Context(), forgeUnknownKid(t, f.claims("alice", resource, "mcp"))); !errors.Is(err, oauth.ErrInvalidToken) {
 			t.Fatalf("unknown kid = %v", err)
 		}
 	}
-	if n := f.jwksFetches.Load(); n != 1 {
-		t.Fatalf("%d key fetches after a flood of unknown kids within the refresh interval, want 1", n)
+	if n := f.jwksFetches.Load(); n != 2 {
+		t.Fatalf("%d key fetches after a flood of unknown kids within the refresh interval, want 2", n)
 	}
-	f.rotate(t, "k2", false)
+	f.rotate(t, "k3", false)
 	tok := f.sign(t, f.claims("alice", resource, "mcp"))
+	if _, err := v.Validate(t.Context(), tok); !errors.Is(err, oauth.ErrInvalidToken) {
+		t.Fatalf("a new key within KeyRefresh of a fetch for an unknown kid: %v, want refused until the interval passes", err)
+	}
 	clk.Add(11 * time.Second)
 	if _, err := v.Validate(t.Context(), tok); err != nil {
 		t.Fatalf("token of the rotated key: %v", err)
 	}
-	if n := f.jwksFetches.Load(); n != 2 {
-		t.Fatalf("%d key fetches after rotation, want 2", n)
+	if n := f.jwksFetches.Load(); n != 3 {
+		t.Fatalf("%d key fetches after the second rotation, want 3", n)
 	}
 	// The known key is not fetched again until KeyMaxAge.
 	for range 5 {
@@ -206,15 +219,15 @@ func TestKeyRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := f.jwksFetches.Load(); n != 2 {
-		t.Fatalf("%d key fetches for a known key, want 2", n)
+	if n := f.jwksFetches.Load(); n != 3 {
+		t.Fatalf("%d key fetches for a known key, want 3", n)
 	}
 	clk.Add(oauth.DefaultKeyMaxAge + time.Second)
 	if _, err := v.Validate(t.Context(), tok); err != nil {
 		t.Fatal(err)
 	}
-	if n := f.jwksFetches.Load(); n != 3 {
-		t.Fatalf("%d key fetches after KeyMaxAge, want 3", n)
+	if n := f.jwksFetches.Load(); n != 4 {
+		t.Fatalf("%d key fetches after KeyMaxAge, want 4", n)
 	}
 	if n := f.metaFetches.Load(); n != 1 {
 		t.Errorf("%d metadata fetches, want 1 (kept once read)", n)
