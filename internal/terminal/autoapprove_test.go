@@ -284,14 +284,14 @@ func TestAutoApproveWaitsForTheSessionFile(t *testing.T) {
 	})
 	// Two looks at the dialog without its call: still held back.
 	seen := a.captureCount()
-	waitFor(t, "two looks at the dialog", func() bool { a.poke(); return a.captureCount() >= seen+2 })
+	poll.Until(t, 10*time.Second, "two looks at the dialog", func() bool { a.poke(); return a.captureCount() >= seen+2 })
 	if v, _ := r.svc.Status(t.Context(), id); v.Status == store.TurnWaitingForOpenClaw || len(callbacksOf(t, r, id)) != 0 {
 		t.Fatalf("reported before the session file was read: %+v", v)
 	}
 	a.set(func(f *fakeAgent) {
 		f.pendingErr, f.pending = nil, &PendingCommand{Tool: "Bash", Command: "make test", Cwd: "/w", RequestID: "toolu_2"}
 	})
-	waitFor(t, "the auto-approval", func() bool { return len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) == 1 })
+	poll.Until(t, 10*time.Second, "the auto-approval", func() bool { return len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) == 1 })
 	a.finish("done", false)
 	r.waitStatus(id, store.TurnIdle)
 	if cbs := callbacksOf(t, r, id); len(cbs) != 1 || cbs[0].Type != MsgDone {
