@@ -3,6 +3,7 @@ package terminal
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,12 @@ var errHostStopped = errors.New("the host process was stopped (kill -9)")
 type stopAfterCompletion struct {
 	*sqlstore.DB
 	armed, stopped atomic.Bool
+	stop           sync.Once
+	stoppedCh      chan struct{} // closed once stopped is set
+}
+
+func newStopAfterCompletion(db *sqlstore.DB) *stopAfterCompletion {
+	return &stopAfterCompletion{DB: db, stoppedCh: make(chan struct{})}
 }
 
 func (s *stopAfterCompletion) WriteTurn(ctx context.Context, w store.TurnWrite) error {
@@ -33,6 +40,7 @@ func (s *stopAfterCompletion) WriteTurn(ctx context.Context, w store.TurnWrite) 
 	err := s.DB.WriteTurn(ctx, w)
 	if err == nil && w.Claim != nil && armed {
 		s.stopped.Store(true)
+		s.stop.Do(func() { close(s.stoppedCh) })
 	}
 	return err
 }
@@ -62,7 +70,7 @@ func testCheckpointCommits(t *testing.T, db store.TerminalStore) {
 	if db == nil {
 		db = r.st
 	}
-	st := &stopAfterCompletion{DB: db.(*sqlstore.DB)}
+	st := newStopAfterCompletion(db.(*sqlstore.DB))
 	r.st = st
 	r.svc = r.service()
 	r.start(r.svc, HostOptions{})
@@ -86,7 +94,11 @@ func testCheckpointCommits(t *testing.T, db store.TerminalStore) {
 	}
 	a.finish("two done", false)
 	r.waitStatus(res2.TurnID, store.TurnIdle)
-	if !st.stopped.Load() {
+	// The completion is visible as soon as it commits, a moment before
+	// the wrapper's WriteTurn returns and marks the host stopped.
+	select {
+	case <-st.stoppedCh:
+	case <-time.After(10 * time.Second):
 		t.Fatal("the host did not stop after the completion")
 	}
 	// Another host over the same database sends to the exact session.
