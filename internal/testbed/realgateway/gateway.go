@@ -13,8 +13,12 @@
 // no cron, no Bonjour, no auto-update, no respawn), and returns once a
 // connect handshake gets hello-ok (15–25 s on two cores; the budget is
 // Options.StartTimeout). [Gateway.Stop] sends SIGTERM to the process group
-// and SIGKILL after a grace period; [Gateway.Restart] starts it again on the
-// same port and state.
+// and SIGKILL after a grace period, then kills every helper left that
+// carries the gateway's environment; [Gateway.Restart] starts it again on
+// the same port and state. The output of each process ends with a line
+// saying how it ended. A loaded machine has seen a restarted gateway stop
+// listening again after ready; [Gateway.WaitReady] waits until it serves
+// again and fails at once if the process ended.
 //
 // The gateway is heavy (about 1.5 GB resident, 20 s to start): a test
 // binary should have one. [Shared] starts one lazily and returns the same
@@ -280,6 +284,34 @@ func (g *Gateway) Exited() <-chan struct{} {
 // Dial opens a Probe connection to the gateway with its token.
 func (g *Gateway) Dial(ctx context.Context) (*Probe, error) { return DialProbe(ctx, g.URL(), g.token) }
 
+// ErrNotRunning is returned by WaitReady when no gateway process is running
+// or the process ended while it waited.
+var ErrNotRunning = errors.New("realgateway: the gateway process is not running")
+
+// WaitReady blocks until the running gateway answers a connect handshake
+// with hello-ok, as Start and Restart do before they return. It is for a
+// test that needs the gateway serving again after it was seen not to be
+// (a restarted gateway was seen to stop listening again after ready, and
+// a start takes minutes on a loaded machine). It
+// returns ErrNotRunning, with the end of the gateway's output, if the
+// process ends meanwhile, and fails after Options.StartTimeout or when ctx
+// ends.
+func (g *Gateway) WaitReady(ctx context.Context) error {
+	exited := g.Exited()
+	if exited == nil {
+		return ErrNotRunning
+	}
+	wctx, cancel := context.WithTimeout(ctx, g.startTimeout)
+	defer cancel()
+	if _, err := waitReady(wctx, g.URL(), g.token, exited); err != nil {
+		if errors.Is(err, errExited) {
+			return fmt.Errorf("%w\n%s", ErrNotRunning, g.logTail(30))
+		}
+		return fmt.Errorf("realgateway: gateway on port %d not ready: %w\n%s", g.port, err, g.logTail(30))
+	}
+	return nil
+}
+
 // ErrClosed is returned when a closed Gateway is restarted.
 var ErrClosed = errors.New("realgateway: closed")
 
@@ -304,6 +336,10 @@ func (g *Gateway) Restart(ctx context.Context) error {
 // shutdown takes 2–5 s).
 const stopGrace = 15 * time.Second
 
+// leftoverGrace bounds how long Stop waits for the gateway's leftover
+// helpers to die after SIGKILL (milliseconds, unless the machine is loaded).
+const leftoverGrace = 10 * time.Second
+
 // Stop ends the gateway process group (SIGTERM, then SIGKILL after a grace
 // period) and waits for the process to be reaped. It is idempotent; the
 // Gateway can be started again with Restart.
@@ -327,10 +363,14 @@ func (g *Gateway) Stop() error {
 		<-exited
 	}
 	// Auxiliary processes exit with the gateway; make sure of it, also for
-	// those that left its process group.
+	// those that left its process group, and for those started after the
+	// snapshot whose parent is gone (found by the environment they inherit).
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	for _, h := range helpers {
 		h.kill()
+	}
+	for _, h := range reapMarked(g.marker(), leftoverGrace) {
+		g.appendLog(fmt.Sprintf("realgateway: killed leftover gateway process %d: %.200s", h.pid, h.cmd))
 	}
 	g.mu.Lock()
 	if g.proc == proc {
@@ -360,8 +400,30 @@ func (g *Gateway) Close() error {
 	return errors.Join(errs...)
 }
 
-// startProcess spawns the gateway and waits for hello-ok.
+// startAttempts bounds how often startProcess spawns the gateway.
+const startAttempts = 3
+
+// leaseStartFailure is what the gateway prints when it quits during startup
+// because a state lease heartbeat missed its fixed 5 s start window, which
+// a loaded machine causes; a new process usually starts.
+const leaseStartFailure = "heartbeat did not become ready"
+
+// startProcess spawns the gateway and waits for hello-ok, spawning it
+// again when it quit during startup for a lease heartbeat's start window.
 func (g *Gateway) startProcess(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		from := g.logSize()
+		err := g.spawn(ctx)
+		if err == nil || attempt == startAttempts || !errors.Is(err, errExited) ||
+			!strings.Contains(g.logSince(from), leaseStartFailure) {
+			return err
+		}
+		g.logger.Warn("gateway quit during startup on a lease heartbeat; starting it again", "port", g.port, "attempt", attempt)
+	}
+}
+
+// spawn starts one gateway process and waits for hello-ok.
+func (g *Gateway) spawn(ctx context.Context) error {
 	out, err := os.OpenFile(g.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("realgateway: open log: %w", err)
@@ -379,7 +441,10 @@ func (g *Gateway) startProcess(ctx context.Context) error {
 	}
 	exited := make(chan struct{})
 	go func() { // owned by the Gateway: ends when the process does (Stop)
-		_ = cmd.Wait()
+		err := cmd.Wait()
+		// Say in the log how and when the process ended, so that a gateway
+		// that quit on its own is told apart from one that stopped listening.
+		g.appendLog(fmt.Sprintf("realgateway: gateway pid %d ended at %s: %v", cmd.Process.Pid, time.Now().UTC().Format(time.RFC3339Nano), exitStatus(err)))
 		close(exited)
 	}()
 	g.mu.Lock()
@@ -422,9 +487,14 @@ func (g *Gateway) environment(extra []string) []string {
 		"OPENCLAW_NO_RESPAWN=1",
 		"OPENCLAW_EXEC_SHELL_SNAPSHOT=0",
 		"OPENCLAW_SKIP_CRON=1",
+		g.marker(),
 	)
 	return append(env, extra...)
 }
+
+// marker is the environment entry every process of this gateway inherits,
+// by which Stop finds the ones that left its process group and tree.
+func (g *Gateway) marker() string { return "CLAWCONNECT_REALGATEWAY_DIR=" + g.dir }
 
 // writeFiles lays out the directory: config, plugin, home, workspace.
 func (g *Gateway) writeFiles() error {
@@ -544,6 +614,10 @@ func (g *Gateway) InstalledDir(id string) string {
 	return filepath.Join(g.dir, "state", "extensions", id)
 }
 
+// LogTail returns the last n lines of the gateway's output (LogPath), headed
+// for a test failure message; "" when there is none yet.
+func (g *Gateway) LogTail(n int) string { return g.logTail(n) }
+
 func (g *Gateway) logTail(n int) string {
 	data, err := os.ReadFile(g.LogPath())
 	if err != nil {
@@ -554,6 +628,42 @@ func (g *Gateway) logTail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return "gateway output (last lines):\n" + strings.Join(lines, "\n")
+}
+
+// appendLog adds a harness line to the gateway's output.
+func (g *Gateway) appendLog(line string) {
+	f, err := os.OpenFile(g.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(line + "\n")
+}
+
+// exitStatus describes how a process ended from cmd.Wait's error.
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// logSize is the current length of the gateway's output.
+func (g *Gateway) logSize() int64 {
+	fi, err := os.Stat(g.LogPath())
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// logSince is the gateway's output from byte offset from on.
+func (g *Gateway) logSince(from int64) string {
+	data, err := os.ReadFile(g.LogPath())
+	if err != nil || from > int64(len(data)) {
+		return ""
+	}
+	return string(data[from:])
 }
 
 func (g *Gateway) logMentions(s string) bool {
