@@ -198,20 +198,35 @@ func Start(ctx context.Context, opts Options) (_ *Gateway, err error) {
 				return nil, fmt.Errorf("realgateway: %w", err)
 			}
 		}
+		if attempt > 1 && g.removeDir {
+			// A start that failed half-way leaves state the next one
+			// refuses ("startup migrations did not complete cleanly"):
+			// begin again from none, as the first attempt did (only in a
+			// directory Start created: a caller's Dir may hold state).
+			if err = g.removeState(); err != nil {
+				return nil, err
+			}
+		}
 		if err = g.writeFiles(); err != nil {
 			return nil, err
 		}
 		g.env = g.environment(opts.ExtraEnv)
-		if attempt == 1 {
-			if err = g.installPlugins(ctx); err != nil {
-				return nil, err
-			}
+		if err = g.installPlugins(ctx); err != nil {
+			return nil, err
 		}
+		from := g.logSize()
 		err = g.startProcess(ctx)
-		if err == nil || fixedPort || attempt == 3 || !g.logMentions("EADDRINUSE") {
+		if err == nil || attempt == startAttempts {
 			break
 		}
-		g.logger.Info("gateway port taken, retrying on another", "port", g.port)
+		out := g.logSince(from)
+		if !fixedPort && strings.Contains(out, "EADDRINUSE") {
+			g.logger.Info("gateway port taken, retrying on another", "port", g.port)
+		} else if g.removeDir && errors.Is(err, errExited) && strings.Contains(out, leaseStartFailure) {
+			g.logger.Warn("gateway quit during startup on a lease heartbeat; starting it again from fresh state", "attempt", attempt)
+		} else {
+			break
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -400,30 +415,16 @@ func (g *Gateway) Close() error {
 	return errors.Join(errs...)
 }
 
-// startAttempts bounds how often startProcess spawns the gateway.
+// startAttempts bounds how often Start spawns the gateway.
 const startAttempts = 3
 
 // leaseStartFailure is what the gateway prints when it quits during startup
 // because a state lease heartbeat missed its fixed 5 s start window, which
-// a loaded machine causes; a new process usually starts.
+// a loaded machine causes; a new process on fresh state usually starts.
 const leaseStartFailure = "heartbeat did not become ready"
 
-// startProcess spawns the gateway and waits for hello-ok, spawning it
-// again when it quit during startup for a lease heartbeat's start window.
+// startProcess spawns the gateway and waits for hello-ok.
 func (g *Gateway) startProcess(ctx context.Context) error {
-	for attempt := 1; ; attempt++ {
-		from := g.logSize()
-		err := g.spawn(ctx)
-		if err == nil || attempt == startAttempts || !errors.Is(err, errExited) ||
-			!strings.Contains(g.logSince(from), leaseStartFailure) {
-			return err
-		}
-		g.logger.Warn("gateway quit during startup on a lease heartbeat; starting it again", "port", g.port, "attempt", attempt)
-	}
-}
-
-// spawn starts one gateway process and waits for hello-ok.
-func (g *Gateway) spawn(ctx context.Context) error {
 	out, err := os.OpenFile(g.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("realgateway: open log: %w", err)
@@ -490,6 +491,17 @@ func (g *Gateway) environment(extra []string) []string {
 		g.marker(),
 	)
 	return append(env, extra...)
+}
+
+// removeState deletes what a gateway process wrote (state, home,
+// workspace), for a start to begin again from none.
+func (g *Gateway) removeState() error {
+	for _, d := range []string{"state", "home", "workspace"} {
+		if err := os.RemoveAll(filepath.Join(g.dir, d)); err != nil {
+			return fmt.Errorf("realgateway: remove state: %w", err)
+		}
+	}
+	return nil
 }
 
 // marker is the environment entry every process of this gateway inherits,
@@ -664,11 +676,6 @@ func (g *Gateway) logSince(from int64) string {
 		return ""
 	}
 	return string(data[from:])
-}
-
-func (g *Gateway) logMentions(s string) bool {
-	data, err := os.ReadFile(g.LogPath())
-	return err == nil && strings.Contains(string(data), s)
 }
 
 func randomToken() string {
