@@ -356,16 +356,18 @@ const stopGrace = 15 * time.Second
 const leftoverGrace = 10 * time.Second
 
 // Stop ends the gateway process group (SIGTERM, then SIGKILL after a grace
-// period) and waits for the process to be reaped. It is idempotent; the
+// period), kills the helpers that left the group, and waits (at most
+// leftoverGrace) until no process carrying the gateway's environment is
+// left. It is idempotent; the
 // Gateway can be started again with Restart.
 func (g *Gateway) Stop() error {
 	g.mu.Lock()
-	proc, exited := g.proc, g.exited
+	leader, exited := g.proc, g.exited
 	g.mu.Unlock()
-	if proc == nil {
+	if leader == nil {
 		return nil
 	}
-	pgid := proc.Pid // the gateway leads its own process group
+	pgid := leader.Pid // the gateway leads its own process group
 	helpers := descendants(pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	t := time.NewTimer(stopGrace)
@@ -384,11 +386,21 @@ func (g *Gateway) Stop() error {
 	for _, h := range helpers {
 		h.kill()
 	}
+	// Killed processes can take a while to die (tearing down a large
+	// heap on a loaded machine): wait until none is left, so the next start
+	// does not meet them. Name those that neither the group nor the
+	// snapshot reached.
+	known := map[proc]bool{}
+	for _, h := range helpers {
+		known[h] = true
+	}
 	for _, h := range reapMarked(g.marker(), leftoverGrace) {
-		g.appendLog(fmt.Sprintf("realgateway: killed leftover gateway process %d: %.200s", h.pid, h.cmd))
+		if h.pgid != pgid && !known[h.proc] {
+			g.appendLog(fmt.Sprintf("realgateway: killed gateway process %d that left its group and tree: %.200s", h.pid, h.cmd))
+		}
 	}
 	g.mu.Lock()
-	if g.proc == proc {
+	if g.proc == leader {
 		g.proc = nil
 	}
 	g.mu.Unlock()

@@ -121,10 +121,12 @@ func cmdline(pid int) string {
 	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
 }
 
-// reaped is a process reapMarked killed, with its command line.
+// reaped is a process reapMarked killed, with its process group and
+// command line when first seen.
 type reaped struct {
-	pid int
-	cmd string
+	proc
+	pgid int
+	cmd  string
 }
 
 // reapMarked SIGKILLs every live process marked with marker until none is
@@ -143,7 +145,11 @@ func reapMarked(marker string, grace time.Duration) []reaped {
 		for _, p := range left {
 			if !seen[p] {
 				seen[p] = true
-				out = append(out, reaped{p.pid, cmdline(p.pid)})
+				pgid := 0
+				if f := statFields(p.pid); len(f) > 2 {
+					pgid, _ = strconv.Atoi(f[2])
+				}
+				out = append(out, reaped{p, pgid, cmdline(p.pid)})
 			}
 			p.kill()
 		}

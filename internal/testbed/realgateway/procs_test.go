@@ -105,7 +105,7 @@ func TestReapMarkedKillsOrphansOutsideTheTree(t *testing.T) {
 		t.Fatal("the orphan is still in the shell's tree; the test proves nothing")
 	}
 	got := reapMarked(marker, 30*time.Second)
-	if len(got) != 1 || got[0].pid != orphans[0].pid || !strings.HasPrefix(got[0].cmd, "sleep") {
+	if len(got) != 1 || got[0].proc != orphans[0] || !strings.HasPrefix(got[0].cmd, "sleep") {
 		t.Errorf("reapMarked killed %+v, want the sleep %d", got, orphans[0].pid)
 	}
 	if !eventually(30*time.Second, func() bool { return dead(orphans[0].pid) }) {
