@@ -331,9 +331,11 @@ func (g *Gateway) WaitReady(ctx context.Context) error {
 var ErrClosed = errors.New("realgateway: closed")
 
 // Restart stops the gateway and starts it again on the same port, config
-// and state; it returns once the new process answers hello-ok. Clients see
-// a shutdown event and close code 1012, then connection refused until the
-// new process listens.
+// and state; it returns once the new process answers hello-ok. A process
+// that quits during startup because a lease heartbeat missed its start
+// window (a loaded machine) is followed by `openclaw doctor --fix` and
+// another start. Clients see a shutdown event and close code 1012, then
+// connection refused until the new process listens.
 func (g *Gateway) Restart(ctx context.Context) error {
 	if err := g.Stop(); err != nil {
 		return err
@@ -344,7 +346,40 @@ func (g *Gateway) Restart(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	return g.startProcess(ctx)
+	for attempt := 1; ; attempt++ {
+		from := g.logSize()
+		err := g.startProcess(ctx)
+		if err == nil || attempt == startAttempts || !errors.Is(err, errExited) ||
+			!strings.Contains(g.logSince(from), leaseStartFailure) {
+			return err
+		}
+		// The failed start left its startup migrations half done, and the
+		// next start refuses the state until doctor repairs it, as the
+		// gateway itself advises.
+		g.logger.Warn("gateway quit during startup on a lease heartbeat; repairing its state and starting it again", "attempt", attempt)
+		if err := g.repairState(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// repairState runs `openclaw doctor --fix --non-interactive` on the
+// gateway's state, its output appended to the gateway's, then writes the
+// harness's config back.
+func (g *Gateway) repairState(ctx context.Context) error {
+	out, err := os.OpenFile(g.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("realgateway: open log: %w", err)
+	}
+	defer out.Close()
+	args := append(append([]string{}, g.cmd.Args...), "doctor", "--fix", "--non-interactive")
+	cmd := exec.CommandContext(ctx, g.cmd.Path, args...)
+	cmd.Dir, cmd.Env = g.dir, g.env
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("realgateway: openclaw doctor --fix: %w\n%s", err, g.logTail(30))
+	}
+	return g.writeFiles() // doctor also edits the config (it disables skills)
 }
 
 // stopGrace is how long Stop waits after SIGTERM before SIGKILL (a clean
