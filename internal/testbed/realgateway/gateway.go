@@ -13,8 +13,12 @@
 // no cron, no Bonjour, no auto-update, no respawn), and returns once a
 // connect handshake gets hello-ok (15–25 s on two cores; the budget is
 // Options.StartTimeout). [Gateway.Stop] sends SIGTERM to the process group
-// and SIGKILL after a grace period; [Gateway.Restart] starts it again on the
-// same port and state.
+// and SIGKILL after a grace period, then kills every helper left that
+// carries the gateway's environment; [Gateway.Restart] starts it again on
+// the same port and state. The output of each process ends with a line
+// saying how it ended. A loaded machine has seen a restarted gateway stop
+// listening again after ready; [Gateway.WaitReady] waits until it serves
+// again and fails at once if the process ended.
 //
 // The gateway is heavy (about 1.5 GB resident, 20 s to start): a test
 // binary should have one. [Shared] starts one lazily and returns the same
@@ -194,20 +198,35 @@ func Start(ctx context.Context, opts Options) (_ *Gateway, err error) {
 				return nil, fmt.Errorf("realgateway: %w", err)
 			}
 		}
+		if attempt > 1 && g.removeDir {
+			// A start that failed half-way leaves state the next one
+			// refuses ("startup migrations did not complete cleanly"):
+			// begin again from none, as the first attempt did (only in a
+			// directory Start created: a caller's Dir may hold state).
+			if err = g.removeState(); err != nil {
+				return nil, err
+			}
+		}
 		if err = g.writeFiles(); err != nil {
 			return nil, err
 		}
 		g.env = g.environment(opts.ExtraEnv)
-		if attempt == 1 {
-			if err = g.installPlugins(ctx); err != nil {
-				return nil, err
-			}
+		if err = g.installPlugins(ctx); err != nil {
+			return nil, err
 		}
+		from := g.logSize()
 		err = g.startProcess(ctx)
-		if err == nil || fixedPort || attempt == 3 || !g.logMentions("EADDRINUSE") {
+		if err == nil || attempt == startAttempts {
 			break
 		}
-		g.logger.Info("gateway port taken, retrying on another", "port", g.port)
+		out := g.logSince(from)
+		if !fixedPort && strings.Contains(out, "EADDRINUSE") {
+			g.logger.Info("gateway port taken, retrying on another", "port", g.port)
+		} else if g.removeDir && errors.Is(err, errExited) && strings.Contains(out, leaseStartFailure) {
+			g.logger.Warn("gateway quit during startup on a lease heartbeat; starting it again from fresh state", "attempt", attempt)
+		} else {
+			break
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -280,13 +299,43 @@ func (g *Gateway) Exited() <-chan struct{} {
 // Dial opens a Probe connection to the gateway with its token.
 func (g *Gateway) Dial(ctx context.Context) (*Probe, error) { return DialProbe(ctx, g.URL(), g.token) }
 
+// ErrNotRunning is returned by WaitReady when no gateway process is running
+// or the process ended while it waited.
+var ErrNotRunning = errors.New("realgateway: the gateway process is not running")
+
+// WaitReady blocks until the running gateway answers a connect handshake
+// with hello-ok, as Start and Restart do before they return. It is for a
+// test that needs the gateway serving again after it was seen not to be
+// (a restarted gateway was seen to stop listening again after ready, and
+// a start takes minutes on a loaded machine). It
+// returns ErrNotRunning, with the end of the gateway's output, if the
+// process ends meanwhile, and fails after Options.StartTimeout or when ctx
+// ends.
+func (g *Gateway) WaitReady(ctx context.Context) error {
+	exited := g.Exited()
+	if exited == nil {
+		return ErrNotRunning
+	}
+	wctx, cancel := context.WithTimeout(ctx, g.startTimeout)
+	defer cancel()
+	if _, err := waitReady(wctx, g.URL(), g.token, exited); err != nil {
+		if errors.Is(err, errExited) {
+			return fmt.Errorf("%w\n%s", ErrNotRunning, g.logTail(30))
+		}
+		return fmt.Errorf("realgateway: gateway on port %d not ready: %w\n%s", g.port, err, g.logTail(30))
+	}
+	return nil
+}
+
 // ErrClosed is returned when a closed Gateway is restarted.
 var ErrClosed = errors.New("realgateway: closed")
 
 // Restart stops the gateway and starts it again on the same port, config
-// and state; it returns once the new process answers hello-ok. Clients see
-// a shutdown event and close code 1012, then connection refused until the
-// new process listens.
+// and state; it returns once the new process answers hello-ok. A process
+// that quits during startup because a lease heartbeat missed its start
+// window (a loaded machine) is followed by `openclaw doctor --fix` and
+// another start. Clients see a shutdown event and close code 1012, then
+// connection refused until the new process listens.
 func (g *Gateway) Restart(ctx context.Context) error {
 	if err := g.Stop(); err != nil {
 		return err
@@ -297,24 +346,63 @@ func (g *Gateway) Restart(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	return g.startProcess(ctx)
+	for attempt := 1; ; attempt++ {
+		from := g.logSize()
+		err := g.startProcess(ctx)
+		if err == nil || attempt == startAttempts || !errors.Is(err, errExited) ||
+			!strings.Contains(g.logSince(from), leaseStartFailure) {
+			return err
+		}
+		// The failed start left its startup migrations half done, and the
+		// next start refuses the state until doctor repairs it, as the
+		// gateway itself advises.
+		g.logger.Warn("gateway quit during startup on a lease heartbeat; repairing its state and starting it again", "attempt", attempt)
+		if err := g.repairState(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// repairState runs `openclaw doctor --fix --non-interactive` on the
+// gateway's state, its output appended to the gateway's, then writes the
+// harness's config back.
+func (g *Gateway) repairState(ctx context.Context) error {
+	out, err := os.OpenFile(g.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("realgateway: open log: %w", err)
+	}
+	defer out.Close()
+	args := append(append([]string{}, g.cmd.Args...), "doctor", "--fix", "--non-interactive")
+	cmd := exec.CommandContext(ctx, g.cmd.Path, args...)
+	cmd.Dir, cmd.Env = g.dir, g.env
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("realgateway: openclaw doctor --fix: %w\n%s", err, g.logTail(30))
+	}
+	return g.writeFiles() // doctor also edits the config (it disables skills)
 }
 
 // stopGrace is how long Stop waits after SIGTERM before SIGKILL (a clean
 // shutdown takes 2–5 s).
 const stopGrace = 15 * time.Second
 
+// leftoverGrace bounds how long Stop waits for the gateway's leftover
+// helpers to die after SIGKILL (milliseconds, unless the machine is loaded).
+const leftoverGrace = 10 * time.Second
+
 // Stop ends the gateway process group (SIGTERM, then SIGKILL after a grace
-// period) and waits for the process to be reaped. It is idempotent; the
+// period), kills the helpers that left the group, and waits (at most
+// leftoverGrace) until no process carrying the gateway's environment is
+// left. It is idempotent; the
 // Gateway can be started again with Restart.
 func (g *Gateway) Stop() error {
 	g.mu.Lock()
-	proc, exited := g.proc, g.exited
+	leader, exited := g.proc, g.exited
 	g.mu.Unlock()
-	if proc == nil {
+	if leader == nil {
 		return nil
 	}
-	pgid := proc.Pid // the gateway leads its own process group
+	pgid := leader.Pid // the gateway leads its own process group
 	helpers := descendants(pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	t := time.NewTimer(stopGrace)
@@ -327,13 +415,27 @@ func (g *Gateway) Stop() error {
 		<-exited
 	}
 	// Auxiliary processes exit with the gateway; make sure of it, also for
-	// those that left its process group.
+	// those that left its process group, and for those started after the
+	// snapshot whose parent is gone (found by the environment they inherit).
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	for _, h := range helpers {
 		h.kill()
 	}
+	// Killed processes can take a while to die (tearing down a large
+	// heap on a loaded machine): wait until none is left, so the next start
+	// does not meet them. Name those that neither the group nor the
+	// snapshot reached.
+	known := map[proc]bool{}
+	for _, h := range helpers {
+		known[h] = true
+	}
+	for _, h := range reapMarked(g.marker(), leftoverGrace) {
+		if h.pgid != pgid && !known[h.proc] {
+			g.appendLog(fmt.Sprintf("realgateway: killed gateway process %d that left its group and tree: %.200s", h.pid, h.cmd))
+		}
+	}
 	g.mu.Lock()
-	if g.proc == proc {
+	if g.proc == leader {
 		g.proc = nil
 	}
 	g.mu.Unlock()
@@ -360,6 +462,14 @@ func (g *Gateway) Close() error {
 	return errors.Join(errs...)
 }
 
+// startAttempts bounds how often Start spawns the gateway.
+const startAttempts = 3
+
+// leaseStartFailure is what the gateway prints when it quits during startup
+// because a state lease heartbeat missed its fixed 5 s start window, which
+// a loaded machine causes; a new process on fresh state usually starts.
+const leaseStartFailure = "heartbeat did not become ready"
+
 // startProcess spawns the gateway and waits for hello-ok.
 func (g *Gateway) startProcess(ctx context.Context) error {
 	out, err := os.OpenFile(g.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -379,7 +489,10 @@ func (g *Gateway) startProcess(ctx context.Context) error {
 	}
 	exited := make(chan struct{})
 	go func() { // owned by the Gateway: ends when the process does (Stop)
-		_ = cmd.Wait()
+		err := cmd.Wait()
+		// Say in the log how and when the process ended, so that a gateway
+		// that quit on its own is told apart from one that stopped listening.
+		g.appendLog(fmt.Sprintf("realgateway: gateway pid %d ended at %s: %v", cmd.Process.Pid, time.Now().UTC().Format(time.RFC3339Nano), exitStatus(err)))
 		close(exited)
 	}()
 	g.mu.Lock()
@@ -422,9 +535,25 @@ func (g *Gateway) environment(extra []string) []string {
 		"OPENCLAW_NO_RESPAWN=1",
 		"OPENCLAW_EXEC_SHELL_SNAPSHOT=0",
 		"OPENCLAW_SKIP_CRON=1",
+		g.marker(),
 	)
 	return append(env, extra...)
 }
+
+// removeState deletes what a gateway process wrote (state, home,
+// workspace), for a start to begin again from none.
+func (g *Gateway) removeState() error {
+	for _, d := range []string{"state", "home", "workspace"} {
+		if err := os.RemoveAll(filepath.Join(g.dir, d)); err != nil {
+			return fmt.Errorf("realgateway: remove state: %w", err)
+		}
+	}
+	return nil
+}
+
+// marker is the environment entry every process of this gateway inherits,
+// by which Stop finds the ones that left its process group and tree.
+func (g *Gateway) marker() string { return "CLAWCONNECT_REALGATEWAY_DIR=" + g.dir }
 
 // writeFiles lays out the directory: config, plugin, home, workspace.
 func (g *Gateway) writeFiles() error {
@@ -544,6 +673,10 @@ func (g *Gateway) InstalledDir(id string) string {
 	return filepath.Join(g.dir, "state", "extensions", id)
 }
 
+// LogTail returns the last n lines of the gateway's output (LogPath), headed
+// for a test failure message; "" when there is none yet.
+func (g *Gateway) LogTail(n int) string { return g.logTail(n) }
+
 func (g *Gateway) logTail(n int) string {
 	data, err := os.ReadFile(g.LogPath())
 	if err != nil {
@@ -556,9 +689,40 @@ func (g *Gateway) logTail(n int) string {
 	return "gateway output (last lines):\n" + strings.Join(lines, "\n")
 }
 
-func (g *Gateway) logMentions(s string) bool {
+// appendLog adds a harness line to the gateway's output.
+func (g *Gateway) appendLog(line string) {
+	f, err := os.OpenFile(g.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(line + "\n")
+}
+
+// exitStatus describes how a process ended from cmd.Wait's error.
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// logSize is the current length of the gateway's output.
+func (g *Gateway) logSize() int64 {
+	fi, err := os.Stat(g.LogPath())
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// logSince is the gateway's output from byte offset from on.
+func (g *Gateway) logSince(from int64) string {
 	data, err := os.ReadFile(g.LogPath())
-	return err == nil && strings.Contains(string(data), s)
+	if err != nil || from > int64(len(data)) {
+		return ""
+	}
+	return string(data[from:])
 }
 
 func randomToken() string {

@@ -345,6 +345,17 @@ func TestRealRestart(t *testing.T) {
 	if g.Port() != port || g.PID() == pid || g.PID() == 0 {
 		t.Errorf("after restart port %d (was %d), pid %d (was %d)", g.Port(), port, g.PID(), pid)
 	}
+	// Nothing of the old process outlived it: every process carrying the
+	// gateway's environment is the new one or one of its helpers.
+	mine := map[int]bool{g.PID(): true}
+	for _, p := range descendants(g.PID()) {
+		mine[p.pid] = true
+	}
+	for _, p := range marked(g.marker()) {
+		if !mine[p.pid] && !mine[parentOf(p.pid)] {
+			t.Errorf("process %d (%.120s) of the old gateway outlived the restart", p.pid, cmdline(p.pid))
+		}
+	}
 	p := dial(t, g)
 	if got := turn(t, p, "agent:main:realgateway-restart", "ECHO=after-restart"); got != "after-restart" {
 		t.Errorf("final text after restart = %q", got)

@@ -160,6 +160,9 @@ func (p *Probe) Close() error {
 	return p.ws.Close(websocket.StatusNormalClosure, "")
 }
 
+// errExited is waitReady's answer when the gateway process ended.
+var errExited = errors.New("the gateway process exited")
+
 // waitReady dials until a handshake succeeds, retrying refused
 // connections and "gateway starting" answers, and returns the hello-ok
 // payload. exited is closed when the gateway process ends (a start failure).
@@ -190,7 +193,7 @@ func waitReady(ctx context.Context, url, token string, exited <-chan struct{}) (
 			return nil, fmt.Errorf("last attempt: %v: %w", err, ctx.Err())
 		case <-exited:
 			t.Stop()
-			return nil, errors.New("the gateway process exited")
+			return nil, errExited
 		case <-t.C:
 		}
 	}

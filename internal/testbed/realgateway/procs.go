@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // proc identifies a process across PID reuse: its pid and its start time
@@ -74,5 +75,84 @@ func descendants(root int) []proc {
 func (p proc) kill() {
 	if _, start, ok := parseStat(statFields(p.pid)); ok && start == p.start {
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+}
+
+// marked lists the live processes whose environment holds marker (a
+// "KEY=value" entry), with their start times. The gateway's helpers inherit
+// its environment, so this finds those that left both its process group
+// and its tree (their parent died and they were re-parented).
+func marked(marker string) []proc {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var out []proc
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !hasEntry(env, marker) {
+			continue
+		}
+		if _, start, ok := parseStat(statFields(pid)); ok {
+			out = append(out, proc{pid, start})
+		}
+	}
+	return out
+}
+
+// hasEntry reports whether the NUL-separated environ block holds entry.
+func hasEntry(environ []byte, entry string) bool {
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if kv == entry {
+			return true
+		}
+	}
+	return false
+}
+
+// cmdline is pid's command line with spaces for NULs, for log lines.
+func cmdline(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+}
+
+// reaped is a process reapMarked killed, with its process group and
+// command line when first seen.
+type reaped struct {
+	proc
+	pgid int
+	cmd  string
+}
+
+// reapMarked SIGKILLs every live process marked with marker until none is
+// left (a dead one's environment reads empty) or grace has passed, and
+// returns those it killed. It polls: another process's death sends no
+// event to a non-parent.
+func reapMarked(marker string, grace time.Duration) []reaped {
+	var out []reaped
+	seen := map[proc]bool{}
+	deadline := time.Now().Add(grace)
+	for {
+		left := marked(marker)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return out
+		}
+		for _, p := range left {
+			if !seen[p] {
+				seen[p] = true
+				pgid := 0
+				if f := statFields(p.pid); len(f) > 2 {
+					pgid, _ = strconv.Atoi(f[2])
+				}
+				out = append(out, reaped{p, pgid, cmdline(p.pid)})
+			}
+			p.kill()
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -12,6 +12,12 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
+// parentOf is pid's parent pid, or 0 when pid is gone.
+func parentOf(pid int) int {
+	ppid, _, _ := parseStat(statFields(pid))
+	return ppid
+}
+
 // dead reports whether pid is gone or a zombie.
 func dead(pid int) bool {
 	f := statFields(pid)
@@ -57,5 +63,41 @@ func TestProcKillSparesReusedPID(t *testing.T) {
 	self.kill()                              // must not kill the test binary
 	if f := statFields(os.Getpid()); f == nil {
 		t.Fatal("cannot read our own stat")
+	}
+}
+
+func TestReapMarkedKillsOrphansOutsideTheTree(t *testing.T) {
+	t.Parallel()
+	// The shell leaves an orphan in a session of its own and exits: the
+	// orphan is in neither the shell's process group nor its tree, as a
+	// gateway helper started during shutdown is once the gateway died.
+	marker := "CLAWCONNECT_REALGATEWAY_DIR=" + t.TempDir()
+	sh := exec.Command("sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 &")
+	sh.Env = append(os.Environ(), marker)
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sh.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var orphans []proc
+	eventually(30*time.Second, func() bool {
+		orphans = marked(marker)
+		return len(orphans) == 1 && strings.HasPrefix(cmdline(orphans[0].pid), "sleep")
+	})
+	if len(orphans) != 1 {
+		t.Fatalf("found %d marked processes, want the one sleep", len(orphans))
+	}
+	if len(descendants(sh.Process.Pid)) != 0 {
+		t.Fatal("the orphan is still in the shell's tree; the test proves nothing")
+	}
+	got := reapMarked(marker, 30*time.Second)
+	if len(got) != 1 || got[0].proc != orphans[0] || !strings.HasPrefix(got[0].cmd, "sleep") {
+		t.Errorf("reapMarked killed %+v, want the sleep %d", got, orphans[0].pid)
+	}
+	if !eventually(30*time.Second, func() bool { return dead(orphans[0].pid) }) {
+		_ = syscall.Kill(orphans[0].pid, syscall.SIGKILL)
+		t.Error("the orphan survived reapMarked")
+	}
+	if left := marked(marker); len(left) != 0 {
+		t.Errorf("marked processes left: %v", left)
 	}
 }
