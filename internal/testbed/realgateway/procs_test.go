@@ -79,7 +79,7 @@ func TestReapMarkedKillsOrphansOutsideTheTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	var orphans []proc
-	eventually(30*time.Second, func() bool {
+	poll.Within(30*time.Second, func() bool {
 		orphans = marked(marker)
 		return len(orphans) == 1 && strings.HasPrefix(cmdline(orphans[0].pid), "sleep")
 	})
@@ -93,7 +93,7 @@ func TestReapMarkedKillsOrphansOutsideTheTree(t *testing.T) {
 	if len(got) != 1 || got[0].proc != orphans[0] || !strings.HasPrefix(got[0].cmd, "sleep") {
 		t.Errorf("reapMarked killed %+v, want the sleep %d", got, orphans[0].pid)
 	}
-	if !eventually(30*time.Second, func() bool { return dead(orphans[0].pid) }) {
+	if !poll.Within(30*time.Second, func() bool { return dead(orphans[0].pid) }) {
 		_ = syscall.Kill(orphans[0].pid, syscall.SIGKILL)
 		t.Error("the orphan survived reapMarked")
 	}
