@@ -253,25 +253,7 @@ func TestE2EOAuthWithRealProvider(t *testing.T) {
 	aliceTok := alice.token(t, issuer, "web", clientCB, "openid", opScope)
 	bobTok := bob.token(t, issuer, "web", clientCB, "openid", opScope)
 	as, bs := mcpAs(t, base, aliceTok), mcpAs(t, base, bobTok)
-	res, err := as.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{"task": "alice's private prompt"}})
-	if err != nil || res.IsError {
-		t.Fatalf("run_task: %v %v", err, res)
-	}
-	job := res.StructuredContent.(map[string]any)["jobId"].(string)
-	list := func(cs *mcp.ClientSession) string {
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "list_tasks", Arguments: map[string]any{"view": "all"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.Marshal(res.StructuredContent)
-		return string(b)
-	}
-	if l := list(bs); strings.Contains(l, job) {
-		t.Errorf("the second user sees the first's task: %s", l)
-	}
-	if l := list(as); !strings.Contains(l, job) {
-		t.Errorf("the first user does not see their task: %s", l)
-	}
+	job := checkIsolated(t, as, bs)
 
 	// The dashboard: a browser that is not signed in is sent to the
 	// provider and back, and then sees its own task.
@@ -339,6 +321,32 @@ func providerKeys(t *testing.T, issuer string) jose.JSONWebKeySet {
 		t.Fatalf("provider keys: %v (%d keys)", err, len(set.Keys))
 	}
 	return set
+}
+
+// checkIsolated has as start a task and checks that bs, another user,
+// does not see it where as does; it returns the task's id.
+func checkIsolated(t *testing.T, as, bs *mcp.ClientSession) string {
+	t.Helper()
+	res, err := as.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{"task": "alice's private prompt"}})
+	if err != nil || res.IsError {
+		t.Fatalf("run_task: %v %v", err, res)
+	}
+	job := res.StructuredContent.(map[string]any)["jobId"].(string)
+	list := func(cs *mcp.ClientSession) string {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "list_tasks", Arguments: map[string]any{"view": "all"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		return string(b)
+	}
+	if l := list(bs); strings.Contains(l, job) {
+		t.Errorf("the second user sees the first's task: %s", l)
+	}
+	if l := list(as); !strings.Contains(l, job) {
+		t.Errorf("the first user does not see their task: %s", l)
+	}
+	return job
 }
 
 // syncBuffer is a bytes.Buffer safe for the writer goroutine and the test.

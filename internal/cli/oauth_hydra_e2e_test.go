@@ -94,25 +94,7 @@ func TestE2EOAuthWithHydra(t *testing.T) {
 		t.Fatalf("hydra's token names audience %v, not %s", aud, resource)
 	}
 	as, bs := mcpAs(t, base, aliceTok), mcpAs(t, base, bobTok)
-	res, err := as.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{"task": "alice's private prompt"}})
-	if err != nil || res.IsError {
-		t.Fatalf("run_task: %v %v", err, res)
-	}
-	job := res.StructuredContent.(map[string]any)["jobId"].(string)
-	list := func(cs *mcp.ClientSession) string {
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "list_tasks", Arguments: map[string]any{"view": "all"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.Marshal(res.StructuredContent)
-		return string(b)
-	}
-	if l := list(bs); strings.Contains(l, job) {
-		t.Errorf("the second user sees the first's task: %s", l)
-	}
-	if l := list(as); !strings.Contains(l, job) {
-		t.Errorf("the first user does not see their task: %s", l)
-	}
+	job := checkIsolated(t, as, bs)
 
 	// The dashboard signs a browser in through Hydra (its resource
 	// indicator names serve) and shows that user's tasks only.
@@ -171,7 +153,7 @@ func TestE2EOAuthWithHydra(t *testing.T) {
 	if h := jwtPart(t, rotated, 0); h["kid"] != "rotated-key" || h["alg"] != "ES256" {
 		t.Fatalf("after the rotation hydra signs with key %v (%v), want rotated-key (ES256)", h["kid"], h["alg"])
 	}
-	res, err = mcpAs(t, base, rotated).CallTool(t.Context(), &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{"task": "after the rotation"}})
+	res, err := mcpAs(t, base, rotated).CallTool(t.Context(), &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{"task": "after the rotation"}})
 	if err != nil || res.IsError {
 		t.Fatalf("run_task with a token of the rotated key: %v %v", err, res)
 	}
