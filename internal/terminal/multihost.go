@@ -46,16 +46,22 @@ func LoadHostKey(dir string) ([]byte, error) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("host key: %w", err)
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			return LoadHostKey(dir) // another process of this host made it first
-		}
+		// Written whole to a temporary file, then linked into place: a
+		// process of this host that starts at the same moment reads
+		// either no key or the whole key, never a part of it.
+		f, err := os.CreateTemp(dir, HostKeyFile+".*")
 		if err != nil {
 			return nil, fmt.Errorf("host key: %w", err)
 		}
+		defer os.Remove(f.Name())
 		_, werr := f.Write(key)
-		if err := errors.Join(werr, f.Close()); err != nil {
+		if err := errors.Join(werr, f.Chmod(0o600), f.Close()); err != nil {
 			return nil, fmt.Errorf("host key %s: %w", path, err)
+		}
+		if err := os.Link(f.Name(), path); errors.Is(err, fs.ErrExist) {
+			return LoadHostKey(dir) // another process of this host made it first
+		} else if err != nil {
+			return nil, fmt.Errorf("host key: %w", err)
 		}
 		return key, nil
 	}
