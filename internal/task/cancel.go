@@ -123,6 +123,10 @@ func (m *Manager) cancelForeign(ctx context.Context, t *store.Task) (*CancelResu
 		return &CancelResult{Found: true, AlreadyTerminal: true, Status: string(t.Status), JobID: t.ID,
 			Note: fmt.Sprintf("Task already finished with status %q — nothing to stop.", t.Status)}, nil
 	}
+	// The run id may not be stored yet (the owner holds it for its next
+	// write, RunSaveDelay at most): without it the abort names the
+	// session's active run, which is this task's — a session runs one task
+	// at a time.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	aborted, aerr := m.gw.Abort(actx, t.SessionKey, t.ParentRunID)
 	cancel()

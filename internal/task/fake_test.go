@@ -21,6 +21,7 @@ type fakeGW struct {
 	mu      sync.Mutex
 	runs    map[string]*fakeRunState
 	started chan string // receives each StartRun's key
+	waiting chan string // receives a run's key each time its follower waits on it
 	history map[string]*History
 	// historyErr, if set, fails every History call (a gateway that died).
 	historyErr error
@@ -53,7 +54,7 @@ type fakeRun struct {
 }
 
 func newFakeGW() *fakeGW {
-	return &fakeGW{runs: map[string]*fakeRunState{}, started: make(chan string, 1<<16),
+	return &fakeGW{runs: map[string]*fakeRunState{}, started: make(chan string, 1<<16), waiting: make(chan string, 1<<16),
 		history: map[string]*History{}, starts: map[string]int{}, messages: map[string]string{}}
 }
 
@@ -92,6 +93,10 @@ func (g *fakeGW) Connected() bool {
 func (r *fakeRun) ID() string { return r.st.key }
 func (r *fakeRun) Close()     { r.once.Do(func() { close(r.closed) }) }
 func (r *fakeRun) Wait(ctx context.Context) (Outcome, error) {
+	select {
+	case r.gw.waiting <- r.st.key:
+	default:
+	}
 	select {
 	case <-r.st.done:
 		r.gw.mu.Lock()
@@ -149,6 +154,23 @@ func (g *fakeGW) waitStarted(t *testing.T, key string) string {
 			}
 		case <-timeout:
 			t.Fatalf("run %q did not start", key)
+		}
+	}
+}
+
+// waitFollowed blocks until the follower of the run with key took its
+// answer to StartRun and waits for the run's end.
+func (g *fakeGW) waitFollowed(t *testing.T, key string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case k := <-g.waiting:
+			if k == key {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("run %q is not followed", key)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/clawconnect/clawconnect/agentsession"
@@ -50,28 +51,19 @@ func (m *Manager) follow(l *live, prev *predecessor) {
 		return
 	}
 	defer run.Close()
-	if err := m.update(ctx, l, func(t *store.Task) bool {
-		if t.Status.Terminal() {
-			return false
-		}
-		t.ParentRunID = run.ID()
-		t.Upstream, t.Transcript = "connected", "live"
-		return true
-	}); err != nil {
-		m.o.Logger.Warn("persist run id failed", "job_id", l.id, "err", err)
-	}
+	l.mu.Lock()
+	m.holdRunLocked(l, run.ID())
+	l.mu.Unlock()
 
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		m.watchdog(watchCtx, l, t.SessionKey, run.ID())
-	}()
+	var watchers sync.WaitGroup
+	watchers.Go(func() { m.watchdog(watchCtx, l, t.SessionKey, run.ID()) })
+	watchers.Go(func() { m.saveRunLater(watchCtx, l) })
 	runCtx, runCancel := context.WithTimeout(ctx, m.o.ChatTimeout)
 	out, err := run.Wait(runCtx)
 	runCancel()
 	stopWatch()
-	<-watchDone
+	watchers.Wait()
 	if ctx.Err() != nil {
 		return
 	}
@@ -111,6 +103,18 @@ func (m *Manager) follow(l *live, prev *predecessor) {
 		}
 		m.lateRecovery(ctx, l, "no_live_final_text")
 	}
+}
+
+// saveRunLater writes the held run state of a run that has written
+// nothing else after RunSaveDelay, so the store does not lack the run id
+// for longer than that (see holdRunLocked).
+func (m *Manager) saveRunLater(ctx context.Context, l *live) {
+	if !sleep(ctx, m.o.RunSaveDelay) {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m.persistRunLocked(ctx, l)
 }
 
 // cancelRequested reports whether a cancel was asked for the task: here,

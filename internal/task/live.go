@@ -35,6 +35,10 @@ type live struct {
 	// pending are log entries the store has not taken yet (an outage);
 	// they follow t.LogCount densely and are written before anything else.
 	pending []store.LogEntry
+	// runUnsaved: t carries the run id and the connected/live states of a
+	// run the gateway accepted, which the store does not have yet. They
+	// ride on the task's next write (see holdRunLocked).
+	runUnsaved bool
 
 	stop     chan struct{} // closed to stop following without an outcome
 	stopOnce sync.Once
@@ -103,7 +107,7 @@ func (m *Manager) updateLocked(ctx context.Context, l *live, fn func(t *store.Ta
 		}
 		err := m.st.UpdateTask(ctx, &next)
 		if err == nil {
-			l.t = &next
+			l.t, l.runUnsaved = &next, false
 			if next.Status.Terminal() {
 				l.markDoneLocked()
 			}
@@ -125,6 +129,10 @@ func (m *Manager) updateLocked(ctx context.Context, l *live, fn func(t *store.Ta
 			return fmt.Errorf("update task %s: claimed by %s: %w", l.id, fresh.Owner, store.ErrLeaseLost)
 		}
 		fresh.LogCount = max(fresh.LogCount, l.t.LogCount)
+		if l.runUnsaved && !fresh.Status.Terminal() {
+			// The held run state is only in memory: keep it for the retry.
+			fresh.ParentRunID, fresh.Upstream, fresh.Transcript = l.t.ParentRunID, l.t.Upstream, l.t.Transcript
+		}
 		l.t = fresh
 		if fresh.Status.Terminal() {
 			l.markDoneLocked()
@@ -193,6 +201,17 @@ func (m *Manager) queueLogLocked(l *live, typ, text string, isErr bool, tool str
 func (m *Manager) flushLogsLocked(ctx context.Context, l *live) error {
 	if len(l.pending) == 0 {
 		return nil
+	}
+	if l.runUnsaved {
+		if m.writeWithLogsLocked(ctx, l, *l.t) == nil {
+			return nil
+		}
+		// Two writes then, the record first (its update re-reads on a
+		// conflict); a lost lease ends here.
+		if err := m.saveRunLocked(ctx, l); errors.Is(err, store.ErrLeaseLost) {
+			l.pending = nil
+			return err
+		}
 	}
 	err := m.st.AppendLogs(ctx, l.id, l.t.Fence, l.pending)
 	switch {
@@ -413,21 +432,82 @@ func (m *Manager) finish(ctx context.Context, l *live, o outcome) bool {
 // outcome would not be applied, or the write failed (atomically, so the
 // caller's two writes start from the same state).
 func (m *Manager) finishWithLogsLocked(ctx context.Context, l *live, o outcome) (won, ok bool) {
-	lu, can := m.st.(store.LogUpdater)
-	if !can || len(l.pending) == 0 {
+	if _, can := m.st.(store.LogUpdater); !can || len(l.pending) == 0 {
 		return false, false
 	}
 	next := *l.t
 	if !applyOutcome(&next, o, m.nowMs(), false) {
 		return false, false
 	}
-	if err := lu.UpdateTaskWithLogs(ctx, &next, l.pending); err != nil {
+	if m.writeWithLogsLocked(ctx, l, next) != nil {
 		return false, false
 	}
+	return true, true
+}
+
+// writeWithLogsLocked writes next, the task's record, and the pending log
+// entries in one transaction, and on success makes next the live record.
+// It fails without writing anything when the store cannot (or refuses,
+// atomically): the caller falls back to two writes.
+func (m *Manager) writeWithLogsLocked(ctx context.Context, l *live, next store.Task) error {
+	lu, can := m.st.(store.LogUpdater)
+	if !can {
+		return errors.ErrUnsupported
+	}
+	if err := lu.UpdateTaskWithLogs(ctx, &next, l.pending); err != nil {
+		return err
+	}
 	next.LogCount += int64(len(l.pending))
-	l.t, l.pending = &next, nil
+	l.t, l.pending, l.runUnsaved = &next, nil, false
 	close(l.changed)
 	l.changed = make(chan struct{})
-	l.markDoneLocked()
-	return true, true
+	if next.Status.Terminal() {
+		l.markDoneLocked()
+	}
+	return nil
+}
+
+// holdRunLocked records that the gateway accepted the task as runID: the
+// record in memory (what this process's readers see) says so at once, the
+// store at the task's next write — its first log entries, its outcome, a
+// cancel — or, on a quiet run, when saveRunLater or the lease renewal
+// writes it. That saves a write transaction per task on the path every
+// task takes. Nothing is lost by holding it: a restart re-sends the task
+// under its idempotency key and learns the run id again, and the other
+// readers of the stored run id can do without it for that moment — a
+// lazy re-check reads only terminal tasks, whose outcome write carries it,
+// and a cancel from another process aborts the session's active run when
+// no run id is stored (Gateway.Abort), which is this task's: the session
+// runs one task at a time.
+func (m *Manager) holdRunLocked(l *live, runID string) {
+	if l.t.Status.Terminal() {
+		return
+	}
+	l.t.ParentRunID = runID
+	l.t.Upstream, l.t.Transcript = "connected", "live"
+	l.runUnsaved = true
+}
+
+// persistRunLocked writes a held run state now, with the pending log
+// entries if there are any.
+func (m *Manager) persistRunLocked(ctx context.Context, l *live) {
+	switch {
+	case !l.runUnsaved:
+	case len(l.pending) > 0:
+		_ = m.flushLogsLocked(ctx, l)
+	default:
+		_ = m.saveRunLocked(ctx, l)
+	}
+}
+
+// saveRunLocked writes a held run state on its own.
+func (m *Manager) saveRunLocked(ctx context.Context, l *live) error {
+	if !l.runUnsaved {
+		return nil
+	}
+	err := m.updateLocked(ctx, l, func(t *store.Task) bool { return !t.Status.Terminal() })
+	if err != nil {
+		m.o.Logger.Warn("persist run id failed", "job_id", l.id, "err", err)
+	}
+	return err
 }

@@ -278,6 +278,7 @@ func (m *Manager) renew() {
 			if len(l.pending) > 0 {
 				m.flushLogsLocked(ctx, l)
 			}
+			m.persistRunLocked(ctx, l)
 			l.mu.Unlock()
 		}
 	}

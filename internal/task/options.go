@@ -100,6 +100,10 @@ type Options struct {
 	Retention, SweepInterval time.Duration
 	// PayloadTTL is how long payload files are kept (24 h).
 	PayloadTTL time.Duration
+	// RunSaveDelay is how long the run id of an accepted task may wait in
+	// memory for the task's next write to carry it before it is written on
+	// its own (1 s); see Manager.holdRunLocked.
+	RunSaveDelay time.Duration
 
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
@@ -118,6 +122,7 @@ func DefaultOptions() Options {
 		ForeignPollInterval: 2 * time.Second,
 		SweepInterval:       time.Hour,
 		PayloadTTL:          24 * time.Hour,
+		RunSaveDelay:        time.Second,
 		RetryMin:            100 * time.Millisecond,
 		RetryMax:            5 * time.Second,
 	}
@@ -177,6 +182,7 @@ func (o Options) withDefaults() Options {
 	dur(&o.ForeignPollInterval, d.ForeignPollInterval)
 	dur(&o.SweepInterval, d.SweepInterval)
 	dur(&o.PayloadTTL, d.PayloadTTL)
+	dur(&o.RunSaveDelay, d.RunSaveDelay)
 	if o.Retention == 0 {
 		o.Retention = d.Retention
 	}

@@ -32,9 +32,13 @@ type CheckRequest struct {
 	WaitMs *float64
 }
 
-// resolve finds a task by id, else by the session's latest task.
+// resolve finds a task by id (the live record of a task followed here,
+// without a store read), else by the session's latest task.
 func (m *Manager) resolve(ctx context.Context, jobID, sessionKey, notFoundMsg string) (*store.Task, error) {
 	if jobID != "" {
+		if l := m.getLive(jobID); l != nil {
+			return l.copyTask(), nil
+		}
 		t, err := m.st.GetTask(ctx, m.o.Agent, jobID)
 		if err == nil {
 			return t, nil
@@ -132,7 +136,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 			return nil, fmt.Errorf("check task: %w", err)
 		}
 		if t.Status.Terminal() {
-			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
+			return m.snapshot(ctx, t, req.KnownLogCount) // just read: no second read
 		}
 		var changed, done, exited <-chan struct{}
 		var poll <-chan time.Time
@@ -163,7 +167,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 			// announces a change, or after ForeignPollInterval in case an
 			// announcement was lost.
 			if req.Mode == CheckPoll && t.LogCount > req.KnownLogCount {
-				return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
+				return m.snapshot(ctx, t, req.KnownLogCount)
 			}
 			poll = time.After(m.o.ForeignPollInterval)
 		}
