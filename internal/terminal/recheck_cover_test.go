@@ -5,8 +5,10 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
 // probedIDs records the ids each version probe asked for.
@@ -80,5 +82,45 @@ func TestRecheckCoveredFollowersTickSeldom(t *testing.T) {
 			t.Fatal("a follower that lost its output watch skipped a tick")
 		}
 		<-ticks["c0"]
+	}
+}
+
+// closableOutput serves fake panes whose output watch the test ends.
+type closableOutput struct {
+	*fakeTerminals
+	out chan struct{}
+}
+
+func (c closableOutput) WatchOutput(context.Context, Pane) (<-chan struct{}, error) {
+	return c.out, nil
+}
+
+// covered reports whether the follower of id is subscribed as covered.
+func (c *recheckClock) covered(id string) (covered, subscribed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sub := c.subs[id]
+	return sub != nil && sub.covered, sub != nil
+}
+
+// TestFollowerCoveredWhileBothSourcesLive: a Turn's follower counts as
+// covered while its session files and its pane output are watched, and
+// falls back to the short re-check once the output watch ends.
+func TestFollowerCoveredWhileBothSourcesLive(t *testing.T) {
+	a := newFakeAgent(AgentCodex, 191)
+	r := newRig(t, a)
+	res, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := closableOutput{fakeTerminals: r.ft, out: make(chan struct{})}
+	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}})
+	h := r.start(svc, HostOptions{})
+	if !poll.Within(10*time.Second, func() bool { c, _ := h.clock.covered(res.TurnID); return c }) {
+		t.Fatal("the follower of a pane with watched files and output is not covered")
+	}
+	close(ft.out)
+	if !poll.Within(10*time.Second, func() bool { c, sub := h.clock.covered(res.TurnID); return sub && !c }) {
+		t.Fatal("the follower whose output watch ended is still covered")
 	}
 }
