@@ -254,6 +254,8 @@ func BenchmarkHostFollows500(b *testing.B) {
 	dir := b.TempDir()
 	turnAgents, watchAgents := fileAgents(b, dir, n, 10000), fileAgents(b, dir, n, 20000)
 	r := newRig(b, append(slices.Clone(turnAgents), watchAgents...)...)
+	r.svc = NewService(Options{Store: r.st, Terminals: quietPanes{r.ft},
+		Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	ctx := context.Background()
 	turns := sendAll(b, r.svc, turnAgents)
 	for _, a := range watchAgents {
@@ -328,6 +330,14 @@ func BenchmarkHostFollows500(b *testing.B) {
 	b.ReportMetric(rss, "rss-MiB")
 	b.Logf("%d Turns + %d watches followed: idle CPU %v over %v (%.3f%% of one core), inotify %d instances / %d watches, RSS %.1f MiB, %d goroutines; done after the completion record p50 %v p95 %v max %v",
 		n, n, cpu, wall.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds(), usage.Instances, usage.Watches, rss, goroutines, p(0.50), p(0.95), lat[len(lat)-1])
+}
+
+// quietPanes are fake panes whose output is watched, as tmux's control
+// client watches a real pane's, and that never redraw while idle.
+type quietPanes struct{ *fakeTerminals }
+
+func (quietPanes) WatchOutput(context.Context, Pane) (<-chan struct{}, error) {
+	return make(chan struct{}), nil
 }
 
 // idleProfile writes a CPU profile of the idle window to the file

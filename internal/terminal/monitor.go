@@ -531,6 +531,7 @@ func (h *Host) follow(ctx context.Context, pane Pane, paths []string, logKey, lo
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	files, err := h.o.Watch(wctx, paths)
+	filesWatched := err == nil && len(paths) > 0
 	switch {
 	case errors.Is(err, fswatch.ErrLimit):
 		// The watcher warned once, with the sysctl to raise; doctor
@@ -547,6 +548,7 @@ func (h *Host) follow(ctx context.Context, pane Pane, paths []string, logKey, lo
 	}
 	recheck, unsubscribe := h.clock.subscribe(logID)
 	defer unsubscribe()
+	h.clock.cover(logID, filesWatched && output != nil)
 	deadline := time.NewTimer(time.Hour)
 	defer deadline.Stop()
 	var w wake
@@ -583,6 +585,7 @@ func (h *Host) follow(ctx context.Context, pane Pane, paths []string, logKey, lo
 			case _, ok := <-output:
 				if !ok {
 					output = nil // the control client ended; the re-check remains
+					h.clock.cover(logID, false)
 					continue
 				}
 				// A redrawing pane writes many times a second: one look

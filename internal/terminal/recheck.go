@@ -18,15 +18,36 @@ type recordKey struct{ kind, id string }
 // decoding them again. The look itself (the pane's process, its screen,
 // the session files) still runs at every tick, so a dead agent or a
 // re-bound session is noticed within the re-check period as before.
+//
+// A follower whose session files and pane output both have a live event
+// source (covered) is woken by those events when anything it looks at
+// changes; the tick is then only a safety net, and it comes every
+// coveredEvery-th tick, the covered followers spread evenly over them.
+// A follower missing either source keeps the short tick: an approval
+// prompt drawn on the screen with no file write, or a file nobody
+// watches, is seen by the re-check only.
 type recheckClock struct {
-	mu   sync.Mutex
-	subs map[string]*recheckSub // by followed id
-	seen map[recordKey]int64    // versions read at the last tick
+	mu    sync.Mutex
+	subs  map[string]*recheckSub // by followed id
+	seen  map[recordKey]int64    // versions read at the last tick
+	ticks int                    // ticks so far
+	next  int                    // phase of the next subscriber
 }
 
+// coveredEvery is how many ticks a covered follower sleeps through: with
+// the default 10 s re-check its safety look comes every minute.
+const coveredEvery = 6
+
 type recheckSub struct {
-	tick chan struct{}
-	keys []recordKey
+	tick    chan struct{}
+	keys    []recordKey
+	covered bool
+	phase   int // the covered follower's tick comes when (ticks+phase)%coveredEvery == 0
+}
+
+// due reports whether sub looks at tick n.
+func (sub *recheckSub) due(n int) bool {
+	return !sub.covered || (n+sub.phase)%coveredEvery == 0
 }
 
 // subscribe registers the follower of id: the returned channel receives
@@ -38,6 +59,8 @@ func (c *recheckClock) subscribe(id string) (tick <-chan struct{}, stop func()) 
 	if c.subs == nil {
 		c.subs = map[string]*recheckSub{}
 	}
+	sub.phase = c.next
+	c.next = (c.next + 1) % coveredEvery
 	c.subs[id] = sub
 	c.mu.Unlock()
 	return sub.tick, func() {
@@ -58,6 +81,16 @@ func (c *recheckClock) track(id string, keys ...recordKey) {
 	}
 }
 
+// cover records whether every source the follower of id looks at has a
+// live event source (recheckClock).
+func (c *recheckClock) cover(id string, covered bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sub := c.subs[id]; sub != nil {
+		sub.covered = covered
+	}
+}
+
 // unchanged reports whether the last tick read k at version v (0: found
 // no such record): the copy of k a follower holds at v is still the
 // stored one as of that tick.
@@ -68,13 +101,19 @@ func (c *recheckClock) unchanged(k recordKey, v int64) bool {
 	return ok && got == v
 }
 
-// tick reads the versions of every tracked record (a failed read leaves
-// none known: every follower then reads afresh) and wakes every follower.
+// tick reads the versions of the records of every follower due at this
+// tick (a failed read leaves none known: they then read afresh) and wakes
+// those followers.
 func (c *recheckClock) tick(ctx context.Context, db store.TerminalStore) {
 	c.mu.Lock()
+	c.ticks++
+	n := c.ticks
 	byKind := map[string][]string{}
 	dup := map[recordKey]bool{}
 	for _, sub := range c.subs {
+		if !sub.due(n) {
+			continue
+		}
 		for _, k := range sub.keys {
 			if !dup[k] {
 				dup[k] = true
@@ -97,6 +136,9 @@ func (c *recheckClock) tick(ctx context.Context, db store.TerminalStore) {
 	c.mu.Lock()
 	c.seen = seen
 	for _, sub := range c.subs {
+		if !sub.due(n) {
+			continue
+		}
 		select {
 		case sub.tick <- struct{}{}:
 		default:
