@@ -242,7 +242,7 @@ func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) err
 		if q := a.question; q != nil {
 			switch n, err := strconv.Atoi(k); {
 			case err == nil && n == q.FreeText:
-				q.Selected = n
+				q.Selected, q.Typing = n, true
 				q.Fingerprint += "-typing"
 				continue
 			case err == nil:
