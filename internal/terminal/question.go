@@ -26,6 +26,10 @@ const answerSettle = approvalSettle
 // to close.
 const freeTextWait = 3 * time.Second
 
+// typedSettle is how long a typed answer must stay drawn unchanged before
+// the Enter that submits it.
+const typedSettle = 300 * time.Millisecond
+
 // storedQuestion is q as the Turn records it: texts redacted.
 func storedQuestion(q *screen.Question, now int64) *store.Question {
 	out := &store.Question{Fingerprint: q.Fingerprint, Header: Redact(q.Header), Text: Redact(q.Text),
@@ -340,6 +344,26 @@ func (s *Service) pressAnswer(ctx context.Context, p Pane, a Agent, q *screen.Qu
 	if err := s.o.Terminals.SendText(ctx, p, choice.Typed); err != nil {
 		return fmt.Errorf("type the answer: %w", err)
 	}
+	// Enter only once the text shows: a TUI may hold fast keys back as a
+	// paste for a moment (Codex does), and an Enter that overtakes them
+	// submits the row without its text and lets it spill into the next
+	// question.
+	// It must also stay drawn unchanged for typedSettle: Codex was seen
+	// to carry a note that had just been drawn over to the next question.
+	typed := strings.Join(strings.Fields(choice.Typed), " ")
+	var seen string
+	var seenAt time.Time
+	if _, ok := s.waitScreenText(ctx, p, a, func(shown string, q *screen.Question) bool {
+		if q == nil || !q.Typing || !strings.Contains(strings.Join(strings.Fields(shown), " "), typed) {
+			return false
+		}
+		if shown != seen {
+			seen, seenAt = shown, time.Now()
+		}
+		return time.Since(seenAt) >= typedSettle
+	}); !ok {
+		return fmt.Errorf("%w: the typed answer did not show in the dialog's free-text row; answer in the terminal", ErrRefused)
+	}
 	if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
 		return fmt.Errorf("submit the typed answer: %w", err)
 	}
@@ -349,12 +373,18 @@ func (s *Service) pressAnswer(ctx context.Context, p Pane, a Agent, q *screen.Qu
 // waitScreen waits up to freeTextWait for the pane's question dialog (nil
 // when none is shown) to satisfy ok, and returns it.
 func (s *Service) waitScreen(ctx context.Context, p Pane, a Agent, ok func(*screen.Question) bool) (*screen.Question, bool) {
+	return s.waitScreenText(ctx, p, a, func(_ string, q *screen.Question) bool { return ok(q) })
+}
+
+// waitScreenText is waitScreen for a condition that also reads the
+// capture.
+func (s *Service) waitScreenText(ctx context.Context, p Pane, a Agent, ok func(shown string, q *screen.Question) bool) (*screen.Question, bool) {
 	deadline := time.Now().Add(freeTextWait)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if text, err := s.o.Terminals.Capture(ctx, p); err == nil {
-			if q := a.Screen(text).Question; ok(q) {
+			if q := a.Screen(text).Question; ok(text, q) {
 				return q, true
 			}
 		}

@@ -29,7 +29,7 @@ var (
 	// ("enter to submit all" on the last of several, which also shows
 	// "←/→ to navigate questions") and of one whose note is being typed
 	// (group 1).
-	questionFooterRE = lazyRE(`^\s*(?:tab to add notes \| enter to submit (?:answer|all)(?: \| ←/→ to navigate questions)? \| esc to interrupt|(tab or esc to clear notes) \| enter to submit (?:answer|all))\s*$`)
+	questionFooterRE = lazyRE(`^\s*(?:tab to add notes \| enter to submit (?:answer|all)(?: \| ←/→ to navigate questions)? \| esc to interrupt|(tab or esc to clear notes) \| enter to submit (?:answer|all)(?: \| ←/→ to navigate questions)?)\s*$`)
 	questionHeaderRE = lazyRE(`^\s*Question (\d+)/(\d+) \((\d+) unanswered\)\s*$`)
 	questionRowRE    = lazyRE(`^\s*([›»]\s*)?(\d+)\.\s+(.+?)(?:\s{2,}(\S.*?))?\s*$`)
 	// questionNoteRE is the note line under the rows while it is typed:

@@ -132,8 +132,28 @@ func checkSeveralGoldens(t *testing.T, dir string) {
 	if got := codex.ParseScreen(readGolden(t, dir, "screen-answered.txt")); got.Activity != screen.Idle || got.Question != nil {
 		t.Errorf("ParseScreen(screen-answered.txt) = %+v", got)
 	}
-	const want = `FAKE-TOOL-RESULT: {"answers":{"choice":{"answers":["None of the above","user_note: Green please"]},"choice2":{"answers":["Large"]}}}`
-	if got := strings.TrimSpace(readGolden(t, dir, "reply.txt")); got != want {
+	// Codex writes the answers of several questions in any order.
+	const want = `{"answers":{"choice":{"answers":["None of the above","user_note: Green please"]},"choice2":{"answers":["Large"]}}}`
+	got := strings.TrimSpace(readGolden(t, dir, "reply.txt"))
+	var g, w any
+	body, ok := strings.CutPrefix(got, "FAKE-TOOL-RESULT: ")
+	if !ok || json.Unmarshal([]byte(body), &g) != nil || json.Unmarshal([]byte(want), &w) != nil || !cmp.Equal(g, w) {
 		t.Errorf("the model received %s, want %s", got, want)
+	}
+}
+
+// TestQuestionNotesOnALaterQuestion: the notes footer of a question that
+// is not the only one also names the arrows (seen on the real TUI when a
+// note was typed on the second of two questions).
+func TestQuestionNotesOnALaterQuestion(t *testing.T) {
+	t.Parallel()
+	shown := "› QUESTION: Which color | Red | Blue || Which size | Small | Large\n\n" +
+		"  Question 2/2 (1 unanswered)\n  Which size\n\n" +
+		"  › 1. Small              Choose Small\n    2. Large              Choose Large\n" +
+		"    3. None of the above  Optionally, add details in notes (tab)\n\n" +
+		"  › Green please\n\n  tab or esc to clear notes | enter to submit all | ←/→ to navigate questions\n"
+	q := codex.ParseScreen(shown).Question
+	if q == nil || q.Answerable || q.Typing || q.Reason != "a note is being typed in the dialog" || q.Position != 2 || q.Selected != 1 {
+		t.Fatalf("ParseScreen = %+v", q)
 	}
 }
