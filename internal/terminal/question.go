@@ -354,7 +354,9 @@ func (s *Service) pressAnswer(ctx context.Context, p Pane, a Agent, q *screen.Qu
 	var seen string
 	var seenAt time.Time
 	if _, ok := s.waitScreenText(ctx, p, a, func(shown string, q *screen.Question) bool {
-		if q == nil || !q.Typing || !strings.Contains(strings.Join(strings.Fields(shown), " "), typed) {
+		// Claude Code draws the text in place of "Type something.", so
+		// the row no longer reads as the free-text row.
+		if q == nil || !strings.Contains(strings.Join(strings.Fields(shown), " "), typed) {
 			return false
 		}
 		if shown != seen {
