@@ -203,9 +203,14 @@ type Question struct {
 	Options []QuestionOption `json:"options"`
 	// FreeText reports that the dialog also takes a typed answer.
 	FreeText bool `json:"free_text,omitempty"`
+	// Position and Count place the question in a dialog that asks
+	// several in turn ("Question 1/2"); Unanswered counts those still
+	// without an answer, this one included. Zero for a single question.
+	Position   int `json:"position,omitempty"`
+	Count      int `json:"count,omitempty"`
+	Unanswered int `json:"unanswered,omitempty"`
 	// Answerable is false for a dialog of a shape the bridge does not
-	// answer (several questions, several choices): a human answers it in
-	// the terminal.
+	// answer (several choices): a human answers it in the terminal.
 	Answerable bool  `json:"answerable"`
 	DetectedAt int64 `json:"detected_at"`
 }

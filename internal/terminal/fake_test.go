@@ -214,7 +214,7 @@ func (ft *fakeTerminals) Capture(_ context.Context, p Pane) (string, error) {
 	if a.shown != nil {
 		draft = a.shown(draft)
 	}
-	b, _ := json.Marshal(map[string]any{"activity": a.activity, "draft": draft, "approval": a.approval, "question": a.question, "dialog": a.dialog, "n": len(a.records)})
+	b, _ := json.Marshal(map[string]any{"activity": a.activity, "draft": draft, "approval": a.approval, "question": a.question, "answers": a.answers, "dialog": a.dialog, "n": len(a.records)})
 	return string(b), nil
 }
 
@@ -242,7 +242,7 @@ func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) err
 		if q := a.question; q != nil {
 			switch n, err := strconv.Atoi(k); {
 			case err == nil && n == q.FreeText:
-				q.Selected = n
+				q.Selected, q.Typing = n, true
 				q.Fingerprint += "-typing"
 				continue
 			case err == nil:

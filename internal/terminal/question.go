@@ -26,10 +26,14 @@ const answerSettle = approvalSettle
 // to close.
 const freeTextWait = 3 * time.Second
 
+// typedSettle is how long a typed answer must stay drawn unchanged before
+// the Enter that submits it.
+const typedSettle = 300 * time.Millisecond
+
 // storedQuestion is q as the Turn records it: texts redacted.
 func storedQuestion(q *screen.Question, now int64) *store.Question {
 	out := &store.Question{Fingerprint: q.Fingerprint, Header: Redact(q.Header), Text: Redact(q.Text),
-		FreeText: q.FreeText > 0, Answerable: q.Answerable, DetectedAt: now}
+		FreeText: q.FreeText > 0, Position: q.Position, Count: q.Count, Unanswered: q.Unanswered, Answerable: q.Answerable, DetectedAt: now}
 	for _, o := range q.Options {
 		out.Options = append(out.Options, store.QuestionOption{Number: o.Number, Label: Redact(o.Label), Description: Redact(o.Description)})
 	}
@@ -41,16 +45,55 @@ func storedQuestion(q *screen.Question, now int64) *store.Question {
 func questionBody(q *store.Question) string {
 	var b strings.Builder
 	b.WriteString("The agent asks: ")
+	if q.Count > 1 {
+		fmt.Fprintf(&b, "(question %d of %d) ", q.Position, q.Count)
+	}
 	writeQuestion(&b, q)
 	switch {
 	case !q.Answerable:
 		b.WriteString("\nThe dialog does not have a shape that can be answered from here; answer it in the terminal.")
 	case q.FreeText:
-		b.WriteString("\nRespond with an option's number or label, or with your own answer.")
+		b.WriteString("\nRespond with an option's number or label, or with your own answer (one line).")
 	default:
 		b.WriteString("\nRespond with an option's number or label.")
 	}
+	if rest := laterQuestions(q.Position, q.Count, q.Unanswered); q.Answerable && rest > 0 {
+		fmt.Fprintf(&b, "\nThe dialog shows its questions one at a time and %d more follow%s. Respond with one line to answer this one (the next comes as its own question), or with %d lines, one answer per line in order, to answer this one and the following ones.",
+			rest, map[bool]string{true: "s", false: ""}[rest == 1], rest+1)
+	}
 	return b.String()
+}
+
+// laterQuestions is how many unanswered questions a dialog of count
+// questions shows after question position; 0 when they cannot be answered
+// in one respond (some before this one are unanswered too).
+func laterQuestions(position, count, unanswered int) int {
+	if rest := count - position; count > 1 && unanswered == rest+1 {
+		return rest
+	}
+	return 0
+}
+
+// splitAnswers reads a respond's text as one answer per non-empty line and
+// checks the count against q: one (this question) or one for this and
+// each later question.
+func splitAnswers(q *screen.Question, text string) ([]string, error) {
+	var answers []string
+	for l := range strings.Lines(text) {
+		if l = strings.TrimSpace(l); l != "" {
+			answers = append(answers, l)
+		}
+	}
+	rest := laterQuestions(q.Position, q.Count, q.Unanswered)
+	switch {
+	case len(answers) == 1 || len(answers) == rest+1:
+		return answers, nil
+	case rest == 0:
+		return nil, fmt.Errorf("%w: the answer has %d lines but this question takes one answer on one line", ErrBadInput, len(answers))
+	default:
+		return nil, fmt.Errorf("%w: the answer has %d lines but the dialog has %d unanswered questions (this one and %d more); respond with one line for this question, or %d lines, one answer per line in order",
+			ErrBadInput, len(answers), rest+1, rest, rest+1)
+	}
 }
 
 // writeQuestion writes the question's text and its numbered options.
@@ -184,7 +227,11 @@ func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (SendR
 	case !sc.Question.Answerable:
 		return SendResult{}, fmt.Errorf("%w: the question dialog does not have a shape that can be answered from here (%s); answer it in the terminal", ErrRefused, sc.Question.Reason)
 	}
-	choice, err := chooseAnswer(sc.Question, text)
+	answers, err := splitAnswers(sc.Question, text)
+	if err != nil {
+		return SendResult{}, err
+	}
+	choice, err := chooseAnswer(sc.Question, answers[0])
 	if err != nil {
 		return SendResult{}, err
 	}
@@ -195,19 +242,17 @@ func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (SendR
 		}
 		return SendResult{}, err
 	}
-	if err := s.pressAnswer(ctx, p, a, choice); err != nil {
+	given, failed := s.pressAnswers(ctx, p, a, sc.Question, choice, answers)
+	if len(given) == 0 {
 		s.releaseAnswer(context.WithoutCancel(ctx), t.TurnID, fp)
-		return SendResult{}, err
+		return SendResult{}, failed
 	}
-	// Keep the claim until the dialog is gone: a dialog holding a typed
-	// answer is drawn with another fingerprint until the TUI takes the
-	// Enter, and the monitor must not report it as a new question.
-	s.waitScreen(ctx, p, a, func(q *screen.Question) bool { return q == nil || q.Text != sc.Question.Text })
-	data := map[string]any{"fingerprint": fp, "decision": "answered", "option": choice.Number}
-	if choice.Typed != "" {
-		data["typed"] = true
-	} else {
-		data["label"] = Redact(choice.Label)
+	data := map[string]any{"fingerprint": fp, "decision": "answered"}
+	for k, v := range given[0] {
+		data[k] = v
+	}
+	if len(given) > 1 {
+		data["answers"] = given
 	}
 	for {
 		now := nowMs()
@@ -233,25 +278,93 @@ func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (SendR
 		}
 	}
 	s.startMonitor(ctx, t.TurnID)
+	if failed != nil {
+		return SendResult{}, fmt.Errorf("%d of %d answers were given, then: %w", len(given), len(answers), failed)
+	}
 	return SendResult{SessionID: t.SessionID, TurnID: t.TurnID, SubmissionOutcome: OutcomeAccepted, DoNotRetry: true}, nil
 }
 
-// pressAnswer presses choice's row and, for a typed answer, types it once
-// the free-text row has the cursor, then Enter.
-func (s *Service) pressAnswer(ctx context.Context, p Pane, a Agent, choice answerChoice) error {
-	if err := s.o.Terminals.SendKeys(ctx, p, strconv.Itoa(choice.Number)); err != nil {
-		return fmt.Errorf("press the answer's key: %w", err)
+// pressAnswers gives answers to the dialog's questions in turn, from page
+// (the one shown, whose answer is first): each later answer is chosen
+// from its own question once the dialog shows it. It returns what was
+// given, for the audit, and why it stopped early, if it did.
+func (s *Service) pressAnswers(ctx context.Context, p Pane, a Agent, page *screen.Question, choice answerChoice, answers []string) (given []map[string]any, failed error) {
+	for i := range answers {
+		if i > 0 {
+			prev := page
+			var ok bool
+			page, ok = s.waitScreen(ctx, p, a, func(q *screen.Question) bool { return q != nil && q.Position == prev.Position+1 && q.Answerable })
+			if !ok {
+				return given, fmt.Errorf("%w: the dialog did not show question %d of %d ready for an answer; run status again", ErrRefused, prev.Position+1, prev.Count)
+			}
+			var err error
+			if choice, err = chooseAnswer(page, answers[i]); err != nil {
+				return given, fmt.Errorf("answer %d: %w", i+1, err)
+			}
+		}
+		if err := s.pressAnswer(ctx, p, a, page, choice); err != nil {
+			return given, err
+		}
+		// Wait until the question is gone: a dialog holding a typed answer
+		// is drawn with another fingerprint until the TUI takes the Enter,
+		// and the monitor must not report it as a new question.
+		shown := page
+		s.waitScreen(ctx, p, a, func(q *screen.Question) bool {
+			return q == nil || q.Text != shown.Text || q.Position != shown.Position
+		})
+		g := map[string]any{"option": choice.Number}
+		if choice.Typed != "" {
+			g["typed"] = true
+		} else {
+			g["label"] = Redact(choice.Label)
+		}
+		given = append(given, g)
 	}
+	return given, nil
+}
+
+// pressAnswer presses choice's row of question q or, for a typed answer,
+// the keys that open its free-text row and, once it has the cursor, the
+// text and Enter.
+func (s *Service) pressAnswer(ctx context.Context, p Pane, a Agent, q *screen.Question, choice answerChoice) error {
 	if choice.Typed == "" {
+		if err := s.o.Terminals.SendKeys(ctx, p, strconv.Itoa(choice.Number)); err != nil {
+			return fmt.Errorf("press the answer's key: %w", err)
+		}
 		return nil
 	}
-	// The row takes typed text only once it is selected; the dialog then
-	// redraws (another fingerprint).
-	if !s.waitScreen(ctx, p, a, func(q *screen.Question) bool { return q != nil && q.Selected == choice.Number }) {
+	if err := s.o.Terminals.SendKeys(ctx, p, q.FreeTextKeys...); err != nil {
+		return fmt.Errorf("open the free-text row: %w", err)
+	}
+	// The row takes typed text only once it has the cursor; the dialog
+	// then redraws (another fingerprint).
+	if _, ok := s.waitScreen(ctx, p, a, func(q *screen.Question) bool { return q != nil && q.Typing && q.Selected == choice.Number }); !ok {
 		return fmt.Errorf("%w: the free-text row did not take the cursor; answer in the terminal", ErrRefused)
 	}
 	if err := s.o.Terminals.SendText(ctx, p, choice.Typed); err != nil {
 		return fmt.Errorf("type the answer: %w", err)
+	}
+	// Enter only once the text shows: a TUI may hold fast keys back as a
+	// paste for a moment (Codex does), and an Enter that overtakes them
+	// submits the row without its text and lets it spill into the next
+	// question.
+	// It must also stay drawn unchanged for typedSettle: Codex was seen
+	// to carry a note that had just been drawn over to the next question.
+	typed := strings.Join(strings.Fields(choice.Typed), " ")
+	var seen string
+	var seenAt time.Time
+	if _, ok := s.waitScreenText(ctx, p, a, func(shown string, q *screen.Question) bool {
+		// Claude Code draws the text in place of "Type something.", so
+		// the row no longer reads as the free-text row.
+		if q == nil || !strings.Contains(strings.Join(strings.Fields(shown), " "), typed) {
+			return false
+		}
+		if shown != seen {
+			seen, seenAt = shown, time.Now()
+		}
+		return time.Since(seenAt) >= typedSettle
+	}); !ok {
+		return fmt.Errorf("%w: the typed answer did not show in the dialog's free-text row; answer in the terminal", ErrRefused)
 	}
 	if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
 		return fmt.Errorf("submit the typed answer: %w", err)
@@ -259,22 +372,30 @@ func (s *Service) pressAnswer(ctx context.Context, p Pane, a Agent, choice answe
 	return nil
 }
 
-// waitScreen reports whether the pane's question dialog (nil when none
-// is shown) comes to satisfy ok within freeTextWait.
-func (s *Service) waitScreen(ctx context.Context, p Pane, a Agent, ok func(*screen.Question) bool) bool {
+// waitScreen waits up to freeTextWait for the pane's question dialog (nil
+// when none is shown) to satisfy ok, and returns it.
+func (s *Service) waitScreen(ctx context.Context, p Pane, a Agent, ok func(*screen.Question) bool) (*screen.Question, bool) {
+	return s.waitScreenText(ctx, p, a, func(_ string, q *screen.Question) bool { return ok(q) })
+}
+
+// waitScreenText is waitScreen for a condition that also reads the
+// capture.
+func (s *Service) waitScreenText(ctx context.Context, p Pane, a Agent, ok func(shown string, q *screen.Question) bool) (*screen.Question, bool) {
 	deadline := time.Now().Add(freeTextWait)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if text, err := s.o.Terminals.Capture(ctx, p); err == nil && ok(a.Screen(text).Question) {
-			return true
+		if text, err := s.o.Terminals.Capture(ctx, p); err == nil {
+			if q := a.Screen(text).Question; ok(text, q) {
+				return q, true
+			}
 		}
 		if time.Now().After(deadline) {
-			return false
+			return nil, false
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return nil, false
 		case <-tick.C:
 		}
 	}

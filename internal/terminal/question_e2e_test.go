@@ -3,7 +3,9 @@ package terminal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +97,73 @@ func TestE2ECodexQuestionCallbackRespondDone(t *testing.T) {
 	svc, st := newRealService(t, rp)
 	runHost(t, svc)
 	questionRespondDone(t, svc, st, rp, "QUESTION: Which color should the widget be | Red | Blue", "2", `"Blue"`)
+}
+
+// TestE2ECodexQuestionTypedAndSeveral: the real Codex 0.171.0 TUI's
+// request_user_input dialog answered with text that matches no option
+// (typed as the note of "None of the above"), then a dialog of two
+// questions answered in one respond of two lines, after one of three lines
+// is refused for its count. The model receives exactly those answers.
+func TestE2ECodexQuestionTypedAndSeveral(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	rp := startRealTUI(t, realcli.Codex, model, "--enable", codex.QuestionFeature)
+	svc, st := newRealService(t, rp)
+	runHost(t, svc)
+	lastToolResult := func() string {
+		t.Helper()
+		var reply string
+		for _, r := range model.Requests() {
+			if r.IsToolResult {
+				reply = r.Reply
+			}
+		}
+		return reply
+	}
+	// sameAnswers compares the tool result the model received with want
+	// as JSON: Codex writes the answers of several questions in any order.
+	sameAnswers := func(got, want string) bool {
+		var g, w any
+		body, ok := strings.CutPrefix(got, fakemodel.ToolResultPrefix)
+		return ok && json.Unmarshal([]byte(body), &g) == nil && json.Unmarshal([]byte(want), &w) == nil && reflect.DeepEqual(g, w)
+	}
+	typed := `{"answers":{"choice":{"answers":["None of the above","user_note: Green please"]}}}`
+	questionRespondDone(t, svc, st, rp, "QUESTION: Which color should the widget be | Red | Blue", "Green please", typed)
+	if got := lastToolResult(); !sameAnswers(got, typed) {
+		t.Fatalf("the model received %q, want the typed answer %q", got, typed)
+	}
+	waitSendable(t, svc, rp)
+
+	ctx := t.Context()
+	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color | Red | Blue || Which size | Small | Large", OriginSession: "agent:main:codex-several-e2e"})
+	if err != nil {
+		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
+	}
+	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw, store.TurnIdle, store.TurnFailed)
+	if v.Status != store.TurnWaitingForOpenClaw || v.Question == nil || !v.Question.Answerable || v.Question.Position != 1 || v.Question.Count != 2 {
+		t.Fatalf("turn = %+v (question %+v); screen:\n%s", v, v.Question, rp.debug())
+	}
+	cbs := queuedCallbacks(t, st, res.TurnID)
+	if len(cbs) != 1 || cbs[0].Type != MsgQuestion || !strings.Contains(cbs[0].Body, "(question 1 of 2) Which color") || !strings.Contains(cbs[0].Body, "with 2 lines, one answer per line") {
+		t.Fatalf("callbacks = %+v", cbs)
+	}
+	t.Logf("question callback: %s", cbs[0].Body)
+	if _, err := svc.Respond(ctx, res.TurnID, "1\n2\n3"); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "3 lines but the dialog has 2 unanswered questions") {
+		t.Fatalf("respond with three answers to two questions = %v, want a bad-input error about the count", err)
+	}
+	if _, err := svc.Respond(ctx, res.TurnID, "Green please\nLarge"); err != nil {
+		t.Fatalf("respond: %v; screen:\n%s", err, rp.debug())
+	}
+	several := `{"answers":{"choice":{"answers":["None of the above","user_note: Green please"]},"choice2":{"answers":["Large"]}}}`
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
+	if v.Status != store.TurnIdle || !sameAnswers(v.Result.Text, several) {
+		t.Fatalf("answered turn = %+v; screen:\n%s", v, rp.debug())
+	}
+	if got := lastToolResult(); !sameAnswers(got, several) {
+		t.Fatalf("the model received %q, want %q", got, several)
+	}
+	if cbs := queuedCallbacks(t, st, res.TurnID); len(cbs) != 2 || cbs[1].Type != MsgDone {
+		t.Fatalf("callbacks = %+v, want the first question and then done", cbs)
+	}
 }
 
 // TestE2EClaudeQuestionCallbackIntoRealGateway: the whole loop with the

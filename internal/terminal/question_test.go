@@ -3,6 +3,7 @@ package terminal
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 func colorQuestion(answerable bool) *screen.Question {
 	q := &screen.Question{Profile: "fake-question", Fingerprint: "q-1", Header: "Choice", Text: "Which color should the widget be?",
 		Options:  []screen.Option{{Number: 1, Label: "Red", Description: "Choose Red"}, {Number: 2, Label: "Blue (Recommended)"}},
-		FreeText: 3, Selected: 1, Answerable: answerable}
+		FreeText: 3, FreeTextKeys: []string{"3"}, Selected: 1, Answerable: answerable}
 	if !answerable {
 		q.Reason = "the dialog asks more than one question"
 	}
@@ -200,5 +201,54 @@ func TestQuestionAnsweredInTheTerminal(t *testing.T) {
 	}
 	if n := len(callbacksOf(t, r, id)); n != 1 {
 		t.Fatalf("%d callbacks, want the one question", n)
+	}
+}
+
+func TestSplitAnswersChecksTheCount(t *testing.T) {
+	t.Parallel()
+	first := &screen.Question{Position: 1, Count: 3, Unanswered: 3}
+	for _, c := range []struct {
+		name string
+		q    *screen.Question
+		text string
+		want []string
+		err  string
+	}{
+		{"one answer", first, "Red", []string{"Red"}, ""},
+		{"one per question", first, "Red\n\n  Large \n2\n", []string{"Red", "Large", "2"}, ""},
+		{"too few", first, "Red\nLarge", nil, "has 2 lines but the dialog has 3 unanswered questions"},
+		{"too many", first, "1\n2\n3\n4", nil, "respond with one line for this question, or 3 lines"},
+		{"a single question takes one line", colorQuestion(true), "Red\nBlue", nil, "this question takes one answer on one line"},
+		{"an earlier one unanswered", &screen.Question{Position: 2, Count: 3, Unanswered: 3}, "1\n2", nil, "takes one answer on one line"},
+		{"the last of several", &screen.Question{Position: 3, Count: 3, Unanswered: 1}, "1", []string{"1"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := splitAnswers(c.q, c.text)
+			if c.err != "" {
+				if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("splitAnswers(%q) = %v, %v; want a bad-input error with %q", c.text, got, err, c.err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, c.want) {
+				t.Fatalf("splitAnswers(%q) = %q, %v; want %q", c.text, got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestQuestionBodySaysHowToAnswerSeveral(t *testing.T) {
+	t.Parallel()
+	q := storedQuestion(&screen.Question{Fingerprint: "f", Text: "Which color", Options: []screen.Option{{Number: 1, Label: "Red"}, {Number: 2, Label: "Blue"}},
+		FreeText: 3, Position: 1, Count: 2, Unanswered: 2, Answerable: true}, 1)
+	body := questionBody(q)
+	for _, want := range []string{"(question 1 of 2) Which color", "or with your own answer", "1 more follows", "with 2 lines, one answer per line"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body %q lacks %q", body, want)
+		}
+	}
+	q.Position, q.Unanswered = 2, 1
+	if body := questionBody(q); strings.Contains(body, "lines") || !strings.Contains(body, "(question 2 of 2)") {
+		t.Errorf("the last question's body %q", body)
 	}
 }

@@ -111,5 +111,9 @@ func parseQuestion(lines []string) *screen.Question {
 	}
 	q.Fingerprint = screen.Fingerprint(lines[start : last+1])
 	q.Answerable = q.Reason == ""
+	if q.FreeText > 0 {
+		q.FreeTextKeys = []string{strconv.Itoa(q.FreeText)}
+		q.Typing = q.Selected == q.FreeText
+	}
 	return q
 }

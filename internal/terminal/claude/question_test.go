@@ -41,7 +41,7 @@ func checkQuestionGoldens(t *testing.T, dir string) {
 		Profile: claude.QuestionProfile, Fingerprint: screen.Fingerprint(questionRegion(t, asked)),
 		Header: "Choice", Text: "Which color should the widget be?",
 		Options:  []screen.Option{{Number: 1, Label: "Red", Description: "Choose Red"}, {Number: 2, Label: "Blue", Description: "Choose Blue"}},
-		FreeText: 3, Selected: 1, Answerable: true}}
+		FreeText: 3, FreeTextKeys: []string{"3"}, Selected: 1, Answerable: true}}
 	if diff := cmp.Diff(want, claude.ParseScreen(asked)); diff != "" {
 		t.Errorf("ParseScreen(screen-question.txt) (-want +got):\n%s", diff)
 	}

@@ -123,3 +123,79 @@ func TestRecordRealTUIQuestion(t *testing.T) {
 	}
 	checkQuestionGoldens(t, dir)
 }
+
+// severalDir holds the recording of a dialog of two questions, the first
+// answered with a typed note on "None of the above".
+const severalDir = "testdata/question-several"
+
+// severalRequest asks two questions in one request_user_input call.
+const severalRequest = "QUESTION: Which color | Red | Blue || Which size | Small | Large"
+
+// TestRecordRealTUIQuestionSeveral drives the real Codex TUI through a
+// request_user_input dialog of two questions: the first answered by moving
+// to "None of the above", opening its note with Tab and typing it, the
+// second by a digit. It records each screen and the tool result the model
+// received, and checks the parser on them. With -update the recording
+// replaces testdata/question-several/.
+func TestRecordRealTUIQuestionSeveral(t *testing.T) {
+	model := fakemodel.New(t, fakemodel.Options{})
+	tui := realtui.Require(t, realcli.Codex, model, realtui.Options{Args: []string{"--enable", codex.QuestionFeature}})
+	dir := t.TempDir()
+	if *update {
+		dir = severalDir
+		_ = os.RemoveAll(dir)
+	}
+	base := filepath.Dir(tui.CLI.WorkDir)
+	g := &realtui.Golden{Dir: dir, Replace: [][2]string{{base, filepath.Dir(goldenCwd)}}}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	// step presses keys (or types text) and records the screen once it
+	// satisfies ok.
+	step := func(name string, act func() error, ok func(string, *screen.Question) bool) {
+		t.Helper()
+		if err := act(); err != nil {
+			t.Fatal(err)
+		}
+		shown, err := tui.WaitStable(ctx, name, 300*time.Millisecond, func(s string) bool { return ok(s, codex.ParseScreen(s).Question) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Write(name, []byte(shown)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("screen-first.txt", func() error { return tui.Submit(ctx, severalRequest) },
+		func(_ string, q *screen.Question) bool { return q != nil && q.Position == 1 })
+	step("screen-first-other.txt", func() error { return tui.Keys(ctx, "Down", "Down") },
+		func(_ string, q *screen.Question) bool { return q != nil && q.Selected == 3 })
+	step("screen-first-notes.txt", func() error { return tui.Keys(ctx, "Tab") },
+		func(_ string, q *screen.Question) bool { return q != nil && q.Typing })
+	step("screen-first-typed.txt", func() error { return tui.Type(ctx, "Green please") },
+		func(s string, q *screen.Question) bool { return q != nil && q.Typing && strings.Contains(s, "› Green please") })
+	step("screen-second.txt", func() error { return tui.Keys(ctx, "Enter") },
+		func(_ string, q *screen.Question) bool { return q != nil && q.Position == 2 })
+	done, err := func() (string, error) {
+		if err := tui.Keys(ctx, "2"); err != nil {
+			return "", err
+		}
+		return tui.WaitStable(ctx, "the reply", 300*time.Millisecond, func(s string) bool {
+			return strings.Contains(s, "FAKE-TOOL-RESULT") && tui.Idle(s)
+		})
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Write("screen-answered.txt", []byte(done)); err != nil {
+		t.Fatal(err)
+	}
+	var reply string
+	for _, r := range model.Requests() {
+		if r.IsToolResult {
+			reply = r.Reply
+		}
+	}
+	if err := g.Write("reply.txt", []byte(reply+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	checkSeveralGoldens(t, dir)
+}

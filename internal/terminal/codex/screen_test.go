@@ -86,14 +86,20 @@ func FuzzParseScreen(f *testing.F) {
 	f.Add(approvalScreen)
 	f.Add("› Ask Codex to do anything\n\n  ? for shortcuts\n")
 	f.Add("› say hi\n\n• Working (0s • esc to interrupt)\n\n› Ask Codex to do anything\n")
-	if q, err := os.ReadFile("testdata/question/screen-question.txt"); err == nil {
-		f.Add(string(q))
+	for _, name := range []string{"question/screen-question.txt", "question-several/screen-first.txt", "question-several/screen-first-typed.txt", "question-several/screen-second.txt"} {
+		if q, err := os.ReadFile("testdata/" + name); err == nil {
+			f.Add(string(q))
+		}
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got := codex.ParseScreen(s)
 		if q := got.Question; (got.Activity == screen.AwaitingAnswer) != (q != nil) ||
 			q != nil && (len(q.Fingerprint) != 64 || q.Answerable != (q.Reason == "") || q.Answerable && len(q.Options) < 2) {
 			t.Fatalf("inconsistent question %+v %+v", got, q)
+		}
+		if q := got.Question; q != nil && q.Answerable && (q.FreeText != len(q.Options)+1 || q.Selected < 1 || q.Selected > q.FreeText ||
+			len(q.FreeTextKeys) != abs(q.FreeText-q.Selected)+1 || q.Position < 1 || q.Position > q.Count || q.Typing) {
+			t.Fatalf("answerable question with inconsistent rows %+v", q)
 		}
 		switch got.Activity {
 		case screen.AwaitingAnswer:
@@ -110,3 +116,5 @@ func FuzzParseScreen(f *testing.F) {
 		}
 	})
 }
+
+func abs(n int) int { return max(n, -n) }

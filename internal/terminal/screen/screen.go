@@ -97,6 +97,19 @@ type Question struct {
 	// Code's "Type something."); 0 when a typed answer cannot be given
 	// from here.
 	FreeText int `json:"free_text,omitempty"`
+	// FreeTextKeys are the keys that put the cursor into the free-text
+	// row for typing, from the dialog as shown (Claude Code: the row's
+	// digit; Codex: arrows to "None of the above", then Tab for its note).
+	FreeTextKeys []string `json:"free_text_keys,omitempty"`
+	// Typing reports that the free-text row has the cursor and takes
+	// typed text.
+	Typing bool `json:"typing,omitempty"`
+	// Position, Count and Unanswered place the question in a dialog that
+	// asks several in turn ("Question 1/2 (2 unanswered)"); zero when the
+	// dialog's grammar has no such line.
+	Position   int `json:"position,omitempty"`
+	Count      int `json:"count,omitempty"`
+	Unanswered int `json:"unanswered,omitempty"`
 	// Selected is the number of the highlighted row (the cursor's).
 	Selected int `json:"selected,omitempty"`
 	// Answerable reports that the dialog matched its grammar exactly (one

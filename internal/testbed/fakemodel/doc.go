@@ -67,6 +67,9 @@
 //	                  default_mode_request_user_input enabled); fewer than
 //	                  two options: DefaultQuestionOptions. The answer comes
 //	                  back as a tool result, so the reply shows the choice
+//	QUESTION: <text> | <option>… || <text> | <option>…
+//	                  several questions in one call of the tool (Codex
+//	                  ids from QuestionID)
 //	TOOLUSE: <name> <json>
 //	                  ask the client to call the tool <name> (any tool it
 //	                  declared, e.g. a plugin's) with the JSON object <json>

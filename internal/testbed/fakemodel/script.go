@@ -74,6 +74,35 @@ type Script struct {
 	// <option> | <option>…), with QuestionOptions as the choices.
 	Question        string
 	QuestionOptions []string
+	// MoreQuestions are asked in the same call after Question (QUESTION:
+	// <text> | <option>… || <text> | <option>…).
+	MoreQuestions []Question
+}
+
+// Question is one question of a QUESTION directive after the first.
+type Question struct {
+	Text    string
+	Options []string
+}
+
+// parseQuestion reads one "<text> | <option> | <option>…" of a QUESTION
+// directive; fewer than two options give DefaultQuestionOptions, and no
+// text gives the zero Question.
+func parseQuestion(spec string) Question {
+	parts := strings.Split(spec, "|")
+	q := Question{Text: strings.TrimSpace(parts[0])}
+	if q.Text == "" {
+		return Question{}
+	}
+	for _, o := range parts[1:] {
+		if o = strings.TrimSpace(o); o != "" {
+			q.Options = append(q.Options, o)
+		}
+	}
+	if len(q.Options) < 2 {
+		q.Options = DefaultQuestionOptions
+	}
+	return q
 }
 
 // LongText returns the deterministic reply of LONG=<lines>: numbered lines,
@@ -100,17 +129,13 @@ func ParseScript(prompt string) Script {
 		}
 	}
 	if m := questionRe.FindStringSubmatch(prompt); m != nil {
-		parts := strings.Split(m[1], "|")
-		for _, o := range parts[1:] {
-			if o = strings.TrimSpace(o); o != "" {
-				s.QuestionOptions = append(s.QuestionOptions, o)
+		specs := strings.Split(m[1], "||")
+		first := parseQuestion(specs[0])
+		s.Question, s.QuestionOptions = first.Text, first.Options
+		for _, spec := range specs[1:] {
+			if q := parseQuestion(spec); first.Text != "" && q.Text != "" {
+				s.MoreQuestions = append(s.MoreQuestions, q)
 			}
-		}
-		if s.Question = strings.TrimSpace(parts[0]); s.Question != "" && len(s.QuestionOptions) < 2 {
-			s.QuestionOptions = DefaultQuestionOptions
-		}
-		if s.Question == "" {
-			s.QuestionOptions = nil
 		}
 	}
 	if m := tooluseRe.FindStringSubmatch(prompt); m != nil && json.Valid([]byte(m[2])) {

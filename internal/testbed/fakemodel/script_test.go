@@ -44,6 +44,9 @@ func TestParseScript(t *testing.T) {
 			Text: "FAKE-REPLY: QUESTION: Pick one? | Tea | Coffee |  | Water\nmore", Question: "Pick one?", QuestionOptions: []string{"Tea", "Coffee", "Water"}}},
 		{"question with default options", "QUESTION: Which color? | Green", Script{
 			Text: "FAKE-REPLY: QUESTION: Which color? | Green", Question: "Which color?", QuestionOptions: DefaultQuestionOptions}},
+		{"several questions", "QUESTION: Color? | Red | Blue || Size? | S | M ||  | x", Script{
+			Text: "FAKE-REPLY: QUESTION: Color? | Red | Blue || Size? | S | M ||  | x", Question: "Color?", QuestionOptions: []string{"Red", "Blue"},
+			MoreQuestions: []Question{{Text: "Size?", Options: []string{"S", "M"}}}}},
 		{"question without text is text", "QUESTION: | a | b", Script{Text: "FAKE-REPLY: QUESTION: | a | b"}},
 	}
 	for _, tt := range tests {

@@ -456,7 +456,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *Request
 	case sc.ToolName != "":
 		tool = toolChoice{name: sc.ToolName, args: sc.ToolArgs}
 	case sc.Question != "":
-		tool = questionTool(api, req.Tools, sc.Question, sc.QuestionOptions)
+		tool = questionTool(api, req.Tools, append([]Question{{Text: sc.Question, Options: sc.QuestionOptions}}, sc.MoreQuestions...))
 	case sc.ToolCommand != "":
 		tool = pickTool(api, req.Tools, sc.ToolCommand, sc.Escalate)
 	}

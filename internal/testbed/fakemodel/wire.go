@@ -3,6 +3,7 @@ package fakemodel
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -148,12 +149,21 @@ func pickTool(api API, rawTools json.RawMessage, command string, escalate bool) 
 // QuestionHeader is the short header of a QUESTION directive's question.
 const QuestionHeader = "Choice"
 
+// QuestionID is the request_user_input id of a QUESTION directive's
+// question n (from 0): "choice", then "choice2", "choice3"….
+func QuestionID(n int) string {
+	if n == 0 {
+		return "choice"
+	}
+	return "choice" + strconv.Itoa(n+1)
+}
+
 // questionTool builds the call of the client's question tool for a
-// QUESTION directive: Claude Code's AskUserQuestion (one single-choice
-// question; the TUI adds a free-text choice), Codex's request_user_input
-// (one question with id "choice"; the TUI adds "None of the above"). The
+// QUESTION directive: Claude Code's AskUserQuestion (single-choice
+// questions; the TUI adds a free-text choice), Codex's request_user_input
+// (ids from QuestionID; the TUI adds "None of the above"). The
 // tool is chosen from the request's declared tools, else by API.
-func questionTool(api API, rawTools json.RawMessage, question string, options []string) toolChoice {
+func questionTool(api API, rawTools json.RawMessage, questions []Question) toolChoice {
 	var tools []struct {
 		Name string `json:"name"`
 	}
@@ -172,17 +182,24 @@ func questionTool(api API, rawTools json.RawMessage, question string, options []
 		Label       string `json:"label"`
 		Description string `json:"description"`
 	}
-	opts := make([]option, len(options))
-	for i, o := range options {
-		opts[i] = option{Label: o, Description: "Choose " + o}
+	var qs []any
+	for n, question := range questions {
+		opts := make([]option, len(question.Options))
+		for i, o := range question.Options {
+			opts[i] = option{Label: o, Description: "Choose " + o}
+		}
+		q := map[string]any{"question": question.Text, "header": QuestionHeader, "options": opts}
+		if n > 0 {
+			q["header"] = QuestionHeader + " " + strconv.Itoa(n+1)
+		}
+		if name == "request_user_input" {
+			q["id"] = QuestionID(n)
+		} else {
+			q["multiSelect"] = false
+		}
+		qs = append(qs, q)
 	}
-	q := map[string]any{"question": question, "header": QuestionHeader, "options": opts}
-	if name == "request_user_input" {
-		q["id"] = "choice"
-	} else {
-		q["multiSelect"] = false
-	}
-	b, _ := json.Marshal(map[string]any{"questions": []any{q}}) // strings only: always marshals
+	b, _ := json.Marshal(map[string]any{"questions": qs}) // strings only: always marshals
 	return toolChoice{name: name, args: string(b)}
 }
 
