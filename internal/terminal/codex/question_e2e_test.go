@@ -171,7 +171,9 @@ func TestRecordRealTUIQuestionSeveral(t *testing.T) {
 	step("screen-first-notes.txt", func() error { return tui.Keys(ctx, "Tab") },
 		func(_ string, q *screen.Question) bool { return q != nil && q.Typing })
 	step("screen-first-typed.txt", func() error { return tui.Type(ctx, "Green please") },
-		func(s string, q *screen.Question) bool { return q != nil && q.Typing && strings.Contains(s, "› Green please") })
+		func(s string, q *screen.Question) bool {
+			return q != nil && q.Typing && strings.Contains(s, "› Green please")
+		})
 	step("screen-second.txt", func() error { return tui.Keys(ctx, "Enter") },
 		func(_ string, q *screen.Question) bool { return q != nil && q.Position == 2 })
 	done, err := func() (string, error) {
