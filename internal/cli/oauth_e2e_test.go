@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -172,7 +171,7 @@ func oauthServe(t *testing.T, addr, issuer string, set map[string]string) (strin
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var errb syncBuffer
+	var errb oauthtest.LockedBuffer
 	go func() {
 		done <- cli.Run(ctx, cli.Env{Args: []string{"serve", "--addr", addr}, Stdout: io.Discard, Stderr: &errb,
 			Getenv: func(k string) string { return envm[k] }})
@@ -347,24 +346,6 @@ func checkIsolated(t *testing.T, as, bs *mcp.ClientSession) string {
 		t.Errorf("the first user does not see their task: %s", l)
 	}
 	return job
-}
-
-// syncBuffer is a bytes.Buffer safe for the writer goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestE2EOAuthTypeScriptSDK: the TypeScript MCP SDK's own OAuth support

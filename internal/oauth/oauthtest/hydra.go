@@ -48,7 +48,7 @@ type Hydra struct {
 	Issuer string
 	admin  string
 	users  map[string]string
-	logs   *lockedBuffer
+	logs   *LockedBuffer
 	// http opens a connection per request: Hydra closes idle ones, and a
 	// request sent on one it is closing fails with EOF.
 	http *http.Client
@@ -86,7 +86,7 @@ func StartHydra(t testing.TB, users map[string]string) *Hydra {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("the test OpenID provider Ory Hydra is not installed (%v): run scripts/setup/oidc.sh", err)
 	}
-	h := &Hydra{users: users, logs: &lockedBuffer{},
+	h := &Hydra{users: users, logs: &LockedBuffer{},
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
 	app := httptest.NewServer(http.HandlerFunc(h.serveApp))
 	t.Cleanup(app.Close)
@@ -434,19 +434,19 @@ func (h *Hydra) serveApp(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a writing process and the test.
-type lockedBuffer struct {
+// LockedBuffer is a bytes.Buffer safe for a writing process and the test.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
