@@ -72,11 +72,19 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 			}
 		}},
 		{name: "symlink swap", code: native.CodeUnreadable, damage: func(t *testing.T, path string) {
-			appendFile(t, path, completeRecord("native-0", "done"))
-			if err := os.Rename(path, path+".real"); err != nil {
+			// The completion is only ever behind the link: a scan that ran
+			// between appending it and swapping the link in would read it.
+			body, err := os.ReadFile(path)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Symlink(path+".real", path); err != nil {
+			if err := os.WriteFile(path+".real", append(body, completeRecord("native-0", "done")...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(path+".real", path+".link"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(path+".link", path); err != nil {
 				t.Fatal(err)
 			}
 		}},
