@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/terminal/claude"
-	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 )
 
 var (

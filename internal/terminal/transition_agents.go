@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal/claude"
-	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 )
 
 // Native thread plans, measured on the agent versions the project tests

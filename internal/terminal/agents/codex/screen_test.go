@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/terminal/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"

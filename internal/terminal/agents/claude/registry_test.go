@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/terminal/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 )
 
 func TestProjectDirName(t *testing.T) {

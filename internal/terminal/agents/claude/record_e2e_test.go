@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/terminal/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawconnect/clawconnect/internal/terminal/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 	"github.com/clawconnect/clawconnect/internal/terminal/request"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"

@@ -3,7 +3,7 @@ package codex_test
 import (
 	"testing"
 
-	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 )
 
