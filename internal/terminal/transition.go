@@ -10,6 +10,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 
 	"github.com/clawconnect/clawconnect/termapi"
@@ -23,39 +24,12 @@ import (
 // creates no Turn: the next ordinary send starts the first Turn of the new
 // context.
 
-// ThreadControl is implemented by Agents whose native thread controls are
-// proven on some versions of the agent.
-type ThreadControl interface {
-	// ThreadPlan returns the agent version and the lines to submit for a
-	// transition of kind (resume: to thread), or an error wrapping
-	// ErrRefused that names the version when the plan is not proven on it.
-	ThreadPlan(ctx context.Context, p Pane, kind, thread string) (version string, plan []string, err error)
-	// Threads lists the native threads of the pane's workspace, newest
-	// first, each complete and verified from the agent's files.
-	Threads(ctx context.Context, p Pane) ([]NativeThread, error)
-}
-
-// NativeThread is one native thread a pane could resume.
-type NativeThread struct {
-	ID string `json:"native_thread_id"`
-	// Title is the agent's title, else the first prompt (redacted, at most
-	// 200 characters).
-	Title     string `json:"title"`
-	CreatedAt int64  `json:"created_at"`
-	UpdatedAt int64  `json:"updated_at"`
-	// Current marks the pane's foreground thread.
-	Current bool `json:"current,omitempty"`
-	// SessionID and SessionStatus name the managed Session of the thread.
-	SessionID     string `json:"session_id,omitempty"`
-	SessionStatus string `json:"session_status,omitempty"`
-}
-
 // ThreadsResult is what Threads returns.
 type ThreadsResult struct {
-	TerminalID string         `json:"terminal_id"`
-	Agent      string         `json:"agent"`
-	Workspace  string         `json:"workspace"`
-	Threads    []NativeThread `json:"threads"`
+	TerminalID string                `json:"terminal_id"`
+	Agent      string                `json:"agent"`
+	Workspace  string                `json:"workspace"`
+	Threads    []agents.NativeThread `json:"threads"`
 }
 
 // TransitionView is termapi.TransitionView.
@@ -86,8 +60,6 @@ func recoveryActions(id string) []string {
 // transitionVerifyTimeout bounds the wait for the agent's files to show the
 // thread a transition asked for.
 const transitionVerifyTimeout = 15 * time.Second
-
-var threadIDPattern = lazyRE(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // selfIdentity is this process as the owner of the transitions it runs:
 // the identity task and terminal leases use (host and pid namespace, pid,
@@ -261,7 +233,7 @@ func (s *Service) AdoptThread(ctx context.Context, terminalID string) (Transitio
 // paneBinding returns the Session bound to the pane's process incarnation
 // (nil if none) and whether its thread differs from the pane's (a human
 // switched the thread).
-func (s *Service) paneBinding(ctx context.Context, p Pane, id Identity) (*store.TermSession, bool, error) {
+func (s *Service) paneBinding(ctx context.Context, p agents.Pane, id agents.Identity) (*store.TermSession, bool, error) {
 	list, err := s.o.Store.SessionsByTerminal(ctx, p.Key)
 	if err != nil {
 		return nil, false, err
@@ -287,7 +259,7 @@ func (s *Service) paneBinding(ctx context.Context, p Pane, id Identity) (*store.
 
 // conflictReason is the refusal of a send to a pane whose thread a human
 // switched.
-func conflictReason(sess *store.TermSession, p Pane, id Identity) string {
+func conflictReason(sess *store.TermSession, p agents.Pane, id agents.Identity) string {
 	return fmt.Sprintf("the pane's native thread changed by hand from %s (session %s) to %s; choose one first: "+
 		"`clawconnect terminal adopt-thread %s` (bind the new thread) or `clawconnect terminal detach %s` (keep the old Session detached)",
 		sess.Binding.NativeThreadID, sess.SessionID, id.ThreadID, p.TerminalID, sess.SessionID)
@@ -302,7 +274,7 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 	if err := checkTerminalID(terminalID); err != nil {
 		return fail(err)
 	}
-	if kind == store.TransitionResumeThread && !threadIDPattern().MatchString(thread) {
+	if kind == store.TransitionResumeThread && !agents.ValidThreadID(thread) {
 		return fail(fmt.Errorf("%w: native thread id %q is not a complete thread id (a UUID); copy one from `clawconnect terminal threads %s`", ErrBadInput, thread, terminalID))
 	}
 	ts, err := s.transitions()
@@ -328,7 +300,7 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 		if conflict {
 			return fail(fmt.Errorf("%w: %s", ErrRefused, conflictReason(cur, p, id)))
 		}
-		tc, ok := a.(ThreadControl)
+		tc, ok := a.(agents.ThreadControl)
 		if !ok {
 			return fail(fmt.Errorf("%w: the %s reader has no native thread controls", ErrRefused, p.Agent))
 		}
@@ -450,7 +422,7 @@ func (s *Service) settle(ctx context.Context, ts store.TransitionStore, tr *stor
 	return tr, fmt.Errorf("%s: %w", reason, cause)
 }
 
-func (s *Service) runTransition(ctx context.Context, ts store.TransitionStore, tr *store.Transition, p Pane, a Agent, before Identity) (*store.Transition, error) {
+func (s *Service) runTransition(ctx context.Context, ts store.TransitionStore, tr *store.Transition, p agents.Pane, a agents.Agent, before agents.Identity) (*store.Transition, error) {
 	if tr.Kind == store.TransitionAdopt {
 		if err := s.step(ctx, ts, tr, store.TransitionVerified, ""); err != nil {
 			return tr, err
@@ -461,7 +433,7 @@ func (s *Service) runTransition(ctx context.Context, ts store.TransitionStore, t
 	// Revalidate the pane right before touching it.
 	live, err := s.findPane(ctx, p.Key, p.PID, p.Birth)
 	if err == nil {
-		var id Identity
+		var id agents.Identity
 		if id, err = s.identify(ctx, a, live); err == nil && !strings.EqualFold(id.ThreadID, before.ThreadID) {
 			err = fmt.Errorf("%w: the pane's thread changed since the transition was prepared", ErrRefused)
 		}
@@ -508,7 +480,7 @@ func (s *Service) runTransition(ctx context.Context, ts store.TransitionStore, t
 }
 
 // proves reports whether the pane's identity id proves tr done.
-func proves(tr *store.Transition, id Identity) bool {
+func proves(tr *store.Transition, id agents.Identity) bool {
 	switch tr.Kind {
 	case store.TransitionResumeThread, store.TransitionAdopt:
 		return id.ThreadID != "" && strings.EqualFold(id.ThreadID, tr.TargetThreadID)
@@ -518,7 +490,7 @@ func proves(tr *store.Transition, id Identity) bool {
 
 // verifyTransition waits (bounded) until the agent's files show the thread
 // tr asked for and the pane is idle again.
-func (s *Service) verifyTransition(ctx context.Context, tr *store.Transition, p Pane, a Agent) (Identity, error) {
+func (s *Service) verifyTransition(ctx context.Context, tr *store.Transition, p agents.Pane, a agents.Agent) (agents.Identity, error) {
 	deadline := time.Now().Add(transitionVerifyTimeout)
 	last := "no identity read yet"
 	for {
@@ -535,11 +507,11 @@ func (s *Service) verifyTransition(ctx context.Context, tr *store.Transition, p 
 			last = "the agent's files still name thread " + id.ThreadID
 		}
 		if time.Now().After(deadline) {
-			return Identity{}, fmt.Errorf("the transition is not proven after %s (%s)", transitionVerifyTimeout, last)
+			return agents.Identity{}, fmt.Errorf("the transition is not proven after %s (%s)", transitionVerifyTimeout, last)
 		}
 		select {
 		case <-ctx.Done():
-			return Identity{}, fmt.Errorf("the transition was interrupted before it was proven: %w", ctx.Err())
+			return agents.Identity{}, fmt.Errorf("the transition was interrupted before it was proven: %w", ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -548,7 +520,7 @@ func (s *Service) verifyTransition(ctx context.Context, tr *store.Transition, p 
 // commit writes the verified tr: the Session it leaves is detached behind
 // a new binding at the new generation (so nothing prepared for the old
 // binding lands), and the target Session is created or reactivated.
-func (s *Service) commit(ctx context.Context, ts store.TransitionStore, tr *store.Transition, p Pane) (*store.Transition, error) {
+func (s *Service) commit(ctx context.Context, ts store.TransitionStore, tr *store.Transition, p agents.Pane) (*store.Transition, error) {
 	ctx = context.WithoutCancel(ctx)
 	now := nowMs()
 	next := *tr
@@ -676,21 +648,21 @@ func (s *Service) ResolveTransition(ctx context.Context, id string, adopt bool) 
 }
 
 // reobserve finds tr's pane (same process incarnation) and its identity.
-func (s *Service) reobserve(ctx context.Context, tr *store.Transition) (Pane, Identity, error) {
+func (s *Service) reobserve(ctx context.Context, tr *store.Transition) (agents.Pane, agents.Identity, error) {
 	p, err := s.findPane(ctx, tr.TerminalKey, tr.PID, tr.ProcessBirth)
 	if err != nil {
-		return p, Identity{}, err
+		return p, agents.Identity{}, err
 	}
 	a, err := s.agent(p.Agent)
 	if err != nil {
-		return p, Identity{}, err
+		return p, agents.Identity{}, err
 	}
 	id, err := a.Identify(ctx, p)
 	return p, id, err
 }
 
 // reverify moves tr to verified from evidence id and commits it.
-func (s *Service) reverify(ctx context.Context, ts store.TransitionStore, tr *store.Transition, p Pane, id Identity) (*store.Transition, error) {
+func (s *Service) reverify(ctx context.Context, ts store.TransitionStore, tr *store.Transition, p agents.Pane, id agents.Identity) (*store.Transition, error) {
 	if tr.Status != store.TransitionUncertain && tr.Status != store.TransitionVerified {
 		if err := s.step(ctx, ts, tr, store.TransitionUncertain, "its process exited mid-transition"); err != nil {
 			return tr, err
@@ -774,7 +746,7 @@ func (s *Service) Threads(ctx context.Context, terminalID string) (ThreadsResult
 	if err != nil {
 		return ThreadsResult{}, fmt.Errorf("threads: %w", err)
 	}
-	tc, ok := a.(ThreadControl)
+	tc, ok := a.(agents.ThreadControl)
 	if !ok {
 		return ThreadsResult{}, fmt.Errorf("threads: %w: the %s reader cannot list native threads", ErrRefused, p.Agent)
 	}
@@ -790,7 +762,7 @@ func (s *Service) Threads(ctx context.Context, terminalID string) (ThreadsResult
 		}
 	}
 	if list == nil {
-		list = []NativeThread{}
+		list = []agents.NativeThread{}
 	}
 	return ThreadsResult{TerminalID: p.TerminalID, Agent: p.Agent, Workspace: p.Cwd, Threads: list}, nil
 }
@@ -800,7 +772,7 @@ type ThreadConflict = termapi.ThreadConflict
 
 // checkThreadSwitch refuses a follow-current send to a pane whose thread a
 // human switched, until adopt-thread or detach settles it.
-func (s *Service) checkThreadSwitch(ctx context.Context, p Pane, id Identity) error {
+func (s *Service) checkThreadSwitch(ctx context.Context, p agents.Pane, id agents.Identity) error {
 	cur, conflict, err := s.paneBinding(ctx, p, id)
 	if err != nil {
 		return err
@@ -813,7 +785,7 @@ func (s *Service) checkThreadSwitch(ctx context.Context, p Pane, id Identity) er
 
 // transitionRow fills the row's binding generation, thread conflict and
 // open transition, and returns why they block a send.
-func (s *Service) transitionRow(ctx context.Context, p Pane, id Identity, sess *store.TermSession, r *TerminalRow) []string {
+func (s *Service) transitionRow(ctx context.Context, p agents.Pane, id agents.Identity, sess *store.TermSession, r *TerminalRow) []string {
 	r.NativeThreadID = id.ThreadID
 	var blocked []string
 	cur, conflict, err := s.paneBinding(ctx, p, id)

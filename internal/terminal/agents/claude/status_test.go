@@ -1,4 +1,4 @@
-package terminal
+package claude_test
 
 import (
 	"os"
@@ -7,37 +7,21 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 )
 
-func readInspectScreen(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "inspect", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func TestParseStatusCards(t *testing.T) {
+func TestParseStatusCard(t *testing.T) {
 	t.Parallel()
-	codexScreen := readInspectScreen(t, "codex-status.txt")
-	claudeScreen := readInspectScreen(t, "claude-code-status.txt")
+	claudeScreen := readGolden(t, filepath.Join("testdata", "inspect"), "claude-code-status.txt")
 	tests := []struct {
 		name   string
-		parse  func(string) (StatusCard, bool)
 		screen string
-		want   StatusCard
+		want   agents.StatusCard
 		ok     bool
 	}{
-		{"codex 0.171.0 card", ParseCodexStatus, codexScreen, StatusCard{
-			Version: "0.171.0", Model: "fake-model", SessionID: "01a232b5-ad6c-73c0-915d-ea5015aac435", Workspace: "/srv/project",
-			Fields: map[string]string{
-				"Model": "fake-model (reasoning none, summaries auto)", "Model provider": "fake", "Directory": "/srv/project",
-				"Permissions": "Workspace (Ask for approval)", "Agents.md": "<none>", "Collaboration mode": "Default",
-				"Session": "01a232b5-ad6c-73c0-915d-ea5015aac435", "Token usage": "0 total (0 input + 0 output)", "Limits": "data not available yet",
-			}}, true},
-		{"codex draft is no card", ParseCodexStatus, readInspectScreen(t, "codex-draft.txt"), StatusCard{}, false},
-		{"claude 2.1.332 status tab", ParseClaudeStatus, claudeScreen, StatusCard{
+		{"claude 2.1.332 status tab", claudeScreen, agents.StatusCard{
 			Version: "2.1.332", Model: "fake-model", SessionID: "b19a4240-e8c7-41f5-8fb5-fd5e9714f326", Workspace: "/srv/project",
 			Fields: map[string]string{
 				"Version": "2.1.332", "Session name": "/rename to add a name", "Session ID": "b19a4240-e8c7-41f5-8fb5-fd5e9714f326",
@@ -46,14 +30,13 @@ func TestParseStatusCards(t *testing.T) {
 				"Organization policy":       "not fetched with a custom ANTHROPIC_BASE_URL", "Auto mode server": "Enabled",
 				"Features": "some aren't available while CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC is set, such as /advisor, /artifact-diagramming, /design, /design-login, /design-sync, /import,",
 			}}, true},
-		{"claude closed dialog is no card", ParseClaudeStatus, readInspectScreen(t, "claude-code-after.txt"), StatusCard{}, false},
-		{"claude slash menu is no card", ParseClaudeStatus, readInspectScreen(t, "claude-code-draft.txt"), StatusCard{}, false},
-		{"a codex card without a session id", ParseCodexStatus, strings.Replace(codexScreen, "01a232b5-ad6c-73c0-915d-ea5015aac435", "unknown", 1), StatusCard{}, false},
+		{"claude closed dialog is no card", readGolden(t, filepath.Join("testdata", "inspect"), "claude-code-after.txt"), agents.StatusCard{}, false},
+		{"claude slash menu is no card", readGolden(t, filepath.Join("testdata", "inspect"), "claude-code-draft.txt"), agents.StatusCard{}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, ok := tc.parse(tc.screen)
+			got, ok := claude.Agent{}.ParseStatus(tc.screen)
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, want %v (%+v)", ok, tc.ok, got)
 			}
@@ -69,9 +52,9 @@ func TestParseStatusCards(t *testing.T) {
 
 func TestStatusCardHidesCredentialsAndRedacts(t *testing.T) {
 	t.Parallel()
-	screen := readInspectScreen(t, "claude-code-status.txt")
+	screen := readGolden(t, filepath.Join("testdata", "inspect"), "claude-code-status.txt")
 	screen = strings.Replace(screen, "Session kind:               interactive", "Session kind:               OPENAI_API_KEY=sk-abcdefghijklmnopqrstuv", 1)
-	card, ok := ParseClaudeStatus(screen)
+	card, ok := claude.Agent{}.ParseStatus(screen)
 	if !ok {
 		t.Fatal("card not parsed")
 	}
@@ -87,14 +70,14 @@ func TestStatusCardHidesCredentialsAndRedacts(t *testing.T) {
 
 func TestStatusCardHidesPasswordsSecretsAndCookies(t *testing.T) {
 	t.Parallel()
-	screen := readInspectScreen(t, "claude-code-status.txt")
+	screen := readGolden(t, filepath.Join("testdata", "inspect"), "claude-code-status.txt")
 	screen = strings.Replace(screen, "Session kind:               interactive", "Session kind:               interactive\n"+
 		"Proxy password:             hunter2-proxy\n"+
 		"Client secret:              hunter2-client\n"+
 		"Credentials:                hunter2-creds\n"+
 		"Cookie:                     hunter2-cookie\n"+
 		"Proxy:                      http://ana:hunter2-url@proxy.internal:3128", 1)
-	card, ok := ParseClaudeStatus(screen)
+	card, ok := claude.Agent{}.ParseStatus(screen)
 	if !ok {
 		t.Fatal("card not parsed")
 	}
@@ -108,19 +91,15 @@ func TestStatusCardHidesPasswordsSecretsAndCookies(t *testing.T) {
 	}
 }
 
-func FuzzParseStatusCards(f *testing.F) {
-	for _, n := range []string{"codex-status.txt", "claude-code-status.txt"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "inspect", n))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(string(b))
+func FuzzParseStatusCard(f *testing.F) {
+	b, err := os.ReadFile(filepath.Join("testdata", "inspect", "claude-code-status.txt"))
+	if err != nil {
+		f.Fatal(err)
 	}
+	f.Add(string(b))
 	f.Fuzz(func(t *testing.T, screen string) {
-		for _, parse := range []func(string) (StatusCard, bool){ParseCodexStatus, ParseClaudeStatus} {
-			if c, ok := parse(screen); ok && (c.Version == "" || !uuidRE().MatchString(c.SessionID)) {
-				t.Fatalf("accepted a card without version or session id: %+v", c)
-			}
+		if c, ok := (claude.Agent{}).ParseStatus(screen); ok && (c.Version == "" || !agents.ValidThreadID(c.SessionID)) {
+			t.Fatalf("accepted a card without version or session id: %+v", c)
 		}
 	})
 }
