@@ -6,7 +6,11 @@
 // or waits on a Bash approval), and the pane's screen (idle, working, the
 // Bash permission dialog).
 //
-// Everything here reads; nothing writes to Claude Code's files or the pane.
-// The config directory (default ~/.claude, or $CLAUDE_CONFIG_DIR) is passed
-// in by the caller.
+// Agent is the Turn service's adapter over those readers (the
+// agents.Agent contract and its extensions: thread plans and listings,
+// watches of a human's task, the pending Bash command, the /status card).
+// It finds the config directory (the process's $CLAUDE_CONFIG_DIR, default
+// ~/.claude of its HOME) from /proc; the readers under it take it as a
+// parameter. Everything here reads; nothing writes to Claude Code's files
+// or the pane.
 package claude
