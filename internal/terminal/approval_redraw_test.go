@@ -7,6 +7,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // TestApprovedPromptStillDrawnIsNotANewQuestion: the prompt just approved
@@ -23,7 +24,7 @@ func TestApprovedPromptStillDrawnIsNotANewQuestion(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.set(func(f *fakeAgent) {
-		f.approval = &ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
+		f.approval = &agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
 		f.stickyApproval = true
 	})
 	r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
@@ -63,7 +64,7 @@ func TestApprovedPromptRedrawnLateIsNotANewQuestion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prompt := ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
+		prompt := agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
 		a.set(func(f *fakeAgent) { f.approval, f.stickyApproval = &prompt, true })
 		r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
 		if _, err := r.svc.Approve(ctx, res.TurnID, "fp-1"); err != nil {

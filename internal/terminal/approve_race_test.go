@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // TestApproveRecordedWhenTheMonitorSeesThePromptCloseFirst interleaves the
@@ -14,7 +15,7 @@ import (
 // the bridge typed must still be recorded as the bridge's, never as a
 // human's answer in the terminal.
 func TestApproveRecordedWhenTheMonitorSeesThePromptCloseFirst(t *testing.T) {
-	r, a, res := pendingApproval(t, 125, ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true})
+	r, a, res := pendingApproval(t, 125, agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true})
 	ctx := t.Context()
 	captures := func() int {
 		a.mu.Lock()
@@ -67,7 +68,7 @@ func TestApproveRecordedWhenTheMonitorSeesThePromptCloseFirst(t *testing.T) {
 // by the monitor once the claim is stale — as the bridge's approval, not a
 // human's answer.
 func TestApprovalClaimOfADeadApprover(t *testing.T) {
-	r, a, res := pendingApproval(t, 126, ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true})
+	r, a, res := pendingApproval(t, 126, agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true})
 	ctx := t.Context()
 	r.until("the claim is written", func() bool {
 		turn, err := r.st.GetTurn(ctx, res.TurnID)
@@ -99,7 +100,7 @@ func TestApprovalClaimOfADeadApprover(t *testing.T) {
 
 // pendingApproval sends a Turn to a fake Codex pane (pid) and shows the
 // approval prompt p; it returns once the Turn waits for OpenClaw.
-func pendingApproval(t *testing.T, pid int, p ScreenApproval) (*rig, *fakeAgent, SendResult) {
+func pendingApproval(t *testing.T, pid int, p agents.ScreenApproval) (*rig, *fakeAgent, SendResult) {
 	t.Helper()
 	a := newFakeAgent(AgentCodex, pid)
 	r := newRig(t, a)

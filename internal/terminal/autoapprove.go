@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // AutoApproveRule lets the monitor answer an approval prompt itself: only
@@ -27,7 +28,7 @@ type AutoApproveRule struct {
 	// Agent is the agent kind, "codex" or "claude". A Codex prompt is
 	// matched on the command its prompt shows; a Claude Code prompt on the
 	// exact input of the Bash call its transcript holds, which the dialog
-	// on the screen must show too (commandReader).
+	// on the screen must show too (agents.CommandReader).
 	Agent string `json:"agent"`
 	// Workspace is the absolute, clean workspace root the Turn must have.
 	Workspace string `json:"workspace"`
@@ -235,31 +236,6 @@ func commandArgv(cmd string) ([]string, bool) {
 	return words, true
 }
 
-// PendingCommand is the exact command an approval prompt asks to run, as
-// the agent's own session file records it.
-type PendingCommand struct {
-	// Tool is the agent's tool ("Bash").
-	Tool string
-	// Command is the exact command; Cwd the directory the agent recorded
-	// with the call.
-	Command, Cwd string
-	// RequestID is the tool call's id; CommandSHA256 the command's hash;
-	// Evidence the fingerprint of session, prompt, call and hash.
-	RequestID, CommandSHA256, Evidence string
-}
-
-// commandReader is implemented by an Agent whose approval prompt does not
-// show its command exactly but whose session file holds it (Claude Code):
-// auto-approve rules match what it returns instead of the screen.
-type commandReader interface {
-	// PendingCommand returns the command of the approval prompt that
-	// screen (a capture) shows for the accepted turn acc of anchor. An
-	// error says why it cannot be told exactly (no single pending call,
-	// input beyond the command, a dialog showing another command) or
-	// that the session file could not be read.
-	PendingCommand(ctx context.Context, p Pane, anchor json.RawMessage, acc Acceptance, screen string) (PendingCommand, error)
-}
-
 // hasRulesFor reports a rule for t's agent and workspace.
 func (s *Service) hasRulesFor(t *store.Turn) bool {
 	return slices.ContainsFunc(s.o.AutoApprove, func(r AutoApproveRule) bool { return r.Agent == t.Agent && r.Workspace == t.Workspace })
@@ -287,11 +263,6 @@ const (
 	declinedNoTurn   = "the agent's acceptance of the request is not recorded yet"
 )
 
-// errEvidenceNotYet is a commandReader's error while the session file
-// does not hold the prompt's call (yet): the agent may draw its dialog
-// before it writes the call, more so on a loaded machine.
-var errEvidenceNotYet = errors.New("waited for the session file")
-
 // evidenceWait bounds how long a prompt that a rule may answer waits for
 // the session file to record its call before it goes to a person.
 const evidenceWait = 10 * time.Second
@@ -301,7 +272,7 @@ const evidenceWait = 10 * time.Second
 // prompt was first seen waiting (the file's next write, or the re-check,
 // brings the next look); after that the prompt goes to a person, declined
 // for why.
-func (m *monitor) awaitEvidence(ap *ScreenApproval, why string) (handled bool, declined string, err error) {
+func (m *monitor) awaitEvidence(ap *agents.ScreenApproval, why string) (handled bool, declined string, err error) {
 	w := &m.evidenceWait
 	if w.fingerprint != ap.Fingerprint {
 		w.fingerprint, w.since = ap.Fingerprint, time.Now()
@@ -326,16 +297,16 @@ type autoApprovedEvent struct {
 // autoApprove answers an approval prompt that a rule matches exactly: it
 // lets the prompt settle, checks that the pane still shows it, reads the
 // exact command (from the prompt for Codex, from the session file for an
-// agent that is a commandReader), presses the approve key and records the
+// agent that is an agents.CommandReader), presses the approve key and records the
 // use on the Turn (its event log and AutoApprovals), with no callback. It
 // reports handled when it pressed the key or failed to record; otherwise
 // the prompt is reported as usual, and declined says why a Turn with rules
 // for its agent and workspace was not answered by one.
-func (m *monitor) autoApprove(ctx context.Context, t *store.Turn, ap *ScreenApproval) (handled bool, declined string, err error) {
+func (m *monitor) autoApprove(ctx context.Context, t *store.Turn, ap *agents.ScreenApproval) (handled bool, declined string, err error) {
 	if !ap.Approvable || !m.s.hasRulesFor(t) {
 		return false, "", nil
 	}
-	reader, fromFile := m.agent.(commandReader)
+	reader, fromFile := m.agent.(agents.CommandReader)
 	if !fromFile {
 		// The prompt shows the command: no rule, no wait.
 		argv, ok := commandArgv(ap.Command)
@@ -366,8 +337,8 @@ func (m *monitor) autoApprove(ctx context.Context, t *store.Turn, ap *ScreenAppr
 	ev := autoApprovedEvent{Agent: t.Agent}
 	command := shown.Command
 	if fromFile {
-		pc, err := reader.PendingCommand(ctx, m.pane, sub.Anchor, Acceptance{NativeTurnID: sub.NativeTurnID, ThreadID: t.NativeThreadID, Evidence: sub.AcceptanceEvidence}, text)
-		if errors.Is(err, errEvidenceNotYet) {
+		pc, err := reader.PendingCommand(ctx, m.pane, sub.Anchor, agents.Acceptance{NativeTurnID: sub.NativeTurnID, ThreadID: t.NativeThreadID, Evidence: sub.AcceptanceEvidence}, text)
+		if errors.Is(err, agents.ErrEvidenceNotYet) {
 			return m.awaitEvidence(ap, err.Error())
 		}
 		if err != nil {

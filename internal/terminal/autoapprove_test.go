@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
@@ -139,17 +140,17 @@ func FuzzAutoApproveMatch(f *testing.F) {
 // command of a pending approval, as Claude Code's transcript does.
 type fakeCommandReader struct{ fakeReader }
 
-func (r fakeCommandReader) PendingCommand(_ context.Context, p Pane, _ json.RawMessage, acc Acceptance, _ string) (PendingCommand, error) {
+func (r fakeCommandReader) PendingCommand(_ context.Context, p agents.Pane, _ json.RawMessage, acc agents.Acceptance, _ string) (agents.PendingCommand, error) {
 	a := r.agentOf(p)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
 	case acc.NativeTurnID == "":
-		return PendingCommand{}, errors.New("asked without the accepted turn")
+		return agents.PendingCommand{}, errors.New("asked without the accepted turn")
 	case a.pendingErr != nil:
-		return PendingCommand{}, a.pendingErr
+		return agents.PendingCommand{}, a.pendingErr
 	case a.pending == nil:
-		return PendingCommand{}, errors.New("no pending call")
+		return agents.PendingCommand{}, errors.New("no pending call")
 	}
 	return *a.pending, nil
 }
@@ -160,7 +161,7 @@ func autoRig(t *testing.T, a *fakeAgent, rules []AutoApproveRule) *rig {
 	t.Helper()
 	r := newRig(t, a)
 	r.svc = NewService(Options{Store: r.st, Terminals: r.ft, AutoApprove: rules, DraftTimeout: time.Second,
-		Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeCommandReader{fakeReader{r.ft}}}})
+		Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeCommandReader{fakeReader{r.ft}}}})
 	r.start(r.svc, HostOptions{})
 	return r
 }
@@ -178,14 +179,14 @@ func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 	t.Parallel()
 	rule := AutoApproveRule{Name: "tests", Agent: AgentCodex, Workspace: "/w", Argv: []string{"make", "test"}}
 	claudeRule := AutoApproveRule{Name: "tests", Agent: AgentClaude, Workspace: "/w", Argv: []string{"make", "test"}}
-	call := func(cmd, cwd string) *PendingCommand {
-		return &PendingCommand{Tool: "Bash", Command: cmd, Cwd: cwd, RequestID: "toolu_1", CommandSHA256: "c0ffee", Evidence: "e1"}
+	call := func(cmd, cwd string) *agents.PendingCommand {
+		return &agents.PendingCommand{Tool: "Bash", Command: cmd, Cwd: cwd, RequestID: "toolu_1", CommandSHA256: "c0ffee", Evidence: "e1"}
 	}
 	for i, tt := range []struct {
 		name       string
 		agent      string
 		cmd        string // what the prompt shows
-		pending    *PendingCommand
+		pending    *agents.PendingCommand
 		pendingErr error
 		approvable bool
 		rule       AutoApproveRule
@@ -216,7 +217,7 @@ func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 			id := sendFrom(t, r, a, SendRequest{})
 			a.set(func(f *fakeAgent) {
 				f.pending, f.pendingErr = tt.pending, tt.pendingErr
-				f.approval = &ScreenApproval{Fingerprint: "fp-auto", Kind: "run_command", Command: tt.cmd, Approvable: tt.approvable}
+				f.approval = &agents.ScreenApproval{Fingerprint: "fp-auto", Kind: "run_command", Command: tt.cmd, Approvable: tt.approvable}
 			})
 			if !tt.auto {
 				v := r.waitStatus(id, store.TurnWaitingForOpenClaw)
@@ -279,8 +280,8 @@ func TestAutoApproveWaitsForTheSessionFile(t *testing.T) {
 	r := autoRig(t, a, []AutoApproveRule{{Agent: AgentClaude, Workspace: "/w", Argv: []string{"make", "test"}}})
 	id := sendFrom(t, r, a, SendRequest{})
 	a.set(func(f *fakeAgent) {
-		f.pendingErr = fmt.Errorf("%w: not written", errEvidenceNotYet)
-		f.approval = &ScreenApproval{Fingerprint: "fp-late", Kind: "run_command", Approvable: true}
+		f.pendingErr = fmt.Errorf("%w: not written", agents.ErrEvidenceNotYet)
+		f.approval = &agents.ScreenApproval{Fingerprint: "fp-late", Kind: "run_command", Approvable: true}
 	})
 	// Two looks at the dialog without its call: still held back.
 	seen := a.captureCount()
@@ -289,7 +290,7 @@ func TestAutoApproveWaitsForTheSessionFile(t *testing.T) {
 		t.Fatalf("reported before the session file was read: %+v", v)
 	}
 	a.set(func(f *fakeAgent) {
-		f.pendingErr, f.pending = nil, &PendingCommand{Tool: "Bash", Command: "make test", Cwd: "/w", RequestID: "toolu_2"}
+		f.pendingErr, f.pending = nil, &agents.PendingCommand{Tool: "Bash", Command: "make test", Cwd: "/w", RequestID: "toolu_2"}
 	})
 	poll.Until(t, 10*time.Second, "the auto-approval", func() bool { return len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) == 1 })
 	a.finish("done", false)

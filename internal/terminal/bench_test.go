@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
@@ -98,7 +99,7 @@ func codexLatencies(b *testing.B, turns int) []time.Duration {
 // taskCompleteStamp returns the timestamp Codex wrote on the task_complete
 // record of the Turn's native turn.
 func taskCompleteStamp(t *store.Turn) (time.Time, error) {
-	var ev evidence
+	var ev agents.Evidence
 	if err := json.Unmarshal(t.Takeover.Submission.AcceptanceEvidence, &ev); err != nil {
 		return time.Time{}, err
 	}
@@ -137,21 +138,21 @@ func taskCompleteStamp(t *store.Turn) (time.Time, error) {
 func BenchmarkHostIdle50(b *testing.B) {
 	const n = 50
 	dir := b.TempDir()
-	var agents []*fakeAgent
+	var fakes []*fakeAgent
 	for i := range n {
 		a := newFakeAgent(AgentCodex, 1000+i)
 		a.pane.Key = filepath.Join(dir, fmt.Sprintf("rollout-%d.jsonl", i)) // WatchPaths = the key
 		if err := os.WriteFile(a.pane.Key, []byte("{}\n"), 0o600); err != nil {
 			b.Fatal(err)
 		}
-		agents = append(agents, a)
+		fakes = append(fakes, a)
 	}
 	st := newBenchSQLite(b)
-	ft := &fakeTerminals{agents: agents}
-	svc := NewService(Options{Store: st, Terminals: ft, Agents: map[string]Agent{AgentCodex: fakeReader{ft}}, DraftTimeout: time.Second})
+	ft := &fakeTerminals{agents: fakes}
+	svc := NewService(Options{Store: st, Terminals: ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{ft}}, DraftTimeout: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for _, a := range agents {
+	for _, a := range fakes {
 		if _, err := svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "work"}); err != nil {
 			b.Fatal(err)
 		}
@@ -255,7 +256,7 @@ func BenchmarkHostFollows500(b *testing.B) {
 	turnAgents, watchAgents := fileAgents(b, dir, n, 10000), fileAgents(b, dir, n, 20000)
 	r := newRig(b, append(slices.Clone(turnAgents), watchAgents...)...)
 	r.svc = NewService(Options{Store: r.st, Terminals: quietPanes{r.ft},
-		Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
+		Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	ctx := context.Background()
 	turns := sendAll(b, r.svc, turnAgents)
 	for _, a := range watchAgents {
@@ -336,7 +337,7 @@ func BenchmarkHostFollows500(b *testing.B) {
 // client watches a real pane's, and that never redraw while idle.
 type quietPanes struct{ *fakeTerminals }
 
-func (quietPanes) WatchOutput(context.Context, Pane) (<-chan struct{}, error) {
+func (quietPanes) WatchOutput(context.Context, agents.Pane) (<-chan struct{}, error) {
 	return make(chan struct{}), nil
 }
 

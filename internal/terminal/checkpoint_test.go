@@ -10,6 +10,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // errHostStopped is what a store wrapped by stopAfterCompletion returns
@@ -102,7 +103,7 @@ func testCheckpointCommits(t *testing.T, db store.TerminalStore) {
 		t.Fatal("the host did not stop after the completion")
 	}
 	// Another host over the same database sends to the exact session.
-	other := NewService(Options{Store: st.DB, Terminals: r.ft, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
+	other := NewService(Options{Store: st.DB, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	res3, err := other.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "three"})
 	if err != nil || res3.SubmissionOutcome != OutcomeAccepted {
 		t.Fatalf("session_exact send after the host stopped = %+v, %v", res3, err)

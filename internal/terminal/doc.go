@@ -8,6 +8,7 @@
 // Cancel, Renew, Close (Service), and a monitor Host whose goroutines follow
 // every open Turn of the store (one per Turn across processes, by a lease in
 // the store). Panes and processes come from a Terminals implementation
-// (tmux and /proc), native evidence from one Agent per coding agent (Codex
-// rollouts, Claude Code transcripts); both are small interfaces defined here.
+// (tmux and /proc, an interface defined here), native evidence from one
+// agents.Agent per coding agent (package agents holds that contract;
+// agents/codex reads Codex rollouts, agents/claude Claude Code transcripts).
 package terminal

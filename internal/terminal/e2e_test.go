@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -28,8 +29,8 @@ type realPane struct {
 	tui    *realtui.TUI
 	socket string
 	terms  *TmuxTerminals
-	agent  Agent
-	pane   Pane
+	agent  agents.Agent
+	pane   agents.Pane
 }
 
 // startRealTUI starts kind's TUI against model in a private tmux server and

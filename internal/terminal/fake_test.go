@@ -17,6 +17,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 )
 
@@ -24,15 +25,15 @@ import (
 // its native session file (a list of records).
 type fakeAgent struct {
 	mu       sync.Mutex
-	pane     Pane
+	pane     agents.Pane
 	alive    bool
 	thread   string // "" until the first prompt (a virgin pane)
 	activity string // idle | working
 	draft    string
-	approval *ScreenApproval
+	approval *agents.ScreenApproval
 	// pending is what the session file holds of the approval's command
 	// (fakeCommandReader); pendingErr why it cannot be told.
-	pending    *PendingCommand
+	pending    *agents.PendingCommand
 	pendingErr error
 	// question is the agent's own question dialog; a digit picks its row
 	// (the free-text row takes the cursor, then typed text and Enter);
@@ -84,7 +85,7 @@ type fakeRecord struct {
 
 func newFakeAgent(agent string, pid int) *fakeAgent {
 	return &fakeAgent{
-		pane: Pane{TerminalID: agentproc.FormatTerminalID(agentproc.Agent(agent), "work:0.0", pid),
+		pane: agents.Pane{TerminalID: agentproc.FormatTerminalID(agentproc.Agent(agent), "work:0.0", pid),
 			Key: fmt.Sprintf("socket:/tmp/s:pane-id:%%%d", pid), Agent: agent, PID: pid, Birth: "birth-1", Cwd: "/w"},
 		alive: true, thread: "thread-" + fmt.Sprint(pid), activity: "idle", acceptPrompts: true,
 		wake: make(chan struct{}, 1),
@@ -162,13 +163,13 @@ type fakeTerminals struct {
 	indexed []*fakeAgent
 }
 
-func (ft *fakeTerminals) Discover(context.Context) ([]Pane, error) {
+func (ft *fakeTerminals) Discover(context.Context) ([]agents.Pane, error) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	if ft.failDiscover != nil {
 		return nil, ft.failDiscover
 	}
-	var out []Pane
+	var out []agents.Pane
 	for _, a := range ft.agents {
 		a.mu.Lock()
 		if a.alive {
@@ -179,7 +180,7 @@ func (ft *fakeTerminals) Discover(context.Context) ([]Pane, error) {
 	return out, nil
 }
 
-func (ft *fakeTerminals) find(p Pane) *fakeAgent {
+func (ft *fakeTerminals) find(p agents.Pane) *fakeAgent {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	// Tests append to and truncate agents, and may re-key a pane: the
@@ -197,7 +198,7 @@ func (ft *fakeTerminals) find(p Pane) *fakeAgent {
 	return ft.byKey[p.Key]
 }
 
-func (ft *fakeTerminals) Capture(_ context.Context, p Pane) (string, error) {
+func (ft *fakeTerminals) Capture(_ context.Context, p agents.Pane) (string, error) {
 	a := ft.find(p)
 	if a == nil {
 		return "", fmt.Errorf("no pane")
@@ -218,7 +219,7 @@ func (ft *fakeTerminals) Capture(_ context.Context, p Pane) (string, error) {
 	return string(b), nil
 }
 
-func (ft *fakeTerminals) SendText(_ context.Context, p Pane, text string) error {
+func (ft *fakeTerminals) SendText(_ context.Context, p agents.Pane, text string) error {
 	a := ft.find(p)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -234,7 +235,7 @@ func (ft *fakeTerminals) SendText(_ context.Context, p Pane, text string) error 
 	return nil
 }
 
-func (ft *fakeTerminals) SendKeys(_ context.Context, p Pane, keys ...string) error {
+func (ft *fakeTerminals) SendKeys(_ context.Context, p agents.Pane, keys ...string) error {
 	a := ft.find(p)
 	a.mu.Lock()
 	a.keys = append(a.keys, keys...)
@@ -305,26 +306,26 @@ type fakeAnchor struct {
 	Thread string `json:"thread"`
 }
 
-func (r fakeReader) agentOf(p Pane) *fakeAgent { return r.ft.find(p) }
+func (r fakeReader) agentOf(p agents.Pane) *fakeAgent { return r.ft.find(p) }
 
-func (r fakeReader) Identify(_ context.Context, p Pane) (Identity, error) {
+func (r fakeReader) Identify(_ context.Context, p agents.Pane) (agents.Identity, error) {
 	a := r.agentOf(p)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.lockOnly {
-		return Identity{Locked: a.thread}, nil
+		return agents.Identity{Locked: a.thread}, nil
 	}
-	return Identity{ThreadID: a.thread}, nil
+	return agents.Identity{ThreadID: a.thread}, nil
 }
 
-func (r fakeReader) Anchor(_ context.Context, p Pane, id Identity) (json.RawMessage, error) {
+func (r fakeReader) Anchor(_ context.Context, p agents.Pane, id agents.Identity) (json.RawMessage, error) {
 	a := r.agentOf(p)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return json.Marshal(fakeAnchor{Offset: len(a.records), Thread: id.ThreadID})
 }
 
-func (r fakeReader) Accepted(_ context.Context, p Pane, anchor json.RawMessage, text string) (*Acceptance, error) {
+func (r fakeReader) Accepted(_ context.Context, p agents.Pane, anchor json.RawMessage, text string) (*agents.Acceptance, error) {
 	sum := sha256.Sum256([]byte(text))
 	hash := hex.EncodeToString(sum[:])
 	var an fakeAnchor
@@ -336,13 +337,13 @@ func (r fakeReader) Accepted(_ context.Context, p Pane, anchor json.RawMessage, 
 	defer a.mu.Unlock()
 	for _, rec := range a.records[an.Offset:] {
 		if rec.kind == "prompt" && rec.hash == hash {
-			return &Acceptance{NativeTurnID: rec.turn, ThreadID: a.thread}, nil
+			return &agents.Acceptance{NativeTurnID: rec.turn, ThreadID: a.thread}, nil
 		}
 	}
 	return nil, nil
 }
 
-func (r fakeReader) Completion(_ context.Context, p Pane, anchor json.RawMessage, acc Acceptance) (*Completion, error) {
+func (r fakeReader) Completion(_ context.Context, p agents.Pane, anchor json.RawMessage, acc agents.Acceptance) (*agents.Completion, error) {
 	var an fakeAnchor
 	if err := json.Unmarshal(anchor, &an); err != nil {
 		return nil, err
@@ -356,19 +357,19 @@ func (r fakeReader) Completion(_ context.Context, p Pane, anchor json.RawMessage
 	for _, rec := range a.records[an.Offset:] {
 		if rec.kind == "complete" && rec.turn == acc.NativeTurnID {
 			if rec.interrupted {
-				return &Completion{Outcome: OutcomeCancelled, Match: "fake_interrupted", ID: rec.turn}, nil
+				return &agents.Completion{Outcome: agents.OutcomeCancelled, Match: "fake_interrupted", ID: rec.turn}, nil
 			}
 			out := "completed"
 			if rec.failed {
 				out = "failed"
 			}
-			return &Completion{Outcome: out, Text: rec.text, Match: "fake_complete", ID: rec.turn}, nil
+			return &agents.Completion{Outcome: out, Text: rec.text, Match: "fake_complete", ID: rec.turn}, nil
 		}
 	}
 	return nil, nil
 }
 
-func (r fakeReader) UserInputSince(_ context.Context, p Pane, checkpoint json.RawMessage) (bool, error) {
+func (r fakeReader) UserInputSince(_ context.Context, p agents.Pane, checkpoint json.RawMessage) (bool, error) {
 	var an fakeAnchor
 	if err := json.Unmarshal(checkpoint, &an); err != nil {
 		return false, err
@@ -384,13 +385,13 @@ func (r fakeReader) UserInputSince(_ context.Context, p Pane, checkpoint json.Ra
 	return false, nil
 }
 
-func (r fakeReader) WatchPaths(p Pane, _ json.RawMessage) []string { return []string{p.Key} }
+func (r fakeReader) WatchPaths(p agents.Pane, _ json.RawMessage) []string { return []string{p.Key} }
 
-func (r fakeReader) Screen(text string) Screen {
+func (r fakeReader) Screen(text string) agents.Screen {
 	var s struct {
 		Activity string
 		Draft    string
-		Approval *ScreenApproval
+		Approval *agents.ScreenApproval
 		Question *screen.Question
 		Dialog   bool
 	}
@@ -398,7 +399,7 @@ func (r fakeReader) Screen(text string) Screen {
 	if s.Question != nil {
 		s.Activity = string(screen.AwaitingAnswer)
 	}
-	return Screen{Activity: s.Activity, Approval: s.Approval, Question: s.Question, Dialog: s.Dialog, ComposerEmpty: s.Draft == "" && s.Activity == "idle"}
+	return agents.Screen{Activity: s.Activity, Approval: s.Approval, Question: s.Question, Dialog: s.Dialog, ComposerEmpty: s.Draft == "" && s.Activity == "idle"}
 }
 
 func (r fakeReader) DraftVisible(text, request string) bool {
@@ -419,14 +420,14 @@ type rig struct {
 	done chan struct{}
 }
 
-func newRig(t testing.TB, agents ...*fakeAgent) *rig {
+func newRig(t testing.TB, fakes ...*fakeAgent) *rig {
 	t.Helper()
 	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	ft := &fakeTerminals{agents: agents}
+	ft := &fakeTerminals{agents: fakes}
 	r := &rig{t: t, st: st, ft: ft}
 	r.svc = r.service()
 	return r
@@ -434,7 +435,7 @@ func newRig(t testing.TB, agents ...*fakeAgent) *rig {
 
 func (r *rig) service() *Service {
 	return NewService(Options{Store: r.st, Terminals: r.ft,
-		Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
+		Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
 }
 
 // start runs a Host for svc until the test ends.

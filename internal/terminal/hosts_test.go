@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // twoProcesses is a rig whose host runs on one handle of a SQLite store
@@ -23,7 +24,7 @@ type twoProcesses struct {
 	started chan string
 }
 
-func newTwoProcesses(t testing.TB, o HostOptions, agents ...*fakeAgent) *twoProcesses {
+func newTwoProcesses(t testing.TB, o HostOptions, fakes ...*fakeAgent) *twoProcesses {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), sqlite.FileName)
 	open := func() *sqlstore.DB {
@@ -34,12 +35,12 @@ func newTwoProcesses(t testing.TB, o HostOptions, agents ...*fakeAgent) *twoProc
 		t.Cleanup(func() { _ = st.Close() })
 		return st
 	}
-	r := newRig(t, agents...)
+	r := newRig(t, fakes...)
 	r.st = open()
 	r.svc = r.service()
 	p := &twoProcesses{rig: r, started: make(chan string, 16)}
 	p.sender = NewService(Options{Store: open(), Terminals: r.ft,
-		Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
+		Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	o.Watch = func(ctx context.Context, paths []string) (<-chan struct{}, error) {
 		select {
 		case p.started <- paths[0]:

@@ -6,16 +6,9 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 )
-
-// inputResumer is implemented by the Agents whose human-input check
-// (UserInputSince) can resume from where an earlier one stopped.
-type inputResumer interface {
-	// UserInputFrom is UserInputSince resumed from cur (the zero Cursor
-	// means from the checkpoint); the returned Cursor resumes it again.
-	UserInputFrom(ctx context.Context, p Pane, checkpoint json.RawMessage, cur native.Cursor) (native.Cursor, error)
-}
 
 // maxInputScans bounds the human-input scans that read session files at
 // once across every pane; each holds one line (native.MaxLine at most).
@@ -46,8 +39,8 @@ type inputScan struct {
 
 // since reports whether a human typed in p since checkpoint, as
 // a.UserInputSince does, resuming the pane's cached cursor when a can.
-func (c *inputScans) since(ctx context.Context, a Agent, p Pane, checkpoint json.RawMessage) (bool, error) {
-	r, ok := a.(inputResumer)
+func (c *inputScans) since(ctx context.Context, a agents.Agent, p agents.Pane, checkpoint json.RawMessage) (bool, error) {
+	r, ok := a.(agents.InputResumer)
 	if !ok {
 		return a.UserInputSince(ctx, p, checkpoint)
 	}
@@ -114,7 +107,7 @@ func errOf(cur native.Cursor) error {
 
 // keep forgets the panes not in live (gone from the inventory), so the
 // cache holds at most one entry per live pane.
-func (c *inputScans) keep(live []Pane) {
+func (c *inputScans) keep(live []agents.Pane) {
 	keys := make(map[string]bool, len(live))
 	for _, p := range live {
 		keys[p.Key+"\x00"+p.Agent] = true

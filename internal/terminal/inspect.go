@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // Native inspection: the agent's own /status card, typed
@@ -26,7 +28,7 @@ const (
 type InspectResult struct {
 	TerminalID string `json:"terminal_id"`
 	Agent      string `json:"agent"`
-	StatusCard
+	agents.StatusCard
 	// ComposerEmpty reports that the pane was seen idle with an empty
 	// composer after the card was closed.
 	ComposerEmpty bool `json:"composer_empty"`
@@ -51,7 +53,7 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 	if err != nil {
 		return InspectResult{}, fmt.Errorf("inspect: %w", err)
 	}
-	in, ok := a.(Inspector)
+	in, ok := a.(agents.Inspector)
 	if !ok {
 		return InspectResult{}, fmt.Errorf("inspect: %w: %s panes cannot be inspected by this build", ErrRefused, p.Agent)
 	}
@@ -102,7 +104,7 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 }
 
 // awaitCard polls the screen until the status card shows.
-func (s *Service) awaitCard(ctx context.Context, in Inspector, p Pane) (StatusCard, error) {
+func (s *Service) awaitCard(ctx context.Context, in agents.Inspector, p agents.Pane) (agents.StatusCard, error) {
 	deadline := time.Now().Add(inspectCardTimeout)
 	for {
 		if text, err := s.o.Terminals.Capture(ctx, p); err == nil {
@@ -111,11 +113,11 @@ func (s *Service) awaitCard(ctx context.Context, in Inspector, p Pane) (StatusCa
 			}
 		}
 		if time.Now().After(deadline) {
-			return StatusCard{}, fmt.Errorf("inspect: %w: no status card showed within %s", ErrRefused, inspectCardTimeout)
+			return agents.StatusCard{}, fmt.Errorf("inspect: %w: no status card showed within %s", ErrRefused, inspectCardTimeout)
 		}
 		select {
 		case <-ctx.Done():
-			return StatusCard{}, ctx.Err()
+			return agents.StatusCard{}, ctx.Err()
 		case <-time.After(inspectPollInterval):
 		}
 	}
@@ -124,7 +126,7 @@ func (s *Service) awaitCard(ctx context.Context, in Inspector, p Pane) (StatusCa
 // restoreComposer closes the card (the agent's dismiss keys, then Escape
 // once more if needed) and waits for an idle, empty composer. It returns
 // cause, or an error saying the pane was left in another state.
-func (s *Service) restoreComposer(ctx context.Context, a Agent, in Inspector, p Pane, cause error) error {
+func (s *Service) restoreComposer(ctx context.Context, a agents.Agent, in agents.Inspector, p agents.Pane, cause error) error {
 	idle := func() bool {
 		deadline := time.Now().Add(inspectIdleTimeout)
 		for {
@@ -171,7 +173,7 @@ func (s *Service) restoreComposer(ctx context.Context, a Agent, in Inspector, p 
 // command cmd on two captures at least 120 ms apart. The agents draw their
 // slash-command menu over the composer meanwhile, so the composer line
 // itself is what counts.
-func (s *Service) waitCommandDraft(ctx context.Context, a Agent, p Pane, cmd string) bool {
+func (s *Service) waitCommandDraft(ctx context.Context, a agents.Agent, p agents.Pane, cmd string) bool {
 	deadline := time.Now().Add(s.o.DraftTimeout)
 	var firstSeen time.Time
 	for {

@@ -4,20 +4,22 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // Version implements Inspector for the fake: a pane whose cwd is /old runs
 // an unproven version.
-func (r fakeReader) Version(p Pane) (string, error) {
+func (r fakeReader) Version(p agents.Pane) (string, error) {
 	if p.Cwd == "/old" {
 		return "0.100.0", nil
 	}
 	return "0.171.0", nil
 }
 
-func (r fakeReader) ProvenVersions() []string              { return []string{"0.171.0"} }
-func (r fakeReader) ParseStatus(string) (StatusCard, bool) { return StatusCard{}, false }
-func (r fakeReader) DismissKeys() []string                 { return nil }
+func (r fakeReader) ProvenVersions() []string                     { return []string{"0.171.0"} }
+func (r fakeReader) ParseStatus(string) (agents.StatusCard, bool) { return agents.StatusCard{}, false }
+func (r fakeReader) DismissKeys() []string                        { return nil }
 
 func TestInspectRefusesBeforeTyping(t *testing.T) {
 	old := newFakeAgent(AgentCodex, 401)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/request"
 )
 
@@ -144,7 +145,7 @@ func FuzzClaudeDraftCheck(f *testing.F) {
 			screen += "  " + l + "\n"
 		}
 		screen += rule + "\n  ⏸ manual mode on\n"
-		if !(ClaudeAgent{}).DraftVisible(screen, p.Text) {
+		if !(claude.Agent{}).DraftVisible(screen, p.Text) {
 			return
 		}
 		if bashMode {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // countingStore counts the work-lease claims and reads a host makes.
@@ -50,7 +51,7 @@ func TestRescanOnlyReadsWorkOthersFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := &countingStore{TerminalStore: r.st, claims: map[string]int{}, reads: make(chan struct{})}
-	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}})
+	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
 	r.start(svc, HostOptions{Rescan: 5 * time.Millisecond})
 	for range 5 { // five rescans read the lease
 		select {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -51,7 +52,7 @@ func (s *Service) List(ctx context.Context) (ListResult, error) {
 	return ListResult{Terminals: rows}, nil
 }
 
-func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
+func (s *Service) row(ctx context.Context, p agents.Pane) TerminalRow {
 	r := TerminalRow{ID: p.TerminalID, Agent: p.Agent, PID: p.PID, Cwd: p.Cwd, ActivityState: "unknown",
 		ManagementState: "unmanaged", AvailableActions: []Action{}}
 	a, err := s.agent(p.Agent)
@@ -62,7 +63,7 @@ func (s *Service) row(ctx context.Context, p Pane) TerminalRow {
 	if v, proven := provenance(a, p); !proven {
 		r.UnprovenVersion = v
 	}
-	var sc Screen
+	var sc agents.Screen
 	if text, err := s.o.Terminals.Capture(ctx, p); err == nil {
 		sc = a.Screen(text)
 		r.ActivityState = sc.Activity

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 )
 
@@ -24,39 +25,39 @@ import (
 // check, so List reads a real rollout after the Session's checkpoint.
 type realInput struct {
 	fakeReader
-	CodexAgent
+	codex.Agent
 	// fromAnchor counts the scans that started at the checkpoint.
 	fromAnchor *atomic.Int64
 }
 
-func (r realInput) UserInputSince(ctx context.Context, p Pane, cp json.RawMessage) (bool, error) {
-	return r.CodexAgent.UserInputSince(ctx, p, cp)
+func (r realInput) UserInputSince(ctx context.Context, p agents.Pane, cp json.RawMessage) (bool, error) {
+	return r.Agent.UserInputSince(ctx, p, cp)
 }
 
-func (r realInput) UserInputFrom(ctx context.Context, p Pane, cp json.RawMessage, cur native.Cursor) (native.Cursor, error) {
+func (r realInput) UserInputFrom(ctx context.Context, p agents.Pane, cp json.RawMessage, cur native.Cursor) (native.Cursor, error) {
 	if cur == (native.Cursor{}) {
 		r.fromAnchor.Add(1)
 	}
-	return r.CodexAgent.UserInputFrom(ctx, p, cp, cur)
+	return r.Agent.UserInputFrom(ctx, p, cp, cur)
 }
 
 // Agent's other methods are the fake's.
-func (r realInput) Identify(ctx context.Context, p Pane) (Identity, error) {
+func (r realInput) Identify(ctx context.Context, p agents.Pane) (agents.Identity, error) {
 	return r.fakeReader.Identify(ctx, p)
 }
-func (r realInput) Anchor(ctx context.Context, p Pane, id Identity) (json.RawMessage, error) {
+func (r realInput) Anchor(ctx context.Context, p agents.Pane, id agents.Identity) (json.RawMessage, error) {
 	return r.fakeReader.Anchor(ctx, p, id)
 }
-func (r realInput) Accepted(ctx context.Context, p Pane, a json.RawMessage, text string) (*Acceptance, error) {
+func (r realInput) Accepted(ctx context.Context, p agents.Pane, a json.RawMessage, text string) (*agents.Acceptance, error) {
 	return r.fakeReader.Accepted(ctx, p, a, text)
 }
-func (r realInput) Completion(ctx context.Context, p Pane, a json.RawMessage, acc Acceptance) (*Completion, error) {
+func (r realInput) Completion(ctx context.Context, p agents.Pane, a json.RawMessage, acc agents.Acceptance) (*agents.Completion, error) {
 	return r.fakeReader.Completion(ctx, p, a, acc)
 }
-func (r realInput) WatchPaths(p Pane, a json.RawMessage) []string {
+func (r realInput) WatchPaths(p agents.Pane, a json.RawMessage) []string {
 	return r.fakeReader.WatchPaths(p, a)
 }
-func (r realInput) Screen(text string) Screen          { return r.fakeReader.Screen(text) }
+func (r realInput) Screen(text string) agents.Screen   { return r.fakeReader.Screen(text) }
 func (r realInput) DraftVisible(text, req string) bool { return r.fakeReader.DraftVisible(text, req) }
 func (r realInput) Keys() ([]string, []string)         { return r.fakeReader.Keys() }
 
@@ -114,7 +115,7 @@ func managedRollout(tb testing.TB, size int) (*Service, *fakeAgent, string, *ato
 		tb.Fatal(err)
 	}
 	scans := new(atomic.Int64)
-	svc := NewService(Options{Store: r.st, Terminals: r.ft, Agents: map[string]Agent{AgentCodex: realInput{fakeReader: fakeReader{r.ft}, fromAnchor: scans}}})
+	svc := NewService(Options{Store: r.st, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: realInput{fakeReader: fakeReader{r.ft}, fromAnchor: scans}}})
 	return svc, a, path, scans
 }
 

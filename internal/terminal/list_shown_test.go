@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // TestListShowsWhoTheTurnWaitsFor: a pane's current Turn that stops at a
@@ -18,11 +19,11 @@ func TestListShowsWhoTheTurnWaitsFor(t *testing.T) {
 		want         string
 	}{
 		{"prompt without origin", "", func(f *fakeAgent) {
-			f.approval = &ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true}
+			f.approval = &agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true}
 		}, "waiting_for_approval"},
 		{"question without origin", "", func(f *fakeAgent) { f.question = colorQuestion(true) }, "waiting_for_answer"},
 		{"prompt with origin", origin, func(f *fakeAgent) {
-			f.approval = &ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true}
+			f.approval = &agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true}
 		}, string(store.TurnWaitingForOpenClaw)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

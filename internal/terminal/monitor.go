@@ -15,6 +15,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
@@ -463,8 +464,8 @@ type monitor struct {
 	turnID string
 	lease  store.MonitorLease
 
-	pane       Pane
-	agent      Agent
+	pane       agents.Pane
+	agent      agents.Agent
 	activityAt time.Time
 	diagnostic string
 	// scanFailingSince is when the session-file scans began to fail
@@ -525,7 +526,7 @@ func (m *monitor) run(ctx context.Context) error {
 // (check's write fails with store.ErrLeaseLost, or the host's renewal
 // ends ctx), or ctx ends; logKey and logID name what is followed in
 // warnings.
-func (h *Host) follow(ctx context.Context, pane Pane, paths []string, logKey, logID string,
+func (h *Host) follow(ctx context.Context, pane agents.Pane, paths []string, logKey, logID string,
 	check func(ctx context.Context, w wake) (stop bool, next time.Time, err error)) error {
 	s := h.s
 	wctx, cancel := context.WithCancel(ctx)
@@ -701,7 +702,7 @@ func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
 		}
 	}
 	if sub.Status == store.DispatchAgentAccepted {
-		c, err := m.agent.Completion(ctx, m.pane, sub.Anchor, Acceptance{NativeTurnID: sub.NativeTurnID, ThreadID: t.NativeThreadID, Evidence: sub.AcceptanceEvidence})
+		c, err := m.agent.Completion(ctx, m.pane, sub.Anchor, agents.Acceptance{NativeTurnID: sub.NativeTurnID, ThreadID: t.NativeThreadID, Evidence: sub.AcceptanceEvidence})
 		if err != nil {
 			m.diagnose(ctx, t, "completion: "+err.Error())
 			errors.As(err, &scanErr)
@@ -866,7 +867,7 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 // prompt on the screen is the answered one that the TUI has not redrawn
 // yet, however long a loaded machine makes it take; from then on it is
 // the agent asking again. It re-reads t after its write.
-func (m *monitor) forgetAnswered(ctx context.Context, t *store.Turn, sc Screen) error {
+func (m *monitor) forgetAnswered(ctx context.Context, t *store.Turn, sc agents.Screen) error {
 	if sc.Activity == string(screen.Unknown) {
 		return nil // a screen not read proves nothing gone (a frame half drawn)
 	}
@@ -918,7 +919,7 @@ func (m *monitor) diagnose(ctx context.Context, t *store.Turn, msg string) {
 }
 
 // accept records acceptance found by the monitor after Send returned.
-func (m *monitor) accept(ctx context.Context, t *store.Turn, acc Acceptance) error {
+func (m *monitor) accept(ctx context.Context, t *store.Turn, acc agents.Acceptance) error {
 	d, err := m.s.o.Store.GetDispatch(ctx, t.Takeover.TerminalKey)
 	if err != nil {
 		return err
@@ -946,14 +947,14 @@ func (m *monitor) accept(ctx context.Context, t *store.Turn, acc Acceptance) err
 }
 
 // complete claims the Turn's one completion and records the reply.
-func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) error {
+func (m *monitor) complete(ctx context.Context, t *store.Turn, c agents.Completion) error {
 	sub := t.Takeover.Submission
 	text := resultText(c.Text)
 	b, _ := json.Marshal(map[string]string{"text": text, "match": c.Match, "id": c.ID, "native_turn_id": sub.NativeTurnID, "message_id": sub.MessageID})
 	sum := sha256.Sum256(b)
 	fp := hex.EncodeToString(sum[:])
 	outcome := c.Outcome
-	if outcome != "failed" && outcome != OutcomeCancelled {
+	if outcome != "failed" && outcome != agents.OutcomeCancelled {
 		outcome = "completed"
 	}
 	now := time.Now().UnixMilli()
@@ -963,7 +964,7 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c Completion) err
 	switch outcome {
 	case "failed":
 		typ = MsgError
-	case OutcomeCancelled:
+	case agents.OutcomeCancelled:
 		// Cancel sets the status before it presses the key and the monitor
 		// stops: an interrupt read here was pressed in the terminal.
 		typ, kind = MsgCancelled, KindCancellation

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // hostRig is one machine of a multi-host rig: its own panes, Service
@@ -36,7 +37,7 @@ func addHost(t testing.TB, r *rig, name string, pid int, key string) *hostRig {
 	a := hostAgent(name, pid)
 	ft := &fakeTerminals{agents: []*fakeAgent{a}}
 	r.ft.agents = append(r.ft.agents, a) // the rig's fake watch wakes its monitors
-	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]Agent{AgentCodex: fakeReader{ft}},
+	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{ft}},
 		DraftTimeout: time.Second, Host: name, HostKey: []byte(key)})
 	return &hostRig{name: name, agent: a, ft: ft, svc: svc}
 }
@@ -232,7 +233,7 @@ func TestForgedTurnRefused(t *testing.T) {
 	// The forger sees a copy of B's pane and claims to be host B.
 	copyOfB := hostAgent("hostb", 331)
 	fft := &fakeTerminals{agents: []*fakeAgent{copyOfB}}
-	forger := NewService(Options{Store: r.st, Terminals: fft, Agents: map[string]Agent{AgentCodex: fakeReader{fft}},
+	forger := NewService(Options{Store: r.st, Terminals: fft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{fft}},
 		DraftTimeout: time.Second, Host: "hostb", HostKey: []byte("key-a")})
 	res, err := forger.Send(ctx, SendRequest{TerminalID: copyOfB.pane.TerminalID, Request: "rm -rf /"})
 	if err != nil {

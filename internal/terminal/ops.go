@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -161,17 +162,17 @@ func (s *Service) write(ctx context.Context, t *store.Turn, events ...store.Turn
 
 // turnPane verifies that the Turn's binding is still its Session's current
 // binding and returns its live pane (same process incarnation).
-func (s *Service) turnPane(ctx context.Context, t *store.Turn) (Pane, Agent, error) {
+func (s *Service) turnPane(ctx context.Context, t *store.Turn) (agents.Pane, agents.Agent, error) {
 	sess, err := s.o.Store.GetTermSession(ctx, t.SessionID)
 	if err != nil {
-		return Pane{}, nil, err
+		return agents.Pane{}, nil, err
 	}
 	if sess.Binding == nil || sess.Binding.BindingID != t.TerminalBindingID || sess.Binding.Generation != t.TerminalBindingGeneration {
-		return Pane{}, nil, fmt.Errorf("%w: turn %s belongs to a superseded binding of session %s", ErrRefused, t.TurnID, t.SessionID)
+		return agents.Pane{}, nil, fmt.Errorf("%w: turn %s belongs to a superseded binding of session %s", ErrRefused, t.TurnID, t.SessionID)
 	}
 	p, err := s.findPane(ctx, t.Takeover.TerminalKey, t.Takeover.AgentPID, t.Takeover.ProcessBirth)
 	if err != nil {
-		return Pane{}, nil, err
+		return agents.Pane{}, nil, err
 	}
 	a, err := s.agent(p.Agent)
 	return p, a, err

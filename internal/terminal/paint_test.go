@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // repaintingTerminals serves a pane whose TUI has cleared its screen and
@@ -24,7 +25,7 @@ type repaintingTerminals struct {
 	painted bool
 }
 
-func (r *repaintingTerminals) Capture(ctx context.Context, p Pane) (string, error) {
+func (r *repaintingTerminals) Capture(ctx context.Context, p agents.Pane) (string, error) {
 	r.mu.Lock()
 	painted := r.painted
 	r.mu.Unlock()
@@ -34,7 +35,7 @@ func (r *repaintingTerminals) Capture(ctx context.Context, p Pane) (string, erro
 	return r.fakeTerminals.Capture(ctx, p)
 }
 
-func (r *repaintingTerminals) WatchOutput(ctx context.Context, _ Pane) (<-chan struct{}, error) {
+func (r *repaintingTerminals) WatchOutput(ctx context.Context, _ agents.Pane) (<-chan struct{}, error) {
 	out := make(chan struct{}, 1)
 	if r.paints {
 		r.mu.Lock()
@@ -53,7 +54,7 @@ func TestSendWaitsForThePaneToPaint(t *testing.T) {
 	a := newFakeAgent(AgentCodex, 250)
 	r := newRig(t, a)
 	rt := &repaintingTerminals{fakeTerminals: r.ft, paints: true}
-	r.svc = NewService(Options{Store: r.st, Terminals: rt, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
+	r.svc = NewService(Options{Store: r.st, Terminals: rt, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	if _, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "after the repaint"}); err != nil {
 		t.Fatalf("send to a pane that paints after a blank read: %v", err)
 	}
@@ -67,7 +68,7 @@ func TestSendToAPaneThatNeverPaints(t *testing.T) {
 		a := newFakeAgent(AgentCodex, 251)
 		ft := &fakeTerminals{agents: []*fakeAgent{a}}
 		rt := &repaintingTerminals{fakeTerminals: ft}
-		svc := NewService(Options{Store: outsideBubble{st.(*sqlstore.DB)}, Terminals: rt, Agents: map[string]Agent{AgentCodex: fakeReader{ft}}, DraftTimeout: time.Second})
+		svc := NewService(Options{Store: outsideBubble{st.(*sqlstore.DB)}, Terminals: rt, Agents: map[string]agents.Agent{AgentCodex: fakeReader{ft}}, DraftTimeout: time.Second})
 		_, err := svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "busy (unknown)") {
 			t.Fatalf("send to a pane that never paints: %v, want refused as busy (unknown)", err)

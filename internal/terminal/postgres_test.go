@@ -11,6 +11,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // pgSchema opens n stores (as n processes would) on one fresh schema of
@@ -50,7 +51,7 @@ func TestHostsOnPostgresShareTurns(t *testing.T) {
 	a := newFakeAgent(AgentCodex, 300)
 	r := newRig(t, a)
 	mk := func(st store.TerminalStore) *Service {
-		return NewService(Options{Store: st, Terminals: r.ft, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
+		return NewService(Options{Store: st, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	}
 	s1, s2 := mk(stores[0]), mk(stores[1])
 	r.svc, r.st = s1, stores[0]

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 )
 
@@ -110,7 +111,7 @@ func writeQuestion(b *strings.Builder, q *store.Question) {
 // question is the monitor's look at a question dialog on the screen. It
 // reports handled when the screen (or the Turn) concerns a question, so the
 // approval checks are skipped.
-func (m *monitor) question(ctx context.Context, t *store.Turn, sc Screen, now time.Time) (handled bool, err error) {
+func (m *monitor) question(ctx context.Context, t *store.Turn, sc agents.Screen, now time.Time) (handled bool, err error) {
 	q := sc.Question
 	answering := t.Takeover.AnsweringFingerprint != "" && now.Sub(time.UnixMilli(t.Takeover.AnsweringAt)) < approvalClaimStale
 	switch {
@@ -288,7 +289,7 @@ func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (SendR
 // (the one shown, whose answer is first): each later answer is chosen
 // from its own question once the dialog shows it. It returns what was
 // given, for the audit, and why it stopped early, if it did.
-func (s *Service) pressAnswers(ctx context.Context, p Pane, a Agent, page *screen.Question, choice answerChoice, answers []string) (given []map[string]any, failed error) {
+func (s *Service) pressAnswers(ctx context.Context, p agents.Pane, a agents.Agent, page *screen.Question, choice answerChoice, answers []string) (given []map[string]any, failed error) {
 	for i := range answers {
 		if i > 0 {
 			prev := page
@@ -326,7 +327,7 @@ func (s *Service) pressAnswers(ctx context.Context, p Pane, a Agent, page *scree
 // pressAnswer presses choice's row of question q or, for a typed answer,
 // the keys that open its free-text row and, once it has the cursor, the
 // text and Enter.
-func (s *Service) pressAnswer(ctx context.Context, p Pane, a Agent, q *screen.Question, choice answerChoice) error {
+func (s *Service) pressAnswer(ctx context.Context, p agents.Pane, a agents.Agent, q *screen.Question, choice answerChoice) error {
 	if choice.Typed == "" {
 		if err := s.o.Terminals.SendKeys(ctx, p, strconv.Itoa(choice.Number)); err != nil {
 			return fmt.Errorf("press the answer's key: %w", err)
@@ -374,13 +375,13 @@ func (s *Service) pressAnswer(ctx context.Context, p Pane, a Agent, q *screen.Qu
 
 // waitScreen waits up to freeTextWait for the pane's question dialog (nil
 // when none is shown) to satisfy ok, and returns it.
-func (s *Service) waitScreen(ctx context.Context, p Pane, a Agent, ok func(*screen.Question) bool) (*screen.Question, bool) {
+func (s *Service) waitScreen(ctx context.Context, p agents.Pane, a agents.Agent, ok func(*screen.Question) bool) (*screen.Question, bool) {
 	return s.waitScreenText(ctx, p, a, func(_ string, q *screen.Question) bool { return ok(q) })
 }
 
 // waitScreenText is waitScreen for a condition that also reads the
 // capture.
-func (s *Service) waitScreenText(ctx context.Context, p Pane, a Agent, ok func(shown string, q *screen.Question) bool) (*screen.Question, bool) {
+func (s *Service) waitScreenText(ctx context.Context, p agents.Pane, a agents.Agent, ok func(shown string, q *screen.Question) bool) (*screen.Question, bool) {
 	deadline := time.Now().Add(freeTextWait)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()

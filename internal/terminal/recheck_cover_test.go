@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
@@ -91,7 +92,7 @@ type closableOutput struct {
 	out chan struct{}
 }
 
-func (c closableOutput) WatchOutput(context.Context, Pane) (<-chan struct{}, error) {
+func (c closableOutput) WatchOutput(context.Context, agents.Pane) (<-chan struct{}, error) {
 	return c.out, nil
 }
 
@@ -114,7 +115,7 @@ func TestFollowerCoveredWhileBothSourcesLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	ft := closableOutput{fakeTerminals: r.ft, out: make(chan struct{})}
-	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}})
+	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
 	h := r.start(svc, HostOptions{})
 	if !poll.Within(10*time.Second, func() bool { c, _ := h.clock.covered(res.TurnID); return c }) {
 		t.Fatal("the follower of a pane with watched files and output is not covered")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // readCountingStore counts the record reads of a host's followers and
@@ -64,7 +65,7 @@ func TestRecheckReadsOnlyMovedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := &readCountingStore{TerminalStore: r.st, probes: make(chan struct{})}
-	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}})
+	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
 	r.start(svc, HostOptions{Recheck: 10 * time.Millisecond})
 	tick := func() {
 		t.Helper()
@@ -162,7 +163,7 @@ func TestRecheckReadsTheLedgerOnlyWhenItMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := &ledgerCountingStore{DB: r.st.(*sqlstore.DB), probes: make(chan struct{})}
-	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}})
+	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
 	r.start(svc, HostOptions{Recheck: 10 * time.Millisecond})
 	tick := func() {
 		t.Helper()

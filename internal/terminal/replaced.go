@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // The dispatch ledger is keyed by the pane, but a Turn belongs to one agent
@@ -62,7 +63,7 @@ func (m *monitor) stallAgentGone(ctx context.Context, t *store.Turn, code string
 // followed ends stalled; one already ended (stalled, or failed with an
 // uncertain submission) only lets go of the ledger. A concurrent write
 // (the old Turn's monitor stalling it at the same moment) is read again.
-func (s *Service) retireReplaced(ctx context.Context, p Pane) error {
+func (s *Service) retireReplaced(ctx context.Context, p agents.Pane) error {
 	for range 3 {
 		err := s.retireOnce(ctx, p)
 		if !errors.Is(err, store.ErrConflict) {
@@ -72,7 +73,7 @@ func (s *Service) retireReplaced(ctx context.Context, p Pane) error {
 	return nil // still contended: creating the Turn reports the pane busy
 }
 
-func (s *Service) retireOnce(ctx context.Context, p Pane) error {
+func (s *Service) retireOnce(ctx context.Context, p agents.Pane) error {
 	d, err := s.o.Store.GetDispatch(ctx, p.Key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil

@@ -13,7 +13,8 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
-	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 )
 
@@ -25,8 +26,8 @@ type fileCompletion struct {
 	anchor json.RawMessage
 }
 
-func (r fileCompletion) Completion(ctx context.Context, p Pane, _ json.RawMessage, acc Acceptance) (*Completion, error) {
-	return CodexAgent{}.Completion(ctx, p, r.anchor, Acceptance{NativeTurnID: acc.NativeTurnID})
+func (r fileCompletion) Completion(ctx context.Context, p agents.Pane, _ json.RawMessage, acc agents.Acceptance) (*agents.Completion, error) {
+	return codex.Agent{}.Completion(ctx, p, r.anchor, agents.Acceptance{NativeTurnID: acc.NativeTurnID})
 }
 
 func completeRecord(turn, text string) string {
@@ -122,7 +123,7 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 				anchor, _ := json.Marshal(codex.Anchor{Mode: codex.Existing, ThreadID: a.thread, Path: path, Dev: uint64(st.Dev), Ino: st.Ino,
 					Offset: st.Size, FileExisted: true, CapturedAt: time.Now().UTC()})
 				r.svc = NewService(Options{Store: r.st, Terminals: r.ft, DraftTimeout: time.Second,
-					Agents: map[string]Agent{AgentCodex: fileCompletion{fakeReader: fakeReader{r.ft}, anchor: anchor}}})
+					Agents: map[string]agents.Agent{AgentCodex: fileCompletion{fakeReader: fakeReader{r.ft}, anchor: anchor}}})
 				r.start(r.svc, HostOptions{ScanGrace: grace})
 				ctx := t.Context()
 				res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1"})

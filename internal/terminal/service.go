@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/request"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 
@@ -49,7 +50,7 @@ type Options struct {
 	// Terminals finds panes and does their I/O; required.
 	Terminals Terminals
 	// Agents maps an agent kind ("codex", "claude") to its reader.
-	Agents map[string]Agent
+	Agents map[string]agents.Agent
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
 	// InactivityTimeout and HardTimeout stall a Turn; 60 and 720 minutes.
@@ -100,7 +101,7 @@ type Service struct {
 	// every other.
 	invMu    sync.Mutex
 	invAt    time.Time
-	invByKey map[string][]Pane
+	invByKey map[string][]agents.Pane
 	invErr   error
 
 	// inputs caches List's human-input scans per pane (inputscan.go).
@@ -117,17 +118,17 @@ type Service struct {
 // livePane looks p up in an inventory at most maxAge old (monitors only;
 // a send always discovers afresh): the pane listed under p's key that runs
 // p's agent process incarnation, if any, and the inventory's error.
-func (s *Service) livePane(ctx context.Context, maxAge time.Duration, p Pane) (Pane, bool, error) {
+func (s *Service) livePane(ctx context.Context, maxAge time.Duration, p agents.Pane) (agents.Pane, bool, error) {
 	s.invMu.Lock()
 	defer s.invMu.Unlock()
 	if s.invAt.IsZero() || time.Since(s.invAt) >= maxAge {
 		panes, err := s.o.Terminals.Discover(ctx)
-		s.invByKey, s.invErr, s.invAt = make(map[string][]Pane, len(panes)), err, time.Now()
+		s.invByKey, s.invErr, s.invAt = make(map[string][]agents.Pane, len(panes)), err, time.Now()
 		for _, q := range panes {
 			s.invByKey[q.Key] = append(s.invByKey[q.Key], q)
 		}
 	}
-	found, ok := Pane{}, false
+	found, ok := agents.Pane{}, false
 	for _, q := range s.invByKey[p.Key] {
 		if q.PID == p.PID && q.Birth == p.Birth {
 			found, ok = q, true
@@ -232,7 +233,7 @@ func (s *Service) startMonitor(ctx context.Context, turnID string) {
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
-func (s *Service) agent(kind string) (Agent, error) {
+func (s *Service) agent(kind string) (agents.Agent, error) {
 	a, ok := s.o.Agents[kind]
 	if !ok {
 		return nil, fmt.Errorf("%w: no reader for agent %q in this build", ErrRefused, kind)
@@ -258,7 +259,7 @@ func submissionPayload(text string) (string, string, error) {
 // freshness is the private token of a send target: the Session, its binding
 // and the live incarnation and native thread. It is derived here and
 // re-derived before every side effect; callers never pass it.
-func freshness(sess *store.TermSession, p Pane, id Identity) string {
+func freshness(sess *store.TermSession, p agents.Pane, id agents.Identity) string {
 	b, _ := json.Marshal(map[string]any{
 		"version": 2, "session_id": sess.SessionID, "status": sess.Status,
 		"binding_id": sess.Binding.BindingID, "generation": sess.Binding.Generation,
@@ -270,13 +271,13 @@ func freshness(sess *store.TermSession, p Pane, id Identity) string {
 
 // findPane returns the live agent pane with terminal key, verifying (when
 // pid > 0) that the same process incarnation still runs in it.
-func (s *Service) findPane(ctx context.Context, key string, pid int, birth string) (Pane, error) {
+func (s *Service) findPane(ctx context.Context, key string, pid int, birth string) (agents.Pane, error) {
 	s.followKey(key)
 	panes, err := s.o.Terminals.Discover(ctx)
 	if err != nil {
-		return Pane{}, fmt.Errorf("discover panes: %w", err)
+		return agents.Pane{}, fmt.Errorf("discover panes: %w", err)
 	}
-	var found []Pane
+	var found []agents.Pane
 	for _, p := range panes {
 		if p.Key == key {
 			found = append(found, p)
@@ -284,9 +285,9 @@ func (s *Service) findPane(ctx context.Context, key string, pid int, birth strin
 	}
 	switch {
 	case len(found) == 0:
-		return Pane{}, fmt.Errorf("%w: the pane is gone or no longer runs a coding agent; run `clawconnect terminal list`", ErrRefused)
+		return agents.Pane{}, fmt.Errorf("%w: the pane is gone or no longer runs a coding agent; run `clawconnect terminal list`", ErrRefused)
 	case len(found) > 1:
-		return Pane{}, fmt.Errorf("%w: %d agent processes claim the pane; it is not controllable until one exits", ErrRefused, len(found))
+		return agents.Pane{}, fmt.Errorf("%w: %d agent processes claim the pane; it is not controllable until one exits", ErrRefused, len(found))
 	}
 	p := found[0]
 	if p.NotControllable {
@@ -300,10 +301,10 @@ func (s *Service) findPane(ctx context.Context, key string, pid int, birth strin
 }
 
 // checkScreen refuses a pane that is busy, shows a dialog, or holds a draft.
-func (s *Service) checkScreen(ctx context.Context, a Agent, p Pane) (Screen, error) {
+func (s *Service) checkScreen(ctx context.Context, a agents.Agent, p agents.Pane) (agents.Screen, error) {
 	sc, err := s.paintedScreen(ctx, a, p)
 	if err != nil {
-		return Screen{}, err
+		return agents.Screen{}, err
 	}
 	switch {
 	case sc.Approval != nil:
@@ -329,10 +330,10 @@ const paintWait = 5 * time.Second
 // thread, or one that has not painted yet: it waits for the pane's output
 // (bounded by paintWait) and reads it again, rather than take a repaint
 // for a busy agent. Without an OutputWatcher the first read stands.
-func (s *Service) paintedScreen(ctx context.Context, a Agent, p Pane) (Screen, error) {
+func (s *Service) paintedScreen(ctx context.Context, a agents.Agent, p agents.Pane) (agents.Screen, error) {
 	text, err := s.o.Terminals.Capture(ctx, p)
 	if err != nil {
-		return Screen{}, fmt.Errorf("capture pane: %w", err)
+		return agents.Screen{}, fmt.Errorf("capture pane: %w", err)
 	}
 	sc := a.Screen(text)
 	ow, ok := s.o.Terminals.(OutputWatcher)
@@ -350,7 +351,7 @@ func (s *Service) paintedScreen(ctx context.Context, a Agent, p Pane) (Screen, e
 		// first read and the watch is not missed.
 		text, err := s.o.Terminals.Capture(ctx, p)
 		if err != nil {
-			return Screen{}, fmt.Errorf("capture pane: %w", err)
+			return agents.Screen{}, fmt.Errorf("capture pane: %w", err)
 		}
 		if sc = a.Screen(text); sc.Activity != string(screen.Unknown) {
 			return sc, nil
@@ -358,7 +359,7 @@ func (s *Service) paintedScreen(ctx context.Context, a Agent, p Pane) (Screen, e
 		select {
 		case <-wctx.Done():
 			if err := ctx.Err(); err != nil {
-				return Screen{}, fmt.Errorf("capture pane: %w", err)
+				return agents.Screen{}, fmt.Errorf("capture pane: %w", err)
 			}
 			return sc, nil
 		case _, ok := <-out:
@@ -436,9 +437,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	}
 	var (
 		sess *store.TermSession
-		p    Pane
-		a    Agent
-		id   Identity
+		p    agents.Pane
+		a    agents.Agent
+		id   agents.Identity
 	)
 	if req.SessionID != "" {
 		if err := checkID("session id", "session-", req.SessionID); err != nil {
@@ -538,41 +539,41 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 
 // exactTarget resolves a session_exact send: the Session's exact pane,
 // process and native thread, with no human input since its last Turn.
-func (s *Service) exactTarget(ctx context.Context, sessionID string) (*store.TermSession, Pane, Agent, Identity, error) {
+func (s *Service) exactTarget(ctx context.Context, sessionID string) (*store.TermSession, agents.Pane, agents.Agent, agents.Identity, error) {
 	sess, err := s.o.Store.GetTermSession(ctx, sessionID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, Pane{}, nil, Identity{}, fmt.Errorf("%w: no session %s; run `clawconnect terminal list` for current ids", ErrNotFound, sessionID)
+		return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: no session %s; run `clawconnect terminal list` for current ids", ErrNotFound, sessionID)
 	}
 	if err != nil {
-		return nil, Pane{}, nil, Identity{}, err
+		return nil, agents.Pane{}, nil, agents.Identity{}, err
 	}
 	if sess.Status != store.SessionBound || sess.Binding == nil {
-		return nil, Pane{}, nil, Identity{}, fmt.Errorf("%w: session %s is %s, not bound to a terminal", ErrRefused, sessionID, sess.Status)
+		return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: session %s is %s, not bound to a terminal", ErrRefused, sessionID, sess.Status)
 	}
 	b := sess.Binding
 	p, err := s.findPane(ctx, b.TerminalKey, b.NativeProcess.PID, b.NativeProcess.ProcessBirth)
 	if err != nil {
-		return nil, Pane{}, nil, Identity{}, err
+		return nil, agents.Pane{}, nil, agents.Identity{}, err
 	}
 	a, err := s.agent(p.Agent)
 	if err != nil {
-		return nil, Pane{}, nil, Identity{}, err
+		return nil, agents.Pane{}, nil, agents.Identity{}, err
 	}
 	id, err := s.identify(ctx, a, p)
 	if err != nil {
-		return nil, Pane{}, nil, Identity{}, fmt.Errorf("identify the pane's native session: %w", err)
+		return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("identify the pane's native session: %w", err)
 	}
 	if !strings.EqualFold(id.ThreadID, b.NativeThreadID) {
-		return nil, Pane{}, nil, Identity{}, fmt.Errorf("%w: the pane's foreground thread changed since session %s was bound (was %q, now %q); send with --terminal %s to follow the current context",
+		return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: the pane's foreground thread changed since session %s was bound (was %q, now %q); send with --terminal %s to follow the current context",
 			ErrRefused, sessionID, b.NativeThreadID, id.ThreadID, p.TerminalID)
 	}
 	if len(b.Checkpoint) > 0 {
 		human, err := a.UserInputSince(ctx, p, b.Checkpoint)
 		if err != nil {
-			return nil, Pane{}, nil, Identity{}, fmt.Errorf("check the session file for human input: %w", err)
+			return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("check the session file for human input: %w", err)
 		}
 		if human {
-			return nil, Pane{}, nil, Identity{}, fmt.Errorf("%w: someone typed in the pane since the last Turn of session %s, so its exact context is gone; send with --terminal %s to follow the current context",
+			return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: someone typed in the pane since the last Turn of session %s, so its exact context is gone; send with --terminal %s to follow the current context",
 				ErrRefused, sessionID, p.TerminalID)
 		}
 	}
@@ -586,14 +587,14 @@ func (s *Service) exactTarget(ctx context.Context, sessionID string) (*store.Ter
 // rollout is merely unwritten. Without this, a follow send after Codex
 // closed the old thread's rollout would see a virgin pane, make a second
 // Session, and then fail to bind the thread the first one holds.
-func (s *Service) identify(ctx context.Context, a Agent, p Pane) (Identity, error) {
+func (s *Service) identify(ctx context.Context, a agents.Agent, p agents.Pane) (agents.Identity, error) {
 	id, err := a.Identify(ctx, p)
 	if err != nil || id.ThreadID != "" || id.Locked == "" {
 		return id, err
 	}
 	list, err := s.o.Store.SessionsByTerminal(ctx, p.Key)
 	if err != nil {
-		return Identity{}, fmt.Errorf("identify: sessions of the terminal: %w", err)
+		return agents.Identity{}, fmt.Errorf("identify: sessions of the terminal: %w", err)
 	}
 	for _, c := range list {
 		b := c.Binding
@@ -607,16 +608,16 @@ func (s *Service) identify(ctx context.Context, a Agent, p Pane) (Identity, erro
 }
 
 // followTarget resolves a terminal_follow_current send to its live pane.
-func (s *Service) followTarget(ctx context.Context, terminalID string) (Pane, Agent, Identity, error) {
+func (s *Service) followTarget(ctx context.Context, terminalID string) (agents.Pane, agents.Agent, agents.Identity, error) {
 	if host, ok := s.foreign(terminalID); ok {
-		return Pane{}, nil, Identity{}, fmt.Errorf("%w: terminal %s runs on terminal host %s; this operation runs only there", ErrRefused, terminalID, host)
+		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: terminal %s runs on terminal host %s; this operation runs only there", ErrRefused, terminalID, host)
 	}
 	terminalID = s.ownID(terminalID)
 	panes, err := s.o.Terminals.Discover(ctx)
 	if err != nil {
-		return Pane{}, nil, Identity{}, fmt.Errorf("discover panes: %w", err)
+		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("discover panes: %w", err)
 	}
-	var found []Pane
+	var found []agents.Pane
 	for _, p := range panes {
 		if p.TerminalID == terminalID {
 			found = append(found, p)
@@ -624,28 +625,28 @@ func (s *Service) followTarget(ctx context.Context, terminalID string) (Pane, Ag
 	}
 	switch {
 	case len(found) == 0:
-		return Pane{}, nil, Identity{}, fmt.Errorf("%w: no live agent pane has terminal id %s (the pane is gone or its process changed); run `clawconnect terminal list`", ErrNotFound, terminalID)
+		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: no live agent pane has terminal id %s (the pane is gone or its process changed); run `clawconnect terminal list`", ErrNotFound, terminalID)
 	case len(found) > 1:
-		return Pane{}, nil, Identity{}, fmt.Errorf("%w: terminal id %s is ambiguous (%d panes on several sockets); stop one of them", ErrRefused, terminalID, len(found))
+		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: terminal id %s is ambiguous (%d panes on several sockets); stop one of them", ErrRefused, terminalID, len(found))
 	}
 	p := found[0]
 	if p.NotControllable {
-		return Pane{}, nil, Identity{}, fmt.Errorf("%w: the pane is not controllable now (%s)", ErrRefused, p.Reason)
+		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: the pane is not controllable now (%s)", ErrRefused, p.Reason)
 	}
 	a, err := s.agent(p.Agent)
 	if err != nil {
-		return Pane{}, nil, Identity{}, err
+		return agents.Pane{}, nil, agents.Identity{}, err
 	}
 	id, err := s.identify(ctx, a, p)
 	if err != nil {
-		return Pane{}, nil, Identity{}, fmt.Errorf("identify the pane's native session: %w", err)
+		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("identify the pane's native session: %w", err)
 	}
 	return p, a, id, nil
 }
 
 // followSession returns the Session that owns the pane's current native
 // context, binding (or rebinding) it to this pane and process.
-func (s *Service) followSession(ctx context.Context, p Pane, id Identity) (*store.TermSession, error) {
+func (s *Service) followSession(ctx context.Context, p agents.Pane, id agents.Identity) (*store.TermSession, error) {
 	now := nowMs()
 	binding := func(gen int64) *store.Binding {
 		return &store.Binding{BindingID: newBindingID(), Generation: gen, TerminalID: p.TerminalID, TerminalKey: p.Key,
@@ -770,7 +771,7 @@ func (s *Service) senderLease(ctx context.Context, turnID string) (store.Monitor
 // dispatch types msg into the pane, presses Enter and waits for acceptance
 // under the sender's lease, then releases it and hands the Turn to the
 // host. Nothing past prepared is retried.
-func (s *Service) dispatch(ctx context.Context, lease store.MonitorLease, turn *store.Turn, d *store.Dispatch, p Pane, a Agent, token string, msg Message) (string, error) {
+func (s *Service) dispatch(ctx context.Context, lease store.MonitorLease, turn *store.Turn, d *store.Dispatch, p agents.Pane, a agents.Agent, token string, msg Message) (string, error) {
 	outcome, err := s.dispatchLocked(ctx, turn, d, p, a, token, msg)
 	_ = s.o.Store.ReleaseWork(context.WithoutCancel(ctx), lease)
 	if outcome == OutcomeAccepted || outcome == OutcomePendingAcceptance {
@@ -779,7 +780,7 @@ func (s *Service) dispatch(ctx context.Context, lease store.MonitorLease, turn *
 	return outcome, err
 }
 
-func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store.Dispatch, p Pane, a Agent, token string, msg Message) (string, error) {
+func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store.Dispatch, p agents.Pane, a agents.Agent, token string, msg Message) (string, error) {
 	text := turn.Takeover.RequestText
 	if msg.Type == MsgAnswer {
 		text = msg.Body
@@ -832,7 +833,7 @@ func agentName(kind string) string {
 
 // waitDraft polls the screen until the composer shows the draft on two
 // consecutive captures at least 120 ms apart, within DraftTimeout.
-func (s *Service) waitDraft(ctx context.Context, a Agent, p Pane, text string) bool {
+func (s *Service) waitDraft(ctx context.Context, a agents.Agent, p agents.Pane, text string) bool {
 	deadline := time.Now().Add(s.o.DraftTimeout)
 	var firstSeen time.Time
 	for {
@@ -858,7 +859,7 @@ func (s *Service) waitDraft(ctx context.Context, a Agent, p Pane, text string) b
 }
 
 // revalidate re-derives the freshness token from the live pane.
-func (s *Service) revalidate(ctx context.Context, turn *store.Turn, p Pane, a Agent, token string) error {
+func (s *Service) revalidate(ctx context.Context, turn *store.Turn, p agents.Pane, a agents.Agent, token string) error {
 	sess, err := s.o.Store.GetTermSession(ctx, turn.SessionID)
 	if err != nil {
 		return err
@@ -879,7 +880,7 @@ func (s *Service) revalidate(ctx context.Context, turn *store.Turn, p Pane, a Ag
 
 // awaitAcceptance polls native acceptance every 50 ms up to the acceptance
 // timeout.
-func (s *Service) awaitAcceptance(ctx context.Context, turn *store.Turn, d *store.Dispatch, p Pane, a Agent, text string) (string, error) {
+func (s *Service) awaitAcceptance(ctx context.Context, turn *store.Turn, d *store.Dispatch, p agents.Pane, a agents.Agent, text string) (string, error) {
 	deadline := time.Now().Add(s.o.AcceptanceTimeout)
 	var lastErr error
 	for {
@@ -920,7 +921,7 @@ func (s *Service) awaitAcceptance(ctx context.Context, turn *store.Turn, d *stor
 // written the Turn meanwhile (often recording this very acceptance): on a
 // conflict the Turn is read again, and the acceptance is recorded on the
 // fresh copy unless it is there already.
-func (s *Service) accept(ctx context.Context, turn *store.Turn, d *store.Dispatch, acc Acceptance) error {
+func (s *Service) accept(ctx context.Context, turn *store.Turn, d *store.Dispatch, acc agents.Acceptance) error {
 	ctx = context.WithoutCancel(ctx)
 	msgID := turn.Takeover.Submission.MessageID
 	for range 3 {
@@ -947,7 +948,7 @@ func (s *Service) accept(ctx context.Context, turn *store.Turn, d *store.Dispatc
 	return store.ErrConflict
 }
 
-func (s *Service) recordAcceptance(ctx context.Context, turn *store.Turn, d *store.Dispatch, acc Acceptance) error {
+func (s *Service) recordAcceptance(ctx context.Context, turn *store.Turn, d *store.Dispatch, acc agents.Acceptance) error {
 	turn.Takeover.Submission.Outcome = OutcomeAccepted
 	turn.Takeover.Submission.NativeTurnID = acc.NativeTurnID
 	turn.Takeover.Submission.AcceptanceEvidence = acc.Evidence

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 func TestSendWaitDoneWithExactReply(t *testing.T) {
@@ -142,7 +143,9 @@ func TestSendRefusesBadInputAndChangesNothing(t *testing.T) {
 	refusal(t, r, ErrRefused, "busy", send(SendRequest{TerminalID: tid, Request: "x"}))
 	a.set(func(f *fakeAgent) { f.activity, f.dialog = "idle", true })
 	refusal(t, r, ErrRefused, "dialog", send(SendRequest{TerminalID: tid, Request: "x"}))
-	a.set(func(f *fakeAgent) { f.dialog, f.approval = false, &ScreenApproval{Fingerprint: "fp", Approvable: true} })
+	a.set(func(f *fakeAgent) {
+		f.dialog, f.approval = false, &agents.ScreenApproval{Fingerprint: "fp", Approvable: true}
+	})
 	refusal(t, r, ErrRefused, "approval", send(SendRequest{TerminalID: tid, Request: "x"}))
 	a.set(func(f *fakeAgent) { f.approval, f.draft = nil, "half-typed" })
 	refusal(t, r, ErrRefused, "composer", send(SendRequest{TerminalID: tid, Request: "x"}))
@@ -230,7 +233,7 @@ func TestSubmissionFailuresAreNeverRetried(t *testing.T) {
 }
 
 func TestApprovalApproveDone(t *testing.T) {
-	r, a, res := pendingApproval(t, 120, ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls TOKEN=abcdefgh123", Approvable: true})
+	r, a, res := pendingApproval(t, 120, agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls TOKEN=abcdefgh123", Approvable: true})
 	ctx := t.Context()
 	v := r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
 	if v.Approval == nil || v.Approval.Fingerprint != "fp-1" || v.Approval.Command != "ls TOKEN=[REDACTED]" {
@@ -246,7 +249,7 @@ func TestApprovalApproveDone(t *testing.T) {
 	// The prompt changes under the shown one: approving what was shown is
 	// refused (whether or not the monitor has seen the new prompt yet).
 	a.set(func(f *fakeAgent) {
-		f.approval = &ScreenApproval{Fingerprint: "fp-2", Kind: "run_command", Approvable: true}
+		f.approval = &agents.ScreenApproval{Fingerprint: "fp-2", Kind: "run_command", Approvable: true}
 	})
 	if _, err := r.svc.Approve(ctx, res.TurnID, "fp-1"); !errors.Is(err, ErrRefused) {
 		t.Fatalf("approve a changed prompt: %v", err)
@@ -541,7 +544,7 @@ func TestRespondContinuesTheTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.set(func(f *fakeAgent) { f.approval = &ScreenApproval{Fingerprint: "q", Approvable: false} })
+	a.set(func(f *fakeAgent) { f.approval = &agents.ScreenApproval{Fingerprint: "q", Approvable: false} })
 	r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
 	if _, err := r.svc.Respond(ctx, res.TurnID, "use the other file"); !errors.Is(err, ErrRefused) {
 		t.Fatalf("respond over a prompt: %v", err)
@@ -703,12 +706,12 @@ type closedOutput struct {
 	captures atomic.Int64
 }
 
-func (c *closedOutput) Capture(ctx context.Context, p Pane) (string, error) {
+func (c *closedOutput) Capture(ctx context.Context, p agents.Pane) (string, error) {
 	c.captures.Add(1)
 	return c.fakeTerminals.Capture(ctx, p)
 }
 
-func (c *closedOutput) WatchOutput(context.Context, Pane) (<-chan struct{}, error) {
+func (c *closedOutput) WatchOutput(context.Context, agents.Pane) (<-chan struct{}, error) {
 	ch := make(chan struct{})
 	close(ch)
 	return ch, nil
@@ -718,7 +721,7 @@ func TestEndedOutputWatchDoesNotSpin(t *testing.T) {
 	a := newFakeAgent(AgentCodex, 230)
 	r := newRig(t, a)
 	co := &closedOutput{fakeTerminals: r.ft}
-	svc := NewService(Options{Store: r.st, Terminals: co, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
+	svc := NewService(Options{Store: r.st, Terminals: co, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	r.svc = svc
 	h := r.start(svc, HostOptions{})
 	res, err := svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
@@ -760,7 +763,7 @@ func TestCompletionFencedByBinding(t *testing.T) {
 	}
 	rebind(t, r.st, res.SessionID)
 	m := &monitor{h: &Host{o: HostOptions{Owner: "o"}}, s: r.svc, turnID: res.TurnID, pane: a.pane, agent: fakeReader{r.ft}, lease: lease}
-	if err := m.complete(ctx, turn, Completion{Outcome: "completed", Text: "late reply", ID: "c1"}); err != nil {
+	if err := m.complete(ctx, turn, agents.Completion{Outcome: "completed", Text: "late reply", ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := r.svc.Status(ctx, res.TurnID)

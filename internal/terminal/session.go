@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -140,7 +141,7 @@ func (s *Service) SessionFile(ctx context.Context, turnID string) (SessionFile, 
 		Offset int64  `json:"offset_bytes"`
 	}
 	if len(raw) > 0 {
-		if err := json.Unmarshal(anchorJSON(raw), &a); err != nil {
+		if err := json.Unmarshal(agents.AnchorOf(raw), &a); err != nil {
 			return out, fmt.Errorf("session file: turn %s: %w", turnID, err)
 		}
 	}

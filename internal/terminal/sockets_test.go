@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // followingTerminals are fake panes that record the sockets they were
@@ -132,7 +134,7 @@ func FuzzCheckSocket(f *testing.F) {
 func TestRecordedPaneSocketIsFollowed(t *testing.T) {
 	r := newRig(t)
 	ft := &followingTerminals{fakeTerminals: r.ft}
-	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]Agent{AgentCodex: fakeReader{r.ft}}})
+	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
 	sock := filepath.Join(t.TempDir(), "private")
 	listenUnix(t, sock)
 	svc.followKey(sock + "\t%3")

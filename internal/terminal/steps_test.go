@@ -14,8 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal/claude"
-	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 )
 
 const origin = "agent:main:s1"
@@ -62,7 +63,7 @@ func approvalScenario(approvable bool) func(t *testing.T, r *rig, a *fakeAgent) 
 	return func(t *testing.T, r *rig, a *fakeAgent) string {
 		id := sendFrom(t, r, a, SendRequest{})
 		a.set(func(f *fakeAgent) {
-			f.approval = &ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: approvable}
+			f.approval = &agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: approvable}
 		})
 		r.waitStatus(id, store.TurnWaitingForOpenClaw)
 		return id
@@ -264,7 +265,7 @@ func TestInterruptInTheTerminalIsCancelled(t *testing.T) {
 	id := sendFrom(t, r, a, SendRequest{})
 	a.interrupt()
 	v := r.waitStatus(id, store.TurnCancelled)
-	if v.Result == nil || v.Result.Outcome != OutcomeCancelled {
+	if v.Result == nil || v.Result.Outcome != agents.OutcomeCancelled {
 		t.Fatalf("turn = %+v", v)
 	}
 	cbs := callbacksOf(t, r, id)
@@ -305,14 +306,14 @@ func goldenCopy(t *testing.T, golden, path string) (uint64, uint64) {
 
 // interruptOutcome reads a recorded turn interrupted with Esc through an
 // agent's Accepted and Completion.
-func interruptOutcome(t *testing.T, a Agent, anchor any) *Completion {
+func interruptOutcome(t *testing.T, a agents.Agent, anchor any) *agents.Completion {
 	t.Helper()
 	raw, _ := json.Marshal(anchor)
-	acc, err := a.Accepted(t.Context(), Pane{}, raw, "tell a long story SLOW")
+	acc, err := a.Accepted(t.Context(), agents.Pane{}, raw, "tell a long story SLOW")
 	if err != nil || acc == nil {
 		t.Fatalf("accepted = %+v, %v", acc, err)
 	}
-	c, err := a.Completion(t.Context(), Pane{}, raw, *acc)
+	c, err := a.Completion(t.Context(), agents.Pane{}, raw, *acc)
 	if err != nil || c == nil {
 		t.Fatalf("completion = %+v, %v", c, err)
 	}
@@ -329,23 +330,23 @@ func TestRecordedInterruptIsACancellation(t *testing.T) {
 	t.Run("claude", func(t *testing.T) {
 		const sessionID, cwd = "30235639-8dc9-428e-9610-b86a2f518154", "/tmp/claude-golden/work"
 		path := claude.TranscriptPath(filepath.Join(t.TempDir(), ".claude"), cwd, sessionID)
-		dev, ino := goldenCopy(t, filepath.Join("claude", "testdata", "transcript-interrupted.jsonl"), path)
-		c := interruptOutcome(t, ClaudeAgent{}, claude.Anchor{SessionID: sessionID, Cwd: cwd, PID: 1, StartedAtMs: 1, Path: path,
+		dev, ino := goldenCopy(t, filepath.Join("agents", "claude", "testdata", "transcript-interrupted.jsonl"), path)
+		c := interruptOutcome(t, claude.Agent{}, claude.Anchor{SessionID: sessionID, Cwd: cwd, PID: 1, StartedAtMs: 1, Path: path,
 			Offset: 165281, FileExisted: true, Dev: dev, Ino: ino, CapturedAt: goldenCapture})
-		if c.Outcome != OutcomeCancelled || c.Match != "claude_transcript_interrupted" {
+		if c.Outcome != agents.OutcomeCancelled || c.Match != "claude_transcript_interrupted" {
 			t.Fatalf("completion = %+v, want a cancellation", c)
 		}
 	})
 	t.Run("codex", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "rollout-interrupted.jsonl")
-		dev, ino := goldenCopy(t, filepath.Join("codex", "testdata", "rollout-interrupted.jsonl"), path)
+		dev, ino := goldenCopy(t, filepath.Join("agents", "codex", "testdata", "rollout-interrupted.jsonl"), path)
 		meta, err := codex.ReadSessionMeta(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := interruptOutcome(t, CodexAgent{}, codex.Anchor{Mode: codex.Existing, ThreadID: meta.ID, Path: path, Dev: dev, Ino: ino,
+		c := interruptOutcome(t, codex.Agent{}, codex.Anchor{Mode: codex.Existing, ThreadID: meta.ID, Path: path, Dev: dev, Ino: ino,
 			Offset: 61260, FileExisted: true, CapturedAt: goldenCapture})
-		if c.Outcome != OutcomeCancelled || c.Match != "codex_turn_interrupted" {
+		if c.Outcome != agents.OutcomeCancelled || c.Match != "codex_turn_interrupted" {
 			t.Fatalf("completion = %+v, want a cancellation", c)
 		}
 	})

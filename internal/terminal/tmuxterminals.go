@@ -1,16 +1,14 @@
 package terminal
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 )
@@ -34,7 +32,7 @@ var (
 
 // WatchOutput implements OutputWatcher with the read-only tmux control-mode
 // client of the pane's session, shared by every watch of its panes.
-func (t *TmuxTerminals) WatchOutput(ctx context.Context, p Pane) (<-chan struct{}, error) {
+func (t *TmuxTerminals) WatchOutput(ctx context.Context, p agents.Pane) (<-chan struct{}, error) {
 	r, err := rowOf(p)
 	if err != nil {
 		return nil, err
@@ -53,15 +51,15 @@ func NewTmuxTerminals(o tmux.Options) (*TmuxTerminals, error) {
 }
 
 // paneOf converts a row.
-func paneOf(r agentproc.Row) Pane {
+func paneOf(r agentproc.Row) agents.Pane {
 	ctrl, _ := json.Marshal(r)
-	return Pane{TerminalID: r.TerminalID, Key: r.Pane.Key(), Agent: string(r.Agent), PID: r.Process.PID,
+	return agents.Pane{TerminalID: r.TerminalID, Key: r.Pane.Key(), Agent: string(r.Agent), PID: r.Process.PID,
 		Birth: strconv.FormatUint(r.Process.StartTicks, 10), Cwd: r.Process.Cwd, Control: ctrl,
 		NotControllable: !r.Controllable, Reason: r.Reason}
 }
 
 // Alive implements ProcessChecker from /proc.
-func (t *TmuxTerminals) Alive(p Pane) (bool, error) {
+func (t *TmuxTerminals) Alive(p agents.Pane) (bool, error) {
 	ticks, err := strconv.ParseUint(p.Birth, 10, 64)
 	if err != nil {
 		return false, fmt.Errorf("pane %s: birth %q: %w", p.TerminalID, p.Birth, err)
@@ -69,7 +67,7 @@ func (t *TmuxTerminals) Alive(p Pane) (bool, error) {
 	return proc.Alive(p.PID, ticks)
 }
 
-func rowOf(p Pane) (agentproc.Row, error) {
+func rowOf(p agents.Pane) (agentproc.Row, error) {
 	var r agentproc.Row
 	if err := json.Unmarshal(p.Control, &r); err != nil {
 		return r, fmt.Errorf("pane %s has no readable tmux address: %w", p.TerminalID, err)
@@ -78,12 +76,12 @@ func rowOf(p Pane) (agentproc.Row, error) {
 }
 
 // Discover implements Terminals: every agent pane, controllable or not.
-func (t *TmuxTerminals) Discover(ctx context.Context) ([]Pane, error) {
+func (t *TmuxTerminals) Discover(ctx context.Context) ([]agents.Pane, error) {
 	rows, err := t.Finder.Discover(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Pane, 0, len(rows))
+	out := make([]agents.Pane, 0, len(rows))
 	for _, r := range rows {
 		p := paneOf(r)
 		if t.Host != "" {
@@ -95,7 +93,7 @@ func (t *TmuxTerminals) Discover(ctx context.Context) ([]Pane, error) {
 }
 
 // Capture implements Terminals.
-func (t *TmuxTerminals) Capture(ctx context.Context, p Pane) (string, error) {
+func (t *TmuxTerminals) Capture(ctx context.Context, p agents.Pane) (string, error) {
 	r, err := rowOf(p)
 	if err != nil {
 		return "", err
@@ -105,7 +103,7 @@ func (t *TmuxTerminals) Capture(ctx context.Context, p Pane) (string, error) {
 
 // verify re-checks the pane's identity right before input; a failure
 // means nothing was sent.
-func (t *TmuxTerminals) verify(ctx context.Context, p Pane) (agentproc.Row, error) {
+func (t *TmuxTerminals) verify(ctx context.Context, p agents.Pane) (agentproc.Row, error) {
 	r, err := rowOf(p)
 	if err != nil {
 		return r, fmt.Errorf("%w: %w", ErrInputNotSent, err)
@@ -129,7 +127,7 @@ func sendErr(err error) error {
 }
 
 // SendText implements Terminals.
-func (t *TmuxTerminals) SendText(ctx context.Context, p Pane, text string) error {
+func (t *TmuxTerminals) SendText(ctx context.Context, p agents.Pane, text string) error {
 	r, err := t.verify(ctx, p)
 	if err != nil {
 		return err
@@ -138,7 +136,7 @@ func (t *TmuxTerminals) SendText(ctx context.Context, p Pane, text string) error
 }
 
 // SendKeys implements Terminals: "Enter", "C-c", "Escape", "y".
-func (t *TmuxTerminals) SendKeys(ctx context.Context, p Pane, keys ...string) error {
+func (t *TmuxTerminals) SendKeys(ctx context.Context, p agents.Pane, keys ...string) error {
 	r, err := t.verify(ctx, p)
 	if err != nil {
 		return err
@@ -153,29 +151,4 @@ func (t *TmuxTerminals) SendKeys(ctx context.Context, p Pane, keys ...string) er
 		}
 	}
 	return sendErr(t.Tmux.SendKeys(ctx, r.Pane, ks...))
-}
-
-// processEnv returns the value of name in pid's environment ("" if unset
-// or unreadable).
-func processEnv(pid int, name string) string {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
-	if err != nil {
-		return ""
-	}
-	prefix := []byte(name + "=")
-	for kv := range bytes.SplitSeq(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, prefix); ok {
-			return string(v)
-		}
-	}
-	return ""
-}
-
-// homeOf returns the process's $HOME, or this process's.
-func homeOf(pid int) string {
-	if h := processEnv(pid, "HOME"); h != "" {
-		return h
-	}
-	h, _ := os.UserHomeDir()
-	return h
 }

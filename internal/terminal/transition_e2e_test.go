@@ -13,6 +13,9 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -78,7 +81,7 @@ func TestE2EClaudeThreadTransitions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("new-thread: %v; screen:\n%s", err, rp.debug())
 	}
-	if v.Status != store.TransitionCommitted || v.Generation != 2 || v.FromThreadID != firstTurn.NativeThreadID || v.ThreadID == v.FromThreadID || v.AgentVersion != ClaudeThreadVersion {
+	if v.Status != store.TransitionCommitted || v.Generation != 2 || v.FromThreadID != firstTurn.NativeThreadID || v.ThreadID == v.FromThreadID || v.AgentVersion != claude.ThreadVersion {
 		t.Fatalf("new-thread = %+v", v)
 	}
 	if row := paneRow(t, svc); row.BindingGeneration != 2 || row.SessionID != v.SessionID || row.NativeThreadID != v.ThreadID {
@@ -108,7 +111,7 @@ func TestE2EClaudeThreadTransitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var older *NativeThread
+	var older *agents.NativeThread
 	for i, th := range threads.Threads {
 		if th.ID == firstTurn.NativeThreadID {
 			older = &threads.Threads[i]
@@ -339,7 +342,7 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 		t.Fatalf("new-thread: %v; screen:\n%s", err, rp.debug())
 	}
 	if v.Status != store.TransitionCommitted || v.Generation != 2 || v.FromThreadID != firstTurn.NativeThreadID || v.ThreadID == "" ||
-		v.ThreadID == v.FromThreadID || v.AgentVersion != CodexThreadVersion {
+		v.ThreadID == v.FromThreadID || v.AgentVersion != codex.ThreadVersion {
 		t.Fatalf("new-thread = %+v", v)
 	}
 	if row := paneRow(t, svc); row.BindingGeneration != 2 || row.SessionID != v.SessionID || row.NativeThreadID != v.ThreadID {
@@ -457,7 +460,7 @@ func TestE2ECodexSendAfterTheOldRolloutClosed(t *testing.T) {
 	}
 	deadline := time.Now().Add(150 * time.Second)
 	for {
-		id, err := CodexAgent{}.Identify(ctx, rp.pane)
+		id, err := codex.Agent{}.Identify(ctx, rp.pane)
 		if err == nil && id.ThreadID == "" && id.Locked == v.ThreadID {
 			break
 		}

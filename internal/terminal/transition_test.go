@@ -13,25 +13,26 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 )
 
 // The fake's native thread controls: /clear and /resume <id>, proven on
 // its one version.
-func (r fakeReader) ThreadPlan(_ context.Context, _ Pane, kind, thread string) (string, []string, error) {
+func (r fakeReader) ThreadPlan(_ context.Context, _ agents.Pane, kind, thread string) (string, []string, error) {
 	if kind == store.TransitionResumeThread {
 		return "9.9.9", []string{"/resume " + thread}, nil
 	}
 	return "9.9.9", []string{"/clear"}, nil
 }
 
-func (r fakeReader) Threads(_ context.Context, p Pane) ([]NativeThread, error) {
+func (r fakeReader) Threads(_ context.Context, p agents.Pane) ([]agents.NativeThread, error) {
 	a := r.agentOf(p)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []NativeThread
+	var out []agents.NativeThread
 	for i, id := range a.history {
-		out = append([]NativeThread{{ID: id, Title: "prompt of " + id, UpdatedAt: int64(i + 1)}}, out...)
+		out = append([]agents.NativeThread{{ID: id, Title: "prompt of " + id, UpdatedAt: int64(i + 1)}}, out...)
 	}
 	return out, nil
 }

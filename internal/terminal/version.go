@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // versioned is an agent reader that reads its agent's version and knows
 // the versions its session-file and screen readers were proven against by
-// recorded goldens (CodexAgent, ClaudeAgent). A reader that is not
+// recorded goldens (codex.Agent, claude.Agent). A reader that is not
 // versioned is not gated.
 type versioned interface {
-	Version(p Pane) (string, error)
+	Version(p agents.Pane) (string, error)
 	ProvenVersions() []string
 }
 
@@ -21,7 +23,7 @@ const unknownVersion = "unknown"
 // provenance returns the version of p's agent and whether a's readers were
 // proven against it. A reader that is not versioned is taken as proven,
 // with no version.
-func provenance(a Agent, p Pane) (version string, proven bool) {
+func provenance(a agents.Agent, p agents.Pane) (version string, proven bool) {
 	v, ok := a.(versioned)
 	if !ok {
 		return "", true
@@ -36,7 +38,7 @@ func provenance(a Agent, p Pane) (version string, proven bool) {
 // checkVersion refuses a Turn to an agent version the readers were not
 // proven against, unless unproven Turns are allowed; it returns the
 // version to record as unproven ("" for a proven one).
-func (s *Service) checkVersion(a Agent, p Pane) (unproven string, err error) {
+func (s *Service) checkVersion(a agents.Agent, p agents.Pane) (unproven string, err error) {
 	version, proven := provenance(a, p)
 	if proven {
 		return "", nil

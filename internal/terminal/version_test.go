@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // versionedFake is the fake reader with a version and a proven set, as
@@ -16,7 +17,7 @@ type versionedFake struct {
 	version string // "" fails to read it
 }
 
-func (v versionedFake) Version(Pane) (string, error) {
+func (v versionedFake) Version(agents.Pane) (string, error) {
 	if v.version == "" {
 		return "", errors.New("no version")
 	}
@@ -29,7 +30,7 @@ func versionRig(t *testing.T, a *fakeAgent, version string, allow bool) *rig {
 	t.Helper()
 	r := newRig(t, a)
 	r.svc = NewService(Options{Store: r.st, Terminals: r.ft, AllowUnproven: allow, DraftTimeout: time.Second,
-		Agents: map[string]Agent{AgentCodex: versionedFake{fakeReader{r.ft}, version}}})
+		Agents: map[string]agents.Agent{AgentCodex: versionedFake{fakeReader{r.ft}, version}}})
 	r.start(r.svc, HostOptions{})
 	return r
 }

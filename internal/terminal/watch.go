@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // Terminal watches: a task a human
@@ -34,18 +35,6 @@ const (
 	WatchKindTimedOut    = "timed_out"
 	WatchKindInvalidated = "invalidated"
 )
-
-// TaskFinder is implemented by Agents that can follow a task a human
-// started: the service watches only agents that implement it.
-type TaskFinder interface {
-	// StartedTask returns the first native turn started after anchor,
-	// whoever typed it; nil without error means none yet. Completion
-	// then follows it with the same anchor.
-	StartedTask(ctx context.Context, p Pane, anchor json.RawMessage) (*Acceptance, error)
-	// ActiveTaskAnchor returns an anchor just before the task that runs
-	// now (the watch was asked for after the human pressed Enter).
-	ActiveTaskAnchor(ctx context.Context, p Pane, id Identity) (json.RawMessage, error)
-}
 
 // WatchRequest asks to watch the task a human runs (or is about to start)
 // in a pane.
@@ -94,7 +83,7 @@ func isWatchID(id string) bool { return strings.HasPrefix(id, "watch-") }
 
 // ourTurnRuns reports (as a refusal) a Turn of ours that still owns the
 // pane's next input.
-func (s *Service) ourTurnRuns(ctx context.Context, p Pane) error {
+func (s *Service) ourTurnRuns(ctx context.Context, p agents.Pane) error {
 	d, err := s.o.Store.GetDispatch(ctx, p.Key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -142,7 +131,7 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 	if err != nil {
 		return WatchView{}, fmt.Errorf("watch: %w", err)
 	}
-	finder, ok := a.(TaskFinder)
+	finder, ok := a.(agents.TaskFinder)
 	if !ok {
 		return WatchView{}, fmt.Errorf("watch: %w: %s panes cannot be watched by this build", ErrRefused, p.Agent)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // rescanWatches starts a follower for every active watch no live host
@@ -38,9 +39,9 @@ type watcher struct {
 	ws    store.WatchStore
 	id    string
 	lease store.MonitorLease
-	pane  Pane
-	agent Agent
-	find  TaskFinder
+	pane  agents.Pane
+	agent agents.Agent
+	find  agents.TaskFinder
 	// watch, sess and ledger are as the last look left them (see
 	// monitor.turn); ledger is the watched terminal's dispatch entry
 	// (Version 0: it has none), which the follower never writes.
@@ -78,7 +79,7 @@ func (m *watcher) run(ctx context.Context) error {
 	if m.agent, err = m.s.agent(w.Agent); err != nil {
 		return err
 	}
-	if m.find, ok = m.agent.(TaskFinder); !ok {
+	if m.find, ok = m.agent.(agents.TaskFinder); !ok {
 		return fmt.Errorf("watch %s: %s panes cannot be watched by this build", m.id, w.Agent)
 	}
 	return m.h.follow(ctx, m.pane, m.agent.WatchPaths(m.pane, m.anchorOf(w)), "watch_id", m.id, m.check)
@@ -185,7 +186,7 @@ func (m *watcher) check(ctx context.Context, wk wake) (bool, time.Time, error) {
 		}
 	}
 	if w.NativeTurnID != "" {
-		c, err := m.agent.Completion(ctx, m.pane, anchor, Acceptance{NativeTurnID: w.NativeTurnID, ThreadID: w.NativeThreadID, Evidence: w.Acceptance})
+		c, err := m.agent.Completion(ctx, m.pane, anchor, agents.Acceptance{NativeTurnID: w.NativeTurnID, ThreadID: w.NativeThreadID, Evidence: w.Acceptance})
 		if err != nil {
 			m.diagnose(ctx, w, "completion: "+err.Error())
 		} else if c != nil {
@@ -194,7 +195,7 @@ func (m *watcher) check(ctx context.Context, wk wake) (bool, time.Time, error) {
 			case "failed":
 				kind = WatchKindFailed
 				body = "The " + w.Agent + " task stopped: " + body
-			case OutcomeCancelled:
+			case agents.OutcomeCancelled:
 				kind = WatchKindFailed
 				body = "The " + w.Agent + " task was interrupted in the terminal."
 			}

@@ -13,11 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
 // StartedTask implements TaskFinder for the fake: the first human record
 // after the anchor.
-func (r fakeReader) StartedTask(_ context.Context, p Pane, anchor json.RawMessage) (*Acceptance, error) {
+func (r fakeReader) StartedTask(_ context.Context, p agents.Pane, anchor json.RawMessage) (*agents.Acceptance, error) {
 	var an fakeAnchor
 	if err := json.Unmarshal(anchor, &an); err != nil {
 		return nil, err
@@ -27,7 +28,7 @@ func (r fakeReader) StartedTask(_ context.Context, p Pane, anchor json.RawMessag
 	defer a.mu.Unlock()
 	for _, rec := range a.records[min(an.Offset, len(a.records)):] {
 		if rec.kind == "human" {
-			return &Acceptance{NativeTurnID: rec.turn, ThreadID: a.thread}, nil
+			return &agents.Acceptance{NativeTurnID: rec.turn, ThreadID: a.thread}, nil
 		}
 	}
 	return nil, nil
@@ -35,7 +36,7 @@ func (r fakeReader) StartedTask(_ context.Context, p Pane, anchor json.RawMessag
 
 // ActiveTaskAnchor implements TaskFinder for the fake: the last human
 // record that has no completion.
-func (r fakeReader) ActiveTaskAnchor(_ context.Context, p Pane, id Identity) (json.RawMessage, error) {
+func (r fakeReader) ActiveTaskAnchor(_ context.Context, p agents.Pane, id agents.Identity) (json.RawMessage, error) {
 	a := r.agentOf(p)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -168,7 +169,7 @@ func TestWatchApprovalThenFailure(t *testing.T) {
 	a := newFakeAgent(AgentCodex, 302)
 	r, v := watchRunningTask(t, a)
 	a.set(func(f *fakeAgent) {
-		f.approval = &ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
+		f.approval = &agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
 	})
 	r.until("one approval notification", func() bool { return len(r.notifications(v.WatchID)) == 1 })
 	a.poke() // the same prompt seen again notifies nothing

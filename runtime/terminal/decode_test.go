@@ -50,10 +50,10 @@ func TestDecodeRecordedSessions(t *testing.T) {
 		want        []executor.Kind
 		tool        string
 	}{
-		{"codex", "../../internal/terminal/codex/testdata/rollout-approval.jsonl",
+		{"codex", "../../internal/terminal/agents/codex/testdata/rollout-approval.jsonl",
 			[]executor.Kind{executor.KindTextDelta, executor.KindToolCall, executor.KindToolResult, executor.KindTextDelta}, "exec_command"},
 		// Claude Code says what it will do before the tool call.
-		{"claude", "../../internal/terminal/claude/testdata/transcript-approval.jsonl",
+		{"claude", "../../internal/terminal/agents/claude/testdata/transcript-approval.jsonl",
 			[]executor.Kind{executor.KindTextDelta, executor.KindTextDelta, executor.KindToolCall, executor.KindToolResult, executor.KindTextDelta}, "Bash"},
 	}
 	for _, tc := range tests {

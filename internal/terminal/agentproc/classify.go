@@ -169,6 +169,16 @@ func classifyClaude(args []string) (Agent, bool) {
 // executable.
 var ErrNoVersion = errors.New("agentproc: agent version unknown")
 
+// ProcessVersion returns the x.y.z version of the agent process pid: the
+// Version of its executable.
+func ProcessVersion(agent Agent, pid int) (string, error) {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return "", fmt.Errorf("read the agent's executable: %w", err)
+	}
+	return Version(agent, exe)
+}
+
 // Version returns the x.y.z version of the agent whose executable is exe
 // (the target of /proc/<pid>/exe). It reads the path first: Codex's
 // daemon copies live under .../releases/<x.y.z>[-target]/bin/codex and

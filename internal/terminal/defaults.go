@@ -1,0 +1,13 @@
+package terminal
+
+import (
+	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
+	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
+)
+
+// DefaultAgents returns the readers of the real Codex and Claude Code TUIs,
+// keyed by agent kind: what Options.Agents holds in the product.
+func DefaultAgents() map[string]agents.Agent {
+	return map[string]agents.Agent{AgentCodex: codex.Agent{}, AgentClaude: claude.Agent{}}
+}
