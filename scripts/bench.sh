@@ -14,7 +14,8 @@
 # (default 24000; a few minutes per build). Table two: ten `clawconnect mcp`
 # processes on one store, 40 round trips each at once: throughput, round
 # trip median / p90 and their CPU per task, on SQLite, and on PostgreSQL when
-# TEST_DATABASE_URL is set (source scripts/setup/postgres.sh). Wall-clock
+# TEST_DATABASE_URL is set (source scripts/setup/postgres.sh);
+# CLAWCONNECT_BENCH_TABLES=2 measures table two alone. Wall-clock
 # figures depend on the machine's load; compare builds within one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -36,6 +36,8 @@ import (
 // one store doing 40 round trips each (SQLite, and PostgreSQL when
 // TEST_DATABASE_URL is set). It prints both tables to standard output; run
 // it once (-benchtime=1x): its figures are in the tables, not in ns/op.
+// CLAWCONNECT_BENCH_TABLES=2 measures table two alone (the ten processes),
+// skipping table one and its minutes-long plateau.
 func BenchmarkTables(b *testing.B) {
 	bins := benchBins(b)
 	tasks := 24000
@@ -47,19 +49,32 @@ func BenchmarkTables(b *testing.B) {
 		tasks = n
 	}
 	pgURL := os.Getenv("TEST_DATABASE_URL")
+	var onlyMulti bool
+	switch v := os.Getenv("CLAWCONNECT_BENCH_TABLES"); v {
+	case "", "1,2":
+	case "2":
+		onlyMulti = true
+	default:
+		b.Fatalf("CLAWCONNECT_BENCH_TABLES=%q: want 2 (table two alone) or unset (both)", v)
+	}
 	for b.Loop() {
 		fg := fakegateway.New(b, fakegateway.Options{Password: "pw"})
 		one := make([]single, len(bins))
 		multi := make([]multiRun, len(bins))
 		multiPG := make([]multiRun, len(bins))
 		for i, bin := range bins {
-			one[i] = measureSingle(b, bin.path, fg, tasks)
+			if !onlyMulti {
+				one[i] = measureSingle(b, bin.path, fg, tasks)
+			}
 		}
 		for i, bin := range bins {
 			multi[i] = measureMulti(b, bin.path, fg, "")
 			if pgURL != "" {
 				multiPG[i] = measureMulti(b, bin.path, fg, pgURL)
 			}
+		}
+		if onlyMulti {
+			one = nil
 		}
 		printTables(os.Stdout, bins, one, multi, multiPG, tasks, pgURL != "")
 	}
@@ -304,7 +319,6 @@ func median[T int | time.Duration](v []T) T {
 }
 
 func printTables(w io.Writer, bins []benchBin, one []single, multi, multiPG []multiRun, tasks int, pg bool) {
-	mib := func(k int) string { return fmt.Sprintf("%.1f MiB", float64(k)/1024) }
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 	row := func(label string, f func(i int) string) {
 		fmt.Fprintf(w, "| %s |", label)
@@ -320,6 +334,23 @@ func printTables(w io.Writer, bins []benchBin, one []single, multi, multiPG []mu
 		}
 		fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(bins)))
 	}
+	if one != nil {
+		printSingle(w, bins, one, tasks, head, row)
+	}
+	head("10 clawconnect mcp × 40 tasks, one store")
+	row("SQLite throughput", func(i int) string { return fmt.Sprintf("%.0f tasks/s", multi[i].perSec) })
+	row("SQLite round trip median / p90", func(i int) string { return ms(multi[i].median) + " / " + ms(multi[i].p90) })
+	row("SQLite CPU time of the ten per task", func(i int) string { return ms(multi[i].cpu) })
+	if pg {
+		row("PostgreSQL throughput", func(i int) string { return fmt.Sprintf("%.0f tasks/s", multiPG[i].perSec) })
+		row("PostgreSQL round trip median / p90", func(i int) string { return ms(multiPG[i].median) + " / " + ms(multiPG[i].p90) })
+		row("PostgreSQL CPU time of the ten per task", func(i int) string { return ms(multiPG[i].cpu) })
+	}
+}
+
+func printSingle(w io.Writer, bins []benchBin, one []single, tasks int, head func(string), row func(string, func(int) string)) {
+	mib := func(k int) string { return fmt.Sprintf("%.1f MiB", float64(k)/1024) }
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 	head("one clawconnect mcp (instant fake gateway)")
 	row("idle RSS after initialize (+1.5 s)", func(i int) string {
 		return fmt.Sprintf("%s (anon %s)", mib(one[i].idleKiB), mib(one[i].idleAnonKiB))
@@ -332,15 +363,6 @@ func printTables(w io.Writer, bins []benchBin, one []single, multi, multiPG []mu
 	row(fmt.Sprintf("RSS at %d / %d finished tasks", tasks/2, tasks), func(i int) string {
 		return fmt.Sprintf("%s / %s (%.0f tasks/s, 8 callers)", mib(one[i].halfKiB), mib(one[i].kiB), one[i].plateauPerSec)
 	})
-	head("10 clawconnect mcp × 40 tasks, one store")
-	row("SQLite throughput", func(i int) string { return fmt.Sprintf("%.0f tasks/s", multi[i].perSec) })
-	row("SQLite round trip median / p90", func(i int) string { return ms(multi[i].median) + " / " + ms(multi[i].p90) })
-	row("SQLite CPU time of the ten per task", func(i int) string { return ms(multi[i].cpu) })
-	if pg {
-		row("PostgreSQL throughput", func(i int) string { return fmt.Sprintf("%.0f tasks/s", multiPG[i].perSec) })
-		row("PostgreSQL round trip median / p90", func(i int) string { return ms(multiPG[i].median) + " / " + ms(multiPG[i].p90) })
-		row("PostgreSQL CPU time of the ten per task", func(i int) string { return ms(multiPG[i].cpu) })
-	}
 }
 
 // stdioClient speaks newline-delimited JSON-RPC to one clawconnect mcp
