@@ -17,6 +17,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 )
 
@@ -56,7 +57,7 @@ type HostOptions struct {
 	// Outbox, when set, delivers the callback outbox while Run runs; a
 	// change of any Turn wakes it. Unless its options name an Owner, it
 	// holds attempt leases under the host's Owner.
-	Outbox *Outbox
+	Outbox *outbox.Outbox
 }
 
 // DefaultScanGrace is HostOptions.ScanGrace's default: long enough for a
@@ -119,10 +120,10 @@ func NewHost(s *Service, o HostOptions) *Host {
 	if o.ScanGrace <= 0 {
 		o.ScanGrace = DefaultScanGrace
 	}
-	if x := o.Outbox; x != nil && !x.ownOwner {
+	if x := o.Outbox; x != nil {
 		// One identity for the process: a host that proves this one dead
 		// frees its delivery attempts with its monitor leases.
-		x.o.Owner = o.Owner
+		x.AdoptOwner(o.Owner)
 	}
 	h := &Host{s: s, o: o, log: s.log, files: files, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{},
 		held: map[string]heldLease{}, self: self}

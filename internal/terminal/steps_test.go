@@ -16,18 +16,19 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 )
 
 const origin = "agent:main:s1"
 
 // callbacksOf returns the Turn's queued callback messages, oldest first.
-func callbacksOf(t *testing.T, r *rig, turnID string) []CallbackMessage {
+func callbacksOf(t *testing.T, r *rig, turnID string) []outbox.CallbackMessage {
 	t.Helper()
 	return queuedCallbacks(t, r.st, turnID)
 }
 
 // stepsOf is a callback's metadata.next_steps.
-func stepsOf(m CallbackMessage) []string {
+func stepsOf(m outbox.CallbackMessage) []string {
 	raw, _ := m.Metadata["next_steps"].([]any)
 	out := []string{}
 	for _, s := range raw {
@@ -243,7 +244,7 @@ func TestCancelLeavesAPromptItCannotAnswer(t *testing.T) {
 	}
 	// The prompt's callback and the cancel's may carry the same
 	// millisecond, so their order is not theirs to tell: find it by type.
-	var cancelled []CallbackMessage
+	var cancelled []outbox.CallbackMessage
 	for _, m := range callbacksOf(t, r, id) {
 		if m.Type == MsgCancelled {
 			cancelled = append(cancelled, m)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 )
 
 // Terminal watches: a task a human
@@ -378,7 +379,7 @@ func watchNotification(w *store.Watch, kind, evidence, body string, meta map[str
 	for k, v := range meta {
 		md[k] = v
 	}
-	cm := CallbackMessage{ID: id, TS: now, From: actorOf(w.Agent), To: ActorOpenClaw, Type: typ, RequiresResponse: requires,
+	cm := outbox.CallbackMessage{ID: id, TS: now, From: actorOf(w.Agent), To: ActorOpenClaw, Type: typ, RequiresResponse: requires,
 		Body: body, SessionID: w.SessionID, TurnID: w.WatchID, ConversationID: w.WatchID, Metadata: md}
 	watch := *w
 	return id, func(ctx context.Context, tx store.TerminalTx) error {
