@@ -853,7 +853,7 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 		}
 		// Answered in the terminal by a human (or by an approve whose
 		// process stopped before recording it).
-		t.Approval, t.Status = nil, store.TurnWaitingForAgent
+		approvalAnswered(t)
 		t.Takeover.ApprovalResolvedAt = now.UnixMilli()
 		t.Takeover.LastApprovalFingerprint = "" // off the screen already
 		return m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
@@ -1099,10 +1099,8 @@ func (m *monitor) abandonSend(ctx context.Context, t *store.Turn) error {
 		nd.Status, nd.UncertainAt, nd.Error = store.DispatchUncertain, now, reason
 		w.Dispatch = &store.DispatchAdvance{TerminalKey: d.TerminalKey, GenerationID: d.GenerationID, Update: &nd}
 	}
-	t.Status = store.TurnFailed
+	failTurn(t, "submission_uncertain", reason)
 	t.Takeover.Submission.Status, t.Takeover.Submission.Outcome = store.DispatchUncertain, OutcomeUncertain
-	t.Takeover.DetectorDiagnostic = reason
-	t.Result = &store.TurnResult{Outcome: "failed", Text: reason, Match: "submission_uncertain"}
 	return m.write(ctx, w)
 }
 

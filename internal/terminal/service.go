@@ -741,10 +741,8 @@ func (s *Service) failSubmission(ctx context.Context, turn *store.Turn, d *store
 	if status == store.DispatchAborted && outcome == OutcomeNotSent {
 		d.SafeToRetry = true
 	}
-	turn.Status = store.TurnFailed
+	failTurn(turn, "submission_"+outcome, reason)
 	turn.Takeover.Submission.Outcome = outcome
-	turn.Takeover.DetectorDiagnostic = reason
-	turn.Result = &store.TurnResult{Outcome: "failed", Text: reason, Match: "submission_" + outcome}
 	if err := s.advance(ctx, turn, d, status, "terminal_message_"+outcome, map[string]any{"reason": reason}); err != nil {
 		return outcome, errors.Join(cause, err)
 	}
