@@ -142,7 +142,7 @@ func waitObserved(b *testing.B, r *rig, turnID string) *store.Callback {
 	b.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		ch := r.svc.changes()
+		ch := changesOf(r.svc)
 		cbs, err := r.st.(store.CallbackStore).TurnCallbacks(b.Context(), turnID, 10)
 		if err == nil && len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered && len(cbs[0].RunObservation) > 0 {
 			return cbs[0]

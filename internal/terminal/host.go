@@ -149,7 +149,9 @@ func (h *Host) Run(ctx context.Context) error {
 	h.publish(ctx)
 	h.resumeHostLost(ctx)
 	if x := h.o.Outbox; x != nil {
-		h.s.setKick(x.Kick)
+		h.s.mu.Lock()
+		h.s.kick = x.Kick // every change of a Turn wakes the outbox
+		h.s.mu.Unlock()
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()

@@ -290,7 +290,7 @@ func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store
 	// Enter submits whatever the composer holds, so it is pressed only once
 	// the composer shows exactly the text typed: not a mode the text
 	// switched on, a command it turned into, or a human's keys mixed in.
-	if !s.waitDraft(ctx, a, p, text) {
+	if !waitDraft(ctx, s.o.Terminals, s.o.DraftTimeout, a, p, text) {
 		return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotAccepted,
 			"the draft did not show in the "+agentName(p.Agent)+" composer as typed, so Enter was not pressed; the text is left in the composer — clear it in the terminal", ErrRefused)
 	}
@@ -325,11 +325,11 @@ func agentName(kind string) string {
 
 // waitDraft polls the screen until the composer shows the draft on two
 // consecutive captures at least 120 ms apart, within DraftTimeout.
-func (s *Service) waitDraft(ctx context.Context, a Agent, p Pane, text string) bool {
-	deadline := time.Now().Add(s.o.DraftTimeout)
+func waitDraft(ctx context.Context, terms Terminals, timeout time.Duration, a Agent, p Pane, text string) bool {
+	deadline := time.Now().Add(timeout)
 	var firstSeen time.Time
 	for {
-		screen, err := s.o.Terminals.Capture(ctx, p)
+		screen, err := terms.Capture(ctx, p)
 		if err == nil && a.DraftVisible(screen, text) {
 			if firstSeen.IsZero() {
 				firstSeen = time.Now()

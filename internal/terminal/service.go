@@ -173,19 +173,6 @@ func (s *Service) waitTurn(turnID string) (<-chan struct{}, func()) {
 	}
 }
 
-// setKick makes every change also call kick (the outbox's wake-up).
-func (s *Service) setKick(kick func()) {
-	s.mu.Lock()
-	s.kick = kick
-	s.mu.Unlock()
-}
-
-func (s *Service) changes() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
-}
-
 // startMonitor hands a Turn (or a "watch-" id) that needs following to
 // this process's running host, or, when none runs here, announces it on
 // the store's feed so the host of another process takes it at once. The

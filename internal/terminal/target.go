@@ -82,7 +82,7 @@ func (s *Service) findPane(ctx context.Context, key string, pid int, birth strin
 
 // checkScreen refuses a pane that is busy, shows a dialog, or holds a draft.
 func (s *Service) checkScreen(ctx context.Context, a Agent, p Pane) (Screen, error) {
-	sc, err := s.paintedScreen(ctx, a, p)
+	sc, err := paintedScreen(ctx, s.o.Terminals, a, p)
 	if err != nil {
 		return Screen{}, err
 	}
@@ -110,13 +110,13 @@ const paintWait = 5 * time.Second
 // thread, or one that has not painted yet: it waits for the pane's output
 // (bounded by paintWait) and reads it again, rather than take a repaint
 // for a busy agent. Without an OutputWatcher the first read stands.
-func (s *Service) paintedScreen(ctx context.Context, a Agent, p Pane) (Screen, error) {
-	text, err := s.o.Terminals.Capture(ctx, p)
+func paintedScreen(ctx context.Context, terms Terminals, a Agent, p Pane) (Screen, error) {
+	text, err := terms.Capture(ctx, p)
 	if err != nil {
 		return Screen{}, fmt.Errorf("capture pane: %w", err)
 	}
 	sc := a.Screen(text)
-	ow, ok := s.o.Terminals.(OutputWatcher)
+	ow, ok := terms.(OutputWatcher)
 	if sc.Activity != string(screen.Unknown) || !ok {
 		return sc, nil
 	}
@@ -129,7 +129,7 @@ func (s *Service) paintedScreen(ctx context.Context, a Agent, p Pane) (Screen, e
 	for {
 		// Read once more after the watch started: a paint between the
 		// first read and the watch is not missed.
-		text, err := s.o.Terminals.Capture(ctx, p)
+		text, err := terms.Capture(ctx, p)
 		if err != nil {
 			return Screen{}, fmt.Errorf("capture pane: %w", err)
 		}

@@ -100,7 +100,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 				t.Fatalf("watch %s is %s, want %v: %+v; screen:\n%s", id, v.Status, want, v, rp.debug())
 			}
 			select {
-			case <-svc.changes():
+			case <-changesOf(svc):
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
@@ -263,7 +263,7 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 			t.Fatalf("watch still active: %+v; screen:\n%s", v, rp.debug())
 		}
 		select {
-		case <-svc.changes():
+		case <-changesOf(svc):
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
