@@ -13,12 +13,14 @@ import (
 //	Send ─▶ created ─(message)─▶ running ◀─▶ waiting_for_openclaw ◀─▶ waiting_for_agent
 //	                 ApplyMessage: the followed statuses move among themselves;
 //	                 approvalAnswered, questionAnswered: waiting_for_openclaw ─▶ waiting_for_agent
+//	(followed: created, running, waiting_for_agent, waiting_for_openclaw and
+//	the cancelling of older versions; termapi.TurnStatus.Monitored)
 //
-//	followed ──done (ApplyMessage)─────────────────────▶ idle ──────┐
-//	followed ──error (ApplyMessage), not sent (failTurn)▶ failed ────┤
-//	followed ──interrupt (ApplyMessage), cancelTurn────▶ cancelled  │ closeTurn
-//	followed ──timeout, agent gone (stallTurn)─────────▶ stalled ───┼──────────▶ closed
-//	waiting_for_openclaw ───────────────────────────────────────────┘
+//	followed ──done (ApplyMessage)──────────────────────────▶ idle ─────┐
+//	followed ──error (ApplyMessage), not sent (failTurn)────▶ failed ───┤
+//	followed ──interrupt (ApplyMessage), cancelTurn─────────▶ cancelled │ closeTurn
+//	followed ──timeout, agent gone (stallTurn)──────────────▶ stalled ──┼──────────▶ closed
+//	waiting_for_openclaw ───────────────────────────────────────────────┘
 //	stalled ──renewTurn──▶ waiting_for_agent
 //	stalled ──cancelTurn─▶ cancelled
 //
