@@ -21,7 +21,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 )
 
 // loadReasons is the slog handler doctor gives the module loader: it keeps
@@ -315,10 +315,10 @@ func checkGateway(ctx context.Context, sv settings.Values, a config.Agent, timeo
 	}
 	defer c.Close()
 	detail := a.URL + " answered the handshake (OpenClaw agent " + a.OpenClawAgentID + ")"
-	if h := c.Hello(); h != nil && h.HasMethod(terminal.CallbackMethod) {
-		detail += "; the ClawConnect plugin is loaded (" + terminal.CallbackMethod + ")"
+	if h := c.Hello(); h != nil && h.HasMethod(outbox.CallbackMethod) {
+		detail += "; the ClawConnect plugin is loaded (" + outbox.CallbackMethod + ")"
 	} else {
-		detail += "; warning: the ClawConnect plugin is not loaded (no " + terminal.CallbackMethod +
+		detail += "; warning: the ClawConnect plugin is not loaded (no " + outbox.CallbackMethod +
 			"), so terminal Turns cannot report back into OpenClaw sessions: on the gateway host run " +
 			"`openclaw plugins install ./plugins/openclaw/plugin` in the ClawConnect repository, then restart the gateway (README: The OpenClaw plugin)"
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 )
 
@@ -594,7 +595,7 @@ func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *
 			// serve or the daemon usually delivers first anyway.
 			warm = ""
 		}
-		ho.Outbox = terminal.NewOutbox(terminal.OutboxOptions{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env),
+		ho.Outbox = outbox.New(outbox.Options{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env),
 			WarmURL: warm})
 		defer func() { _ = ho.Outbox.Close() }()
 	}
@@ -765,8 +766,8 @@ func sameGatewayURL(a, b string) bool {
 
 // callbackDialer dials the gateway of a callback: the recorded URL with
 // the credentials configured for that gateway (callbackGatewayFor).
-func callbackDialer(env Env) func(ctx context.Context, url string) (terminal.Caller, error) {
-	return func(ctx context.Context, url string) (terminal.Caller, error) {
+func callbackDialer(env Env) func(ctx context.Context, url string) (outbox.Caller, error) {
+	return func(ctx context.Context, url string) (outbox.Caller, error) {
 		o := callbackGatewayFor(env, url)
 		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
@@ -48,8 +49,8 @@ func TestCallbackIntoBusySession(t *testing.T) {
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	turnID, cb := completedTurn(t, r, a, S, "FAKE-REPLY: busy 5d2c")
-	x := NewOutbox(OutboxOptions{Store: r.st.(store.CallbackStore), Owner: "busy", WaitTimeout: 60 * time.Second,
-		Dial: func(context.Context, string) (Caller, error) { return gc, nil }})
+	x := outbox.New(outbox.Options{Store: r.st.(store.CallbackStore), Owner: "busy", WaitTimeout: 60 * time.Second,
+		Dial: func(context.Context, string) (outbox.Caller, error) { return gc, nil }})
 	if n, err := x.DeliverDue(ctx); err != nil || n != 1 {
 		t.Fatalf("deliver: %d, %v", n, err)
 	}

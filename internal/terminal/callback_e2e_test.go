@@ -11,6 +11,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
 )
@@ -37,10 +38,10 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	if !strings.Contains(string(g.Hello()), `"`+CallbackMethod+`"`) {
-		t.Fatalf("hello-ok does not list %s: the plugin did not load\n%s", CallbackMethod, g.LogTail(60))
+	if !strings.Contains(string(g.Hello()), `"`+outbox.CallbackMethod+`"`) {
+		t.Fatalf("hello-ok does not list %s: the plugin did not load\n%s", outbox.CallbackMethod, g.LogTail(60))
 	}
-	dial := func(ctx context.Context, _ string) (Caller, error) {
+	dial := func(ctx context.Context, _ string) (outbox.Caller, error) {
 		return gateway.Dial(ctx, gateway.Options{URL: g.URL(), Token: g.Token(), CallTimeout: 5 * time.Second})
 	}
 	// chat.history was seen taking 34 s on a loaded machine: give reads
@@ -58,13 +59,13 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	const other = "agent:main:cc-callback-other"
 	turnID, cb := completedTurn(t, r, a, S, "FAKE-REPLY: callback e2e 7f3a")
 	c := &clock{now: time.Now()}
-	x := NewOutbox(OutboxOptions{Store: r.st.(store.CallbackStore), Owner: "e2e", Now: c.Now, Dial: dial, WaitTimeout: 60 * time.Second})
+	x := outbox.New(outbox.Options{Store: r.st.(store.CallbackStore), Owner: "e2e", Now: c.Now, Dial: dial, WaitTimeout: 60 * time.Second})
 	defer x.Close()
 	if n, err := x.DeliverDue(ctx); err != nil || n != 1 {
 		t.Fatalf("deliver: %d, %v", n, err)
 	}
 	got, _ := r.st.(store.CallbackStore).GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackDelivered || !accepted(got.Wake) {
+	if got.Status != store.CallbackDelivered || !outbox.Accepted(got.Wake) {
 		t.Fatalf("callback %s: %s (injection %s wake %s)", got.MessageID, got.Status, got.Injection, got.Wake)
 	}
 	var wake struct {
@@ -115,12 +116,12 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	t.Logf("S received (excerpt): %.400s", text)
 	noCallbackIn(other, "callback e2e")
 	// A replay with the same ids is deduplicated by OpenClaw.
-	raw, err := gc.Call(ctx, CallbackMethod, callbackParams(got))
+	raw, err := gc.Call(ctx, outbox.CallbackMethod, outbox.Params(got))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("replayed plan: %.600s", raw)
-	p, err := parsePlan(raw, got)
+	p, err := outbox.ParsePlan(raw, got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,18 +138,18 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 		{"sessionKey": S},
 		{"sessionKey": S, "session_id": got.SessionID, "turn_id": got.TurnID, "message": map[string]any{"id": 42}},
 		func() map[string]any {
-			p := callbackParams(got)
+			p := outbox.Params(got)
 			p["session_id"] = "session-other"
 			return p
 		}(),
 		func() map[string]any {
-			p := callbackParams(got)
+			p := outbox.Params(got)
 			p["sessionKey"] = other
 			return p
 		}(),
 	}
 	for i, params := range bad {
-		_, err := gc.Call(ctx, CallbackMethod, params)
+		_, err := gc.Call(ctx, outbox.CallbackMethod, params)
 		var re *gateway.RPCError
 		if !errors.As(err, &re) || re.Code != "CLAWCONNECT_CALLBACK_FAILED" || re.Message == "" {
 			t.Fatalf("bad params %d: %v", i, err)

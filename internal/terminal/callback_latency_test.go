@@ -13,13 +13,14 @@ import (
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
 )
 
 // timedCaller records how long each gateway call took, by method.
 type timedCaller struct {
-	c  Caller
+	c  outbox.Caller
 	mu sync.Mutex
 	d  map[string][]time.Duration
 }
@@ -87,7 +88,7 @@ func BenchmarkCallbackLatencyRealGateway(b *testing.B) {
 	tc := &timedCaller{d: map[string][]time.Duration{}, c: gc}
 	a := newFakeAgent(AgentCodex, 601)
 	r := newRig(b, a)
-	x := NewOutbox(OutboxOptions{Store: r.st.(store.CallbackStore), Dial: func(context.Context, string) (Caller, error) { return tc, nil },
+	x := outbox.New(outbox.Options{Store: r.st.(store.CallbackStore), Dial: func(context.Context, string) (outbox.Caller, error) { return tc, nil },
 		WaitTimeout: 30 * time.Second})
 	r.start(r.svc, HostOptions{Outbox: x})
 	const S = "agent:main:cc-latency-s"
@@ -109,9 +110,9 @@ func BenchmarkCallbackLatencyRealGateway(b *testing.B) {
 			_ = json.Unmarshal(cb.Wake, &wake)
 			d := time.UnixMilli(wake.At).Sub(written)
 			total = append(total, d)
-			callback = append(callback, tc.last(CallbackMethod))
+			callback = append(callback, tc.last(outbox.CallbackMethod))
 			send = append(send, tc.last("chat.send"))
-			own = append(own, d-tc.last(CallbackMethod)-tc.last("chat.send"))
+			own = append(own, d-tc.last(outbox.CallbackMethod)-tc.last("chat.send"))
 			if at := userRowAt(ctx, gc, S, marker); at > 0 {
 				history = append(history, time.UnixMilli(at).Sub(written))
 			}
@@ -141,7 +142,7 @@ func waitObserved(b *testing.B, r *rig, turnID string) *store.Callback {
 	b.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		ch := r.svc.changes()
+		ch := changesOf(r.svc)
 		cbs, err := r.st.(store.CallbackStore).TurnCallbacks(b.Context(), turnID, 10)
 		if err == nil && len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered && len(cbs[0].RunObservation) > 0 {
 			return cbs[0]

@@ -145,7 +145,7 @@ func waitTurnStatus(t *testing.T, svc *Service, id string, timeout time.Duration
 				screen = lastPane.debug()
 			}
 			t.Fatalf("turn %s is %s, want %v: %+v\nscreen:\n%s", id, v.Status, want, v, screen)
-		case <-svc.changes():
+		case <-changesOf(svc):
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

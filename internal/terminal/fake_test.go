@@ -469,7 +469,7 @@ func (r *rig) waitStatus(id string, status store.TurnStatus) TurnView {
 	r.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ch := r.svc.changes()
+		ch := changesOf(r.svc)
 		v, err := r.svc.Status(r.t.Context(), id)
 		if err != nil {
 			r.t.Fatal(err)
@@ -493,7 +493,7 @@ func (r *rig) until(what string, cond func() bool) {
 	r.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ch := r.svc.changes()
+		ch := changesOf(r.svc)
 		if cond() {
 			return
 		}
@@ -522,4 +522,12 @@ func completionClaims(t testing.TB, st store.TerminalStore, turnID string) int {
 		}
 	}
 	return n
+}
+
+// changesOf returns the channel s closes at its next change: a test waits
+// on it instead of polling.
+func changesOf(s *Service) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
 }

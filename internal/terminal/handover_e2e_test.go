@@ -15,6 +15,8 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -32,7 +34,7 @@ const (
 // ("<method> <message or run id>") to a file several processes share, so
 // a test counts the deliveries of every host process.
 type recordingGateway struct {
-	gw   *fakeOpenClaw
+	gw   *outboxtest.Gateway
 	path string
 }
 
@@ -76,8 +78,8 @@ func TestE2EHostProcessHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := recordingGateway{gw: newFakeOpenClaw(), path: os.Getenv(hostCallsEnv)}
-	x := NewOutbox(OutboxOptions{Store: st, Dial: func(context.Context, string) (Caller, error) { return gw, nil }})
+	gw := recordingGateway{gw: outboxtest.NewGateway(), path: os.Getenv(hostCallsEnv)}
+	x := outbox.New(outbox.Options{Store: st, Dial: func(context.Context, string) (outbox.Caller, error) { return gw, nil }})
 	svc := NewService(Options{Store: st, Terminals: terms, Agents: DefaultAgents()})
 	h := NewHost(svc, HostOptions{Role: os.Getenv(hostRoleEnv), Rescan: time.Second, Recheck: 2 * time.Second, Outbox: x})
 	t.Fatalf("the host ended instead of running until killed: %v", h.Run(ctx))

@@ -83,20 +83,20 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 		return InspectResult{}, fmt.Errorf("inspect: type %s: %w", statusCommand, err)
 	}
 	if !s.waitCommandDraft(ctx, a, p, statusCommand) {
-		return InspectResult{}, s.restoreComposer(ctx, a, in, p, fmt.Errorf("inspect: %w: %s did not show in the composer, so Enter was not pressed", ErrRefused, statusCommand))
+		return InspectResult{}, restoreComposer(ctx, s.o.Terminals, a, in, p, fmt.Errorf("inspect: %w: %s did not show in the composer, so Enter was not pressed", ErrRefused, statusCommand))
 	}
 	if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
-		return InspectResult{}, s.restoreComposer(ctx, a, in, p, fmt.Errorf("inspect: press Enter: %w", err))
+		return InspectResult{}, restoreComposer(ctx, s.o.Terminals, a, in, p, fmt.Errorf("inspect: press Enter: %w", err))
 	}
-	card, err := s.awaitCard(ctx, in, p)
+	card, err := awaitCard(ctx, s.o.Terminals, in, p)
 	if err != nil {
-		return InspectResult{}, s.restoreComposer(ctx, a, in, p, err)
+		return InspectResult{}, restoreComposer(ctx, s.o.Terminals, a, in, p, err)
 	}
 	if card.Version != version {
 		err = fmt.Errorf("inspect: %w: the card shows version %s, the process is %s", ErrRefused, card.Version, version)
-		return InspectResult{}, s.restoreComposer(ctx, a, in, p, err)
+		return InspectResult{}, restoreComposer(ctx, s.o.Terminals, a, in, p, err)
 	}
-	if err := s.restoreComposer(ctx, a, in, p, nil); err != nil {
+	if err := restoreComposer(ctx, s.o.Terminals, a, in, p, nil); err != nil {
 		return InspectResult{}, err
 	}
 	s.log.Info("terminal inspected", "terminal_id", p.TerminalID, "agent", p.Agent, "version", card.Version)
@@ -104,10 +104,10 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 }
 
 // awaitCard polls the screen until the status card shows.
-func (s *Service) awaitCard(ctx context.Context, in agents.Inspector, p agents.Pane) (agents.StatusCard, error) {
+func awaitCard(ctx context.Context, terms Terminals, in agents.Inspector, p agents.Pane) (agents.StatusCard, error) {
 	deadline := time.Now().Add(inspectCardTimeout)
 	for {
-		if text, err := s.o.Terminals.Capture(ctx, p); err == nil {
+		if text, err := terms.Capture(ctx, p); err == nil {
 			if card, ok := in.ParseStatus(text); ok {
 				return card, nil
 			}
@@ -126,11 +126,11 @@ func (s *Service) awaitCard(ctx context.Context, in agents.Inspector, p agents.P
 // restoreComposer closes the card (the agent's dismiss keys, then Escape
 // once more if needed) and waits for an idle, empty composer. It returns
 // cause, or an error saying the pane was left in another state.
-func (s *Service) restoreComposer(ctx context.Context, a agents.Agent, in agents.Inspector, p agents.Pane, cause error) error {
+func restoreComposer(ctx context.Context, terms Terminals, a agents.Agent, in agents.Inspector, p agents.Pane, cause error) error {
 	idle := func() bool {
 		deadline := time.Now().Add(inspectIdleTimeout)
 		for {
-			if text, err := s.o.Terminals.Capture(ctx, p); err == nil {
+			if text, err := terms.Capture(ctx, p); err == nil {
 				sc := a.Screen(text)
 				if _, card := in.ParseStatus(text); sc.Activity == "idle" && sc.ComposerEmpty && !sc.Dialog && (len(in.DismissKeys()) == 0 || !card) {
 					return true
@@ -147,18 +147,18 @@ func (s *Service) restoreComposer(ctx context.Context, a agents.Agent, in agents
 		}
 	}
 	if keys := in.DismissKeys(); len(keys) > 0 {
-		_ = s.o.Terminals.SendKeys(ctx, p, keys...)
+		_ = terms.SendKeys(ctx, p, keys...)
 	}
 	if idle() {
 		return cause
 	}
 	// A draft left behind (the command never ran): Escape, then clear
 	// the line.
-	_ = s.o.Terminals.SendKeys(ctx, p, "Escape")
+	_ = terms.SendKeys(ctx, p, "Escape")
 	if idle() {
 		return cause
 	}
-	_ = s.o.Terminals.SendKeys(ctx, p, "C-u")
+	_ = terms.SendKeys(ctx, p, "C-u")
 	if idle() {
 		return cause
 	}

@@ -66,31 +66,3 @@ func newMessage(t *store.Turn, from, to, typ, body string, ts int64) (Message, e
 	}
 	return m, nil
 }
-
-// ApplyMessage applies the message → status rules to t: done → idle (with
-// idle_since), error → failed, cancelled → cancelled, blocked → waiting_for_openclaw, a message to
-// OpenClaw that requires a response → waiting_for_openclaw, one from
-// OpenClaw that requires a response → waiting_for_agent, otherwise a created
-// Turn becomes running. Requires-response messages use a response round.
-func ApplyMessage(t *store.Turn, m Message) {
-	switch {
-	case m.Type == MsgDone:
-		t.Status, t.IdleSince = store.TurnIdle, m.TS
-	case m.Type == MsgError:
-		t.Status = store.TurnFailed
-	case m.Type == MsgCancelled:
-		t.Status = store.TurnCancelled
-	case m.Type == MsgBlocked:
-		t.Status = store.TurnWaitingForOpenClaw
-	case m.To == ActorOpenClaw && m.RequiresResponse:
-		t.Status = store.TurnWaitingForOpenClaw
-	case m.From == ActorOpenClaw && m.RequiresResponse:
-		t.Status = store.TurnWaitingForAgent
-	case t.Status == store.TurnCreated:
-		t.Status = store.TurnRunning
-	}
-	if m.RequiresResponse {
-		t.ResponseRoundsUsed++
-	}
-	t.UpdatedAt = m.TS
-}

@@ -331,8 +331,7 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 		t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = "", 0
 		t.Takeover.ApprovalResolvedAt = now
 		if t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil && t.Approval.Fingerprint == fp {
-			t.Approval = nil
-			t.Status = store.TurnWaitingForAgent
+			approvalAnswered(t)
 			t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "approved"
 		}
 		// The key was pressed: the approval is recorded even when the Turn
@@ -421,7 +420,7 @@ func (s *Service) Cancel(ctx context.Context, turnID string) (TurnView, error) {
 	}
 	for {
 		now := nowMs()
-		t.Status, t.CancelRequestedAt, t.Approval, t.Question = store.TurnCancelled, now, nil, nil
+		cancelTurn(t, now)
 		data := map[string]any{"keys_sent": keysSent}
 		if left != "" {
 			data["prompt_left_in_terminal"] = left
@@ -471,10 +470,7 @@ func (s *Service) Renew(ctx context.Context, turnID string, minutes float64) (Tu
 	if minutes > 0 {
 		t.Takeover.InactivityTimeoutMinutes = minutes
 	}
-	inact := time.Duration(t.Takeover.InactivityTimeoutMinutes * float64(time.Minute))
-	t.Status, t.StalledAt, t.StalledReason = store.TurnWaitingForAgent, 0, ""
-	t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now.UnixMilli(), "renewed"
-	t.Takeover.InactivityDeadlineAt = now.Add(inact).UnixMilli()
+	renewTurn(t, now, "renewed")
 	if err := s.write(ctx, t, event(now.UnixMilli(), "terminal_bridge_renewed", map[string]any{"inactivity_timeout_minutes": t.Takeover.InactivityTimeoutMinutes})); err != nil {
 		return TurnView{}, fmt.Errorf("renew: %w", err)
 	}
@@ -504,7 +500,7 @@ func (s *Service) Close(ctx context.Context, turnID, reason string) (TurnView, e
 		nd.ReleasedAt = now
 		w.Dispatch = &store.DispatchAdvance{TerminalKey: d.TerminalKey, GenerationID: d.GenerationID, Update: &nd}
 	}
-	t.Status, t.ClosedAt, t.CloseReason, t.Approval, t.UpdatedAt = store.TurnClosed, now, reason, nil, now
+	closeTurn(t, now, reason)
 	if err := s.o.Store.WriteTurn(ctx, w); err != nil {
 		return TurnView{}, fmt.Errorf("close: %w", err)
 	}

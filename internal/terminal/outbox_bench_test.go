@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 )
 
@@ -18,7 +19,7 @@ import (
 // chat.send and agent.wait), on a SQLite store.
 func BenchmarkOutboxDeliveries1000(b *testing.B) {
 	fg := fakegateway.New(b, fakegateway.Options{Token: "bench-token"})
-	fg.Handle(CallbackMethod, func(_ context.Context, raw json.RawMessage) (any, error) {
+	fg.Handle(outbox.CallbackMethod, func(_ context.Context, raw json.RawMessage) (any, error) {
 		var p struct {
 			SessionKey string `json:"sessionKey"`
 			SessionID  string `json:"session_id"`
@@ -40,11 +41,11 @@ func BenchmarkOutboxDeliveries1000(b *testing.B) {
 	turnID, _ := completedTurn(b, r, a, "agent:main:bench", "reply")
 	r.stop()
 	<-r.done
-	dial := func(ctx context.Context, _ string) (Caller, error) {
+	dial := func(ctx context.Context, _ string) (outbox.Caller, error) {
 		return gateway.Dial(ctx, gateway.Options{URL: fg.URL(), Token: "bench-token"})
 	}
 	cs := r.st.(store.CallbackStore)
-	first := NewOutbox(OutboxOptions{Store: cs, Owner: "bench", Dial: dial, WaitTimeout: time.Second})
+	first := outbox.New(outbox.Options{Store: cs, Owner: "bench", Dial: dial, WaitTimeout: time.Second})
 	if _, err := first.DeliverDue(b.Context()); err != nil { // the completion's own callback
 		b.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func BenchmarkOutboxDeliveries1000(b *testing.B) {
 		if err := seedCallbacks(b.Context(), r.st, turnID, "agent:main:bench", i, 1000); err != nil {
 			b.Fatal(err)
 		}
-		x := NewOutbox(OutboxOptions{Store: cs, Owner: "bench", Dial: dial, WaitTimeout: time.Second})
+		x := outbox.New(outbox.Options{Store: cs, Owner: "bench", Dial: dial, WaitTimeout: time.Second})
 		b.StartTimer()
 		start := time.Now()
 		n, err := x.DeliverDue(b.Context())
@@ -83,7 +84,7 @@ func seedCallbacks(ctx context.Context, st store.TerminalStore, turnID, sessionK
 	now := time.Now().UnixMilli()
 	for i := range n {
 		id := callbackID(turnID, "bench", fmt.Sprint(round), fmt.Sprint(i))
-		msg, _ := json.Marshal(CallbackMessage{ID: id, Type: MsgDone, Body: "reply", SessionID: sessionID, TurnID: turnID, ConversationID: turnID})
+		msg, _ := json.Marshal(outbox.CallbackMessage{ID: id, Type: MsgDone, Body: "reply", SessionID: sessionID, TurnID: turnID, ConversationID: turnID})
 		cb := &store.Callback{MessageID: id, TurnID: turnID, SessionID: sessionID, Kind: KindCompletion, SessionKey: sessionKey,
 			Message: msg, Status: store.CallbackPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 		if t, err = st.GetTurn(ctx, turnID); err != nil {

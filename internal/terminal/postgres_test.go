@@ -12,6 +12,8 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 )
 
 // pgSchema opens n stores (as n processes would) on one fresh schema of
@@ -90,7 +92,7 @@ func TestOutboxOnPostgresTwoHosts(t *testing.T) {
 	r.svc = r.service()
 	r.start(r.svc, HostOptions{})
 	_, cb := completedTurn(t, r, a, "agent:main:pg", "the answer")
-	gw := newFakeOpenClaw()
+	gw := outboxtest.NewGateway()
 	done := make(chan int, 2)
 	for i, st := range stores {
 		x := newTestOutbox(st, gw, "host-"+string(rune('a'+i)), time.Now)
@@ -104,8 +106,8 @@ func TestOutboxOnPostgresTwoHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if total != 1 || got.Status != store.CallbackDelivered || gw.count(CallbackMethod) != 1 || gw.runCount() != 1 {
-		t.Fatalf("attempts %d, callback %s, calls %v", total, got.Status, gw.calls)
+	if total != 1 || got.Status != store.CallbackDelivered || gw.Count(outbox.CallbackMethod) != 1 || gw.Runs() != 1 {
+		t.Fatalf("attempts %d, callback %s, calls %v", total, got.Status, gw.Calls())
 	}
 }
 

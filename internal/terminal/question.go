@@ -148,13 +148,10 @@ func (m *monitor) question(ctx context.Context, t *store.Turn, sc agents.Screen,
 		// the terminal, or by a respond whose process stopped after its
 		// keys.
 		data := map[string]any{"fingerprint": t.Question.Fingerprint, "decision": "answered_in_terminal"}
-		t.Question, t.Takeover.QuestionBlocked = nil, false
+		questionAnswered(t)
 		t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = "", 0
 		t.Takeover.QuestionResolvedAt = now.UnixMilli()
 		t.Takeover.LastQuestionFingerprint = "" // off the screen already
-		if t.Status == store.TurnWaitingForOpenClaw {
-			t.Status = store.TurnWaitingForAgent
-		}
 		return true, m.write(ctx, store.TurnWrite{Turn: t, Events: []store.TurnEvent{
 			event(now.UnixMilli(), "terminal_bridge_question_resolved", data)}})
 	}
@@ -263,8 +260,7 @@ func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (SendR
 		t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = "", 0
 		t.Takeover.QuestionResolvedAt = now
 		if t.Status == store.TurnWaitingForOpenClaw && t.Question != nil && t.Question.Fingerprint == fp {
-			t.Question, t.Takeover.QuestionBlocked = nil, false
-			t.Status = store.TurnWaitingForAgent
+			questionAnswered(t)
 			t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "answered"
 		}
 		err := s.write(context.WithoutCancel(ctx), t, event(now, "terminal_bridge_question_answered", data))

@@ -13,6 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
@@ -21,13 +22,13 @@ import (
 
 // queuedCallbacks are the callback messages the outbox holds for a Turn,
 // oldest first: what its origin session is sent.
-func queuedCallbacks(t *testing.T, st store.TerminalStore, turnID string) []CallbackMessage {
+func queuedCallbacks(t *testing.T, st store.TerminalStore, turnID string) []outbox.CallbackMessage {
 	t.Helper()
 	cbs, err := st.(store.CallbackStore).TurnCallbacks(t.Context(), turnID, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]CallbackMessage, len(cbs))
+	out := make([]outbox.CallbackMessage, len(cbs))
 	for i, cb := range cbs {
 		if err := json.Unmarshal(cb.Message, &out[len(cbs)-1-i]); err != nil {
 			t.Fatal(err)
@@ -193,8 +194,8 @@ func TestE2EClaudeQuestionCallbackIntoRealGateway(t *testing.T) {
 	rp := startRealTUI(t, realcli.ClaudeCode, model, "--permission-mode", "default")
 	svc, st := newRealService(t, rp)
 	runHost(t, svc)
-	x := NewOutbox(OutboxOptions{Store: st.(store.CallbackStore), Owner: "e2e", WaitTimeout: 60 * time.Second,
-		Dial: func(ctx context.Context, _ string) (Caller, error) {
+	x := outbox.New(outbox.Options{Store: st.(store.CallbackStore), Owner: "e2e", WaitTimeout: 60 * time.Second,
+		Dial: func(ctx context.Context, _ string) (outbox.Caller, error) {
 			return gateway.Dial(ctx, gateway.Options{URL: g.URL(), Token: g.Token(), CallTimeout: 5 * time.Second})
 		}})
 	defer x.Close()

@@ -23,7 +23,7 @@ const reasonAgentGone = "the agent process exited before the Turn completed"
 // stallWrite marks t stalled with reason and returns its write: the
 // stalled event and the callback that tells the sender.
 func stallWrite(t *store.Turn, code, reason string, now int64) store.TurnWrite {
-	t.Status, t.StalledAt, t.StalledReason = store.TurnStalled, now, reason
+	stallTurn(t, now, reason)
 	w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{
 		event(now, "conversation_stalled", map[string]any{"code": code, "reason": reason})}}
 	if msg, err := newMessage(t, actorOf(t.Agent), ActorOpenClaw, MsgBlocked, "The Turn stalled: "+reason, now); err == nil {

@@ -31,13 +31,14 @@ type SessionView struct {
 	LatestIdleSince int64 `json:"latest_idle_since,omitempty"`
 }
 
-func (s *Service) sessionView(ctx context.Context, sess *store.TermSession) (SessionView, error) {
+// sessionView is the view of sess with its latest Turn.
+func sessionView(ctx context.Context, st store.TerminalStore, sess *store.TermSession) (SessionView, error) {
 	v := SessionView{SessionID: sess.SessionID, Agent: sess.Agent, Status: sess.Status,
 		CreatedAt: sess.CreatedAt, UpdatedAt: sess.UpdatedAt, DetachedAt: sess.DetachedAt}
 	if b := sess.Binding; b != nil {
 		v.TerminalID, v.NativeThreadID = b.TerminalID, b.NativeThreadID
 	}
-	turns, err := s.o.Store.SessionTurns(ctx, sess.SessionID, 1)
+	turns, err := st.SessionTurns(ctx, sess.SessionID, 1)
 	if err != nil {
 		return v, err
 	}
@@ -48,11 +49,13 @@ func (s *Service) sessionView(ctx context.Context, sess *store.TermSession) (Ses
 	return v, nil
 }
 
-func (s *Service) session(ctx context.Context, sessionID string) (*store.TermSession, error) {
+// getSession reads a Session by the id a caller gave, with an error that
+// says what to do when there is none.
+func getSession(ctx context.Context, st store.TerminalStore, sessionID string) (*store.TermSession, error) {
 	if err := checkID("session id", "session-", sessionID); err != nil {
 		return nil, err
 	}
-	sess, err := s.o.Store.GetTermSession(ctx, sessionID)
+	sess, err := st.GetTermSession(ctx, sessionID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: no session %s; terminal list shows the managed Sessions", ErrNotFound, sessionID)
 	}
@@ -62,11 +65,11 @@ func (s *Service) session(ctx context.Context, sessionID string) (*store.TermSes
 // Session returns the managed Session and its latest Turn. It changes
 // nothing.
 func (s *Service) Session(ctx context.Context, sessionID string) (SessionView, error) {
-	sess, err := s.session(ctx, sessionID)
+	sess, err := getSession(ctx, s.o.Store, sessionID)
 	if err != nil {
 		return SessionView{}, fmt.Errorf("session: %w", err)
 	}
-	v, err := s.sessionView(ctx, sess)
+	v, err := sessionView(ctx, s.o.Store, sess)
 	if err != nil {
 		return SessionView{}, fmt.Errorf("session: %w", err)
 	}
@@ -84,11 +87,11 @@ func (s *Service) Detach(ctx context.Context, sessionID, reason string) (Session
 		reason = "detached"
 	}
 	for range 3 {
-		sess, err := s.session(ctx, sessionID)
+		sess, err := getSession(ctx, s.o.Store, sessionID)
 		if err != nil {
 			return SessionView{}, fmt.Errorf("detach: %w", err)
 		}
-		v, err := s.sessionView(ctx, sess)
+		v, err := sessionView(ctx, s.o.Store, sess)
 		if err != nil {
 			return SessionView{}, fmt.Errorf("detach: %w", err)
 		}

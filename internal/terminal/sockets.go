@@ -90,12 +90,12 @@ func fileKind(m fs.FileMode) string {
 	return "file of mode " + m.String()
 }
 
-// FollowSockets checks tmux server sockets that came from outside
+// followSockets checks tmux server sockets that came from outside
 // (CheckSocket) and lists their panes from now on. A socket with nothing
 // behind it is skipped, as discovery skips a server that is not running;
 // any other bad path fails with ErrBadInput and follows none of them. It
 // is safe for concurrent use.
-func (s *Service) FollowSockets(paths []string) error {
+func (s *Service) followSockets(paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
@@ -132,7 +132,7 @@ func (s *Service) followKey(key string) {
 			return
 		}
 		s.keySockets.Store(sock, true)
-		if err := s.FollowSockets([]string{sock}); err != nil {
+		if err := s.followSockets([]string{sock}); err != nil {
 			s.log.Debug("recorded tmux socket not followed", "socket", sock, "err", err)
 		}
 	}

@@ -17,18 +17,19 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 )
 
 const origin = "agent:main:s1"
 
 // callbacksOf returns the Turn's queued callback messages, oldest first.
-func callbacksOf(t *testing.T, r *rig, turnID string) []CallbackMessage {
+func callbacksOf(t *testing.T, r *rig, turnID string) []outbox.CallbackMessage {
 	t.Helper()
 	return queuedCallbacks(t, r.st, turnID)
 }
 
 // stepsOf is a callback's metadata.next_steps.
-func stepsOf(m CallbackMessage) []string {
+func stepsOf(m outbox.CallbackMessage) []string {
 	raw, _ := m.Metadata["next_steps"].([]any)
 	out := []string{}
 	for _, s := range raw {
@@ -244,7 +245,7 @@ func TestCancelLeavesAPromptItCannotAnswer(t *testing.T) {
 	}
 	// The prompt's callback and the cancel's may carry the same
 	// millisecond, so their order is not theirs to tell: find it by type.
-	var cancelled []CallbackMessage
+	var cancelled []outbox.CallbackMessage
 	for _, m := range callbacksOf(t, r, id) {
 		if m.Type == MsgCancelled {
 			cancelled = append(cancelled, m)
@@ -330,7 +331,7 @@ func TestRecordedInterruptIsACancellation(t *testing.T) {
 	t.Run("claude", func(t *testing.T) {
 		const sessionID, cwd = "30235639-8dc9-428e-9610-b86a2f518154", "/tmp/claude-golden/work"
 		path := claude.TranscriptPath(filepath.Join(t.TempDir(), ".claude"), cwd, sessionID)
-		dev, ino := goldenCopy(t, filepath.Join("agents", "claude", "testdata", "transcript-interrupted.jsonl"), path)
+		dev, ino := goldenCopy(t, filepath.Join("claude", "testdata", "transcript-interrupted.jsonl"), path)
 		c := interruptOutcome(t, claude.Agent{}, claude.Anchor{SessionID: sessionID, Cwd: cwd, PID: 1, StartedAtMs: 1, Path: path,
 			Offset: 165281, FileExisted: true, Dev: dev, Ino: ino, CapturedAt: goldenCapture})
 		if c.Outcome != agents.OutcomeCancelled || c.Match != "claude_transcript_interrupted" {
@@ -339,7 +340,7 @@ func TestRecordedInterruptIsACancellation(t *testing.T) {
 	})
 	t.Run("codex", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "rollout-interrupted.jsonl")
-		dev, ino := goldenCopy(t, filepath.Join("agents", "codex", "testdata", "rollout-interrupted.jsonl"), path)
+		dev, ino := goldenCopy(t, filepath.Join("codex", "testdata", "rollout-interrupted.jsonl"), path)
 		meta, err := codex.ReadSessionMeta(path)
 		if err != nil {
 			t.Fatal(err)

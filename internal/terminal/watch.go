@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 )
 
 // Terminal watches: a task a human
@@ -35,6 +36,18 @@ const (
 	WatchKindTimedOut    = "timed_out"
 	WatchKindInvalidated = "invalidated"
 )
+
+// TaskFinder is implemented by Agents that can follow a task a human
+// started: the service watches only agents that implement it.
+type TaskFinder interface {
+	// StartedTask returns the first native turn started after anchor,
+	// whoever typed it; nil without error means none yet. Completion
+	// then follows it with the same anchor.
+	StartedTask(ctx context.Context, p agents.Pane, anchor json.RawMessage) (*agents.Acceptance, error)
+	// ActiveTaskAnchor returns an anchor just before the task that runs
+	// now (the watch was asked for after the human pressed Enter).
+	ActiveTaskAnchor(ctx context.Context, p agents.Pane, id agents.Identity) (json.RawMessage, error)
+}
 
 // WatchRequest asks to watch the task a human runs (or is about to start)
 // in a pane.
@@ -131,7 +144,7 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 	if err != nil {
 		return WatchView{}, fmt.Errorf("watch: %w", err)
 	}
-	finder, ok := a.(agents.TaskFinder)
+	finder, ok := a.(TaskFinder)
 	if !ok {
 		return WatchView{}, fmt.Errorf("watch: %w: %s panes cannot be watched by this build", ErrRefused, p.Agent)
 	}
@@ -367,7 +380,7 @@ func watchNotification(w *store.Watch, kind, evidence, body string, meta map[str
 	for k, v := range meta {
 		md[k] = v
 	}
-	cm := CallbackMessage{ID: id, TS: now, From: actorOf(w.Agent), To: ActorOpenClaw, Type: typ, RequiresResponse: requires,
+	cm := outbox.CallbackMessage{ID: id, TS: now, From: actorOf(w.Agent), To: ActorOpenClaw, Type: typ, RequiresResponse: requires,
 		Body: body, SessionID: w.SessionID, TurnID: w.WatchID, ConversationID: w.WatchID, Metadata: md}
 	watch := *w
 	return id, func(ctx context.Context, tx store.TerminalTx) error {

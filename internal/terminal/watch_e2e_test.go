@@ -11,6 +11,8 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 )
@@ -98,7 +100,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 				t.Fatalf("watch %s is %s, want %v: %+v; screen:\n%s", id, v.Status, want, v, rp.debug())
 			}
 			select {
-			case <-svc.changes():
+			case <-changesOf(svc):
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
@@ -134,8 +136,8 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 		t.Fatalf("watch = %+v", v)
 	}
 	cb := delivered(w1.WatchID)
-	if cb.SessionKey != S || cb.Kind != "watch_completed" || gw.runCount() != 1 {
-		t.Fatalf("notification %+v, %d runs", cb, gw.runCount())
+	if cb.SessionKey != S || cb.Kind != "watch_completed" || gw.Runs() != 1 {
+		t.Fatalf("notification %+v, %d runs", cb, gw.Runs())
 	}
 	waitIdleAfter(t, rp, "typed-by-a-human")
 
@@ -187,18 +189,18 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	if cbs, _ := cs.TurnCallbacks(ctx, w3.WatchID, 10); len(cbs) != 1 {
 		t.Fatalf("after unwatch the watch has %d notifications", len(cbs))
 	}
-	if got := gw.runCount(); got != 3 {
+	if got := gw.Runs(); got != 3 {
 		t.Fatalf("origin session got %d runs, want 3 (two completions, one approval)", got)
 	}
 }
 
 // startWatchHost starts kind's real TUI (with args) on the fake model and a monitor
 // host over it whose outbox delivers to a fake OpenClaw.
-func startWatchHost(t *testing.T, kind realcli.Kind, args ...string) (*realPane, *Service, store.TerminalStore, *fakeOpenClaw, *Host) {
+func startWatchHost(t *testing.T, kind realcli.Kind, args ...string) (*realPane, *Service, store.TerminalStore, *outboxtest.Gateway, *Host) {
 	t.Helper()
 	rp := startRealTUI(t, kind, fakemodel.New(t, fakemodel.Options{}), args...)
 	svc, st := newRealService(t, rp)
-	gw := newFakeOpenClaw()
+	gw := outboxtest.NewGateway()
 	h := NewHost(svc, HostOptions{Recheck: 2 * time.Second, Outbox: newTestOutbox(st, gw, "e2e", time.Now)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -261,7 +263,7 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 			t.Fatalf("watch still active: %+v; screen:\n%s", v, rp.debug())
 		}
 		select {
-		case <-svc.changes():
+		case <-changesOf(svc):
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -275,8 +277,8 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered {
-			if cb := cbs[0]; cb.SessionKey != S || cb.Kind != "watch_completed" || gw.runCount() != 1 {
-				t.Fatalf("notification %+v, %d runs of the origin session", cb, gw.runCount())
+			if cb := cbs[0]; cb.SessionKey != S || cb.Kind != "watch_completed" || gw.Runs() != 1 {
+				t.Fatalf("notification %+v, %d runs of the origin session", cb, gw.Runs())
 			}
 			break
 		}
@@ -320,7 +322,7 @@ func watchQuestionE2E(t *testing.T, kind realcli.Kind, question string, args ...
 	cs := st.(store.CallbackStore)
 	// notified waits until the watch's notifications of kinds are all
 	// delivered, and returns their messages, oldest first.
-	notified := func(kinds ...string) []CallbackMessage {
+	notified := func(kinds ...string) []outbox.CallbackMessage {
 		t.Helper()
 		for deadline := time.Now().Add(90 * time.Second); ; {
 			cbs, err := cs.TurnCallbacks(ctx, w.WatchID, 10)
@@ -373,7 +375,7 @@ func watchQuestionE2E(t *testing.T, kind realcli.Kind, question string, args ...
 	if v, err := svc.WatchStatus(ctx, w.WatchID); err != nil || v.Status != store.WatchCompleted {
 		t.Fatalf("watch = %+v, %v", v, err)
 	}
-	if got := gw.runCount(); got != 2 {
+	if got := gw.Runs(); got != 2 {
 		t.Fatalf("origin session got %d runs, want 2 (the question, the completion)", got)
 	}
 }

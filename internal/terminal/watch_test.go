@@ -14,6 +14,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 )
 
 // StartedTask implements TaskFinder for the fake: the first human record
@@ -77,7 +78,7 @@ func (r *rig) notifications(watchID string) []string {
 	}
 	var out []string
 	for i := len(cbs) - 1; i >= 0; i-- {
-		var m CallbackMessage
+		var m outbox.CallbackMessage
 		if err := json.Unmarshal(cbs[i].Message, &m); err != nil {
 			r.t.Fatal(err)
 		}
@@ -207,7 +208,7 @@ func TestWatchQuestionIsNotifiedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m CallbackMessage
+	var m outbox.CallbackMessage
 	for _, cb := range cbs {
 		if cb.Kind == "watch_question" {
 			if err := json.Unmarshal(cb.Message, &m); err != nil {

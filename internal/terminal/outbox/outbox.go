@@ -1,34 +1,31 @@
-package terminal
+// Package outbox delivers the callbacks of terminal Turns and watches to
+// their OpenClaw sessions: each callback is a row the Turn service wrote in
+// the store (in the same transaction as the Turn's new status); the Outbox
+// makes one attempt at a time per row under an attempt lease, calls the
+// ClawConnect plugin's clawconnect.callback and follows its chat.send wake
+// plan, records the evidence, and retries on a schedule until delivered or
+// exhausted. It knows the store's CallbackStore and a gateway Caller, not
+// the Turn service.
+package outbox
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
-
-	"github.com/clawconnect/clawconnect/termapi"
+	"github.com/clawconnect/clawconnect/internal/terminal/redact"
 )
 
 // CallbackMethod is the gateway method of the ClawConnect OpenClaw plugin
 // that takes a callback into a session.
 const CallbackMethod = "clawconnect.callback"
-
-// Callback kinds.
-const (
-	KindCompletion = "completion"
-	KindApproval   = "approval"
-	KindStall      = "stall"
-)
 
 // CallbackMessage is the canonical message of a callback: what the OpenClaw
 // session receives. It never holds thinking text or raw terminal output.
@@ -47,63 +44,6 @@ type CallbackMessage struct {
 	Metadata         map[string]any `json:"metadata"`
 }
 
-// callbackID is the deterministic id of a callback message: the same
-// completion (or approval, or stall) always yields the same id.
-func callbackID(parts ...string) string {
-	b, _ := json.Marshal(parts)
-	sum := sha256.Sum256(b)
-	return "msg-terminal-" + hex.EncodeToString(sum[:])[:32]
-}
-
-// prepareCallback returns the hook that writes the callback of msg into the
-// outbox in the Turn write's transaction, or nil when the Turn has no
-// origin session. The callback is prepared only while the Turn's binding
-// id and generation are the Session's current ones; otherwise a
-// callback_refused event is logged and nothing is queued.
-func prepareCallback(t *store.Turn, msg Message, id, kind string, meta map[string]any) func(context.Context, store.TerminalTx) error {
-	if t.OriginSessionKey == "" {
-		return nil
-	}
-	md := map[string]any{"source": "terminal_bridge", "kind": kind, "gateway_session": t.OriginSessionKey,
-		"agent": t.Agent, "terminal_bridge_message_id": t.Takeover.Submission.MessageID}
-	if t.UnprovenVersion != "" {
-		md["unproven_version"] = t.UnprovenVersion
-	}
-	if len(t.AutoApprovals) > 0 {
-		// The prompts a rule answered without a person: every callback
-		// after one says so.
-		md["auto_approvals"] = slices.Clone(t.AutoApprovals)
-	}
-	for k, v := range meta {
-		md[k] = v
-	}
-	cm := CallbackMessage{ID: id, TS: msg.TS, From: msg.From, To: msg.To, Type: msg.Type, RequiresResponse: msg.RequiresResponse,
-		Round: t.ResponseRoundsUsed, Body: msg.Body, SessionID: t.SessionID, TurnID: t.TurnID, ConversationID: t.TurnID, Metadata: md}
-	turn := *t
-	return func(ctx context.Context, tx store.TerminalTx) error {
-		sess, err := tx.GetTermSession(ctx, turn.SessionID)
-		if err != nil {
-			return fmt.Errorf("prepare callback: %w", err)
-		}
-		if sess.Binding == nil || sess.Binding.BindingID != turn.TerminalBindingID || sess.Binding.Generation != turn.TerminalBindingGeneration {
-			return tx.AppendTurnEvents(ctx, turn.TurnID, []store.TurnEvent{event(msg.TS, "callback_refused", map[string]any{
-				"message_id": id, "reason": "the Session was re-bound (binding id or generation changed) before the callback was prepared"})})
-		}
-		body, err := json.Marshal(cm)
-		if err != nil {
-			return fmt.Errorf("prepare callback: %w", err)
-		}
-		cb := &store.Callback{MessageID: id, TurnID: turn.TurnID, SessionID: turn.SessionID, Kind: kind, SessionKey: turn.OriginSessionKey,
-			GatewayURL: turn.GatewayURL, BindingID: turn.TerminalBindingID, Generation: turn.TerminalBindingGeneration, Message: body,
-			Status: store.CallbackPending, NextAttemptAt: msg.TS, CreatedAt: msg.TS, UpdatedAt: msg.TS}
-		if err := tx.PutCallback(ctx, cb); err != nil {
-			return err
-		}
-		return tx.AppendTurnEvents(ctx, turn.TurnID, []store.TurnEvent{event(msg.TS, "callback_prepared",
-			map[string]any{"message_id": id, "type": msg.Type, "session_key": turn.OriginSessionKey})})
-	}
-}
-
 // Caller is the part of the gateway client the outbox uses.
 type Caller interface {
 	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
@@ -113,15 +53,15 @@ type Caller interface {
 // delivery; a fifth failure exhausts it.
 var DefaultCallbackDelays = []time.Duration{5 * time.Second, 15 * time.Second, 60 * time.Second, 60 * time.Second}
 
-// OutboxOptions configures an Outbox.
-type OutboxOptions struct {
+// Options configures an Outbox.
+type Options struct {
 	// Store holds the outbox; required.
 	Store store.CallbackStore
 	// Dial returns a gateway client for a gateway URL ("" = the
 	// configured default); required. Clients are cached per URL.
 	Dial func(ctx context.Context, gatewayURL string) (Caller, error)
 	// Owner names this process in attempt leases. "" means the owner of
-	// the Host the Outbox is given to (HostOptions.Outbox), whose process
+	// the Host the Outbox is given to (terminal.HostOptions.Outbox), whose process
 	// registry entry lets another host prove it dead and free its attempts
 	// at once; an Outbox used on its own gets a fresh owner.Self id (the
 	// owner id every lease of the store uses).
@@ -141,7 +81,7 @@ type OutboxOptions struct {
 	// Now is the clock; time.Now.
 	Now func() time.Time
 	// WarmURL, when set, is a gateway Run connects to in the background
-	// as it starts (the URL Turns record, Options.CallbackGateway), so the
+	// as it starts (the URL Turns record, terminal.Options.CallbackGateway), so the
 	// first callback does not pay the connect and handshake (a second
 	// against a real gateway on a busy machine). A failed warm-up is
 	// logged; the first delivery dials again.
@@ -152,7 +92,7 @@ type OutboxOptions struct {
 // at a time per message under an attempt lease held in the store, retried
 // after Delays, picked up again by any host after a restart.
 type Outbox struct {
-	o        OutboxOptions
+	o        Options
 	log      *slog.Logger
 	kick     chan struct{}
 	ownOwner bool // Owner was given in the options
@@ -174,8 +114,8 @@ type dialState struct {
 	err   error
 }
 
-// NewOutbox returns an Outbox; call Run to deliver.
-func NewOutbox(o OutboxOptions) *Outbox {
+// New returns an Outbox; call Run to deliver.
+func New(o Options) *Outbox {
 	ownOwner := o.Owner != ""
 	if o.Owner == "" {
 		o.Owner = owner.Self().ID
@@ -207,6 +147,16 @@ func NewOutbox(o OutboxOptions) *Outbox {
 
 // Owner is the name the Outbox holds attempt leases under.
 func (x *Outbox) Owner() string { return x.o.Owner }
+
+// AdoptOwner makes id the owner of the Outbox's attempt leases unless its
+// Options named one: a monitor host gives the Outbox its own identity, so a
+// host that proves it dead frees its attempts with its monitor leases.
+// Call it before Run.
+func (x *Outbox) AdoptOwner(id string) {
+	if !x.ownOwner {
+		x.o.Owner = id
+	}
+}
 
 // Kick asks Run to look for due callbacks now.
 func (x *Outbox) Kick() {
@@ -389,20 +339,22 @@ func (x *Outbox) Close() error {
 	return nil
 }
 
-// plan is the answer of clawconnect.callback.
-type plan struct {
+// Plan is the answer of clawconnect.callback: whether the plugin enqueued
+// the callback, and the chat.send that wakes the session.
+type Plan struct {
 	OK               bool            `json:"ok"`
 	Enqueued         *bool           `json:"enqueued"`
 	DeliveryRequired *bool           `json:"delivery_required"`
 	DeliveryMode     string          `json:"delivery_mode"`
-	ChatSend         *chatSend       `json:"chat_send"`
+	ChatSend         *ChatSend       `json:"chat_send"`
 	InjectionID      string          `json:"injection_id"`
 	SessionKey       string          `json:"session_key"`
 	MessageID        string          `json:"message_id"`
 	Extra            json.RawMessage `json:"-"`
 }
 
-type chatSend struct {
+// ChatSend is the params of the chat.send a Plan asks for.
+type ChatSend struct {
 	SessionKey     string `json:"sessionKey"`
 	Message        string `json:"message"`
 	IdempotencyKey string `json:"idempotencyKey"`
@@ -412,8 +364,9 @@ type chatSend struct {
 	QueueMode string `json:"queueMode,omitempty"`
 }
 
-func parsePlan(raw json.RawMessage, cb *store.Callback) (plan, error) {
-	var p plan
+// ParsePlan decodes and checks the plugin's answer to cb's callback.
+func ParsePlan(raw json.RawMessage, cb *store.Callback) (Plan, error) {
+	var p Plan
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return p, fmt.Errorf("callback answer is not a plan: %w", err)
 	}
@@ -435,8 +388,9 @@ func parsePlan(raw json.RawMessage, cb *store.Callback) (plan, error) {
 	return p, nil
 }
 
-// callbackParams are the params of clawconnect.callback.
-func callbackParams(cb *store.Callback) map[string]any {
+// Params are the params of clawconnect.callback for cb; a replay with the
+// same params is deduplicated by the plugin.
+func Params(cb *store.Callback) map[string]any {
 	return map[string]any{
 		"sessionKey": cb.SessionKey, "session_id": cb.SessionID, "turn_id": cb.TurnID,
 		"conversation": map[string]any{"conversation_id": cb.TurnID, "session_id": cb.SessionID, "turn_id": cb.TurnID,
@@ -445,7 +399,9 @@ func callbackParams(cb *store.Callback) map[string]any {
 	}
 }
 
-func accepted(raw json.RawMessage) bool {
+// Accepted reports whether recorded evidence (a callback's injection or
+// wake) says the gateway accepted it.
+func Accepted(raw json.RawMessage) bool {
 	var v struct {
 		Status string `json:"status"`
 	}
@@ -465,7 +421,7 @@ func (x *Outbox) attempt(ctx context.Context, id string) bool {
 	}
 	// Evidence of an earlier attempt that died after acceptance: settle,
 	// never resend.
-	if accepted(cb.Injection) || accepted(cb.Wake) {
+	if Accepted(cb.Injection) || Accepted(cb.Wake) {
 		x.settle(ctx, cb, nil, false)
 		return true
 	}
@@ -484,11 +440,11 @@ func (x *Outbox) send(ctx context.Context, cb *store.Callback) error {
 		return fmt.Errorf("connect to the gateway: %w", err)
 	}
 	sent := x.o.Now().UnixMilli()
-	raw, err := c.Call(ctx, CallbackMethod, callbackParams(cb))
+	raw, err := c.Call(ctx, CallbackMethod, Params(cb))
 	if err != nil {
 		return fmt.Errorf("%s: %w", CallbackMethod, err)
 	}
-	p, err := parsePlan(raw, cb)
+	p, err := ParsePlan(raw, cb)
 	if err != nil {
 		return err
 	}
@@ -546,12 +502,12 @@ func (x *Outbox) progress(ctx context.Context, cb *store.Callback) {
 func (x *Outbox) settle(ctx context.Context, cb *store.Callback, sendErr error, observe bool) {
 	now := x.o.Now().UnixMilli()
 	cb.UpdatedAt = now
-	if accepted(cb.Injection) || accepted(cb.Wake) {
+	if Accepted(cb.Injection) || Accepted(cb.Wake) {
 		cb.Status, cb.DeliveredAt, cb.LastError, cb.NextAttemptAt = store.CallbackDelivered, now, "", 0
 		if sendErr != nil {
-			cb.LastError = "after acceptance: " + Redact(sendErr.Error())
+			cb.LastError = "after acceptance: " + redact.Redact(sendErr.Error())
 		}
-		observe = observe && accepted(cb.Wake) && sendErr == nil
+		observe = observe && Accepted(cb.Wake) && sendErr == nil
 		if !observe {
 			cb.LeaseUntil = 0
 		}
@@ -565,7 +521,7 @@ func (x *Outbox) settle(ctx context.Context, cb *store.Callback, sendErr error, 
 		}
 		return
 	}
-	cb.LastError = Redact(sendErr.Error())
+	cb.LastError = redact.Redact(sendErr.Error())
 	cb.LeaseUntil = 0
 	if cb.Attempts > len(x.o.Delays) {
 		cb.Status, cb.NextAttemptAt = store.CallbackExhausted, 0
@@ -595,7 +551,7 @@ func (x *Outbox) observe(ctx context.Context, cb *store.Callback) {
 			Status string `json:"status"`
 		}
 		if err != nil {
-			obs["status"], obs["error"] = "unknown", Redact(err.Error())
+			obs["status"], obs["error"] = "unknown", redact.Redact(err.Error())
 		} else if json.Unmarshal(raw, &r) == nil {
 			obs["status"] = r.Status
 		}
@@ -606,31 +562,4 @@ func (x *Outbox) observe(ctx context.Context, cb *store.Callback) {
 	if err := x.o.Store.SaveCallback(ctx, cb); err != nil {
 		x.log.Warn("record run observation", "message_id", cb.MessageID, "err", err)
 	}
-}
-
-// CallbackView is the visible delivery state of a Turn's latest callback (termapi.CallbackView).
-type CallbackView = termapi.CallbackView
-
-// evidenceObject decodes a recorded evidence object; anything else reads as
-// absent.
-func evidenceObject(raw json.RawMessage) map[string]any {
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	return m
-}
-
-func callbackView(cb *store.Callback) *CallbackView {
-	var m struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(cb.Message, &m)
-	v := &CallbackView{MessageID: cb.MessageID, Type: m.Type, Kind: cb.Kind, SessionKey: cb.SessionKey, Status: cb.Status,
-		Attempts: cb.Attempts, LastError: cb.LastError, DeliveredAt: ts(cb.DeliveredAt), Injection: evidenceObject(cb.Injection),
-		Wake: evidenceObject(cb.Wake), RunObservation: evidenceObject(cb.RunObservation)}
-	if cb.Status == store.CallbackPending || cb.Status == store.CallbackFailed {
-		v.NextAttemptAt = ts(cb.NextAttemptAt)
-	}
-	return v
 }

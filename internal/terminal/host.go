@@ -1,0 +1,452 @@
+package terminal
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/store/owner"
+	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+)
+
+// HostOptions configures a monitor Host. Zero values are the documented
+// defaults.
+type HostOptions struct {
+	// Owner names this host in monitor leases and in the store's process
+	// registry; "" means this process's owner id (owner.Self).
+	Owner string
+	// Role is the host's role in the process registry; "" means
+	// HostRole. A role that does not start with HostRole (a command
+	// following its own Turn) is not counted on by LiveHost.
+	Role string
+	// LeaseTTL is how long a monitor lease lasts unrenewed; 30 s. A Turn
+	// whose host died is taken over after it.
+	LeaseTTL time.Duration
+	// Recheck is the slow safety re-check of each Turn between file and
+	// pane events; 10 s.
+	Recheck time.Duration
+	// Rescan is how often the store is scanned for open Turns that no live
+	// host follows; 15 s.
+	Rescan time.Duration
+	// Watch wakes a monitor when one of paths (files or directories)
+	// changes; nil means the host's one shared inotify watcher
+	// (fswatch), whatever the number of followers. The channel must stay
+	// open until ctx ends.
+	Watch func(ctx context.Context, paths []string) (<-chan struct{}, error)
+	// ScanGrace is how long a Turn's session-file scan may keep failing
+	// (a *native.ScanError: a malformed line, a truncated or replaced
+	// file, a symbolic link or FIFO at its path) before the Turn stalls
+	// with the scan's code as the reason; DefaultScanGrace. Such a
+	// failure does not mend by waiting, and file activity would keep the
+	// inactivity timeout from ever firing; the grace only lets a file
+	// that is put back at once (a rename dance, a permission change)
+	// recover without a stall.
+	ScanGrace time.Duration
+	// Outbox, when set, delivers the callback outbox while Run runs; a
+	// change of any Turn wakes it. Unless its options name an Owner, it
+	// holds attempt leases under the host's Owner.
+	Outbox *outbox.Outbox
+}
+
+// DefaultScanGrace is HostOptions.ScanGrace's default: long enough for a
+// session file swapped and put back by a tool to read again, short next to
+// the inactivity timeout a Turn would otherwise wait out.
+const DefaultScanGrace = 30 * time.Second
+
+// Host runs one monitor goroutine per open Turn, in one long-lived process.
+// Monitors wake on session-file events, pane output and a slow re-check;
+// a lease in the store keeps one monitor per Turn across processes, and the
+// stored completion claim one completion per Turn.
+type Host struct {
+	s     *Service
+	o     HostOptions
+	log   *slog.Logger
+	files *fswatch.Watcher // nil when HostOptions.Watch was given
+
+	mu      sync.Mutex
+	ctx     context.Context // set while Run runs
+	running map[string]bool
+	pending map[string]bool
+	again   map[string]bool // Watch called while the monitor was stopping
+	// began is set once a monitor ran here: the host announces at exit
+	// that what it followed may be free (its monitors may have ended
+	// before Run saw ctx end, so running may be empty by then).
+	began bool
+	// held are the work leases this host's followers hold, by id: the
+	// host renews them together and stops the follower of one it lost.
+	held map[string]heldLease
+	// clock is the followers' shared re-check tick.
+	clock recheckClock
+	wg    sync.WaitGroup
+	self  owner.Identity
+}
+
+// NewHost returns a Host for s; s.Send and friends hand it new Turns.
+func NewHost(s *Service, o HostOptions) *Host {
+	self := owner.Self()
+	if o.Owner == "" {
+		o.Owner = self.ID
+	}
+	self.ID = o.Owner
+	if o.Role == "" {
+		o.Role = HostRole
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = 10 * time.Second
+	}
+	if o.Rescan <= 0 {
+		o.Rescan = 15 * time.Second
+	}
+	var files *fswatch.Watcher
+	if o.Watch == nil {
+		files = fswatch.New(fswatch.Options{Logger: s.log})
+		o.Watch = files.Watch
+	}
+	if o.ScanGrace <= 0 {
+		o.ScanGrace = DefaultScanGrace
+	}
+	if x := o.Outbox; x != nil {
+		// One identity for the process: a host that proves this one dead
+		// frees its delivery attempts with its monitor leases.
+		x.AdoptOwner(o.Owner)
+	}
+	h := &Host{s: s, o: o, log: s.log, files: files, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{},
+		held: map[string]heldLease{}, self: self}
+	s.mu.Lock()
+	s.watch = h.take
+	s.mu.Unlock()
+	return h
+}
+
+// Owner is the host's lease owner name.
+func (h *Host) Owner() string { return h.o.Owner }
+
+// Run resumes every open Turn of the store, follows new ones, and rescans
+// for Turns whose host died, until ctx ends; it then waits for its
+// monitors to stop.
+func (h *Host) Run(ctx context.Context) error {
+	h.mu.Lock()
+	h.ctx = ctx
+	pending := h.pending
+	h.pending = map[string]bool{}
+	h.mu.Unlock()
+	reg, _ := h.s.o.Store.(registry)
+	if reg != nil {
+		h.heartbeat(ctx, reg)
+		defer func() { _ = reg.RemoveProcess(context.WithoutCancel(ctx), h.o.Owner) }()
+		h.reapDead(ctx, reg) // before the first scan: a dead predecessor's Turns are free at once
+	}
+	for id := range pending {
+		h.Watch(id)
+	}
+	h.publish(ctx)
+	h.resumeHostLost(ctx)
+	if x := h.o.Outbox; x != nil {
+		h.s.mu.Lock()
+		h.s.kick = x.Kick // every change of a Turn wakes the outbox
+		h.s.mu.Unlock()
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			_ = x.Run(ctx)
+		}()
+	}
+	// Work sent by a command of another process (or one whose own host
+	// stopped) is announced on the store's feed: taken at once, not at
+	// the next rescan.
+	feed, _ := h.s.o.Store.(store.TerminalWorkFeed)
+	var work <-chan struct{}
+	if feed != nil {
+		var stop func()
+		work, stop = feed.WatchTerminalWork()
+		defer stop()
+	}
+	t := time.NewTicker(h.o.Rescan)
+	defer t.Stop()
+	beat := time.NewTicker(h.o.LeaseTTL / 3)
+	defer beat.Stop()
+	recheck := time.NewTicker(h.o.Recheck)
+	defer recheck.Stop()
+	scan := h.rescan
+	for {
+		scan(ctx)
+		scan = h.rescan
+		h.runHostOps(ctx)
+		select {
+		case <-ctx.Done():
+			h.mu.Lock()
+			h.ctx = nil
+			followed := h.began
+			h.mu.Unlock()
+			h.wg.Wait()
+			if h.files != nil {
+				_ = h.files.Close() // its reader ends before Run returns
+			}
+			if feed != nil && followed {
+				// The leases this host gave back are free now: another
+				// host takes the work over at once.
+				feed.AnnounceTerminalWork(context.WithoutCancel(ctx))
+			}
+			return nil
+		case <-t.C:
+		case <-recheck.C:
+			h.clock.tick(ctx, h.s.o.Store)
+			scan = noScan
+		case <-work:
+			scan = h.scanNew
+		case <-beat.C:
+			h.renew(ctx)
+			h.publish(ctx)
+			if reg != nil {
+				h.heartbeat(ctx, reg)
+				h.reapDead(ctx, reg)
+			}
+		}
+	}
+}
+
+// noScan is Run's scan after an event that needs none.
+func noScan(context.Context) {}
+
+// scanNew starts a monitor for each open Turn and active watch this host
+// does not follow yet; unlike rescan it leaves running monitors and
+// transitions alone, so an announcement costs two reads.
+func (h *Host) scanNew(ctx context.Context) {
+	ids, err := h.openWork(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("scan announced terminal work", "err", err)
+		}
+		return
+	}
+	h.mu.Lock()
+	var todo []string
+	for _, id := range ids {
+		if !h.running[id] {
+			todo = append(todo, id)
+		}
+	}
+	h.mu.Unlock()
+	for _, id := range todo {
+		h.Watch(id)
+	}
+}
+
+// openWork lists the ids of the open Turns and active watches (ids only:
+// no record is decoded).
+func (h *Host) openWork(ctx context.Context) ([]string, error) {
+	ids, err := h.s.o.Store.OpenTurnIDs(ctx, store.MaxPage)
+	if err != nil {
+		return nil, err
+	}
+	if ws, ok := h.s.o.Store.(store.WatchStore); ok {
+		wids, err := ws.ActiveWatchIDs(ctx, store.MaxPage)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, wids...)
+	}
+	return ids, nil
+}
+
+// registry is the part of the store through which hosts (and task
+// managers) prove each other dead and free a dead process's leases.
+type registry interface {
+	store.ProcessRegistry
+	ReleaseLeases(ctx context.Context, owner string, ids []string) (int, error)
+}
+
+// heartbeat registers the host in the store's process registry, so that a
+// host that restarts after this one was killed can prove it dead.
+func (h *Host) heartbeat(ctx context.Context, reg registry) {
+	if err := reg.Heartbeat(ctx, h.self.Process(h.o.Role, time.Now().UnixMilli())); err != nil && ctx.Err() == nil {
+		h.log.Warn("terminal host heartbeat failed", "err", err)
+	}
+}
+
+// reapDead frees every lease of a process this host proves dead (same
+// machine, pid gone or reused) or that stopped beating ten leases ago, so
+// its Turns' monitors are taken over now instead of when their leases
+// expire. Run rescans right after it.
+func (h *Host) reapDead(ctx context.Context, reg registry) {
+	h.self.ReapDead(ctx, reg, time.Now().Add(-10*h.o.LeaseTTL).UnixMilli(), h.log)
+}
+
+// rescan starts a follower for each open Turn and active watch that no
+// live process follows. It only reads: the leases of the work this host
+// does not follow are looked up, and only work whose lease is free or
+// expired gets a follower, which then claims it.
+func (h *Host) rescan(ctx context.Context) {
+	if _, err := h.s.RecoverTransitions(ctx); err != nil && ctx.Err() == nil {
+		h.log.Warn("recover transitions", "err", err)
+	}
+	ids, err := h.s.o.Store.OpenTurnIDs(ctx, store.MaxPage)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("scan open turns", "err", err)
+		}
+		return
+	}
+	h.watchUnfollowed(ctx, store.LeaseMonitor, ids)
+	h.rescanWatches(ctx)
+	h.resumeHostLost(ctx)
+}
+
+// watchUnfollowed starts a follower (Watch) for each of ids whose kind
+// lease no live process holds and that this host does not follow yet.
+func (h *Host) watchUnfollowed(ctx context.Context, kind string, ids []string) {
+	h.mu.Lock()
+	ids = slices.DeleteFunc(ids, func(id string) bool { return h.running[id] })
+	h.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	leases, err := h.s.o.Store.WorkLeases(ctx, kind, ids)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("read work leases", "kind", kind, "err", err)
+		}
+		return
+	}
+	now := time.Now().UnixMilli()
+	followed := make(map[string]bool, len(leases))
+	for _, l := range leases {
+		followed[l.ID] = l.Until >= now && l.Owner != h.o.Owner
+	}
+	for _, id := range ids {
+		if !followed[id] {
+			h.Watch(id)
+		}
+	}
+}
+
+// heldLease is a work lease one of the host's followers holds.
+type heldLease struct {
+	kind  string
+	fence int64 // tells a renewal's snapshot from a later claim of the same id
+	stop  context.CancelFunc
+}
+
+// claim takes kind's lease of id for the host. It returns a context that
+// ends when the host loses the lease (a renewal finds it taken) and the
+// release the follower must call when it stops.
+func (h *Host) claim(ctx context.Context, kind, id string) (store.WorkLease, context.Context, func(), error) {
+	now := time.Now()
+	l, err := h.s.o.Store.ClaimWork(ctx, kind, id, h.o.Owner, now.UnixMilli(), now.Add(h.o.LeaseTTL).UnixMilli())
+	if err != nil {
+		return l, ctx, nil, err
+	}
+	lctx, stop := context.WithCancel(ctx)
+	h.mu.Lock()
+	h.held[id] = heldLease{kind: kind, fence: l.Fence, stop: stop}
+	h.mu.Unlock()
+	release := func() {
+		h.mu.Lock()
+		delete(h.held, id)
+		h.mu.Unlock()
+		stop()
+		if err := h.s.o.Store.ReleaseWork(context.WithoutCancel(ctx), l); err != nil {
+			h.log.Warn("release work lease", "kind", kind, "id", id, "err", err)
+		}
+	}
+	return l, lctx, release, nil
+}
+
+// renew extends every lease the host's followers hold, one statement per
+// kind, and stops the follower of each lease it lost.
+func (h *Host) renew(ctx context.Context) {
+	h.mu.Lock()
+	byKind := map[string][]string{}
+	renewed := make(map[string]int64, len(h.held))
+	for id, l := range h.held {
+		byKind[l.kind] = append(byKind[l.kind], id)
+		renewed[id] = l.fence
+	}
+	h.mu.Unlock()
+	until := time.Now().Add(h.o.LeaseTTL).UnixMilli()
+	for kind, ids := range byKind {
+		lost, err := h.s.o.Store.RenewWork(ctx, kind, h.o.Owner, until, ids)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("renew work leases", "kind", kind, "err", err)
+			}
+			continue
+		}
+		h.mu.Lock()
+		for _, id := range lost {
+			if l, ok := h.held[id]; ok && l.fence == renewed[id] {
+				h.log.Info("work lease lost; another process follows it now", "kind", kind, "id", id)
+				l.stop()
+				delete(h.held, id)
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+// Watch starts a monitor for the Turn (or the follower of a terminal
+// watch, for a "watch-" id) unless this host already runs one. Before Run
+// it queues the id. It never blocks.
+func (h *Host) Watch(turnID string) { h.take(turnID) }
+
+// take is Watch; it reports whether the host runs (false: it queued the
+// id for Run).
+func (h *Host) take(turnID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ctx == nil {
+		h.pending[turnID] = true
+		return false
+	}
+	if h.running[turnID] {
+		// The running monitor may be about to stop (it saw the Turn
+		// leave the monitored statuses): it checks once more first.
+		h.again[turnID] = true
+		return true
+	}
+	h.running[turnID] = true
+	h.began = true
+	h.wg.Add(1)
+	go h.monitor(h.ctx, turnID)
+	return true
+}
+
+// monitor runs the Turn's monitor until it stops, then again if Watch was
+// called meanwhile.
+func (h *Host) monitor(ctx context.Context, turnID string) {
+	defer h.wg.Done()
+	for {
+		var err error
+		if isWatchID(turnID) {
+			err = (&watcher{h: h, s: h.s, id: turnID}).run(ctx)
+		} else {
+			err = (&monitor{h: h, s: h.s, turnID: turnID}).run(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
+			h.log.Warn("terminal monitor stopped", "turn_id", turnID, "err", err)
+		}
+		h.mu.Lock()
+		if !h.again[turnID] || ctx.Err() != nil {
+			delete(h.running, turnID)
+			delete(h.again, turnID)
+			h.mu.Unlock()
+			return
+		}
+		delete(h.again, turnID)
+		h.mu.Unlock()
+	}
+}
+
+// Monitoring reports how many monitors this host runs now.
+func (h *Host) Monitoring() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.running)
+}
