@@ -331,7 +331,7 @@ func TestRecordedInterruptIsACancellation(t *testing.T) {
 	t.Run("claude", func(t *testing.T) {
 		const sessionID, cwd = "30235639-8dc9-428e-9610-b86a2f518154", "/tmp/claude-golden/work"
 		path := claude.TranscriptPath(filepath.Join(t.TempDir(), ".claude"), cwd, sessionID)
-		dev, ino := goldenCopy(t, filepath.Join("claude", "testdata", "transcript-interrupted.jsonl"), path)
+		dev, ino := goldenCopy(t, filepath.Join("agents", "claude", "testdata", "transcript-interrupted.jsonl"), path)
 		c := interruptOutcome(t, claude.Agent{}, claude.Anchor{SessionID: sessionID, Cwd: cwd, PID: 1, StartedAtMs: 1, Path: path,
 			Offset: 165281, FileExisted: true, Dev: dev, Ino: ino, CapturedAt: goldenCapture})
 		if c.Outcome != agents.OutcomeCancelled || c.Match != "claude_transcript_interrupted" {
@@ -340,7 +340,7 @@ func TestRecordedInterruptIsACancellation(t *testing.T) {
 	})
 	t.Run("codex", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "rollout-interrupted.jsonl")
-		dev, ino := goldenCopy(t, filepath.Join("codex", "testdata", "rollout-interrupted.jsonl"), path)
+		dev, ino := goldenCopy(t, filepath.Join("agents", "codex", "testdata", "rollout-interrupted.jsonl"), path)
 		meta, err := codex.ReadSessionMeta(path)
 		if err != nil {
 			t.Fatal(err)

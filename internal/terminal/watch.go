@@ -37,18 +37,6 @@ const (
 	WatchKindInvalidated = "invalidated"
 )
 
-// TaskFinder is implemented by Agents that can follow a task a human
-// started: the service watches only agents that implement it.
-type TaskFinder interface {
-	// StartedTask returns the first native turn started after anchor,
-	// whoever typed it; nil without error means none yet. Completion
-	// then follows it with the same anchor.
-	StartedTask(ctx context.Context, p agents.Pane, anchor json.RawMessage) (*agents.Acceptance, error)
-	// ActiveTaskAnchor returns an anchor just before the task that runs
-	// now (the watch was asked for after the human pressed Enter).
-	ActiveTaskAnchor(ctx context.Context, p agents.Pane, id agents.Identity) (json.RawMessage, error)
-}
-
 // WatchRequest asks to watch the task a human runs (or is about to start)
 // in a pane.
 type WatchRequest struct {
@@ -144,7 +132,7 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 	if err != nil {
 		return WatchView{}, fmt.Errorf("watch: %w", err)
 	}
-	finder, ok := a.(TaskFinder)
+	finder, ok := a.(agents.TaskFinder)
 	if !ok {
 		return WatchView{}, fmt.Errorf("watch: %w: %s panes cannot be watched by this build", ErrRefused, p.Agent)
 	}
