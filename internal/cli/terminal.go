@@ -595,7 +595,7 @@ func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *
 			warm = ""
 		}
 		ho.Outbox = terminal.NewOutbox(terminal.OutboxOptions{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env),
-			WarmURL: warm})
+			WarmURL: warm, Delivers: callbackRoute(env, svc.HostMode())})
 		defer func() { _ = ho.Outbox.Close() }()
 	}
 	return terminal.NewHost(svc, ho).Run(ctx)

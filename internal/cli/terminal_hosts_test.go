@@ -44,3 +44,42 @@ func TestDoctorListsTerminalHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestCallbackRouteFollowsTheConfiguredGateways: with hosts on several
+// machines a host delivers only callbacks of the gateways it is
+// configured with; on one machine's store it delivers every one.
+func TestCallbackRouteFollowsTheConfiguredGateways(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	envOf := func(vars map[string]string) Env {
+		return Env{Getenv: func(k string) string {
+			if k == "CLAWCONNECT_HOME" {
+				return home
+			}
+			return vars[k]
+		}}
+	}
+	gw := "ws://gateway.example:18789"
+	for _, tc := range []struct {
+		name     string
+		vars     map[string]string
+		hostMode bool
+		url      string
+		want     bool
+	}{
+		{"one machine delivers all", nil, false, gw, true},
+		{"configured gateway", map[string]string{"OPENCLAW_URL": gw, "OPENCLAW_PASSWORD": "p"}, true, gw, true},
+		{"configured gateway, spelled with a slash", map[string]string{"OPENCLAW_URL": gw}, true, gw + "/", true},
+		{"another gateway", map[string]string{"OPENCLAW_URL": "ws://other.example:18789", "OPENCLAW_PASSWORD": "p"}, true, gw, false},
+		{"none configured: not a remote gateway", nil, true, gw, false},
+		{"none configured: the local default", nil, true, DefaultGatewayURL, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			route := callbackRoute(envOf(tc.vars), tc.hostMode)
+			got := route == nil || route(tc.url)
+			if got != tc.want {
+				t.Fatalf("delivers %s = %v, want %v", tc.url, got, tc.want)
+			}
+		})
+	}
+}

@@ -599,3 +599,12 @@ func (h *Host) resumeHostLost(ctx context.Context) {
 		h.Watch(id)
 	}
 }
+
+// routes reports whether the Outbox delivers cb. On several machines a
+// host delivers only the callbacks of a gateway it is configured with
+// (OutboxOptions.Delivers): one that cannot reach the origin's gateway
+// leaves the callback unclaimed, its attempts unspent, for a host that
+// can; the attempt lease keeps the delivery to one of those.
+func (x *Outbox) routes(cb *store.Callback) bool {
+	return x.o.Delivers == nil || x.o.Delivers(cb.GatewayURL)
+}

@@ -146,6 +146,9 @@ type OutboxOptions struct {
 	// against a real gateway on a busy machine). A failed warm-up is
 	// logged; the first delivery dials again.
 	WarmURL string
+	// Delivers reports whether this process delivers the callbacks
+	// recorded for a gateway URL (GatewayRoute); nil delivers every one.
+	Delivers func(gatewayURL string) bool
 }
 
 // Outbox delivers pending callbacks to their OpenClaw sessions: one attempt
@@ -250,7 +253,7 @@ func (x *Outbox) Run(ctx context.Context) error {
 			mu.Lock()
 			busy := inflight[cb.MessageID]
 			mu.Unlock()
-			if busy || x.dialing(cb.GatewayURL) {
+			if busy || x.dialing(cb.GatewayURL) || !x.routes(cb) {
 				continue
 			}
 			select {
@@ -295,6 +298,9 @@ func (x *Outbox) DeliverDue(ctx context.Context) (int, error) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, cb := range due {
+			if !x.routes(cb) {
+				continue
+			}
 			sem <- struct{}{}
 			wg.Add(1)
 			go func() {

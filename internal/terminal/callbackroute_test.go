@@ -1,0 +1,86 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/clawconnect/clawconnect/internal/store"
+)
+
+// TestOutboxLeavesCallbacksOfAnotherGateway: on several machines, a host
+// whose outbox is not configured with a callback's gateway never claims
+// it (no attempt spent, no dial), and of two hosts configured with that
+// gateway exactly one delivers it.
+func TestOutboxLeavesCallbacksOfAnotherGateway(t *testing.T) {
+	t.Parallel()
+	const gw = "ws://gateway.example:18789"
+	a := newFakeAgent(AgentCodex, 311)
+	r := newRig(t, a)
+	r.start(r.svc, HostOptions{})
+	ctx := t.Context()
+	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1", GatewayURL: gw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.finish("the answer", false)
+	r.waitStatus(res.TurnID, store.TurnIdle)
+	cs := r.st.(store.CallbackStore)
+	cbs, err := cs.TurnCallbacks(ctx, res.TurnID, 10)
+	if err != nil || len(cbs) != 1 || cbs[0].GatewayURL != gw {
+		t.Fatalf("callbacks = %+v, %v", cbs, err)
+	}
+	id := cbs[0].MessageID
+
+	// A host configured with another gateway only: it must not dial, claim
+	// or spend an attempt.
+	var strayDials atomic.Int32
+	stray := NewOutbox(OutboxOptions{Store: cs, Owner: "host-without-the-gateway",
+		Delivers: func(u string) bool { return u == "ws://elsewhere.example:18789" },
+		Dial: func(context.Context, string) (Caller, error) {
+			strayDials.Add(1)
+			return nil, errors.New("no route to the gateway")
+		}})
+	if n, err := stray.DeliverDue(ctx); err != nil || n != 0 {
+		t.Fatalf("a host without the gateway attempted %d callbacks (%v)", n, err)
+	}
+	got, err := cs.GetCallback(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.CallbackPending || got.Attempts != 0 || got.LastError != "" || strayDials.Load() != 0 {
+		t.Fatalf("after the stray host: status %s, attempts %d, last error %q, dials %d", got.Status, got.Attempts, got.LastError, strayDials.Load())
+	}
+
+	// Two hosts configured with the gateway try at once: one delivers.
+	open := newFakeOpenClaw()
+	var total atomic.Int32
+	var wg sync.WaitGroup
+	for _, name := range []string{"gateway-host", "host-configured-with-it"} {
+		x := NewOutbox(OutboxOptions{Store: cs, Owner: name, Delivers: func(u string) bool { return u == gw },
+			Dial: func(context.Context, string) (Caller, error) { return open, nil }})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := x.DeliverDue(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			total.Add(int32(n))
+		}()
+	}
+	wg.Wait()
+	got, err = cs.GetCallback(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total.Load() != 1 || got.Status != store.CallbackDelivered || got.Attempts != 1 ||
+		open.count(CallbackMethod) != 1 || open.runCount() != 1 {
+		t.Fatalf("delivered %d times: status %s, attempts %d, calls %v", total.Load(), got.Status, got.Attempts, open.calls)
+	}
+	if n, _ := stray.DeliverDue(ctx); n != 0 || strayDials.Load() != 0 {
+		t.Fatalf("the stray host touched a delivered callback (%d, dials %d)", n, strayDials.Load())
+	}
+}
