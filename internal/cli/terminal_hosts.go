@@ -21,9 +21,12 @@ func terminalHost(env Env) (string, []byte, error) {
 	if sv.DatabaseURL == "" {
 		return "", nil, nil
 	}
-	host, err := terminal.HostName()
-	if err != nil {
-		return "", nil, fmt.Errorf("terminal host: %w; give the machine a host name of letters, digits, '.', '-' and '_'", err)
+	host := sv.TerminalHost // checked as the settings were read
+	if host == "" {
+		var err error
+		if host, err = terminal.HostName(); err != nil {
+			return "", nil, fmt.Errorf("terminal host: %w; set CLAWCONNECT_TERMINAL_HOST to a name of letters, digits, '.', '-' and '_', or give the machine such a host name", err)
+		}
 	}
 	key, err := terminal.LoadHostKey(sv.Home)
 	if err != nil {

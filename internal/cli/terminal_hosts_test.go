@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 )
 
 // TestDoctorListsTerminalHosts: doctor lists each published terminal host
@@ -81,5 +83,42 @@ func TestCallbackRouteFollowsTheConfiguredGateways(t *testing.T) {
 				t.Fatalf("delivers %s = %v, want %v", tc.url, got, tc.want)
 			}
 		})
+	}
+}
+
+// FuzzTerminalHostSetting: CLAWCONNECT_TERMINAL_HOST accepts exactly the
+// host names a terminal id can carry.
+func FuzzTerminalHostSetting(f *testing.F) {
+	for _, s := range []string{"laptop", "studio-2.lan", "a_b", "-x", "my laptop", "x:y", "é", strings.Repeat("a", 254)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		if strings.TrimSpace(h) == "" {
+			return // unset: the machine's own host name
+		}
+		_, err := settings.Load(func(k string) string {
+			if k == "CLAWCONNECT_TERMINAL_HOST" {
+				return h
+			}
+			return ""
+		})
+		// Settings are read without their surrounding spaces.
+		if want := agentproc.CheckHostName(strings.TrimSpace(h)); (err == nil) != (want == nil) {
+			t.Fatalf("host %q: setting says %v, terminal ids say %v", h, err, want)
+		}
+	})
+}
+
+// TestTerminalHostSetting: the setting names the machine on a shared store.
+func TestTerminalHostSetting(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	env := Env{Getenv: func(k string) string {
+		return map[string]string{"CLAWCONNECT_HOME": home, "CLAWCONNECT_TERMINAL_HOST": "studio-2",
+			"CLAWCONNECT_DATABASE_URL": "postgres://u@127.0.0.1:1/x"}[k]
+	}}
+	host, key, err := terminalHost(env)
+	if err != nil || host != "studio-2" || len(key) != 32 {
+		t.Fatalf("terminalHost = %q, %d key bytes, %v", host, len(key), err)
 	}
 }
