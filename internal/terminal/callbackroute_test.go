@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 )
@@ -82,5 +83,42 @@ func TestOutboxLeavesCallbacksOfAnotherGateway(t *testing.T) {
 	}
 	if n, _ := stray.DeliverDue(ctx); n != 0 || strayDials.Load() != 0 {
 		t.Fatalf("the stray host touched a delivered callback (%d, dials %d)", n, strayDials.Load())
+	}
+}
+
+// TestCallbackOfAnotherHostsTurnIsDeliveredAtOnce: a Turn on host B's
+// pane completes; host A, the one configured with the origin's gateway,
+// starts the callback run at once (B announces the callback it queued),
+// not at its outbox's next poll.
+func TestCallbackOfAnotherHostsTurnIsDeliveredAtOnce(t *testing.T) {
+	t.Parallel()
+	const gw = "ws://gateway.example:18789"
+	r := newRig(t)
+	a := addHost(t, r, "hosta", 521, "key-a")
+	b := addHost(t, r, "hostb", 522, "key-b")
+	open := newFakeOpenClaw()
+	open.ran = make(chan string, 1)
+	dial := func(context.Context, string) (Caller, error) { return open, nil }
+	cs := r.st.(store.CallbackStore)
+	// A polls only hourly: the callback must come from the announcement.
+	a.outbox = NewOutbox(OutboxOptions{Store: cs, Dial: dial, Poll: time.Hour, Delivers: func(u string) bool { return u == gw }})
+	b.outbox = NewOutbox(OutboxOptions{Store: cs, Dial: dial, Delivers: func(string) bool { return false }})
+	a.run(t, r)
+	b.run(t, r)
+	ctx := t.Context()
+	res, err := a.svc.Send(ctx, SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1", GatewayURL: gw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first look of A's outbox (as it starts) is past; from here only
+	// a wake-up finds the callback.
+	b.agent.finish("the answer", false)
+	select {
+	case <-open.ran:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no callback run of turn %s within 20 s: host A was not told of B's callback", res.TurnID)
+	}
+	if open.runCount() != 1 {
+		t.Fatalf("%d callback runs, want 1", open.runCount())
 	}
 }

@@ -206,6 +206,7 @@ func (h *Host) Run(ctx context.Context) error {
 			scan = noScan
 		case <-work:
 			scan = h.scanNew
+			h.wakeOutbox()
 		case <-beat.C:
 			h.renew(ctx)
 			h.publish(ctx)
@@ -626,6 +627,9 @@ func (m *monitor) write(ctx context.Context, w store.TurnWrite) error {
 		return err
 	}
 	m.s.notify(w.Turn.TurnID)
+	if w.Also != nil { // a callback was queued
+		m.s.announceCallback(ctx)
+	}
 	return nil
 }
 
