@@ -147,6 +147,8 @@ var effectOf = map[string]string{
 	"CLAWCONNECT_TERMINAL_UNPROVEN":             "Terminal",
 	"CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE":    "Terminal",
 	"CLAWCONNECT_MCP_TERMINAL_HOST":             "MCPHost",
+	"CLAWCONNECT_TERMINAL_HOST":                 "Terminal",
+	"CLAWCONNECT_TERMINAL_HOST_LEASE_MS":        "Terminal",
 	"CLAWCONNECT_BUILD_SHA":                     "Server",
 }
 

@@ -93,7 +93,7 @@ func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalS
 	}
 	s := &terminalStack{svc: svc, close: func() { _ = closeStore() }}
 	if !hostLiveHere(ctx, st, svc) {
-		s.host = terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, Role: "terminal command"})
+		s.host = terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, LeaseTTL: c.HostLease, Role: "terminal command"})
 	}
 	return s, nil
 }
@@ -586,7 +586,7 @@ was not accepted or whose outcome is uncertain releases the pane for new sends
 // callback outbox, until ctx ends. Every long-lived process runs one on
 // the shared store; the leases decide which follows each Turn.
 func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal, role string) error {
-	ho := terminal.HostOptions{Recheck: c.Recheck, Role: terminal.HostRole + " (" + role + ")"}
+	ho := terminal.HostOptions{Recheck: c.Recheck, LeaseTTL: c.HostLease, Role: terminal.HostRole + " (" + role + ")"}
 	if cs, ok := st.(store.CallbackStore); ok {
 		warm := configuredCallbackGateway(env)
 		if role == "mcp" {
@@ -596,7 +596,7 @@ func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *
 			warm = ""
 		}
 		ho.Outbox = outbox.New(outbox.Options{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env),
-			WarmURL: warm})
+			WarmURL: warm, Delivers: callbackRoute(env, svc.HostMode())})
 		defer func() { _ = ho.Outbox.Close() }()
 	}
 	return terminal.NewHost(svc, ho).Run(ctx)

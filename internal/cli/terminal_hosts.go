@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 )
@@ -19,15 +21,54 @@ func terminalHost(env Env) (string, []byte, error) {
 	if sv.DatabaseURL == "" {
 		return "", nil, nil
 	}
-	host, err := terminal.HostName()
-	if err != nil {
-		return "", nil, fmt.Errorf("terminal host: %w; give the machine a host name of letters, digits, '.', '-' and '_'", err)
+	host := sv.TerminalHost // checked as the settings were read
+	if host == "" {
+		var err error
+		if host, err = terminal.HostName(); err != nil {
+			return "", nil, fmt.Errorf("terminal host: %w; set CLAWCONNECT_TERMINAL_HOST to a name of letters, digits, '.', '-' and '_', or give the machine such a host name", err)
+		}
 	}
 	key, err := terminal.LoadHostKey(sv.Home)
 	if err != nil {
 		return "", nil, fmt.Errorf("terminal host: %w", err)
 	}
 	return host, key, nil
+}
+
+// callbackRoute returns which callbacks this process's outbox delivers
+// (terminal.OutboxOptions.Delivers). On a single machine's store, every
+// one. With hosts on several machines, only those recorded for a gateway
+// this host is configured with — the callback gateway, OPENCLAW_URL, an
+// agents.json agent — so a host that cannot reach the origin's gateway
+// never claims a callback and spends its attempts; a host with none
+// configured delivers only to the local default gateway.
+func callbackRoute(env Env, hostMode bool) func(gatewayURL string) bool {
+	if !hostMode {
+		return nil
+	}
+	var urls []string
+	if u := configuredCallbackGateway(env); u != "" {
+		urls = append(urls, u)
+	}
+	if u := settingsOf(env).OpenClawURL; u != "" {
+		urls = append(urls, u)
+	}
+	if r, err := config.LoadRegistry(settingsOf(env)); err == nil {
+		for _, a := range r.Agents {
+			if a.URL != "" {
+				urls = append(urls, a.URL)
+			}
+		}
+	}
+	if len(urls) == 0 {
+		urls = []string{DefaultGatewayURL}
+	}
+	return func(gatewayURL string) bool {
+		if gatewayURL == "" {
+			return true // this host's own callback gateway, as the dialler reads it
+		}
+		return slices.ContainsFunc(urls, func(u string) bool { return sameGatewayURL(u, gatewayURL) })
+	}
 }
 
 // hostLiveHere reports whether a long-lived monitor host follows this

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -41,7 +44,23 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 		}
 	}
 	dbURL := freshDatabase(t, base)
-	hostA := startNamespacedHost(t, "mh-host-a", dbURL)
+	// The origin's gateway: host A is configured with it, B is not (B
+	// must leave every callback to A).
+	gw := fakegateway.New(t, fakegateway.Options{})
+	callbacks := make(chan callbackSeen, 16)
+	gw.Handle(outbox.CallbackMethod, func(_ context.Context, params json.RawMessage) (any, error) {
+		var p struct {
+			TurnID  string `json:"turn_id"`
+			Message struct {
+				ID   string `json:"id"`
+				Type string `json:"type"`
+			} `json:"message"`
+		}
+		_ = json.Unmarshal(params, &p)
+		callbacks <- callbackSeen{turnID: p.TurnID, id: p.Message.ID, typ: p.Message.Type}
+		return map[string]any{"ok": true, "enqueued": true, "delivery_required": false, "message_id": p.Message.ID}, nil
+	})
+	hostA := startNamespacedHost(t, "mh-host-a", dbURL, "OPENCLAW_URL="+gw.URL())
 	hostB := startNamespacedHost(t, "mh-host-b", dbURL)
 
 	// The pane of B as every machine names it, once B published it sendable.
@@ -78,7 +97,8 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	// B's daemon is killed with SIGKILL while its Turn runs (the model
 	// holds the reply): A's host stalls the Turn host_lost once B's lease
 	// passed; B's next daemon follows it again to its reply.
-	out = nsCLI(t, hostA, dbURL, "send", "--terminal", bID, "--json", "WAIT=75000 ECHO=after-host-b-returned")
+	out = nsCLI(t, hostA, dbURL, "send", "--terminal", bID, "--json", "--origin-session", "agent:main:e2e", "--gateway-url", gw.URL(),
+		"WAIT=75000 ECHO=after-host-b-returned")
 	var sent terminal.SendResult
 	if err := json.Unmarshal([]byte(out), &sent); err != nil || sent.SubmissionOutcome != terminal.OutcomeAccepted {
 		t.Fatalf("send: %v\n%s", err, out)
@@ -99,6 +119,9 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 		t.Fatalf("stalled reason %q, want host_lost", v.StalledReason)
 	}
 	t.Logf("stalled host_lost %s after the kill", time.Since(killed).Round(time.Second))
+	// Its stall callback reaches the origin's gateway, once, through A.
+	stall := waitCallback(t, callbacks, sent.TurnID, 60*time.Second)
+	t.Logf("host_lost callback %s (%s) %s after the kill", stall.id, stall.typ, time.Since(killed).Round(time.Second))
 	if err := syscall.Kill(initB, syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +133,15 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	}
 	if v.Result == nil || v.Result.Text != "after-host-b-returned" {
 		t.Fatalf("turn after B returned = %+v", v)
+	}
+	// The completion's callback too, once, each in one attempt (no host
+	// spent an attempt it could not make).
+	done := waitCallback(t, callbacks, sent.TurnID, 60*time.Second)
+	if done.id == stall.id {
+		t.Fatalf("the stall callback %s was delivered twice", stall.id)
+	}
+	if v = status(); v.CallbackDelivery == nil || v.CallbackDelivery.MessageID != done.id || v.CallbackDelivery.Status != "delivered" || v.CallbackDelivery.Attempts != 1 {
+		t.Fatalf("completion callback = %+v, want %s delivered in one attempt", v.CallbackDelivery, done.id)
 	}
 
 	// A Turn for B's pane written straight into the store by someone who
@@ -125,6 +157,30 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	if v.Result == nil || v.Result.Match != "forged_turn" {
 		t.Fatalf("forged Turn = %+v, want failed forged_turn", v)
 	}
+	select {
+	case c := <-callbacks:
+		t.Fatalf("a callback beyond one per message: %+v", c)
+	default:
+	}
+}
+
+// callbackSeen is one clawconnect.callback the origin's gateway received.
+type callbackSeen struct{ turnID, id, typ string }
+
+// waitCallback returns the next callback the gateway received, which must
+// be turnID's, within d.
+func waitCallback(t *testing.T, seen <-chan callbackSeen, turnID string, d time.Duration) callbackSeen {
+	t.Helper()
+	select {
+	case c := <-seen:
+		if c.turnID != turnID {
+			t.Fatalf("callback %+v, want one of turn %s", c, turnID)
+		}
+		return c
+	case <-time.After(d):
+		t.Fatalf("no callback of turn %s within %v", turnID, d)
+	}
+	return callbackSeen{}
 }
 
 // status2 is `terminal status --json ID` on host pid's command line.
@@ -174,12 +230,13 @@ func forgeTurn(t *testing.T, dbURL, like string) string {
 // startNamespacedHost starts the test binary as TestHelperNamespacedHost in
 // new UTS, pid and mount namespaces named host, and returns the pid of
 // the process that entered them (nsenter's target).
-func startNamespacedHost(t *testing.T, host, dbURL string) int {
+func startNamespacedHost(t *testing.T, host, dbURL string, env ...string) int {
 	t.Helper()
 	cmd := exec.Command("unshare", "--uts", "--pid", "--fork", "--mount-proc", "--kill-child",
 		os.Args[0], "-test.run=^TestHelperNamespacedHost$", "-test.timeout=30m")
 	cmd.Env = append(os.Environ(), "CLAWCONNECT_TEST_HELPER_DAEMON=1", "CLAWCONNECT_TEST_HOSTNAME="+host,
 		"CLAWCONNECT_DATABASE_URL="+dbURL, "CLAWCONNECT_HOME="+t.TempDir(), "CLAWCONNECT_TMUX_DEFAULT_SERVER=off")
+	cmd.Env = append(cmd.Env, env...)
 	logs, err := os.CreateTemp(t.TempDir(), host+"-*.log")
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,12 @@ type Terminal struct {
 	// AutoApproveFile is the auto-approve rules file
 	// (CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE); "" for none.
 	AutoApproveFile string
+	// Host names this machine in terminal ids on a shared store
+	// (CLAWCONNECT_TERMINAL_HOST); "" means its host name.
+	Host string
+	// HostLease is a monitor host's lease
+	// (CLAWCONNECT_TERMINAL_HOST_LEASE_MS).
+	HostLease time.Duration
 }
 
 // TerminalFrom takes the terminal-turn settings from the effective
@@ -40,5 +46,6 @@ func TerminalFrom(v settings.Values) Terminal {
 		TMUX: v.TMUX, Sockets: v.TmuxSockets, NoDefaultServer: !v.TmuxDefaultServer,
 		InactivityTimeout: v.TerminalInactivity, HardTimeout: v.TerminalHard, Recheck: v.TerminalRecheck,
 		Tools: v.TerminalTools, AllowUnproven: v.TerminalUnproven, AutoApproveFile: v.TerminalAutoApproveFile,
+		Host: v.TerminalHost, HostLease: v.TerminalHostLease,
 	}
 }

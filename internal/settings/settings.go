@@ -123,6 +123,13 @@ type Values struct {
 	TerminalAutoApproveFile string
 	// MCPTerminalHost makes an mcp with the terminal tools a monitor host.
 	MCPTerminalHost bool
+	// TerminalHost names this machine in terminal ids on a shared
+	// PostgreSQL store; "" means its host name.
+	TerminalHost string
+	// TerminalHostLease is a terminal monitor host's lease: how long a
+	// host that stops renewing keeps its Turns (on several machines, the
+	// bound before they stall host_lost).
+	TerminalHostLease time.Duration
 
 	// BuildSHA is the build reported by get_connection_info.
 	BuildSHA string
@@ -385,6 +392,36 @@ func text(name, def, show, example string, field func(*Values) *string, check fu
 		}}
 }
 
+// atLeast refuses a duration setting below lo.
+func atLeast(s Setting, lo time.Duration, field func(*Values) *time.Duration) Setting {
+	apply := s.apply
+	s.apply = func(v *Values, raw string) error {
+		if err := apply(v, raw); err != nil {
+			return err
+		}
+		if *field(v) < lo {
+			return &problem{"below the minimum", fmt.Sprintf("give at least %d milliseconds, or unset it for the default", lo.Milliseconds())}
+		}
+		return nil
+	}
+	return s
+}
+
+// checkHostName accepts a terminal host name as terminal ids carry it.
+func checkHostName(h string) error {
+	if len(h) > 253 {
+		return &problem{"longer than 253 characters", "give a shorter host name, or unset it for the machine's own"}
+	}
+	for i, c := range h {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '-' && c != '_') {
+			return &problem{fmt.Sprintf("%q at byte %d is not allowed in a host name", c, i),
+				"use letters, digits, '.', '-' and '_', starting with a letter or digit"}
+		}
+	}
+	return nil
+}
+
 func secret(s Setting) Setting { s.Secret = true; return s }
 
 func ambient(s Setting) Setting { s.Ambient = true; return s }
@@ -609,5 +646,10 @@ var table = []Setting{
 		"JSON auto-approve rules of terminal Turns, `{\"rules\": [{\"agent\": \"codex\", \"workspace\": \"/abs/root\", \"argv\": [\"make\", \"test\"]}]}` (`agent` `codex` or `claude`): an approval prompt whose agent, Turn workspace and command words are exactly a rule's is approved by the monitor, recorded in the Turn's events and `auto_approvals` (status and later callbacks), with no approval callback. Codex is matched on the command its prompt shows; Claude Code on the one pending Bash call of its transcript, whose input must hold nothing but the command (and a description or timeout), made in the workspace and shown by the dialog. Anything else goes to a person, the approval callback saying why no rule answered (`auto_approve_declined`); a bad file stops the terminal commands with an error naming the line and the rule. Unset: none"),
 	boolean("CLAWCONNECT_MCP_TERMINAL_HOST", true, func(v *Values) *bool { return &v.MCPTerminalHost },
 		"`off` keeps an `mcp` with the terminal tools from following terminal work (Turns, watches, callbacks) itself; its tools still work, and `serve`, `terminal daemon` or the command that sent a Turn follows it"),
+	text("CLAWCONNECT_TERMINAL_HOST", "", "the machine's host name", "laptop", func(v *Values) *string { return &v.TerminalHost }, checkHostName,
+		"with the shared PostgreSQL store, this machine's name in terminal ids (`terminal:v3:<host>:…`), `terminal list` and `doctor`: 1 to 253 letters, digits, `.`, `-` and `_`, starting with a letter or digit, and unique among the machines sharing the store"),
+	atLeast(millis("CLAWCONNECT_TERMINAL_HOST_LEASE_MS", 30*time.Second, func(v *Values) *time.Duration { return &v.TerminalHostLease },
+		"lease of a terminal monitor host, renewed every third of it: a host silent this long loses its Turns to another host, and on several machines its open Turns stall `host_lost` (with their callback) until it returns"),
+		3*time.Second, func(v *Values) *time.Duration { return &v.TerminalHostLease }),
 	text("CLAWCONNECT_BUILD_SHA", "unknown", "`unknown`", "abc1234", func(v *Values) *string { return &v.BuildSHA }, nil, "build reported by `get_connection_info`"),
 }

@@ -201,6 +201,7 @@ func (h *Host) Run(ctx context.Context) error {
 			scan = noScan
 		case <-work:
 			scan = h.scanNew
+			h.wakeOutbox()
 		case <-beat.C:
 			h.renew(ctx)
 			h.publish(ctx)

@@ -92,6 +92,9 @@ func (m *monitor) write(ctx context.Context, w store.TurnWrite) error {
 		return err
 	}
 	m.s.notify(w.Turn.TurnID)
+	if w.Also != nil { // a callback was queued
+		m.s.announceCallback(ctx)
+	}
 	return nil
 }
 

@@ -599,3 +599,24 @@ func (h *Host) resumeHostLost(ctx context.Context) {
 		h.Watch(id)
 	}
 }
+
+// announceCallback tells the other hosts at once that a write queued a
+// callback: on several machines the host that delivers it (one
+// configured with its gateway) may be another one, which would otherwise
+// find it only at its outbox's next poll.
+func (s *Service) announceCallback(ctx context.Context) {
+	if s.o.Host == "" {
+		return
+	}
+	if f, ok := s.o.Store.(store.TerminalWorkFeed); ok {
+		f.AnnounceTerminalWork(context.WithoutCancel(ctx))
+	}
+}
+
+// wakeOutbox makes the host's outbox look for due callbacks now, when
+// another host announced work (a callback it queued among it).
+func (h *Host) wakeOutbox() {
+	if x := h.o.Outbox; x != nil && h.s.o.Host != "" {
+		x.Kick()
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 )
 
 // hostRig is one machine of a multi-host rig: its own panes, Service
@@ -21,6 +22,8 @@ type hostRig struct {
 	ft    *fakeTerminals
 	svc   *Service
 	stop  func()
+	// outbox, when set before run, is the host's callback outbox.
+	outbox *outbox.Outbox
 }
 
 // hostAgent is a fake Codex pane on host, named by its version 3 id.
@@ -34,10 +37,17 @@ func hostAgent(host string, pid int) *fakeAgent {
 // is its sealing key.
 func addHost(t testing.TB, r *rig, name string, pid int, key string) *hostRig {
 	t.Helper()
+	return addHostOn(t, r, r.st, name, pid, key)
+}
+
+// addHostOn is addHost with the machine's own connection st to the
+// shared store.
+func addHostOn(t testing.TB, r *rig, st store.TerminalStore, name string, pid int, key string) *hostRig {
+	t.Helper()
 	a := hostAgent(name, pid)
 	ft := &fakeTerminals{agents: []*fakeAgent{a}}
 	r.ft.agents = append(r.ft.agents, a) // the rig's fake watch wakes its monitors
-	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{ft}},
+	svc := NewService(Options{Store: st, Terminals: ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{ft}},
 		DraftTimeout: time.Second, Host: name, HostKey: []byte(key)})
 	return &hostRig{name: name, agent: a, ft: ft, svc: svc}
 }
@@ -46,7 +56,7 @@ func addHost(t testing.TB, r *rig, name string, pid int, key string) *hostRig {
 // test ends or stop is called.
 func (m *hostRig) run(t testing.TB, r *rig) *Host {
 	t.Helper()
-	h := NewHost(m.svc, HostOptions{LeaseTTL: 2 * time.Second, Rescan: 50 * time.Millisecond, Watch: r.fakeWatch})
+	h := NewHost(m.svc, HostOptions{LeaseTTL: 2 * time.Second, Rescan: 50 * time.Millisecond, Watch: r.fakeWatch, Outbox: m.outbox})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = h.Run(ctx); close(done) }()

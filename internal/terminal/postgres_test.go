@@ -18,7 +18,7 @@ import (
 
 // pgSchema opens n stores (as n processes would) on one fresh schema of
 // TEST_DATABASE_URL, or skips.
-func pgStores(t *testing.T, n int) []store.TerminalStore {
+func pgStores(t testing.TB, n int) []store.TerminalStore {
 	t.Helper()
 	url := os.Getenv("TEST_DATABASE_URL")
 	if url == "" {
@@ -128,3 +128,13 @@ func TestATurnWriteIsAnnouncedOnPostgres(t *testing.T) {
 	r.svc = r.service()
 	testTurnWriteAnnounced(t, r, a, stores[1])
 }
+
+// pgStoresIfSet is pgStores when TEST_DATABASE_URL is set, else nil.
+func pgStoresIfSet(t testing.TB, n int) []store.TerminalStore {
+	if os.Getenv("TEST_DATABASE_URL") == "" {
+		return nil
+	}
+	return pgStores(t, n)
+}
+
+func callbackStore(st store.TerminalStore) store.CallbackStore { return st.(store.CallbackStore) }

@@ -86,6 +86,9 @@ type Options struct {
 	// against a real gateway on a busy machine). A failed warm-up is
 	// logged; the first delivery dials again.
 	WarmURL string
+	// Delivers reports whether this process delivers the callbacks
+	// recorded for a gateway URL; nil delivers every one.
+	Delivers func(gatewayURL string) bool
 }
 
 // Outbox delivers pending callbacks to their OpenClaw sessions: one attempt
@@ -200,7 +203,7 @@ func (x *Outbox) Run(ctx context.Context) error {
 			mu.Lock()
 			busy := inflight[cb.MessageID]
 			mu.Unlock()
-			if busy || x.dialing(cb.GatewayURL) {
+			if busy || x.dialing(cb.GatewayURL) || !x.routes(cb) {
 				continue
 			}
 			select {
@@ -245,6 +248,9 @@ func (x *Outbox) DeliverDue(ctx context.Context) (int, error) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, cb := range due {
+			if !x.routes(cb) {
+				continue
+			}
 			sem <- struct{}{}
 			wg.Add(1)
 			go func() {
@@ -562,4 +568,13 @@ func (x *Outbox) observe(ctx context.Context, cb *store.Callback) {
 	if err := x.o.Store.SaveCallback(ctx, cb); err != nil {
 		x.log.Warn("record run observation", "message_id", cb.MessageID, "err", err)
 	}
+}
+
+// routes reports whether the Outbox delivers cb. On several machines a
+// host delivers only the callbacks of a gateway it is configured with
+// (Options.Delivers): one that cannot reach the origin's gateway
+// leaves the callback unclaimed, its attempts unspent, for a host that
+// can; the attempt lease keeps the delivery to one of those.
+func (x *Outbox) routes(cb *store.Callback) bool {
+	return x.o.Delivers == nil || x.o.Delivers(cb.GatewayURL)
 }
