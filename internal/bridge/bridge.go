@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -80,7 +79,7 @@ const (
 type Bridge struct {
 	registry *config.Registry
 	timeouts config.Timeouts
-	st       interface{ Close() error }
+	st       store.Store
 	managers map[string]*task.Manager
 	gateways map[string]*lazyGateway
 	order    []string
@@ -202,7 +201,7 @@ func (b *Bridge) Timeouts() config.Timeouts { return b.timeouts }
 // SharedStore returns the store the bridge opened, for a host that runs
 // more services on the same database (clawconnect serve hosts the terminal
 // monitors on it).
-func (b *Bridge) SharedStore() io.Closer { return b.st }
+func (b *Bridge) SharedStore() store.Store { return b.st }
 
 // Close stops the task managers (running tasks stay running in the store
 // for the next process), closes the gateway connections and the store.

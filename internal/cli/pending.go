@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/server"
 )
@@ -106,7 +107,7 @@ func (p *pendingTasks) wait(ctx context.Context) (server.Tasks, error) {
 
 // sharedStore waits for the backend and returns the store it owns (nil
 // when it owns none).
-func (p *pendingTasks) sharedStore(ctx context.Context) (any, error) {
+func (p *pendingTasks) sharedStore(ctx context.Context) (store.Store, error) {
 	if _, err := p.wait(ctx); err != nil {
 		return nil, err
 	}

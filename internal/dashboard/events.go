@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/task"
 )
 
@@ -108,8 +107,8 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	// A list learns of a new task from the feed (a nil channel, never
 	// ready, when the store cannot tell).
 	var created <-chan struct{}
-	if nf, ok := d.o.Feed.(store.NewTaskFeed); ok && (pg == "tasks" || pg == "sessions" || pg == "health") {
-		ch, stop := nf.WatchNewTasks()
+	if d.o.Feed != nil && (pg == "tasks" || pg == "sessions" || pg == "health") {
+		ch, stop := d.o.Feed.WatchNewTasks()
 		defer stop()
 		created = ch
 	}

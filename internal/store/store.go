@@ -256,9 +256,8 @@ type SweepResult struct {
 	Sessions int
 }
 
-// ChangeFeed is implemented by a store several processes share: it wakes a
-// reader in one process when another process has changed a task, so a
-// check_task waiting on a task that another process follows returns when
+// ChangeFeed is the part of a Store that wakes a reader in one process
+// when another process has changed a task, so a check_task waiting on a task that another process follows returns when
 // the task ends rather than at its next poll.
 type ChangeFeed interface {
 	// WatchTask returns a channel that receives a value after each change
@@ -269,8 +268,8 @@ type ChangeFeed interface {
 	WatchTask(id string) (changed <-chan struct{}, stop func())
 }
 
-// NewTaskFeed is implemented by a store whose change feed also announces
-// new tasks, so a list of tasks (the dashboard's) learns of one at once
+// NewTaskFeed is the part of a Store whose change feed also announces new
+// tasks, so a list of tasks (the dashboard's) learns of one at once
 // instead of at its next re-read.
 type NewTaskFeed interface {
 	// WatchNewTasks returns a channel that receives a value after each
@@ -281,8 +280,8 @@ type NewTaskFeed interface {
 	WatchNewTasks() (created <-chan struct{}, stop func())
 }
 
-// TerminalWorkFeed is implemented by a store whose change feed also tells
-// the monitor hosts of every process that terminal work needs following (a
+// TerminalWorkFeed is the part of a Store whose change feed also tells the
+// monitor hosts of every process that terminal work needs following (a
 // Turn sent, renewed or answered, a watch set by a command that follows
 // nothing itself), so one of them takes it at once instead of at its next
 // rescan of the store.
@@ -298,8 +297,8 @@ type TerminalWorkFeed interface {
 	WatchTerminalWork() (announced <-chan struct{}, stop func())
 }
 
-// LogUpdater is implemented by a store that can write a task's log entries
-// and its record in one transaction, so an outcome and the entries that
+// LogUpdater is the part of a Store that writes a task's log entries and
+// its record in one transaction, so an outcome and the entries that
 // precede it cost one write, and a reader never sees one without the other.
 type LogUpdater interface {
 	// UpdateTaskWithLogs is AppendLogs(t.ID, t.Fence, entries) followed by
@@ -308,8 +307,11 @@ type LogUpdater interface {
 	UpdateTaskWithLogs(ctx context.Context, t *Task, entries []LogEntry) error
 }
 
-// Store is the durable state of the task bridge. Implementations are safe
-// for concurrent use. Records are returned as fresh copies.
+// Store is the durable state of the product: the task bridge's records
+// and, through the interfaces it embeds, the terminal turns'. One
+// implementation (sqlstore, over SQLite or PostgreSQL) has every part, so
+// callers never ask whether a store can do something. Implementations are
+// safe for concurrent use. Records are returned as fresh copies.
 type Store interface {
 	// CreateTask inserts a new running task and makes it the latest of its
 	// session, atomically refusing with *SessionBusyError when the session's
@@ -382,6 +384,18 @@ type Store interface {
 	// their logs, and sessions whose latest task was deleted.
 	Sweep(ctx context.Context, cutoff int64, limit int) (SweepResult, error)
 
+	// The store's parts: the change feeds, the one-transaction outcome
+	// write, the terminal-turn records with their callback outbox,
+	// transitions, watches and host directory, and the process table.
+	ChangeFeed
+	NewTaskFeed
+	TerminalWorkFeed
+	LogUpdater
+	TerminalStore
+	CallbackStore
+	TransitionStore
+	WatchStore
+	TerminalHosts
 	ProcessRegistry
 
 	// Close releases the database. It is idempotent.

@@ -126,7 +126,6 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 	// a process with no watcher skips reading the feed (see the SQLite
 	// listener), which would otherwise cost every process a read for every
 	// commit anywhere.
-	feed, hasFeed := m.st.(store.ChangeFeed)
 	var announced <-chan struct{}
 	watched := false
 	var debounce <-chan time.Time
@@ -154,11 +153,11 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 				}
 			}
 		} else {
-			if hasFeed && !watched {
+			if !watched {
 				// Watch, then read again, so a change written between
 				// the read above and the watch is not missed.
 				var stop func()
-				announced, stop = feed.WatchTask(t.ID)
+				announced, stop = m.st.WatchTask(t.ID)
 				defer stop()
 				watched = true
 				continue

@@ -100,7 +100,7 @@ func TestWaitOnAnotherReplicasTask(t *testing.T) {
 	stores := pgReplicaStores(t, 2)
 	e := newEnv(t)
 	a := e.manager(func(o *Options) { o.Owner, o.Store = "replica-a", stores[0] })
-	seen := &readAfterWatch{Store: stores[1], feed: stores[1].(store.ChangeFeed), read: make(chan struct{}, 1)}
+	seen := &readAfterWatch{Store: stores[1], read: make(chan struct{}, 1)}
 	b := e.manager(func(o *Options) { o.Owner, o.Store, o.ForeignPollInterval = "replica-b", seen, time.Hour })
 
 	res, err := a.Submit(t.Context(), SubmitRequest{Task: "followed by a"})
@@ -137,14 +137,13 @@ func TestWaitOnAnotherReplicasTask(t *testing.T) {
 // watch started.
 type readAfterWatch struct {
 	store.Store
-	feed     store.ChangeFeed
 	read     chan struct{}
 	watching atomic.Bool
 }
 
 func (s *readAfterWatch) WatchTask(id string) (<-chan struct{}, func()) {
 	s.watching.Store(true)
-	return s.feed.WatchTask(id)
+	return s.Store.WatchTask(id)
 }
 
 func (s *readAfterWatch) GetTask(ctx context.Context, agent, id string) (*store.Task, error) {

@@ -18,9 +18,6 @@ import (
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// NewTerminalStore returns a fresh, empty terminal store for one test.
-type NewTerminalStore func(t *testing.T) store.TerminalStore
-
 // TermSession returns a valid bound Session for tests.
 func TermSession(id, thread, terminalKey string) *store.TermSession {
 	return &store.TermSession{
@@ -55,10 +52,10 @@ func NewTurn(id string, s *store.TermSession, at int64) store.TurnCreate {
 }
 
 // RunTerminal runs the terminal-record suite.
-func RunTerminal(t *testing.T, newStore NewTerminalStore) {
+func RunTerminal(t *testing.T, newStore func(t *testing.T) store.Store) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s store.TerminalStore)
+		fn   func(t *testing.T, s store.Store)
 	}{
 		{"SessionRoundTripAndCAS", testSessionCAS},
 		{"SessionBindingRules", testBindingRules},
@@ -86,7 +83,7 @@ func mustCreateSession(t *testing.T, s store.TerminalStore, ss *store.TermSessio
 	}
 }
 
-func testSessionCAS(t *testing.T, s store.TerminalStore) {
+func testSessionCAS(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	want := TermSession("session-1", "Thread-A", "k1")
 	mustCreateSession(t, s, want)
@@ -128,7 +125,7 @@ func testSessionCAS(t *testing.T, s store.TerminalStore) {
 	}
 }
 
-func testBindingRules(t *testing.T, s store.TerminalStore) {
+func testBindingRules(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	bad := TermSession("session-g2", "t-g2", "k")
 	bad.Binding.Generation = 2
@@ -167,7 +164,7 @@ func testBindingRules(t *testing.T, s store.TerminalStore) {
 	}
 }
 
-func testOneSessionPerThread(t *testing.T, s store.TerminalStore) {
+func testOneSessionPerThread(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateSession(t, s, TermSession("session-a", "THREAD-1", "k"))
 	if err := s.CreateTermSession(ctx, TermSession("session-b", "thread-1", "k")); !errors.Is(err, store.ErrThreadBound) {
@@ -184,7 +181,7 @@ func testOneSessionPerThread(t *testing.T, s store.TerminalStore) {
 	}
 }
 
-func testTurnBlocks(t *testing.T, s store.TerminalStore) {
+func testTurnBlocks(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	ss := TermSession("session-1", "t1", "k1")
 	mustCreateSession(t, s, ss)
@@ -228,7 +225,7 @@ func advance(t *testing.T, s store.TerminalStore, turn *store.Turn, d *store.Dis
 	*d = nd
 }
 
-func testDispatchLedger(t *testing.T, s store.TerminalStore) {
+func testDispatchLedger(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	// Two Sessions on one terminal share its ledger.
 	a := TermSession("session-a", "ta", "term")
@@ -315,7 +312,7 @@ func testDispatchLedger(t *testing.T, s store.TerminalStore) {
 	}
 }
 
-func testTurnWrite(t *testing.T, s store.TerminalStore) {
+func testTurnWrite(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	ss := TermSession("session-1", "t1", "k1")
 	mustCreateSession(t, s, ss)
@@ -391,7 +388,7 @@ var turnFixed = []string{"TurnID", "SessionID", "Agent", "Workspace", "TerminalB
 // testTurnEveryField fills every field of a Turn by reflection (so a field
 // added later is covered without touching this test), then checks that
 // create and write keep each one.
-func testTurnEveryField(t *testing.T, s store.TerminalStore) {
+func testTurnEveryField(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	ss := TermSession("session-f", "t-f", "k-f")
 	mustCreateSession(t, s, ss)
@@ -426,7 +423,7 @@ func testTurnEveryField(t *testing.T, s store.TerminalStore) {
 
 // testTurnPrincipal: the principal that sent a Turn is read back by every
 // query, survives writes, and no write can change it.
-func testTurnPrincipal(t *testing.T, s store.TerminalStore) {
+func testTurnPrincipal(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	ss := TermSession("session-p", "t-p", "k-p")
 	mustCreateSession(t, s, ss)
@@ -476,7 +473,7 @@ func testTurnPrincipal(t *testing.T, s store.TerminalStore) {
 // testTurnLifecycle: WriteTurn takes only the steps termapi's Turn
 // lifecycle draws; a refused step changes nothing, and CreateTurn starts
 // every Turn created.
-func testTurnLifecycle(t *testing.T, s store.TerminalStore) {
+func testTurnLifecycle(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	ss := TermSession("session-1", "t1", "k1")
 	mustCreateSession(t, s, ss)
@@ -529,7 +526,7 @@ func claimFor(turn string, fp string) *store.CompletionClaim {
 		CompletionID: "c-" + fp, CallbackMessageID: "msg-cb-" + fp, Outcome: "completed", ClaimedAt: 50}
 }
 
-func testCompletionClaim(t *testing.T, s store.TerminalStore) {
+func testCompletionClaim(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	ss := TermSession("session-1", "t1", "k1")
 	mustCreateSession(t, s, ss)
@@ -579,7 +576,7 @@ func testCompletionClaim(t *testing.T, s store.TerminalStore) {
 // testSessionSaveInTurnWrite pins the Session write inside a Turn write
 // (the completion's checkpoint): it commits with the Turn, rolls back with
 // it, and keeps the compare-and-set on the Session's revision.
-func testSessionSaveInTurnWrite(t *testing.T, s store.TerminalStore) {
+func testSessionSaveInTurnWrite(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	ss := TermSession("session-1", "t1", "k1")
 	mustCreateSession(t, s, ss)
@@ -645,7 +642,7 @@ func testSessionSaveInTurnWrite(t *testing.T, s store.TerminalStore) {
 	}
 }
 
-func testConcurrentClaims(t *testing.T, s store.TerminalStore) {
+func testConcurrentClaims(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	ss := TermSession("session-1", "t1", "k1")
 	mustCreateSession(t, s, ss)
@@ -698,14 +695,7 @@ func testConcurrentClaims(t *testing.T, s store.TerminalStore) {
 // testDeadOwnerFreesCallbackAttempts: ReleaseLeases(owner, nil), what a
 // process that proved owner dead calls, frees owner's callback delivery
 // attempts at once; the next claim fences the dead owner out.
-func testDeadOwnerFreesCallbackAttempts(t *testing.T, s store.TerminalStore) {
-	cs, ok := s.(store.CallbackStore)
-	rel, ok2 := s.(interface {
-		ReleaseLeases(ctx context.Context, owner string, ids []string) (int, error)
-	})
-	if !ok || !ok2 {
-		t.Skip("the store has no callback outbox or no lease release")
-	}
+func testDeadOwnerFreesCallbackAttempts(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	ss := TermSession("session-1", "t1", "k1")
 	mustCreateSession(t, s, ss)
@@ -723,35 +713,35 @@ func testDeadOwnerFreesCallbackAttempts(t *testing.T, s store.TerminalStore) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	held, err := cs.ClaimCallback(ctx, "msg-cb-1", "dead", 100, 120_100)
+	held, err := s.ClaimCallback(ctx, "msg-cb-1", "dead", 100, 120_100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.ClaimCallback(ctx, "msg-cb-1", "B", 200, 120_200); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := s.ClaimCallback(ctx, "msg-cb-1", "B", 200, 120_200); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("claim of a live attempt lease: %v, want ErrLeaseLost", err)
 	}
-	if n, err := rel.ReleaseLeases(ctx, "someone-else", nil); err != nil || n != 0 {
+	if n, err := s.ReleaseLeases(ctx, "someone-else", nil); err != nil || n != 0 {
 		t.Fatalf("release of another owner = %d, %v", n, err)
 	}
-	if n, err := rel.ReleaseLeases(ctx, "dead", nil); err != nil || n != 1 {
+	if n, err := s.ReleaseLeases(ctx, "dead", nil); err != nil || n != 1 {
 		t.Fatalf("release of the dead owner = %d, %v, want 1", n, err)
 	}
-	due, err := cs.DueCallbacks(ctx, 200, 10)
+	due, err := s.DueCallbacks(ctx, 200, 10)
 	if err != nil || len(due) != 1 || due[0].MessageID != "msg-cb-1" {
 		t.Fatalf("due after the release = %+v, %v", due, err)
 	}
-	b, err := cs.ClaimCallback(ctx, "msg-cb-1", "B", 200, 120_200)
+	b, err := s.ClaimCallback(ctx, "msg-cb-1", "B", 200, 120_200)
 	if err != nil || b.LeaseToken <= held.LeaseToken {
 		t.Fatalf("claim after the release = %+v, %v", b, err)
 	}
 	held.Status, held.LastError = store.CallbackFailed, "late"
-	if err := cs.SaveCallback(ctx, held); !errors.Is(err, store.ErrLeaseLost) {
+	if err := s.SaveCallback(ctx, held); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("the dead owner settled the callback: %v", err)
 	}
-	if n, err := rel.ReleaseLeases(ctx, "dead", nil); err != nil || n != 0 {
+	if n, err := s.ReleaseLeases(ctx, "dead", nil); err != nil || n != 0 {
 		t.Fatalf("release of the dead owner again = %d, %v (B's lease must stay)", n, err)
 	}
-	if _, err := cs.ClaimCallback(ctx, "msg-cb-1", "C", 300, 120_300); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := s.ClaimCallback(ctx, "msg-cb-1", "C", 300, 120_300); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("claim of B's attempt: %v, want ErrLeaseLost", err)
 	}
 }
