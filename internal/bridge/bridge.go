@@ -243,7 +243,7 @@ func mapErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var busy *task.SessionBusyError
+	var busy *store.SessionBusyError
 	if errors.As(err, &busy) {
 		return busy
 	}

@@ -11,16 +11,18 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/clawconnect/clawconnect/taskapi"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Sentinel errors callers branch on with errors.Is.
 var (
 	// ErrNotFound reports that the keyed record does not exist (in the
-	// requested agent's scope).
-	ErrNotFound = errors.New("not found")
+	// requested agent's scope). It also matches the public APIs' misses,
+	// taskapi.ErrNotFound and termapi.ErrNotFound, with errors.Is, so a
+	// miss passed on reads as the public API's without a second sentinel.
+	ErrNotFound error = notFound{}
 	// ErrConflict reports a lost compare-and-set: the record changed since it
 	// was read. Re-read and retry, or give up.
 	ErrConflict = errors.New("conflict: record changed concurrently")
@@ -39,8 +41,20 @@ var (
 	ErrIncompatible = errors.New("incompatible database")
 )
 
-// SessionBusyError is returned by CreateTask when the session's latest task
-// is still running. It matches ErrSessionBusy with errors.Is.
+// notFound is ErrNotFound's type: one value, equal to itself, that is
+// also each public API's miss.
+type notFound struct{}
+
+func (notFound) Error() string { return "not found" }
+
+// Is matches the public APIs' ErrNotFound.
+func (notFound) Is(target error) bool {
+	return target == taskapi.ErrNotFound || target == termapi.ErrNotFound
+}
+
+// SessionBusyError refuses a second task on a session whose latest task is
+// still running: CreateTask returns it, and the task manager passes it on
+// to the model. It matches ErrSessionBusy with errors.Is.
 type SessionBusyError struct {
 	// JobID is the running task that holds the session.
 	JobID string
@@ -49,9 +63,11 @@ type SessionBusyError struct {
 // ErrSessionBusy is the sentinel matched by *SessionBusyError.
 var ErrSessionBusy = errors.New("session busy")
 
-// Error names the running task.
+// Error is the exact text a model is shown: the running task and what to
+// do instead.
 func (e *SessionBusyError) Error() string {
-	return fmt.Sprintf("session busy: task %s is still running", e.JobID)
+	return "A task is already running on this session (jobId " + e.JobID + "). Poll check_task until it " +
+		"finishes before sending another message to this session, or omit sessionKey to start a fresh thread."
 }
 
 // Is reports whether target is ErrSessionBusy.

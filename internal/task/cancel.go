@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // abortTimeout bounds the gateway abort of a cancel.
@@ -20,13 +21,13 @@ const abortTimeout = 15 * time.Second
 func (m *Manager) Cancel(ctx context.Context, taskID, sessionKey string) (_ *CancelResult, err error) {
 	defer m.hideStoreErr(ctx, "cancel task", &err)
 	if taskID == "" && sessionKey == "" {
-		return nil, fmt.Errorf("cancel task: %w: %s", ErrInvalidInput, MsgCancelNeedsTarget)
+		return nil, fmt.Errorf("cancel task: %w: %s", ErrInvalidInput, taskapi.MsgCancelNeedsTarget)
 	}
-	t, err := m.resolve(ctx, taskID, sessionKey, MsgCancelNotFound)
+	t, err := m.resolve(ctx, taskID, sessionKey, taskapi.MsgCancelNotFound)
 	if err != nil {
-		var nf *NotFoundError
+		var nf *taskapi.NotFoundError
 		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("cancel task: %w", &NotFoundError{Message: MsgCancelNotFound})
+			return nil, fmt.Errorf("cancel task: %w", &taskapi.NotFoundError{Message: taskapi.MsgCancelNotFound})
 		}
 		return nil, fmt.Errorf("cancel task: %w", err)
 	}

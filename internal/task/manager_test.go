@@ -13,6 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // TestMain runs the tests, stops the shared real gateway (started only by
@@ -119,7 +120,7 @@ func TestSessionBusyAppliesNothing(t *testing.T) {
 	e.gw.waitStarted(t, first.JobID)
 	marker := `<agent-session>{"runtime":"rt","sessionId":"s-1"}</agent-session>`
 	_, err = m.Submit(t.Context(), SubmitRequest{Task: "two", SessionKey: first.SessionKey, Context: marker})
-	var busy *SessionBusyError
+	var busy *store.SessionBusyError
 	if !errors.As(err, &busy) || !errors.Is(err, store.ErrSessionBusy) || busy.JobID != first.JobID {
 		t.Fatalf("second submit = %v, want SessionBusyError", err)
 	}
@@ -257,58 +258,58 @@ func TestUnknownAndForeignIDs(t *testing.T) {
 		{"check unknown job", func() error {
 			_, err := m.Check(t.Context(), CheckRequest{JobID: "nope"})
 			return err
-		}, MsgJobNotFound},
+		}, taskapi.MsgJobNotFound},
 		{"check unknown session", func() error {
 			_, err := m.Check(t.Context(), CheckRequest{SessionKey: "agent:main:nope"})
 			return err
-		}, MsgSessionJobMissing},
+		}, taskapi.MsgSessionJobMissing},
 		{"check other agent's job", func() error {
 			_, err := other.Check(t.Context(), CheckRequest{JobID: res.JobID})
 			return err
-		}, MsgJobNotFound},
+		}, taskapi.MsgJobNotFound},
 		{"get unknown task", func() error {
 			_, err := m.GetTask(t.Context(), "nope", "", 0)
 			return err
-		}, MsgTaskNotFound},
+		}, taskapi.MsgTaskNotFound},
 		{"get other agent's task", func() error {
 			_, err := other.GetTask(t.Context(), res.JobID, DetailFull, 0)
 			return err
-		}, MsgTaskNotFound},
+		}, taskapi.MsgTaskNotFound},
 		{"prompt of other agent's task", func() error {
 			_, err := other.GetPrompt(t.Context(), res.JobID)
 			return err
-		}, MsgTaskNotFound},
+		}, taskapi.MsgTaskNotFound},
 		{"cancel unknown", func() error {
 			_, err := m.Cancel(t.Context(), "nope", "")
 			return err
-		}, MsgCancelNotFound},
+		}, taskapi.MsgCancelNotFound},
 		{"cancel other agent's task", func() error {
 			_, err := other.Cancel(t.Context(), res.JobID, "")
 			return err
-		}, MsgCancelNotFound},
+		}, taskapi.MsgCancelNotFound},
 		{"session unknown", func() error {
 			_, err := m.GetSession(t.Context(), SessionRequest{SessionID: "agent:main:nope"})
 			return err
-		}, MsgSessionNotFound},
+		}, taskapi.MsgSessionNotFound},
 		{"session of other agent", func() error {
 			_, err := other.GetSession(t.Context(), SessionRequest{SessionID: res.SessionKey})
 			return err
-		}, MsgSessionNotFound},
+		}, taskapi.MsgSessionNotFound},
 		{"hostile session id", func() error {
 			_, err := m.GetSession(t.Context(), SessionRequest{SessionID: "x\x00y"})
 			return err
-		}, MsgSessionNotFound},
+		}, taskapi.MsgSessionNotFound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()
-			var nf *NotFoundError
-			if !errors.As(err, &nf) || nf.Message != tc.msg || !errors.Is(err, ErrNotFound) {
-				t.Fatalf("got %v, want NotFoundError %q", err, tc.msg)
+			var nf *taskapi.NotFoundError
+			if !errors.As(err, &nf) || nf.Message != tc.msg || !errors.Is(err, taskapi.ErrNotFound) {
+				t.Fatalf("got %v, want taskapi.NotFoundError %q", err, tc.msg)
 			}
 		})
 	}
-	if _, err := m.Cancel(t.Context(), "", ""); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), MsgCancelNeedsTarget) {
+	if _, err := m.Cancel(t.Context(), "", ""); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), taskapi.MsgCancelNeedsTarget) {
 		t.Fatalf("cancel without target = %v", err)
 	}
 	if _, err := m.GetTask(t.Context(), res.JobID, "bogus", 0); !errors.Is(err, ErrInvalidInput) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // CheckMode is check_task's mode.
@@ -61,10 +62,10 @@ func (m *Manager) resolve(ctx context.Context, jobID, sessionKey, notFoundMsg st
 			return nil, err
 		}
 		if jobID == "" {
-			return nil, &NotFoundError{Message: MsgSessionJobMissing}
+			return nil, &taskapi.NotFoundError{Message: taskapi.MsgSessionJobMissing}
 		}
 	}
-	return nil, &NotFoundError{Message: notFoundMsg}
+	return nil, &taskapi.NotFoundError{Message: notFoundMsg}
 }
 
 // current returns the task's freshest record: the live copy if followed
@@ -98,7 +99,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 	if req.JobID == "" && req.SessionKey == "" {
 		return nil, fmt.Errorf("check task: %w: pass jobId (or sessionKey)", ErrInvalidInput)
 	}
-	t, err := m.resolve(ctx, req.JobID, req.SessionKey, MsgJobNotFound)
+	t, err := m.resolve(ctx, req.JobID, req.SessionKey, taskapi.MsgJobNotFound)
 	if err != nil {
 		return nil, fmt.Errorf("check task: %w", err)
 	}
@@ -354,7 +355,7 @@ func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, kno
 	}
 	t, _, err := m.current(ctx, taskID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("get task: %w", &NotFoundError{Message: MsgTaskNotFound})
+		return nil, fmt.Errorf("get task: %w", &taskapi.NotFoundError{Message: taskapi.MsgTaskNotFound})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get task: %w", err)
@@ -419,7 +420,7 @@ func (m *Manager) GetPrompt(ctx context.Context, taskID string) (_ *PromptResult
 	defer m.hideStoreErr(ctx, "get prompt", &err)
 	t, err := m.st.GetTask(ctx, m.o.Agent, taskID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("get prompt: %w", &NotFoundError{Message: MsgTaskNotFound})
+		return nil, fmt.Errorf("get prompt: %w", &taskapi.NotFoundError{Message: taskapi.MsgTaskNotFound})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get prompt: %w", err)
@@ -531,18 +532,18 @@ func (m *Manager) GetSession(ctx context.Context, req SessionRequest) (_ *Sessio
 	limit = min(limit, 200)
 	after := max(req.After, 0)
 	if req.SessionID == "" || ValidateSessionKey(req.SessionID) != nil {
-		return nil, fmt.Errorf("get session: %w", &NotFoundError{Message: MsgSessionNotFound})
+		return nil, fmt.Errorf("get session: %w", &taskapi.NotFoundError{Message: taskapi.MsgSessionNotFound})
 	}
 	s, err := m.st.GetSession(ctx, m.o.Agent, req.SessionID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("get session: %w", &NotFoundError{Message: MsgSessionNotFound})
+		return nil, fmt.Errorf("get session: %w", &taskapi.NotFoundError{Message: taskapi.MsgSessionNotFound})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get session: %w", err)
 	}
 	t, _, err := m.current(ctx, s.LastJobID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("get session: %w", &NotFoundError{Message: MsgSessionNotFound})
+		return nil, fmt.Errorf("get session: %w", &taskapi.NotFoundError{Message: taskapi.MsgSessionNotFound})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get session: %w", err)

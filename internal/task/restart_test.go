@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // TestRestartResumesRunningTask simulates kill -9 at each phase: the old
@@ -231,10 +232,10 @@ func TestRetentionSweep(t *testing.T) {
 	// millisecond, and a 1 ns retention left it unexpired about half the time.
 	m.o.Retention = -time.Second
 	m.sweep()
-	if _, err := m.GetTask(t.Context(), done.JobID, DetailCore, 0); !errors.Is(err, ErrNotFound) {
+	if _, err := m.GetTask(t.Context(), done.JobID, DetailCore, 0); !errors.Is(err, taskapi.ErrNotFound) {
 		t.Fatalf("an expired task survived the sweep: %v", err)
 	}
-	if _, err := m.GetSession(t.Context(), SessionRequest{SessionID: done.SessionKey}); !errors.Is(err, ErrNotFound) {
+	if _, err := m.GetSession(t.Context(), SessionRequest{SessionID: done.SessionKey}); !errors.Is(err, taskapi.ErrNotFound) {
 		t.Fatalf("its session survived: %v", err)
 	}
 	if g, err := m.GetTask(t.Context(), running.JobID, DetailCore, 0); err != nil || g.Status != "running" {
