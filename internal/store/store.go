@@ -85,6 +85,11 @@ const (
 	StatusCancelled          Status = "cancelled"
 )
 
+// Statuses returns every task status, running first.
+func Statuses() []Status {
+	return []Status{StatusRunning, StatusCompleted, StatusCompletedNoSummary, StatusError, StatusCancelled}
+}
+
 // Valid reports whether s is one of the five statuses.
 func (s Status) Valid() bool {
 	switch s {

@@ -774,7 +774,7 @@ func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, err
 	// Most claims find nothing: a read says so without taking the write
 	// lock that every process sharing a SQLite file contends for.
 	var any int
-	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE agent = ? AND status = 'running'
+	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE agent = ? AND `+runningTask+`
 		AND (lease_until < ? OR (owner = ? AND lease_until < ?)) LIMIT 1`, c.Agent, c.Now, c.Owner, ownUntil).Scan(&any)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -787,7 +787,7 @@ func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, err
 	unlock := db.polls.flushLock()
 	defer unlock()
 	out, err := db.queryTasks(ctx, db.w, `UPDATE tasks SET owner = ?, lease_until = ?, fence = fence + 1 WHERE id IN (
-		SELECT id FROM tasks WHERE agent = ? AND status = 'running' AND (lease_until < ? OR (owner = ? AND lease_until < ?))
+		SELECT id FROM tasks WHERE agent = ? AND `+runningTask+` AND (lease_until < ? OR (owner = ? AND lease_until < ?))
 		ORDER BY lease_until, id LIMIT ?`+db.d.SkipLocked+`) RETURNING `+taskCols,
 		c.Owner, c.Until, c.Agent, c.Now, c.Owner, ownUntil, limit)
 	if err != nil {
@@ -897,7 +897,7 @@ func (db *DB) Sweep(ctx context.Context, cutoff int64, limit int) (store.SweepRe
 	limit = store.ClampPage(limit, store.MaxPage)
 	err := db.tx(ctx, func(tx *txn) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id, agent, session_key FROM tasks
-			WHERE status <> 'running' AND ended_at < ? ORDER BY ended_at LIMIT ?`, cutoff, limit)
+			WHERE `+endedTask+` AND ended_at < ? ORDER BY ended_at LIMIT ?`, cutoff, limit)
 		if err != nil {
 			return err
 		}
