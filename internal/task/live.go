@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/backoff"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // live is the in-memory state of a task this process follows. Its record
@@ -31,7 +32,7 @@ type live struct {
 	eventGen   uint64
 	openTools  int
 	cancelling chan struct{} // non-nil while a cancel is in flight; closed when it ends
-	cancelRes  *CancelResult
+	cancelRes  *taskapi.CancelResult
 	// pending are log entries the store has not taken yet (an outage);
 	// they follow t.LogCount densely and are written before anything else.
 	pending []store.LogEntry

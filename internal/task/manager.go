@@ -478,7 +478,7 @@ func (m *Manager) lockSession(key string) func() {
 // that order, so a crash at any point leaves a state a restart finishes
 // (the persisted task is re-sent under the same idempotency key). It
 // returns as soon as the task is persisted.
-func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *RunResult, err error) {
+func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *taskapi.RunResult, err error) {
 	defer m.hideStoreErr(ctx, "submit", &err)
 	if err := m.validate(&req); err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
@@ -589,11 +589,11 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *RunResult, 
 	return result, nil
 }
 
-func runResult(t *store.Task, agent string) *RunResult {
-	return &RunResult{
+func runResult(t *store.Task, agent string) *taskapi.RunResult {
+	return &taskapi.RunResult{
 		JobID: t.ID, TaskID: t.ID, SessionKey: t.SessionKey, Status: "running", Execution: "running",
 		Upstream: t.Upstream, Transcript: t.Transcript, Cancellation: t.Cancellation, Agent: agent,
-		NextAction: &NextAction{Tool: "check_task", Args: NextActionArgs{JobID: t.ID, SessionKey: t.SessionKey}},
+		NextAction: &taskapi.NextAction{Tool: "check_task", Args: taskapi.NextActionArgs{JobID: t.ID, SessionKey: t.SessionKey}},
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // pgReplicaStores opens n stores (separate pools, like separate processes)
@@ -62,7 +63,7 @@ func TestReplicasOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.gw.waitStarted(t, res.JobID)
-	if g, err := b.GetTask(t.Context(), res.JobID, DetailCore, 0); err != nil || g.Status != "running" {
+	if g, err := b.GetTask(t.Context(), res.JobID, taskapi.DetailCore, 0); err != nil || g.Status != "running" {
 		t.Fatalf("read via b: %+v %v", g, err)
 	}
 	c, err := b.Cancel(t.Context(), res.JobID, "")
@@ -109,7 +110,7 @@ func TestWaitOnAnotherReplicasTask(t *testing.T) {
 	}
 	e.gw.waitStarted(t, res.JobID)
 	type result struct {
-		s   *Snapshot
+		s   *taskapi.Snapshot
 		err error
 	}
 	got := make(chan result, 1)
