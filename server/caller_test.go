@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/config"
-	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // TestCallerIsTheTools: the in-process Caller answers as the MCP tools do,
@@ -28,17 +28,17 @@ func TestCallerIsTheTools(t *testing.T) {
 	if !c.SeesAll() {
 		t.Error("a caller without a credential sees all")
 	}
-	rows, err := c.ListTasks(ctx, task.ViewAll)
+	rows, err := c.ListTasks(ctx, taskapi.ViewAll)
 	if err != nil || len(rows) != 1 || rows[0].TaskID != res.JobID {
 		t.Fatalf("ListTasks = %+v, %v", rows, err)
 	}
-	if d, err := c.GetTask(ctx, res.JobID, task.DetailSummary, 0); err != nil || d.Status != "running" {
+	if d, err := c.GetTask(ctx, res.JobID, taskapi.DetailSummary, 0); err != nil || d.Status != "running" {
 		t.Fatalf("GetTask = %+v, %v", d, err)
 	}
 	if p, err := c.GetPrompt(ctx, res.JobID); err != nil || p.Prompt.Task != "work" {
 		t.Fatalf("GetPrompt = %+v, %v", p, err)
 	}
-	if _, err := c.GetTask(ctx, "missing", task.DetailSummary, 0); !errors.Is(err, server.ErrRefused) {
+	if _, err := c.GetTask(ctx, "missing", taskapi.DetailSummary, 0); !errors.Is(err, server.ErrRefused) {
 		t.Errorf("GetTask of a missing task: %v, want ErrRefused", err)
 	}
 	if _, _, err := c.CancelTask(ctx, ""); !errors.Is(err, server.ErrRefused) || !strings.Contains(err.Error(), "taskId") {

@@ -17,9 +17,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/clawconnect/clawconnect/internal/config"
-	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/server"
 	"github.com/clawconnect/clawconnect/server/servertest"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -323,9 +323,9 @@ func TestToolResults(t *testing.T) {
 		sc       map[string]any // keys checked when set
 	}{
 		{name: "check unknown job", tool: "check_task", args: map[string]any{"jobId": "nope"}, isError: true,
-			text: task.MsgJobNotFound, sc: map[string]any{"status": "error", "error": task.MsgJobNotFound, "jobId": "nope"}},
+			text: taskapi.MsgJobNotFound, sc: map[string]any{"status": "error", "error": taskapi.MsgJobNotFound, "jobId": "nope"}},
 		{name: "check unknown session", tool: "check_task", args: map[string]any{"sessionKey": "nope"}, isError: true,
-			text: task.MsgSessionJobMissing},
+			text: taskapi.MsgSessionJobMissing},
 		{name: "check needs an id", tool: "check_task", args: map[string]any{}, isError: true, text: "Pass jobId (or sessionKey) to say which task to check. run_task returns both."},
 		{name: "check failed task is error", tool: "check_task", args: map[string]any{"jobId": failed}, isError: true, text: "tests failed",
 			sc: map[string]any{"status": "error", "isError": true, "isTerminal": true}},
@@ -346,7 +346,7 @@ func TestToolResults(t *testing.T) {
 		{name: "get task summary", tool: "get_task", args: map[string]any{"taskId": doneID}, sc: map[string]any{"taskId": doneID, "summary": "finished it", "agent": "beta"}},
 		{name: "get task prompt", tool: "get_task", args: map[string]any{"taskId": doneID, "detail": "prompt"}, sc: map[string]any{"taskId": doneID, "prompt": map[string]any{"task": "first", "context": "ctx"}}},
 		{name: "get task unknown detail", tool: "get_task", args: map[string]any{"taskId": doneID, "detail": "everything"}, isError: true, contains: "detail"},
-		{name: "get task missing", tool: "get_task", args: map[string]any{"taskId": "nope"}, isError: true, text: task.MsgTaskNotFound,
+		{name: "get task missing", tool: "get_task", args: map[string]any{"taskId": "nope"}, isError: true, text: taskapi.MsgTaskNotFound,
 			sc: map[string]any{"taskId": "nope", "status": "error", "error": "Task not found."}},
 		{name: "get task no id", tool: "get_task", args: map[string]any{}, isError: true, contains: "taskId"},
 		{name: "list tasks active", tool: "list_tasks", args: map[string]any{"view": "active"}, contains: runningID},
@@ -358,7 +358,7 @@ func TestToolResults(t *testing.T) {
 		{name: "list sessions", tool: "list_sessions", args: map[string]any{}, sc: map[string]any{"configuredAgents": []any{"alpha", "beta", "gamma"}}},
 		{name: "cancel needs id", tool: "cancel_task", args: map[string]any{}, isError: true, text: "Pass taskId (or sessionKey) to say which task to stop."},
 		{name: "cancel missing", tool: "cancel_task", args: map[string]any{"taskId": "nope"}, isError: true,
-			text: task.MsgCancelNotFound, sc: map[string]any{"found": false}},
+			text: taskapi.MsgCancelNotFound, sc: map[string]any{"found": false}},
 		{name: "cancel finished", tool: "cancel_task", args: map[string]any{"taskId": doneID},
 			text: `Task already finished with status "completed" — nothing to stop.`, sc: map[string]any{"found": true, "requested": false, "alreadyTerminal": true}},
 		{name: "cancel running by session", tool: "cancel_task", args: map[string]any{"sessionKey": running["sessionKey"]},
@@ -454,10 +454,10 @@ func TestScopeHidesOtherAgents(t *testing.T) {
 	}{
 		{"check_task", map[string]any{"jobId": id}, "Job not found."},
 		{"check_task", map[string]any{"sessionKey": key}, "Job not found."},
-		{"get_task", map[string]any{"taskId": id}, task.MsgTaskNotFound},
-		{"get_task", map[string]any{"taskId": id, "detail": "prompt"}, task.MsgTaskNotFound},
+		{"get_task", map[string]any{"taskId": id}, taskapi.MsgTaskNotFound},
+		{"get_task", map[string]any{"taskId": id, "detail": "prompt"}, taskapi.MsgTaskNotFound},
 		{"get_session", map[string]any{"sessionId": key}, "Session not found."},
-		{"cancel_task", map[string]any{"taskId": id}, task.MsgCancelNotFound},
+		{"cancel_task", map[string]any{"taskId": id}, taskapi.MsgCancelNotFound},
 		{"run_task", map[string]any{"task": "x", "agent": "gamma"}, "validating"},
 	}
 	for _, tt := range tests {

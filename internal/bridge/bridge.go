@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -31,6 +30,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // Options configures Open.
@@ -80,7 +80,7 @@ const (
 type Bridge struct {
 	registry *config.Registry
 	timeouts config.Timeouts
-	st       interface{ Close() error }
+	st       store.Store
 	managers map[string]*task.Manager
 	gateways map[string]*lazyGateway
 	order    []string
@@ -202,7 +202,7 @@ func (b *Bridge) Timeouts() config.Timeouts { return b.timeouts }
 // SharedStore returns the store the bridge opened, for a host that runs
 // more services on the same database (clawconnect serve hosts the terminal
 // monitors on it).
-func (b *Bridge) SharedStore() io.Closer { return b.st }
+func (b *Bridge) SharedStore() store.Store { return b.st }
 
 // Close stops the task managers (running tasks stay running in the store
 // for the next process), closes the gateway connections and the store.
@@ -244,7 +244,7 @@ func mapErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var busy *task.SessionBusyError
+	var busy *store.SessionBusyError
 	if errors.As(err, &busy) {
 		return busy
 	}
@@ -280,15 +280,15 @@ func (b *Bridge) each(agent string, fn func(m *task.Manager) error) error {
 }
 
 // Run implements Tasks.
-func (b *Bridge) Run(ctx context.Context, req server.RunRequest) (task.RunResult, error) {
+func (b *Bridge) Run(ctx context.Context, req server.RunRequest) (taskapi.RunResult, error) {
 	m, ok := b.managers[req.Agent]
 	if !ok {
-		return task.RunResult{}, fmt.Errorf("unknown agent %q", req.Agent)
+		return taskapi.RunResult{}, fmt.Errorf("unknown agent %q", req.Agent)
 	}
 	res, err := m.Submit(ctx, task.SubmitRequest{Task: req.Task, Context: req.Context, SessionKey: req.SessionKey, SenderName: req.SenderName, Payload: req.Payload,
 		Principal: req.Principal, AnySession: req.AnySession})
 	if err != nil {
-		return task.RunResult{}, mapErr("submit", err)
+		return taskapi.RunResult{}, mapErr("submit", err)
 	}
 	return *res, nil
 }
@@ -296,11 +296,11 @@ func (b *Bridge) Run(ctx context.Context, req server.RunRequest) (task.RunResult
 // Check implements Tasks. When onUpdate is set in wait mode it waits in poll
 // mode steps, reporting each intermediate snapshot, until the task ends or
 // the wait elapses.
-func (b *Bridge) Check(ctx context.Context, req server.CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error) {
+func (b *Bridge) Check(ctx context.Context, req server.CheckRequest, onUpdate func(taskapi.Snapshot)) (taskapi.Snapshot, error) {
 	ms := func(d time.Duration) *float64 { v := float64(d.Milliseconds()); return &v }
 	creq := task.CheckRequest{JobID: req.JobID, SessionKey: req.SessionKey, KnownLogCount: req.KnownLogCount, Mode: task.CheckMode(req.Mode), WaitMs: ms(req.Wait)}
 	if onUpdate == nil || req.Mode != server.ModeWait {
-		var out task.Snapshot
+		var out taskapi.Snapshot
 		err := b.each(req.Agent, func(m *task.Manager) error {
 			s, err := m.Check(ctx, creq)
 			if err == nil {
@@ -312,16 +312,16 @@ func (b *Bridge) Check(ctx context.Context, req server.CheckRequest, onUpdate fu
 	}
 	var m *task.Manager
 	if err := b.each(req.Agent, func(c *task.Manager) error {
-		_, err := c.GetTask(ctx, req.JobID, task.DetailCore, 0)
+		_, err := c.GetTask(ctx, req.JobID, taskapi.DetailCore, 0)
 		if err != nil && req.SessionKey != "" && errors.Is(err, server.ErrNotFound) {
-			_, err = c.GetSession(ctx, task.SessionRequest{SessionID: req.SessionKey, Mode: task.ModeSnapshot, Limit: 1})
+			_, err = c.GetSession(ctx, task.SessionRequest{SessionID: req.SessionKey, Mode: taskapi.ModeSnapshot, Limit: 1})
 		}
 		if err == nil {
 			m = c
 		}
 		return err
 	}); err != nil {
-		return task.Snapshot{}, mapErr("check task", err)
+		return taskapi.Snapshot{}, mapErr("check task", err)
 	}
 	deadline := time.Now().Add(req.Wait)
 	creq.Mode = task.CheckMode(server.ModePoll)
@@ -329,7 +329,7 @@ func (b *Bridge) Check(ctx context.Context, req server.CheckRequest, onUpdate fu
 		creq.WaitMs = ms(max(time.Until(deadline), 0))
 		s, err := m.Check(ctx, creq)
 		if err != nil {
-			return task.Snapshot{}, mapErr("check task", err)
+			return taskapi.Snapshot{}, mapErr("check task", err)
 		}
 		if s.IsTerminal || !time.Now().Before(deadline) {
 			return *s, nil
@@ -342,8 +342,8 @@ func (b *Bridge) Check(ctx context.Context, req server.CheckRequest, onUpdate fu
 }
 
 // GetTask implements Tasks.
-func (b *Bridge) GetTask(ctx context.Context, taskID string, detail task.Detail, knownLogCount int64) (task.TaskDetail, error) {
-	var out task.TaskDetail
+func (b *Bridge) GetTask(ctx context.Context, taskID string, detail taskapi.Detail, knownLogCount int64) (taskapi.TaskDetail, error) {
+	var out taskapi.TaskDetail
 	err := b.each("", func(m *task.Manager) error {
 		d, err := m.GetTask(ctx, taskID, detail, knownLogCount)
 		if err == nil {
@@ -355,8 +355,8 @@ func (b *Bridge) GetTask(ctx context.Context, taskID string, detail task.Detail,
 }
 
 // GetPrompt implements Tasks.
-func (b *Bridge) GetPrompt(ctx context.Context, taskID string) (task.PromptResult, error) {
-	var out task.PromptResult
+func (b *Bridge) GetPrompt(ctx context.Context, taskID string) (taskapi.PromptResult, error) {
+	var out taskapi.PromptResult
 	err := b.each("", func(m *task.Manager) error {
 		p, err := m.GetPrompt(ctx, taskID)
 		if err == nil {
@@ -369,8 +369,8 @@ func (b *Bridge) GetPrompt(ctx context.Context, taskID string) (task.PromptResul
 
 // ListTasks implements Tasks: each agent's latest page, merged by recent
 // activity.
-func (b *Bridge) ListTasks(ctx context.Context, view task.ListView, only *string) ([]task.TaskSummary, error) {
-	var out []task.TaskSummary
+func (b *Bridge) ListTasks(ctx context.Context, view taskapi.ListView, only *string) ([]taskapi.TaskSummary, error) {
+	var out []taskapi.TaskSummary
 	for _, id := range b.order {
 		rows, err := b.managers[id].ListTasks(ctx, view, 0, only)
 		if err != nil {
@@ -378,13 +378,13 @@ func (b *Bridge) ListTasks(ctx context.Context, view task.ListView, only *string
 		}
 		out = append(out, rows...)
 	}
-	slices.SortStableFunc(out, func(x, y task.TaskSummary) int { return cmp.Compare(y.LastEventAt, x.LastEventAt) })
+	slices.SortStableFunc(out, func(x, y taskapi.TaskSummary) int { return cmp.Compare(y.LastEventAt, x.LastEventAt) })
 	return out, nil
 }
 
 // GetSession implements Tasks.
-func (b *Bridge) GetSession(ctx context.Context, req server.SessionRequest) (task.SessionResult, error) {
-	var out task.SessionResult
+func (b *Bridge) GetSession(ctx context.Context, req server.SessionRequest) (taskapi.SessionResult, error) {
+	var out taskapi.SessionResult
 	err := b.each(req.Agent, func(m *task.Manager) error {
 		r, err := m.GetSession(ctx, task.SessionRequest{SessionID: req.SessionID, Mode: req.Mode, Limit: req.Limit, After: int64(req.After)})
 		if err == nil {
@@ -396,8 +396,8 @@ func (b *Bridge) GetSession(ctx context.Context, req server.SessionRequest) (tas
 }
 
 // ListSessions implements Tasks.
-func (b *Bridge) ListSessions(ctx context.Context, only *string) ([]task.ContinuationState, error) {
-	var out []task.ContinuationState
+func (b *Bridge) ListSessions(ctx context.Context, only *string) ([]taskapi.ContinuationState, error) {
+	var out []taskapi.ContinuationState
 	for _, id := range b.order {
 		l, err := b.managers[id].ListSessions(ctx, 0, only)
 		if err != nil {
@@ -409,8 +409,8 @@ func (b *Bridge) ListSessions(ctx context.Context, only *string) ([]task.Continu
 }
 
 // Cancel implements Tasks.
-func (b *Bridge) Cancel(ctx context.Context, jobID string) (task.CancelResult, error) {
-	var out task.CancelResult
+func (b *Bridge) Cancel(ctx context.Context, jobID string) (taskapi.CancelResult, error) {
+	var out taskapi.CancelResult
 	err := b.each("", func(m *task.Manager) error {
 		r, err := m.Cancel(ctx, jobID, "")
 		if err == nil {
@@ -426,7 +426,7 @@ func (b *Bridge) Cancel(ctx context.Context, jobID string) (task.CancelResult, e
 func (b *Bridge) CountByStatus(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
 	for _, id := range b.order {
-		rows, err := b.managers[id].ListTasks(ctx, task.ViewAll, store.MaxPage, nil)
+		rows, err := b.managers[id].ListTasks(ctx, taskapi.ViewAll, store.MaxPage, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -13,9 +13,9 @@ import (
 	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/settings"
-	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // openBridge starts a fake gateway and a Bridge over it with two agents
@@ -73,7 +73,7 @@ func TestBridgeRunToCompletion(t *testing.T) {
 	if n := len(structured(t, list)["tasks"].([]any)); n != 2 {
 		t.Errorf("list_tasks rows = %d, want 2: %s", n, text(list))
 	}
-	if r := call(t, cs, "get_task", map[string]any{"taskId": "no-such-task"}); !r.IsError || text(r) != task.MsgTaskNotFound {
+	if r := call(t, cs, "get_task", map[string]any{"taskId": "no-such-task"}); !r.IsError || text(r) != taskapi.MsgTaskNotFound {
 		t.Errorf("get_task unknown = %v %q", r.IsError, text(r))
 	}
 }

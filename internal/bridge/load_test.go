@@ -21,9 +21,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
-	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // loadToken matches the unique token each load-test task carries; the fake
@@ -222,7 +222,7 @@ func TestLoadNoLostOrStuckTasks(t *testing.T) {
 			// The store agrees: every task is persisted as completed.
 			var notDone int
 			for jobID := range jobs {
-				d, err := br.GetTask(ctx, jobID, task.DetailCore, 0)
+				d, err := br.GetTask(ctx, jobID, taskapi.DetailCore, 0)
 				if err != nil || d.Status != "completed" {
 					if notDone++; notDone <= 10 {
 						t.Errorf("stored task %s: status %q, err %v", jobID, d.Status, err)

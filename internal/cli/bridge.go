@@ -35,7 +35,7 @@ type backend struct {
 	runtimes []string // registered agent-session runtimes, for doctor and logs
 	// shared is the store the bridge owns (nil when it only reads one);
 	// serve hosts the terminal monitors on it.
-	shared any
+	shared store.Store
 	close  func()
 }
 

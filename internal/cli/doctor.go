@@ -193,7 +193,7 @@ func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
 // checkStore opens the store (as every process does, beside the others)
 // and lists the live processes that share it and what each follows.
 func checkStore(ctx context.Context, sv settings.Values) []verdict {
-	var db processLister
+	var db store.Store
 	var what string
 	if u := sv.DatabaseURL; u != "" {
 		p, err := postgres.Open(ctx, postgres.Options{URL: u})
@@ -233,13 +233,8 @@ func checkStore(ctx context.Context, sv settings.Values) []verdict {
 	defer db.Close()
 	vs := []verdict{{ok: true, area: "store", detail: what}}
 	vs = append(vs, listProcesses(ctx, db, time.Now())...)
-	if tw, ok := db.(terminalWork); ok {
-		vs = append(vs, checkTerminalWork(ctx, tw, hostLive(ctx, tw), time.Now())...)
-	}
-	if hs, ok := db.(store.TerminalHosts); ok {
-		vs = append(vs, listTerminalHosts(ctx, hs, time.Now())...)
-	}
-	return vs
+	vs = append(vs, checkTerminalWork(ctx, db, hostLive(ctx, db), time.Now())...)
+	return append(vs, listTerminalHosts(ctx, db, time.Now())...)
 }
 
 // processLister is the part of the store doctor reads.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 func newLogsCmd(env Env) *cobra.Command { return logsCmd(env, openReadBridge) }
@@ -39,10 +39,10 @@ configuration, 4 no such job.`,
 				return err
 			}
 			defer b.close()
-			emit := func(e task.LogEntry) { printEntry(env.Stdout, e) }
+			emit := func(e taskapi.LogEntry) { printEntry(env.Stdout, e) }
 			if asJSON {
 				enc := json.NewEncoder(env.Stdout)
-				emit = func(e task.LogEntry) { _ = enc.Encode(e) }
+				emit = func(e taskapi.LogEntry) { _ = enc.Encode(e) }
 			}
 			return printLogs(ctx, emit, b.tasks, args[0], followFlag)
 		},
@@ -54,15 +54,15 @@ configuration, 4 no such job.`,
 
 // printLogs pages the raw log of the job's session (when the job is the
 // session's latest) and, with follow, waits for more in poll mode.
-func printLogs(ctx context.Context, emit func(task.LogEntry), tasks server.Tasks, jobID string, followFlag bool) error {
-	d, err := tasks.GetTask(ctx, jobID, task.DetailCore, 0)
+func printLogs(ctx context.Context, emit func(taskapi.LogEntry), tasks server.Tasks, jobID string, followFlag bool) error {
+	d, err := tasks.GetTask(ctx, jobID, taskapi.DetailCore, 0)
 	if err != nil {
 		return notFound("job", jobID, err)
 	}
 	var printed int64
 	page := func() (latest bool, err error) {
 		for {
-			r, err := tasks.GetSession(ctx, server.SessionRequest{SessionID: d.SessionKey, Agent: d.Agent, Mode: task.ModeEvents, Limit: 200, After: int(printed)})
+			r, err := tasks.GetSession(ctx, server.SessionRequest{SessionID: d.SessionKey, Agent: d.Agent, Mode: taskapi.ModeEvents, Limit: 200, After: int(printed)})
 			if err != nil {
 				return false, fmt.Errorf("logs: read session: %w", err)
 			}
@@ -81,8 +81,8 @@ func printLogs(ctx context.Context, emit func(task.LogEntry), tasks server.Tasks
 	// A failed task ends its log with the reason it failed, which the
 	// gateway's own events may not carry (a refused connection has none).
 	printFailure := func() {
-		if f, err := tasks.GetTask(ctx, jobID, task.DetailCore, 0); err == nil && f.Error != "" {
-			emit(task.LogEntry{TS: f.LastEventAt, Type: "error", Text: f.Error, IsError: true})
+		if f, err := tasks.GetTask(ctx, jobID, taskapi.DetailCore, 0); err == nil && f.Error != "" {
+			emit(taskapi.LogEntry{TS: f.LastEventAt, Type: "error", Text: f.Error, IsError: true})
 		}
 	}
 	latest, err := page()
@@ -92,7 +92,7 @@ func printLogs(ctx context.Context, emit func(task.LogEntry), tasks server.Tasks
 	if !latest {
 		// A later task took over the session: the full preset's bounded
 		// projection is the best view of this one.
-		full, err := tasks.GetTask(ctx, jobID, task.DetailFull, 0)
+		full, err := tasks.GetTask(ctx, jobID, taskapi.DetailFull, 0)
 		if err != nil {
 			return notFound("job", jobID, err)
 		}
@@ -126,7 +126,7 @@ func printLogs(ctx context.Context, emit func(task.LogEntry), tasks server.Tasks
 	}
 }
 
-func printEntry(w io.Writer, e task.LogEntry) {
+func printEntry(w io.Writer, e taskapi.LogEntry) {
 	ts := ""
 	if e.TS > 0 {
 		ts = time.UnixMilli(e.TS).UTC().Format("15:04:05") + " "

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/clawconnect/clawconnect/internal/task"
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // pendingTasks is a server.Tasks whose backend opens in the background, so
@@ -106,7 +107,7 @@ func (p *pendingTasks) wait(ctx context.Context) (server.Tasks, error) {
 
 // sharedStore waits for the backend and returns the store it owns (nil
 // when it owns none).
-func (p *pendingTasks) sharedStore(ctx context.Context) (any, error) {
+func (p *pendingTasks) sharedStore(ctx context.Context) (store.Store, error) {
 	if _, err := p.wait(ctx); err != nil {
 		return nil, err
 	}
@@ -151,39 +152,39 @@ func (p *pendingTasks) close() {
 
 // The methods below implement server.Tasks by delegation.
 
-func (p *pendingTasks) Run(ctx context.Context, req server.RunRequest) (task.RunResult, error) {
+func (p *pendingTasks) Run(ctx context.Context, req server.RunRequest) (taskapi.RunResult, error) {
 	t, err := p.wait(ctx)
 	if err != nil {
-		return task.RunResult{}, err
+		return taskapi.RunResult{}, err
 	}
 	return t.Run(ctx, req)
 }
 
-func (p *pendingTasks) Check(ctx context.Context, req server.CheckRequest, onUpdate func(task.Snapshot)) (task.Snapshot, error) {
+func (p *pendingTasks) Check(ctx context.Context, req server.CheckRequest, onUpdate func(taskapi.Snapshot)) (taskapi.Snapshot, error) {
 	t, err := p.wait(ctx)
 	if err != nil {
-		return task.Snapshot{}, err
+		return taskapi.Snapshot{}, err
 	}
 	return t.Check(ctx, req, onUpdate)
 }
 
-func (p *pendingTasks) GetTask(ctx context.Context, id string, d task.Detail, known int64) (task.TaskDetail, error) {
+func (p *pendingTasks) GetTask(ctx context.Context, id string, d taskapi.Detail, known int64) (taskapi.TaskDetail, error) {
 	t, err := p.wait(ctx)
 	if err != nil {
-		return task.TaskDetail{}, err
+		return taskapi.TaskDetail{}, err
 	}
 	return t.GetTask(ctx, id, d, known)
 }
 
-func (p *pendingTasks) GetPrompt(ctx context.Context, id string) (task.PromptResult, error) {
+func (p *pendingTasks) GetPrompt(ctx context.Context, id string) (taskapi.PromptResult, error) {
 	t, err := p.wait(ctx)
 	if err != nil {
-		return task.PromptResult{}, err
+		return taskapi.PromptResult{}, err
 	}
 	return t.GetPrompt(ctx, id)
 }
 
-func (p *pendingTasks) ListTasks(ctx context.Context, view task.ListView, only *string) ([]task.TaskSummary, error) {
+func (p *pendingTasks) ListTasks(ctx context.Context, view taskapi.ListView, only *string) ([]taskapi.TaskSummary, error) {
 	t, err := p.wait(ctx)
 	if err != nil {
 		return nil, err
@@ -191,15 +192,15 @@ func (p *pendingTasks) ListTasks(ctx context.Context, view task.ListView, only *
 	return t.ListTasks(ctx, view, only)
 }
 
-func (p *pendingTasks) GetSession(ctx context.Context, req server.SessionRequest) (task.SessionResult, error) {
+func (p *pendingTasks) GetSession(ctx context.Context, req server.SessionRequest) (taskapi.SessionResult, error) {
 	t, err := p.wait(ctx)
 	if err != nil {
-		return task.SessionResult{}, err
+		return taskapi.SessionResult{}, err
 	}
 	return t.GetSession(ctx, req)
 }
 
-func (p *pendingTasks) ListSessions(ctx context.Context, only *string) ([]task.ContinuationState, error) {
+func (p *pendingTasks) ListSessions(ctx context.Context, only *string) ([]taskapi.ContinuationState, error) {
 	t, err := p.wait(ctx)
 	if err != nil {
 		return nil, err
@@ -207,10 +208,10 @@ func (p *pendingTasks) ListSessions(ctx context.Context, only *string) ([]task.C
 	return t.ListSessions(ctx, only)
 }
 
-func (p *pendingTasks) Cancel(ctx context.Context, id string) (task.CancelResult, error) {
+func (p *pendingTasks) Cancel(ctx context.Context, id string) (taskapi.CancelResult, error) {
 	t, err := p.wait(ctx)
 	if err != nil {
-		return task.CancelResult{}, err
+		return taskapi.CancelResult{}, err
 	}
 	return t.Cancel(ctx, id)
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 func newRunCmd(env Env) *cobra.Command { return runCmd(env, openBridge) }
@@ -117,7 +117,7 @@ clawconnect mcp or serve, or the next one to start, sends it).`,
 
 // finishRun prints a terminal (or still running) snapshot and picks the
 // exit code.
-func finishRun(env Env, snap task.Snapshot, asJSON bool) error {
+func finishRun(env Env, snap taskapi.Snapshot, asJSON bool) error {
 	if asJSON {
 		if err := printJSON(env.Stdout, snap); err != nil {
 			return err
@@ -148,7 +148,7 @@ const dispatchWait = 15 * time.Second
 
 // submitted picks the outcome of run without --wait from the task after
 // awaitDispatch: exit 0 only when the gateway accepted the task.
-func submitted(env Env, res task.RunResult, snap task.Snapshot, acked bool) error {
+func submitted(env Env, res taskapi.RunResult, snap taskapi.Snapshot, acked bool) error {
 	switch {
 	case snap.IsTerminal && snap.Status == "error" && snap.ParentRunID == "":
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("the gateway did not accept task %s: %s", res.JobID, strings.TrimSpace(snap.Error))}
@@ -164,10 +164,10 @@ func submitted(env Env, res task.RunResult, snap task.Snapshot, acked bool) erro
 // awaitDispatch waits until the gateway acknowledged the task's run (it has
 // a run id) or the task ended, at most limit. It returns the last snapshot
 // and whether either happened.
-func awaitDispatch(ctx context.Context, tasks server.Tasks, res task.RunResult, limit time.Duration) (task.Snapshot, bool) {
+func awaitDispatch(ctx context.Context, tasks server.Tasks, res taskapi.RunResult, limit time.Duration) (taskapi.Snapshot, bool) {
 	deadline := time.Now().Add(limit)
 	var cursor int64
-	var last task.Snapshot
+	var last taskapi.Snapshot
 	for time.Now().Before(deadline) {
 		snap, err := tasks.Check(ctx, server.CheckRequest{JobID: res.JobID, Agent: res.Agent, KnownLogCount: cursor,
 			Mode: server.ModePoll, Wait: min(time.Until(deadline), 2*time.Second)}, nil)
@@ -185,7 +185,7 @@ func awaitDispatch(ctx context.Context, tasks server.Tasks, res task.RunResult, 
 
 // follow waits for the task in poll mode, rendering each new log entry on
 // stderr, until it ends, timeout elapses (0: never) or ctx ends.
-func follow(ctx context.Context, env Env, tasks server.Tasks, res task.RunResult, timeout time.Duration) (task.Snapshot, error) {
+func follow(ctx context.Context, env Env, tasks server.Tasks, res taskapi.RunResult, timeout time.Duration) (taskapi.Snapshot, error) {
 	p := newProgress(env.Stderr, res.JobID)
 	defer p.stop()
 	var deadline time.Time
@@ -202,9 +202,9 @@ func follow(ctx context.Context, env Env, tasks server.Tasks, res task.RunResult
 			KnownLogCount: cursor, Mode: server.ModePoll, Wait: max(wait, time.Millisecond)}, nil)
 		if err != nil {
 			if ctx.Err() != nil {
-				return task.Snapshot{}, fmt.Errorf("run: interrupted; task %s keeps running: %w", res.JobID, ctx.Err())
+				return taskapi.Snapshot{}, fmt.Errorf("run: interrupted; task %s keeps running: %w", res.JobID, ctx.Err())
 			}
-			return task.Snapshot{}, fmt.Errorf("run: check: %w", err)
+			return taskapi.Snapshot{}, fmt.Errorf("run: check: %w", err)
 		}
 		for _, l := range snap.Logs {
 			if l.Seq > cursor {
@@ -263,7 +263,7 @@ func (p *progress) spin() {
 	}
 }
 
-func (p *progress) event(l task.LogEntry) {
+func (p *progress) event(l taskapi.LogEntry) {
 	line := termSafe(firstLine(l.Text))
 	if l.Type != "" {
 		line = termSafe(l.Type) + ": " + line

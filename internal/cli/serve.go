@@ -143,13 +143,13 @@ configuration.`,
 			}
 			dopts := dashboardOptions(sv)
 			dopts.Server, dopts.Runtimes, dopts.StoreInfo = srv, b.runtimes, storeInfo(sv, b.shared)
-			dopts.Feed, dopts.Logger = changeFeed(b.shared), logger.With("component", "dashboard")
+			dopts.Logger = logger.With("component", "dashboard")
 			dopts.OAuth = signIn
-			dopts.Processes, _ = b.shared.(dashboard.ProcessLister)
-			dopts.Attachments, _ = b.shared.(dashboard.AttachmentReader)
+			if b.shared != nil {
+				dopts.Feed, dopts.Processes, dopts.Attachments = b.shared, b.shared, b.shared
+			}
 			if svc != nil {
-				dopts.Terminals = svc
-				dopts.TerminalRecords, _ = b.shared.(dashboard.TerminalRecords)
+				dopts.Terminals, dopts.TerminalRecords = svc, b.shared
 			}
 			dash, err := dashboard.New(dopts)
 			if err != nil {
@@ -188,7 +188,7 @@ func dashboardOptions(sv settings.Values) dashboard.Options {
 
 // storeInfo describes the store for the dashboard's Health page, without
 // credentials.
-func storeInfo(sv settings.Values, shared any) string {
+func storeInfo(sv settings.Values, shared store.Store) string {
 	kind := "SQLite under " + sv.Home
 	if sv.DatabaseURL != "" {
 		kind = "PostgreSQL (CLAWCONNECT_DATABASE_URL)"
@@ -197,12 +197,4 @@ func storeInfo(sv settings.Values, shared any) string {
 		return kind + ", read through another process"
 	}
 	return kind
-}
-
-// changeFeed returns the store's cross-process change feed, if it has one.
-func changeFeed(shared any) store.ChangeFeed {
-	if f, ok := shared.(store.ChangeFeed); ok {
-		return f
-	}
-	return nil
 }

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/clawconnect/clawconnect/taskapi"
 	"github.com/spf13/cobra"
-
-	"github.com/clawconnect/clawconnect/internal/task"
 )
 
 func newSessionsCmd(env Env) *cobra.Command { return sessionsCmd(env, openReadBridge) }
@@ -35,7 +34,7 @@ Exit codes: 0 listed, 1 failure, 3 no or invalid agent configuration.`,
 				return fmt.Errorf("sessions: %w", err)
 			}
 			if asJSON {
-				return printJSON(env.Stdout, task.SessionList{Sessions: list, ConfiguredAgents: b.registry.IDs()})
+				return printJSON(env.Stdout, taskapi.SessionList{Sessions: list, ConfiguredAgents: b.registry.IDs()})
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(env.Stderr, "No sessions yet. Start one with: clawconnect run \"...\"")

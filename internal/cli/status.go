@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clawconnect/clawconnect/taskapi"
 	"github.com/spf13/cobra"
-
-	"github.com/clawconnect/clawconnect/internal/task"
 )
 
 func newStatusCmd(env Env) *cobra.Command { return statusCmd(env, openReadBridge) }
@@ -32,7 +31,7 @@ Exit codes: 0 shown (whatever the task's status), 1 failure, 2 bad arguments,
 				return err
 			}
 			defer b.close()
-			d, err := b.tasks.GetTask(ctx, args[0], task.DetailFull, 0)
+			d, err := b.tasks.GetTask(ctx, args[0], taskapi.DetailFull, 0)
 			if err != nil {
 				return notFound("job", args[0], err)
 			}
@@ -47,7 +46,7 @@ Exit codes: 0 shown (whatever the task's status), 1 failure, 2 bad arguments,
 	return cmd
 }
 
-func printDetail(w io.Writer, d task.TaskDetail) {
+func printDetail(w io.Writer, d taskapi.TaskDetail) {
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(w, "%-10s %s\n", k, termSafe(v))
@@ -74,7 +73,7 @@ func printDetail(w io.Writer, d task.TaskDetail) {
 	}
 }
 
-func diagnosticsError(d task.TaskDetail) string {
+func diagnosticsError(d taskapi.TaskDetail) string {
 	if d.Diagnostics == nil {
 		return ""
 	}

@@ -36,7 +36,7 @@ type terminalStack struct {
 
 // openTerminalStore opens the shared store: PostgreSQL at
 // CLAWCONNECT_DATABASE_URL, else the SQLite file under CLAWCONNECT_HOME.
-func openTerminalStore(ctx context.Context, env Env) (store.TerminalStore, func() error, error) {
+func openTerminalStore(ctx context.Context, env Env) (store.Store, func() error, error) {
 	sv := settingsOf(env)
 	if u := sv.DatabaseURL; u != "" {
 		db, err := postgres.Open(ctx, postgres.Options{URL: u})
@@ -585,20 +585,18 @@ was not accepted or whose outcome is uncertain releases the pane for new sends
 // runTerminalHost runs a long-lived monitor host over svc, with the
 // callback outbox, until ctx ends. Every long-lived process runs one on
 // the shared store; the leases decide which follows each Turn.
-func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal, role string) error {
+func runTerminalHost(ctx context.Context, env Env, st store.Store, svc *terminal.Service, c config.Terminal, role string) error {
 	ho := terminal.HostOptions{Recheck: c.Recheck, LeaseTTL: c.HostLease, Role: terminal.HostRole + " (" + role + ")"}
-	if cs, ok := st.(store.CallbackStore); ok {
-		warm := configuredCallbackGateway(env)
-		if role == "mcp" {
-			// An mcp (one per MCP client) dials the gateway at its first
-			// callback instead: an idle one keeps no connection, and
-			// serve or the daemon usually delivers first anyway.
-			warm = ""
-		}
-		ho.Outbox = outbox.New(outbox.Options{Store: cs, Dial: callbackDialer(env), Logger: newLogger(env),
-			WarmURL: warm, Delivers: callbackRoute(env, svc.HostMode())})
-		defer func() { _ = ho.Outbox.Close() }()
+	warm := configuredCallbackGateway(env)
+	if role == "mcp" {
+		// An mcp (one per MCP client) dials the gateway at its first
+		// callback instead: an idle one keeps no connection, and serve or
+		// the daemon usually delivers first anyway.
+		warm = ""
 	}
+	ho.Outbox = outbox.New(outbox.Options{Store: st, Dial: callbackDialer(env), Logger: newLogger(env),
+		WarmURL: warm, Delivers: callbackRoute(env, svc.HostMode())})
+	defer func() { _ = ho.Outbox.Close() }()
 	return terminal.NewHost(svc, ho).Run(ctx)
 }
 
@@ -606,9 +604,8 @@ func runTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *
 // process opened) in the background and returns its Service (nil when
 // none runs); the returned func stops it. Terminal turns are optional for
 // serve: a failure is logged, never fatal.
-func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Logger, role string) (*terminal.Service, func()) {
-	st, ok := shared.(store.TerminalStore)
-	if !ok {
+func startTerminalHost(ctx context.Context, env Env, st store.Store, logger *slog.Logger, role string) (*terminal.Service, func()) {
+	if st == nil {
 		return nil, func() {}
 	}
 	svc, c, err := newTerminalService(env, st, logger)
@@ -621,7 +618,7 @@ func startTerminalHost(ctx context.Context, env Env, shared any, logger *slog.Lo
 
 // goTerminalHost runs runTerminalHost in the background until the
 // returned func, which waits for it, is called.
-func goTerminalHost(ctx context.Context, env Env, st store.TerminalStore, svc *terminal.Service, c config.Terminal, role string, logger *slog.Logger) func() {
+func goTerminalHost(ctx context.Context, env Env, st store.Store, svc *terminal.Service, c config.Terminal, role string, logger *slog.Logger) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -16,6 +16,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
 )
@@ -89,9 +90,11 @@ func codexEnv(t *testing.T) map[string]string {
 func waitSendableRow(t *testing.T, envm map[string]string) terminal.TerminalRow {
 	t.Helper()
 	var row terminal.TerminalRow
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		out, stderr, err := runTerminal(t.Context(), envm, "list", "--json")
+	out := ""
+	if !poll.WithinEvery(60*time.Second, 300*time.Millisecond, func() bool {
+		var stderr string
+		var err error
+		out, stderr, err = runTerminal(t.Context(), envm, "list", "--json")
 		if err != nil {
 			t.Fatalf("list: %v\n%s", err, stderr)
 		}
@@ -103,15 +106,15 @@ func waitSendableRow(t *testing.T, envm map[string]string) terminal.TerminalRow 
 		// its native binary during start-up.
 		if len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
 			if res.Terminals[0].ID == row.ID {
-				return row
+				return true
 			}
 			row = res.Terminals[0]
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no sendable agent pane listed:\n%s", out)
-		}
-		time.Sleep(300 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no sendable agent pane listed:\n%s", out)
 	}
+	return row
 }
 
 // startHelperDaemon runs `clawconnect terminal daemon` in envm as a child
@@ -142,17 +145,11 @@ func startHelper(t *testing.T, envm map[string]string, helper string) (*exec.Cmd
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if hostRegistered(t, envm["CLAWCONNECT_HOME"]) {
-			return cmd, logs.Name()
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logs.Name())
-			t.Fatalf("%s did not register as a live monitor host:\n%s", helper, b)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !poll.WithinEvery(30*time.Second, 50*time.Millisecond, func() bool { return hostRegistered(t, envm["CLAWCONNECT_HOME"]) }) {
+		b, _ := os.ReadFile(logs.Name())
+		t.Fatalf("%s did not register as a live monitor host:\n%s", helper, b)
 	}
+	return cmd, logs.Name()
 }
 
 // TestHelperTerminalDaemon is not a test: TestE2ETerminalDaemonKill9 runs
@@ -216,17 +213,12 @@ func TestE2ETerminalDaemonKill9(t *testing.T) {
 	_ = a.Wait()
 	b := startDaemon()
 	var v terminal.TurnView
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		out, _, err := runTerminal(ctx, envm, "status", sent.TurnID, "--json")
-		if err == nil && json.Unmarshal([]byte(out), &v) == nil && !terminal.Running(v.Status) {
-			break
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("turn not done after the restart: %s (%v)\ndaemon log:\n%s", out, err, b)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !poll.WithinEvery(90*time.Second, 200*time.Millisecond, func() bool {
+		out, _, err = runTerminal(ctx, envm, "status", sent.TurnID, "--json")
+		return err == nil && json.Unmarshal([]byte(out), &v) == nil && !terminal.Running(v.Status)
+	}) {
+		b, _ := os.ReadFile(logPath)
+		t.Fatalf("turn not done after the restart: %s (%v)\ndaemon log:\n%s", out, err, b)
 	}
 	if v.Status != "idle" || v.Result == nil || !strings.HasPrefix(v.Result.Text, fakemodel.DefaultPrefix) {
 		t.Fatalf("turn = %+v", v)

@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
 )
@@ -129,19 +130,15 @@ func TestE2EWatchFiresWhenHostStarts(t *testing.T) {
 		t.Fatalf("watch settled with no host: %+v", v)
 	}
 	startHelperDaemon(t, envm)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		v := watchStatus(t, envm, w.WatchID)
-		if v.Status != store.WatchActive {
-			if v.Status != store.WatchCompleted || v.Settlement == nil || v.Settlement.Text != "watched-without-a-host" || len(v.Notifications) != 1 {
-				t.Fatalf("watch once a host runs = %+v", v)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the watch never fired once a host started: %+v", v)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var v terminal.WatchView
+	if !poll.WithinEvery(90*time.Second, 200*time.Millisecond, func() bool {
+		v = watchStatus(t, envm, w.WatchID)
+		return v.Status != store.WatchActive
+	}) {
+		t.Fatalf("the watch never fired once a host started: %+v", v)
+	}
+	if v.Status != store.WatchCompleted || v.Settlement == nil || v.Settlement.Text != "watched-without-a-host" || len(v.Notifications) != 1 {
+		t.Fatalf("watch once a host runs = %+v", v)
 	}
 }
 

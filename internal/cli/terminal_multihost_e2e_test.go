@@ -20,6 +20,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
 )
@@ -64,23 +65,21 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	hostB := startNamespacedHost(t, "mh-host-b", dbURL)
 
 	// The pane of B as every machine names it, once B published it sendable.
-	var bID string
-	deadline := time.Now().Add(3 * time.Minute)
-	for bID == "" {
-		out := nsCLI(t, hostA, dbURL, "list", "--json")
+	var bID, listed string
+	if !poll.WithinEvery(3*time.Minute, time.Second, func() bool {
+		listed = nsCLI(t, hostA, dbURL, "list", "--json")
 		var l struct {
 			Hosts []terminal.HostView `json:"hosts"`
 		}
-		_ = json.Unmarshal([]byte(out), &l)
+		_ = json.Unmarshal([]byte(listed), &l)
 		for _, h := range l.Hosts {
 			if h.Host == "mh-host-b" && h.Live && len(h.Terminals) == 1 && len(h.Terminals[0].AvailableActions) > 0 {
 				bID = h.Terminals[0].ID
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("host B never published a sendable pane; A lists:\n%s", out)
-		}
-		time.Sleep(time.Second)
+		return bID != ""
+	}) {
+		t.Fatalf("host B never published a sendable pane; A lists:\n%s", listed)
 	}
 	if !strings.HasPrefix(bID, "terminal:v3:mh-host-b:tmux:codex:") {
 		t.Fatalf("B's pane id %q does not name host B", bID)
@@ -147,12 +146,8 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	// A Turn for B's pane written straight into the store by someone who
 	// is not B (it cannot seal it with B's key) is refused by B.
 	forged := forgeTurn(t, dbURL, sent.TurnID)
-	deadline = time.Now().Add(60 * time.Second)
-	for v = status2(t, hostA, dbURL, forged); v.Status != "failed"; v = status2(t, hostA, dbURL, forged) {
-		if time.Now().After(deadline) {
-			t.Fatalf("B did not refuse the forged Turn: %+v", v)
-		}
-		time.Sleep(time.Second)
+	if !poll.WithinEvery(60*time.Second, time.Second, func() bool { v = status2(t, hostA, dbURL, forged); return v.Status == "failed" }) {
+		t.Fatalf("B did not refuse the forged Turn: %+v", v)
 	}
 	if v.Result == nil || v.Result.Match != "forged_turn" {
 		t.Fatalf("forged Turn = %+v, want failed forged_turn", v)

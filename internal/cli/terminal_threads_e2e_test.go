@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
 )
@@ -38,13 +39,8 @@ func TestE2ETerminalNewThreadShowsTheGeneration(t *testing.T) {
 		return res.Terminals[0]
 	}
 	var row terminal.TerminalRow
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(300 * time.Millisecond) {
-		if row = list(); len(row.AvailableActions) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no sendable Claude pane: %+v", row)
-		}
+	if !poll.WithinEvery(60*time.Second, 300*time.Millisecond, func() bool { row = list(); return len(row.AvailableActions) > 0 }) {
+		t.Fatalf("no sendable Claude pane: %+v", row)
 	}
 	out, stderr, err := runTerminal(ctx, envm, "send", "--terminal", row.ID, "--wait", "--timeout", "90s", "--json", "remember MARK-CLI-5 ECHO=cli-one")
 	if err != nil || !strings.Contains(out, "cli-one") {
@@ -54,11 +50,14 @@ func TestE2ETerminalNewThreadShowsTheGeneration(t *testing.T) {
 	if before.BindingGeneration != 1 || before.ManagementState != "managed" || before.NativeThreadID == "" {
 		t.Fatalf("row before new-thread = %+v", before)
 	}
-	for deadline := time.Now().Add(20 * time.Second); len(before.AvailableActions) == 0; before = list() {
-		if time.Now().After(deadline) {
-			t.Fatalf("pane not sendable after the Turn: %+v", before)
+	if !poll.WithinEvery(20*time.Second, 200*time.Millisecond, func() bool {
+		if len(before.AvailableActions) > 0 {
+			return true
 		}
-		time.Sleep(200 * time.Millisecond)
+		before = list()
+		return len(before.AvailableActions) > 0
+	}) {
+		t.Fatalf("pane not sendable after the Turn: %+v", before)
 	}
 	out, stderr, err = runTerminal(ctx, envm, "new-thread", "--json", row.ID)
 	if err != nil {

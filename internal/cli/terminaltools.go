@@ -37,7 +37,7 @@ type lazyTerminals struct {
 	logger *slog.Logger
 	ctx    context.Context
 	// shared waits for the store of the task backend.
-	shared func(ctx context.Context) (any, error)
+	shared func(ctx context.Context) (store.Store, error)
 	// host runs a monitor host on the store.
 	host bool
 
@@ -59,15 +59,14 @@ func (l *lazyTerminals) get(ctx context.Context) (*terminal.Service, error) {
 // opened builds the Service over the opened store sh once, and starts its
 // host; the stdio server's background open calls it, and so does the
 // first tool call.
-func (l *lazyTerminals) opened(sh any) (*terminal.Service, error) {
+func (l *lazyTerminals) opened(st store.Store) (*terminal.Service, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.svc != nil {
 		return l.svc, nil
 	}
-	st, ok := sh.(store.TerminalStore)
-	if !ok {
-		return nil, errors.New("terminal turns are unavailable: this server's store keeps no terminal Turns")
+	if st == nil {
+		return nil, errors.New("terminal turns are unavailable: this server opened no store of its own")
 	}
 	svc, c, err := newTerminalService(l.env, st, l.logger)
 	if err != nil {

@@ -4,21 +4,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/taskapi"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/clawconnect/clawconnect/internal/task"
 )
 
 func TestBuildChart(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ago time.Duration) int64 { return now.Add(-ago).UnixMilli() }
-	rows := []task.TaskSummary{
-		{Status: task.TaskDone, StartedAt: at(58 * time.Minute), LastEventAt: at(57 * time.Minute)},    // first bucket, 1 min
-		{Status: task.TaskFailed, StartedAt: at(3 * time.Minute), LastEventAt: at(2 * time.Minute)},    // last bucket
-		{Status: task.TaskCancelled, StartedAt: at(4 * time.Minute), LastEventAt: at(1 * time.Minute)}, // last bucket, 3 min
-		{Status: task.TaskRunning, StartedAt: at(10 * time.Minute), LastEventAt: at(1 * time.Minute)},  // not finished
-		{Status: task.TaskDone, StartedAt: at(3 * time.Hour), LastEventAt: at(2 * time.Hour)},          // too old
+	rows := []taskapi.TaskSummary{
+		{Status: taskapi.TaskDone, StartedAt: at(58 * time.Minute), LastEventAt: at(57 * time.Minute)},    // first bucket, 1 min
+		{Status: taskapi.TaskFailed, StartedAt: at(3 * time.Minute), LastEventAt: at(2 * time.Minute)},    // last bucket
+		{Status: taskapi.TaskCancelled, StartedAt: at(4 * time.Minute), LastEventAt: at(1 * time.Minute)}, // last bucket, 3 min
+		{Status: taskapi.TaskRunning, StartedAt: at(10 * time.Minute), LastEventAt: at(1 * time.Minute)},  // not finished
+		{Status: taskapi.TaskDone, StartedAt: at(3 * time.Hour), LastEventAt: at(2 * time.Hour)},          // too old
 	}
 	c := buildChart(rows, now)
 	var counts []int
@@ -53,8 +52,8 @@ func TestBuildChartEndsAtEndedAt(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ago time.Duration) int64 { return now.Add(-ago).UnixMilli() }
-	rows := []task.TaskSummary{
-		{Status: task.TaskCancelled, StartedAt: at(6 * time.Minute), LastEventAt: at(5 * time.Minute), EndedAt: at(time.Minute)},
+	rows := []taskapi.TaskSummary{
+		{Status: taskapi.TaskCancelled, StartedAt: at(6 * time.Minute), LastEventAt: at(5 * time.Minute), EndedAt: at(time.Minute)},
 	}
 	c := buildChart(rows, now)
 	if c.Finished != 1 || c.MaxDur != "5m00s" || c.Bars[11].N != 1 {

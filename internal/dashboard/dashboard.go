@@ -60,9 +60,8 @@ type Options struct {
 	// the dashboard shares.
 	Server *server.Server
 	// Feed, when set, wakes the event streams when any process changes a
-	// task on the page, or (when it is also a store.NewTaskFeed) creates
-	// one (the store's change feed).
-	Feed store.ChangeFeed
+	// task on the page, or creates one (the store's change feed).
+	Feed Feed
 	// Attachments, when set, adds the attachment lineage of its session
 	// (every record, superseded and detached ones too) to a task page.
 	Attachments AttachmentReader
@@ -102,6 +101,13 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// Feed is the store's change feed: it wakes a page's event stream when
+// any process changes a task or creates one.
+type Feed interface {
+	store.ChangeFeed
+	store.NewTaskFeed
 }
 
 // ProcessLister lists the processes sharing the store (part of

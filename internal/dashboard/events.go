@@ -11,8 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/task"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // hub wakes every open event stream when the dashboard itself changed
@@ -108,8 +107,8 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	// A list learns of a new task from the feed (a nil channel, never
 	// ready, when the store cannot tell).
 	var created <-chan struct{}
-	if nf, ok := d.o.Feed.(store.NewTaskFeed); ok && (pg == "tasks" || pg == "sessions" || pg == "health") {
-		ch, stop := nf.WatchNewTasks()
+	if d.o.Feed != nil && (pg == "tasks" || pg == "sessions" || pg == "health") {
+		ch, stop := d.o.Feed.WatchNewTasks()
 		defer stop()
 		created = ch
 	}
@@ -277,7 +276,7 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 		}
 	case "task":
 		id := get("id")
-		t, err := q.caller.GetTask(ctx, id, task.DetailFull, st.cursor)
+		t, err := q.caller.GetTask(ctx, id, taskapi.DetailFull, st.cursor)
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +291,7 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 		if err := render("task-lineage", b); err != nil {
 			return nil, err
 		}
-		var fresh []task.LogEntry
+		var fresh []taskapi.LogEntry
 		for _, e := range t.Updates {
 			if e.Seq > st.cursor {
 				fresh = append(fresh, e)
@@ -313,7 +312,7 @@ func (d *Dashboard) streamOnce(ctx context.Context, buf *bytes.Buffer, q request
 		// running tasks are read first: one that ends after this read is
 		// watched (and read again, see events), one that ended before shows
 		// its result in the sessions read below.
-		active, err := q.caller.ListTasks(ctx, task.ViewActive)
+		active, err := q.caller.ListTasks(ctx, taskapi.ViewActive)
 		if err != nil {
 			return nil, err
 		}

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/task"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // Chart geometry (SVG user units).
@@ -71,7 +71,7 @@ type healthBody struct {
 }
 
 func (d *Dashboard) healthData(ctx context.Context, q request) (healthBody, error) {
-	rows, err := q.caller.ListTasks(ctx, task.ViewAll)
+	rows, err := q.caller.ListTasks(ctx, taskapi.ViewAll)
 	if err != nil {
 		return healthBody{}, err
 	}
@@ -106,7 +106,7 @@ func (d *Dashboard) healthData(ctx context.Context, q request) (healthBody, erro
 
 // buildChart lays out throughput (tasks finished per five minutes) as bars
 // and each finished task's duration as a dot at its end time.
-func buildChart(rows []task.TaskSummary, now time.Time) chart {
+func buildChart(rows []taskapi.TaskSummary, now time.Time) chart {
 	c := chart{W: chartW, H: chartH, Pad: chartPad, Bottom: chartH - chartPad, Right: chartW - 8}
 	c.Mid = (c.Pad + c.Right) / 2
 	start := now.Add(-time.Hour).UnixMilli()
@@ -116,7 +116,7 @@ func buildChart(rows []task.TaskSummary, now time.Time) chart {
 	type fin struct{ end, dur int64 }
 	var done []fin
 	for _, r := range rows {
-		if r.Status != task.TaskDone && r.Status != task.TaskFailed && r.Status != task.TaskCancelled {
+		if r.Status != taskapi.TaskDone && r.Status != taskapi.TaskFailed && r.Status != taskapi.TaskCancelled {
 			continue
 		}
 		end := r.EndedAt

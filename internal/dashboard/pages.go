@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // excerptRunes bounds the result excerpt of a task row.
@@ -114,7 +114,7 @@ func (f taskFilter) query() string {
 }
 
 // keeps reports whether the filter shows r.
-func (f taskFilter) keeps(r task.TaskSummary) bool {
+func (f taskFilter) keeps(r taskapi.TaskSummary) bool {
 	return (f.Status == "" || string(r.Status) == f.Status) && (f.Agent == "" || r.Agent == f.Agent) &&
 		(f.Q == "" || strings.Contains(strings.ToLower(r.Request), strings.ToLower(f.Q)))
 }
@@ -137,7 +137,7 @@ func firstLine(s string) string {
 
 // taskRow is one row of the Tasks table.
 type taskRow struct {
-	task.TaskSummary
+	taskapi.TaskSummary
 	Finished bool
 }
 
@@ -158,7 +158,7 @@ type tasksBody struct {
 var allStatuses = []string{"queued", "running", "done", "failed", "blocked", "needs-human", "cancelled"}
 
 func (d *Dashboard) tasksData(ctx context.Context, q request, f taskFilter) (tasksBody, error) {
-	rows, err := q.caller.ListTasks(ctx, task.ViewAll)
+	rows, err := q.caller.ListTasks(ctx, taskapi.ViewAll)
 	if err != nil {
 		return tasksBody{}, err
 	}
@@ -166,7 +166,7 @@ func (d *Dashboard) tasksData(ctx context.Context, q request, f taskFilter) (tas
 	for _, a := range d.srv.Registry().Agents {
 		b.Agents = append(b.Agents, a.ID)
 	}
-	slices.SortFunc(rows, func(a, b task.TaskSummary) int { return int(b.StartedAt - a.StartedAt) })
+	slices.SortFunc(rows, func(a, b taskapi.TaskSummary) int { return int(b.StartedAt - a.StartedAt) })
 	for _, r := range rows {
 		b.Counts[string(r.Status)]++
 		b.Total++
@@ -183,8 +183,8 @@ func (d *Dashboard) tasksData(ctx context.Context, q request, f taskFilter) (tas
 }
 
 // finished reports whether a list_tasks status is final.
-func finished(s task.TaskStatus) bool {
-	return s == task.TaskDone || s == task.TaskFailed || s == task.TaskCancelled
+func finished(s taskapi.TaskStatus) bool {
+	return s == taskapi.TaskDone || s == taskapi.TaskFailed || s == taskapi.TaskCancelled
 }
 
 func (d *Dashboard) tasksPage(w http.ResponseWriter, r *http.Request, q request) {
@@ -199,9 +199,9 @@ func (d *Dashboard) tasksPage(w http.ResponseWriter, r *http.Request, q request)
 
 // taskBody is a task page.
 type taskBody struct {
-	Task    task.TaskDetail
+	Task    taskapi.TaskDetail
 	Prompt  string
-	Logs    []task.LogEntry
+	Logs    []taskapi.LogEntry
 	Cursor  int64
 	Running bool
 	CSRF    string
@@ -213,7 +213,7 @@ type taskBody struct {
 }
 
 // withAttachments fills the attachment part of b from t.
-func (d *Dashboard) withAttachments(ctx context.Context, b *taskBody, t task.TaskDetail) {
+func (d *Dashboard) withAttachments(ctx context.Context, b *taskBody, t taskapi.TaskDetail) {
 	if t.AgentSession != nil {
 		b.Current = jsonIndent(t.AgentSession)
 	}
@@ -221,7 +221,7 @@ func (d *Dashboard) withAttachments(ctx context.Context, b *taskBody, t task.Tas
 }
 
 func (d *Dashboard) taskData(ctx context.Context, q request, id string) (taskBody, error) {
-	t, err := q.caller.GetTask(ctx, id, task.DetailFull, 0)
+	t, err := q.caller.GetTask(ctx, id, taskapi.DetailFull, 0)
 	if err != nil {
 		return taskBody{}, err
 	}
@@ -251,7 +251,7 @@ func (d *Dashboard) taskPage(w http.ResponseWriter, r *http.Request, q request) 
 
 // sessionsBody is the Sessions page.
 type sessionsBody struct {
-	Rows []task.ContinuationState
+	Rows []taskapi.ContinuationState
 }
 
 func (d *Dashboard) sessionsData(ctx context.Context, q request) (sessionsBody, error) {

@@ -19,7 +19,6 @@ import (
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/dashboard"
 	"github.com/clawconnect/clawconnect/internal/settings"
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/server"
@@ -94,9 +93,7 @@ func newRigFull(t testing.TB, tokens string, shared bool, edit func(*dashboard.O
 	}
 	o := dashboard.Options{Server: srv, Runtimes: []string{"local-tmux"}, StoreInfo: "SQLite (test)",
 		Refresh: 200 * time.Millisecond}
-	o.Feed, _ = b.SharedStore().(store.ChangeFeed)
-	o.Processes, _ = b.SharedStore().(dashboard.ProcessLister)
-	o.Attachments, _ = b.SharedStore().(dashboard.AttachmentReader)
+	o.Feed, o.Processes, o.Attachments = b.SharedStore(), b.SharedStore(), b.SharedStore()
 	if edit != nil {
 		edit(&o)
 	}

@@ -11,16 +11,18 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/clawconnect/clawconnect/taskapi"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Sentinel errors callers branch on with errors.Is.
 var (
 	// ErrNotFound reports that the keyed record does not exist (in the
-	// requested agent's scope).
-	ErrNotFound = errors.New("not found")
+	// requested agent's scope). It also matches the public APIs' misses,
+	// taskapi.ErrNotFound and termapi.ErrNotFound, with errors.Is, so a
+	// miss passed on reads as the public API's without a second sentinel.
+	ErrNotFound error = notFound{}
 	// ErrConflict reports a lost compare-and-set: the record changed since it
 	// was read. Re-read and retry, or give up.
 	ErrConflict = errors.New("conflict: record changed concurrently")
@@ -39,8 +41,20 @@ var (
 	ErrIncompatible = errors.New("incompatible database")
 )
 
-// SessionBusyError is returned by CreateTask when the session's latest task
-// is still running. It matches ErrSessionBusy with errors.Is.
+// notFound is ErrNotFound's type: one value, equal to itself, that is
+// also each public API's miss.
+type notFound struct{}
+
+func (notFound) Error() string { return "not found" }
+
+// Is matches the public APIs' ErrNotFound.
+func (notFound) Is(target error) bool {
+	return target == taskapi.ErrNotFound || target == termapi.ErrNotFound
+}
+
+// SessionBusyError refuses a second task on a session whose latest task is
+// still running: CreateTask returns it, and the task manager passes it on
+// to the model. It matches ErrSessionBusy with errors.Is.
 type SessionBusyError struct {
 	// JobID is the running task that holds the session.
 	JobID string
@@ -49,9 +63,11 @@ type SessionBusyError struct {
 // ErrSessionBusy is the sentinel matched by *SessionBusyError.
 var ErrSessionBusy = errors.New("session busy")
 
-// Error names the running task.
+// Error is the exact text a model is shown: the running task and what to
+// do instead.
 func (e *SessionBusyError) Error() string {
-	return fmt.Sprintf("session busy: task %s is still running", e.JobID)
+	return "A task is already running on this session (jobId " + e.JobID + "). Poll check_task until it " +
+		"finishes before sending another message to this session, or omit sessionKey to start a fresh thread."
 }
 
 // Is reports whether target is ErrSessionBusy.
@@ -68,6 +84,11 @@ const (
 	StatusError              Status = "error"
 	StatusCancelled          Status = "cancelled"
 )
+
+// Statuses returns every task status, running first.
+func Statuses() []Status {
+	return []Status{StatusRunning, StatusCompleted, StatusCompletedNoSummary, StatusError, StatusCancelled}
+}
 
 // Valid reports whether s is one of the five statuses.
 func (s Status) Valid() bool {
@@ -256,9 +277,8 @@ type SweepResult struct {
 	Sessions int
 }
 
-// ChangeFeed is implemented by a store several processes share: it wakes a
-// reader in one process when another process has changed a task, so a
-// check_task waiting on a task that another process follows returns when
+// ChangeFeed is the part of a Store that wakes a reader in one process
+// when another process has changed a task, so a check_task waiting on a task that another process follows returns when
 // the task ends rather than at its next poll.
 type ChangeFeed interface {
 	// WatchTask returns a channel that receives a value after each change
@@ -269,8 +289,8 @@ type ChangeFeed interface {
 	WatchTask(id string) (changed <-chan struct{}, stop func())
 }
 
-// NewTaskFeed is implemented by a store whose change feed also announces
-// new tasks, so a list of tasks (the dashboard's) learns of one at once
+// NewTaskFeed is the part of a Store whose change feed also announces new
+// tasks, so a list of tasks (the dashboard's) learns of one at once
 // instead of at its next re-read.
 type NewTaskFeed interface {
 	// WatchNewTasks returns a channel that receives a value after each
@@ -281,8 +301,8 @@ type NewTaskFeed interface {
 	WatchNewTasks() (created <-chan struct{}, stop func())
 }
 
-// TerminalWorkFeed is implemented by a store whose change feed also tells
-// the monitor hosts of every process that terminal work needs following (a
+// TerminalWorkFeed is the part of a Store whose change feed also tells the
+// monitor hosts of every process that terminal work needs following (a
 // Turn sent, renewed or answered, a watch set by a command that follows
 // nothing itself), so one of them takes it at once instead of at its next
 // rescan of the store.
@@ -298,8 +318,8 @@ type TerminalWorkFeed interface {
 	WatchTerminalWork() (announced <-chan struct{}, stop func())
 }
 
-// LogUpdater is implemented by a store that can write a task's log entries
-// and its record in one transaction, so an outcome and the entries that
+// LogUpdater is the part of a Store that writes a task's log entries and
+// its record in one transaction, so an outcome and the entries that
 // precede it cost one write, and a reader never sees one without the other.
 type LogUpdater interface {
 	// UpdateTaskWithLogs is AppendLogs(t.ID, t.Fence, entries) followed by
@@ -308,8 +328,11 @@ type LogUpdater interface {
 	UpdateTaskWithLogs(ctx context.Context, t *Task, entries []LogEntry) error
 }
 
-// Store is the durable state of the task bridge. Implementations are safe
-// for concurrent use. Records are returned as fresh copies.
+// Store is the durable state of the product: the task bridge's records
+// and, through the interfaces it embeds, the terminal turns'. One
+// implementation (sqlstore, over SQLite or PostgreSQL) has every part, so
+// callers never ask whether a store can do something. Implementations are
+// safe for concurrent use. Records are returned as fresh copies.
 type Store interface {
 	// CreateTask inserts a new running task and makes it the latest of its
 	// session, atomically refusing with *SessionBusyError when the session's
@@ -382,6 +405,18 @@ type Store interface {
 	// their logs, and sessions whose latest task was deleted.
 	Sweep(ctx context.Context, cutoff int64, limit int) (SweepResult, error)
 
+	// The store's parts: the change feeds, the one-transaction outcome
+	// write, the terminal-turn records with their callback outbox,
+	// transitions, watches and host directory, and the process table.
+	ChangeFeed
+	NewTaskFeed
+	TerminalWorkFeed
+	LogUpdater
+	TerminalStore
+	CallbackStore
+	TransitionStore
+	WatchStore
+	TerminalHosts
 	ProcessRegistry
 
 	// Close releases the database. It is idempotent.

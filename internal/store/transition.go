@@ -39,6 +39,12 @@ const (
 // transition holds while it runs.
 const DispatchTransition = "transition"
 
+// TransitionStatuses returns every transition status, in lifecycle order.
+func TransitionStatuses() []string {
+	return []string{TransitionPrepared, TransitionDispatching, TransitionSubmitted, TransitionVerified,
+		TransitionCommitted, TransitionUncertain, TransitionAborted}
+}
+
 // TransitionFinal reports whether status ends a transition.
 func TransitionFinal(status string) bool {
 	return status == TransitionCommitted || status == TransitionAborted

@@ -24,6 +24,11 @@ const (
 	WatchCancelled   = "cancelled"
 )
 
+// WatchStatuses returns every watch status, active first.
+func WatchStatuses() []string {
+	return []string{WatchActive, WatchCompleted, WatchFailed, WatchTimedOut, WatchInvalidated, WatchCancelled}
+}
+
 // ValidWatchStatus reports whether s is a watch status.
 func ValidWatchStatus(s string) bool {
 	switch s {

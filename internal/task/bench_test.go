@@ -16,6 +16,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // benchBackends returns the store constructors to benchmark: SQLite always,
@@ -104,7 +105,7 @@ func BenchmarkGetTask(b *testing.B) {
 			const flushEvery = 256
 			ops := map[string]func(k, i int, id string) error{
 				"get_task": func(k, _ int, id string) error {
-					_, err := ms[k].GetTask(ctx, id, DetailSummary, 0)
+					_, err := ms[k].GetTask(ctx, id, taskapi.DetailSummary, 0)
 					return err
 				},
 				"check_task": func(k, _ int, id string) error {

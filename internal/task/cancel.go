@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // abortTimeout bounds the gateway abort of a cancel.
@@ -17,21 +18,21 @@ const abortTimeout = 15 * time.Second
 // cancelled (cancelled-by-request); an unconfirmed one ends it in error
 // (cancellation-not-confirmed). Idempotent: a second call while an abort is
 // in flight waits on the same operation.
-func (m *Manager) Cancel(ctx context.Context, taskID, sessionKey string) (_ *CancelResult, err error) {
+func (m *Manager) Cancel(ctx context.Context, taskID, sessionKey string) (_ *taskapi.CancelResult, err error) {
 	defer m.hideStoreErr(ctx, "cancel task", &err)
 	if taskID == "" && sessionKey == "" {
-		return nil, fmt.Errorf("cancel task: %w: %s", ErrInvalidInput, MsgCancelNeedsTarget)
+		return nil, fmt.Errorf("cancel task: %w: %s", ErrInvalidInput, taskapi.MsgCancelNeedsTarget)
 	}
-	t, err := m.resolve(ctx, taskID, sessionKey, MsgCancelNotFound)
+	t, err := m.resolve(ctx, taskID, sessionKey, taskapi.MsgCancelNotFound)
 	if err != nil {
-		var nf *NotFoundError
+		var nf *taskapi.NotFoundError
 		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("cancel task: %w", &NotFoundError{Message: MsgCancelNotFound})
+			return nil, fmt.Errorf("cancel task: %w", &taskapi.NotFoundError{Message: taskapi.MsgCancelNotFound})
 		}
 		return nil, fmt.Errorf("cancel task: %w", err)
 	}
-	terminal := func(t *store.Task) *CancelResult {
-		return &CancelResult{Found: true, AlreadyTerminal: true, Status: string(t.Status), JobID: t.ID,
+	terminal := func(t *store.Task) *taskapi.CancelResult {
+		return &taskapi.CancelResult{Found: true, AlreadyTerminal: true, Status: string(t.Status), JobID: t.ID,
 			Note: fmt.Sprintf("Task already finished with status %q — nothing to stop.", t.Status)}
 	}
 	if t.Status.Terminal() {
@@ -79,7 +80,7 @@ func (m *Manager) Cancel(ctx context.Context, taskID, sessionKey string) (_ *Can
 	fctx, cancel := context.WithTimeout(m.ctx, abortTimeout)
 	m.finish(fctx, l, cancelOutcome(key, aborted, aerr))
 	cancel()
-	res := &CancelResult{Found: true, Requested: true, JobID: t.ID}
+	res := &taskapi.CancelResult{Found: true, Requested: true, JobID: t.ID}
 	l.mu.Lock()
 	res.Status = string(l.t.Status)
 	l.cancelRes = res
@@ -106,7 +107,7 @@ func cancelOutcome(key string, aborted bool, err error) outcome {
 // cancelForeign cancels a running task that another replica follows: the
 // abort goes to the gateway, the outcome through the store's
 // compare-and-set (the owner adopts it on its next write).
-func (m *Manager) cancelForeign(ctx context.Context, t *store.Task) (*CancelResult, error) {
+func (m *Manager) cancelForeign(ctx context.Context, t *store.Task) (*taskapi.CancelResult, error) {
 	// Record the request first, so the owner counts the abort it is about
 	// to see as a confirmed cancellation.
 	t, err := m.updateStored(ctx, t, func(next *store.Task) bool {
@@ -120,7 +121,7 @@ func (m *Manager) cancelForeign(ctx context.Context, t *store.Task) (*CancelResu
 		return nil, fmt.Errorf("cancel task: %w", err)
 	}
 	if t.Status.Terminal() {
-		return &CancelResult{Found: true, AlreadyTerminal: true, Status: string(t.Status), JobID: t.ID,
+		return &taskapi.CancelResult{Found: true, AlreadyTerminal: true, Status: string(t.Status), JobID: t.ID,
 			Note: fmt.Sprintf("Task already finished with status %q — nothing to stop.", t.Status)}, nil
 	}
 	// The run id may not be stored yet (the owner holds it for its next
@@ -141,7 +142,7 @@ func (m *Manager) cancelForeign(ctx context.Context, t *store.Task) (*CancelResu
 	if err != nil {
 		return nil, fmt.Errorf("cancel task: %w", err)
 	}
-	return &CancelResult{Found: true, Requested: true, Status: string(t.Status), JobID: t.ID}, nil
+	return &taskapi.CancelResult{Found: true, Requested: true, Status: string(t.Status), JobID: t.ID}, nil
 }
 
 // updateStored writes change applied to a copy of t, the stored record of a

@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // e2eBridge is one bridge process's worth of state: a gateway client and a
@@ -74,7 +75,7 @@ func awaitRunID(t *testing.T, m *Manager, id string) {
 	t.Fatalf("task %s never recorded a run id", id)
 }
 
-func awaitE2E(t *testing.T, m *Manager, id string) *Snapshot {
+func awaitE2E(t *testing.T, m *Manager, id string) *taskapi.Snapshot {
 	t.Helper()
 	for range 30 {
 		s, err := m.Check(t.Context(), CheckRequest{JobID: id, WaitMs: waitMs(120000)})

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // TestEndedAtIsWhenTheTaskEnded cancels a task 90 s (on the manager's
@@ -22,7 +24,7 @@ func TestEndedAtIsWhenTheTaskEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.gw.waitStarted(t, res.JobID)
-	running, err := m.GetTask(ctx, res.JobID, DetailCore, 0)
+	running, err := m.GetTask(ctx, res.JobID, taskapi.DetailCore, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestEndedAtIsWhenTheTaskEnded(t *testing.T) {
 	}
 	await(t, m, res.JobID)
 
-	d, err := m.GetTask(ctx, res.JobID, DetailCore, 0)
+	d, err := m.GetTask(ctx, res.JobID, taskapi.DetailCore, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func TestEndedAtIsWhenTheTaskEnded(t *testing.T) {
 		t.Fatalf("get_task: status %s, started %d, last event %d, ended %d; want ended ≥ 90 s after the start and after the last event",
 			d.Status, d.StartedAt, d.LastEventAt, d.EndedAt)
 	}
-	rows, err := m.ListTasks(ctx, ViewAll, 0, nil)
+	rows, err := m.ListTasks(ctx, taskapi.ViewAll, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // fakeGW is an in-process Gateway: tests start, drive and end runs by
@@ -274,7 +275,7 @@ func (e *env) manager(mod func(o *Options)) *Manager {
 func waitMs(ms float64) *float64 { return &ms }
 
 // await checks (wait mode) until the task is terminal or fails the test.
-func await(t *testing.T, m *Manager, id string) *Snapshot {
+func await(t *testing.T, m *Manager, id string) *taskapi.Snapshot {
 	t.Helper()
 	for range 20 {
 		s, err := m.Check(t.Context(), CheckRequest{JobID: id, WaitMs: waitMs(5000)})

@@ -105,6 +105,14 @@ func (s *faultStore) UpdateTask(ctx context.Context, t *store.Task) error {
 	return s.Store.UpdateTask(ctx, t)
 }
 
+// UpdateTaskWithLogs is refused as the UpdateTask it carries.
+func (s *faultStore) UpdateTaskWithLogs(ctx context.Context, t *store.Task, es []store.LogEntry) error {
+	if err := s.check(ctx, "UpdateTask", true); err != nil {
+		return err
+	}
+	return s.Store.UpdateTaskWithLogs(ctx, t, es)
+}
+
 func (s *faultStore) TouchPoll(ctx context.Context, agent, id string, at int64) (int64, error) {
 	if err := s.check(ctx, "TouchPoll", true); err != nil {
 		return 0, err

@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/backoff"
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // live is the in-memory state of a task this process follows. Its record
@@ -31,7 +32,7 @@ type live struct {
 	eventGen   uint64
 	openTools  int
 	cancelling chan struct{} // non-nil while a cancel is in flight; closed when it ends
-	cancelRes  *CancelResult
+	cancelRes  *taskapi.CancelResult
 	// pending are log entries the store has not taken yet (an outage);
 	// they follow t.LogCount densely and are written before anything else.
 	pending []store.LogEntry
@@ -427,12 +428,12 @@ func (m *Manager) finish(ctx context.Context, l *live, o outcome) bool {
 }
 
 // finishWithLogsLocked writes the outcome and the held-back log entries in
-// one transaction where the store can (one write instead of two). ok is
-// false when it did not write: no entries are held, the store cannot, the
-// outcome would not be applied, or the write failed (atomically, so the
-// caller's two writes start from the same state).
+// one transaction (one write instead of two). ok is false when it did not
+// write: no entries are held, the outcome would not be applied, or the
+// write failed (atomically, so the caller's two writes start from the same
+// state).
 func (m *Manager) finishWithLogsLocked(ctx context.Context, l *live, o outcome) (won, ok bool) {
-	if _, can := m.st.(store.LogUpdater); !can || len(l.pending) == 0 {
+	if len(l.pending) == 0 {
 		return false, false
 	}
 	next := *l.t
@@ -447,14 +448,10 @@ func (m *Manager) finishWithLogsLocked(ctx context.Context, l *live, o outcome) 
 
 // writeWithLogsLocked writes next, the task's record, and the pending log
 // entries in one transaction, and on success makes next the live record.
-// It fails without writing anything when the store cannot (or refuses,
-// atomically): the caller falls back to two writes.
+// It fails without writing anything when the store refuses (atomically):
+// the caller falls back to two writes.
 func (m *Manager) writeWithLogsLocked(ctx context.Context, l *live, next store.Task) error {
-	lu, can := m.st.(store.LogUpdater)
-	if !can {
-		return errors.ErrUnsupported
-	}
-	if err := lu.UpdateTaskWithLogs(ctx, &next, l.pending); err != nil {
+	if err := m.st.UpdateTaskWithLogs(ctx, &next, l.pending); err != nil {
 		return err
 	}
 	next.LogCount += int64(len(l.pending))

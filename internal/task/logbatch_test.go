@@ -10,7 +10,8 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
-// appendCounter records the entries of each AppendLogs call.
+// appendCounter records the entries of each write of log entries
+// (AppendLogs, or UpdateTaskWithLogs with its record).
 type appendCounter struct {
 	store.Store
 	mu    sync.Mutex
@@ -20,6 +21,11 @@ type appendCounter struct {
 func (s *appendCounter) AppendLogs(ctx context.Context, id string, fence int64, es []store.LogEntry) error {
 	s.record(&s.calls, es)
 	return s.Store.AppendLogs(ctx, id, fence, es)
+}
+
+func (s *appendCounter) UpdateTaskWithLogs(ctx context.Context, t *store.Task, es []store.LogEntry) error {
+	s.record(&s.calls, es)
+	return s.Store.UpdateTaskWithLogs(ctx, t, es)
 }
 
 // record adds the texts of es to *to.
@@ -65,13 +71,12 @@ func TestNewThreadEntryGoesWithTheFirstEvent(t *testing.T) {
 // entries, recording each such call's entries.
 type logUpdateCounter struct {
 	*appendCounter
-	lu       store.LogUpdater
 	combined [][]string
 }
 
 func (s *logUpdateCounter) UpdateTaskWithLogs(ctx context.Context, t *store.Task, es []store.LogEntry) error {
 	s.record(&s.combined, es)
-	return s.lu.UpdateTaskWithLogs(ctx, t, es)
+	return s.Store.UpdateTaskWithLogs(ctx, t, es)
 }
 
 // TestRunEndEntryGoesWithTheOutcome: the run's lifecycle end entry is
@@ -79,11 +84,7 @@ func (s *logUpdateCounter) UpdateTaskWithLogs(ctx context.Context, t *store.Task
 // entries go with the run id.
 func TestRunEndEntryGoesWithTheOutcome(t *testing.T) {
 	e := newEnv(t)
-	lu, ok := e.st.(store.LogUpdater)
-	if !ok {
-		t.Fatal("the SQLite store cannot write an outcome with its log entries")
-	}
-	counter := &logUpdateCounter{appendCounter: &appendCounter{Store: e.st}, lu: lu}
+	counter := &logUpdateCounter{appendCounter: &appendCounter{Store: e.st}}
 	m := e.manager(func(o *Options) { o.Store = counter })
 	res, err := m.Submit(t.Context(), SubmitRequest{Task: "run the tests"})
 	if err != nil {

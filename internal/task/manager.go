@@ -22,9 +22,6 @@ import (
 
 // Errors callers branch on.
 var (
-	// ErrNotFound: no such task or session in this agent's scope. Its
-	// NotFoundError carries the model-facing message (taskapi.ErrNotFound).
-	ErrNotFound = taskapi.ErrNotFound
 	// ErrInvalidInput: a request argument was rejected; nothing was written.
 	ErrInvalidInput = errors.New("invalid input")
 	// ErrPayloadNotStored: the payload could not be written; nothing runs.
@@ -32,34 +29,6 @@ var (
 	// ErrClosed: the manager was closed.
 	ErrClosed = errors.New("task manager closed")
 )
-
-// NotFoundError is a lookup miss with the model-facing message
-// (taskapi.NotFoundError).
-type NotFoundError = taskapi.NotFoundError
-
-// The not-found messages (taskapi's).
-const (
-	MsgJobNotFound       = taskapi.MsgJobNotFound
-	MsgSessionJobMissing = taskapi.MsgSessionJobMissing
-	MsgTaskNotFound      = taskapi.MsgTaskNotFound
-	MsgSessionNotFound   = taskapi.MsgSessionNotFound
-	MsgCancelNotFound    = taskapi.MsgCancelNotFound
-	MsgCancelNeedsTarget = taskapi.MsgCancelNeedsTarget
-	MsgForeignSession    = taskapi.MsgForeignSession
-)
-
-// SessionBusyError refuses a second task on a session whose latest task is
-// still running. It matches store.ErrSessionBusy.
-type SessionBusyError struct{ JobID string }
-
-// Error returns the exact "session busy" text callers show to the model.
-func (e *SessionBusyError) Error() string {
-	return "A task is already running on this session (jobId " + e.JobID + "). Poll check_task until it " +
-		"finishes before sending another message to this session, or omit sessionKey to start a fresh thread."
-}
-
-// Is matches store.ErrSessionBusy.
-func (e *SessionBusyError) Is(target error) bool { return target == store.ErrSessionBusy }
 
 // Manager runs and answers for the tasks of one agent. It is safe for
 // concurrent use. Start it once; Close stops its goroutines and leaves
@@ -509,7 +478,7 @@ func (m *Manager) lockSession(key string) func() {
 // that order, so a crash at any point leaves a state a restart finishes
 // (the persisted task is re-sent under the same idempotency key). It
 // returns as soon as the task is persisted.
-func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *RunResult, err error) {
+func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *taskapi.RunResult, err error) {
 	defer m.hideStoreErr(ctx, "submit", &err)
 	if err := m.validate(&req); err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
@@ -546,10 +515,10 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *RunResult, 
 	if !newThread {
 		if s, err := m.st.GetSession(ctx, m.o.Agent, key); err == nil {
 			if req.Principal != "" && !req.AnySession && s.Principal != req.Principal {
-				return nil, fmt.Errorf("submit: %w", &NotFoundError{Message: MsgForeignSession})
+				return nil, fmt.Errorf("submit: %w", &taskapi.NotFoundError{Message: taskapi.MsgForeignSession})
 			}
 			if last, err := m.st.GetTask(ctx, m.o.Agent, s.LastJobID); err == nil && last.Status == store.StatusRunning {
-				return nil, fmt.Errorf("submit: %w", &SessionBusyError{JobID: last.ID})
+				return nil, fmt.Errorf("submit: %w", &store.SessionBusyError{JobID: last.ID})
 			}
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("submit: %w", err)
@@ -590,7 +559,7 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *RunResult, 
 		}
 		var busy *store.SessionBusyError
 		if errors.As(err, &busy) {
-			return nil, fmt.Errorf("submit: %w", &SessionBusyError{JobID: busy.JobID})
+			return nil, fmt.Errorf("submit: %w", busy)
 		}
 		return nil, fmt.Errorf("submit: %w", err)
 	}
@@ -620,11 +589,11 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *RunResult, 
 	return result, nil
 }
 
-func runResult(t *store.Task, agent string) *RunResult {
-	return &RunResult{
+func runResult(t *store.Task, agent string) *taskapi.RunResult {
+	return &taskapi.RunResult{
 		JobID: t.ID, TaskID: t.ID, SessionKey: t.SessionKey, Status: "running", Execution: "running",
 		Upstream: t.Upstream, Transcript: t.Transcript, Cancellation: t.Cancellation, Agent: agent,
-		NextAction: &NextAction{Tool: "check_task", Args: NextActionArgs{JobID: t.ID, SessionKey: t.SessionKey}},
+		NextAction: &taskapi.NextAction{Tool: "check_task", Args: taskapi.NextActionArgs{JobID: t.ID, SessionKey: t.SessionKey}},
 	}
 }
 

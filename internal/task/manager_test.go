@@ -13,6 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // TestMain runs the tests, stops the shared real gateway (started only by
@@ -34,9 +35,9 @@ func TestSubmitFollowComplete(t *testing.T) {
 	if !regexp.MustCompile(`^agent:main:main:thread:mcp-\d+-[0-9a-f]{8}$`).MatchString(res.SessionKey) {
 		t.Fatalf("new thread key %q", res.SessionKey)
 	}
-	want := &RunResult{JobID: res.JobID, TaskID: res.JobID, SessionKey: res.SessionKey, Status: "running", Execution: "running",
+	want := &taskapi.RunResult{JobID: res.JobID, TaskID: res.JobID, SessionKey: res.SessionKey, Status: "running", Execution: "running",
 		Upstream: "connected", Transcript: "detached", Cancellation: "none", Agent: "main",
-		NextAction: &NextAction{Tool: "check_task", Args: NextActionArgs{JobID: res.JobID, SessionKey: res.SessionKey}}}
+		NextAction: &taskapi.NextAction{Tool: "check_task", Args: taskapi.NextActionArgs{JobID: res.JobID, SessionKey: res.SessionKey}}}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Fatalf("run result (-want +got):\n%s", diff)
 	}
@@ -54,7 +55,7 @@ func TestSubmitFollowComplete(t *testing.T) {
 	e.gw.emit(res.JobID, Event{Kind: EventToolResult, Tool: "Edit", IsError: true, Seq: 6})
 
 	// A waiting check returns as soon as the outcome is written.
-	got := make(chan *Snapshot, 1)
+	got := make(chan *taskapi.Snapshot, 1)
 	go func() {
 		s, err := m.Check(t.Context(), CheckRequest{JobID: res.JobID, WaitMs: waitMs(60000)})
 		if err != nil {
@@ -84,7 +85,7 @@ func TestSubmitFollowComplete(t *testing.T) {
 	if s.LogCursor != 6 || s.LogEventCount != 6 {
 		t.Fatalf("log cursor %d count %d, want 6 6", s.LogCursor, s.LogEventCount)
 	}
-	wantArt := Artifacts{FilesChanged: []string{"a.go"}, CommandsRun: []string{"go test ./..."}, PRURL: "https://github.com/o/r/pull/7"}
+	wantArt := taskapi.Artifacts{FilesChanged: []string{"a.go"}, CommandsRun: []string{"go test ./..."}, PRURL: "https://github.com/o/r/pull/7"}
 	if diff := cmp.Diff(wantArt, s.Artifacts); diff != "" {
 		t.Fatalf("artifacts (-want +got):\n%s", diff)
 	}
@@ -104,7 +105,7 @@ func TestSubmitFollowComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&PromptResult{TaskID: res.JobID, Prompt: Prompt{Task: "run the tests", Context: "repo is x", SenderName: "Ana"}}, p); diff != "" {
+	if diff := cmp.Diff(&taskapi.PromptResult{TaskID: res.JobID, Prompt: taskapi.Prompt{Task: "run the tests", Context: "repo is x", SenderName: "Ana"}}, p); diff != "" {
 		t.Fatalf("prompt (-want +got):\n%s", diff)
 	}
 }
@@ -119,7 +120,7 @@ func TestSessionBusyAppliesNothing(t *testing.T) {
 	e.gw.waitStarted(t, first.JobID)
 	marker := `<agent-session>{"runtime":"rt","sessionId":"s-1"}</agent-session>`
 	_, err = m.Submit(t.Context(), SubmitRequest{Task: "two", SessionKey: first.SessionKey, Context: marker})
-	var busy *SessionBusyError
+	var busy *store.SessionBusyError
 	if !errors.As(err, &busy) || !errors.Is(err, store.ErrSessionBusy) || busy.JobID != first.JobID {
 		t.Fatalf("second submit = %v, want SessionBusyError", err)
 	}
@@ -257,58 +258,58 @@ func TestUnknownAndForeignIDs(t *testing.T) {
 		{"check unknown job", func() error {
 			_, err := m.Check(t.Context(), CheckRequest{JobID: "nope"})
 			return err
-		}, MsgJobNotFound},
+		}, taskapi.MsgJobNotFound},
 		{"check unknown session", func() error {
 			_, err := m.Check(t.Context(), CheckRequest{SessionKey: "agent:main:nope"})
 			return err
-		}, MsgSessionJobMissing},
+		}, taskapi.MsgSessionJobMissing},
 		{"check other agent's job", func() error {
 			_, err := other.Check(t.Context(), CheckRequest{JobID: res.JobID})
 			return err
-		}, MsgJobNotFound},
+		}, taskapi.MsgJobNotFound},
 		{"get unknown task", func() error {
 			_, err := m.GetTask(t.Context(), "nope", "", 0)
 			return err
-		}, MsgTaskNotFound},
+		}, taskapi.MsgTaskNotFound},
 		{"get other agent's task", func() error {
-			_, err := other.GetTask(t.Context(), res.JobID, DetailFull, 0)
+			_, err := other.GetTask(t.Context(), res.JobID, taskapi.DetailFull, 0)
 			return err
-		}, MsgTaskNotFound},
+		}, taskapi.MsgTaskNotFound},
 		{"prompt of other agent's task", func() error {
 			_, err := other.GetPrompt(t.Context(), res.JobID)
 			return err
-		}, MsgTaskNotFound},
+		}, taskapi.MsgTaskNotFound},
 		{"cancel unknown", func() error {
 			_, err := m.Cancel(t.Context(), "nope", "")
 			return err
-		}, MsgCancelNotFound},
+		}, taskapi.MsgCancelNotFound},
 		{"cancel other agent's task", func() error {
 			_, err := other.Cancel(t.Context(), res.JobID, "")
 			return err
-		}, MsgCancelNotFound},
+		}, taskapi.MsgCancelNotFound},
 		{"session unknown", func() error {
 			_, err := m.GetSession(t.Context(), SessionRequest{SessionID: "agent:main:nope"})
 			return err
-		}, MsgSessionNotFound},
+		}, taskapi.MsgSessionNotFound},
 		{"session of other agent", func() error {
 			_, err := other.GetSession(t.Context(), SessionRequest{SessionID: res.SessionKey})
 			return err
-		}, MsgSessionNotFound},
+		}, taskapi.MsgSessionNotFound},
 		{"hostile session id", func() error {
 			_, err := m.GetSession(t.Context(), SessionRequest{SessionID: "x\x00y"})
 			return err
-		}, MsgSessionNotFound},
+		}, taskapi.MsgSessionNotFound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()
-			var nf *NotFoundError
-			if !errors.As(err, &nf) || nf.Message != tc.msg || !errors.Is(err, ErrNotFound) {
-				t.Fatalf("got %v, want NotFoundError %q", err, tc.msg)
+			var nf *taskapi.NotFoundError
+			if !errors.As(err, &nf) || nf.Message != tc.msg || !errors.Is(err, taskapi.ErrNotFound) {
+				t.Fatalf("got %v, want taskapi.NotFoundError %q", err, tc.msg)
 			}
 		})
 	}
-	if _, err := m.Cancel(t.Context(), "", ""); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), MsgCancelNeedsTarget) {
+	if _, err := m.Cancel(t.Context(), "", ""); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), taskapi.MsgCancelNeedsTarget) {
 		t.Fatalf("cancel without target = %v", err)
 	}
 	if _, err := m.GetTask(t.Context(), res.JobID, "bogus", 0); !errors.Is(err, ErrInvalidInput) {
@@ -453,7 +454,7 @@ func TestTier3AndBlockedDelegation(t *testing.T) {
 		source  string
 		reason  string
 		summary string
-		list    TaskStatus
+		list    taskapi.TaskStatus
 	}{
 		{
 			name: "answered by the attached session",
@@ -462,7 +463,7 @@ func TestTier3AndBlockedDelegation(t *testing.T) {
 					LastEventAt: agentsession.StampOf(timeNowPlus(1))}
 			},
 			marker: `<agent-session>{"runtime":"test-rt","sessionId":"sess-1","state":"running"}</agent-session>`,
-			status: "completed", source: "agent-session", reason: "agent-session-recovery", summary: "answer from the session", list: TaskDone,
+			status: "completed", source: "agent-session", reason: "agent-session-recovery", summary: "answer from the session", list: taskapi.TaskDone,
 		},
 		{
 			name: "blocked on input",
@@ -472,7 +473,7 @@ func TestTier3AndBlockedDelegation(t *testing.T) {
 			marker: `<agent-session>{"runtime":"test-rt","sessionId":"sess-2","state":"needs_input","remoteUrl":"https://r/x"}</agent-session>`,
 			status: "completed_no_summary", source: "parent", reason: "delegate-blocked:needs_input",
 			summary: "This turn produced no result of its own: the delegated session test-rt/sess-2 is waiting for input.",
-			list:    TaskNeedsHuman,
+			list:    taskapi.TaskNeedsHuman,
 		},
 	}
 	for _, tc := range tests {
@@ -497,15 +498,15 @@ func TestTier3AndBlockedDelegation(t *testing.T) {
 			if s.AgentSession == nil {
 				t.Fatal("no agentSession on the snapshot")
 			}
-			rows, err := m.ListTasks(t.Context(), ViewAll, 0, nil)
+			rows, err := m.ListTasks(t.Context(), taskapi.ViewAll, 0, nil)
 			if err != nil || len(rows) != 1 || rows[0].Status != tc.list {
 				t.Fatalf("list rows %+v %v", rows, err)
 			}
-			if tc.list == TaskNeedsHuman {
+			if tc.list == taskapi.TaskNeedsHuman {
 				if rows[0].BlockedDelegation == nil || !strings.Contains(CheckText(s), "waiting for input") {
 					t.Fatalf("blocked row %+v text %q", rows[0], CheckText(s))
 				}
-				active, err := m.ListTasks(t.Context(), ViewActive, 0, nil)
+				active, err := m.ListTasks(t.Context(), taskapi.ViewActive, 0, nil)
 				if err != nil || len(active) != 1 {
 					t.Fatalf("active view %+v %v", active, err)
 				}
@@ -534,7 +535,7 @@ func TestQuietWatchdogThenLateFinal(t *testing.T) {
 	}
 	e.gw.end(res.JobID, Outcome{Status: OutcomeOK, Text: "the real answer"})
 	<-l.exited
-	g, err := m.GetTask(t.Context(), res.JobID, DetailSummary, 0)
+	g, err := m.GetTask(t.Context(), res.JobID, taskapi.DetailSummary, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -603,7 +603,7 @@ func BenchmarkCrossProcessRoundTrip(b *testing.B) {
 // each change the store announces.
 func awaitStored(t *testing.T, st store.Store, id string, ok func(*store.Task) bool) {
 	t.Helper()
-	changed, stop := st.(store.ChangeFeed).WatchTask(id)
+	changed, stop := st.WatchTask(id)
 	defer stop()
 	timeout := time.After(30 * time.Second)
 	for {

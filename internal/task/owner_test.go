@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // TestSubmitSessionKeyScoped is issue 11 item 4: a caller's sessionKey
@@ -75,13 +76,13 @@ func TestSubmitForeignSession(t *testing.T) {
 	}
 	e.gw.waitStarted(t, a.JobID)
 	_, err = m.Submit(t.Context(), SubmitRequest{Task: "bob", SessionKey: a.SessionKey, Principal: "user:bob"})
-	if !errors.Is(err, ErrNotFound) || strings.Contains(err.Error(), a.JobID) {
+	if !errors.Is(err, taskapi.ErrNotFound) || strings.Contains(err.Error(), a.JobID) {
 		t.Fatalf("bob posting into alice's session = %v, want not found without her job id", err)
 	}
 	e.gw.end(a.JobID, Outcome{Status: OutcomeOK, Text: "ok"})
 	await(t, m, a.JobID)
 	for _, p := range []string{"user:bob", "legacy"} {
-		if _, err := m.Submit(t.Context(), SubmitRequest{Task: "again", SessionKey: a.SessionKey, Principal: p}); !errors.Is(err, ErrNotFound) {
+		if _, err := m.Submit(t.Context(), SubmitRequest{Task: "again", SessionKey: a.SessionKey, Principal: p}); !errors.Is(err, taskapi.ErrNotFound) {
 			t.Errorf("principal %q posting into alice's finished session = %v, want not found", p, err)
 		}
 	}

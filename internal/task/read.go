@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // CheckMode is check_task's mode.
@@ -61,10 +62,10 @@ func (m *Manager) resolve(ctx context.Context, jobID, sessionKey, notFoundMsg st
 			return nil, err
 		}
 		if jobID == "" {
-			return nil, &NotFoundError{Message: MsgSessionJobMissing}
+			return nil, &taskapi.NotFoundError{Message: taskapi.MsgSessionJobMissing}
 		}
 	}
-	return nil, &NotFoundError{Message: notFoundMsg}
+	return nil, &taskapi.NotFoundError{Message: notFoundMsg}
 }
 
 // current returns the task's freshest record: the live copy if followed
@@ -93,12 +94,12 @@ func (m *Manager) clampWait(waitMs *float64) time.Duration {
 // lifecycle/recovery entry at once, tool chatter after PollDebounce). A
 // terminal completed_no_summary, error or provisional task gets the lazy
 // transcript re-check first.
-func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err error) {
+func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *taskapi.Snapshot, err error) {
 	defer m.hideStoreErr(ctx, "check task", &err)
 	if req.JobID == "" && req.SessionKey == "" {
 		return nil, fmt.Errorf("check task: %w: pass jobId (or sessionKey)", ErrInvalidInput)
 	}
-	t, err := m.resolve(ctx, req.JobID, req.SessionKey, MsgJobNotFound)
+	t, err := m.resolve(ctx, req.JobID, req.SessionKey, taskapi.MsgJobNotFound)
 	if err != nil {
 		return nil, fmt.Errorf("check task: %w", err)
 	}
@@ -126,7 +127,6 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 	// a process with no watcher skips reading the feed (see the SQLite
 	// listener), which would otherwise cost every process a read for every
 	// commit anywhere.
-	feed, hasFeed := m.st.(store.ChangeFeed)
 	var announced <-chan struct{}
 	watched := false
 	var debounce <-chan time.Time
@@ -154,11 +154,11 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 				}
 			}
 		} else {
-			if hasFeed && !watched {
+			if !watched {
 				// Watch, then read again, so a change written between
 				// the read above and the watch is not missed.
 				var stop func()
-				announced, stop = feed.WatchTask(t.ID)
+				announced, stop = m.st.WatchTask(t.ID)
 				defer stop()
 				watched = true
 				continue
@@ -187,7 +187,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *Snapshot, err
 	}
 }
 
-func (m *Manager) snapshotByID(ctx context.Context, id string, cursor int64) (*Snapshot, error) {
+func (m *Manager) snapshotByID(ctx context.Context, id string, cursor int64) (*taskapi.Snapshot, error) {
 	t, _, err := m.current(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -219,19 +219,19 @@ func (m *Manager) attachment(ctx context.Context, sessionKey string) *agentsessi
 	return a
 }
 
-func blocked(t *store.Task, a *agentsession.Attachment) *BlockedDelegation {
+func blocked(t *store.Task, a *agentsession.Attachment) *taskapi.BlockedDelegation {
 	b, ok := agentsession.BlockedDelegationFor(t.ID, t.Status == store.StatusRunning, a)
 	if !ok {
 		return nil
 	}
-	return &BlockedDelegation{Runtime: b.Runtime, Handle: b.Handle, State: string(b.State), RemoteURL: b.RemoteURL, Active: b.Active, Notice: b.Notice}
+	return &taskapi.BlockedDelegation{Runtime: b.Runtime, Handle: b.Handle, State: string(b.State), RemoteURL: b.RemoteURL, Active: b.Active, Notice: b.Notice}
 }
 
-func nextAction(t *store.Task) *NextAction {
+func nextAction(t *store.Task) *taskapi.NextAction {
 	if t.Status.Terminal() {
 		return nil
 	}
-	return &NextAction{Tool: "check_task", Args: NextActionArgs{JobID: t.ID, SessionKey: t.SessionKey}}
+	return &taskapi.NextAction{Tool: "check_task", Args: taskapi.NextActionArgs{JobID: t.ID, SessionKey: t.SessionKey}}
 }
 
 func retryAfter(t *store.Task) int64 {
@@ -241,7 +241,7 @@ func retryAfter(t *store.Task) int64 {
 	return 0
 }
 
-func artifactsOf(t *store.Task) Artifacts {
+func artifactsOf(t *store.Task) taskapi.Artifacts {
 	a := t.Artifacts
 	if a.FilesChanged == nil {
 		a.FilesChanged = []string{}
@@ -254,7 +254,7 @@ func artifactsOf(t *store.Task) Artifacts {
 
 // continuation returns the session's continuation state when t is its
 // latest task.
-func (m *Manager) continuation(ctx context.Context, t *store.Task) *ContinuationState {
+func (m *Manager) continuation(ctx context.Context, t *store.Task) *taskapi.ContinuationState {
 	s, err := m.st.GetSession(ctx, m.o.Agent, t.SessionKey)
 	if err != nil || s.LastJobID != t.ID {
 		return nil
@@ -263,16 +263,16 @@ func (m *Manager) continuation(ctx context.Context, t *store.Task) *Continuation
 	return &c
 }
 
-func continuationOf(t *store.Task, agent string) ContinuationState {
+func continuationOf(t *store.Task, agent string) taskapi.ContinuationState {
 	sum := ""
 	if t.Status.Terminal() {
 		sum, _ = capRunes(t.Summary, ContinuationSummaryMax)
 	}
-	return ContinuationState{SessionKey: t.SessionKey, LastJobID: t.ID, LastSummary: sum, Artifacts: artifactsOf(t),
+	return taskapi.ContinuationState{SessionKey: t.SessionKey, LastJobID: t.ID, LastSummary: sum, Artifacts: artifactsOf(t),
 		RecommendedNextStep: nextStep(t), Agent: agent, Principal: t.Principal}
 }
 
-func (m *Manager) snapshot(ctx context.Context, t *store.Task, cursor int64) (*Snapshot, error) {
+func (m *Manager) snapshot(ctx context.Context, t *store.Task, cursor int64) (*taskapi.Snapshot, error) {
 	raw, err := m.logsFor(ctx, t, cursor)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -281,7 +281,7 @@ func (m *Manager) snapshot(ctx context.Context, t *store.Task, cursor int64) (*S
 	if t.LogCount == 0 {
 		logCursor = cursor
 	}
-	s := &Snapshot{
+	s := &taskapi.Snapshot{
 		JobID: t.ID, TaskID: t.ID, SessionKey: t.SessionKey, Status: string(t.Status), Execution: execution(t.Status),
 		Upstream: t.Upstream, Transcript: t.Transcript, Cancellation: t.Cancellation, LastSeenSequence: t.LastSeenSequence,
 		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, LastPollAt: t.LastPollAt, Summary: t.Summary, Error: t.Error,
@@ -305,7 +305,7 @@ func (m *Manager) snapshot(ctx context.Context, t *store.Task, cursor int64) (*S
 // CheckText is the model-facing text of a check_task result: the blocked
 // notice first, then the summary or error when terminal, or the
 // keep-polling instruction.
-func CheckText(s *Snapshot) string {
+func CheckText(s *taskapi.Snapshot) string {
 	var text string
 	switch {
 	case s.IsTerminal && s.Error != "":
@@ -327,25 +327,25 @@ func CheckText(s *Snapshot) string {
 
 // GetTask is get_task for every preset but "prompt" (use GetPrompt). It
 // never waits and does not bump pollCount. An unknown detail is refused.
-func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, knownLogCount int64) (_ *TaskDetail, err error) {
+func (m *Manager) GetTask(ctx context.Context, taskID string, detail taskapi.Detail, knownLogCount int64) (_ *taskapi.TaskDetail, err error) {
 	defer m.hideStoreErr(ctx, "get task", &err)
 	if detail == "" {
-		detail = DetailSummary
+		detail = taskapi.DetailSummary
 	}
 	sum, upd, art, diag := false, false, false, false
 	switch detail {
-	case DetailCore:
-	case DetailSummary:
+	case taskapi.DetailCore:
+	case taskapi.DetailSummary:
 		sum = true
-	case DetailUpdates:
+	case taskapi.DetailUpdates:
 		upd = true
-	case DetailArtifacts:
+	case taskapi.DetailArtifacts:
 		art = true
-	case DetailDiagnostics:
+	case taskapi.DetailDiagnostics:
 		diag = true
-	case DetailFull:
+	case taskapi.DetailFull:
 		sum, upd, art = true, true, true
-	case DetailFullWithDiagnostics:
+	case taskapi.DetailFullWithDiagnostics:
 		sum, upd, art, diag = true, true, true, true
 	default:
 		return nil, fmt.Errorf("get task: %w: unknown detail %q", ErrInvalidInput, detail)
@@ -355,12 +355,12 @@ func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, kno
 	}
 	t, _, err := m.current(ctx, taskID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("get task: %w", &NotFoundError{Message: MsgTaskNotFound})
+		return nil, fmt.Errorf("get task: %w", &taskapi.NotFoundError{Message: taskapi.MsgTaskNotFound})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get task: %w", err)
 	}
-	d := &TaskDetail{
+	d := &taskapi.TaskDetail{
 		TaskID: t.ID, JobID: t.ID, SessionKey: t.SessionKey, Agent: m.o.Agent, Status: string(t.Status),
 		Execution: execution(t.Status), Upstream: t.Upstream, Transcript: t.Transcript, Cancellation: t.Cancellation,
 		LastSeenSequence: t.LastSeenSequence, StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, EndedAt: endedAt(t), Recovery: t.Recovery,
@@ -394,7 +394,7 @@ func (m *Manager) GetTask(ctx context.Context, taskID string, detail Detail, kno
 		d.Artifacts = &a
 	}
 	if diag {
-		d.Diagnostics = &Diagnostics{Error: t.Error, ErrorInfo: t.ErrorInfo, Recovery: t.Recovery}
+		d.Diagnostics = &taskapi.Diagnostics{Error: t.Error, ErrorInfo: t.ErrorInfo, Recovery: t.Recovery}
 		if t.Status.Terminal() {
 			d.Diagnostics.ContinuationState = m.continuation(ctx, t)
 		}
@@ -416,43 +416,43 @@ func failureReason(t *store.Task) string {
 
 // GetPrompt is get_task's "prompt" preset: the only read path of a task's
 // prompt, scoped like every other read.
-func (m *Manager) GetPrompt(ctx context.Context, taskID string) (_ *PromptResult, err error) {
+func (m *Manager) GetPrompt(ctx context.Context, taskID string) (_ *taskapi.PromptResult, err error) {
 	defer m.hideStoreErr(ctx, "get prompt", &err)
 	t, err := m.st.GetTask(ctx, m.o.Agent, taskID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("get prompt: %w", &NotFoundError{Message: MsgTaskNotFound})
+		return nil, fmt.Errorf("get prompt: %w", &taskapi.NotFoundError{Message: taskapi.MsgTaskNotFound})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get prompt: %w", err)
 	}
-	return &PromptResult{TaskID: t.ID, Prompt: t.Prompt}, nil
+	return &taskapi.PromptResult{TaskID: t.ID, Prompt: t.Prompt}, nil
 }
 
 // ---------------------------------------------------------- list_tasks
 
 // deriveStatus is the status a task reports to its caller.
-func deriveStatus(t *store.Task, b *BlockedDelegation) TaskStatus {
+func deriveStatus(t *store.Task, b *taskapi.BlockedDelegation) taskapi.TaskStatus {
 	switch {
 	case b != nil:
-		return TaskNeedsHuman
+		return taskapi.TaskNeedsHuman
 	case t.Status == store.StatusRunning:
-		return TaskRunning
+		return taskapi.TaskRunning
 	case t.Status == store.StatusCancelled:
-		return TaskCancelled
+		return taskapi.TaskCancelled
 	case agentsession.IsDelegateBlockedReason(t.TerminalReason):
-		return TaskNeedsHuman
+		return taskapi.TaskNeedsHuman
 	case t.Status == store.StatusCompleted || t.Status == store.StatusCompletedNoSummary:
-		return TaskDone
+		return taskapi.TaskDone
 	case t.Artifacts.NeedsHumanDecision:
-		return TaskNeedsHuman
+		return taskapi.TaskNeedsHuman
 	case strings.Contains(t.Error, "session busy"):
-		return TaskBlocked
+		return taskapi.TaskBlocked
 	}
-	return TaskFailed
+	return taskapi.TaskFailed
 }
 
-func (m *Manager) summaryRow(ctx context.Context, t *store.Task) TaskSummary {
-	var b *BlockedDelegation
+func (m *Manager) summaryRow(ctx context.Context, t *store.Task) taskapi.TaskSummary {
+	var b *taskapi.BlockedDelegation
 	if a := m.attachment(ctx, t.SessionKey); a != nil {
 		b = blocked(t, a)
 	}
@@ -461,7 +461,7 @@ func (m *Manager) summaryRow(ctx context.Context, t *store.Task) TaskSummary {
 	}
 	sum, trunc := capRunes(t.Summary, SummaryPreviewMax)
 	req, _ := capRunes(t.Prompt.Task, SummaryPreviewMax)
-	return TaskSummary{Request: req, TaskID: t.ID, JobID: t.ID, SessionKey: t.SessionKey, Agent: m.o.Agent, Status: deriveStatus(t, b),
+	return taskapi.TaskSummary{Request: req, TaskID: t.ID, JobID: t.ID, SessionKey: t.SessionKey, Agent: m.o.Agent, Status: deriveStatus(t, b),
 		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, EndedAt: endedAt(t), Liveness: t.Liveness, Summary: sum, SummaryTruncated: trunc,
 		Error: t.Error, BlockedDelegation: b, Principal: t.Principal}
 }
@@ -470,19 +470,19 @@ func (m *Manager) summaryRow(ctx context.Context, t *store.Task) TaskSummary {
 // recently active first, one bounded page (limit ≤ store.MaxPage; 0 means
 // 100). The active view keeps queued, running, blocked and needs-human.
 // only, when set, keeps the sessions that principal started.
-func (m *Manager) ListTasks(ctx context.Context, view ListView, limit int, only *string) (_ []TaskSummary, err error) {
+func (m *Manager) ListTasks(ctx context.Context, view taskapi.ListView, limit int, only *string) (_ []taskapi.TaskSummary, err error) {
 	defer m.hideStoreErr(ctx, "list tasks", &err)
 	if view == "" {
-		view = ViewAll
+		view = taskapi.ViewAll
 	}
-	if view != ViewAll && view != ViewActive {
+	if view != taskapi.ViewAll && view != taskapi.ViewActive {
 		return nil, fmt.Errorf("list tasks: %w: unknown view %q", ErrInvalidInput, view)
 	}
 	rows, _, err := m.st.ListSessions(ctx, m.o.Agent, store.Page{Limit: limit, Principal: only})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
-	out := []TaskSummary{}
+	out := []taskapi.TaskSummary{}
 	for _, r := range rows {
 		if r.Task == nil {
 			continue
@@ -492,9 +492,9 @@ func (m *Manager) ListTasks(ctx context.Context, view ListView, limit int, only 
 			t = l.copyTask()
 		}
 		row := m.summaryRow(ctx, t)
-		if view == ViewActive {
+		if view == taskapi.ViewActive {
 			switch row.Status {
-			case TaskQueued, TaskRunning, TaskBlocked, TaskNeedsHuman:
+			case taskapi.TaskQueued, taskapi.TaskRunning, taskapi.TaskBlocked, taskapi.TaskNeedsHuman:
 			default:
 				continue
 			}
@@ -509,19 +509,19 @@ func (m *Manager) ListTasks(ctx context.Context, view ListView, limit int, only 
 // SessionRequest is get_session's input.
 type SessionRequest struct {
 	SessionID string
-	Mode      SessionMode
+	Mode      taskapi.SessionMode
 	Limit     int   // default 50, clamped to [1, 200]
 	After     int64 // default 0
 }
 
 // GetSession is get_session over the session's latest task.
-func (m *Manager) GetSession(ctx context.Context, req SessionRequest) (_ *SessionResult, err error) {
+func (m *Manager) GetSession(ctx context.Context, req SessionRequest) (_ *taskapi.SessionResult, err error) {
 	defer m.hideStoreErr(ctx, "get session", &err)
 	if req.Mode == "" {
-		req.Mode = ModeSnapshot
+		req.Mode = taskapi.ModeSnapshot
 	}
 	switch req.Mode {
-	case ModeSnapshot, ModeEvents, ModeTail, ModeTasks:
+	case taskapi.ModeSnapshot, taskapi.ModeEvents, taskapi.ModeTail, taskapi.ModeTasks:
 	default:
 		return nil, fmt.Errorf("get session: %w: unknown mode %q", ErrInvalidInput, req.Mode)
 	}
@@ -532,44 +532,44 @@ func (m *Manager) GetSession(ctx context.Context, req SessionRequest) (_ *Sessio
 	limit = min(limit, 200)
 	after := max(req.After, 0)
 	if req.SessionID == "" || ValidateSessionKey(req.SessionID) != nil {
-		return nil, fmt.Errorf("get session: %w", &NotFoundError{Message: MsgSessionNotFound})
+		return nil, fmt.Errorf("get session: %w", &taskapi.NotFoundError{Message: taskapi.MsgSessionNotFound})
 	}
 	s, err := m.st.GetSession(ctx, m.o.Agent, req.SessionID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("get session: %w", &NotFoundError{Message: MsgSessionNotFound})
+		return nil, fmt.Errorf("get session: %w", &taskapi.NotFoundError{Message: taskapi.MsgSessionNotFound})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get session: %w", err)
 	}
 	t, _, err := m.current(ctx, s.LastJobID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("get session: %w", &NotFoundError{Message: MsgSessionNotFound})
+		return nil, fmt.Errorf("get session: %w", &taskapi.NotFoundError{Message: taskapi.MsgSessionNotFound})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get session: %w", err)
 	}
-	res := &SessionResult{Found: true, SessionKey: t.SessionKey, Agent: m.o.Agent, JobID: t.ID, Status: string(t.Status),
+	res := &taskapi.SessionResult{Found: true, SessionKey: t.SessionKey, Agent: m.o.Agent, JobID: t.ID, Status: string(t.Status),
 		StartedAt: t.StartedAt, LastEventAt: t.LastEventAt, Summary: t.Summary, Error: t.Error, Principal: s.Principal}
 	if a := m.attachment(ctx, t.SessionKey); a != nil {
 		res.AgentSession = a
 	}
 	switch req.Mode {
-	case ModeEvents, ModeTail:
+	case taskapi.ModeEvents, taskapi.ModeTail:
 		es, err := m.st.Logs(ctx, t.ID, after, limit)
 		if err != nil {
 			return nil, fmt.Errorf("get session: %w", err)
 		}
 		res.Events = toLogEntries(es)
-		if req.Mode == ModeTail {
+		if req.Mode == taskapi.ModeTail {
 			n := after + int64(len(es))
 			res.NextAfter = &n
 		}
-	case ModeTasks:
+	case taskapi.ModeTasks:
 		ts, _, err := m.st.SessionTasks(ctx, m.o.Agent, t.SessionKey, store.Page{Limit: limit})
 		if err != nil {
 			return nil, fmt.Errorf("get session: %w", err)
 		}
-		res.Tasks = []TaskSummary{}
+		res.Tasks = []taskapi.TaskSummary{}
 		for _, x := range ts {
 			res.Tasks = append(res.Tasks, m.summaryRow(ctx, x))
 		}
@@ -580,13 +580,13 @@ func (m *Manager) GetSession(ctx context.Context, req SessionRequest) (_ *Sessio
 // ListSessions is list_sessions: the continuation state of the agent's
 // most recently active sessions (one bounded page; 0 means 100), finished
 // ones included. only, when set, keeps the sessions that principal started.
-func (m *Manager) ListSessions(ctx context.Context, limit int, only *string) (_ *SessionList, err error) {
+func (m *Manager) ListSessions(ctx context.Context, limit int, only *string) (_ *taskapi.SessionList, err error) {
 	defer m.hideStoreErr(ctx, "list sessions", &err)
 	rows, _, err := m.st.ListSessions(ctx, m.o.Agent, store.Page{Limit: limit, Principal: only})
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	out := &SessionList{Sessions: []ContinuationState{}, ConfiguredAgents: []string{m.o.Agent}}
+	out := &taskapi.SessionList{Sessions: []taskapi.ContinuationState{}, ConfiguredAgents: []string{m.o.Agent}}
 	for _, r := range rows {
 		if r.Task != nil {
 			out.Sessions = append(out.Sessions, continuationOf(r.Task, m.o.Agent))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/taskapi"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -20,7 +21,7 @@ func TestPollModeWakesOnLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.gw.waitStarted(t, res.JobID)
-	got := make(chan *Snapshot, 1)
+	got := make(chan *taskapi.Snapshot, 1)
 	go func() {
 		s, err := m.Check(t.Context(), CheckRequest{JobID: res.JobID, Mode: CheckPoll, WaitMs: waitMs(60000)})
 		if err != nil {
@@ -90,17 +91,17 @@ func TestGetTaskPresetsAndSessions(t *testing.T) {
 	}
 	last := ids[2]
 	tests := []struct {
-		detail                   Detail
+		detail                   taskapi.Detail
 		summary, updates, art, d bool
 	}{
-		{DetailCore, false, false, false, false},
+		{taskapi.DetailCore, false, false, false, false},
 		{"", true, false, false, false},
-		{DetailSummary, true, false, false, false},
-		{DetailUpdates, false, true, false, false},
-		{DetailArtifacts, false, false, true, false},
-		{DetailDiagnostics, false, false, false, true},
-		{DetailFull, true, true, true, false},
-		{DetailFullWithDiagnostics, true, true, true, true},
+		{taskapi.DetailSummary, true, false, false, false},
+		{taskapi.DetailUpdates, false, true, false, false},
+		{taskapi.DetailArtifacts, false, false, true, false},
+		{taskapi.DetailDiagnostics, false, false, false, true},
+		{taskapi.DetailFull, true, true, true, false},
+		{taskapi.DetailFullWithDiagnostics, true, true, true, true},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.detail), func(t *testing.T) {
@@ -118,7 +119,7 @@ func TestGetTaskPresetsAndSessions(t *testing.T) {
 		})
 	}
 	// get_task never bumps pollCount.
-	d, err := m.GetTask(t.Context(), last, DetailCore, 0)
+	d, err := m.GetTask(t.Context(), last, taskapi.DetailCore, 0)
 	if err != nil || d.PollCount != 1 {
 		t.Fatalf("pollCount %d %v", d.PollCount, err)
 	}
@@ -128,22 +129,22 @@ func TestGetTaskPresetsAndSessions(t *testing.T) {
 	if err != nil || !snap.Found || snap.JobID != last || snap.Events != nil {
 		t.Fatalf("snapshot mode %+v %v", snap, err)
 	}
-	ev, err := m.GetSession(t.Context(), SessionRequest{SessionID: key, Mode: ModeTail, Limit: 3, After: 1})
+	ev, err := m.GetSession(t.Context(), SessionRequest{SessionID: key, Mode: taskapi.ModeTail, Limit: 3, After: 1})
 	if err != nil || len(ev.Events) != 3 || ev.Events[0].Seq != 2 || *ev.NextAfter != 4 {
 		t.Fatalf("tail mode %+v %v", ev, err)
 	}
-	end, err := m.GetSession(t.Context(), SessionRequest{SessionID: key, Mode: ModeTail, Limit: 3, After: 4})
+	end, err := m.GetSession(t.Context(), SessionRequest{SessionID: key, Mode: taskapi.ModeTail, Limit: 3, After: 4})
 	if err != nil || len(end.Events) != 0 || *end.NextAfter != 4 {
 		t.Fatalf("exhausted tail %+v %v", end, err)
 	}
-	tasks, err := m.GetSession(t.Context(), SessionRequest{SessionID: key, Mode: ModeTasks})
+	tasks, err := m.GetSession(t.Context(), SessionRequest{SessionID: key, Mode: taskapi.ModeTasks})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, r := range tasks.Tasks {
 		got = append(got, r.TaskID)
-		if r.Status != TaskDone || !r.SummaryTruncated || len([]rune(r.Summary)) != SummaryPreviewMax {
+		if r.Status != taskapi.TaskDone || !r.SummaryTruncated || len([]rune(r.Summary)) != SummaryPreviewMax {
 			t.Fatalf("row %+v", r)
 		}
 	}
@@ -243,7 +244,7 @@ func TestFailedTaskKeepsItsReason(t *testing.T) {
 	if s.Status != "error" || s.Error != want {
 		t.Fatalf("check_task: status %q error %q, want error %q", s.Status, s.Error, want)
 	}
-	for _, d := range []Detail{DetailCore, DetailSummary, DetailFull, DetailDiagnostics} {
+	for _, d := range []taskapi.Detail{taskapi.DetailCore, taskapi.DetailSummary, taskapi.DetailFull, taskapi.DetailDiagnostics} {
 		g, err := m.GetTask(t.Context(), res.JobID, d, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -266,7 +267,7 @@ func TestSucceededTaskHasNoError(t *testing.T) {
 	e.gw.waitStarted(t, res.JobID)
 	e.gw.end(res.JobID, Outcome{Status: OutcomeOK, Text: "fine"})
 	await(t, m, res.JobID)
-	g, err := m.GetTask(t.Context(), res.JobID, DetailFull, 0)
+	g, err := m.GetTask(t.Context(), res.JobID, taskapi.DetailFull, 0)
 	if err != nil || g.Error != "" || g.Status != "completed" {
 		t.Fatalf("get_task %+v %v", g, err)
 	}

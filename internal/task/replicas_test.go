@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // pgReplicaStores opens n stores (separate pools, like separate processes)
@@ -62,7 +63,7 @@ func TestReplicasOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.gw.waitStarted(t, res.JobID)
-	if g, err := b.GetTask(t.Context(), res.JobID, DetailCore, 0); err != nil || g.Status != "running" {
+	if g, err := b.GetTask(t.Context(), res.JobID, taskapi.DetailCore, 0); err != nil || g.Status != "running" {
 		t.Fatalf("read via b: %+v %v", g, err)
 	}
 	c, err := b.Cancel(t.Context(), res.JobID, "")
@@ -100,7 +101,7 @@ func TestWaitOnAnotherReplicasTask(t *testing.T) {
 	stores := pgReplicaStores(t, 2)
 	e := newEnv(t)
 	a := e.manager(func(o *Options) { o.Owner, o.Store = "replica-a", stores[0] })
-	seen := &readAfterWatch{Store: stores[1], feed: stores[1].(store.ChangeFeed), read: make(chan struct{}, 1)}
+	seen := &readAfterWatch{Store: stores[1], read: make(chan struct{}, 1)}
 	b := e.manager(func(o *Options) { o.Owner, o.Store, o.ForeignPollInterval = "replica-b", seen, time.Hour })
 
 	res, err := a.Submit(t.Context(), SubmitRequest{Task: "followed by a"})
@@ -109,7 +110,7 @@ func TestWaitOnAnotherReplicasTask(t *testing.T) {
 	}
 	e.gw.waitStarted(t, res.JobID)
 	type result struct {
-		s   *Snapshot
+		s   *taskapi.Snapshot
 		err error
 	}
 	got := make(chan result, 1)
@@ -137,14 +138,13 @@ func TestWaitOnAnotherReplicasTask(t *testing.T) {
 // watch started.
 type readAfterWatch struct {
 	store.Store
-	feed     store.ChangeFeed
 	read     chan struct{}
 	watching atomic.Bool
 }
 
 func (s *readAfterWatch) WatchTask(id string) (<-chan struct{}, func()) {
 	s.watching.Store(true)
-	return s.feed.WatchTask(id)
+	return s.Store.WatchTask(id)
 }
 
 func (s *readAfterWatch) GetTask(ctx context.Context, agent, id string) (*store.Task, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // TestRestartResumesRunningTask simulates kill -9 at each phase: the old
@@ -194,7 +195,7 @@ func TestLeaseTakeover(t *testing.T) {
 	a.crash() // replica a dies; its lease runs out
 	b := e.manager(func(o *Options) { o.Owner = "replica-b"; o.Lease = 200 * time.Millisecond })
 	// b answers reads for a task it does not follow yet.
-	g, err := b.GetTask(t.Context(), res.JobID, DetailCore, 0)
+	g, err := b.GetTask(t.Context(), res.JobID, taskapi.DetailCore, 0)
 	if err != nil || g.Status != "running" {
 		t.Fatalf("read through b: %+v %v", g, err)
 	}
@@ -231,13 +232,13 @@ func TestRetentionSweep(t *testing.T) {
 	// millisecond, and a 1 ns retention left it unexpired about half the time.
 	m.o.Retention = -time.Second
 	m.sweep()
-	if _, err := m.GetTask(t.Context(), done.JobID, DetailCore, 0); !errors.Is(err, ErrNotFound) {
+	if _, err := m.GetTask(t.Context(), done.JobID, taskapi.DetailCore, 0); !errors.Is(err, taskapi.ErrNotFound) {
 		t.Fatalf("an expired task survived the sweep: %v", err)
 	}
-	if _, err := m.GetSession(t.Context(), SessionRequest{SessionID: done.SessionKey}); !errors.Is(err, ErrNotFound) {
+	if _, err := m.GetSession(t.Context(), SessionRequest{SessionID: done.SessionKey}); !errors.Is(err, taskapi.ErrNotFound) {
 		t.Fatalf("its session survived: %v", err)
 	}
-	if g, err := m.GetTask(t.Context(), running.JobID, DetailCore, 0); err != nil || g.Status != "running" {
+	if g, err := m.GetTask(t.Context(), running.JobID, taskapi.DetailCore, 0); err != nil || g.Status != "running" {
 		t.Fatalf("a running task was swept: %+v %v", g, err)
 	}
 	e.gw.end(running.JobID, Outcome{Status: OutcomeOK, Text: "ok"})

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // ErrStoreUnavailable is what callers (MCP clients among them) learn when
@@ -34,7 +35,7 @@ func (e *StoreUnavailableError) Unwrap() []error { return []error{ErrStoreUnavai
 // the original.
 func (m *Manager) hideStoreErr(ctx context.Context, op string, err *error) {
 	e := *err
-	if e == nil || ctx.Err() != nil || errors.Is(e, ErrNotFound) || errors.Is(e, ErrInvalidInput) ||
+	if e == nil || ctx.Err() != nil || errors.Is(e, taskapi.ErrNotFound) || errors.Is(e, ErrInvalidInput) ||
 		errors.Is(e, ErrPayloadNotStored) || errors.Is(e, ErrClosed) || errors.Is(e, store.ErrSessionBusy) {
 		return
 	}

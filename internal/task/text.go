@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // Texts and limits that are part of the contract.
@@ -90,14 +91,14 @@ func capLogText(s string, limit int) string {
 // project is the bounded log projection: tool+result
 // pairs collapsed, the last 8 rows without a cursor or the last 5 after it,
 // texts capped at 240. entries must be in seq order.
-func project(entries []store.LogEntry, cursor int64) []LogEntry {
-	var rows []LogEntry
+func project(entries []store.LogEntry, cursor int64) []taskapi.LogEntry {
+	var rows []taskapi.LogEntry
 	for i := 0; i < len(entries); i++ {
 		e := entries[i]
 		if e.Seq <= cursor {
 			continue
 		}
-		row := LogEntry{TS: e.TS, Type: e.Type, Text: e.Text, IsError: e.IsError, Seq: e.Seq}
+		row := taskapi.LogEntry{TS: e.TS, Type: e.Type, Text: e.Text, IsError: e.IsError, Seq: e.Seq}
 		if e.Type == "tool" && i+1 < len(entries) && entries[i+1].Type == "tool-result" && !entries[i+1].IsError {
 			r := entries[i+1]
 			row.TS, row.Seq = r.TS, r.Seq
@@ -114,15 +115,15 @@ func project(entries []store.LogEntry, cursor int64) []LogEntry {
 		rows = rows[len(rows)-keep:]
 	}
 	if rows == nil {
-		rows = []LogEntry{}
+		rows = []taskapi.LogEntry{}
 	}
 	return rows
 }
 
-func toLogEntries(es []store.LogEntry) []LogEntry {
-	out := make([]LogEntry, 0, len(es))
+func toLogEntries(es []store.LogEntry) []taskapi.LogEntry {
+	out := make([]taskapi.LogEntry, 0, len(es))
 	for _, e := range es {
-		out = append(out, LogEntry{TS: e.TS, Type: e.Type, Text: e.Text, IsError: e.IsError, Seq: e.Seq})
+		out = append(out, taskapi.LogEntry{TS: e.TS, Type: e.Type, Text: e.Text, IsError: e.IsError, Seq: e.Seq})
 	}
 	return out
 }

@@ -15,7 +15,6 @@ import (
 // order, and signals every record write on updated.
 type writeCounter struct {
 	store.Store
-	lu      store.LogUpdater
 	mu      sync.Mutex
 	writes  []string
 	updated chan struct{}
@@ -23,11 +22,7 @@ type writeCounter struct {
 
 func newWriteCounter(t *testing.T, st store.Store) *writeCounter {
 	t.Helper()
-	lu, ok := st.(store.LogUpdater)
-	if !ok {
-		t.Fatal("the SQLite store cannot write a record with its log entries")
-	}
-	return &writeCounter{Store: st, lu: lu, updated: make(chan struct{}, 64)}
+	return &writeCounter{Store: st, updated: make(chan struct{}, 64)}
 }
 
 func (s *writeCounter) note(w string) {
@@ -61,7 +56,7 @@ func (s *writeCounter) AppendLogs(ctx context.Context, id string, fence int64, e
 
 func (s *writeCounter) UpdateTaskWithLogs(ctx context.Context, t *store.Task, es []store.LogEntry) error {
 	s.note("update+logs")
-	err := s.lu.UpdateTaskWithLogs(ctx, t, es)
+	err := s.Store.UpdateTaskWithLogs(ctx, t, es)
 	s.updated <- struct{}{}
 	return err
 }

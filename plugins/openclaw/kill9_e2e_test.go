@@ -10,6 +10,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
 // TestE2EKill9DaemonBetweenClaimAndDelivery: the monitor host (`clawconnect
@@ -31,18 +32,16 @@ func TestE2EKill9DaemonBetweenClaimAndDelivery(t *testing.T) {
 	S := r.key("agent:main:cc-kill9-s")
 	// Codex answers after 6 s: time for S's run to end before the freeze.
 	r.ask(S, r.sendTool("WAIT=6000 ECHO=cc-kill9-ok"), r.key("cc-kill9-send"))
-	var turnID string
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		h := r.transcript(S)
+	var turnID, h string
+	if !poll.WithinEvery(2*time.Minute, 200*time.Millisecond, func() bool {
+		h = r.transcript(S)
 		if i := strings.Index(h, `"turn_id": "turn-`); i >= 0 && strings.Contains(h, "assistant [") && strings.Contains(h[i:], "FAKE-TOOL-RESULT") {
 			turnID = strings.Trim(strings.Fields(h[i+len(`"turn_id": `):])[0], `",`)
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("S's send run did not finish; history:\n%s", h)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("S's send run did not finish; history:\n%s", h)
 	}
 	if err := syscall.Kill(r.g.PID(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -53,19 +52,16 @@ func TestE2EKill9DaemonBetweenClaimAndDelivery(t *testing.T) {
 			_ = syscall.Kill(r.g.PID(), syscall.SIGCONT)
 		}
 	}()
-	var cs store.CallbackStore = st
 	var held *store.Callback
-	deadline = time.Now().Add(2 * time.Minute)
-	for held == nil {
-		cbs, err := cs.TurnCallbacks(r.ctx, turnID, 10)
+	var cbs []*store.Callback
+	if !poll.WithinEvery(2*time.Minute, 20*time.Millisecond, func() bool {
+		cbs, err = st.TurnCallbacks(r.ctx, turnID, 10)
 		if err == nil && len(cbs) == 1 && cbs[0].LeaseUntil > time.Now().UnixMilli() && cbs[0].Status == store.CallbackPending {
 			held = cbs[0]
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no delivery attempt in flight for %s: %+v, %v", turnID, cbs, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return held != nil
+	}) {
+		t.Fatalf("no delivery attempt in flight for %s: %+v, %v", turnID, cbs, err)
 	}
 	if err := r.daemon.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -81,18 +77,13 @@ func TestE2EKill9DaemonBetweenClaimAndDelivery(t *testing.T) {
 	}
 	frozen = false
 	r.daemon = r.startDaemon()
-	deadline = time.Now().Add(3 * time.Minute)
 	var got *store.Callback
-	for {
-		got, err = cs.GetCallback(r.ctx, held.MessageID)
-		if err == nil && got.Status == store.CallbackDelivered {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("callback after the restart = %+v, %v\nnew daemon running: %v\ndaemon log:\n%s", got, err,
-				r.daemon.running(), r.daemonLog())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !poll.WithinEvery(3*time.Minute, 100*time.Millisecond, func() bool {
+		got, err = st.GetCallback(r.ctx, held.MessageID)
+		return err == nil && got.Status == store.CallbackDelivered
+	}) {
+		t.Fatalf("callback after the restart = %+v, %v\nnew daemon running: %v\ndaemon log:\n%s", got, err,
+			r.daemon.running(), r.daemonLog())
 	}
 	if got.DeliveredAt >= held.LeaseUntil || got.LeaseOwner == held.LeaseOwner {
 		t.Fatalf("delivered at %d by %s: the killed daemon's attempt lease (until %d, %s) was waited out",

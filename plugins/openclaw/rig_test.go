@@ -20,6 +20,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
@@ -335,24 +336,23 @@ func (r *rig) hostLive() error {
 // to its native binary during start-up).
 func (r *rig) waitSendable(timeout time.Duration) {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	id := ""
-	for {
-		serr := r.hostLive()
-		out, err := r.cli("terminal", "list", "--json")
+	id, out := "", ""
+	var serr, err error
+	if !poll.WithinEvery(timeout, 300*time.Millisecond, func() bool {
+		serr = r.hostLive()
+		out, err = r.cli("terminal", "list", "--json")
 		var res terminal.ListResult
 		if serr == nil && err == nil && json.Unmarshal([]byte(out), &res) == nil && len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
 			if res.Terminals[0].ID == id {
-				r.terminalID = id
-				return
+				return true
 			}
 			id = res.Terminals[0].ID
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("no live daemon (%v) or sendable pane: %v\n%s", serr, err, out)
-		}
-		time.Sleep(300 * time.Millisecond)
+		return false
+	}) {
+		r.t.Fatalf("no live daemon (%v) or sendable pane: %v\n%s", serr, err, out)
 	}
+	r.terminalID = id
 }
 
 // ask starts a run of session key with message, as a user of S would.
@@ -412,18 +412,12 @@ func (r *rig) callbacks(key string) (rows []callbackRow, users int) {
 // waitCallbacks waits until S holds at least n callback rows.
 func (r *rig) waitCallbacks(key string, n int, timeout time.Duration) []callbackRow {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		rows, _ := r.callbacks(key)
-		if len(rows) >= n {
-			return rows
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("S has %d callback rows, want %d; history:\n%s\ngateway log %s\ndaemon log %s", len(rows), n,
-				r.transcript(key), r.g.LogPath(), filepath.Join(r.home, "daemon.log"))
-		}
-		time.Sleep(300 * time.Millisecond)
+	var rows []callbackRow
+	if !poll.WithinEvery(timeout, 300*time.Millisecond, func() bool { rows, _ = r.callbacks(key); return len(rows) >= n }) {
+		r.t.Fatalf("S has %d callback rows, want %d; history:\n%s\ngateway log %s\ndaemon log %s", len(rows), n,
+			r.transcript(key), r.g.LogPath(), filepath.Join(r.home, "daemon.log"))
 	}
+	return rows
 }
 
 // transcript is S's history for a failure message.
@@ -442,16 +436,9 @@ func (r *rig) transcript(key string) string {
 // waitTranscript waits until key's chat.history holds want.
 func (r *rig) waitTranscript(key, want string, timeout time.Duration) {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		tr := r.transcript(key)
-		if strings.Contains(tr, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s's history has no %q:\n%s", key, want, tr)
-		}
-		time.Sleep(300 * time.Millisecond)
+	tr := ""
+	if !poll.WithinEvery(timeout, 300*time.Millisecond, func() bool { tr = r.transcript(key); return strings.Contains(tr, want) }) {
+		r.t.Fatalf("%s's history has no %q:\n%s", key, want, tr)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
 )
@@ -78,10 +79,11 @@ func TestE2ESlashCommandRefusesTwoCodexPanes(t *testing.T) {
 	_, _, _, socket, _ := sharedRig(t)
 	realtui.Require(t, realcli.Codex, r.model, realtui.Options{Width: 200, Height: 50, Socket: socket})
 	var ids []string
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(ids) != 2 {
+	out := ""
+	if !poll.WithinEvery(2*time.Minute, 300*time.Millisecond, func() bool {
 		ids = ids[:0]
-		out, err := r.cli("terminal", "list", "--json")
+		var err error
+		out, err = r.cli("terminal", "list", "--json")
 		var res terminal.ListResult
 		if err == nil && json.Unmarshal([]byte(out), &res) == nil {
 			for _, row := range res.Terminals {
@@ -90,10 +92,9 @@ func TestE2ESlashCommandRefusesTwoCodexPanes(t *testing.T) {
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no two sendable Codex panes: %s", out)
-		}
-		time.Sleep(300 * time.Millisecond)
+		return len(ids) == 2
+	}) {
+		t.Fatalf("no two sendable Codex panes: %s", out)
 	}
 	S := r.key("agent:main:cc-slash-two")
 	r.ask(S, "/clawconnect codex: ECHO=cc-slash-two", r.key("cc-slash-two-send"))

@@ -10,7 +10,7 @@ import (
 
 func TestTerminalHostsConformance(t *testing.T) {
 	url := testURL(t)
-	storetest.RunTerminalHosts(t, func(t *testing.T) store.TerminalHosts {
+	storetest.RunTerminalHosts(t, func(t *testing.T) store.Store {
 		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: freshSchema(t, url)})
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 func TestTerminalConformance(t *testing.T) {
 	url := testURL(t)
-	storetest.RunTerminal(t, func(t *testing.T) store.TerminalStore {
+	storetest.RunTerminal(t, func(t *testing.T) store.Store {
 		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: freshSchema(t, url)})
 		if err != nil {
 			t.Fatal(err)
@@ -22,7 +22,7 @@ func TestTerminalConformance(t *testing.T) {
 
 func TestWatchConformance(t *testing.T) {
 	url := testURL(t)
-	storetest.RunWatches(t, func(t *testing.T) storetest.WatchBackend {
+	storetest.RunWatches(t, func(t *testing.T) store.Store {
 		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: freshSchema(t, url)})
 		if err != nil {
 			t.Fatal(err)
@@ -34,7 +34,7 @@ func TestWatchConformance(t *testing.T) {
 
 func TestWorkLeaseConformance(t *testing.T) {
 	url := testURL(t)
-	storetest.RunWorkLeases(t, func(t *testing.T) storetest.LeaseBackend {
+	storetest.RunWorkLeases(t, func(t *testing.T) store.Store {
 		s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: freshSchema(t, url)})
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 )
 
 func TestTerminalHostsConformance(t *testing.T) {
-	storetest.RunTerminalHosts(t, func(t *testing.T) store.TerminalHosts {
+	storetest.RunTerminalHosts(t, func(t *testing.T) store.Store {
 		s, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
 		if err != nil {
 			t.Fatal(err)

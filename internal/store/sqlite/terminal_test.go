@@ -10,7 +10,7 @@ import (
 )
 
 func TestTerminalConformance(t *testing.T) {
-	storetest.RunTerminal(t, func(t *testing.T) store.TerminalStore {
+	storetest.RunTerminal(t, func(t *testing.T) store.Store {
 		s, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
 		if err != nil {
 			t.Fatal(err)
@@ -21,7 +21,7 @@ func TestTerminalConformance(t *testing.T) {
 }
 
 func TestWatchConformance(t *testing.T) {
-	storetest.RunWatches(t, func(t *testing.T) storetest.WatchBackend {
+	storetest.RunWatches(t, func(t *testing.T) store.Store {
 		s, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
 		if err != nil {
 			t.Fatal(err)
@@ -32,7 +32,7 @@ func TestWatchConformance(t *testing.T) {
 }
 
 func TestWorkLeaseConformance(t *testing.T) {
-	storetest.RunWorkLeases(t, func(t *testing.T) storetest.LeaseBackend {
+	storetest.RunWorkLeases(t, func(t *testing.T) store.Store {
 		s, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
 		if err != nil {
 			t.Fatal(err)

@@ -4,12 +4,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
 )
 
 func TestTransitionConformance(t *testing.T) {
-	storetest.RunTransition(t, func(t *testing.T) storetest.TransitionStores {
+	storetest.RunTransition(t, func(t *testing.T) store.Store {
 		s, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
 		if err != nil {
 			t.Fatal(err)

@@ -47,7 +47,7 @@ type Lease struct {
 }
 
 // tasksTable is the tasks' LeaseTable.
-var tasksTable = LeaseTable{Name: "tasks", Active: "status = 'running'"}
+var tasksTable = LeaseTable{Name: "tasks", Active: runningTask}
 
 // idChunk and bigChunk are how many ids one renewal, release or batched
 // read statement names: a list of up to idChunk ids is padded to
@@ -268,7 +268,7 @@ func (db *DB) Processes(ctx context.Context) ([]store.Process, error) {
 
 // heldTasks returns up to store.MaxPage running tasks owner holds.
 func (db *DB) heldTasks(ctx context.Context, owner string) ([]string, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id FROM tasks WHERE owner = ? AND status = 'running' ORDER BY id LIMIT ?`,
+	rows, err := db.r.QueryContext(ctx, `SELECT id FROM tasks WHERE owner = ? AND `+runningTask+` ORDER BY id LIMIT ?`,
 		owner, store.MaxPage)
 	if err != nil {
 		return nil, err

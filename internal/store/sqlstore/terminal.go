@@ -552,37 +552,6 @@ func (db *DB) OpenTurns(ctx context.Context, limit int) ([]*store.Turn, error) {
 		ORDER BY turn_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
 }
 
-// openTurn selects the Turns that need a monitor (store.TurnMonitored).
-var openTurn = statusIn(termapi.TurnStatuses(), termapi.TurnStatus.Monitored)
-
-// turnSendBlocking selects the Turns that keep their Session from taking
-// a new one (store.TurnSendBlocking).
-var turnSendBlocking = statusIn(termapi.TurnStatuses(), termapi.TurnStatus.SendBlocking)
-
-// callbackDue selects the callbacks the outbox still attempts
-// (termapi.CallbackStatus.Due).
-var callbackDue = statusIn(termapi.CallbackStatuses(), termapi.CallbackStatus.Due)
-
-// turnAdvanceFrom is the SQL condition on the stored status of a Turn
-// that WriteTurn may write with status to (termapi.CheckTurnAdvance).
-func turnAdvanceFrom(to store.TurnStatus) string {
-	return statusIn(termapi.TurnStatuses(), func(from store.TurnStatus) bool { return termapi.CheckTurnAdvance(from, to) == nil })
-}
-
-// statusIn is the SQL condition "status IN (…)" over the statuses of all
-// that keep holds: the SQL status sets are built from the Go predicates,
-// so the two cannot drift apart. The values are the package's own
-// constants, never input.
-func statusIn[S ~string](all []S, keep func(S) bool) string {
-	var in []string
-	for _, s := range all {
-		if keep(s) {
-			in = append(in, "'"+string(s)+"'")
-		}
-	}
-	return "status IN (" + strings.Join(in, ",") + ")"
-}
-
 // SessionTurns implements store.TerminalStore.
 func (db *DB) SessionTurns(ctx context.Context, sessionID string, limit int) ([]*store.Turn, error) {
 	return db.queryTurns(ctx, `SELECT turn_id, version, data FROM term_turns WHERE session_id = ?

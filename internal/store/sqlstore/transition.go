@@ -50,7 +50,7 @@ func (db *DB) unresolved(ctx context.Context, tx *txn, t *store.Transition) (why
 	}
 	var other, status string
 	err = tx.QueryRowContext(ctx, `SELECT transition_id, status FROM term_transitions WHERE terminal_key = ?
-		AND status NOT IN ('committed','aborted') LIMIT 1`, t.TerminalKey).Scan(&other, &status)
+		AND `+openTransition+` LIMIT 1`, t.TerminalKey).Scan(&other, &status)
 	switch {
 	case err == nil:
 		return fmt.Sprintf("transition %s is %s; resolve it first (terminal resolve-transition %s --adopt|--abort)", other, status, other), "", nil
@@ -306,5 +306,5 @@ func (db *DB) TerminalTransitions(ctx context.Context, terminalKey string, limit
 // OpenTransitions implements store.TransitionStore.
 func (db *DB) OpenTransitions(ctx context.Context, limit int) ([]*store.Transition, error) {
 	return db.queryTransitions(ctx, `SELECT transition_id, version, data FROM term_transitions
-		WHERE status NOT IN ('committed','aborted') ORDER BY transition_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
+		WHERE `+openTransition+` ORDER BY transition_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
 }

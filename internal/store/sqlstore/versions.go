@@ -60,7 +60,7 @@ func (db *DB) OpenTurnIDs(ctx context.Context, limit int) ([]string, error) {
 
 // ActiveWatchIDs implements store.WatchStore.
 func (db *DB) ActiveWatchIDs(ctx context.Context, limit int) ([]string, error) {
-	ids, err := db.queryIDs(ctx, `SELECT watch_id FROM term_watches WHERE status = 'active'
+	ids, err := db.queryIDs(ctx, `SELECT watch_id FROM term_watches WHERE `+activeWatch+`
 		ORDER BY created_at, watch_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
 	if err != nil {
 		return nil, fmt.Errorf("active watch ids: %w", err)

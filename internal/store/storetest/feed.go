@@ -17,21 +17,13 @@ import (
 func NewTaskFeed(t *testing.T, writer, reader store.Store) {
 	t.Helper()
 	ctx := t.Context()
-	feed, ok := reader.(store.NewTaskFeed)
-	if !ok {
-		t.Fatalf("%T does not announce new tasks (store.NewTaskFeed)", reader)
-	}
-	changes, ok := reader.(store.ChangeFeed)
-	if !ok {
-		t.Fatalf("%T has no change feed", reader)
-	}
-	created, stopWatch := feed.WatchNewTasks()
+	created, stopWatch := reader.WatchNewTasks()
 	stop := sync.OnceFunc(stopWatch)
 	defer stop()
 	if created == nil {
 		t.Fatal("WatchNewTasks returned a nil channel on a store with a change feed")
 	}
-	finish := func(t *testing.T, task *store.Task) { t.Helper(); finishHeard(t, writer, changes, task) }
+	finish := func(t *testing.T, task *store.Task) { t.Helper(); finishHeard(t, writer, reader, task) }
 	old := Task("feed-old", "main", "feed-k1", 1)
 	if err := writer.CreateTask(ctx, old); err != nil {
 		t.Fatal(err)
@@ -94,13 +86,7 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 func TerminalWorkFeed(t *testing.T, writer, reader store.Store) {
 	t.Helper()
 	ctx := t.Context()
-	feed, ok := reader.(store.TerminalWorkFeed)
-	if !ok {
-		t.Fatalf("%T does not announce terminal work (store.TerminalWorkFeed)", reader)
-	}
-	announcer := writer.(store.TerminalWorkFeed)
-	changes := reader.(store.ChangeFeed)
-	work, stop := feed.WatchTerminalWork()
+	work, stop := reader.WatchTerminalWork()
 	defer stop()
 	if work == nil {
 		t.Fatal("WatchTerminalWork returned a nil channel on a store with a change feed")
@@ -111,7 +97,7 @@ func TerminalWorkFeed(t *testing.T, writer, reader store.Store) {
 	if err := writer.CreateTask(ctx, task); err != nil {
 		t.Fatal(err)
 	}
-	finishHeard(t, writer, changes, task)
+	finishHeard(t, writer, reader, task)
 	select {
 	case <-work:
 	default:
@@ -121,15 +107,15 @@ func TerminalWorkFeed(t *testing.T, writer, reader store.Store) {
 		t.Fatal("a task's change woke the watcher of terminal work")
 	default:
 	}
-	announcer.AnnounceTerminalWork(ctx)
+	writer.AnnounceTerminalWork(ctx)
 	await(t, work, "terminal work announced by the other handle")
 }
 
 // finishHeard writes task's outcome through writer and waits until the
-// change feed of the other handle (changes) heard it.
-func finishHeard(t *testing.T, writer store.Store, changes store.ChangeFeed, task *store.Task) {
+// change feed of the other handle (reader) heard it.
+func finishHeard(t *testing.T, writer, reader store.Store, task *store.Task) {
 	t.Helper()
-	ch, stop := changes.WatchTask(task.ID)
+	ch, stop := reader.WatchTask(task.ID)
 	defer stop()
 	task.Status = store.StatusCompleted
 	if err := writer.UpdateTask(t.Context(), task); err != nil {

@@ -14,7 +14,7 @@ import (
 // operation queue: publication replaces a host's row, an operation is
 // pending until finished, one claim holds it at a time, only the claimer
 // finishes it, and only once.
-func RunTerminalHosts(t *testing.T, newStore func(t *testing.T) store.TerminalHosts) {
+func RunTerminalHosts(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("PublishReplaces", func(t *testing.T) {
 		s, ctx := newStore(t), t.Context()
 		for _, h := range []store.TerminalHost{

@@ -11,21 +11,16 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 )
 
-// LeaseBackend is what the work-lease suite needs: the lease table, the
-// process registry the dead-owner reap reads, and the records whose
-// writes a lease fences.
-type LeaseBackend = UpgradeStore
-
 // RunWorkLeases runs the lease-table suite once per kind of terminal work
 // (monitor, watch, callback, transition): claim, renewal, loss on expiry,
 // the fence that rejects a stale writer, release, and the release of a
 // provably dead owner's leases (owner.Identity.ReapDead).
-func RunWorkLeases(t *testing.T, newStore func(t *testing.T) LeaseBackend) {
+func RunWorkLeases(t *testing.T, newStore func(t *testing.T) store.Store) {
 	for _, kind := range store.LeaseKinds() {
 		t.Run(kind, func(t *testing.T) {
 			for _, tc := range []struct {
 				name string
-				fn   func(t *testing.T, s LeaseBackend, kind string)
+				fn   func(t *testing.T, s store.Store, kind string)
 			}{
 				{"Claim", testLeaseClaim},
 				{"Renew", testLeaseRenew},
@@ -40,7 +35,7 @@ func RunWorkLeases(t *testing.T, newStore func(t *testing.T) LeaseBackend) {
 	}
 }
 
-func mustClaim(t *testing.T, s LeaseBackend, kind, id, who string, now, until int64) store.WorkLease {
+func mustClaim(t *testing.T, s store.Store, kind, id, who string, now, until int64) store.WorkLease {
 	t.Helper()
 	l, err := s.ClaimWork(t.Context(), kind, id, who, now, until)
 	if err != nil {
@@ -49,7 +44,7 @@ func mustClaim(t *testing.T, s LeaseBackend, kind, id, who string, now, until in
 	return l
 }
 
-func leaseOf(t *testing.T, s LeaseBackend, kind, id string) (store.WorkLease, bool) {
+func leaseOf(t *testing.T, s store.Store, kind, id string) (store.WorkLease, bool) {
 	t.Helper()
 	ls, err := s.WorkLeases(t.Context(), kind, []string{id})
 	if err != nil {
@@ -61,7 +56,7 @@ func leaseOf(t *testing.T, s LeaseBackend, kind, id string) (store.WorkLease, bo
 	return ls[0], true
 }
 
-func testLeaseClaim(t *testing.T, s LeaseBackend, kind string) {
+func testLeaseClaim(t *testing.T, s store.Store, kind string) {
 	if _, ok := leaseOf(t, s, kind, "w-1"); ok {
 		t.Fatal("a lease no one claimed is stored")
 	}
@@ -93,7 +88,7 @@ func testLeaseClaim(t *testing.T, s LeaseBackend, kind string) {
 	}
 }
 
-func testLeaseRenew(t *testing.T, s LeaseBackend, kind string) {
+func testLeaseRenew(t *testing.T, s store.Store, kind string) {
 	ctx := t.Context()
 	mustClaim(t, s, kind, "w-1", "A", 100, 200)
 	mustClaim(t, s, kind, "w-2", "A", 100, 200)
@@ -112,7 +107,7 @@ func testLeaseRenew(t *testing.T, s LeaseBackend, kind string) {
 	}
 }
 
-func testLeaseLostOnExpiry(t *testing.T, s LeaseBackend, kind string) {
+func testLeaseLostOnExpiry(t *testing.T, s store.Store, kind string) {
 	ctx := t.Context()
 	a := mustClaim(t, s, kind, "w-1", "A", 100, 200)
 	b := mustClaim(t, s, kind, "w-1", "B", 201, 400)
@@ -129,7 +124,7 @@ func testLeaseLostOnExpiry(t *testing.T, s LeaseBackend, kind string) {
 
 // testLeaseFence: after a takeover the old holder can change neither the
 // lease (release) nor the work it fences.
-func testLeaseFence(t *testing.T, s LeaseBackend, kind string) {
+func testLeaseFence(t *testing.T, s store.Store, kind string) {
 	ctx := t.Context()
 	stale, write := fencedWork(t, s, kind)
 	fresh := mustClaim(t, s, kind, stale.ID, "B", stale.Until+1, stale.Until+1000)
@@ -153,7 +148,7 @@ func testLeaseFence(t *testing.T, s LeaseBackend, kind string) {
 // fencedWork creates one piece of work of kind, claims it for "A" at 100
 // until 200, and returns the lease and a write of the work fenced by a
 // lease at now (nil for a kind whose record has no fenced write).
-func fencedWork(t *testing.T, s LeaseBackend, kind string) (store.WorkLease, func(l store.WorkLease, now int64) error) {
+func fencedWork(t *testing.T, s store.Store, kind string) (store.WorkLease, func(l store.WorkLease, now int64) error) {
 	t.Helper()
 	ctx := t.Context()
 	switch kind {
@@ -199,7 +194,7 @@ func fencedWork(t *testing.T, s LeaseBackend, kind string) (store.WorkLease, fun
 }
 
 // putCallback stores a pending callback of an idle Turn, due at 10.
-func putCallback(t *testing.T, s LeaseBackend, id string) {
+func putCallback(t *testing.T, s store.Store, id string) {
 	t.Helper()
 	ctx := t.Context()
 	ss := TermSession("session-cb", "tcb", "kcb")
@@ -218,7 +213,7 @@ func putCallback(t *testing.T, s LeaseBackend, id string) {
 	}
 }
 
-func testLeaseRelease(t *testing.T, s LeaseBackend, kind string) {
+func testLeaseRelease(t *testing.T, s store.Store, kind string) {
 	ctx := t.Context()
 	a, _ := fencedWork(t, s, kind)
 	if err := s.ReleaseWork(ctx, a); err != nil {
@@ -243,7 +238,7 @@ func testLeaseRelease(t *testing.T, s LeaseBackend, kind string) {
 // process incarnation) has every
 // lease released by the one reap, so another claims its work before the
 // lease would have expired; a live process's leases stay.
-func testLeaseDeadOwner(t *testing.T, s LeaseBackend, kind string) {
+func testLeaseDeadOwner(t *testing.T, s store.Store, kind string) {
 	ctx := t.Context()
 	self := owner.Self()
 	if self.Host == "" || self.Start == "" {

@@ -10,16 +10,6 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
-// TransitionStores is what the transition suite needs of a store.
-type TransitionStores interface {
-	store.TerminalStore
-	store.TransitionStore
-	store.CallbackStore
-}
-
-// NewTransitionStore returns a fresh, empty store for one test.
-type NewTransitionStore func(t *testing.T) TransitionStores
-
 // Transition returns a prepared new-thread transition away from s's
 // binding (s nil: an unmanaged pane on terminalKey).
 func Transition(id, kind string, s *store.TermSession, terminalKey, target string) *store.Transition {
@@ -35,10 +25,10 @@ func Transition(id, kind string, s *store.TermSession, terminalKey, target strin
 }
 
 // RunTransition runs the transition-record suite.
-func RunTransition(t *testing.T, newStore NewTransitionStore) {
+func RunTransition(t *testing.T, newStore func(t *testing.T) store.Store) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s TransitionStores)
+		fn   func(t *testing.T, s store.Store)
 	}{
 		{"PrepareHoldsTheTerminalAndCommitRebinds", testTransitionCommit},
 		{"FixedFieldsAndSteps", testTransitionSteps},
@@ -57,7 +47,7 @@ func RunTransition(t *testing.T, newStore NewTransitionStore) {
 	}
 }
 
-func stepTransition(t *testing.T, s TransitionStores, tr *store.Transition, statuses ...string) {
+func stepTransition(t *testing.T, s store.Store, tr *store.Transition, statuses ...string) {
 	t.Helper()
 	for _, st := range statuses {
 		tr.Status = st
@@ -86,7 +76,7 @@ func fresh(id, thread string, tr *store.Transition) *store.TermSession {
 	return s
 }
 
-func testTransitionCommit(t *testing.T, s TransitionStores) {
+func testTransitionCommit(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	a := TermSession("session-a", "T1", "k")
 	mustCreateSession(t, s, a)
@@ -139,7 +129,7 @@ func testTransitionCommit(t *testing.T, s TransitionStores) {
 	}
 }
 
-func testTransitionSteps(t *testing.T, s TransitionStores) {
+func testTransitionSteps(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	a := TermSession("session-a", "T1", "k")
 	mustCreateSession(t, s, a)
@@ -188,7 +178,7 @@ func testTransitionSteps(t *testing.T, s TransitionStores) {
 	}
 }
 
-func testTransitionBlocked(t *testing.T, s TransitionStores) {
+func testTransitionBlocked(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	a := TermSession("session-a", "T1", "k")
 	mustCreateSession(t, s, a)
@@ -250,7 +240,7 @@ func testTransitionBlocked(t *testing.T, s TransitionStores) {
 	}
 }
 
-func testTransitionUncertain(t *testing.T, s TransitionStores) {
+func testTransitionUncertain(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	a := TermSession("session-a", "T1", "k")
 	mustCreateSession(t, s, a)
@@ -280,7 +270,7 @@ func testTransitionUncertain(t *testing.T, s TransitionStores) {
 	}
 }
 
-func testTransitionAtomic(t *testing.T, s TransitionStores) {
+func testTransitionAtomic(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	a := TermSession("session-a", "T1", "k")
 	mustCreateSession(t, s, a)
@@ -317,7 +307,7 @@ func testTransitionAtomic(t *testing.T, s TransitionStores) {
 	}
 }
 
-func testTransitionReactivate(t *testing.T, s TransitionStores) {
+func testTransitionReactivate(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	c := TermSession("session-c", "T0", "k")
 	mustCreateSession(t, s, c)
@@ -364,7 +354,7 @@ func testTransitionReactivate(t *testing.T, s TransitionStores) {
 
 // testTransitionRacesSend runs a send and a transition on one Session at
 // the same time, many times: exactly one of them takes the terminal.
-func testTransitionRacesSend(t *testing.T, s TransitionStores) {
+func testTransitionRacesSend(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	for i := range 20 {
 		key := fmt.Sprintf("k-race-%d", i)
@@ -396,7 +386,7 @@ func testTransitionRacesSend(t *testing.T, s TransitionStores) {
 // testTransitionRacesFirstSend races the first send of a new Session with
 // a transition of the still unmanaged pane (no Session row to lock, no
 // ledger entry yet): exactly one takes the terminal.
-func testTransitionRacesFirstSend(t *testing.T, s TransitionStores) {
+func testTransitionRacesFirstSend(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	for i := range 20 {
 		key := fmt.Sprintf("k-first-%d", i)

@@ -14,16 +14,6 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
-// UpgradeStore is what the upgrade check writes and reads: every record
-// kind a store of schema 6 held, and the kinds migrations 7 to 13 added.
-type UpgradeStore interface {
-	store.Store
-	store.TerminalStore
-	store.CallbackStore
-	store.WatchStore
-	store.TransitionStore
-}
-
 // Schema6Downgrade returns the statements that take a store of the
 // current schema back to schema 6: they drop what migrations 7 (watches),
 // 8 (transitions), 9 (the callback lease-owner index), 10 (the Turn's
@@ -119,7 +109,7 @@ type UpgradeRecords struct {
 // SeedUpgrade writes one record of each kind a schema-6 store holds (a
 // task with logs, a terminal Session, a Turn with its events and an
 // undelivered callback) and returns them as stored.
-func SeedUpgrade(t *testing.T, s UpgradeStore) UpgradeRecords {
+func SeedUpgrade(t *testing.T, s store.Store) UpgradeRecords {
 	t.Helper()
 	ctx := t.Context()
 	if err := s.CreateTask(ctx, Task("task-up", "main", "agent:main:up", 1)); err != nil {
@@ -153,7 +143,7 @@ func SeedUpgrade(t *testing.T, s UpgradeStore) UpgradeRecords {
 	return readUpgrade(t, s)
 }
 
-func readUpgrade(t *testing.T, s UpgradeStore) UpgradeRecords {
+func readUpgrade(t *testing.T, s store.Store) UpgradeRecords {
 	t.Helper()
 	ctx := t.Context()
 	var r UpgradeRecords
@@ -184,7 +174,7 @@ func readUpgrade(t *testing.T, s UpgradeStore) UpgradeRecords {
 // migrations added work in it: the callback outbox claims and releases by
 // owner, a watch and a transition can be written, a new Turn keeps its
 // principal and the pre-upgrade Turn has none.
-func CheckUpgraded(t *testing.T, s UpgradeStore, want UpgradeRecords) {
+func CheckUpgraded(t *testing.T, s store.Store, want UpgradeRecords) {
 	t.Helper()
 	ctx := t.Context()
 	if diff := cmp.Diff(want, readUpgrade(t, s)); diff != "" {

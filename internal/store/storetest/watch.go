@@ -10,17 +10,6 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
-// WatchBackend is what the watch suite needs of a store: the watches, the
-// monitor leases that fence them and the outbox their notifications join.
-type WatchBackend interface {
-	store.TerminalStore
-	store.WatchStore
-	store.CallbackStore
-}
-
-// NewWatchStore returns a fresh, empty store for one watch test.
-type NewWatchStore func(t *testing.T) WatchBackend
-
 // NewWatch returns a valid active watch of terminal key for tests.
 func NewWatch(id, terminalKey string, at int64) *store.Watch {
 	return &store.Watch{WatchID: id, Agent: "codex", TerminalID: "terminal:v2:tmux:codex:s:0.0:42", TerminalKey: terminalKey,
@@ -29,10 +18,10 @@ func NewWatch(id, terminalKey string, at int64) *store.Watch {
 }
 
 // RunWatches runs the terminal-watch suite.
-func RunWatches(t *testing.T, newStore NewWatchStore) {
+func RunWatches(t *testing.T, newStore func(t *testing.T) store.Store) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s WatchBackend)
+		fn   func(t *testing.T, s store.Store)
 	}{
 		{"RoundTripAndOneActivePerTerminal", testWatchOneActive},
 		{"SaveIsCASAndFinalStatusSticks", testWatchCAS},
@@ -44,7 +33,7 @@ func RunWatches(t *testing.T, newStore NewWatchStore) {
 	}
 }
 
-func testWatchOneActive(t *testing.T, s WatchBackend) {
+func testWatchOneActive(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	w := NewWatch("watch-1", "k1", 1000)
 	if err := s.CreateWatch(ctx, w); err != nil {
@@ -110,7 +99,7 @@ func testWatchOneActive(t *testing.T, s WatchBackend) {
 	}
 }
 
-func testWatchCAS(t *testing.T, s WatchBackend) {
+func testWatchCAS(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	w := NewWatch("watch-1", "k1", 1000)
 	if err := s.CreateWatch(ctx, w); err != nil {
@@ -151,7 +140,7 @@ func testWatchCAS(t *testing.T, s WatchBackend) {
 	}
 }
 
-func testWatchFence(t *testing.T, s WatchBackend) {
+func testWatchFence(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	w := NewWatch("watch-1", "k1", 1000)
 	if err := s.CreateWatch(ctx, w); err != nil {
@@ -180,7 +169,7 @@ func testWatchFence(t *testing.T, s WatchBackend) {
 	}
 }
 
-func testWatchAlso(t *testing.T, s WatchBackend) {
+func testWatchAlso(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	w := NewWatch("watch-1", "k1", 1000)
 	if err := s.CreateWatch(ctx, w); err != nil {

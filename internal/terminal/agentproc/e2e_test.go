@@ -13,6 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 )
 
@@ -75,8 +76,6 @@ func TestDiscoverRealAgents(t *testing.T) {
 		t.Errorf("the app-server pane has a row: %+v", r)
 	}
 
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
 	cx := byPane[cxPane]
 	if cx.Process.Cwd != codexWork || cx.Version != "0.171.0" || filepath.Base(cx.Process.Exe) != "codex" {
 		t.Errorf("codex row: cwd %q (want %q), version %q, exe %q", cx.Process.Cwd, codexWork, cx.Version, cx.Process.Exe)
@@ -92,13 +91,14 @@ func TestDiscoverRealAgents(t *testing.T) {
 	// process.
 	client := tmux.New(tmux.Options{NoDefaultServer: true, Sockets: []string{s.socket}})
 	screen := ""
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(screen, model.Model()); <-tick.C {
-		if screen, err = client.Capture(t.Context(), cx.Pane, tmux.CaptureOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Codex TUI never showed its footer; screen:\n%s", screen)
-		}
+	if !poll.WithinEvery(60*time.Second, 50*time.Millisecond, func() bool {
+		screen, err = client.Capture(t.Context(), cx.Pane, tmux.CaptureOptions{})
+		return err != nil || strings.Contains(screen, model.Model())
+	}) {
+		t.Fatalf("the Codex TUI never showed its footer; screen:\n%s", screen)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, r := range []Row{cx, cc} {
 		if _, err := ParseTerminalID(r.TerminalID); err != nil {
@@ -124,10 +124,10 @@ func TestDiscoverRealAgents(t *testing.T) {
 	native := func() bool { // the node script has exec'd the native binary
 		return slices.ContainsFunc(servers, func(p proc.Process) bool { return filepath.Base(p.Argv[0]) == "codex" })
 	}
-	for deadline := time.Now().Add(30 * time.Second); !native(); <-tick.C {
-		tab, err := proc.Snapshot()
-		if err != nil {
-			t.Fatal(err)
+	if !poll.WithinEvery(30*time.Second, 50*time.Millisecond, func() bool {
+		var tab *proc.Table
+		if tab, err = proc.Snapshot(); err != nil {
+			return true
 		}
 		servers = servers[:0]
 		for _, pid := range append([]int{dPID}, tab.Descendants(dPID)...) {
@@ -135,9 +135,12 @@ func TestDiscoverRealAgents(t *testing.T) {
 				servers = append(servers, p)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the app-server never ran under pane %s (pid %d): %+v", dPane, dPID, servers)
-		}
+		return native()
+	}) {
+		t.Fatalf("the app-server never ran under pane %s (pid %d): %+v", dPane, dPID, servers)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, p := range servers {
 		started = append(started, p.PID)
@@ -152,18 +155,16 @@ func TestDiscoverRealAgents(t *testing.T) {
 // bound.
 func discoverUntilFor(tb testing.TB, f *Finder, bound time.Duration, ok func([]Row) bool) []Row {
 	tb.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(bound); ; <-tick.C {
-		rows, err := f.Discover(tb.Context())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if ok(rows) {
-			return rows
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("Discover never settled; last rows: %+v", rows)
-		}
+	var rows []Row
+	var err error
+	if !poll.WithinEvery(bound, 50*time.Millisecond, func() bool {
+		rows, err = f.Discover(tb.Context())
+		return err != nil || ok(rows)
+	}) {
+		tb.Fatalf("Discover never settled; last rows: %+v", rows)
 	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rows
 }

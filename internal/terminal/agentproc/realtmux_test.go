@@ -13,6 +13,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
 // tmuxServer is a private tmux server on a socket in a short temporary
@@ -149,16 +150,8 @@ func TestDiscoverRealTmux(t *testing.T) {
 	if err := exec.Command("kill", fmt.Sprint(a.Process.PID)).Run(); err != nil {
 		t.Fatal(err)
 	}
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
-		_, err = f.Verify(t.Context(), a)
-		if err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Verify still succeeds after the agent was killed")
-		}
+	if !poll.Within(10*time.Second, func() bool { _, err = f.Verify(t.Context(), a); return err != nil }) {
+		t.Fatal("Verify still succeeds after the agent was killed")
 	}
 	if !errors.Is(err, ErrIdentity) || !(errors.Is(err, ErrProcessGone) || errors.Is(err, ErrPaneChanged) || errors.Is(err, ErrNotInPane)) {
 		t.Errorf("Verify after kill: %v", err)

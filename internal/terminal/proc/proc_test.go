@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 )
@@ -207,16 +208,10 @@ func TestReadSelfAndChild(t *testing.T) {
 // waitState waits (bounded) until pid's state is s.
 func waitState(t *testing.T, pid int, s byte) {
 	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
-		p, err := FS{}.ReadStat(pid)
-		if err == nil && p.State == s {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d never reached state %c (last %+v, %v)", pid, s, p, err)
-		}
+	var p Process
+	var err error
+	if !poll.Within(10*time.Second, func() bool { p, err = FS{}.ReadStat(pid); return err == nil && p.State == s }) {
+		t.Fatalf("process %d never reached state %c (last %+v, %v)", pid, s, p, err)
 	}
 }
 
@@ -237,22 +232,24 @@ func TestSnapshotAncestry(t *testing.T) {
 	})
 	var tab *Table
 	var grandchild int
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
-		var err error
+	var err error
+	started := poll.Within(10*time.Second, func() bool {
 		if tab, err = Snapshot(); err != nil {
-			t.Fatal(err)
+			return true
 		}
 		if c := tab.Children(sh.Process.Pid); len(c) == 1 {
 			if g, _ := tab.Get(c[0]); len(g.Argv) > 0 && g.Argv[0] == "sleep" { // exec'd
 				grandchild = c[0]
-				break
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("sh never started its child")
-		}
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !started {
+		t.Fatal("sh never started its child")
 	}
 	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
 	if tab.Len() < 3 {

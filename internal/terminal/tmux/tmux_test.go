@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 )
@@ -188,20 +189,19 @@ func TestListPanesRealTmux(t *testing.T) {
 	}
 	// A pane's command and path settle once its shell has exec'd sleep.
 	var panes []Pane
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
-		var err error
+	var err error
+	poll.Within(10*time.Second, func() bool {
 		if panes, err = c.ListPanes(t.Context()); err != nil {
-			t.Fatal(err)
+			return true
 		}
 		settled := len(panes) == 3
 		for _, p := range panes {
 			settled = settled && p.Command == "sleep" && p.Path != ""
 		}
-		if settled || time.Now().After(deadline) {
-			break
-		}
+		return settled
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	pid := func(id string) int {
 		n, err := strconv.Atoi(s.tmux(t, "display-message", "-p", "-t", id, "#{pane_pid}"))

@@ -3,12 +3,12 @@ package fakegateway
 import (
 	"context"
 	"encoding/json"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -155,10 +155,7 @@ func TestCloseWhileClientsConnect(t *testing.T) {
 		}()
 	}
 	// Let the dialers get going: wait until the server saw some upgrades.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(s.UpgradeHeaders()) < 8 && time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
+	poll.Within(10*time.Second, func() bool { return len(s.UpgradeHeaders()) >= 8 })
 	s.Close()
 	close(stop)
 	wg.Wait()

@@ -16,9 +16,16 @@ const Tick = 5 * time.Millisecond
 // Within reports whether cond holds within timeout, checking it every
 // Tick and once more at the end.
 func Within(timeout time.Duration, cond func() bool) bool {
+	return WithinEvery(timeout, Tick, cond)
+}
+
+// WithinEvery is Within checking cond every interval: for a cond that
+// costs a process or a round trip (a CLI run, a real peer's read), which
+// Tick would repeat back to back.
+func WithinEvery(timeout, interval time.Duration, cond func() bool) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(Tick)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for !cond() {
 		select {

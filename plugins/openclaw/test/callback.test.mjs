@@ -221,6 +221,16 @@ test("tool argv: every tool that names a Turn or watch is scoped to the calling 
   }
 });
 
+test("tool argv: renew gives the new inactivity timeout as a duration, send's spelling", () => {
+  const by = Object.fromEntries(specs.map((s) => [s.name, s]));
+  const ctx = { sessionKey: S, offers: new Offers() };
+  const renew = by.clawconnect_terminal_renew;
+  assert.deepEqual(renew.argv(checkParams(renew, { turn_id: "turn-1", minutes: 30 }), ctx),
+    ["terminal", "renew", "--json", "--for-session", S, "--inactivity-timeout", "30m", "turn-1"]);
+  assert.deepEqual(renew.argv(checkParams(renew, { turn_id: "turn-1" }), ctx),
+    ["terminal", "renew", "--json", "--for-session", S, "turn-1"]);
+});
+
 test("validate normalises ids", () => {
   const cb = validate(good());
   assert.equal(injectionKey(cb), "clawconnect:session-20261201-ab12:turn-20261201T120000-ab12cd34:msg-terminal-0123456789abcdef0123456789abcdef");

@@ -69,7 +69,7 @@ test("tool argv: watch notifies the calling session; unwatch takes one id; inspe
   assert.deepEqual(by.clawconnect_terminal_inspect.argv(checkParams(by.clawconnect_terminal_inspect, { terminal_id: T }), ctx),
     ["terminal", "inspect", "--json", T]);
   assert.deepEqual(by.clawconnect_terminal_watch.argv(checkParams(by.clawconnect_terminal_watch, { terminal_id: T, timeout_minutes: 90 }), ctx),
-    ["terminal", "watch", "--json", "--origin", S, "--timeout", "90m", T]);
+    ["terminal", "watch", "--json", "--origin-session", S, "--hard-timeout", "90m", T]);
   assert.throws(() => by.clawconnect_terminal_watch.argv({ terminal_id: T }, {}), /calling OpenClaw session/);
   assert.deepEqual(by.clawconnect_terminal_unwatch.argv(checkParams(by.clawconnect_terminal_unwatch, { watch_id: W }), ctx),
     ["terminal", "unwatch", "--json", "--for-session", ctx.sessionKey, W]);
@@ -99,7 +99,7 @@ test("checkParams enforces the schema's bounds, not only its types (the model ca
   assert.throws(() => checkParams(by.clawconnect_terminal_status, JSON.parse('{"turn_id":"turn-1","__proto__":{"x":1}}')), /unknown parameter __proto__/);
   // In bounds still passes.
   assert.deepEqual(by.clawconnect_terminal_watch.argv(checkParams(by.clawconnect_terminal_watch, { terminal_id: T2, timeout_minutes: 30 }), { sessionKey: S }),
-    ["terminal", "watch", "--json", "--origin", S, "--timeout", "30m", T2]);
+    ["terminal", "watch", "--json", "--origin-session", S, "--hard-timeout", "30m", T2]);
 });
 
 test("a watch notification quotes the pane's terminal_id, so a crafted tmux name cannot forge lines", async () => {

@@ -118,7 +118,7 @@ export const specs = [
     name: "clawconnect_terminal_renew",
     description: "Resume following a stalled Turn, optionally with a new inactivity timeout.",
     parameters: obj({ turn_id: TURN_ID, minutes: { type: "number", exclusiveMinimum: 0, maximum: 10080 } }, ["turn_id"]),
-    argv: (p, ctx) => ["terminal", "renew", "--json", ...forSession(ctx), ...(p.minutes !== undefined ? ["--minutes", String(p.minutes)] : []), p.turn_id],
+    argv: (p, ctx) => ["terminal", "renew", "--json", ...forSession(ctx), ...(p.minutes !== undefined ? ["--inactivity-timeout", `${p.minutes}m`] : []), p.turn_id],
   },
   {
     name: "clawconnect_terminal_retry_callback",

@@ -26,8 +26,8 @@ export const watchSpecs = [
     }, ["terminal_id"]),
     argv: (p, ctx) => {
       if (!ctx.sessionKey) throw new Error("a watch needs the calling OpenClaw session to notify; none is known for this call");
-      const a = ["terminal", "watch", "--json", "--origin", ctx.sessionKey];
-      if (p.timeout_minutes !== undefined) a.push("--timeout", `${p.timeout_minutes}m`);
+      const a = ["terminal", "watch", "--json", "--origin-session", ctx.sessionKey];
+      if (p.timeout_minutes !== undefined) a.push("--hard-timeout", `${p.timeout_minutes}m`);
       return [...a, p.terminal_id];
     },
   },
