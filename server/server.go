@@ -250,16 +250,22 @@ func (s *Server) bareMCPServer(c *conn) *mcp.Server {
 			Extensions: map[string]any{TasksExtension: map[string]any{}},
 		},
 	})
+	// Added first, so it is the innermost: see direct.go.
+	c.direct = &directCalls{}
+	ms.AddReceivingMiddleware(c.direct.middleware)
 	c.addTasksExtension(ms)
 	c.addApp(ms)
 	return ms
 }
 
-// register adds every tool of c to ms.
+// register adds every tool of c to ms, and their direct calls to c's
+// middleware.
 func (c *conn) register(ms *mcp.Server) {
-	for _, d := range c.tools() {
-		d.add(ms, d.tool)
+	defs := c.tools()
+	for _, d := range defs {
+		d.handler.add(ms, d.tool)
 	}
+	c.direct.set(defs)
 }
 
 // Tools returns the tool declarations of a connection with the full scope

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
@@ -97,7 +98,43 @@ func call(t testing.TB, cs *mcp.ClientSession, name string, args any) *mcp.CallT
 	if err != nil {
 		t.Fatalf("CallTool(%s): %v", name, err)
 	}
+	checkOutputSchema(t, cs, name, res)
 	return res
+}
+
+// checkOutputSchema fails t when res's structured content does not match
+// the tool's output schema. go-sdk checks that for the calls it answers;
+// the server answers calls with plain arguments itself, so the tests
+// check it for every call they make through call.
+func checkOutputSchema(t testing.TB, cs *mcp.ClientSession, name string, res *mcp.CallToolResult) {
+	t.Helper()
+	if res.StructuredContent == nil {
+		return
+	}
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	for _, tool := range list.Tools {
+		if tool.Name != name || tool.OutputSchema == nil {
+			continue
+		}
+		var schema jsonschema.Schema
+		data, _ := json.Marshal(tool.OutputSchema)
+		if err := json.Unmarshal(data, &schema); err != nil {
+			t.Fatalf("%s output schema: %v", name, err)
+		}
+		resolved, err := schema.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s output schema: %v", name, err)
+		}
+		var out any
+		data, _ = json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(data, &out)
+		if err := resolved.Validate(&out); err != nil {
+			t.Errorf("%s: structured content %s does not match the output schema: %v", name, data, err)
+		}
+	}
 }
 
 func text(r *mcp.CallToolResult) string {

@@ -94,7 +94,7 @@ func (c *conn) terminalTools() []toolDef {
 				OutputSchema: outputSchemaOf[TerminalListOutput](),
 				Annotations:  readOnly("List agent terminals"),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalList) },
+			handler: typed[EmptyInput](c.terminalList),
 		},
 		{
 			tool: &mcp.Tool{
@@ -109,7 +109,7 @@ func (c *conn) terminalTools() []toolDef {
 				OutputSchema: outputSchemaOf[TerminalSendOutput](),
 				Annotations:  act("Send a request to an agent terminal", false),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalSend) },
+			handler: typed[TerminalSendInput](c.terminalSend),
 		},
 		{
 			tool: &mcp.Tool{
@@ -123,7 +123,7 @@ func (c *conn) terminalTools() []toolDef {
 				OutputSchema: outputSchemaOf[TerminalTurnOutput](),
 				Annotations:  readOnly("Check a terminal Turn"),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalStatus) },
+			handler: typed[TerminalStatusInput](c.terminalStatus),
 		},
 		{
 			tool: &mcp.Tool{
@@ -135,7 +135,7 @@ func (c *conn) terminalTools() []toolDef {
 				OutputSchema: outputSchemaOf[TerminalSendOutput](),
 				Annotations:  act("Answer in the same terminal Session", false),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalRespond) },
+			handler: typed[TerminalRespondInput](c.terminalRespond),
 		},
 		{
 			tool: &mcp.Tool{
@@ -147,7 +147,7 @@ func (c *conn) terminalTools() []toolDef {
 				OutputSchema: outputSchemaOf[TerminalTurnOutput](),
 				Annotations:  act("Approve an agent's prompt", true),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalApprove) },
+			handler: typed[TerminalApproveInput](c.terminalApprove),
 		},
 		{
 			tool: &mcp.Tool{
@@ -158,7 +158,7 @@ func (c *conn) terminalTools() []toolDef {
 				OutputSchema: outputSchemaOf[TerminalTurnOutput](),
 				Annotations:  act("Interrupt a terminal Turn", true),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.terminalCancel) },
+			handler: typed[TerminalTurnInput](c.terminalCancel),
 		},
 	}
 }

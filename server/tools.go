@@ -43,6 +43,9 @@ type conn struct {
 	// app: the caller declared the MCP Apps extension at an initialize
 	// whose session this request continues (withAppSession).
 	app bool
+	// direct answers the calls with plain arguments (direct.go); set by
+	// bareMCPServer, filled by register.
+	direct *directCalls
 }
 
 // result builds a tool result with a model-facing text and structured

@@ -105,11 +105,10 @@ type ConnectionInfo struct {
 	} `json:"agents"`
 }
 
-// toolDef is one tool declaration plus the function that registers its
-// typed handler on an mcp.Server.
+// toolDef is one tool declaration plus its typed handler.
 type toolDef struct {
-	tool *mcp.Tool
-	add  func(*mcp.Server, *mcp.Tool)
+	tool    *mcp.Tool
+	handler toolHandler
 }
 
 func boolPtr(b bool) *bool { return &b }
@@ -221,7 +220,7 @@ func (c *conn) tools() []toolDef {
 				}),
 				Annotations: &mcp.ToolAnnotations{Title: "Run a task on an agent", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(true)},
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.runTask) },
+			handler: typed[RunTaskInput](c.runTask),
 		},
 		{
 			tool: &mcp.Tool{
@@ -238,7 +237,7 @@ func (c *conn) tools() []toolDef {
 				OutputSchema: outputSchema([]string{"status"}, chainingProps()),
 				Annotations:  readOnly("Check a task"),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.checkTask) },
+			handler: typed[CheckTaskInput](c.checkTask),
 		},
 		{
 			tool: &mcp.Tool{
@@ -256,7 +255,7 @@ func (c *conn) tools() []toolDef {
 				}()),
 				Annotations: readOnly("Get a task"),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.getTask) },
+			handler: typed[GetTaskInput](c.getTask),
 		},
 		{
 			tool: &mcp.Tool{
@@ -271,7 +270,7 @@ func (c *conn) tools() []toolDef {
 						AdditionalProperties: &jsonschema.Schema{}}}}),
 				Annotations: readOnly("List tasks"),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.listTasks) },
+			handler: typed[ListTasksInput](c.listTasks),
 		},
 		{
 			tool: &mcp.Tool{
@@ -290,7 +289,7 @@ func (c *conn) tools() []toolDef {
 				}),
 				Annotations: readOnly("Inspect a session"),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.getSession) },
+			handler: typed[GetSessionInput](c.getSession),
 		},
 		{
 			tool: &mcp.Tool{
@@ -303,7 +302,7 @@ func (c *conn) tools() []toolDef {
 				}),
 				Annotations: readOnly("List sessions"),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.listSessions) },
+			handler: typed[EmptyInput](c.listSessions),
 		},
 		{
 			tool: &mcp.Tool{
@@ -317,7 +316,7 @@ func (c *conn) tools() []toolDef {
 				}),
 				Annotations: &mcp.ToolAnnotations{Title: "Cancel a task", DestructiveHint: boolPtr(false), IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.cancelTask) },
+			handler: typed[CancelTaskInput](c.cancelTask),
 		},
 		{
 			tool: &mcp.Tool{
@@ -330,7 +329,7 @@ func (c *conn) tools() []toolDef {
 				}),
 				Annotations: readOnly("List agents"),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.listAgents) },
+			handler: typed[EmptyInput](c.listAgents),
 		},
 		{
 			tool: &mcp.Tool{
@@ -345,7 +344,7 @@ func (c *conn) tools() []toolDef {
 				}),
 				Annotations: readOnly("Connection info"),
 			},
-			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, c.connectionInfo) },
+			handler: typed[EmptyInput](c.connectionInfo),
 		},
 	}
 	return append(defs, c.terminalTools()...)

@@ -80,6 +80,59 @@ func BenchmarkTables(b *testing.B) {
 	}
 }
 
+// BenchmarkMCPRoundTrip is table one's round trip with enough of them for
+// benchstat: per build (CLAWCONNECT_BENCH_BINS, as BenchmarkTables) one
+// `clawconnect mcp` against an instant fake gateway, each op a sequential
+// run_task + check_task (ns/op, wall) with the process's CPU time per op
+// (ms-cpu/op), and "floor", a direct gateway client's chat.send → final on
+// the same gateway. -count repeats each build's runs back to back; on a
+// loaded machine run it several times instead, so the builds alternate:
+//
+//	CLAWCONNECT_BENCH_BINS="a=/tmp/a b=/tmp/b" go test -run '^$' \
+//	  -bench '^BenchmarkMCPRoundTrip$' -benchtime 300x ./internal/cli
+func BenchmarkMCPRoundTrip(b *testing.B) {
+	bins := benchBins(b)
+	fg := fakegateway.New(b, fakegateway.Options{Password: "pw"})
+	b.Run("floor", func(b *testing.B) {
+		gc, err := gateway.Dial(b.Context(), gateway.Options{URL: fg.URL(), Password: "pw"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer gc.Close()
+		i := 0
+		for b.Loop() {
+			i++
+			run, err := gc.StartRun(b.Context(), gateway.RunRequest{SessionKey: fmt.Sprint("floor-", i), Message: "ECHO=ok bench",
+				IdempotencyKey: fmt.Sprint("floor-", time.Now().UnixNano()), Mode: gateway.ModeChatSend})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := run.Wait(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, bin := range bins {
+		b.Run(strings.ReplaceAll(bin.name, " ", "-"), func(b *testing.B) {
+			env := benchEnv(b, fg, "")
+			c, _ := startClient(b, bin.path, env)
+			defer c.close(b)
+			for range 20 { // the store open, the gateway dialled, caches warm
+				if err := c.roundTrip(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu0 := cpuTime(c.cmd.Process.Pid)
+			for b.Loop() {
+				if err := c.roundTrip(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cpuTime(c.cmd.Process.Pid)-cpu0).Microseconds())/1000/float64(b.N), "ms-cpu/op")
+		})
+	}
+}
+
 type benchBin struct{ name, path string }
 
 // benchBins returns the builds to compare, building the current tree

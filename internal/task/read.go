@@ -130,10 +130,21 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *taskapi.Snaps
 	var announced <-chan struct{}
 	watched := false
 	var debounce <-chan time.Time
+	var ended *live // the follower whose outcome woke this wait
+	id := t.ID
 	for {
-		t, l, err := m.current(ctx, t.ID)
-		if err != nil {
-			return nil, fmt.Errorf("check task: %w", err)
+		var l *live
+		t = nil
+		if ended != nil {
+			// The record the outcome wrote, as the store now has it: the
+			// follower may already have returned and left the map, and a
+			// store read would fetch the same row.
+			t, ended = ended.copyTask(), nil
+		}
+		if t == nil || !t.Status.Terminal() {
+			if t, l, err = m.current(ctx, id); err != nil {
+				return nil, fmt.Errorf("check task: %w", err)
+			}
 		}
 		if t.Status.Terminal() {
 			return m.snapshot(ctx, t, req.KnownLogCount) // just read: no second read
@@ -179,6 +190,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *taskapi.Snaps
 		case <-debounce:
 			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
 		case <-done:
+			ended = l
 		case <-changed:
 		case <-exited: // no longer followed here (lease lost): watch the feed
 		case <-announced:
