@@ -54,7 +54,7 @@ func openTerminalStore(ctx context.Context, env Env) (store.Store, func() error,
 
 // newTerminalService builds the Service over st with the real panes and
 // agent readers.
-func newTerminalService(env Env, st store.TerminalStore, logger *slog.Logger) (*terminal.Service, config.Terminal, error) {
+func newTerminalService(env Env, st store.Store, logger *slog.Logger) (*terminal.Service, config.Terminal, error) {
 	c := config.TerminalFrom(settingsOf(env))
 	terms, err := terminal.NewTmuxTerminals(tmux.Options{TMUX: c.TMUX, Sockets: c.Sockets, NoDefaultServer: c.NoDefaultServer, Logger: logger})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/gateway"
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
@@ -49,12 +48,12 @@ func TestCallbackIntoBusySession(t *testing.T) {
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	turnID, cb := completedTurn(t, r, a, S, "FAKE-REPLY: busy 5d2c")
-	x := outbox.New(outbox.Options{Store: r.st.(store.CallbackStore), Owner: "busy", WaitTimeout: 60 * time.Second,
+	x := outbox.New(outbox.Options{Store: r.st, Owner: "busy", WaitTimeout: 60 * time.Second,
 		Dial: func(context.Context, string) (outbox.Caller, error) { return gc, nil }})
 	if n, err := x.DeliverDue(ctx); err != nil || n != 1 {
 		t.Fatalf("deliver: %d, %v", n, err)
 	}
-	got, _ := r.st.(store.CallbackStore).GetCallback(ctx, cb.MessageID)
+	got, _ := r.st.GetCallback(ctx, cb.MessageID)
 	t.Logf("callback %s: %s wake %s observation %s", turnID, got.Status, got.Wake, got.RunObservation)
 	if _, err := gc.Call(ctx, "agent.wait", map[string]any{"runId": "cc-busy-a", "timeoutMs": 60000}); err != nil {
 		t.Fatal(err)

@@ -59,12 +59,12 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	const other = "agent:main:cc-callback-other"
 	turnID, cb := completedTurn(t, r, a, S, "FAKE-REPLY: callback e2e 7f3a")
 	c := &clock{now: time.Now()}
-	x := outbox.New(outbox.Options{Store: r.st.(store.CallbackStore), Owner: "e2e", Now: c.Now, Dial: dial, WaitTimeout: 60 * time.Second})
+	x := outbox.New(outbox.Options{Store: r.st, Owner: "e2e", Now: c.Now, Dial: dial, WaitTimeout: 60 * time.Second})
 	defer x.Close()
 	if n, err := x.DeliverDue(ctx); err != nil || n != 1 {
 		t.Fatalf("deliver: %d, %v", n, err)
 	}
-	got, _ := r.st.(store.CallbackStore).GetCallback(ctx, cb.MessageID)
+	got, _ := r.st.GetCallback(ctx, cb.MessageID)
 	if got.Status != store.CallbackDelivered || !outbox.Accepted(got.Wake) {
 		t.Fatalf("callback %s: %s (injection %s wake %s)", got.MessageID, got.Status, got.Injection, got.Wake)
 	}
@@ -166,7 +166,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	if n, _ := x.DeliverDue(ctx); n != 1 {
 		t.Fatal("no attempt while the gateway is down")
 	}
-	got2, _ := r.st.(store.CallbackStore).GetCallback(ctx, cb2.MessageID)
+	got2, _ := r.st.GetCallback(ctx, cb2.MessageID)
 	if got2.Status != store.CallbackFailed || got2.Attempts != 1 || got2.LastError == "" {
 		t.Fatalf("with the gateway down: %+v", got2)
 	}
@@ -188,7 +188,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 		if _, err := x.DeliverDue(ctx); err != nil {
 			t.Fatal(err)
 		}
-		got2, _ = r.st.(store.CallbackStore).GetCallback(ctx, cb2.MessageID)
+		got2, _ = r.st.GetCallback(ctx, cb2.MessageID)
 		if got2.Status != store.CallbackFailed {
 			break
 		}
@@ -225,7 +225,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	}
 	a.finish("FAKE-REPLY: stale generation 3e8b", false)
 	r.waitStatus(res.TurnID, store.TurnStalled)
-	if cbs, _ := r.st.(store.CallbackStore).TurnCallbacks(ctx, res.TurnID, 10); len(cbs) != 0 {
+	if cbs, _ := r.st.TurnCallbacks(ctx, res.TurnID, 10); len(cbs) != 0 {
 		t.Fatalf("a stale generation queued %+v", cbs)
 	}
 	c.add(time.Hour)

@@ -88,7 +88,7 @@ func BenchmarkCallbackLatencyRealGateway(b *testing.B) {
 	tc := &timedCaller{d: map[string][]time.Duration{}, c: gc}
 	a := newFakeAgent(AgentCodex, 601)
 	r := newRig(b, a)
-	x := outbox.New(outbox.Options{Store: r.st.(store.CallbackStore), Dial: func(context.Context, string) (outbox.Caller, error) { return tc, nil },
+	x := outbox.New(outbox.Options{Store: r.st, Dial: func(context.Context, string) (outbox.Caller, error) { return tc, nil },
 		WaitTimeout: 30 * time.Second})
 	r.start(r.svc, HostOptions{Outbox: x})
 	const S = "agent:main:cc-latency-s"
@@ -143,7 +143,7 @@ func waitObserved(b *testing.B, r *rig, turnID string) *store.Callback {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		ch := changesOf(r.svc)
-		cbs, err := r.st.(store.CallbackStore).TurnCallbacks(b.Context(), turnID, 10)
+		cbs, err := r.st.TurnCallbacks(b.Context(), turnID, 10)
 		if err == nil && len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered && len(cbs[0].RunObservation) > 0 {
 			return cbs[0]
 		}

@@ -30,7 +30,7 @@ func TestOutboxLeavesCallbacksOfAnotherGateway(t *testing.T) {
 	}
 	a.finish("the answer", false)
 	r.waitStatus(res.TurnID, store.TurnIdle)
-	cs := r.st.(store.CallbackStore)
+	cs := r.st
 	cbs, err := cs.TurnCallbacks(ctx, res.TurnID, 10)
 	if err != nil || len(cbs) != 1 || cbs[0].GatewayURL != gw {
 		t.Fatalf("callbacks = %+v, %v", cbs, err)
@@ -101,7 +101,7 @@ func TestCallbackOfAnotherHostsTurnIsDeliveredAtOnce(t *testing.T) {
 	open := outboxtest.NewGateway()
 	open.Ran = make(chan string, 1)
 	dial := func(context.Context, string) (outbox.Caller, error) { return open, nil }
-	cs := r.st.(store.CallbackStore)
+	cs := r.st
 	// A polls only hourly: the callback must come from the announcement.
 	a.outbox = outbox.New(outbox.Options{Store: cs, Dial: dial, Poll: time.Hour, Delivers: func(u string) bool { return u == gw }})
 	b.outbox = outbox.New(outbox.Options{Store: cs, Dial: dial, Delivers: func(string) bool { return false }})

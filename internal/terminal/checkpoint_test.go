@@ -65,7 +65,7 @@ func TestCheckpointCommitsWithTheCompletion(t *testing.T) {
 
 // testCheckpointCommits runs the test over db, or the rig's SQLite store
 // when db is nil.
-func testCheckpointCommits(t *testing.T, db store.TerminalStore) {
+func testCheckpointCommits(t *testing.T, db store.Store) {
 	a := newFakeAgent(AgentCodex, 180)
 	r := newRig(t, a)
 	if db == nil {

@@ -93,7 +93,7 @@ func (rp *realPane) debug() string {
 }
 
 // newBenchSQLite opens a SQLite store in a temporary directory.
-func newBenchSQLite(t testing.TB) store.TerminalStore {
+func newBenchSQLite(t testing.TB) store.Store {
 	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func newBenchSQLite(t testing.TB) store.TerminalStore {
 	return st
 }
 
-func newRealService(t *testing.T, rp *realPane) (*Service, store.TerminalStore) {
+func newRealService(t *testing.T, rp *realPane) (*Service, store.Store) {
 	st := newBenchSQLite(t)
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return NewService(Options{Store: st, Terminals: rp.terms, Agents: DefaultAgents(), Logger: logger}), st
@@ -203,7 +203,7 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 	}
 }
 
-func waitCheckpoint(t *testing.T, st store.TerminalStore, sessionID string) {
+func waitCheckpoint(t *testing.T, st store.Store, sessionID string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -413,7 +413,7 @@ func (r fakeReader) Keys() ([]string, []string) { return []string{"y"}, []string
 // rig is a Service + Host over a real SQLite store and fake panes.
 type rig struct {
 	t    testing.TB
-	st   store.TerminalStore
+	st   store.Store
 	ft   *fakeTerminals
 	svc  *Service
 	stop context.CancelFunc
@@ -509,7 +509,7 @@ func (r *rig) until(what string, cond func() bool) {
 
 // completionClaims counts the Turn's completion-claimed events: one per
 // Turn, however many hosts raced for it.
-func completionClaims(t testing.TB, st store.TerminalStore, turnID string) int {
+func completionClaims(t testing.TB, st store.Store, turnID string) int {
 	t.Helper()
 	ev, err := st.TurnEvents(t.Context(), turnID, 0, store.MaxPage)
 	if err != nil {

@@ -240,7 +240,7 @@ func TestE2ERecoverTransitionsLeavesOtherHostsAlone(t *testing.T) {
 	rp := startRealTUI(t, realcli.Codex, model)
 	svc, st := newRealService(t, rp)
 	ctx := t.Context()
-	ts := st.(store.TransitionStore)
+	ts := st
 	remote := owner.Identity{ID: "elsewhere/4242/beef", Host: "elsewhere/pid:[4026531836]", PID: 4242, Start: "another-boot:1"}
 	now := nowMs()
 	p := rp.pane

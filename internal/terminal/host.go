@@ -161,13 +161,8 @@ func (h *Host) Run(ctx context.Context) error {
 	// Work sent by a command of another process (or one whose own host
 	// stopped) is announced on the store's feed: taken at once, not at
 	// the next rescan.
-	feed, _ := h.s.o.Store.(store.TerminalWorkFeed)
-	var work <-chan struct{}
-	if feed != nil {
-		var stop func()
-		work, stop = feed.WatchTerminalWork()
-		defer stop()
-	}
+	work, stopWork := h.s.o.Store.WatchTerminalWork()
+	defer stopWork()
 	t := time.NewTicker(h.o.Rescan)
 	defer t.Stop()
 	beat := time.NewTicker(h.o.LeaseTTL / 3)
@@ -189,10 +184,10 @@ func (h *Host) Run(ctx context.Context) error {
 			if h.files != nil {
 				_ = h.files.Close() // its reader ends before Run returns
 			}
-			if feed != nil && followed {
+			if followed {
 				// The leases this host gave back are free now: another
 				// host takes the work over at once.
-				feed.AnnounceTerminalWork(context.WithoutCancel(ctx))
+				h.s.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))
 			}
 			return nil
 		case <-t.C:
@@ -216,45 +211,21 @@ func (h *Host) Run(ctx context.Context) error {
 // noScan is Run's scan after an event that needs none.
 func noScan(context.Context) {}
 
-// scanNew starts a monitor for each open Turn and active watch this host
-// does not follow yet; unlike rescan it leaves running monitors and
-// transitions alone, so an announcement costs two reads.
+// scanNew starts a follower for each open Turn and active watch that no
+// live process follows; unlike rescan it leaves running monitors and
+// transitions alone. Like rescan it only reads (the ids, then the leases of
+// those this host does not follow): an announcement by any host must not
+// make every other host try to claim work that is followed already.
 func (h *Host) scanNew(ctx context.Context) {
-	ids, err := h.openWork(ctx)
+	ids, err := h.s.o.Store.OpenTurnIDs(ctx, store.MaxPage)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("scan announced terminal work", "err", err)
 		}
 		return
 	}
-	h.mu.Lock()
-	var todo []string
-	for _, id := range ids {
-		if !h.running[id] {
-			todo = append(todo, id)
-		}
-	}
-	h.mu.Unlock()
-	for _, id := range todo {
-		h.Watch(id)
-	}
-}
-
-// openWork lists the ids of the open Turns and active watches (ids only:
-// no record is decoded).
-func (h *Host) openWork(ctx context.Context) ([]string, error) {
-	ids, err := h.s.o.Store.OpenTurnIDs(ctx, store.MaxPage)
-	if err != nil {
-		return nil, err
-	}
-	if ws, ok := h.s.o.Store.(store.WatchStore); ok {
-		wids, err := ws.ActiveWatchIDs(ctx, store.MaxPage)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, wids...)
-	}
-	return ids, nil
+	h.watchUnfollowed(ctx, store.LeaseMonitor, ids)
+	h.rescanWatches(ctx)
 }
 
 // registry is the part of the store through which hosts (and task

@@ -14,7 +14,7 @@ import (
 
 // countingStore counts the work-lease claims and reads a host makes.
 type countingStore struct {
-	store.TerminalStore
+	store.Store
 	mu     sync.Mutex
 	claims map[string]int
 	reads  chan struct{}
@@ -24,7 +24,7 @@ func (c *countingStore) ClaimWork(ctx context.Context, kind, id, owner string, n
 	c.mu.Lock()
 	c.claims[id]++
 	c.mu.Unlock()
-	return c.TerminalStore.ClaimWork(ctx, kind, id, owner, now, until)
+	return c.Store.ClaimWork(ctx, kind, id, owner, now, until)
 }
 
 func (c *countingStore) WorkLeases(ctx context.Context, kind string, ids []string) ([]store.WorkLease, error) {
@@ -32,7 +32,7 @@ func (c *countingStore) WorkLeases(ctx context.Context, kind string, ids []strin
 	case c.reads <- struct{}{}:
 	default:
 	}
-	return c.TerminalStore.WorkLeases(ctx, kind, ids)
+	return c.Store.WorkLeases(ctx, kind, ids)
 }
 
 // TestRescanOnlyReadsWorkOthersFollow: a host's rescan reads the lease of
@@ -50,7 +50,7 @@ func TestRescanOnlyReadsWorkOthersFollow(t *testing.T) {
 	if _, err := r.st.ClaimWork(ctx, store.LeaseMonitor, res.TurnID, "other-live-host", now.UnixMilli(), now.Add(time.Hour).UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
-	cs := &countingStore{TerminalStore: r.st, claims: map[string]int{}, reads: make(chan struct{})}
+	cs := &countingStore{Store: r.st, claims: map[string]int{}, reads: make(chan struct{})}
 	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
 	r.start(svc, HostOptions{Rescan: 5 * time.Millisecond})
 	for range 5 { // five rescans read the lease

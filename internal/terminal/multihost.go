@@ -142,16 +142,6 @@ func (s *Service) sealed(t *store.Turn) bool {
 	return hmac.Equal(got, want)
 }
 
-// hostStore returns the store's host directory, or an error saying the
-// store cannot reach other hosts.
-func (s *Service) hostStore() (store.TerminalHosts, error) {
-	hs, ok := s.o.Store.(store.TerminalHosts)
-	if !ok {
-		return nil, fmt.Errorf("%w: this store keeps no terminal hosts; panes of other machines need the shared PostgreSQL store", ErrRefused)
-	}
-	return hs, nil
-}
-
 // hostPublication is what a host publishes about itself (the Panes of its
 // store.TerminalHost row).
 type hostPublication struct {
@@ -180,10 +170,7 @@ func (s *Service) HostMode() bool { return s.o.Host != "" }
 // Hosts returns every terminal host published in the store with its
 // panes and liveness, by host name.
 func (s *Service) Hosts(ctx context.Context) ([]HostView, error) {
-	hs, err := s.hostStore()
-	if err != nil {
-		return nil, err
-	}
+	hs := s.o.Store
 	list, err := hs.TerminalHostList(ctx)
 	if err != nil {
 		return nil, err
@@ -215,10 +202,7 @@ func hostFresh(h store.TerminalHost, pub hostPublication, now int64) bool {
 // hostLive reports whether host published within its lease, and when it
 // last did (0: never).
 func (s *Service) hostLive(ctx context.Context, host string) (bool, int64, error) {
-	hs, err := s.hostStore()
-	if err != nil {
-		return false, 0, err
-	}
+	hs := s.o.Store
 	list, err := hs.TerminalHostList(ctx)
 	if err != nil {
 		return false, 0, err
@@ -282,10 +266,7 @@ func errorKind(err error) string {
 // the host's (errors.Is keeps its sentinel). A host that is away refuses
 // at once: a pane's control is only ever its own host's.
 func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, out any) error {
-	hs, err := s.hostStore()
-	if err != nil {
-		return err
-	}
+	hs := s.o.Store
 	live, last, err := s.hostLive(ctx, host)
 	if err != nil {
 		return err
@@ -304,19 +285,12 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 	}
 	now := time.Now()
 	rec := &store.HostOp{OpID: "hostop-" + uuid(), Host: host, Op: op, Args: b, RequestedBy: owner.Self().ID, CreatedAt: now.UnixMilli()}
-	feed, _ := s.o.Store.(store.TerminalWorkFeed)
-	var announced <-chan struct{}
-	if feed != nil {
-		var stop func()
-		announced, stop = feed.WatchTerminalWork()
-		defer stop()
-	}
+	announced, stop := s.o.Store.WatchTerminalWork()
+	defer stop()
 	if err := hs.PutHostOp(ctx, rec); err != nil {
 		return fmt.Errorf("queue %s for host %s: %w", op, host, err)
 	}
-	if feed != nil {
-		feed.AnnounceTerminalWork(context.WithoutCancel(ctx))
-	}
+	s.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))
 	// The feed wakes the wait when the host finishes; the tick covers a
 	// lost announcement and notices the host going away.
 	tick := time.NewTicker(time.Second)
@@ -427,8 +401,8 @@ func (h *Host) servesHost() bool {
 
 // publish writes the host's panes and heartbeat to the store.
 func (h *Host) publish(ctx context.Context) {
-	hs, ok := h.s.o.Store.(store.TerminalHosts)
-	if !ok || !h.servesHost() {
+	hs := h.s.o.Store
+	if !h.servesHost() {
 		return
 	}
 	res, err := h.s.List(ctx)
@@ -445,8 +419,8 @@ func (h *Host) publish(ctx context.Context) {
 // runHostOps claims and starts each pending operation addressed to this
 // host that it does not run yet.
 func (h *Host) runHostOps(ctx context.Context) {
-	hs, ok := h.s.o.Store.(store.TerminalHosts)
-	if !ok || !h.servesHost() {
+	hs := h.s.o.Store
+	if !h.servesHost() {
 		return
 	}
 	now := time.Now()
@@ -488,9 +462,7 @@ func (h *Host) runHostOp(ctx context.Context, hs store.TerminalHosts, op *store.
 		h.log.Warn("finish host operation", "op_id", op.OpID, "err", err)
 	}
 	h.log.Info("ran host operation", "op_id", op.OpID, "op", op.Op, "requested_by", op.RequestedBy, "error_kind", op.ErrorKind)
-	if feed, ok := h.s.o.Store.(store.TerminalWorkFeed); ok {
-		feed.AnnounceTerminalWork(context.WithoutCancel(ctx))
-	}
+	h.s.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))
 }
 
 // screenForeign decides, before a monitor claims a Turn, whether this
@@ -555,9 +527,7 @@ func (h *Host) refuseForged(ctx context.Context, m *monitor, t *store.Turn) erro
 	if d, err := h.s.o.Store.GetDispatch(ctx, t.Takeover.TerminalKey); err == nil {
 		releaseInput(&w, t, d, now)
 	}
-	t.Status = store.TurnFailed
-	t.Takeover.DetectorDiagnostic = reason
-	t.Result = &store.TurnResult{Outcome: "failed", Text: reason, Match: "forged_turn"}
+	failTurn(t, "forged_turn", reason)
 	h.log.Warn("refused a Turn this host did not seal", "turn_id", t.TurnID, "terminal_id", t.Takeover.TerminalID)
 	return m.write(ctx, w)
 }
@@ -566,8 +536,8 @@ func (h *Host) refuseForged(ctx context.Context, m *monitor, t *store.Turn) erro
 // host stalled host_lost while this one was away, when its pane still
 // runs the same agent process.
 func (h *Host) resumeHostLost(ctx context.Context) {
-	hs, ok := h.s.o.Store.(store.TerminalHosts)
-	if !ok || !h.servesHost() {
+	hs := h.s.o.Store
+	if !h.servesHost() {
 		return
 	}
 	ids, err := hs.TurnIDsWithStatus(ctx, store.TurnStalled, store.MaxPage)
@@ -588,10 +558,7 @@ func (h *Host) resumeHostLost(ctx context.Context) {
 			continue
 		}
 		now := time.Now()
-		inact := time.Duration(t.Takeover.InactivityTimeoutMinutes * float64(time.Minute))
-		t.Status, t.StalledAt, t.StalledReason = store.TurnWaitingForAgent, 0, ""
-		t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now.UnixMilli(), "host_returned"
-		t.Takeover.InactivityDeadlineAt = now.Add(inact).UnixMilli()
+		renewTurn(t, now, "host_returned")
 		if err := h.s.write(ctx, t, event(now.UnixMilli(), "terminal_host_returned", map[string]any{"host": h.s.o.Host})); err != nil {
 			h.log.Warn("resume a Turn after its host returned", "turn_id", id, "err", err)
 			continue
@@ -608,9 +575,7 @@ func (s *Service) announceCallback(ctx context.Context) {
 	if s.o.Host == "" {
 		return
 	}
-	if f, ok := s.o.Store.(store.TerminalWorkFeed); ok {
-		f.AnnounceTerminalWork(context.WithoutCancel(ctx))
-	}
+	s.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))
 }
 
 // wakeOutbox makes the host's outbox look for due callbacks now, when

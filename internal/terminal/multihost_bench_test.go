@@ -37,8 +37,8 @@ func BenchmarkSendAcrossHosts(b *testing.B) {
 			dial := func(context.Context, string) (outbox.Caller, error) { return open, nil }
 			route := func(owned bool) func(string) bool { return func(string) bool { return owned } }
 			sender := hb.svc
-			a.outbox = outbox.New(outbox.Options{Store: callbackStore(stA), Dial: dial, Delivers: route(mode == "cross")})
-			hb.outbox = outbox.New(outbox.Options{Store: callbackStore(stB), Dial: dial, Delivers: route(mode == "local")})
+			a.outbox = outbox.New(outbox.Options{Store: stA, Dial: dial, Delivers: route(mode == "cross")})
+			hb.outbox = outbox.New(outbox.Options{Store: stB, Dial: dial, Delivers: route(mode == "local")})
 			if mode == "cross" {
 				sender = a.svc
 			}

@@ -42,7 +42,7 @@ func addHost(t testing.TB, r *rig, name string, pid int, key string) *hostRig {
 
 // addHostOn is addHost with the machine's own connection st to the
 // shared store.
-func addHostOn(t testing.TB, r *rig, st store.TerminalStore, name string, pid int, key string) *hostRig {
+func addHostOn(t testing.TB, r *rig, st store.Store, name string, pid int, key string) *hostRig {
 	t.Helper()
 	a := hostAgent(name, pid)
 	ft := &fakeTerminals{agents: []*fakeAgent{a}}
@@ -207,7 +207,7 @@ func TestHostLostStallsThenResumes(t *testing.T) {
 	if !strings.HasPrefix(turn.StalledReason, "host_lost") {
 		t.Fatalf("stalled reason %q, want host_lost", turn.StalledReason)
 	}
-	cbs, err := r.st.(store.CallbackStore).TurnCallbacks(ctx, res.TurnID, 10)
+	cbs, err := r.st.TurnCallbacks(ctx, res.TurnID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,10 +57,8 @@ func (s *Service) Status(ctx context.Context, turnID string) (TurnView, error) {
 		return TurnView{}, fmt.Errorf("status: %w", err)
 	}
 	v := View(t)
-	if cs, ok := s.o.Store.(store.CallbackStore); ok {
-		if cbs, err := cs.TurnCallbacks(ctx, turnID, 1); err == nil && len(cbs) > 0 {
-			v.CallbackDelivery = callbackView(cbs[0])
-		}
+	if cbs, err := s.o.Store.TurnCallbacks(ctx, turnID, 1); err == nil && len(cbs) > 0 {
+		v.CallbackDelivery = callbackView(cbs[0])
 	}
 	return v, nil
 }
@@ -73,10 +71,7 @@ func (s *Service) RetryCallback(ctx context.Context, turnID string) (TurnView, e
 	if err != nil {
 		return TurnView{}, fmt.Errorf("retry-callback: %w", err)
 	}
-	cs, ok := s.o.Store.(store.CallbackStore)
-	if !ok {
-		return TurnView{}, fmt.Errorf("retry-callback: %w: this store keeps no callback outbox", ErrRefused)
-	}
+	cs := s.o.Store
 	cbs, err := cs.TurnCallbacks(ctx, t.TurnID, 1)
 	if err != nil {
 		return TurnView{}, fmt.Errorf("retry-callback: %w", err)
@@ -118,12 +113,8 @@ func (s *Service) WaitFor(ctx context.Context, turnID string, done func(TurnView
 	// missed.
 	mine, stop := s.waitTurn(turnID)
 	defer stop()
-	var announced <-chan struct{}
-	if feed, ok := s.o.Store.(store.ChangeFeed); ok {
-		var stopFeed func()
-		announced, stopFeed = feed.WatchTask(turnID)
-		defer stopFeed()
-	}
+	announced, stopFeed := s.o.Store.WatchTask(turnID)
+	defer stopFeed()
 	recheck := waitRecheck
 	if announced == nil {
 		recheck = waitPoll

@@ -44,7 +44,7 @@ func BenchmarkOutboxDeliveries1000(b *testing.B) {
 	dial := func(ctx context.Context, _ string) (outbox.Caller, error) {
 		return gateway.Dial(ctx, gateway.Options{URL: fg.URL(), Token: "bench-token"})
 	}
-	cs := r.st.(store.CallbackStore)
+	cs := r.st
 	first := outbox.New(outbox.Options{Store: cs, Owner: "bench", Dial: dial, WaitTimeout: time.Second})
 	if _, err := first.DeliverDue(b.Context()); err != nil { // the completion's own callback
 		b.Fatal(err)
@@ -75,7 +75,7 @@ func BenchmarkOutboxDeliveries1000(b *testing.B) {
 
 // seedCallbacks writes n pending callbacks for turnID, as n completions
 // would.
-func seedCallbacks(ctx context.Context, st store.TerminalStore, turnID, sessionKey string, round, n int) error {
+func seedCallbacks(ctx context.Context, st store.Store, turnID, sessionKey string, round, n int) error {
 	t, err := st.GetTurn(ctx, turnID)
 	if err != nil {
 		return err

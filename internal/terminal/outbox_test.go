@@ -27,7 +27,7 @@ func completedTurn(t testing.TB, r *rig, a *fakeAgent, origin, reply string) (st
 	}
 	a.finish(reply, false)
 	r.waitStatus(res.TurnID, store.TurnIdle)
-	cbs, err := r.st.(store.CallbackStore).TurnCallbacks(ctx, res.TurnID, 10)
+	cbs, err := r.st.TurnCallbacks(ctx, res.TurnID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +105,8 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newTestOutbox(st store.TerminalStore, gw outbox.Caller, owner string, now func() time.Time) *outbox.Outbox {
-	return outbox.New(outbox.Options{Store: st.(store.CallbackStore), Owner: owner, Now: now,
+func newTestOutbox(st store.Store, gw outbox.Caller, owner string, now func() time.Time) *outbox.Outbox {
+	return outbox.New(outbox.Options{Store: st, Owner: owner, Now: now,
 		Dial: func(context.Context, string) (outbox.Caller, error) { return gw, nil }})
 }
 
@@ -124,7 +124,7 @@ func TestOutboxDeliversOnceAndRecordsEvidence(t *testing.T) {
 	if n, _ := x.DeliverDue(ctx); n != 0 {
 		t.Fatalf("a delivered callback was attempted again (%d)", n)
 	}
-	got, _ := r.st.(store.CallbackStore).GetCallback(ctx, cb.MessageID)
+	got, _ := r.st.GetCallback(ctx, cb.MessageID)
 	if got.Status != store.CallbackDelivered || got.Attempts != 1 || !outbox.Accepted(got.Injection) || !outbox.Accepted(got.Wake) ||
 		!strings.Contains(string(got.RunObservation), `"ok"`) || got.LeaseUntil != 0 {
 		t.Fatalf("callback = %+v", got)
@@ -157,7 +157,7 @@ func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
 	gw.SetDown(100)
 	c := &clock{now: time.Now()}
 	x := newTestOutbox(r.st, gw, "o1", c.Now)
-	cs := r.st.(store.CallbackStore)
+	cs := r.st
 	for i, d := range outbox.DefaultCallbackDelays {
 		if n, _ := x.DeliverDue(ctx); n != 1 {
 			t.Fatalf("attempt %d not made", i+1)
@@ -229,7 +229,7 @@ func TestOutboxAttemptLeaseFences(t *testing.T) {
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
 	_, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
-	cs := r.st.(store.CallbackStore)
+	cs := r.st
 	now := time.Now().UnixMilli()
 	held, err := cs.ClaimCallback(ctx, cb.MessageID, "dead-host", now, now+120_000)
 	if err != nil {
@@ -268,7 +268,7 @@ func TestOutboxSettlesAcceptedEvidenceWithoutResending(t *testing.T) {
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
 	_, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
-	cs := r.st.(store.CallbackStore)
+	cs := r.st
 	now := time.Now().UnixMilli()
 	held, _ := cs.ClaimCallback(ctx, cb.MessageID, "killed", now, now+1)
 	held.Attempts = 1
@@ -348,7 +348,7 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 	if err := reg.Heartbeat(ctx, dead); err != nil {
 		t.Fatal(err)
 	}
-	cs := r.st.(store.CallbackStore)
+	cs := r.st
 	now := time.Now()
 	if _, err := cs.ClaimCallback(ctx, cb.MessageID, dead.ID, now.UnixMilli(), now.Add(2*time.Minute).UnixMilli()); err != nil {
 		t.Fatal(err)
@@ -413,7 +413,7 @@ func TestStaleGenerationRefusesTheCallback(t *testing.T) {
 		v, err := r.svc.Status(ctx, res.TurnID)
 		return err == nil && (v.Status == store.TurnStalled || v.Status == store.TurnIdle)
 	})
-	cbs, _ := r.st.(store.CallbackStore).TurnCallbacks(ctx, res.TurnID, 10)
+	cbs, _ := r.st.TurnCallbacks(ctx, res.TurnID, 10)
 	if len(cbs) != 0 {
 		t.Fatalf("a stale generation queued %+v", cbs)
 	}

@@ -18,7 +18,7 @@ import (
 
 // pgSchema opens n stores (as n processes would) on one fresh schema of
 // TEST_DATABASE_URL, or skips.
-func pgStores(t testing.TB, n int) []store.TerminalStore {
+func pgStores(t testing.TB, n int) []store.Store {
 	t.Helper()
 	url := os.Getenv("TEST_DATABASE_URL")
 	if url == "" {
@@ -33,7 +33,7 @@ func pgStores(t testing.TB, n int) []store.TerminalStore {
 			_ = db.Close()
 		}
 	})
-	var out []store.TerminalStore
+	var out []store.Store
 	for range n {
 		st, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: schema})
 		if err != nil {
@@ -52,7 +52,7 @@ func TestHostsOnPostgresShareTurns(t *testing.T) {
 	stores := pgStores(t, 2)
 	a := newFakeAgent(AgentCodex, 300)
 	r := newRig(t, a)
-	mk := func(st store.TerminalStore) *Service {
+	mk := func(st store.Store) *Service {
 		return NewService(Options{Store: st, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	}
 	s1, s2 := mk(stores[0]), mk(stores[1])
@@ -102,7 +102,7 @@ func TestOutboxOnPostgresTwoHosts(t *testing.T) {
 		}()
 	}
 	total := <-done + <-done
-	got, err := stores[1].(store.CallbackStore).GetCallback(t.Context(), cb.MessageID)
+	got, err := stores[1].GetCallback(t.Context(), cb.MessageID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestOutboxOnPostgresTwoHosts(t *testing.T) {
 func TestRecoveryLeavesAnotherHostsTransitionOnPostgres(t *testing.T) {
 	st := pgStores(t, 1)[0]
 	svc := NewService(Options{Store: st, Terminals: &fakeTerminals{}, DraftTimeout: time.Second})
-	testRecoveryLeavesAnotherHostsTransition(t, svc, st.(store.TransitionStore))
+	testRecoveryLeavesAnotherHostsTransition(t, svc, st)
 }
 
 // TestATurnWriteIsAnnouncedOnPostgres: as on SQLite, through NOTIFY.
@@ -130,11 +130,9 @@ func TestATurnWriteIsAnnouncedOnPostgres(t *testing.T) {
 }
 
 // pgStoresIfSet is pgStores when TEST_DATABASE_URL is set, else nil.
-func pgStoresIfSet(t testing.TB, n int) []store.TerminalStore {
+func pgStoresIfSet(t testing.TB, n int) []store.Store {
 	if os.Getenv("TEST_DATABASE_URL") == "" {
 		return nil
 	}
 	return pgStores(t, n)
 }
-
-func callbackStore(st store.TerminalStore) store.CallbackStore { return st.(store.CallbackStore) }

@@ -22,9 +22,9 @@ import (
 
 // queuedCallbacks are the callback messages the outbox holds for a Turn,
 // oldest first: what its origin session is sent.
-func queuedCallbacks(t *testing.T, st store.TerminalStore, turnID string) []outbox.CallbackMessage {
+func queuedCallbacks(t *testing.T, st store.Store, turnID string) []outbox.CallbackMessage {
 	t.Helper()
-	cbs, err := st.(store.CallbackStore).TurnCallbacks(t.Context(), turnID, 20)
+	cbs, err := st.TurnCallbacks(t.Context(), turnID, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func queuedCallbacks(t *testing.T, st store.TerminalStore, turnID string) []outb
 // question callback carrying the question and its options, responds with
 // answer and checks the same Turn ends done with a reply and a done
 // callback that show want.
-func questionRespondDone(t *testing.T, svc *Service, st store.TerminalStore, rp *realPane, request, answer, want string) {
+func questionRespondDone(t *testing.T, svc *Service, st store.Store, rp *realPane, request, answer, want string) {
 	t.Helper()
 	ctx := t.Context()
 	const origin = "agent:main:cc-question-e2e"
@@ -194,7 +194,7 @@ func TestE2EClaudeQuestionCallbackIntoRealGateway(t *testing.T) {
 	rp := startRealTUI(t, realcli.ClaudeCode, model, "--permission-mode", "default")
 	svc, st := newRealService(t, rp)
 	runHost(t, svc)
-	x := outbox.New(outbox.Options{Store: st.(store.CallbackStore), Owner: "e2e", WaitTimeout: 60 * time.Second,
+	x := outbox.New(outbox.Options{Store: st, Owner: "e2e", WaitTimeout: 60 * time.Second,
 		Dial: func(ctx context.Context, _ string) (outbox.Caller, error) {
 			return gateway.Dial(ctx, gateway.Options{URL: g.URL(), Token: g.Token(), CallTimeout: 5 * time.Second})
 		}})

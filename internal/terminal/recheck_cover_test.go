@@ -14,7 +14,7 @@ import (
 
 // probedIDs records the ids each version probe asked for.
 type probedIDs struct {
-	store.TerminalStore
+	store.Store
 	mu  sync.Mutex
 	ids []string
 }

@@ -15,7 +15,7 @@ import (
 // readCountingStore counts the record reads of a host's followers and
 // signals each re-check tick's version probe.
 type readCountingStore struct {
-	store.TerminalStore
+	store.Store
 	mu     sync.Mutex
 	reads  int
 	probes chan struct{}
@@ -31,18 +31,18 @@ func (c *readCountingStore) GetTurn(ctx context.Context, id string) (*store.Turn
 	c.mu.Lock()
 	c.reads++
 	c.mu.Unlock()
-	return c.TerminalStore.GetTurn(ctx, id)
+	return c.Store.GetTurn(ctx, id)
 }
 
 func (c *readCountingStore) GetTermSession(ctx context.Context, id string) (*store.TermSession, error) {
 	c.mu.Lock()
 	c.reads++
 	c.mu.Unlock()
-	return c.TerminalStore.GetTermSession(ctx, id)
+	return c.Store.GetTermSession(ctx, id)
 }
 
 func (c *readCountingStore) Versions(ctx context.Context, kind string, ids []string) (map[string]int64, error) {
-	vs, err := c.TerminalStore.Versions(ctx, kind, ids)
+	vs, err := c.Store.Versions(ctx, kind, ids)
 	if kind == store.VersionSession {
 		select {
 		case c.probes <- struct{}{}:
@@ -64,7 +64,7 @@ func TestRecheckReadsOnlyMovedRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := &readCountingStore{TerminalStore: r.st, probes: make(chan struct{})}
+	cs := &readCountingStore{Store: r.st, probes: make(chan struct{})}
 	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
 	r.start(svc, HostOptions{Recheck: 10 * time.Millisecond})
 	tick := func() {
@@ -203,7 +203,7 @@ func TestRecheckReadsTheLedgerOnlyWhenItMoved(t *testing.T) {
 
 // rebind re-binds the Session to another terminal context, as a thread
 // transition or a human's resume does.
-func rebind(t *testing.T, st store.TerminalStore, sessionID string) {
+func rebind(t *testing.T, st store.Store, sessionID string) {
 	t.Helper()
 	sess, err := st.GetTermSession(t.Context(), sessionID)
 	if err != nil {

@@ -175,7 +175,7 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 				if stalled.Code != string(tc.code) {
 					t.Fatalf("stall event code %q, want %s", stalled.Code, tc.code)
 				}
-				cbs, err := r.st.(store.CallbackStore).TurnCallbacks(ctx, res.TurnID, 10)
+				cbs, err := r.st.TurnCallbacks(ctx, res.TurnID, 10)
 				if err != nil || len(cbs) != 1 || cbs[0].Kind != KindStall || !strings.Contains(string(cbs[0].Message), `"reason":"`+string(tc.code)+`"`) {
 					t.Fatalf("callbacks = %v, %v; want one stall callback naming %s", cbs, err, tc.code)
 				}

@@ -40,7 +40,7 @@ const (
 // Options configures a Service. Zero values are the documented defaults.
 type Options struct {
 	// Store holds the records; required.
-	Store store.TerminalStore
+	Store store.Store
 	// Terminals finds panes and does their I/O; required.
 	Terminals Terminals
 	// Agents maps an agent kind ("codex", "claude") to its reader.
@@ -185,9 +185,7 @@ func (s *Service) startMonitor(ctx context.Context, turnID string) {
 	if w != nil && w(turnID) {
 		return
 	}
-	if f, ok := s.o.Store.(store.TerminalWorkFeed); ok {
-		f.AnnounceTerminalWork(context.WithoutCancel(ctx))
-	}
+	s.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))
 }
 
 func nowMs() int64 { return time.Now().UnixMilli() }

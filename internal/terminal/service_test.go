@@ -776,7 +776,7 @@ func TestCompletionFencedByBinding(t *testing.T) {
 	if _, err := r.st.GetCompletionClaim(ctx, res.TurnID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("completion claim after a re-bind: %v", err)
 	}
-	if cbs, _ := r.st.(store.CallbackStore).TurnCallbacks(ctx, res.TurnID, 10); len(cbs) != 0 {
+	if cbs, _ := r.st.TurnCallbacks(ctx, res.TurnID, 10); len(cbs) != 0 {
 		t.Fatalf("callbacks after a re-bind: %+v", cbs)
 	}
 }

@@ -92,8 +92,8 @@ func (s *Service) transitionRow(ctx context.Context, p agents.Pane, id agents.Id
 	} else if err == nil && cur != nil && !conflict {
 		r.BindingGeneration = cur.Binding.Generation
 	}
-	if ts, err := s.transitions(); err == nil {
-		if list, err := ts.TerminalTransitions(ctx, p.Key, 1); err == nil && len(list) == 1 && !store.TransitionFinal(list[0].Status) {
+	{
+		if list, err := s.o.Store.TerminalTransitions(ctx, p.Key, 1); err == nil && len(list) == 1 && !store.TransitionFinal(list[0].Status) {
 			v := transitionView(list[0])
 			r.Transition = &v
 			blocked = append(blocked, "thread transition "+v.TransitionID+" is "+v.Status)

@@ -23,14 +23,6 @@ import (
 // thread a transition asked for.
 const transitionVerifyTimeout = 15 * time.Second
 
-func (s *Service) transitions() (store.TransitionStore, error) {
-	ts, ok := s.o.Store.(store.TransitionStore)
-	if !ok {
-		return nil, fmt.Errorf("%w: this store keeps no thread transitions", ErrRefused)
-	}
-	return ts, nil
-}
-
 // NewThread starts a new native thread in the terminal's agent (its own
 // new-thread control). See transition for the guarantees.
 func (s *Service) NewThread(ctx context.Context, terminalID string) (TransitionView, error) {
@@ -103,10 +95,7 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 	if kind == store.TransitionResumeThread && !agents.ValidThreadID(thread) {
 		return fail(fmt.Errorf("%w: native thread id %q is not a complete thread id (a UUID); copy one from `clawconnect terminal threads %s`", ErrBadInput, thread, terminalID))
 	}
-	ts, err := s.transitions()
-	if err != nil {
-		return fail(err)
-	}
+	ts := s.o.Store
 	p, a, id, err := s.followTarget(ctx, terminalID)
 	if err != nil {
 		return fail(err)

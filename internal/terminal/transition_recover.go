@@ -45,10 +45,7 @@ func (s *Service) Transition(ctx context.Context, id string) (TransitionView, er
 	if err := checkID("transition id", "transition-", id); err != nil {
 		return TransitionView{}, fmt.Errorf("transition: %w", err)
 	}
-	ts, err := s.transitions()
-	if err != nil {
-		return TransitionView{}, fmt.Errorf("transition: %w", err)
-	}
+	ts := s.o.Store
 	tr, err := ts.GetTransition(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return TransitionView{}, fmt.Errorf("transition: %w: no transition %s", ErrNotFound, id)
@@ -75,10 +72,7 @@ func (s *Service) ResolveTransition(ctx context.Context, id string, adopt bool) 
 	if err := checkID("transition id", "transition-", id); err != nil {
 		return fail(err)
 	}
-	ts, err := s.transitions()
-	if err != nil {
-		return fail(err)
-	}
+	ts := s.o.Store
 	tr, err := ts.GetTransition(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return fail(fmt.Errorf("%w: no transition %s", ErrNotFound, id))
@@ -159,10 +153,7 @@ func (s *Service) reverify(ctx context.Context, ts store.TransitionStore, tr *st
 // changed. The monitor host calls it at every scan; it reads the leases
 // of the open transitions and writes only what it settles.
 func (s *Service) RecoverTransitions(ctx context.Context) (int, error) {
-	ts, err := s.transitions()
-	if err != nil {
-		return 0, nil
-	}
+	ts := s.o.Store
 	open, err := ts.OpenTransitions(ctx, 100)
 	if err != nil {
 		return 0, fmt.Errorf("recover transitions: %w", err)

@@ -138,7 +138,7 @@ func TestTransitionRefusedWhileATurnRunsOrWithBadInput(t *testing.T) {
 	if strings.Contains(strings.Join(a.sentKeys(), ","), "Escape") || a.thread != fakeThreadA {
 		t.Fatalf("the refused transition touched the pane: keys %v thread %s", a.sentKeys(), a.thread)
 	}
-	ts := r.st.(store.TransitionStore)
+	ts := r.st
 	if open, _ := ts.OpenTransitions(ctx, 10); len(open) != 0 {
 		t.Fatalf("open transitions after refusals: %+v", open)
 	}
@@ -155,7 +155,7 @@ func TestCallbackPreparedBeforeATransitionIsRefusedAfterIt(t *testing.T) {
 	if _, err := r.svc.NewThread(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), cb.MessageID) {
 		t.Fatalf("new-thread with an undelivered callback: %v", err)
 	}
-	cbs := r.st.(store.CallbackStore)
+	cbs := r.st
 	claimed, err := cbs.ClaimCallback(ctx, cb.MessageID, "test", nowMs(), nowMs()+60000)
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +301,7 @@ func TestADeadOwnersTransitionIsRecoveredNeverHalfApplied(t *testing.T) {
 	r.start(r.svc, HostOptions{})
 	r.waitStatus(res.TurnID, store.TurnIdle)
 	sess, _ := r.st.GetTermSession(ctx, res.SessionID)
-	ts := r.st.(store.TransitionStore)
+	ts := r.st
 	// A process died after typing /clear, before verifying: the pane did
 	// switch, so recovery proves and commits it.
 	prepare := func(id string) *store.Transition {
@@ -380,7 +380,7 @@ func TestTheHostsScanRecoversADeadOwnersTransition(t *testing.T) {
 	}
 	a.finish("ok", false)
 	sess, _ := r.st.GetTermSession(ctx, res.SessionID)
-	ts := r.st.(store.TransitionStore)
+	ts := r.st
 	tr := &store.Transition{TransitionID: "transition-host-scan", Kind: store.TransitionNewThread, Agent: AgentClaude, TerminalID: a.pane.TerminalID,
 		TerminalKey: a.pane.Key, PID: a.pane.PID, ProcessBirth: a.pane.Birth, Workspace: "/w", FromSessionID: sess.SessionID,
 		FromBindingID: sess.Binding.BindingID, FromGeneration: 1, FromThreadID: fakeThreadA, TargetSessionID: newSessionID(time.Now()),
@@ -526,7 +526,7 @@ func testRecoveryLeavesAnotherHostsTransition(t *testing.T, svc *Service, ts sto
 
 func TestRecoveryLeavesAnotherHostsTransition(t *testing.T) {
 	r := newRig(t)
-	testRecoveryLeavesAnotherHostsTransition(t, r.svc, r.st.(store.TransitionStore))
+	testRecoveryLeavesAnotherHostsTransition(t, r.svc, r.st)
 }
 
 // TestRecoverTransitionsLeavesOtherHostsAlone: a transition run by a live
@@ -537,7 +537,7 @@ func TestRecoveryLeavesAnotherHostsTransition(t *testing.T) {
 func TestRecoverTransitionsLeavesOtherHostsAlone(t *testing.T) {
 	r := newRig(t)
 	ctx := t.Context()
-	ts := r.st.(store.TransitionStore)
+	ts := r.st
 	remote := owner.Identity{ID: "elsewhere/4242/beef", Host: "elsewhere/pid:[4026531836]", PID: 4242, Start: "another-boot:1"}
 	now := nowMs()
 	tr := &store.Transition{TransitionID: "transition-remote", Kind: store.TransitionClearThread, Agent: AgentClaude, TerminalID: "term-x",

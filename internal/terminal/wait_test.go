@@ -17,7 +17,7 @@ import (
 // announces the Turn on the feed as the SQL stores do, and announce is a
 // write by another process.
 type feedTurns struct {
-	store.TerminalStore // nil: only the methods below are used
+	store.Store // nil: only the methods below are used
 
 	mu    sync.Mutex
 	turns map[string]store.Turn
@@ -163,12 +163,12 @@ func TestWaitRechecksWhenAnAnnouncementIsLost(t *testing.T) {
 // change feed: a Wait over it re-reads on the poll, as every Wait did
 // before Waits followed the feed.
 type readSignal struct {
-	store.TerminalStore
+	store.Store
 	read chan struct{}
 }
 
 func (r readSignal) GetTurn(ctx context.Context, id string) (*store.Turn, error) {
-	t, err := r.TerminalStore.GetTurn(ctx, id)
+	t, err := r.Store.GetTurn(ctx, id)
 	select {
 	case r.read <- struct{}{}:
 	default:
@@ -180,7 +180,7 @@ func (r readSignal) GetTurn(ctx context.Context, id string) (*store.Turn, error)
 type readSignalFeed struct{ readSignal }
 
 func (r readSignalFeed) WatchTask(id string) (<-chan struct{}, func()) {
-	return r.TerminalStore.(store.ChangeFeed).WatchTask(id)
+	return r.Store.WatchTask(id)
 }
 
 // BenchmarkWaitWake measures how long a Wait in one process takes to see
@@ -208,8 +208,8 @@ func BenchmarkWaitWake(b *testing.B) {
 	}
 	for _, mode := range []string{"feed", "poll"} {
 		b.Run(mode, func(b *testing.B) {
-			sig := readSignal{TerminalStore: other, read: make(chan struct{}, 1)}
-			var st store.TerminalStore = sig
+			sig := readSignal{Store: other, read: make(chan struct{}, 1)}
+			var st store.Store = sig
 			if mode == "feed" {
 				st = readSignalFeed{sig}
 			}
@@ -249,13 +249,13 @@ func TestATurnWriteIsAnnouncedToAnotherStoreHandle(t *testing.T) {
 	testTurnWriteAnnounced(t, r, a, secondHandle(t, r))
 }
 
-func testTurnWriteAnnounced(t *testing.T, r *rig, a *fakeAgent, other store.TerminalStore) {
+func testTurnWriteAnnounced(t *testing.T, r *rig, a *fakeAgent, other store.Store) {
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed, stop := other.(store.ChangeFeed).WatchTask(res.TurnID)
+	changed, stop := other.WatchTask(res.TurnID)
 	defer stop()
 	tr, err := r.st.GetTurn(ctx, res.TurnID)
 	if err != nil {
@@ -274,10 +274,10 @@ func testTurnWriteAnnounced(t *testing.T, r *rig, a *fakeAgent, other store.Term
 
 // secondHandle moves the rig onto a SQLite file of its own and returns a
 // second store handle on that file, as another process would open it.
-func secondHandle(tb testing.TB, r *rig) store.TerminalStore {
+func secondHandle(tb testing.TB, r *rig) store.Store {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), sqlite.FileName)
-	var stores [2]store.TerminalStore
+	var stores [2]store.Store
 	for i := range stores {
 		st, err := sqlite.Open(tb.Context(), sqlite.Options{Path: path})
 		if err != nil {

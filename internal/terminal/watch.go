@@ -67,14 +67,6 @@ type WatchView struct {
 	PendingActions []string               `json:"next_steps,omitempty"`
 }
 
-func (s *Service) watchStore() (store.WatchStore, error) {
-	ws, ok := s.o.Store.(store.WatchStore)
-	if !ok {
-		return nil, fmt.Errorf("%w: this store keeps no terminal watches", ErrRefused)
-	}
-	return ws, nil
-}
-
 func newWatchID(now time.Time) string {
 	return "watch-" + now.UTC().Format("20060102T150405") + "-" + randHex(4)
 }
@@ -121,10 +113,7 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 	if req.Timeout < 0 {
 		return WatchView{}, fmt.Errorf("watch: %w: the timeout must be positive", ErrBadInput)
 	}
-	ws, err := s.watchStore()
-	if err != nil {
-		return WatchView{}, fmt.Errorf("watch: %w", err)
-	}
+	ws := s.o.Store
 	if req.GatewayURL == "" {
 		req.GatewayURL = s.o.CallbackGateway
 	}
@@ -202,10 +191,7 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 
 // activeWatch returns the id of the terminal key's active watch, or "".
 func (s *Service) activeWatch(ctx context.Context, terminalKey string) (string, error) {
-	ws, ok := s.o.Store.(store.WatchStore)
-	if !ok {
-		return "", nil
-	}
+	ws := s.o.Store
 	list, err := ws.TerminalWatches(ctx, terminalKey, 1)
 	if err != nil || len(list) == 0 || list[0].Status != store.WatchActive {
 		return "", err
@@ -228,10 +214,7 @@ func (s *Service) WatchStatus(ctx context.Context, id string) (WatchView, error)
 // notifications' delivery: what a dashboard shows beside the panes. A
 // store that keeps no watches has none. It changes nothing.
 func (s *Service) Watches(ctx context.Context, limit int) ([]WatchView, error) {
-	ws, ok := s.o.Store.(store.WatchStore)
-	if !ok {
-		return []WatchView{}, nil
-	}
+	ws := s.o.Store
 	if limit < 1 || limit > store.MaxPage {
 		limit = store.MaxPage
 	}
@@ -255,10 +238,7 @@ func (s *Service) resolveWatch(ctx context.Context, id string) (*store.Watch, er
 	if err := checkTerminalID(id); err != nil {
 		return nil, err
 	}
-	ws, err := s.watchStore()
-	if err != nil {
-		return nil, err
-	}
+	ws := s.o.Store
 	active, err := ws.ActiveWatches(ctx, store.MaxPage)
 	if err != nil {
 		return nil, err
@@ -275,10 +255,7 @@ func (s *Service) getWatch(ctx context.Context, watchID string) (*store.Watch, e
 	if err := checkID("watch id", "watch-", watchID); err != nil {
 		return nil, err
 	}
-	ws, err := s.watchStore()
-	if err != nil {
-		return nil, err
-	}
+	ws := s.o.Store
 	w, err := ws.GetWatch(ctx, watchID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: no watch %s", ErrNotFound, watchID)
@@ -290,10 +267,7 @@ func (s *Service) getWatch(ctx context.Context, watchID string) (*store.Watch, e
 // nothing more is notified for it (notifications already queued are still
 // delivered). A watch that already ended is returned unchanged.
 func (s *Service) Unwatch(ctx context.Context, id string) (WatchView, error) {
-	ws, err := s.watchStore()
-	if err != nil {
-		return WatchView{}, fmt.Errorf("unwatch: %w", err)
-	}
+	ws := s.o.Store
 	w, err := s.resolveWatch(ctx, id)
 	if err != nil {
 		return WatchView{}, fmt.Errorf("unwatch: %w", err)
@@ -325,8 +299,8 @@ func (s *Service) watchView(ctx context.Context, w *store.Watch) WatchView {
 		OriginSession: w.OriginSessionKey, NativeTurnID: w.NativeTurnID, TaskSeen: w.NativeTurnID != "",
 		CreatedAt: ts(w.CreatedAt), DeadlineAt: ts(w.DeadlineAt), Settlement: w.Settlement, Diagnostic: w.Diagnostic,
 		Notifications: []CallbackView{}}
-	if cs, ok := s.o.Store.(store.CallbackStore); ok {
-		if cbs, err := cs.TurnCallbacks(ctx, w.WatchID, 20); err == nil {
+	{
+		if cbs, err := s.o.Store.TurnCallbacks(ctx, w.WatchID, 20); err == nil {
 			for _, cb := range cbs {
 				v.Notifications = append(v.Notifications, *callbackView(cb))
 			}

@@ -81,7 +81,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	rp, svc, st, gw, h := startWatchHost(t, realcli.Codex)
 	ctx := t.Context()
 	const S = "agent:main:watcher"
-	cs := st.(store.CallbackStore)
+	cs := st
 
 	waitWatch := func(id string, want ...string) WatchView {
 		t.Helper()
@@ -196,7 +196,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 
 // startWatchHost starts kind's real TUI (with args) on the fake model and a monitor
 // host over it whose outbox delivers to a fake OpenClaw.
-func startWatchHost(t *testing.T, kind realcli.Kind, args ...string) (*realPane, *Service, store.TerminalStore, *outboxtest.Gateway, *Host) {
+func startWatchHost(t *testing.T, kind realcli.Kind, args ...string) (*realPane, *Service, store.Store, *outboxtest.Gateway, *Host) {
 	t.Helper()
 	rp := startRealTUI(t, kind, fakemodel.New(t, fakemodel.Options{}), args...)
 	svc, st := newRealService(t, rp)
@@ -235,7 +235,7 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 		t.Fatalf("watch a running Claude task: %v; screen:\n%s", err, rp.debug())
 	}
 	// The watch's anchor sits at the running task's prompt record.
-	rec, err := st.(store.WatchStore).GetWatch(ctx, w.WatchID)
+	rec, err := st.GetWatch(ctx, w.WatchID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 	if v.Status != store.WatchCompleted || v.Settlement.Text != "claude-joined-late" || !v.TaskSeen || v.NativeTurnID != joined.TurnID {
 		t.Fatalf("joined watch = %+v; screen:\n%s", v, rp.debug())
 	}
-	cs := st.(store.CallbackStore)
+	cs := st
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		cbs, err := cs.TurnCallbacks(ctx, w.WatchID, 10)
 		if err != nil {
@@ -319,7 +319,7 @@ func watchQuestionE2E(t *testing.T, kind realcli.Kind, question string, args ...
 	if err := rp.tui.Submit(ctx, "QUESTION: "+question+" | Red | Blue"); err != nil {
 		t.Fatal(err)
 	}
-	cs := st.(store.CallbackStore)
+	cs := st
 	// notified waits until the watch's notifications of kinds are all
 	// delivered, and returns their messages, oldest first.
 	notified := func(kinds ...string) []outbox.CallbackMessage {

@@ -17,10 +17,7 @@ import (
 // rescanWatches starts a follower for every active watch no live host
 // follows (a restarted host resumes them here).
 func (h *Host) rescanWatches(ctx context.Context) {
-	ws, ok := h.s.o.Store.(store.WatchStore)
-	if !ok {
-		return
-	}
+	ws := h.s.o.Store
 	ids, err := ws.ActiveWatchIDs(ctx, store.MaxPage)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -52,10 +49,7 @@ type watcher struct {
 }
 
 func (m *watcher) run(ctx context.Context) error {
-	ws, ok := m.s.o.Store.(store.WatchStore)
-	if !ok {
-		return nil
-	}
+	ws := m.s.o.Store
 	m.ws = ws
 	l, ctx, release, err := m.h.claim(ctx, store.LeaseWatch, m.id)
 	if errors.Is(err, store.ErrLeaseLost) {
@@ -79,6 +73,7 @@ func (m *watcher) run(ctx context.Context) error {
 	if m.agent, err = m.s.agent(w.Agent); err != nil {
 		return err
 	}
+	var ok bool
 	if m.find, ok = m.agent.(agents.TaskFinder); !ok {
 		return fmt.Errorf("watch %s: %s panes cannot be watched by this build", m.id, w.Agent)
 	}

@@ -72,7 +72,7 @@ const watchOrigin = "agent:main:watcher"
 
 func (r *rig) notifications(watchID string) []string {
 	r.t.Helper()
-	cbs, err := r.st.(store.CallbackStore).TurnCallbacks(r.t.Context(), watchID, 50)
+	cbs, err := r.st.TurnCallbacks(r.t.Context(), watchID, 50)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestWatchQuestionIsNotifiedOnce(t *testing.T) {
 	if diff := cmp.Diff(want, r.notifications(v.WatchID)); diff != "" {
 		t.Fatalf("notifications (-want +got):\n%s", diff)
 	}
-	cbs, err := r.st.(store.CallbackStore).TurnCallbacks(t.Context(), v.WatchID, 10)
+	cbs, err := r.st.TurnCallbacks(t.Context(), v.WatchID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestWatchRefusals(t *testing.T) {
 	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, ErrRefused) {
 		t.Fatalf("watch while Turn %s runs: %v, want ErrRefused", res.TurnID, err)
 	}
-	active, _ := r.st.(store.WatchStore).ActiveWatches(ctx, 10)
+	active, _ := r.st.ActiveWatches(ctx, 10)
 	if len(active) != 0 {
 		t.Fatalf("refusals created watches: %v", active)
 	}
