@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // fakeTerminals is an in-memory Turn service: one pane, Turns that run
@@ -68,24 +69,24 @@ func (f *fakeTerminals) Send(_ context.Context, r terminal.SendRequest) (termina
 	}
 	f.sent = append(f.sent, r)
 	id := fmt.Sprintf("turn-20260101T120000-%08d", len(f.sent))
-	f.turns[id] = terminal.TurnView{TurnID: id, SessionID: "session-1", Agent: "codex", TerminalID: r.TerminalID, Status: store.TurnRunning,
+	f.turns[id] = terminal.TurnView{TurnID: id, SessionID: "session-1", Agent: "codex", TerminalID: r.TerminalID, Status: termapi.TurnRunning,
 		Principal: r.Principal}
 	f.current = id
 	return terminal.SendResult{SessionID: "session-1", TurnID: id, SubmissionOutcome: terminal.OutcomeAccepted}, nil
 }
 
 // finish ends a Turn with status and reply.
-func (f *fakeTerminals) finish(id string, status store.TurnStatus, reply string) {
+func (f *fakeTerminals) finish(id string, status termapi.TurnStatus, reply string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := f.turns[id]
 	v.Status = status
 	if reply != "" {
-		v.Result = &store.TurnResult{Outcome: "completed", Text: reply}
+		v.Result = &termapi.TurnResult{Outcome: "completed", Text: reply}
 	}
-	if status == store.TurnWaitingForOpenClaw {
+	if status == termapi.TurnWaitingForOpenClaw {
 		f.prompts++
-		v.Approval = &store.Approval{Fingerprint: "fp-1", Kind: "exec", Command: "rm -rf build", DetectedAt: f.prompts}
+		v.Approval = &termapi.Approval{Fingerprint: "fp-1", Kind: "exec", Command: "rm -rf build", DetectedAt: f.prompts}
 		// What the service's table lists for an approvable prompt.
 		v.NextSteps = []string{"approve", "cancel", "close", "status"}
 	}
@@ -133,8 +134,8 @@ func (f *fakeTerminals) Respond(ctx context.Context, id, text string) (terminal.
 	if err != nil {
 		return terminal.SendResult{}, err
 	}
-	if v.Status == store.TurnStalled { // a reply is what a stalled Turn waits for
-		f.finish(id, store.TurnIdle, "")
+	if v.Status == termapi.TurnStalled { // a reply is what a stalled Turn waits for
+		f.finish(id, termapi.TurnIdle, "")
 	}
 	return f.Send(ctx, terminal.SendRequest{TerminalID: v.TerminalID, Request: text, Principal: v.Principal})
 }
@@ -147,7 +148,7 @@ func (f *fakeTerminals) Approve(ctx context.Context, id, fp string) (terminal.Tu
 	if v.Approval == nil || v.Approval.Fingerprint != fp {
 		return v, fmt.Errorf("approve: %w: the prompt changed", terminal.ErrRefused)
 	}
-	f.finish(id, store.TurnRunning, "")
+	f.finish(id, termapi.TurnRunning, "")
 	return f.Status(ctx, id)
 }
 
@@ -155,7 +156,7 @@ func (f *fakeTerminals) Cancel(ctx context.Context, id string) (terminal.TurnVie
 	if _, err := f.Status(ctx, id); err != nil {
 		return terminal.TurnView{}, err
 	}
-	f.finish(id, store.TurnCancelled, "")
+	f.finish(id, termapi.TurnCancelled, "")
 	return f.Status(ctx, id)
 }
 
@@ -219,14 +220,14 @@ func TestTerminalStatusWaits(t *testing.T) {
 	if msg := <-progressed; !strings.Contains(msg, "running") {
 		t.Errorf("progress %q, want the running status", msg)
 	}
-	f.finish(turnID, store.TurnIdle, "README says hello")
+	f.finish(turnID, termapi.TurnIdle, "README says hello")
 	res := <-done
 	if res == nil {
 		t.FailNow()
 	}
 	out := structured(t, res)
 	turn := out["turn"].(map[string]any)
-	if turn["status"] != string(store.TurnIdle) || turn["result"].(map[string]any)["text"] != "README says hello" || out["running"] != false {
+	if turn["status"] != string(termapi.TurnIdle) || turn["result"].(map[string]any)["text"] != "README says hello" || out["running"] != false {
 		t.Errorf("status result = %v", out)
 	}
 	if !strings.Contains(text(res), "README says hello") {
@@ -309,7 +310,7 @@ func TestTerminalToolsActOnResults(t *testing.T) {
 	// is refused, with the right one the Turn runs again; cancel ends it.
 	sent := structured(t, call(t, cs, "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "clean up"}))
 	id := sent["turn_id"].(string)
-	f.finish(id, store.TurnWaitingForOpenClaw, "")
+	f.finish(id, termapi.TurnWaitingForOpenClaw, "")
 	st := call(t, cs, "terminal_status", map[string]any{"turn_id": id})
 	if !strings.Contains(text(st), "terminal_approve") || !strings.Contains(text(st), "rm -rf build") {
 		t.Errorf("status text %q does not say how to approve", text(st))
@@ -321,7 +322,7 @@ func TestTerminalToolsActOnResults(t *testing.T) {
 		t.Errorf("approve: isError=%v %q", res.IsError, text(res))
 	}
 	res := call(t, cs, "terminal_cancel", map[string]any{"turn_id": id})
-	if turn := structured(t, res)["turn"].(map[string]any); turn["status"] != string(store.TurnCancelled) {
+	if turn := structured(t, res)["turn"].(map[string]any); turn["status"] != string(termapi.TurnCancelled) {
 		t.Errorf("cancel: %v", turn)
 	}
 	resp := call(t, cs, "terminal_respond", map[string]any{"turn_id": id, "request": "try again"})

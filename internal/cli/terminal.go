@@ -23,6 +23,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // terminalStack is an opened terminal service: the Service over the
@@ -292,7 +293,7 @@ func printTurn(w io.Writer, v terminal.TurnView) {
 // turnExit is the exit status of a Turn that left the running statuses.
 func turnExit(v terminal.TurnView) error {
 	switch v.Status {
-	case store.TurnFailed, store.TurnCancelled, store.TurnStalled:
+	case termapi.TurnFailed, termapi.TurnCancelled, termapi.TurnStalled:
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("turn %s is %s", v.TurnID, v.Status)}
 	}
 	return nil
@@ -505,7 +506,7 @@ Turn here until it ends and prints it.`,
 			if err != nil || s.host == nil {
 				return res, err
 			}
-			return followHere(ctx, env, s, terminal.TurnView{TurnID: id, Status: store.TurnRunning})
+			return followHere(ctx, env, s, terminal.TurnView{TurnID: id, Status: termapi.TurnRunning})
 		})
 }
 

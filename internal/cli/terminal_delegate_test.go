@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestTerminalDelegateRefusesAndValidates: with no agent pane a delegate
@@ -41,7 +41,7 @@ func TestTerminalDelegateRefusesAndValidates(t *testing.T) {
 // a prompt prints as waiting for approval, not for OpenClaw.
 func TestPrintTurnSaysWhoWaits(t *testing.T) {
 	t.Parallel()
-	v := terminal.TurnView{TurnID: "turn-1", Status: "waiting_for_openclaw", Approval: &store.Approval{Fingerprint: "fp", Kind: "exec"}}
+	v := terminal.TurnView{TurnID: "turn-1", Status: "waiting_for_openclaw", Approval: &termapi.Approval{Fingerprint: "fp", Kind: "exec"}}
 	var b strings.Builder
 	printTurn(&b, v)
 	if !strings.Contains(b.String(), "status:   waiting_for_approval\n") {

@@ -23,6 +23,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestE2ETerminalSendAcrossHosts runs two terminal hosts, each in a UTS
@@ -207,14 +208,14 @@ func forgeTurn(t *testing.T, dbURL, like string) string {
 	now := time.Now().UnixMilli()
 	f := *orig
 	f.TurnID = "turn-" + time.Now().UTC().Format("20060102T150405") + "-f0f0f0f0"
-	f.Status, f.Result, f.Version, f.CreatedAt, f.UpdatedAt = store.TurnCreated, nil, 0, now, now
+	f.Status, f.Result, f.Version, f.CreatedAt, f.UpdatedAt = termapi.TurnCreated, nil, 0, now, now
 	f.UserRequest, f.Takeover.RequestText = "ECHO=forged", "ECHO=forged"
 	f.HostSeal = strings.Repeat("ab", 32)
 	sub := f.Takeover.Submission
 	d := &store.Dispatch{TerminalKey: f.Takeover.TerminalKey, GenerationID: "dispatch-forged", SessionID: f.SessionID, TurnID: f.TurnID,
-		MessageID: "msg-forged", MessageType: sub.MessageType, RequestHash: sub.RequestHash, Status: store.DispatchPrepared,
+		MessageID: "msg-forged", MessageType: sub.MessageType, RequestHash: sub.RequestHash, Status: termapi.DispatchPrepared,
 		BindingID: f.TerminalBindingID, BindingGeneration: f.TerminalBindingGeneration, PreparedAt: now}
-	f.Takeover.Submission = store.Submission{MessageID: d.MessageID, MessageType: d.MessageType, RequestHash: d.RequestHash, Status: store.DispatchPrepared, PreparedAt: now}
+	f.Takeover.Submission = store.Submission{MessageID: d.MessageID, MessageType: d.MessageType, RequestHash: d.RequestHash, Status: termapi.DispatchPrepared, PreparedAt: now}
 	if err := st.CreateTurn(ctx, store.TurnCreate{Turn: &f, Dispatch: d}); err != nil {
 		t.Fatal(err)
 	}

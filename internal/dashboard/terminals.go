@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Terminals is the part of the terminal Turn service the dashboard uses
@@ -188,9 +189,9 @@ func (d *Dashboard) turnData(ctx context.Context, q request, id string) (turnBod
 	if err != nil {
 		return turnBody{}, err
 	}
-	b := turnBody{Turn: v, Shown: terminal.ShownStatus(v), Running: terminal.Running(v.Status) || v.Status == store.TurnWaitingForOpenClaw,
+	b := turnBody{Turn: v, Shown: terminal.ShownStatus(v), Running: terminal.Running(v.Status) || v.Status == termapi.TurnWaitingForOpenClaw,
 		Operator: q.caller.SeesAll(), CSRF: q.sess.csrf}
-	b.Retryable = b.Operator && v.CallbackDelivery != nil && v.CallbackDelivery.Status != store.CallbackDelivered
+	b.Retryable = b.Operator && v.CallbackDelivery != nil && v.CallbackDelivery.Status != termapi.CallbackDelivered
 	if d.o.TerminalRecords != nil {
 		if ev, err := d.o.TerminalRecords.TurnEvents(ctx, id, 0, turnEventsMax); err == nil {
 			b.Events = ev
@@ -254,7 +255,7 @@ func (d *Dashboard) retryCallback(w http.ResponseWriter, r *http.Request, q requ
 		note = "Retry refused: " + err.Error()
 	case v.CallbackDelivery == nil:
 		note = "Retry requested."
-	case v.CallbackDelivery.Status == store.CallbackDelivered:
+	case v.CallbackDelivery.Status == termapi.CallbackDelivered:
 		note = "The callback was already delivered; nothing to retry."
 	default:
 		note = "Retry requested: the callback is " + string(v.CallbackDelivery.Status) + "."

@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/dashboard"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // fakeTerminals is the Turn service as the dashboard sees it: one Codex
@@ -21,7 +22,7 @@ import (
 // session failed once.
 type fakeTerminals struct {
 	mu        sync.Mutex
-	status    store.TurnStatus
+	status    termapi.TurnStatus
 	principal string // who sent the Turn through MCP
 	cancelled []string
 	// origin and cb are the Turn's origin session and callback state;
@@ -49,7 +50,7 @@ func (f *fakeTerminals) List(context.Context) (terminal.ListResult, error) {
 		ActivityState: "awaiting_approval", ManagementState: "managed", SessionID: "sess-1",
 		// Shown as the service fills it: the fake's Turn waits at a prompt.
 		CurrentTurn: &terminal.TurnRef{TurnID: turnID, Status: f.status,
-			Shown: terminal.ShownStatus(terminal.TurnView{Status: f.status, OriginSession: f.origin, Approval: &store.Approval{}})},
+			Shown: terminal.ShownStatus(terminal.TurnView{Status: f.status, OriginSession: f.origin, Approval: &termapi.Approval{}})},
 	}}, f.extra...)}, nil
 }
 
@@ -60,7 +61,7 @@ func (f *fakeTerminals) Status(_ context.Context, id string) (terminal.TurnView,
 		return terminal.TurnView{}, store.ErrNotFound
 	}
 	return terminal.TurnView{TurnID: turnID, SessionID: "sess-1", Agent: "codex", TerminalID: "terminal:v2:tmux:codex:work:0.0:4242",
-		Status: f.status, Approval: &store.Approval{Fingerprint: "fp-123", Kind: "exec", Command: "rm -rf <build>"},
+		Status: f.status, Approval: &termapi.Approval{Fingerprint: "fp-123", Kind: "exec", Command: "rm -rf <build>"},
 		CreatedAt: "2026-12-01T10:00:00Z", UpdatedAt: "2026-12-01T10:01:00Z",
 		OriginSession: f.origin, CallbackDelivery: f.cbCopy(), Principal: f.principal}, nil
 }
@@ -83,8 +84,8 @@ func (f *fakeTerminals) RetryCallback(_ context.Context, id string) (terminal.Tu
 	if id != turnID {
 		err = fmt.Errorf("retry-callback: %w: no turn %s", terminal.ErrNotFound, id)
 	}
-	if err == nil && f.cb != nil && f.cb.Status != store.CallbackDelivered {
-		f.cb.Status, f.cb.Attempts, f.cb.NextAttemptAt = store.CallbackPending, 0, "2026-12-01T10:02:00Z"
+	if err == nil && f.cb != nil && f.cb.Status != termapi.CallbackDelivered {
+		f.cb.Status, f.cb.Attempts, f.cb.NextAttemptAt = termapi.CallbackPending, 0, "2026-12-01T10:02:00Z"
 	}
 	f.mu.Unlock()
 	if err != nil {
@@ -109,14 +110,14 @@ func (f *fakeTerminals) retries() []string {
 // and error carry markup, as untrusted text may.
 func failedCallback() *terminal.CallbackView {
 	return &terminal.CallbackView{MessageID: "cbm-1", Type: "turn_completed", Kind: "completed",
-		SessionKey: "agent:main:<i>x</i>", Status: store.CallbackFailed, Attempts: 1,
+		SessionKey: "agent:main:<i>x</i>", Status: termapi.CallbackFailed, Attempts: 1,
 		LastError: `gateway said <script>alert(1)</script>`, NextAttemptAt: "2026-12-01T10:01:30Z"}
 }
 
 func (f *fakeTerminals) Cancel(_ context.Context, id string) (terminal.TurnView, error) {
 	f.mu.Lock()
 	f.cancelled = append(f.cancelled, id)
-	f.status = store.TurnCancelling
+	f.status = termapi.TurnCancelling
 	f.mu.Unlock()
 	return f.Status(context.Background(), id)
 }
@@ -133,7 +134,7 @@ func (fakeRecords) TurnEvents(context.Context, string, int64, int) ([]store.Turn
 }
 
 func terminalRig(t *testing.T, tokens string, shared bool) (*rig, *fakeTerminals) {
-	ft := &fakeTerminals{status: store.TurnWaitingForOpenClaw, origin: "agent:main:<i>x</i>", cb: failedCallback()}
+	ft := &fakeTerminals{status: termapi.TurnWaitingForOpenClaw, origin: "agent:main:<i>x</i>", cb: failedCallback()}
 	r := newRigWith(t, tokens, shared, func(o *dashboard.Options) {
 		o.Terminals, o.TerminalRecords = ft, fakeRecords{}
 	})
@@ -244,18 +245,18 @@ func TestTurnCallbackDelivery(t *testing.T) {
 	b := r.browser(t)
 	const escKey = "agent:main:&lt;i&gt;x&lt;/i&gt;"
 	for _, tt := range []struct {
-		status    store.CallbackStatus
+		status    termapi.CallbackStatus
 		edit      func(*terminal.CallbackView)
 		want      []string
 		wantRetry bool
 	}{
-		{store.CallbackPending, func(c *terminal.CallbackView) { c.Attempts, c.LastError = 0, "" },
+		{termapi.CallbackPending, func(c *terminal.CallbackView) { c.Attempts, c.LastError = 0, "" },
 			[]string{"Next attempt", "2026-12-01T10:01:30Z"}, true},
-		{store.CallbackFailed, nil,
+		{termapi.CallbackFailed, nil,
 			[]string{"Next attempt", "gateway said &lt;script&gt;alert(1)&lt;/script&gt;", `id="callback-error"`}, true},
-		{store.CallbackExhausted, func(c *terminal.CallbackView) { c.Attempts, c.NextAttemptAt = 8, "" },
+		{termapi.CallbackExhausted, func(c *terminal.CallbackView) { c.Attempts, c.NextAttemptAt = 8, "" },
 			[]string{"<dd>8</dd>", "gateway said &lt;script&gt;"}, true},
-		{store.CallbackDelivered, func(c *terminal.CallbackView) {
+		{termapi.CallbackDelivered, func(c *terminal.CallbackView) {
 			c.Attempts, c.LastError, c.NextAttemptAt, c.DeliveredAt = 2, "", "", "2026-12-01T10:03:00Z"
 		}, []string{"Delivered", "2026-12-01T10:03:00Z"}, false},
 	} {
@@ -284,7 +285,7 @@ func TestTurnCallbackDelivery(t *testing.T) {
 			if got := strings.Contains(body, `id="retry-callback"`); got != tt.wantRetry {
 				t.Errorf("retry button shown = %v, want %v", got, tt.wantRetry)
 			}
-			if tt.status != store.CallbackPending && tt.status != store.CallbackFailed && strings.Contains(body, "Next attempt") {
+			if tt.status != termapi.CallbackPending && tt.status != termapi.CallbackFailed && strings.Contains(body, "Next attempt") {
 				t.Errorf("a %s callback shows a next attempt", tt.status)
 			}
 		})
@@ -372,7 +373,7 @@ func TestTurnRetryCallback(t *testing.T) {
 // at a prompt does not read waiting_for_openclaw, on its page nor as its
 // pane's current Turn on the Terminals page.
 func TestTurnPageWithoutOriginSaysWhoWaits(t *testing.T) {
-	ft := &fakeTerminals{status: store.TurnWaitingForOpenClaw, cb: failedCallback()}
+	ft := &fakeTerminals{status: termapi.TurnWaitingForOpenClaw, cb: failedCallback()}
 	r := newRigWith(t, "", false, func(o *dashboard.Options) { o.Terminals, o.TerminalRecords = ft, fakeRecords{} })
 	b := r.browser(t)
 	code, _, body := b.get("/turns/" + turnID)

@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/dashboard"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 const (
@@ -90,7 +91,7 @@ func activeWatch() *terminal.WatchView {
 		SessionID: "sess-w", OriginSession: "agent:main:<b>w</b>", NativeTurnID: "native-7", TaskSeen: true,
 		CreatedAt: "2026-12-01T10:15:00Z", DeadlineAt: "2026-12-01T22:15:00Z",
 		Notifications: []terminal.CallbackView{{MessageID: "msg-watch-1", Type: "question", Kind: "watch_approval",
-			SessionKey: "agent:main:<b>w</b>", Status: store.CallbackFailed, Attempts: 2,
+			SessionKey: "agent:main:<b>w</b>", Status: termapi.CallbackFailed, Attempts: 2,
 			LastError: `gateway said <script>alert(2)</script>`, NextAttemptAt: "2026-12-01T10:20:00Z"}},
 		PendingActions: []string{"clawconnect terminal unwatch " + watchID}}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // AutoApproveRule lets the monitor answer an approval prompt itself: only
@@ -286,7 +287,7 @@ func (m *monitor) awaitEvidence(ap *agents.ScreenApproval, why string) (handled 
 // autoApprovedEvent is the event of one auto-approval: the use as the Turn
 // records it, and the session-file evidence it was matched on, if any.
 type autoApprovedEvent struct {
-	store.AutoApproval
+	termapi.AutoApproval
 	Agent         string `json:"agent"`
 	Tool          string `json:"tool,omitempty"`
 	RequestID     string `json:"request_id,omitempty"`
@@ -367,7 +368,7 @@ func (m *monitor) autoApprove(ctx context.Context, t *store.Turn, ap *agents.Scr
 		label += " (" + rule.Name + ")"
 	}
 	at := time.Now().UnixMilli()
-	ev.AutoApproval = store.AutoApproval{Rule: label, Argv: slices.Clone(rule.Argv), Fingerprint: ap.Fingerprint, At: at}
+	ev.AutoApproval = termapi.AutoApproval{Rule: label, Argv: slices.Clone(rule.Argv), Fingerprint: ap.Fingerprint, At: at}
 	t.AutoApprovals = append(t.AutoApprovals, ev.AutoApproval)
 	t.Takeover.LastApprovalFingerprint, t.Takeover.ApprovalResolvedAt = ap.Fingerprint, at
 	t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = at, "auto_approved"

@@ -16,6 +16,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 func TestParseAutoApprove(t *testing.T) {
@@ -220,7 +221,7 @@ func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 				f.approval = &agents.ScreenApproval{Fingerprint: "fp-auto", Kind: "run_command", Command: tt.cmd, Approvable: tt.approvable}
 			})
 			if !tt.auto {
-				v := r.waitStatus(id, store.TurnWaitingForOpenClaw)
+				v := r.waitStatus(id, termapi.TurnWaitingForOpenClaw)
 				if len(v.AutoApprovals) != 0 || len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) != 0 {
 					t.Fatalf("auto-approved: %+v", v)
 				}
@@ -238,8 +239,8 @@ func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 			}
 			poll.Until(t, 10*time.Second, "the auto-approval", func() bool { return len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) == 1 })
 			a.finish("done", false)
-			v := r.waitStatus(id, store.TurnIdle)
-			want := []store.AutoApproval{{Rule: "1 (tests)", Argv: []string{"make", "test"}, Fingerprint: "fp-auto"}}
+			v := r.waitStatus(id, termapi.TurnIdle)
+			want := []termapi.AutoApproval{{Rule: "1 (tests)", Argv: []string{"make", "test"}, Fingerprint: "fp-auto"}}
 			ignoreAt := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".At" }, cmp.Ignore())
 			if diff := cmp.Diff(want, v.AutoApprovals, ignoreAt); diff != "" {
 				t.Fatalf("status auto_approvals (-want +got):\n%s", diff)
@@ -258,7 +259,7 @@ func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 			if len(cbs) != 1 || cbs[0].Type != MsgDone {
 				t.Fatalf("callbacks = %+v, want only done", cbs)
 			}
-			var got []store.AutoApproval
+			var got []termapi.AutoApproval
 			raw, _ := json.Marshal(cbs[0].Metadata["auto_approvals"])
 			if err := json.Unmarshal(raw, &got); err != nil {
 				t.Fatal(err)
@@ -286,7 +287,7 @@ func TestAutoApproveWaitsForTheSessionFile(t *testing.T) {
 	// Two looks at the dialog without its call: still held back.
 	seen := a.captureCount()
 	poll.Until(t, 10*time.Second, "two looks at the dialog", func() bool { a.poke(); return a.captureCount() >= seen+2 })
-	if v, _ := r.svc.Status(t.Context(), id); v.Status == store.TurnWaitingForOpenClaw || len(callbacksOf(t, r, id)) != 0 {
+	if v, _ := r.svc.Status(t.Context(), id); v.Status == termapi.TurnWaitingForOpenClaw || len(callbacksOf(t, r, id)) != 0 {
 		t.Fatalf("reported before the session file was read: %+v", v)
 	}
 	a.set(func(f *fakeAgent) {
@@ -294,7 +295,7 @@ func TestAutoApproveWaitsForTheSessionFile(t *testing.T) {
 	})
 	poll.Until(t, 10*time.Second, "the auto-approval", func() bool { return len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) == 1 })
 	a.finish("done", false)
-	r.waitStatus(id, store.TurnIdle)
+	r.waitStatus(id, termapi.TurnIdle)
 	if cbs := callbacksOf(t, r, id); len(cbs) != 1 || cbs[0].Type != MsgDone {
 		t.Fatalf("callbacks = %+v, want only done", cbs)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // BenchmarkE2ECodexCompletionLatency measures, over 100 Turns with the real
@@ -68,7 +69,7 @@ func codexLatencies(b *testing.B, turns int) []time.Duration {
 		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
 		v, err := svc.Wait(wctx, res.TurnID)
 		wcancel()
-		if err != nil || v.Status != store.TurnIdle || v.Result.Text != fmt.Sprintf("bench-%d", i) {
+		if err != nil || v.Status != termapi.TurnIdle || v.Result.Text != fmt.Sprintf("bench-%d", i) {
 			b.Fatalf("turn %d = %+v, %v", i, v, err)
 		}
 		turn, err := st.GetTurn(ctx, res.TurnID)
@@ -302,7 +303,7 @@ func BenchmarkHostFollows500(b *testing.B) {
 		wg.Go(func() {
 			wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute)
 			defer wcancel()
-			if v, err := r.svc.Wait(wctx, id); err != nil || v.Status != store.TurnIdle {
+			if v, err := r.svc.Wait(wctx, id); err != nil || v.Status != termapi.TurnIdle {
 				b.Errorf("turn %d = %s, %v", i, v.Status, err)
 			}
 			stored[i] = time.Now()

@@ -68,7 +68,7 @@ func prepareCallback(t *store.Turn, msg Message, id, kind string, meta map[strin
 		}
 		cb := &store.Callback{MessageID: id, TurnID: turn.TurnID, SessionID: turn.SessionID, Kind: kind, SessionKey: turn.OriginSessionKey,
 			GatewayURL: turn.GatewayURL, BindingID: turn.TerminalBindingID, Generation: turn.TerminalBindingGeneration, Message: body,
-			Status: store.CallbackPending, NextAttemptAt: msg.TS, CreatedAt: msg.TS, UpdatedAt: msg.TS}
+			Status: termapi.CallbackPending, NextAttemptAt: msg.TS, CreatedAt: msg.TS, UpdatedAt: msg.TS}
 		if err := tx.PutCallback(ctx, cb); err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func callbackView(cb *store.Callback) *CallbackView {
 	v := &CallbackView{MessageID: cb.MessageID, Type: m.Type, Kind: cb.Kind, SessionKey: cb.SessionKey, Status: cb.Status,
 		Attempts: cb.Attempts, LastError: cb.LastError, DeliveredAt: ts(cb.DeliveredAt), Injection: evidenceObject(cb.Injection),
 		Wake: evidenceObject(cb.Wake), RunObservation: evidenceObject(cb.RunObservation)}
-	if cb.Status == store.CallbackPending || cb.Status == store.CallbackFailed {
+	if cb.Status == termapi.CallbackPending || cb.Status == termapi.CallbackFailed {
 		v.NextAttemptAt = ts(cb.NextAttemptAt)
 	}
 	return v

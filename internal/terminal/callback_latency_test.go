@@ -16,6 +16,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // timedCaller records how long each gateway call took, by method.
@@ -144,7 +145,7 @@ func waitObserved(b *testing.B, r *rig, turnID string) *store.Callback {
 	for {
 		ch := changesOf(r.svc)
 		cbs, err := r.st.TurnCallbacks(b.Context(), turnID, 10)
-		if err == nil && len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered && len(cbs[0].RunObservation) > 0 {
+		if err == nil && len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered && len(cbs[0].RunObservation) > 0 {
 			return cbs[0]
 		}
 		if time.Now().After(deadline) {

@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // errHostStopped is what a store wrapped by stopAfterCompletion returns
@@ -82,7 +83,7 @@ func testCheckpointCommits(t *testing.T, db store.Store) {
 		t.Fatal(err)
 	}
 	a.finish("one done", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	first, err := st.GetTermSession(ctx, res.SessionID)
 	if err != nil || len(first.Binding.Checkpoint) == 0 {
 		t.Fatalf("no checkpoint on the session when its first Turn is done: %+v, %v", first.Binding, err)
@@ -94,7 +95,7 @@ func testCheckpointCommits(t *testing.T, db store.Store) {
 		t.Fatal(err)
 	}
 	a.finish("two done", false)
-	r.waitStatus(res2.TurnID, store.TurnIdle)
+	r.waitStatus(res2.TurnID, termapi.TurnIdle)
 	// The completion is visible as soon as it commits, a moment before
 	// the wrapper's WriteTurn returns and marks the host stopped.
 	select {

@@ -17,6 +17,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // lastPane is the pane of the running end-to-end test (they do not run in
@@ -124,7 +125,7 @@ func runHost(t *testing.T, svc *Service) *Host {
 	return h
 }
 
-func waitTurnStatus(t *testing.T, svc *Service, id string, timeout time.Duration, want ...store.TurnStatus) TurnView {
+func waitTurnStatus(t *testing.T, svc *Service, id string, timeout time.Duration, want ...termapi.TurnStatus) TurnView {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
@@ -175,7 +176,7 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 	if err != nil {
 		t.Fatalf("wait: %v; screen:\n%s", err, rp.debug())
 	}
-	if v.Status != store.TurnIdle || v.Result == nil || v.Result.Text != "hello-from-codex" {
+	if v.Status != termapi.TurnIdle || v.Result == nil || v.Result.Text != "hello-from-codex" {
 		t.Fatalf("turn = %+v", v)
 	}
 
@@ -198,7 +199,7 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 	if err != nil {
 		t.Fatalf("follow-current: %v", err)
 	}
-	if v := waitTurnStatus(t, svc, res2.TurnID, 90*time.Second, store.TurnIdle); v.Result.Text != "second-turn" {
+	if v := waitTurnStatus(t, svc, res2.TurnID, 90*time.Second, termapi.TurnIdle); v.Result.Text != "second-turn" {
 		t.Fatalf("second turn = %+v", v)
 	}
 }
@@ -246,7 +247,7 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
-	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw)
+	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnWaitingForOpenClaw)
 	if v.Approval == nil || v.Approval.Kind != "run_command" || !strings.Contains(v.Approval.Command, "touch approved.txt") {
 		t.Fatalf("approval = %+v; screen:\n%s", v.Approval, rp.debug())
 	}
@@ -256,8 +257,8 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 	if _, err := svc.Approve(ctx, res.TurnID, v.Approval.Fingerprint); err != nil {
 		t.Fatalf("approve: %v; screen:\n%s", err, rp.debug())
 	}
-	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
-	if v.Status != store.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled)
+	if v.Status != termapi.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
 		t.Fatalf("approved turn = %+v", v)
 	}
 
@@ -271,7 +272,7 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 	if _, err := rp.tui.WaitFor(ctx, "streaming", func(s string) bool { return strings.Count(s, "FAKE-REPLY") >= 1 && strings.Contains(s, "tell a long") }); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := svc.Cancel(ctx, res.TurnID); err != nil || v.Status != store.TurnCancelled {
+	if v, err := svc.Cancel(ctx, res.TurnID); err != nil || v.Status != termapi.TurnCancelled {
 		t.Fatalf("cancel = %+v, %v", v, err)
 	}
 	if _, err := rp.tui.WaitFor(ctx, "idle after the interrupt", rp.tui.Idle); err != nil {
@@ -284,14 +285,14 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
-	v = waitTurnStatus(t, svc, res.TurnID, 30*time.Second, store.TurnStalled)
+	v = waitTurnStatus(t, svc, res.TurnID, 30*time.Second, termapi.TurnStalled)
 	if !strings.Contains(v.StalledReason, "no activity") {
 		t.Fatalf("stalled = %+v", v)
 	}
 	if _, err := svc.Renew(ctx, res.TurnID, 5); err != nil {
 		t.Fatal(err)
 	}
-	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle); v.Result.Text != "late-reply" {
+	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnIdle); v.Result.Text != "late-reply" {
 		t.Fatalf("renewed turn = %+v", v)
 	}
 
@@ -304,8 +305,8 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 	if err := syscall.Kill(rp.pane.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnStalled, store.TurnIdle)
-	if v.Status != store.TurnStalled || !strings.Contains(v.StalledReason, "exited") {
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnStalled, termapi.TurnIdle)
+	if v.Status != termapi.TurnStalled || !strings.Contains(v.StalledReason, "exited") {
 		t.Fatalf("turn after the agent died = %+v", v)
 	}
 }
@@ -337,7 +338,7 @@ func TestE2EClaudeSendApproveDone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send: %v (%+v); screen:\n%s", err, res, rp.debug())
 	}
-	if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle || v.Result.Text != "hello-from-claude" {
+	if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled); v.Status != termapi.TurnIdle || v.Result.Text != "hello-from-claude" {
 		t.Fatalf("turn = %+v; screen:\n%s", v, rp.debug())
 	}
 
@@ -346,15 +347,15 @@ func TestE2EClaudeSendApproveDone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
-	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw, store.TurnIdle)
-	if v.Status != store.TurnWaitingForOpenClaw || v.Approval == nil || v.Approval.Command != "" {
+	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnWaitingForOpenClaw, termapi.TurnIdle)
+	if v.Status != termapi.TurnWaitingForOpenClaw || v.Approval == nil || v.Approval.Command != "" {
 		t.Fatalf("turn = %+v (a Claude approval carries no command); screen:\n%s", v, rp.debug())
 	}
 	if _, err := svc.Approve(ctx, res.TurnID, v.Approval.Fingerprint); err != nil {
 		t.Fatalf("approve: %v; screen:\n%s", err, rp.debug())
 	}
-	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
-	if v.Status != store.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled)
+	if v.Status != termapi.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
 		t.Fatalf("approved turn = %+v; screen:\n%s", v, rp.debug())
 	}
 }

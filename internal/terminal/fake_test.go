@@ -19,6 +19,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // fakeAgent is one scripted coding agent in one pane: its screen state and
@@ -465,7 +466,7 @@ func (r *rig) fakeWatch(_ context.Context, paths []string) (<-chan struct{}, err
 }
 
 // waitStatus waits (bounded) until the Turn has status.
-func (r *rig) waitStatus(id string, status store.TurnStatus) TurnView {
+func (r *rig) waitStatus(id string, status termapi.TurnStatus) TurnView {
 	r.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

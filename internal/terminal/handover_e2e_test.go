@@ -20,6 +20,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // The environment of a host process TestE2EHostProcessHelper runs.
@@ -183,8 +184,8 @@ func TestE2ETwoHostsKill9HandsOverTurn(t *testing.T) {
 	if ls, err := st.WorkLeases(ctx, store.LeaseMonitor, []string{res.TurnID}); err == nil && len(ls) == 1 && ls[0].Owner == hostA.ID {
 		held = ls[0]
 	}
-	v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
-	if v.Status != store.TurnIdle || v.Result == nil || v.Result.Text != "handed-over" {
+	v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled)
+	if v.Status != termapi.TurnIdle || v.Result == nil || v.Result.Text != "handed-over" {
 		t.Fatalf("turn after host A was killed = %+v; screen:\n%s", v, rp.debug())
 	}
 	doneAt := time.Now()
@@ -204,7 +205,7 @@ func TestE2ETwoHostsKill9HandsOverTurn(t *testing.T) {
 	deadline = time.Now().Add(60 * time.Second)
 	for {
 		cbs, err = cs.TurnCallbacks(ctx, res.TurnID, 10)
-		if err == nil && len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered {
+		if err == nil && len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // twoProcesses is a rig whose host runs on one handle of a SQLite store
@@ -70,13 +70,13 @@ func TestAnnouncedTurnIsFollowedByAnotherProcessHost(t *testing.T) {
 		t.Fatal("the other process's host never began following the sent Turn")
 	}
 	a.finish("followed", false)
-	if v := p.waitStatus(res.TurnID, store.TurnIdle); v.Result == nil || v.Result.Text != "followed" {
+	if v := p.waitStatus(res.TurnID, termapi.TurnIdle); v.Result == nil || v.Result.Text != "followed" {
 		t.Fatalf("turn = %+v, want idle with the reply", v)
 	}
 	// The sender's Wait wakes on the other handle's write too.
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if v, err := p.sender.Wait(wctx, res.TurnID); err != nil || v.Status != store.TurnIdle {
+	if v, err := p.sender.Wait(wctx, res.TurnID); err != nil || v.Status != termapi.TurnIdle {
 		t.Fatalf("sender's wait = %+v, %v", v, err)
 	}
 }
@@ -129,7 +129,7 @@ func TestHostStopAnnouncesReleasedWork(t *testing.T) {
 		t.Fatal("the remaining host never took over the released Turn")
 	}
 	a.finish("taken over", false)
-	if v := p.waitStatus(res.TurnID, store.TurnIdle); v.Result == nil || v.Result.Text != "taken over" {
+	if v := p.waitStatus(res.TurnID, termapi.TurnIdle); v.Result == nil || v.Result.Text != "taken over" {
 		t.Fatalf("turn = %+v, want idle with the reply", v)
 	}
 }
@@ -164,7 +164,7 @@ func BenchmarkAnnouncedTurnPickup(b *testing.B) {
 			b.Fatal("no host followed the Turn")
 		}
 		a.finish("ok", false)
-		p.waitStatus(res.TurnID, store.TurnIdle)
+		p.waitStatus(res.TurnID, termapi.TurnIdle)
 		p.rig.until("the pane is sendable", func() bool {
 			l, err := p.sender.List(ctx)
 			return err == nil && len(l.Terminals) == 1 && len(l.Terminals[0].AvailableActions) > 0

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestE2ERefusesKeystrokes sends the requests that act on a pane instead
@@ -63,7 +63,7 @@ func TestE2ERefusesKeystrokes(t *testing.T) {
 					t.Fatalf("send \"?\" = %+v, %v; screen:\n%s", res, err, rp.debug())
 				}
 				t.Logf("send %q: %+v, %v", "?", res, err)
-				if v, err := svc.Status(ctx, res.TurnID); err != nil || v.Status != store.TurnFailed {
+				if v, err := svc.Status(ctx, res.TurnID); err != nil || v.Status != termapi.TurnFailed {
 					t.Fatalf("turn = %+v, %v", v, err)
 				}
 				untouched(t)
@@ -86,7 +86,7 @@ func TestE2ERefusesKeystrokes(t *testing.T) {
 					if err != nil || res.SubmissionOutcome != OutcomeAccepted {
 						t.Fatalf("send = %+v, %v; screen:\n%s", res, err, rp.debug())
 					}
-					if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle || v.Result.Text != req.reply {
+					if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled); v.Status != termapi.TurnIdle || v.Result.Text != req.reply {
 						t.Fatalf("turn = %+v; screen:\n%s", v, rp.debug())
 					}
 				})

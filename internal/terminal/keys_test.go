@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/request"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // keystrokeRequests are requests that, typed as they are, act on the pane
@@ -95,7 +96,7 @@ func TestEnterOnlyOnTheTypedDraft(t *testing.T) {
 					t.Fatalf("Enter was pressed on a draft that did not match: keys %v", keys)
 				}
 				v, err := r.svc.Status(t.Context(), res.TurnID)
-				if err != nil || v.Status != store.TurnFailed || v.SubmissionOutcome != OutcomeNotAccepted {
+				if err != nil || v.Status != termapi.TurnFailed || v.SubmissionOutcome != OutcomeNotAccepted {
 					t.Fatalf("turn = %+v, %v", v, err)
 				}
 			})

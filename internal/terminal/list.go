@@ -134,7 +134,7 @@ func (s *Service) row(ctx context.Context, p agents.Pane) TerminalRow {
 		blocked = append(blocked, "turn "+r.CurrentTurn.TurnID+" is "+string(r.CurrentTurn.Status))
 	}
 	if d, err := s.o.Store.GetDispatch(ctx, p.Key); err == nil && d.MessageType != store.DispatchTransition {
-		var owner store.TurnStatus
+		var owner termapi.TurnStatus
 		if t, err := s.o.Store.GetTurn(ctx, d.TurnID); err == nil {
 			owner = t.Status
 		} else if !errors.Is(err, store.ErrNotFound) {

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // realInput is the fake reader with the real Codex reader's human-input
@@ -80,7 +80,7 @@ func managedRollout(tb testing.TB, size int) (*Service, *fakeAgent, string, *ato
 		tb.Fatal(err)
 	}
 	a.finish("done", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	r.stop()
 	<-r.done
 

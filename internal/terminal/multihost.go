@@ -19,6 +19,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Terminal hosts on several machines. With a host name (Options.Host) a
@@ -540,7 +541,7 @@ func (h *Host) resumeHostLost(ctx context.Context) {
 	if !h.servesHost() {
 		return
 	}
-	ids, err := hs.TurnIDsWithStatus(ctx, store.TurnStalled, store.MaxPage)
+	ids, err := hs.TurnIDsWithStatus(ctx, termapi.TurnStalled, store.MaxPage)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("read stalled turns", "err", err)
@@ -549,7 +550,7 @@ func (h *Host) resumeHostLost(ctx context.Context) {
 	}
 	for _, id := range ids {
 		t, err := h.s.o.Store.GetTurn(ctx, id)
-		if err != nil || t.Status != store.TurnStalled || !strings.HasPrefix(t.StalledReason, hostLostReason) ||
+		if err != nil || t.Status != termapi.TurnStalled || !strings.HasPrefix(t.StalledReason, hostLostReason) ||
 			hostOf(t.Takeover.TerminalID) != h.s.o.Host || !h.s.sealed(t) {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // hostRig is one machine of a multi-host rig: its own panes, Service
@@ -198,7 +199,7 @@ func TestHostLostStallsThenResumes(t *testing.T) {
 	b.stop()
 	r.until("A stalls B's Turn host_lost", func() bool {
 		v, err := a.svc.Status(ctx, res.TurnID)
-		return err == nil && v.Status == store.TurnStalled
+		return err == nil && v.Status == termapi.TurnStalled
 	})
 	turn, err := r.st.GetTurn(ctx, res.TurnID)
 	if err != nil {
@@ -218,7 +219,7 @@ func TestHostLostStallsThenResumes(t *testing.T) {
 	b.run(t, r)
 	r.until("B follows its Turn again", func() bool {
 		v, err := a.svc.Status(ctx, res.TurnID)
-		return err == nil && v.Status != store.TurnStalled
+		return err == nil && v.Status != termapi.TurnStalled
 	})
 	b.agent.finish("done after the host returned", false)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -251,7 +252,7 @@ func TestForgedTurnRefused(t *testing.T) {
 	}
 	r.until("B refuses the forged Turn", func() bool {
 		v, err := b.svc.Status(ctx, res.TurnID)
-		return err == nil && v.Status == store.TurnFailed
+		return err == nil && v.Status == termapi.TurnFailed
 	})
 	turn, err := r.st.GetTurn(ctx, res.TurnID)
 	if err != nil {

@@ -37,7 +37,7 @@ func View(t *store.Turn) TurnView {
 
 // Running reports whether a Turn in status is still with the agent
 // (termapi.Running).
-func Running(status store.TurnStatus) bool { return status.Running() }
+func Running(status termapi.TurnStatus) bool { return status.Running() }
 
 func (s *Service) turn(ctx context.Context, turnID string) (*store.Turn, error) {
 	if err := checkID("turn id", "turn-", turnID); err != nil {
@@ -223,12 +223,12 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 	}
 	d := &store.Dispatch{
 		TerminalKey: p.Key, GenerationID: "dispatch-" + uuid(), SessionID: t.SessionID, TurnID: t.TurnID,
-		MessageID: msg.ID, MessageType: MsgAnswer, RequestHash: hash, Status: store.DispatchPrepared,
+		MessageID: msg.ID, MessageType: MsgAnswer, RequestHash: hash, Status: termapi.DispatchPrepared,
 		BindingID: t.TerminalBindingID, BindingGeneration: t.TerminalBindingGeneration, PreparedAt: now,
 	}
 	t.Approval = nil
 	t.Takeover.Submission = store.Submission{MessageID: msg.ID, MessageType: MsgAnswer, RequestHash: hash, Text: payload,
-		Status: store.DispatchPrepared, Anchor: anchor, PreparedAt: now}
+		Status: termapi.DispatchPrepared, Anchor: anchor, PreparedAt: now}
 	t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "respond"
 	t.UpdatedAt = now
 	// A monitor that still follows the waiting Turn keeps its lease (and
@@ -321,7 +321,7 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 		}
 		t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = "", 0
 		t.Takeover.ApprovalResolvedAt = now
-		if t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil && t.Approval.Fingerprint == fp {
+		if t.Status == termapi.TurnWaitingForOpenClaw && t.Approval != nil && t.Approval.Fingerprint == fp {
 			approvalAnswered(t)
 			t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "approved"
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // BenchmarkOutboxDeliveries1000 measures how many callbacks per second the
@@ -86,7 +87,7 @@ func seedCallbacks(ctx context.Context, st store.Store, turnID, sessionKey strin
 		id := callbackID(turnID, "bench", fmt.Sprint(round), fmt.Sprint(i))
 		msg, _ := json.Marshal(outbox.CallbackMessage{ID: id, Type: MsgDone, Body: "reply", SessionID: sessionID, TurnID: turnID, ConversationID: turnID})
 		cb := &store.Callback{MessageID: id, TurnID: turnID, SessionID: sessionID, Kind: KindCompletion, SessionKey: sessionKey,
-			Message: msg, Status: store.CallbackPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+			Message: msg, Status: termapi.CallbackPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 		if t, err = st.GetTurn(ctx, turnID); err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // completedTurn sends a request from origin session S and finishes it.
@@ -26,7 +27,7 @@ func completedTurn(t testing.TB, r *rig, a *fakeAgent, origin, reply string) (st
 		t.Fatal(err)
 	}
 	a.finish(reply, false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	cbs, err := r.st.TurnCallbacks(ctx, res.TurnID, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +57,7 @@ func TestCompletionWritesCallbackInTheClaimTransaction(t *testing.T) {
 	if !strings.HasPrefix(cb.MessageID, "msg-terminal-") || len(cb.MessageID) != len("msg-terminal-")+32 || cb.MessageID != claim.CallbackMessageID {
 		t.Fatalf("callback id %s, claim's %s", cb.MessageID, claim.CallbackMessageID)
 	}
-	if cb.Status != store.CallbackPending || cb.SessionKey != "agent:main:s1" || cb.Kind != KindCompletion || cb.Attempts != 0 {
+	if cb.Status != termapi.CallbackPending || cb.SessionKey != "agent:main:s1" || cb.Kind != KindCompletion || cb.Attempts != 0 {
 		t.Fatalf("callback = %+v", cb)
 	}
 	var m outbox.CallbackMessage
@@ -72,7 +73,7 @@ func TestCompletionWritesCallbackInTheClaimTransaction(t *testing.T) {
 		t.Fatalf("id %s is not derived from the completion fingerprint (%s)", cb.MessageID, id)
 	}
 	v, err := r.svc.Status(ctx, turnID)
-	if err != nil || v.CallbackDelivery == nil || v.CallbackDelivery.Status != store.CallbackPending || v.OriginSession != "agent:main:s1" {
+	if err != nil || v.CallbackDelivery == nil || v.CallbackDelivery.Status != termapi.CallbackPending || v.OriginSession != "agent:main:s1" {
 		t.Fatalf("status = %+v, %v", v, err)
 	}
 	// No origin session, no callback.
@@ -125,7 +126,7 @@ func TestOutboxDeliversOnceAndRecordsEvidence(t *testing.T) {
 		t.Fatalf("a delivered callback was attempted again (%d)", n)
 	}
 	got, _ := r.st.GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackDelivered || got.Attempts != 1 || !outbox.Accepted(got.Injection) || !outbox.Accepted(got.Wake) ||
+	if got.Status != termapi.CallbackDelivered || got.Attempts != 1 || !outbox.Accepted(got.Injection) || !outbox.Accepted(got.Wake) ||
 		!strings.Contains(string(got.RunObservation), `"ok"`) || got.LeaseUntil != 0 {
 		t.Fatalf("callback = %+v", got)
 	}
@@ -138,11 +139,11 @@ func TestOutboxDeliversOnceAndRecordsEvidence(t *testing.T) {
 		}
 	}
 	v, _ := r.svc.Status(ctx, turnID)
-	if v.CallbackDelivery.Status != store.CallbackDelivered || v.CallbackDelivery.DeliveredAt == "" {
+	if v.CallbackDelivery.Status != termapi.CallbackDelivered || v.CallbackDelivery.DeliveredAt == "" {
 		t.Fatalf("status %+v", v.CallbackDelivery)
 	}
 	// A manual retry of a delivered callback changes nothing.
-	if v, err := r.svc.RetryCallback(ctx, turnID); err != nil || v.CallbackDelivery.Status != store.CallbackDelivered {
+	if v, err := r.svc.RetryCallback(ctx, turnID); err != nil || v.CallbackDelivery.Status != termapi.CallbackDelivered {
 		t.Fatalf("retry delivered: %+v, %v", v.CallbackDelivery, err)
 	}
 }
@@ -163,7 +164,7 @@ func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
 			t.Fatalf("attempt %d not made", i+1)
 		}
 		got, _ := cs.GetCallback(ctx, cb.MessageID)
-		if got.Status != store.CallbackFailed || got.Attempts != i+1 || got.NextAttemptAt != c.Now().UnixMilli()+d.Milliseconds() ||
+		if got.Status != termapi.CallbackFailed || got.Attempts != i+1 || got.NextAttemptAt != c.Now().UnixMilli()+d.Milliseconds() ||
 			!strings.Contains(got.LastError, "gateway not connected") {
 			t.Fatalf("after attempt %d: %+v", i+1, got)
 		}
@@ -177,7 +178,7 @@ func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
 		t.Fatal("fifth attempt not made")
 	}
 	got, _ := cs.GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackExhausted || got.Attempts != 5 {
+	if got.Status != termapi.CallbackExhausted || got.Attempts != 5 {
 		t.Fatalf("after five failures: %+v", got)
 	}
 	c.add(time.Hour)
@@ -185,7 +186,7 @@ func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
 		t.Fatal("an exhausted callback was attempted")
 	}
 	v, _ := r.svc.Status(ctx, turnID)
-	if v.CallbackDelivery.Status != store.CallbackExhausted || v.CallbackDelivery.Attempts != 5 || v.CallbackDelivery.LastError == "" {
+	if v.CallbackDelivery.Status != termapi.CallbackExhausted || v.CallbackDelivery.Attempts != 5 || v.CallbackDelivery.LastError == "" {
 		t.Fatalf("status %+v", v.CallbackDelivery)
 	}
 	// The gateway is back; a manual retry delivers the same message.
@@ -200,7 +201,7 @@ func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
 		t.Fatal("manual retry not attempted")
 	}
 	got, _ = cs.GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackDelivered || got.ManualRetries != 1 || !sameMessage(got.Message, cb.Message) {
+	if got.Status != termapi.CallbackDelivered || got.ManualRetries != 1 || !sameMessage(got.Message, cb.Message) {
 		t.Fatalf("after manual retry: %+v", got)
 	}
 	if gw.Runs() != 1 {
@@ -249,12 +250,12 @@ func TestOutboxAttemptLeaseFences(t *testing.T) {
 	if n, _ := x.DeliverDue(ctx); n != 1 {
 		t.Fatal("expired lease not taken over")
 	}
-	held.Status, held.LastError = store.CallbackFailed, "late"
+	held.Status, held.LastError = termapi.CallbackFailed, "late"
 	if err := cs.SaveCallback(ctx, held); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("a stale lease holder settled the callback: %v", err)
 	}
 	got, _ := cs.GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackDelivered || gw.Runs() != 1 {
+	if got.Status != termapi.CallbackDelivered || gw.Runs() != 1 {
 		t.Fatalf("callback %+v, runs %d", got, gw.Runs())
 	}
 }
@@ -283,7 +284,7 @@ func TestOutboxSettlesAcceptedEvidenceWithoutResending(t *testing.T) {
 		t.Fatal("not picked up")
 	}
 	got, _ := cs.GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackDelivered || len(gw.Calls()) != 0 {
+	if got.Status != termapi.CallbackDelivered || len(gw.Calls()) != 0 {
 		t.Fatalf("callback %+v, calls %v", got, gw.Calls())
 	}
 }
@@ -322,7 +323,7 @@ func TestKill9BetweenClaimAndDelivery(t *testing.T) {
 		}
 	}
 	got, _ := st2.GetCallback(t.Context(), cb.MessageID)
-	if got.Status != store.CallbackDelivered || gw.Count(outbox.CallbackMethod) != 1 || gw.Runs() != 1 {
+	if got.Status != termapi.CallbackDelivered || gw.Count(outbox.CallbackMethod) != 1 || gw.Runs() != 1 {
 		t.Fatalf("callback %+v, calls %v", got, gw.Calls())
 	}
 }
@@ -368,7 +369,7 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		got, err := cs.GetCallback(ctx, cb.MessageID)
-		if err == nil && got.Status == store.CallbackDelivered {
+		if err == nil && got.Status == termapi.CallbackDelivered {
 			if got.LeaseOwner != h.Owner() || got.Attempts != 1 {
 				t.Fatalf("delivered by %q after %d attempts", got.LeaseOwner, got.Attempts)
 			}
@@ -411,7 +412,7 @@ func TestStaleGenerationRefusesTheCallback(t *testing.T) {
 	a.finish("late reply", false)
 	r.until("the Turn stalls or completes", func() bool {
 		v, err := r.svc.Status(ctx, res.TurnID)
-		return err == nil && (v.Status == store.TurnStalled || v.Status == store.TurnIdle)
+		return err == nil && (v.Status == termapi.TurnStalled || v.Status == termapi.TurnIdle)
 	})
 	cbs, _ := r.st.TurnCallbacks(ctx, res.TurnID, 10)
 	if len(cbs) != 0 {

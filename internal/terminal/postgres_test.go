@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // pgSchema opens n stores (as n processes would) on one fresh schema of
@@ -75,7 +76,7 @@ func TestHostsOnPostgresShareTurns(t *testing.T) {
 	<-done1
 	a.finish("finished under host 2", false)
 	r.svc = s2
-	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "finished under host 2" {
+	if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "finished under host 2" {
 		t.Fatalf("turn = %+v", v)
 	}
 	if n := completionClaims(t, stores[0], res.TurnID); n != 1 {
@@ -106,7 +107,7 @@ func TestOutboxOnPostgresTwoHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if total != 1 || got.Status != store.CallbackDelivered || gw.Count(outbox.CallbackMethod) != 1 || gw.Runs() != 1 {
+	if total != 1 || got.Status != termapi.CallbackDelivered || gw.Count(outbox.CallbackMethod) != 1 || gw.Runs() != 1 {
 		t.Fatalf("attempts %d, callback %s, calls %v", total, got.Status, gw.Calls())
 	}
 }

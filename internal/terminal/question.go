@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // KindQuestion is the callback kind of a question the agent asks in its
@@ -32,18 +33,18 @@ const freeTextWait = 3 * time.Second
 const typedSettle = 300 * time.Millisecond
 
 // storedQuestion is q as the Turn records it: texts redacted.
-func storedQuestion(q *screen.Question, now int64) *store.Question {
-	out := &store.Question{Fingerprint: q.Fingerprint, Header: Redact(q.Header), Text: Redact(q.Text),
+func storedQuestion(q *screen.Question, now int64) *termapi.Question {
+	out := &termapi.Question{Fingerprint: q.Fingerprint, Header: Redact(q.Header), Text: Redact(q.Text),
 		FreeText: q.FreeText > 0, Position: q.Position, Count: q.Count, Unanswered: q.Unanswered, Answerable: q.Answerable, DetectedAt: now}
 	for _, o := range q.Options {
-		out.Options = append(out.Options, store.QuestionOption{Number: o.Number, Label: Redact(o.Label), Description: Redact(o.Description)})
+		out.Options = append(out.Options, termapi.QuestionOption{Number: o.Number, Label: Redact(o.Label), Description: Redact(o.Description)})
 	}
 	return out
 }
 
 // questionBody is the callback text of a question: the question and its
 // numbered options, then how to answer.
-func questionBody(q *store.Question) string {
+func questionBody(q *termapi.Question) string {
 	var b strings.Builder
 	b.WriteString("The agent asks: ")
 	if q.Count > 1 {
@@ -98,7 +99,7 @@ func splitAnswers(q *screen.Question, text string) ([]string, error) {
 }
 
 // writeQuestion writes the question's text and its numbered options.
-func writeQuestion(b *strings.Builder, q *store.Question) {
+func writeQuestion(b *strings.Builder, q *termapi.Question) {
 	b.WriteString(q.Text)
 	for _, o := range q.Options {
 		fmt.Fprintf(b, "\n%d. %s", o.Number, o.Label)
@@ -259,7 +260,7 @@ func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (SendR
 		}
 		t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = "", 0
 		t.Takeover.QuestionResolvedAt = now
-		if t.Status == store.TurnWaitingForOpenClaw && t.Question != nil && t.Question.Fingerprint == fp {
+		if t.Status == termapi.TurnWaitingForOpenClaw && t.Question != nil && t.Question.Fingerprint == fp {
 			questionAnswered(t)
 			t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "answered"
 		}

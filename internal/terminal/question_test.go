@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // colorQuestion is a question dialog as the parsers report Claude Code's:
@@ -104,7 +104,7 @@ func TestQuestionIsOneCallbackAndRespondAnswersIt(t *testing.T) {
 			if !cmp.Equal(answers, []string{tt.recorded}) {
 				t.Fatalf("the dialog got %v, want %q", answers, tt.recorded)
 			}
-			if v, _ := r.svc.Status(ctx, id); v.Status != store.TurnWaitingForAgent || v.Question != nil {
+			if v, _ := r.svc.Status(ctx, id); v.Status != termapi.TurnWaitingForAgent || v.Question != nil {
 				t.Fatalf("after respond: %+v", v)
 			}
 			if evs := eventsNamed(t, r, id, "terminal_bridge_question_answered"); len(evs) != 1 {
@@ -125,7 +125,7 @@ func TestQuestionIsOneCallbackAndRespondAnswersIt(t *testing.T) {
 				t.Fatalf("%d callbacks after the answer, want only the question: %+v", n, callbacksOf(t, r, id))
 			}
 			a.finish("FAKE-TOOL-RESULT: "+tt.recorded, false)
-			v = r.waitStatus(id, store.TurnIdle)
+			v = r.waitStatus(id, termapi.TurnIdle)
 			if v.Result == nil || !strings.Contains(v.Result.Text, tt.recorded) {
 				t.Fatalf("turn = %+v", v)
 			}
@@ -153,7 +153,7 @@ func TestRespondToAQuestionRefusesWhatItCannotGive(t *testing.T) {
 			f.question = colorQuestion(true)
 			f.question.FreeText = 0
 		})
-		r.waitStatus(id, store.TurnWaitingForOpenClaw)
+		r.waitStatus(id, termapi.TurnWaitingForOpenClaw)
 		before := len(a.sentKeys())
 		_, err := r.svc.Respond(t.Context(), id, "Green")
 		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "1 (Red), 2 (Blue (Recommended))") {
@@ -162,7 +162,7 @@ func TestRespondToAQuestionRefusesWhatItCannotGive(t *testing.T) {
 		if got := a.sentKeys()[before:]; len(got) != 0 {
 			t.Fatalf("pressed %v", got)
 		}
-		if v, _ := r.svc.Status(t.Context(), id); v.Status != store.TurnWaitingForOpenClaw || v.Question == nil {
+		if v, _ := r.svc.Status(t.Context(), id); v.Status != termapi.TurnWaitingForOpenClaw || v.Question == nil {
 			t.Fatalf("after a refused respond: %+v", v)
 		}
 	})
@@ -194,7 +194,7 @@ func TestQuestionAnsweredInTheTerminal(t *testing.T) {
 	r.start(r.svc, HostOptions{})
 	id := questionScenario(true)(t, r, a)
 	a.set(func(f *fakeAgent) { f.question = nil })
-	r.waitStatus(id, store.TurnWaitingForAgent)
+	r.waitStatus(id, termapi.TurnWaitingForAgent)
 	evs := eventsNamed(t, r, id, "terminal_bridge_question_resolved")
 	if len(evs) != 1 || evs[0]["decision"] != "answered_in_terminal" {
 		t.Fatalf("resolved events = %v", evs)

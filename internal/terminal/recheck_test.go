@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // readCountingStore counts the record reads of a host's followers and
@@ -96,7 +97,7 @@ func TestRecheckReadsOnlyMovedRecords(t *testing.T) {
 			}
 		}
 	}()
-	if v := r.waitStatus(res.TurnID, store.TurnStalled); !strings.Contains(v.StalledReason, "rebound") {
+	if v := r.waitStatus(res.TurnID, termapi.TurnStalled); !strings.Contains(v.StalledReason, "rebound") {
 		t.Fatalf("turn = %+v, want stalled as re-bound", v)
 	}
 }

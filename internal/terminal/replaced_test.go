@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestAgentReplacedInItsPane: the agent a Turn was sent to is replaced by
@@ -35,14 +35,14 @@ func TestAgentReplacedInItsPane(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.waitStatus(old.TurnID, store.TurnWaitingForAgent)
+			r.waitStatus(old.TurnID, termapi.TurnWaitingForAgent)
 			a.set(func(f *fakeAgent) {
 				f.pane.PID, f.pane.Birth = 181, "birth-2"
 				f.pane.TerminalID = agentproc.FormatTerminalID(agentproc.Agent(AgentCodex), "work:0.0", 181)
 				f.thread, f.activity, f.records = "", "idle", nil
 			})
 			if tc.monitor {
-				r.waitStatus(old.TurnID, store.TurnStalled)
+				r.waitStatus(old.TurnID, termapi.TurnStalled)
 			}
 			res, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "y"})
 			if err != nil {
@@ -55,7 +55,7 @@ func TestAgentReplacedInItsPane(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v.Status != store.TurnStalled || !strings.Contains(v.StalledReason, tc.reason) {
+			if v.Status != termapi.TurnStalled || !strings.Contains(v.StalledReason, tc.reason) {
 				t.Fatalf("old turn = %s %q, want stalled: %s", v.Status, v.StalledReason, tc.reason)
 			}
 		})

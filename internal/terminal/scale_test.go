@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // fileAgents returns n fake Codex agents whose session file (their pane
@@ -105,7 +105,7 @@ func TestHostInotifyInstancesStaySmall(t *testing.T) {
 		t.Fatalf("a host following %d Turns holds %d inotify instances, want at most 2", n, got)
 	}
 	agents[7].finishOnDisk(t, "seven")
-	if v := r.waitStatus(turns[7], store.TurnIdle); v.Result == nil || v.Result.Text != "seven" {
+	if v := r.waitStatus(turns[7], termapi.TurnIdle); v.Result == nil || v.Result.Text != "seven" {
 		t.Fatalf("turn 7 = %+v", v)
 	}
 	if v, err := r.svc.Status(ctx, turns[8]); err != nil || !Running(v.Status) {

@@ -11,11 +11,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // fileCompletion is the fake reader whose completion scan is the real
@@ -130,7 +130,7 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r.waitStatus(res.TurnID, store.TurnWaitingForAgent)
+				r.waitStatus(res.TurnID, termapi.TurnWaitingForAgent)
 
 				tc.damage(t, path)
 				// The file keeps changing: a file event every second.
@@ -139,7 +139,7 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 					time.Sleep(time.Second)
 				}
 				synctest.Wait()
-				if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != store.TurnWaitingForAgent || (v.DetectorDiagnostic == "") != (tc.code == "") {
+				if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != termapi.TurnWaitingForAgent || (v.DetectorDiagnostic == "") != (tc.code == "") {
 					t.Fatalf("within the grace: turn = %s (diagnostic %q), want waiting_for_agent with a diagnostic for a damaged file only", v.Status, v.DetectorDiagnostic)
 				}
 				for range 4 {
@@ -148,18 +148,18 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 				}
 				synctest.Wait()
 				if tc.code == "" {
-					if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != store.TurnWaitingForAgent {
+					if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != termapi.TurnWaitingForAgent {
 						t.Fatalf("a record being written: turn = %s (%q), want waiting_for_agent", v.Status, v.StalledReason)
 					}
 					tc.finish(t, path)
 					a.poke()
-					if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result == nil || v.Result.Text != "done" {
+					if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result == nil || v.Result.Text != "done" {
 						t.Fatalf("turn = %+v", v)
 					}
 					return
 				}
 				v, _ := r.svc.Status(ctx, res.TurnID)
-				if v.Status != store.TurnStalled || !strings.Contains(v.StalledReason, string(tc.code)) {
+				if v.Status != termapi.TurnStalled || !strings.Contains(v.StalledReason, string(tc.code)) {
 					t.Fatalf("after the grace: turn = %s (%q), want stalled naming %s", v.Status, v.StalledReason, tc.code)
 				}
 				evs, err := r.st.TurnEvents(ctx, res.TurnID, 0, 100)

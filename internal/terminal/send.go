@@ -148,7 +148,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	turn := &store.Turn{
 		TurnID: newTurnID(now), SessionID: sess.SessionID, Agent: sess.Agent, Workspace: sess.Workspace,
 		TerminalBindingID: sess.Binding.BindingID, TerminalBindingGeneration: sess.Binding.Generation,
-		NativeThreadID: id.ThreadID, UserRequest: payload, Status: store.TurnCreated,
+		NativeThreadID: id.ThreadID, UserRequest: payload, Status: termapi.TurnCreated,
 		CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
 		OriginSessionKey: req.OriginSession, GatewayURL: req.GatewayURL, Principal: req.Principal, UnprovenVersion: unproven,
 		Takeover: store.Takeover{
@@ -164,10 +164,10 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	turn.Takeover.Submission = store.Submission{MessageID: msg.ID, MessageType: MsgTask, RequestHash: hash,
-		Status: store.DispatchPrepared, Anchor: anchor, PreparedAt: now.UnixMilli()}
+		Status: termapi.DispatchPrepared, Anchor: anchor, PreparedAt: now.UnixMilli()}
 	d := &store.Dispatch{
 		TerminalKey: p.Key, GenerationID: "dispatch-" + uuid(), SessionID: sess.SessionID, TurnID: turn.TurnID,
-		MessageID: msg.ID, MessageType: MsgTask, RequestHash: hash, Status: store.DispatchPrepared,
+		MessageID: msg.ID, MessageType: MsgTask, RequestHash: hash, Status: termapi.DispatchPrepared,
 		BindingID: sess.Binding.BindingID, BindingGeneration: sess.Binding.Generation, PreparedAt: now.UnixMilli(),
 	}
 	if err := s.retireReplaced(ctx, p); err != nil {
@@ -199,21 +199,21 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 
 // advance writes turn with the ledger moved to status (and fields set by
 // f), retrying nothing: a conflict is returned.
-func (s *Service) advance(ctx context.Context, turn *store.Turn, d *store.Dispatch, status store.DispatchStatus, evType string, data any) error {
+func (s *Service) advance(ctx context.Context, turn *store.Turn, d *store.Dispatch, status termapi.DispatchStatus, evType string, data any) error {
 	now := nowMs()
 	prev := d.GenerationID
 	nd := *d
 	nd.Status = status
 	switch status {
-	case store.DispatchTextInjected:
+	case termapi.DispatchTextInjected:
 		nd.TextInjectedAt = now
-	case store.DispatchEnterDispatched:
+	case termapi.DispatchEnterDispatched:
 		nd.EnterDispatchedAt = now
-	case store.DispatchAgentAccepted:
+	case termapi.DispatchAgentAccepted:
 		nd.AgentAcceptedAt = now
-	case store.DispatchNotAccepted:
+	case termapi.DispatchNotAccepted:
 		nd.NotAcceptedAt = now
-	case store.DispatchUncertain:
+	case termapi.DispatchUncertain:
 		nd.UncertainAt = now
 	}
 	turn.Takeover.Submission.Status = status
@@ -231,10 +231,10 @@ func (s *Service) advance(ctx context.Context, turn *store.Turn, d *store.Dispat
 
 // failSubmission ends a submission that never reached the agent: the
 // ledger records status, the Turn fails with reason.
-func (s *Service) failSubmission(ctx context.Context, turn *store.Turn, d *store.Dispatch, status store.DispatchStatus, outcome, reason string, cause error) (string, error) {
+func (s *Service) failSubmission(ctx context.Context, turn *store.Turn, d *store.Dispatch, status termapi.DispatchStatus, outcome, reason string, cause error) (string, error) {
 	ctx = context.WithoutCancel(ctx)
 	d.Error = reason
-	if status == store.DispatchAborted && outcome == OutcomeNotSent {
+	if status == termapi.DispatchAborted && outcome == OutcomeNotSent {
 		d.SafeToRetry = true
 	}
 	failTurn(turn, "submission_"+outcome, reason)
@@ -280,34 +280,34 @@ func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store
 	}
 	if err := s.o.Terminals.SendText(ctx, p, text); err != nil {
 		if errors.Is(err, ErrInputNotSent) {
-			return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotSent, "the terminal refused the text; nothing was typed", err)
+			return s.failSubmission(ctx, turn, d, termapi.DispatchAborted, OutcomeNotSent, "the terminal refused the text; nothing was typed", err)
 		}
-		return s.failSubmission(ctx, turn, d, store.DispatchUncertain, OutcomeUncertain,
+		return s.failSubmission(ctx, turn, d, termapi.DispatchUncertain, OutcomeUncertain,
 			"typing the text may or may not have reached the pane; it is never sent again — look at the pane, then close the Turn", err)
 	}
-	if err := s.advance(ctx, turn, d, store.DispatchTextInjected, "terminal_message_text_injected", map[string]any{"message_id": msg.ID}); err != nil {
+	if err := s.advance(ctx, turn, d, termapi.DispatchTextInjected, "terminal_message_text_injected", map[string]any{"message_id": msg.ID}); err != nil {
 		return OutcomeUncertain, err
 	}
 	// Enter submits whatever the composer holds, so it is pressed only once
 	// the composer shows exactly the text typed: not a mode the text
 	// switched on, a command it turned into, or a human's keys mixed in.
 	if !waitDraft(ctx, s.o.Terminals, s.o.DraftTimeout, a, p, text) {
-		return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotAccepted,
+		return s.failSubmission(ctx, turn, d, termapi.DispatchAborted, OutcomeNotAccepted,
 			"the draft did not show in the "+agentName(p.Agent)+" composer as typed, so Enter was not pressed; the text is left in the composer — clear it in the terminal", ErrRefused)
 	}
 	if err := s.revalidate(ctx, turn, p, a, token); err != nil {
-		return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotAccepted,
+		return s.failSubmission(ctx, turn, d, termapi.DispatchAborted, OutcomeNotAccepted,
 			"the pane changed before Enter; the text is left in the composer", err)
 	}
 	if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
-		status, outcome := store.DispatchUncertain, OutcomeUncertain
+		status, outcome := termapi.DispatchUncertain, OutcomeUncertain
 		if errors.Is(err, ErrInputNotSent) {
-			status, outcome = store.DispatchAborted, OutcomeNotAccepted
+			status, outcome = termapi.DispatchAborted, OutcomeNotAccepted
 		}
 		return s.failSubmission(ctx, turn, d, status, outcome, "pressing Enter failed; the request is not resent", err)
 	}
 	ApplyMessage(turn, msg)
-	if err := s.advance(ctx, turn, d, store.DispatchEnterDispatched, "message", msg); err != nil {
+	if err := s.advance(ctx, turn, d, termapi.DispatchEnterDispatched, "message", msg); err != nil {
 		return OutcomeUncertain, err
 	}
 	return s.awaitAcceptance(ctx, turn, d, p, a, text)
@@ -394,11 +394,11 @@ func (s *Service) awaitAcceptance(ctx context.Context, turn *store.Turn, d *stor
 		}
 	}
 	if lastErr != nil {
-		return s.failSubmission(ctx, turn, d, store.DispatchUncertain, OutcomeUncertain,
+		return s.failSubmission(ctx, turn, d, termapi.DispatchUncertain, OutcomeUncertain,
 			"the session file could not prove whether the agent took the request ("+Redact(lastErr.Error())+")", lastErr)
 	}
 	if screen, err := s.o.Terminals.Capture(ctx, p); err == nil && a.DraftVisible(screen, text) {
-		return s.failSubmission(ctx, turn, d, store.DispatchNotAccepted, OutcomeNotAccepted,
+		return s.failSubmission(ctx, turn, d, termapi.DispatchNotAccepted, OutcomeNotAccepted,
 			"the agent did not take the request: it is still in the composer", ErrRefused)
 	}
 	turn.Takeover.Submission.Outcome = OutcomePendingAcceptance
@@ -434,7 +434,7 @@ func (s *Service) accept(ctx context.Context, turn *store.Turn, d *store.Dispatc
 			return err // another message took the Turn or the terminal
 		}
 		*turn, *d = *fresh, *fd
-		if sub := fresh.Takeover.Submission; sub.Status != store.DispatchEnterDispatched {
+		if sub := fresh.Takeover.Submission; sub.Status != termapi.DispatchEnterDispatched {
 			return nil // the monitor recorded the acceptance (or an end) first
 		}
 	}
@@ -452,7 +452,7 @@ func (s *Service) recordAcceptance(ctx context.Context, turn *store.Turn, d *sto
 			s.log.Warn("bind the native thread", "turn_id", turn.TurnID, "err", err)
 		}
 	}
-	return s.advance(ctx, turn, d, store.DispatchAgentAccepted, "terminal_message_agent_accepted",
+	return s.advance(ctx, turn, d, termapi.DispatchAgentAccepted, "terminal_message_agent_accepted",
 		map[string]any{"native_turn_id": acc.NativeTurnID})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 func TestSendWaitDoneWithExactReply(t *testing.T) {
@@ -43,7 +44,7 @@ func TestSendWaitDoneWithExactReply(t *testing.T) {
 	if res.SubmissionOutcome != OutcomeAccepted || !strings.HasPrefix(res.TurnID, "turn-") || !strings.HasPrefix(res.SessionID, "session-") {
 		t.Fatalf("send = %+v", res)
 	}
-	if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != store.TurnWaitingForAgent {
+	if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != termapi.TurnWaitingForAgent {
 		t.Fatalf("after send: %+v", v)
 	}
 	reply := "FAKE-REPLY: hello ✓ " + strings.Repeat("x", 5000) + " OPENAI_API_KEY=sk-abcdefghijklmnop"
@@ -52,7 +53,7 @@ func TestSendWaitDoneWithExactReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Status != store.TurnIdle || v.Result == nil || v.Result.Outcome != "completed" {
+	if v.Status != termapi.TurnIdle || v.Result == nil || v.Result.Outcome != "completed" {
 		t.Fatalf("turn = %+v", v)
 	}
 	if want := resultText(reply); v.Result.Text != want || len([]rune(v.Result.Text)) != MaxResultChars {
@@ -66,7 +67,7 @@ func TestSendWaitDoneWithExactReply(t *testing.T) {
 	list, _ = r.svc.List(ctx)
 	row = list.Terminals[0]
 	if row.ManagementState != "managed" || row.SessionID != res.SessionID || len(row.AvailableActions) != 2 ||
-		row.AvailableActions[0].Scope != ScopeSessionExact || row.CurrentTurn == nil || row.CurrentTurn.Status != store.TurnIdle {
+		row.AvailableActions[0].Scope != ScopeSessionExact || row.CurrentTurn == nil || row.CurrentTurn.Status != termapi.TurnIdle {
 		t.Fatalf("managed row = %+v", row)
 	}
 	res2, err := r.svc.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "again"})
@@ -74,7 +75,7 @@ func TestSendWaitDoneWithExactReply(t *testing.T) {
 		t.Fatalf("session_exact send = %+v, %v", res2, err)
 	}
 	a.finish("second reply", false)
-	if v := r.waitStatus(res2.TurnID, store.TurnIdle); v.Result.Text != "second reply" {
+	if v := r.waitStatus(res2.TurnID, termapi.TurnIdle); v.Result.Text != "second reply" {
 		t.Fatalf("second turn = %+v", v)
 	}
 	ev, _ := r.st.TurnEvents(ctx, res.TurnID, 0, 100)
@@ -185,7 +186,7 @@ func TestSubmissionFailuresAreNeverRetried(t *testing.T) {
 			t.Fatalf("send = %+v, %v", res, err)
 		}
 		d, _ := r.st.GetDispatch(t.Context(), a.pane.Key)
-		if d.Status != store.DispatchAborted || !d.SafeToRetry {
+		if d.Status != termapi.DispatchAborted || !d.SafeToRetry {
 			t.Fatalf("ledger = %+v", d)
 		}
 		a.sendErr = nil
@@ -235,12 +236,12 @@ func TestSubmissionFailuresAreNeverRetried(t *testing.T) {
 func TestApprovalApproveDone(t *testing.T) {
 	r, a, res := pendingApproval(t, 120, agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls TOKEN=abcdefgh123", Approvable: true})
 	ctx := t.Context()
-	v := r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
+	v := r.waitStatus(res.TurnID, termapi.TurnWaitingForOpenClaw)
 	if v.Approval == nil || v.Approval.Fingerprint != "fp-1" || v.Approval.Command != "ls TOKEN=[REDACTED]" {
 		t.Fatalf("approval = %+v", v.Approval)
 	}
 	w, err := r.svc.Wait(ctx, res.TurnID)
-	if err != nil || w.Status != store.TurnWaitingForOpenClaw {
+	if err != nil || w.Status != termapi.TurnWaitingForOpenClaw {
 		t.Fatalf("send --wait returns on approval: %+v, %v", w, err)
 	}
 	if _, err := r.svc.Approve(ctx, res.TurnID, "fp-other"); !errors.Is(err, ErrRefused) {
@@ -268,7 +269,7 @@ func TestApprovalApproveDone(t *testing.T) {
 		t.Fatalf("keys = %v", got)
 	}
 	a.finish("approved and done", false)
-	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "approved and done" {
+	if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "approved and done" {
 		t.Fatalf("turn = %+v", v)
 	}
 }
@@ -291,7 +292,7 @@ func TestCancel(t *testing.T) {
 	}
 	a.set(func(f *fakeAgent) { f.dialog = false })
 	v, err := r.svc.Cancel(ctx, res.TurnID)
-	if err != nil || v.Status != store.TurnCancelled {
+	if err != nil || v.Status != termapi.TurnCancelled {
 		t.Fatalf("cancel = %+v, %v", v, err)
 	}
 	if got := a.sentKeys(); got[len(got)-1] != "C-c" {
@@ -305,7 +306,7 @@ func TestCancel(t *testing.T) {
 	if _, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "next"}); err != nil {
 		t.Fatalf("send after cancel: %v", err)
 	}
-	if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != store.TurnCancelled || v.Result != nil {
+	if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != termapi.TurnCancelled || v.Result != nil {
 		t.Fatalf("cancelled turn = %+v", v)
 	}
 }
@@ -319,7 +320,7 @@ func TestStallRenewDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := r.waitStatus(res.TurnID, store.TurnStalled)
+	v := r.waitStatus(res.TurnID, termapi.TurnStalled)
 	if !strings.Contains(v.StalledReason, "no activity") {
 		t.Fatalf("stalled = %+v", v)
 	}
@@ -333,7 +334,7 @@ func TestStallRenewDone(t *testing.T) {
 		t.Fatalf("renew of a running turn: %v", err)
 	}
 	a.finish("slow reply", false)
-	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "slow reply" {
+	if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "slow reply" {
 		t.Fatalf("turn = %+v", v)
 	}
 }
@@ -348,7 +349,7 @@ func TestAgentDeath(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.set(func(f *fakeAgent) { f.alive = false })
-		if v := r.waitStatus(res.TurnID, store.TurnStalled); !strings.Contains(v.StalledReason, "exited") {
+		if v := r.waitStatus(res.TurnID, termapi.TurnStalled); !strings.Contains(v.StalledReason, "exited") {
 			t.Fatalf("turn = %+v", v)
 		}
 	})
@@ -367,7 +368,7 @@ func TestAgentDeath(t *testing.T) {
 		if stop || err != nil {
 			t.Fatalf("check with a failed inventory: stop=%v err=%v", stop, err)
 		}
-		if v, _ := r.svc.Status(t.Context(), res.TurnID); v.Status != store.TurnWaitingForAgent {
+		if v, _ := r.svc.Status(t.Context(), res.TurnID); v.Status != termapi.TurnWaitingForAgent {
 			t.Fatalf("turn = %+v", v)
 		}
 	})
@@ -381,7 +382,7 @@ func TestAgentDeath(t *testing.T) {
 		a.finish("last words", false)
 		a.set(func(f *fakeAgent) { f.alive = false })
 		r.start(r.svc, HostOptions{})
-		if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "last words" {
+		if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "last words" {
 			t.Fatalf("turn = %+v", v)
 		}
 	})
@@ -407,7 +408,7 @@ func TestHostRestartResumesWithOneCompletion(t *testing.T) {
 	r.start(s1, HostOptions{Rescan: 20 * time.Millisecond})
 	r.start(s2, HostOptions{Rescan: 20 * time.Millisecond})
 	r.svc = s1
-	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "after restart" {
+	if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "after restart" {
 		t.Fatalf("turn = %+v", v)
 	}
 	if n := completionClaims(t, r.st, res.TurnID); n != 1 {
@@ -442,7 +443,7 @@ func TestHostTakesOverADeadProcessAtOnce(t *testing.T) {
 	}
 	a.finish("after kill -9", false)
 	r.start(r.svc, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour})
-	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "after kill -9" {
+	if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "after kill -9" {
 		t.Fatalf("turn = %+v", v)
 	}
 	ps, err := reg.Processes(ctx)
@@ -466,7 +467,7 @@ func TestHumanTypingBetweenTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.finish("one done", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	// Wait until the checkpoint is on the Session.
 	r.until("the session has a checkpoint", func() bool {
 		s, _ := r.st.GetTermSession(ctx, res.SessionID)
@@ -487,7 +488,7 @@ func TestHumanTypingBetweenTurns(t *testing.T) {
 	}
 	// A human switching threads: the old session is refused.
 	a.finish("two done", false)
-	r.waitStatus(res2.TurnID, store.TurnIdle)
+	r.waitStatus(res2.TurnID, termapi.TurnIdle)
 	a.set(func(f *fakeAgent) { f.thread = "thread-other" })
 	refusal(t, r, ErrRefused, "foreground thread changed", func() error {
 		_, err := r.svc.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "three"})
@@ -545,7 +546,7 @@ func TestRespondContinuesTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.set(func(f *fakeAgent) { f.approval = &agents.ScreenApproval{Fingerprint: "q", Approvable: false} })
-	r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
+	r.waitStatus(res.TurnID, termapi.TurnWaitingForOpenClaw)
 	if _, err := r.svc.Respond(ctx, res.TurnID, "use the other file"); !errors.Is(err, ErrRefused) {
 		t.Fatalf("respond over a prompt: %v", err)
 	}
@@ -553,9 +554,9 @@ func TestRespondContinuesTheTurn(t *testing.T) {
 	// monitor sees the prompt gone (the Turn returns to the agent); a
 	// blocked Turn is answered with respond.
 	a.set(func(f *fakeAgent) { f.approval, f.activity = nil, "idle" })
-	r.waitStatus(res.TurnID, store.TurnWaitingForAgent)
+	r.waitStatus(res.TurnID, termapi.TurnWaitingForAgent)
 	turn, _ := r.st.GetTurn(ctx, res.TurnID)
-	turn.Status = store.TurnWaitingForOpenClaw
+	turn.Status = termapi.TurnWaitingForOpenClaw
 	if err := r.st.WriteTurn(ctx, store.TurnWrite{Turn: turn}); err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +566,7 @@ func TestRespondContinuesTheTurn(t *testing.T) {
 	}
 	r.svc.startMonitor(t.Context(), res.TurnID)
 	a.finish("used it", false)
-	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "used it" || v.Principal != "user:alice" {
+	if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "used it" || v.Principal != "user:alice" {
 		t.Fatalf("turn = %+v, want the reply and the sender's principal", v)
 	}
 }
@@ -598,7 +599,7 @@ func TestSendRecordsThePrincipal(t *testing.T) {
 		t.Errorf("status = %+v, %v; want principal user:alice", v, err)
 	}
 	a.finish("done", false)
-	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Principal != "user:alice" {
+	if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Principal != "user:alice" {
 		t.Fatalf("finished turn = %+v, want principal user:alice", v)
 	}
 	// A send with no principal (the CLI, the plugin) records none.
@@ -646,24 +647,24 @@ func TestDeadSenderIsNeverResent(t *testing.T) {
 	ctrl, _ := json.Marshal(a.pane)
 	old := time.Now().Add(-2 * senderLeaseTTL).UnixMilli()
 	turn := &store.Turn{TurnID: "turn-dead-sender", SessionID: sess.SessionID, Agent: AgentCodex, TerminalBindingID: "binding-x",
-		TerminalBindingGeneration: 1, Status: store.TurnCreated, CreatedAt: old, UpdatedAt: old,
+		TerminalBindingGeneration: 1, Status: termapi.TurnCreated, CreatedAt: old, UpdatedAt: old,
 		Takeover: store.Takeover{TerminalID: a.pane.TerminalID, TerminalKey: a.pane.Key, TerminalControl: ctrl, AgentPID: a.pane.PID,
 			ProcessBirth: a.pane.Birth, RequestText: "x", StartedAt: old, InactivityTimeoutMinutes: 60, HardTimeoutMinutes: 720,
-			Submission: store.Submission{MessageID: "msg-1", MessageType: MsgTask, Status: store.DispatchTextInjected, PreparedAt: old}}}
+			Submission: store.Submission{MessageID: "msg-1", MessageType: MsgTask, Status: termapi.DispatchTextInjected, PreparedAt: old}}}
 	d := &store.Dispatch{TerminalKey: a.pane.Key, GenerationID: "g1", SessionID: sess.SessionID, TurnID: turn.TurnID, MessageID: "msg-1",
-		Status: store.DispatchPrepared, BindingID: "binding-x", BindingGeneration: 1, PreparedAt: old}
+		Status: termapi.DispatchPrepared, BindingID: "binding-x", BindingGeneration: 1, PreparedAt: old}
 	if err := r.st.CreateTurn(ctx, store.TurnCreate{Turn: turn, Dispatch: d}); err != nil {
 		t.Fatal(err)
 	}
 	r.start(r.svc, HostOptions{})
-	v := r.waitStatus(turn.TurnID, store.TurnFailed)
+	v := r.waitStatus(turn.TurnID, termapi.TurnFailed)
 	if v.SubmissionOutcome != OutcomeUncertain {
 		t.Fatalf("turn = %+v", v)
 	}
 	if keys := a.sentKeys(); len(keys) != 0 {
 		t.Fatalf("keys sent for a dead sender's turn: %v", keys)
 	}
-	if got, _ := r.st.GetDispatch(ctx, a.pane.Key); got.Status != store.DispatchUncertain {
+	if got, _ := r.st.GetDispatch(ctx, a.pane.Key); got.Status != termapi.DispatchUncertain {
 		t.Fatalf("ledger = %+v", got)
 	}
 	refusal(t, r, ErrRefused, "owns the terminal", func() error {
@@ -690,11 +691,11 @@ func TestMalformedSessionFileIsADiagnosticNeverACompletion(t *testing.T) {
 		return v.DetectorDiagnostic != ""
 	})
 	v, _ := r.svc.Status(ctx, res.TurnID)
-	if v.Status != store.TurnWaitingForAgent || v.Result != nil || strings.Contains(v.DetectorDiagnostic, "sk-abcdefghijklmnopqrst") {
+	if v.Status != termapi.TurnWaitingForAgent || v.Result != nil || strings.Contains(v.DetectorDiagnostic, "sk-abcdefghijklmnopqrst") {
 		t.Fatalf("turn with an unreadable session file = %+v", v)
 	}
 	a.set(func(f *fakeAgent) { f.scanErr = nil })
-	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "must not be reported while the file is unreadable" {
+	if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "must not be reported while the file is unreadable" {
 		t.Fatalf("turn = %+v", v)
 	}
 }
@@ -738,7 +739,7 @@ func TestEndedOutputWatchDoesNotSpin(t *testing.T) {
 		t.Fatalf("%d screen captures in 300 ms after the output watch ended: the monitor spins", n)
 	}
 	a.finish("ok", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 }
 
 // A Session re-bound after the monitor's look but before its completion
@@ -770,7 +771,7 @@ func TestCompletionFencedByBinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Status != store.TurnStalled || v.Result != nil {
+	if v.Status != termapi.TurnStalled || v.Result != nil {
 		t.Fatalf("turn = %+v", v)
 	}
 	if _, err := r.st.GetCompletionClaim(ctx, res.TurnID); !errors.Is(err, store.ErrNotFound) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestSessionAndDetach: Session reports the managed Session with its latest
@@ -34,9 +35,9 @@ func TestSessionAndDetach(t *testing.T) {
 		t.Fatalf("detach while running: %v", err)
 	}
 	a.finish("the reply", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	v, err = r.svc.Session(ctx, res.SessionID)
-	if err != nil || v.Latest.Status != store.TurnIdle || v.Latest.Result.Text != "the reply" || v.LatestIdleSince == 0 {
+	if err != nil || v.Latest.Status != termapi.TurnIdle || v.Latest.Result.Text != "the reply" || v.LatestIdleSince == 0 {
 		t.Fatalf("session after the reply = %+v, %v", v, err)
 	}
 	keys := len(a.sentKeys())

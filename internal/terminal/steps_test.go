@@ -13,11 +13,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 const origin = "agent:main:s1"
@@ -66,7 +66,7 @@ func approvalScenario(approvable bool) func(t *testing.T, r *rig, a *fakeAgent) 
 		a.set(func(f *fakeAgent) {
 			f.approval = &agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: approvable}
 		})
-		r.waitStatus(id, store.TurnWaitingForOpenClaw)
+		r.waitStatus(id, termapi.TurnWaitingForOpenClaw)
 		return id
 	}
 }
@@ -75,7 +75,7 @@ func questionScenario(answerable bool) func(t *testing.T, r *rig, a *fakeAgent) 
 	return func(t *testing.T, r *rig, a *fakeAgent) string {
 		id := sendFrom(t, r, a, SendRequest{})
 		a.set(func(f *fakeAgent) { f.question = colorQuestion(answerable) })
-		r.waitStatus(id, store.TurnWaitingForOpenClaw)
+		r.waitStatus(id, termapi.TurnWaitingForOpenClaw)
 		return id
 	}
 }
@@ -87,24 +87,24 @@ var stepScenarios = []stepScenario{
 	{"prompt that cannot be answered safely", KindApproval, MsgBlocked, []string{StepAnswerInTerminal, StepCancel, StepClose, StepStatus}, approvalScenario(false)},
 	{"stall", KindStall, MsgBlocked, []string{StepRenew, StepCancel, StepClose, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
 		id := sendFrom(t, r, a, SendRequest{InactivityTimeout: 100 * time.Millisecond})
-		r.waitStatus(id, store.TurnStalled)
+		r.waitStatus(id, termapi.TurnStalled)
 		return id
 	}},
 	{"stall past the hard deadline", KindStall, MsgBlocked, []string{StepCancel, StepClose, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
 		id := sendFrom(t, r, a, SendRequest{HardTimeout: 100 * time.Millisecond})
-		r.waitStatus(id, store.TurnStalled)
+		r.waitStatus(id, termapi.TurnStalled)
 		return id
 	}},
 	{"done", KindCompletion, MsgDone, []string{StepSend, StepClose, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
 		id := sendFrom(t, r, a, SendRequest{})
 		a.finish("reply", false)
-		r.waitStatus(id, store.TurnIdle)
+		r.waitStatus(id, termapi.TurnIdle)
 		return id
 	}},
 	{"failed", KindCompletion, MsgError, []string{StepClose, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
 		id := sendFrom(t, r, a, SendRequest{})
 		a.finish("API Error", true)
-		r.waitStatus(id, store.TurnFailed)
+		r.waitStatus(id, termapi.TurnFailed)
 		return id
 	}},
 	{"cancelled by the caller", KindCancellation, MsgCancelled, []string{StepSend, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
@@ -117,7 +117,7 @@ var stepScenarios = []stepScenario{
 	{"interrupted in the terminal", KindCancellation, MsgCancelled, []string{StepSend, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
 		id := sendFrom(t, r, a, SendRequest{})
 		a.interrupt()
-		r.waitStatus(id, store.TurnCancelled)
+		r.waitStatus(id, termapi.TurnCancelled)
 		return id
 	}},
 }
@@ -154,7 +154,7 @@ func doStep(t *testing.T, r *rig, a *fakeAgent, turnID, step string) error {
 	case StepAnswerInTerminal:
 		// A human answers the prompt: the Turn goes back to the agent.
 		a.set(func(f *fakeAgent) { f.approval, f.question = nil, nil })
-		r.waitStatus(turnID, store.TurnWaitingForAgent)
+		r.waitStatus(turnID, termapi.TurnWaitingForAgent)
 		return nil
 	}
 	return fmt.Errorf("no such step %q", step)
@@ -224,7 +224,7 @@ func TestCancelRecordsOneCancelledCallback(t *testing.T) {
 		m.Metadata["cancelled_by"] != CancelledByCaller || m.Metadata["keys_sent"] != true || !strings.Contains(m.Body, "cancelled") {
 		t.Fatalf("cancelled callback = %+v", m)
 	}
-	if v, _ := r.svc.Status(ctx, id); v.Status != store.TurnCancelled {
+	if v, _ := r.svc.Status(ctx, id); v.Status != termapi.TurnCancelled {
 		t.Fatalf("turn = %+v", v)
 	}
 }
@@ -265,7 +265,7 @@ func TestInterruptInTheTerminalIsCancelled(t *testing.T) {
 	r.start(r.svc, HostOptions{})
 	id := sendFrom(t, r, a, SendRequest{})
 	a.interrupt()
-	v := r.waitStatus(id, store.TurnCancelled)
+	v := r.waitStatus(id, termapi.TurnCancelled)
 	if v.Result == nil || v.Result.Outcome != agents.OutcomeCancelled {
 		t.Fatalf("turn = %+v", v)
 	}

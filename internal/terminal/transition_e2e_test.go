@@ -19,6 +19,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // sendAndWait sends request to the pane and waits for its reply.
@@ -29,7 +30,7 @@ func sendAndWait(t *testing.T, svc *Service, rp *realPane, request, reply string
 	if err != nil {
 		t.Fatalf("send %q: %v; screen:\n%s", request, err, rp.debug())
 	}
-	if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle || v.Result.Text != reply {
+	if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled); v.Status != termapi.TurnIdle || v.Result.Text != reply {
 		t.Fatalf("turn of %q = %+v; screen:\n%s", request, v, rp.debug())
 	}
 	return res
@@ -105,7 +106,7 @@ func TestE2EClaudeThreadTransitions(t *testing.T) {
 	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, ErrRefused) {
 		t.Fatalf("resume while a Turn runs: %v", err)
 	}
-	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, store.TurnIdle)
+	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, termapi.TurnIdle)
 
 	threads, err := svc.Threads(ctx, rp.pane.TerminalID)
 	if err != nil {
@@ -371,7 +372,7 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, ErrRefused) {
 		t.Fatalf("resume while a Turn runs: %v", err)
 	}
-	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, store.TurnIdle)
+	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, termapi.TurnIdle)
 
 	threads, err := svc.Threads(ctx, rp.pane.TerminalID)
 	if err != nil || len(threads.Threads) != 2 {

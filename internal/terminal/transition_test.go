@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // The fake's native thread controls: /clear and /resume <id>, proven on
@@ -62,7 +63,7 @@ func TestNewThreadAdvancesTheGenerationAndTheNextSendStartsThere(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.finish("first done", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	if got := row(t, r); got.BindingGeneration != 1 || got.SessionID != res.SessionID || got.ManagementState != "managed" {
 		t.Fatalf("row before = %+v", got)
 	}
@@ -160,7 +161,7 @@ func TestCallbackPreparedBeforeATransitionIsRefusedAfterIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claimed.Status, claimed.DeliveredAt, claimed.LeaseUntil = store.CallbackDelivered, nowMs(), 0
+	claimed.Status, claimed.DeliveredAt, claimed.LeaseUntil = termapi.CallbackDelivered, nowMs(), 0
 	if err := cbs.SaveCallback(ctx, claimed); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestHumanThreadSwitchIsAConflictUntilAdopted(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.finish("ok", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	if _, err := r.svc.AdoptThread(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) {
 		t.Fatalf("adopt without a switch: %v", err)
 	}
@@ -249,7 +250,7 @@ func TestResumeReactivatesTheThreadsSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.finish("ok", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	v1, err := r.svc.NewThread(ctx, a.pane.TerminalID)
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +300,7 @@ func TestADeadOwnersTransitionIsRecoveredNeverHalfApplied(t *testing.T) {
 	}
 	a.finish("ok", false)
 	r.start(r.svc, HostOptions{})
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	sess, _ := r.st.GetTermSession(ctx, res.SessionID)
 	ts := r.st
 	// A process died after typing /clear, before verifying: the pane did
@@ -388,7 +389,7 @@ func TestTheHostsScanRecoversADeadOwnersTransition(t *testing.T) {
 	// A first host follows the Turn to its end and stops (a crash leaves
 	// no host running); the next one starts after the owner died.
 	r.start(r.svc, HostOptions{})
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	r.stop()
 	<-r.done
 	if err := ts.PrepareTransition(ctx, tr); err != nil {
@@ -427,7 +428,7 @@ func TestSendAfterNewThreadWithOnlyALockUsesTheTransitionsSession(t *testing.T) 
 				t.Fatal(err)
 			}
 			a.finish("first done", false)
-			r.waitStatus(first.TurnID, store.TurnIdle)
+			r.waitStatus(first.TurnID, termapi.TurnIdle)
 			v, err := r.svc.NewThread(ctx, a.pane.TerminalID)
 			if err != nil {
 				t.Fatal(err)
@@ -450,7 +451,7 @@ func TestSendAfterNewThreadWithOnlyALockUsesTheTransitionsSession(t *testing.T) 
 				t.Fatalf("follow send went to session %s (turn %+v), want %s at generation 2 on %s", res.SessionID, turn, v.SessionID, v.ThreadID)
 			}
 			a.finish("second done", false)
-			r.waitStatus(res.TurnID, store.TurnIdle)
+			r.waitStatus(res.TurnID, termapi.TurnIdle)
 			list, err := r.st.SessionsByTerminal(ctx, a.pane.Key)
 			if err != nil {
 				t.Fatal(err)

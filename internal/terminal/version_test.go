@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // versionedFake is the fake reader with a version and a proven set, as
@@ -70,7 +70,7 @@ func TestUnprovenVersionAllowedIsMarked(t *testing.T) {
 	r := versionRig(t, a, "0.172.0", true)
 	id := sendFrom(t, r, a, SendRequest{})
 	a.finish("reply", false)
-	v := r.waitStatus(id, store.TurnIdle)
+	v := r.waitStatus(id, termapi.TurnIdle)
 	if v.UnprovenVersion != "0.172.0" {
 		t.Fatalf("status = %+v", v)
 	}
@@ -87,7 +87,7 @@ func TestProvenVersionIsNotMarked(t *testing.T) {
 	r := versionRig(t, a, "0.171.0", false)
 	id := sendFrom(t, r, a, SendRequest{})
 	a.finish("reply", false)
-	if v := r.waitStatus(id, store.TurnIdle); v.UnprovenVersion != "" {
+	if v := r.waitStatus(id, termapi.TurnIdle); v.UnprovenVersion != "" {
 		t.Fatalf("status = %+v", v)
 	}
 	if cbs := callbacksOf(t, r, id); len(cbs) != 1 || cbs[0].Metadata["unproven_version"] != nil {

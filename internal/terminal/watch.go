@@ -13,6 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Terminal watches: a task a human
@@ -84,7 +85,7 @@ func (s *Service) ourTurnRuns(ctx context.Context, p agents.Pane) error {
 	if err != nil {
 		return err
 	}
-	var status store.TurnStatus
+	var status termapi.TurnStatus
 	if t, err := s.o.Store.GetTurn(ctx, d.TurnID); err == nil {
 		status = t.Status
 	}
@@ -364,7 +365,7 @@ func watchNotification(w *store.Watch, kind, evidence, body string, meta map[str
 		}
 		return tx.PutCallback(ctx, &store.Callback{MessageID: id, TurnID: watch.WatchID, SessionID: watch.SessionID,
 			Kind: "watch_" + kind, SessionKey: watch.OriginSessionKey, GatewayURL: watch.GatewayURL, BindingID: watch.BindingID,
-			Generation: watch.BindingGeneration, Message: msg, Status: store.CallbackPending, NextAttemptAt: now,
+			Generation: watch.BindingGeneration, Message: msg, Status: termapi.CallbackPending, NextAttemptAt: now,
 			CreatedAt: now, UpdatedAt: now})
 	}
 }

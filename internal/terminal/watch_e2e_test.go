@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
@@ -40,7 +41,7 @@ func TestE2EInspectStatusCard(t *testing.T) {
 			if err != nil {
 				t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 			}
-			waitTurnStatus(t, svc, first.TurnID, 90*time.Second, store.TurnIdle)
+			waitTurnStatus(t, svc, first.TurnID, 90*time.Second, termapi.TurnIdle)
 			waitCheckpoint(t, st, first.SessionID)
 			waitSendable(t, svc, rp)
 			res, err := svc.Inspect(ctx, rp.pane.TerminalID)
@@ -65,7 +66,7 @@ func TestE2EInspectStatusCard(t *testing.T) {
 			if err != nil || sent.SubmissionOutcome != OutcomeAccepted {
 				t.Fatalf("session_exact send after inspect: %+v, %v; screen:\n%s", sent, err, rp.debug())
 			}
-			if v := waitTurnStatus(t, svc, sent.TurnID, 90*time.Second, store.TurnIdle); v.Result.Text != "after-inspect" {
+			if v := waitTurnStatus(t, svc, sent.TurnID, 90*time.Second, termapi.TurnIdle); v.Result.Text != "after-inspect" {
 				t.Fatalf("turn after inspect = %+v", v)
 			}
 		})
@@ -113,7 +114,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered {
+			if len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered {
 				return cbs[0]
 			}
 			if time.Now().After(deadline) {
@@ -276,7 +277,7 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered {
+		if len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered {
 			if cb := cbs[0]; cb.SessionKey != S || cb.Kind != "watch_completed" || gw.Runs() != 1 {
 				t.Fatalf("notification %+v, %d runs of the origin session", cb, gw.Runs())
 			}
@@ -331,7 +332,7 @@ func watchQuestionE2E(t *testing.T, kind realcli.Kind, question string, args ...
 			}
 			var got []string
 			for i := len(cbs) - 1; i >= 0; i-- {
-				if cbs[i].Status == store.CallbackDelivered {
+				if cbs[i].Status == termapi.CallbackDelivered {
 					got = append(got, cbs[i].Kind)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // rescanWatches starts a follower for every active watch no live host
@@ -269,7 +270,7 @@ func ledgerEntry(ctx context.Context, st store.TerminalStore, key string) (*stor
 // watchQuestionBody is the notification text of a question the watched
 // task asks: the question and its numbered options, answered in the
 // terminal.
-func watchQuestionBody(agent string, q *store.Question) string {
+func watchQuestionBody(agent string, q *termapi.Question) string {
 	var b strings.Builder
 	b.WriteString("The watched " + agent + " task asks: ")
 	writeQuestion(&b, q)

@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // StartedTask implements TaskFinder for the fake: the first human record
@@ -132,7 +133,7 @@ func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
 		t.Fatalf("notifications (-want +got):\n%s", diff)
 	}
 	cb := got.Notifications[0]
-	if cb.SessionKey != watchOrigin || cb.Status != store.CallbackPending || cb.MessageID != watchMessageID(v.WatchID, WatchKindCompleted, "h-1") {
+	if cb.SessionKey != watchOrigin || cb.Status != termapi.CallbackPending || cb.MessageID != watchMessageID(v.WatchID, WatchKindCompleted, "h-1") {
 		t.Fatalf("notification = %+v", cb)
 	}
 	// A later task in the pane notifies nothing more; the pane is free
@@ -335,7 +336,7 @@ func TestWatchYieldsToATurnOfOursAndBlocksInspect(t *testing.T) {
 		t.Fatalf("watch after our send = %+v", got)
 	}
 	a.finish("our reply", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	if n := r.notifications(v.WatchID); len(n) != 1 || !strings.HasPrefix(n[0], "watch_invalidated/error/A ClawConnect Turn") {
 		t.Fatalf("notifications = %v", n)
 	}
@@ -359,7 +360,7 @@ func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.finish("first done", false)
-	r.waitStatus(first.TurnID, store.TurnIdle)
+	r.waitStatus(first.TurnID, termapi.TurnIdle)
 	w, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +383,7 @@ func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
 		t.Fatalf("send after the transition went to %s, want %s", res.SessionID, tr.SessionID)
 	}
 	a.finish("second done", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	if n := r.notifications(w.WatchID); len(n) != 1 || !strings.HasPrefix(n[0], "watch_invalidated/error/A thread transition") && !strings.HasPrefix(n[0], "watch_invalidated/error/The watched pane's session context changed") {
 		t.Fatalf("notifications = %v (watch %+v, settlement %+v)", n, got, got.Settlement)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // RuntimeID is the id the runtime registers.
@@ -138,14 +139,14 @@ func Observe(v terminal.SessionView) *agentsession.Observation {
 	case v.Status == store.SessionDetached:
 		o.State = string(agentsession.StateCompleted)
 		o.Detail = "session detached"
-		if t.Status == store.TurnIdle {
+		if t.Status == termapi.TurnIdle {
 			o.FinalResponse = reply
 		}
 	case terminal.Running(t.Status):
 		o.State = string(agentsession.StateRunning)
 		o.Alive = agentsession.Bool(true)
 		o.LatestResponse = reply
-	case t.Status == store.TurnWaitingForOpenClaw:
+	case t.Status == termapi.TurnWaitingForOpenClaw:
 		o.State = string(agentsession.StateNeedsPermission)
 		o.Alive = agentsession.Bool(true)
 		if t.Approval != nil {
@@ -154,21 +155,21 @@ func Observe(v terminal.SessionView) *agentsession.Observation {
 				o.Detail += ": " + t.Approval.Command
 			}
 		}
-	case t.Status == store.TurnIdle:
+	case t.Status == termapi.TurnIdle:
 		o.State = string(agentsession.StateIdle)
 		o.Alive = agentsession.Bool(true)
 		o.FinalResponse = reply
 		if v.LatestIdleSince > 0 {
 			o.LastEventAt = agentsession.Millis(v.LatestIdleSince)
 		}
-	case t.Status == store.TurnStalled:
+	case t.Status == termapi.TurnStalled:
 		o.State = string(agentsession.StateStale)
 		o.Detail = t.StalledReason
 		if strings.Contains(t.StalledReason, "exited") {
 			o.State = string(agentsession.StateDead)
 			o.Alive = agentsession.Bool(false)
 		}
-	case t.Status == store.TurnFailed:
+	case t.Status == termapi.TurnFailed:
 		o.State = string(agentsession.StateFailed)
 		msg := t.DetectorDiagnostic
 		if reply != "" {

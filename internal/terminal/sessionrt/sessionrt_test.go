@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 var testNow = time.UnixMilli(10_000)
@@ -20,14 +21,14 @@ func TestObserveMapsTurnStatuses(t *testing.T) {
 		return terminal.SessionView{SessionID: "session-1", Agent: "codex", Status: status, TerminalID: "terminal:x",
 			CreatedAt: 1000, UpdatedAt: 2000, Latest: turn, LatestUpdatedAt: 3000, LatestIdleSince: 2500}
 	}
-	turn := func(status store.TurnStatus, mutate func(*terminal.TurnView)) *terminal.TurnView {
+	turn := func(status termapi.TurnStatus, mutate func(*terminal.TurnView)) *terminal.TurnView {
 		v := &terminal.TurnView{TurnID: "turn-1", Status: status}
 		if mutate != nil {
 			mutate(v)
 		}
 		return v
 	}
-	reply := func(v *terminal.TurnView) { v.Result = &store.TurnResult{Outcome: "completed", Text: "the reply"} }
+	reply := func(v *terminal.TurnView) { v.Result = &termapi.TurnResult{Outcome: "completed", Text: "the reply"} }
 	tests := []struct {
 		name      string
 		v         terminal.SessionView
@@ -37,21 +38,21 @@ func TestObserveMapsTurnStatuses(t *testing.T) {
 		alive     *bool
 	}{
 		{"no turn", session(store.SessionBound, nil), agentsession.StateIdle, "", 2000, nil},
-		{"running", session(store.SessionBound, turn(store.TurnWaitingForAgent, nil)), agentsession.StateRunning, "", 3000, agentsession.Bool(true)},
-		{"approval", session(store.SessionBound, turn(store.TurnWaitingForOpenClaw, func(v *terminal.TurnView) {
-			v.Approval = &store.Approval{Fingerprint: "fp", Kind: "exec", Command: "ls"}
+		{"running", session(store.SessionBound, turn(termapi.TurnWaitingForAgent, nil)), agentsession.StateRunning, "", 3000, agentsession.Bool(true)},
+		{"approval", session(store.SessionBound, turn(termapi.TurnWaitingForOpenClaw, func(v *terminal.TurnView) {
+			v.Approval = &termapi.Approval{Fingerprint: "fp", Kind: "exec", Command: "ls"}
 		})), agentsession.StateNeedsPermission, "", 3000, agentsession.Bool(true)},
-		{"idle with the reply", session(store.SessionBound, turn(store.TurnIdle, reply)), agentsession.StateIdle, "the reply", 2500, agentsession.Bool(true)},
-		{"stalled, agent alive", session(store.SessionBound, turn(store.TurnStalled, func(v *terminal.TurnView) { v.StalledReason = "no activity" })),
+		{"idle with the reply", session(store.SessionBound, turn(termapi.TurnIdle, reply)), agentsession.StateIdle, "the reply", 2500, agentsession.Bool(true)},
+		{"stalled, agent alive", session(store.SessionBound, turn(termapi.TurnStalled, func(v *terminal.TurnView) { v.StalledReason = "no activity" })),
 			agentsession.StateStale, "", 3000, nil},
-		{"stalled, agent exited", session(store.SessionBound, turn(store.TurnStalled, func(v *terminal.TurnView) {
+		{"stalled, agent exited", session(store.SessionBound, turn(termapi.TurnStalled, func(v *terminal.TurnView) {
 			v.StalledReason = "the agent process exited before the Turn completed"
 		})), agentsession.StateDead, "", 3000, agentsession.Bool(false)},
-		{"failed", session(store.SessionBound, turn(store.TurnFailed, func(v *terminal.TurnView) {
-			v.Result = &store.TurnResult{Outcome: "failed", Text: "API error"}
+		{"failed", session(store.SessionBound, turn(termapi.TurnFailed, func(v *terminal.TurnView) {
+			v.Result = &termapi.TurnResult{Outcome: "failed", Text: "API error"}
 		})), agentsession.StateFailed, "", 3000, nil},
-		{"cancelled", session(store.SessionBound, turn(store.TurnCancelled, nil)), agentsession.StateIdle, "", 3000, nil},
-		{"detached after a reply", session(store.SessionDetached, turn(store.TurnIdle, reply)), agentsession.StateCompleted, "the reply", 3000, nil},
+		{"cancelled", session(store.SessionBound, turn(termapi.TurnCancelled, nil)), agentsession.StateIdle, "", 3000, nil},
+		{"detached after a reply", session(store.SessionDetached, turn(termapi.TurnIdle, reply)), agentsession.StateCompleted, "the reply", 3000, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +91,7 @@ func (f *fakeSessions) Send(_ context.Context, r terminal.SendRequest) (terminal
 		return terminal.SendResult{}, fmt.Errorf("send: %w", terminal.ErrNotFound)
 	}
 	f.sent = append(f.sent, r)
-	f.view.Latest = &terminal.TurnView{TurnID: "turn-2", Status: store.TurnWaitingForAgent}
+	f.view.Latest = &terminal.TurnView{TurnID: "turn-2", Status: termapi.TurnWaitingForAgent}
 	return terminal.SendResult{SessionID: r.SessionID, TurnID: "turn-2", SubmissionOutcome: terminal.OutcomeAccepted}, nil
 }
 
@@ -109,7 +110,7 @@ func (f *fakeSessions) Detach(_ context.Context, id, reason string) (terminal.Se
 func TestRuntimeCallbacks(t *testing.T) {
 	t.Parallel()
 	f := &fakeSessions{view: terminal.SessionView{SessionID: "session-1", Agent: "codex", Status: store.SessionBound, CreatedAt: 1,
-		Latest: &terminal.TurnView{TurnID: "turn-1", Status: store.TurnIdle, Result: &store.TurnResult{Text: "done"}}, LatestIdleSince: 5}}
+		Latest: &terminal.TurnView{TurnID: "turn-1", Status: termapi.TurnIdle, Result: &termapi.TurnResult{Text: "done"}}, LatestIdleSince: 5}}
 	down := true
 	rt := Runtime(func(context.Context) (Sessions, error) {
 		if down {
