@@ -24,6 +24,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/pgtest"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -266,7 +267,7 @@ func TestTasksWithoutTheExtension(t *testing.T) {
 	// and over a session that keeps it from initialize (stdio); initialize
 	// does not advertise the extension.
 	st, ct := mcp.NewInMemoryTransports()
-	ms := setup(t, nil).srv.MCPServer(testRegistry(t).FullScope(), config.Identity{})
+	ms := setup(t, nil).srv.MCPServer(testRegistry(t).FullScope(), taskapi.Identity{})
 	ss, err := ms.Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -11,10 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -193,7 +193,7 @@ func TestTerminalStatusWaits(t *testing.T) {
 	f := newFakeTerminals()
 	b := setup(t, func(o *server.Options) { o.Terminals = f })
 	progressed := make(chan string, 16)
-	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{}), &mcp.ClientOptions{
+	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), taskapi.Identity{}), &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			progressed <- r.Params.Message
 		},
