@@ -15,11 +15,11 @@ import (
 // again (the Turn back in waiting_for_openclaw and a second question), or
 // a command following the approved Turn returns before it ends.
 func TestApprovedPromptStillDrawnIsNotANewQuestion(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 121)
+	a := newFakeAgent(termapi.AgentCodex, 121)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{Recheck: 10 * time.Millisecond})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,12 +55,12 @@ func TestApprovedPromptRedrawnLateIsNotANewQuestion(t *testing.T) {
 	// The store is opened outside the bubble (see outsideBubble).
 	st := newRig(t).st
 	synctest.Test(t, func(t *testing.T) {
-		a := newFakeAgent(AgentCodex, 127)
+		a := newFakeAgent(termapi.AgentCodex, 127)
 		r := &rig{t: t, st: outsideBubble{st.(*sqlstore.DB)}, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
 		r.svc = r.service()
 		r.start(r.svc, HostOptions{Recheck: time.Second})
 		ctx := t.Context()
-		res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls", OriginSession: "agent:main:s1"})
+		res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls", OriginSession: "agent:main:s1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func approvalEvents(t *testing.T, r *rig, turnID string) []string {
 func TestAnsweredQuestionRedrawnLateIsNotANewQuestion(t *testing.T) {
 	st := newRig(t).st // outside the bubble (see outsideBubble)
 	synctest.Test(t, func(t *testing.T) {
-		a := newFakeAgent(AgentClaude, 128)
+		a := newFakeAgent(termapi.AgentClaude, 128)
 		r := &rig{t: t, st: outsideBubble{st.(*sqlstore.DB)}, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
 		r.svc = r.service()
 		r.start(r.svc, HostOptions{Recheck: time.Second})

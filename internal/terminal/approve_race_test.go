@@ -101,12 +101,12 @@ func TestApprovalClaimOfADeadApprover(t *testing.T) {
 
 // pendingApproval sends a Turn to a fake Codex pane (pid) and shows the
 // approval prompt p; it returns once the Turn waits for OpenClaw.
-func pendingApproval(t *testing.T, pid int, p agents.ScreenApproval) (*rig, *fakeAgent, SendResult) {
+func pendingApproval(t *testing.T, pid int, p agents.ScreenApproval) (*rig, *fakeAgent, termapi.SendResult) {
 	t.Helper()
-	a := newFakeAgent(AgentCodex, pid)
+	a := newFakeAgent(termapi.AgentCodex, pid)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
-	res, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
+	res, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
 	if err != nil {
 		t.Fatal(err)
 	}

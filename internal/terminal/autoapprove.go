@@ -56,7 +56,7 @@ const ruleExample = `{"rules": [{"agent": "codex", "workspace": "/abs/root", "ar
 func ParseAutoApprove(data []byte) ([]AutoApproveRule, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	fail := func(off int64, format string, args ...any) error {
-		return fmt.Errorf("%w: auto-approve rules, line %d: %s", ErrBadInput, lineAt(data, off), fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: auto-approve rules, line %d: %s", termapi.ErrBadInput, lineAt(data, off), fmt.Sprintf(format, args...))
 	}
 	syntax := func(err error, off int64) error {
 		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
@@ -139,7 +139,7 @@ func parseRule(raw json.RawMessage) (AutoApproveRule, error) {
 		return r, fmt.Errorf("%v; name and agent and workspace are strings, argv a list of strings", err)
 	}
 	switch {
-	case r.Agent != AgentCodex && r.Agent != AgentClaude:
+	case r.Agent != termapi.AgentCodex && r.Agent != termapi.AgentClaude:
 		return r, fmt.Errorf("agent %q is unknown; use \"codex\" or \"claude\"", r.Agent)
 	case r.Workspace == "" || !filepath.IsAbs(r.Workspace) || filepath.Clean(r.Workspace) != r.Workspace:
 		return r, fmt.Errorf("workspace %q must be an absolute, clean path (the Turn's workspace must equal it)", r.Workspace)

@@ -26,7 +26,7 @@ func autoApproveE2E(t *testing.T, kind realcli.Kind, toolcall string, args ...st
 	runHost(t, svc)
 	ctx := t.Context()
 
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: toolcall + "touch auto-approved.txt"})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: toolcall + "touch auto-approved.txt"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
@@ -67,7 +67,7 @@ func autoApproveE2E(t *testing.T, kind realcli.Kind, toolcall string, args ...st
 
 	// Another command waits for a person, saying why no rule answered it.
 	waitSendable(t, svc, rp)
-	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: toolcall + "touch for-a-person.txt"})
+	res, err = svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: toolcall + "touch for-a-person.txt"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}

@@ -77,9 +77,6 @@ func prepareCallback(t *store.Turn, msg Message, id, kind string, meta map[strin
 	}
 }
 
-// CallbackView is the visible delivery state of a Turn's latest callback (termapi.CallbackView).
-type CallbackView = termapi.CallbackView
-
 // evidenceObject decodes a recorded evidence object; anything else reads as
 // absent.
 func evidenceObject(raw json.RawMessage) map[string]any {
@@ -90,12 +87,12 @@ func evidenceObject(raw json.RawMessage) map[string]any {
 	return m
 }
 
-func callbackView(cb *store.Callback) *CallbackView {
+func callbackView(cb *store.Callback) *termapi.CallbackView {
 	var m struct {
 		Type string `json:"type"`
 	}
 	_ = json.Unmarshal(cb.Message, &m)
-	v := &CallbackView{MessageID: cb.MessageID, Type: m.Type, Kind: cb.Kind, SessionKey: cb.SessionKey, Status: cb.Status,
+	v := &termapi.CallbackView{MessageID: cb.MessageID, Type: m.Type, Kind: cb.Kind, SessionKey: cb.SessionKey, Status: cb.Status,
 		Attempts: cb.Attempts, LastError: cb.LastError, DeliveredAt: ts(cb.DeliveredAt), Injection: evidenceObject(cb.Injection),
 		Wake: evidenceObject(cb.Wake), RunObservation: evidenceObject(cb.RunObservation)}
 	if cb.Status == termapi.CallbackPending || cb.Status == termapi.CallbackFailed {

@@ -52,7 +52,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	}
 	defer gc.Close()
 
-	a := newFakeAgent(AgentCodex, 401)
+	a := newFakeAgent(termapi.AgentCodex, 401)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	const S = "agent:main:cc-callback-s"
@@ -209,7 +209,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	// A Session re-bound (generation advanced) before the callback is
 	// prepared: the Turn stalls, its callback is refused, and nothing
 	// reaches S however long the outbox runs.
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: S})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: S})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func BenchmarkCallbackLatencyRealGateway(b *testing.B) {
 	}
 	defer gc.Close()
 	tc := &timedCaller{d: map[string][]time.Duration{}, c: gc}
-	a := newFakeAgent(AgentCodex, 601)
+	a := newFakeAgent(termapi.AgentCodex, 601)
 	r := newRig(b, a)
 	x := outbox.New(outbox.Options{Store: r.st, Dial: func(context.Context, string) (outbox.Caller, error) { return tc, nil },
 		WaitTimeout: 30 * time.Second})
@@ -98,7 +98,7 @@ func BenchmarkCallbackLatencyRealGateway(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for n := range latencyTurns {
 			marker := fmt.Sprintf("latency-%d-%d", i, n)
-			res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do " + marker, OriginSession: S})
+			res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do " + marker, OriginSession: S})
 			if err != nil {
 				b.Fatal(err)
 			}

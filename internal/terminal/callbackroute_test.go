@@ -20,11 +20,11 @@ import (
 func TestOutboxLeavesCallbacksOfAnotherGateway(t *testing.T) {
 	t.Parallel()
 	const gw = "ws://gateway.example:18789"
-	a := newFakeAgent(AgentCodex, 311)
+	a := newFakeAgent(termapi.AgentCodex, 311)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1", GatewayURL: gw})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1", GatewayURL: gw})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestCallbackOfAnotherHostsTurnIsDeliveredAtOnce(t *testing.T) {
 	a.run(t, r)
 	b.run(t, r)
 	ctx := t.Context()
-	res, err := a.svc.Send(ctx, SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1", GatewayURL: gw})
+	res, err := a.svc.Send(ctx, termapi.SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1", GatewayURL: gw})
 	if err != nil {
 		t.Fatal(err)
 	}

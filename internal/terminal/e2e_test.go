@@ -43,7 +43,7 @@ func startRealTUI(t testing.TB, kind realcli.Kind, model *fakemodel.Server, args
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := DefaultAgents()[map[realcli.Kind]string{realcli.Codex: AgentCodex, realcli.ClaudeCode: AgentClaude}[kind]]
+	agent := DefaultAgents()[map[realcli.Kind]string{realcli.Codex: termapi.AgentCodex, realcli.ClaudeCode: termapi.AgentClaude}[kind]]
 	rp := &realPane{t: t, tui: tui, socket: tui.Socket, terms: terms, agent: agent}
 	lastPane = rp
 	rp.awaitIdle(t, "")
@@ -125,7 +125,7 @@ func runHost(t *testing.T, svc *Service) *Host {
 	return h
 }
 
-func waitTurnStatus(t *testing.T, svc *Service, id string, timeout time.Duration, want ...termapi.TurnStatus) TurnView {
+func waitTurnStatus(t *testing.T, svc *Service, id string, timeout time.Duration, want ...termapi.TurnStatus) termapi.TurnView {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
@@ -160,14 +160,14 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 	ctx := t.Context()
 
 	list, err := svc.List(ctx)
-	if err != nil || len(list.Terminals) != 1 || list.Terminals[0].Agent != AgentCodex {
+	if err != nil || len(list.Terminals) != 1 || list.Terminals[0].Agent != termapi.AgentCodex {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=hello-from-codex"})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=hello-from-codex"})
 	if err != nil {
 		t.Fatalf("send: %v (%+v); screen:\n%s", err, res, rp.debug())
 	}
-	if res.SubmissionOutcome != OutcomeAccepted {
+	if res.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("send = %+v", res)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
@@ -191,11 +191,11 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIdleAfter(t, rp, "typed-by-a-human")
-	_, err = svc.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "ECHO=never-sent"})
+	_, err = svc.Send(ctx, termapi.SendRequest{SessionID: res.SessionID, Request: "ECHO=never-sent"})
 	if err == nil || !strings.Contains(err.Error(), "someone typed") {
 		t.Fatalf("session_exact after human input: %v", err)
 	}
-	res2, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=second-turn"})
+	res2, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=second-turn"})
 	if err != nil {
 		t.Fatalf("follow-current: %v", err)
 	}
@@ -243,7 +243,7 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 	ctx := t.Context()
 
 	// A shell command that needs approval → approve → done.
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "TOOLCALL: ESCALATE touch approved.txt"})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "TOOLCALL: ESCALATE touch approved.txt"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
@@ -265,7 +265,7 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 	// Cancel a slow reply. (The TUI may still draw the last turn as
 	// working for a moment after it wrote task_complete.)
 	waitSendable(t, svc, rp)
-	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "tell a long story SLOW"})
+	res, err = svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "tell a long story SLOW"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
@@ -281,7 +281,7 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 
 	// A slow reply past a short inactivity timeout → stalled → renew → done.
 	waitSendable(t, svc, rp)
-	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=late-reply", InactivityTimeout: time.Second})
+	res, err = svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=late-reply", InactivityTimeout: time.Second})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
@@ -298,7 +298,7 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 
 	// The agent process killed mid-turn → stalled.
 	waitSendable(t, svc, rp)
-	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "HANG"})
+	res, err = svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "HANG"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
@@ -334,7 +334,7 @@ func TestE2EClaudeSendApproveDone(t *testing.T) {
 	runHost(t, svc)
 	ctx := t.Context()
 
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=hello-from-claude"})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=hello-from-claude"})
 	if err != nil {
 		t.Fatalf("send: %v (%+v); screen:\n%s", err, res, rp.debug())
 	}
@@ -343,7 +343,7 @@ func TestE2EClaudeSendApproveDone(t *testing.T) {
 	}
 
 	waitSendable(t, svc, rp)
-	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "TOOLCALL: touch claude-approved.txt"})
+	res, err = svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "TOOLCALL: touch claude-approved.txt"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}

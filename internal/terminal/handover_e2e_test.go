@@ -153,8 +153,8 @@ func TestE2ETwoHostsKill9HandsOverTurn(t *testing.T) {
 
 	// This process only sends; it runs no host.
 	svc := NewService(Options{Store: st, Terminals: rp.terms, Agents: DefaultAgents()})
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=12000 ECHO=handed-over", OriginSession: "agent:main:handover"})
-	if err != nil || res.SubmissionOutcome != OutcomeAccepted {
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=12000 ECHO=handed-over", OriginSession: "agent:main:handover"})
+	if err != nil || res.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("send = %+v, %v; screen:\n%s", res, err, rp.debug())
 	}
 	var held store.WorkLease
@@ -263,7 +263,7 @@ func TestE2ERecoverTransitionsLeavesOtherHostsAlone(t *testing.T) {
 	if got, err := ts.GetTransition(ctx, tr.TransitionID); err != nil || got.Status != store.TransitionPrepared {
 		t.Fatalf("the remote owner's transition = %+v, %v; want it prepared", got, err)
 	}
-	if _, err := svc.Send(ctx, SendRequest{TerminalID: p.TerminalID, Request: "ECHO=while-transitioning"}); err == nil {
+	if _, err := svc.Send(ctx, termapi.SendRequest{TerminalID: p.TerminalID, Request: "ECHO=while-transitioning"}); err == nil {
 		t.Fatal("a send went through while another host's transition is open on the pane")
 	}
 	// The remote owner stops renewing: its lease ends.

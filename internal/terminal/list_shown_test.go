@@ -27,10 +27,10 @@ func TestListShowsWhoTheTurnWaitsFor(t *testing.T) {
 		}, string(termapi.TurnWaitingForOpenClaw)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			a := newFakeAgent(AgentCodex, 760+i)
+			a := newFakeAgent(termapi.AgentCodex, 760+i)
 			r := newRig(t, a)
 			r.start(r.svc, HostOptions{})
-			res, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: tt.origin})
+			res, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: tt.origin})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func TestListShowsWhoTheTurnWaitsFor(t *testing.T) {
 				t.Fatalf("list = %+v", list)
 			}
 			ref := *list.Terminals[0].CurrentTurn
-			want := TurnRef{TurnID: res.TurnID, Status: termapi.TurnWaitingForOpenClaw, Shown: tt.want}
+			want := termapi.TurnRef{TurnID: res.TurnID, Status: termapi.TurnWaitingForOpenClaw, Shown: tt.want}
 			if ref != want || ShownStatus(v) != tt.want {
 				t.Fatalf("current turn = %+v, want %+v (status shows %q)", ref, want, ShownStatus(v))
 			}

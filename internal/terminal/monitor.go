@@ -278,7 +278,7 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 			return err
 		}
 		cmd := ""
-		if t.Agent == AgentCodex {
+		if t.Agent == termapi.AgentCodex {
 			cmd = Redact(sc.Approval.Command)
 		}
 		t.Approval = &termapi.Approval{Fingerprint: sc.Approval.Fingerprint, Kind: sc.Approval.Kind, Command: cmd, DetectedAt: now.UnixMilli()}
@@ -400,7 +400,7 @@ func (m *monitor) accept(ctx context.Context, t *store.Turn, acc agents.Acceptan
 	nd := *d
 	nd.Status, nd.AgentAcceptedAt = termapi.DispatchAgentAccepted, now
 	t.Takeover.Submission.Status = termapi.DispatchAgentAccepted
-	t.Takeover.Submission.Outcome = OutcomeAccepted
+	t.Takeover.Submission.Outcome = termapi.OutcomeAccepted
 	t.Takeover.Submission.NativeTurnID = acc.NativeTurnID
 	t.Takeover.Submission.AcceptanceEvidence = acc.Evidence
 	t.Takeover.Submission.AcceptedAt = now
@@ -569,7 +569,7 @@ func (m *monitor) abandonSend(ctx context.Context, t *store.Turn) error {
 		w.Dispatch = &store.DispatchAdvance{TerminalKey: d.TerminalKey, GenerationID: d.GenerationID, Update: &nd}
 	}
 	failTurn(t, "submission_uncertain", reason)
-	t.Takeover.Submission.Status, t.Takeover.Submission.Outcome = termapi.DispatchUncertain, OutcomeUncertain
+	t.Takeover.Submission.Status, t.Takeover.Submission.Outcome = termapi.DispatchUncertain, termapi.OutcomeUncertain
 	return m.write(ctx, w)
 }
 

@@ -36,7 +36,7 @@ func BenchmarkOutboxDeliveries1000(b *testing.B) {
 		return map[string]any{"ok": true, "enqueued": true, "delivery_required": true, "delivery_mode": "chat.send", "message_id": p.Message.ID,
 			"chat_send": map[string]any{"sessionKey": p.SessionKey, "message": "callback", "idempotencyKey": key, "deliver": true}}, nil
 	})
-	a := newFakeAgent(AgentCodex, 501)
+	a := newFakeAgent(termapi.AgentCodex, 501)
 	r := newRig(b, a)
 	r.start(r.svc, HostOptions{})
 	turnID, _ := completedTurn(b, r, a, "agent:main:bench", "reply")

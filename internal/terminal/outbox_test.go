@@ -22,7 +22,7 @@ import (
 func completedTurn(t testing.TB, r *rig, a *fakeAgent, origin, reply string) (string, *store.Callback) {
 	t.Helper()
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: origin})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: origin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func completedTurn(t testing.TB, r *rig, a *fakeAgent, origin, reply string) (st
 }
 
 func TestCompletionWritesCallbackInTheClaimTransaction(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 301)
+	a := newFakeAgent(termapi.AgentCodex, 301)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -81,10 +81,10 @@ func TestCompletionWritesCallbackInTheClaimTransaction(t *testing.T) {
 }
 
 func TestSendRefusesABadOriginSession(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 302)
+	a := newFakeAgent(termapi.AgentCodex, 302)
 	r := newRig(t, a)
 	for _, k := range []string{"agent:main:s 1", "agent:\nmain", strings.Repeat("k", 513)} {
-		if _, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "x", OriginSession: k}); !errors.Is(err, ErrBadInput) {
+		if _, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x", OriginSession: k}); !errors.Is(err, termapi.ErrBadInput) {
 			t.Errorf("origin %q: %v", k, err)
 		}
 	}
@@ -112,7 +112,7 @@ func newTestOutbox(st store.Store, gw outbox.Caller, owner string, now func() ti
 }
 
 func TestOutboxDeliversOnceAndRecordsEvidence(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 303)
+	a := newFakeAgent(termapi.AgentCodex, 303)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -149,7 +149,7 @@ func TestOutboxDeliversOnceAndRecordsEvidence(t *testing.T) {
 }
 
 func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 304)
+	a := newFakeAgent(termapi.AgentCodex, 304)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -207,7 +207,7 @@ func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
 	if gw.Runs() != 1 {
 		t.Fatalf("runs %d", gw.Runs())
 	}
-	if _, err := r.svc.RetryCallback(ctx, "turn-20260101T000000-00000000"); !errors.Is(err, ErrNotFound) {
+	if _, err := r.svc.RetryCallback(ctx, "turn-20260101T000000-00000000"); !errors.Is(err, termapi.ErrNotFound) {
 		t.Fatalf("retry of an unknown turn: %v", err)
 	}
 }
@@ -225,7 +225,7 @@ func sameMessage(a, b json.RawMessage) bool {
 // whose lease is live, and a writer whose lease was taken over cannot
 // settle it.
 func TestOutboxAttemptLeaseFences(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 305)
+	a := newFakeAgent(termapi.AgentCodex, 305)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -264,7 +264,7 @@ func TestOutboxAttemptLeaseFences(t *testing.T) {
 // wake was accepted but before settling leaves the evidence; the next
 // attempt settles delivered without calling the gateway again.
 func TestOutboxSettlesAcceptedEvidenceWithoutResending(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 306)
+	a := newFakeAgent(termapi.AgentCodex, 306)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -299,7 +299,7 @@ func TestKill9BetweenClaimAndDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newFakeAgent(AgentCodex, 307)
+	a := newFakeAgent(termapi.AgentCodex, 307)
 	ft := &fakeTerminals{agents: []*fakeAgent{a}}
 	r := &rig{t: t, st: st, ft: ft}
 	r.svc = r.service()
@@ -336,7 +336,7 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 	if self.Host == "" {
 		t.Skip("proving a process dead needs /proc")
 	}
-	a := newFakeAgent(AgentCodex, 309)
+	a := newFakeAgent(termapi.AgentCodex, 309)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -391,11 +391,11 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 // either callback is refused inside its write's transaction: nothing is
 // queued for the origin session.
 func TestStaleGenerationRefusesTheCallback(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 308)
+	a := newFakeAgent(termapi.AgentCodex, 308)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1"})
 	if err != nil {
 		t.Fatal(err)
 	}

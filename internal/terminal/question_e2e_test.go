@@ -47,7 +47,7 @@ func questionRespondDone(t *testing.T, svc *Service, st store.Store, rp *realPan
 	t.Helper()
 	ctx := t.Context()
 	const origin = "agent:main:cc-question-e2e"
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: request, OriginSession: origin})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: request, OriginSession: origin})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
@@ -136,7 +136,7 @@ func TestE2ECodexQuestionTypedAndSeveral(t *testing.T) {
 	waitSendable(t, svc, rp)
 
 	ctx := t.Context()
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color | Red | Blue || Which size | Small | Large", OriginSession: "agent:main:codex-several-e2e"})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color | Red | Blue || Which size | Small | Large", OriginSession: "agent:main:codex-several-e2e"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
@@ -149,7 +149,7 @@ func TestE2ECodexQuestionTypedAndSeveral(t *testing.T) {
 		t.Fatalf("callbacks = %+v", cbs)
 	}
 	t.Logf("question callback: %s", cbs[0].Body)
-	if _, err := svc.Respond(ctx, res.TurnID, "1\n2\n3"); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "3 lines but the dialog has 2 unanswered questions") {
+	if _, err := svc.Respond(ctx, res.TurnID, "1\n2\n3"); !errors.Is(err, termapi.ErrBadInput) || !strings.Contains(err.Error(), "3 lines but the dialog has 2 unanswered questions") {
 		t.Fatalf("respond with three answers to two questions = %v, want a bad-input error about the count", err)
 	}
 	if _, err := svc.Respond(ctx, res.TurnID, "Green please\nLarge"); err != nil {
@@ -224,7 +224,7 @@ func TestE2EClaudeQuestionCallbackIntoRealGateway(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color should the widget be? | Red | Blue", OriginSession: S})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color should the widget be? | Red | Blue", OriginSession: S})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}

@@ -29,8 +29,8 @@ func agentRestartedInItsPane(t *testing.T, kind realcli.Kind) {
 	ctx := t.Context()
 
 	old, key := rp.pane.TerminalID, rp.pane.Key
-	res, err := svc.Send(ctx, SendRequest{TerminalID: old, Request: "HANG"})
-	if err != nil || res.SubmissionOutcome != OutcomeAccepted {
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: old, Request: "HANG"})
+	if err != nil || res.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("send: %+v %v; screen:\n%s", res, err, rp.debug())
 	}
 	waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnRunning, termapi.TurnWaitingForAgent)
@@ -46,8 +46,8 @@ func agentRestartedInItsPane(t *testing.T, kind realcli.Kind) {
 		t.Fatalf("after the respawn the pane is %s (key %s), want a new terminal id in the same pane", rp.pane.TerminalID, rp.pane.Key)
 	}
 
-	res2, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=after-restart"})
-	if err != nil || res2.SubmissionOutcome != OutcomeAccepted {
+	res2, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=after-restart"})
+	if err != nil || res2.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("send to the new agent: %+v %v; screen:\n%s", res2, err, rp.debug())
 	}
 	if v := waitTurnStatus(t, svc, res2.TurnID, 90*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled); v.Status != termapi.TurnIdle || v.Result.Text != "after-restart" {

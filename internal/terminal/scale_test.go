@@ -21,7 +21,7 @@ func fileAgents(t testing.TB, dir string, n, pid0 int) []*fakeAgent {
 	t.Helper()
 	var agents []*fakeAgent
 	for i := range n {
-		a := newFakeAgent(AgentCodex, pid0+i)
+		a := newFakeAgent(termapi.AgentCodex, pid0+i)
 		d := filepath.Join(dir, fmt.Sprintf("s%d", pid0+i))
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -63,7 +63,7 @@ func sendAll(t testing.TB, svc *Service, agents []*fakeAgent) []string {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			res, err := svc.Send(context.Background(), SendRequest{TerminalID: a.pane.TerminalID, Request: "work"})
+			res, err := svc.Send(context.Background(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "work"})
 			turns[i], errs[i] = res.TurnID, err
 		})
 	}

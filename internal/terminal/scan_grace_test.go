@@ -108,7 +108,7 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 			// waits on inotify, which fake time cannot wait out.
 			st := newRig(t).st
 			synctest.Test(t, func(t *testing.T) {
-				a := newFakeAgent(AgentCodex, 240)
+				a := newFakeAgent(termapi.AgentCodex, 240)
 				r := &rig{t: t, st: outsideBubble{st.(*sqlstore.DB)}, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
 				path := filepath.Join(t.TempDir(), "rollout-2026-01-01T00-00-00-"+a.thread+".jsonl")
 				head := `{"timestamp":"2026-01-01T00:00:00.000Z","type":"session_meta","payload":{"id":"` + a.thread + `"}}` + "\n" +
@@ -123,10 +123,10 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 				anchor, _ := json.Marshal(codex.Anchor{Mode: codex.Existing, ThreadID: a.thread, Path: path, Dev: uint64(st.Dev), Ino: st.Ino,
 					Offset: st.Size, FileExisted: true, CapturedAt: time.Now().UTC()})
 				r.svc = NewService(Options{Store: r.st, Terminals: r.ft, DraftTimeout: time.Second,
-					Agents: map[string]agents.Agent{AgentCodex: fileCompletion{fakeReader: fakeReader{r.ft}, anchor: anchor}}})
+					Agents: map[string]agents.Agent{termapi.AgentCodex: fileCompletion{fakeReader: fakeReader{r.ft}, anchor: anchor}}})
 				r.start(r.svc, HostOptions{ScanGrace: grace})
 				ctx := t.Context()
-				res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1"})
+				res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1"})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -23,10 +23,10 @@ import (
 )
 
 // sendAndWait sends request to the pane and waits for its reply.
-func sendAndWait(t *testing.T, svc *Service, rp *realPane, request, reply string) SendResult {
+func sendAndWait(t *testing.T, svc *Service, rp *realPane, request, reply string) termapi.SendResult {
 	t.Helper()
 	waitSendable(t, svc, rp)
-	res, err := svc.Send(t.Context(), SendRequest{TerminalID: rp.pane.TerminalID, Request: request})
+	res, err := svc.Send(t.Context(), termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: request})
 	if err != nil {
 		t.Fatalf("send %q: %v; screen:\n%s", request, err, rp.debug())
 	}
@@ -36,7 +36,7 @@ func sendAndWait(t *testing.T, svc *Service, rp *realPane, request, reply string
 	return res
 }
 
-func paneRow(t *testing.T, svc *Service) TerminalRow {
+func paneRow(t *testing.T, svc *Service) termapi.TerminalRow {
 	t.Helper()
 	list, err := svc.List(t.Context())
 	if err != nil || len(list.Terminals) != 1 {
@@ -99,11 +99,11 @@ func TestE2EClaudeThreadTransitions(t *testing.T) {
 
 	// A running Turn blocks a transition; nothing reaches the pane.
 	waitSendable(t, svc, rp)
-	slow, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=slow-done"})
+	slow, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=slow-done"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, ErrRefused) {
+	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("resume while a Turn runs: %v", err)
 	}
 	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, termapi.TurnIdle)
@@ -154,7 +154,7 @@ func TestE2EClaudeThreadTransitions(t *testing.T) {
 	if row.Conflict == nil || row.Conflict.SessionID != first.SessionID || len(row.AvailableActions) != 0 || len(row.Conflict.Choices) != 2 {
 		t.Fatalf("conflict row = %+v", row)
 	}
-	if _, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
+	if _, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
 		t.Fatalf("send during a conflict: %v", err)
 	}
 	ad, err := svc.AdoptThread(ctx, rp.pane.TerminalID)
@@ -295,7 +295,7 @@ func transitionKilled(t *testing.T, kind realcli.Kind) {
 			if err == nil && v.Status == store.TransitionCommitted {
 				break
 			}
-			if !errors.Is(err, ErrRefused) || time.Now().After(deadline) {
+			if !errors.Is(err, termapi.ErrRefused) || time.Now().After(deadline) {
 				t.Fatalf("resolve --adopt = %+v, %v; screen:\n%s", v, err, rp.debug())
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -326,7 +326,7 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 	ctx := t.Context()
 
 	waitSendable(t, svc, rp)
-	if _, err := svc.NewThread(ctx, rp.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no thread yet") {
+	if _, err := svc.NewThread(ctx, rp.pane.TerminalID); !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "no thread yet") {
 		t.Fatalf("new-thread before any prompt: %v", err)
 	}
 	first := sendAndWait(t, svc, rp, "remember MARK-ALPHA-7 ECHO=alpha-done", "alpha-done")
@@ -365,11 +365,11 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 
 	// A running Turn blocks a transition; nothing reaches the pane.
 	waitSendable(t, svc, rp)
-	slow, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=slow-done"})
+	slow, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=slow-done"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, ErrRefused) {
+	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("resume while a Turn runs: %v", err)
 	}
 	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, termapi.TurnIdle)
@@ -427,7 +427,7 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if _, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
+	if _, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
 		t.Fatalf("send during a conflict: %v", err)
 	}
 	ad, err := svc.AdoptThread(ctx, rp.pane.TerminalID)

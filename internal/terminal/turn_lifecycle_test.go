@@ -34,12 +34,12 @@ func TestLifecycleStepsAreAdvances(t *testing.T) {
 	}
 	for _, typ := range []string{MsgProgress, MsgQuestion, MsgBlocked, MsgDone, MsgError, MsgCancelled} {
 		for _, requires := range []bool{false, true} {
-			m := Message{Type: typ, From: actorOf(AgentCodex), To: ActorOpenClaw, RequiresResponse: requires, TS: 1}
+			m := Message{Type: typ, From: actorOf(termapi.AgentCodex), To: ActorOpenClaw, RequiresResponse: requires, TS: 1}
 			steps = append(steps, step{"ApplyMessage " + typ, followed, func(t *store.Turn) { ApplyMessage(t, m) }, ""})
 		}
 	}
 	for _, typ := range []string{MsgAnswer, MsgTask} {
-		m := Message{Type: typ, From: ActorOpenClaw, To: actorOf(AgentCodex), RequiresResponse: true, TS: 1}
+		m := Message{Type: typ, From: ActorOpenClaw, To: actorOf(termapi.AgentCodex), RequiresResponse: true, TS: 1}
 		steps = append(steps, step{"ApplyMessage " + typ, followed, func(t *store.Turn) { ApplyMessage(t, m) }, termapi.TurnWaitingForAgent})
 	}
 	for _, s := range steps {

@@ -94,7 +94,7 @@ func TestWaitWakesOnItsOwnTurnOnly(t *testing.T) {
 		ctx := t.Context()
 		start := time.Now()
 		type result struct {
-			v   TurnView
+			v   termapi.TurnView
 			err error
 			at  time.Duration
 		}
@@ -189,11 +189,11 @@ func (r readSignalFeed) WatchTask(id string) (<-chan struct{}, func()) {
 // ended the Turn: "feed" wakes on the store's change feed, "poll" re-reads
 // every second as Waits did before.
 func BenchmarkWaitWake(b *testing.B) {
-	a := newFakeAgent(AgentCodex, 360)
+	a := newFakeAgent(termapi.AgentCodex, 360)
 	r := newRig(b, a)
 	ctx := b.Context()
 	other := secondHandle(b, r)
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "bench"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -245,14 +245,14 @@ func BenchmarkWaitWake(b *testing.B) {
 // SQLite store handle wakes the watchers of that Turn on another handle
 // (another process), so their Waits need no re-check.
 func TestATurnWriteIsAnnouncedToAnotherStoreHandle(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 361)
+	a := newFakeAgent(termapi.AgentCodex, 361)
 	r := newRig(t, a)
 	testTurnWriteAnnounced(t, r, a, secondHandle(t, r))
 }
 
 func testTurnWriteAnnounced(t *testing.T, r *rig, a *fakeAgent, other store.Store) {
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}

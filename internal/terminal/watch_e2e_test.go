@@ -37,7 +37,7 @@ func TestE2EInspectStatusCard(t *testing.T) {
 			ctx := t.Context()
 			// A managed Session first: inspect must not count as human
 			// input, so its exact context stays sendable afterwards.
-			first, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=before-inspect"})
+			first, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=before-inspect"})
 			if err != nil {
 				t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 			}
@@ -62,8 +62,8 @@ func TestE2EInspectStatusCard(t *testing.T) {
 			}
 			t.Logf("%s card: version %s model %s session %s fields %d", tc.kind, res.Version, res.Model, res.SessionID, len(res.Fields))
 			// The exact Session still takes a send.
-			sent, err := svc.Send(ctx, SendRequest{SessionID: first.SessionID, Request: "Reply with ECHO=after-inspect"})
-			if err != nil || sent.SubmissionOutcome != OutcomeAccepted {
+			sent, err := svc.Send(ctx, termapi.SendRequest{SessionID: first.SessionID, Request: "Reply with ECHO=after-inspect"})
+			if err != nil || sent.SubmissionOutcome != termapi.OutcomeAccepted {
 				t.Fatalf("session_exact send after inspect: %+v, %v; screen:\n%s", sent, err, rp.debug())
 			}
 			if v := waitTurnStatus(t, svc, sent.TurnID, 90*time.Second, termapi.TurnIdle); v.Result.Text != "after-inspect" {

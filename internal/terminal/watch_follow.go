@@ -237,7 +237,7 @@ func (m *watcher) screen(ctx context.Context, w *store.Watch, now time.Time) err
 		kind, evidence = WatchKindApproval, sc.Approval.Fingerprint
 		body = "The watched " + w.Agent + " task asks for approval (" + sc.Approval.Kind + "); answer it in the terminal."
 		meta = map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint}
-		if w.Agent == AgentCodex && sc.Approval.Command != "" {
+		if w.Agent == termapi.AgentCodex && sc.Approval.Command != "" {
 			meta["command"] = Redact(sc.Approval.Command)
 		}
 		w.LastApprovalFingerprint = sc.Approval.Fingerprint

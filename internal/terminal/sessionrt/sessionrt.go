@@ -25,7 +25,7 @@ const RuntimeID = "tmux-terminal"
 // (terminal.Service).
 type Sessions interface {
 	Session(ctx context.Context, sessionID string) (terminal.SessionView, error)
-	Send(ctx context.Context, r terminal.SendRequest) (terminal.SendResult, error)
+	Send(ctx context.Context, r termapi.SendRequest) (termapi.SendResult, error)
 	Detach(ctx context.Context, sessionID, reason string) (terminal.SessionView, error)
 }
 
@@ -45,7 +45,7 @@ func Runtime(open Open) agentsession.Runtime {
 			}
 			v, err := s.Session(ctx, ref.SessionID)
 			switch {
-			case errors.Is(err, terminal.ErrNotFound), errors.Is(err, terminal.ErrBadInput):
+			case errors.Is(err, termapi.ErrNotFound), errors.Is(err, termapi.ErrBadInput):
 				return nil, nil // no such session
 			case err != nil:
 				return unavailable(err), nil
@@ -57,7 +57,7 @@ func Runtime(open Open) agentsession.Runtime {
 			if err != nil {
 				return nil, fmt.Errorf("continue: %w", err)
 			}
-			res, err := s.Send(ctx, terminal.SendRequest{SessionID: ref.SessionID, Request: prompt})
+			res, err := s.Send(ctx, termapi.SendRequest{SessionID: ref.SessionID, Request: prompt})
 			if err != nil {
 				if res.DoNotRetry {
 					return nil, fmt.Errorf("continue: %w (the text may have reached the pane: do not send it again)", err)
@@ -76,7 +76,7 @@ func Runtime(open Open) agentsession.Runtime {
 				return nil, fmt.Errorf("detach: %w", err)
 			}
 			v, err := s.Detach(ctx, ref.SessionID, reason)
-			if errors.Is(err, terminal.ErrNotFound) {
+			if errors.Is(err, termapi.ErrNotFound) {
 				return nil, nil
 			}
 			if err != nil {
