@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -206,32 +207,22 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 
 func waitCheckpoint(t *testing.T, st store.Store, sessionID string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !poll.WithinEvery(10*time.Second, 50*time.Millisecond, func() bool {
 		s, err := st.GetTermSession(t.Context(), sessionID)
-		if err == nil && len(s.Binding.Checkpoint) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint on the session")
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil && len(s.Binding.Checkpoint) > 0
+	}) {
+		t.Fatal("no checkpoint on the session")
 	}
 }
 
 // waitIdleAfter waits until the pane shows text and is idle again.
 func waitIdleAfter(t *testing.T, rp *realPane, text string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	if !poll.WithinEvery(60*time.Second, 200*time.Millisecond, func() bool {
 		s := rp.screen()
-		if strings.Count(s, text) >= 2 && rp.agent.Screen(s).Activity == "idle" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pane did not answer %q; screen:\n%s", text, rp.debug())
-		}
-		time.Sleep(200 * time.Millisecond)
+		return strings.Count(s, text) >= 2 && rp.agent.Screen(s).Activity == "idle"
+	}) {
+		t.Fatalf("pane did not answer %q; screen:\n%s", text, rp.debug())
 	}
 }
 
@@ -314,16 +305,13 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 // waitSendable waits until the pane offers a send.
 func waitSendable(t *testing.T, svc *Service, rp *realPane) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		list, err := svc.List(t.Context())
-		if err == nil && len(list.Terminals) == 1 && len(list.Terminals[0].AvailableActions) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pane not sendable: %+v %v; screen:\n%s", list, err, rp.debug())
-		}
-		time.Sleep(200 * time.Millisecond)
+	var list termapi.ListResult
+	var err error
+	if !poll.WithinEvery(30*time.Second, 200*time.Millisecond, func() bool {
+		list, err = svc.List(t.Context())
+		return err == nil && len(list.Terminals) == 1 && len(list.Terminals[0].AvailableActions) > 0
+	}) {
+		t.Fatalf("pane not sendable: %+v %v; screen:\n%s", list, err, rp.debug())
 	}
 }
 

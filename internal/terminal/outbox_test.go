@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -366,19 +367,16 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the dead host's attempt was not taken over (its lease has 2 minutes left)")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, err := cs.GetCallback(ctx, cb.MessageID)
-		if err == nil && got.Status == termapi.CallbackDelivered {
-			if got.LeaseOwner != h.Owner() || got.Attempts != 1 {
-				t.Fatalf("delivered by %q after %d attempts", got.LeaseOwner, got.Attempts)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("callback = %+v, %v", got, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got *store.Callback
+	var err error
+	if !poll.WithinEvery(10*time.Second, 20*time.Millisecond, func() bool {
+		got, err = cs.GetCallback(ctx, cb.MessageID)
+		return err == nil && got.Status == termapi.CallbackDelivered
+	}) {
+		t.Fatalf("callback = %+v, %v", got, err)
+	}
+	if got.LeaseOwner != h.Owner() || got.Attempts != 1 {
+		t.Fatalf("delivered by %q after %d attempts", got.LeaseOwner, got.Attempts)
 	}
 	if gw.Runs() != 1 || gw.Count(outbox.CallbackMethod) != 1 {
 		t.Fatalf("calls %v", gw.Calls())

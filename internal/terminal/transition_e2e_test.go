@@ -18,6 +18,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -34,6 +35,19 @@ func sendAndWait(t *testing.T, svc *Service, rp *realPane, request, reply string
 		t.Fatalf("turn of %q = %+v; screen:\n%s", request, v, rp.debug())
 	}
 	return res
+}
+
+// waitConflict waits (bounded) until the pane's row is a conflict after a
+// human typed command.
+func waitConflict(t *testing.T, svc *Service, rp *realPane, command string) {
+	t.Helper()
+	var row termapi.TerminalRow
+	if !poll.WithinEvery(20*time.Second, 100*time.Millisecond, func() bool {
+		row = paneRow(t, svc)
+		return row.ManagementState == "conflict"
+	}) {
+		t.Fatalf("no conflict after a human %s: %+v; screen:\n%s", command, row, rp.debug())
+	}
 }
 
 func paneRow(t *testing.T, svc *Service) termapi.TerminalRow {
@@ -143,13 +157,7 @@ func TestE2EClaudeThreadTransitions(t *testing.T) {
 	if err := rp.tui.Submit(ctx, "/clear"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for row := paneRow(t, svc); row.ManagementState != "conflict"; row = paneRow(t, svc) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no conflict after a human /clear: %+v; screen:\n%s", row, rp.debug())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitConflict(t, svc, rp, "/clear")
 	row := paneRow(t, svc)
 	if row.Conflict == nil || row.Conflict.SessionID != first.SessionID || len(row.AvailableActions) != 0 || len(row.Conflict.Choices) != 2 {
 		t.Fatalf("conflict row = %+v", row)
@@ -420,13 +428,7 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 	if err := rp.tui.Submit(ctx, "/new"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for row := paneRow(t, svc); row.ManagementState != "conflict"; row = paneRow(t, svc) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no conflict after a human /new: %+v; screen:\n%s", row, rp.debug())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitConflict(t, svc, rp, "/new")
 	if _, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
 		t.Fatalf("send during a conflict: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -183,10 +184,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for h.Monitoring() != 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.WithinEvery(10*time.Second, 50*time.Millisecond, func() bool { return h.Monitoring() == 0 })
 	if cbs, _ := cs.TurnCallbacks(ctx, w3.WatchID, 10); len(cbs) != 1 {
 		t.Fatalf("after unwatch the watch has %d notifications", len(cbs))
 	}
