@@ -16,11 +16,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/chromium"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // AppArtifactsEnv names a directory the app's browser test saves its
@@ -279,7 +279,7 @@ func TestAppBrowser(t *testing.T) {
 	open("terminal_send", 1280, 860, "light", "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "run the migrations"})
 	turnID := eval(`window.host.result.structuredContent.turn_id`)
 	do("turn running", in1("#turn #turnStatus.running"))
-	terms.finish(turnID, store.TurnWaitingForOpenClaw, "")
+	terms.finish(turnID, termapi.TurnWaitingForOpenClaw, "")
 	do("approval", in1("#approvalBox"), in1("#approve"))
 	if got := textIn("#approvalCommand"); got != "rm -rf build" {
 		t.Errorf("approval command = %q", got)
@@ -289,7 +289,7 @@ func TestAppBrowser(t *testing.T) {
 	if got := eval(`window.host.calls.join(",")`); !strings.Contains(got, "terminal_approve") {
 		t.Errorf("the app's tool calls = %q, want terminal_approve", got)
 	}
-	terms.finish(turnID, store.TurnIdle, "Migrated <b>3</b> tables.")
+	terms.finish(turnID, termapi.TurnIdle, "Migrated <b>3</b> tables.")
 	do("turn reply", in1("#turnStatus.idle"), in1("#replyBox"), in1("#turnHandoff"))
 	if got := textIn("#reply"); got != "Migrated <b>3</b> tables." {
 		t.Errorf("reply = %q, want it as text", got)

@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // appCaps is the MCP Apps declaration of a host that renders the app.
@@ -305,7 +305,7 @@ func TestAppStdio(t *testing.T) {
 	checkAppMeta(t, toolMetas(t, `{"result":`+string(stdioToolsListWith(t, b.srv, appCaps))+`}`))
 	caps := &mcp.ClientCapabilities{}
 	caps.AddExtension(server.AppExtension, map[string]any{"mimeTypes": []string{server.AppMIMEType}})
-	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{}), &mcp.ClientOptions{Capabilities: caps})
+	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), taskapi.Identity{}), &mcp.ClientOptions{Capabilities: caps})
 	res, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)

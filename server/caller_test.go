@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/server"
 	"github.com/clawconnect/clawconnect/taskapi"
 )
@@ -24,7 +23,7 @@ func TestCallerIsTheTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := b.srv.Caller(config.Identity{})
+	c := b.srv.Caller(taskapi.Identity{})
 	if !c.SeesAll() {
 		t.Error("a caller without a credential sees all")
 	}
@@ -51,7 +50,7 @@ func TestCallerIsTheTools(t *testing.T) {
 	if s, err := c.ListSessions(ctx); err != nil || len(s) != 1 {
 		t.Errorf("ListSessions = %+v, %v", s, err)
 	}
-	if b.srv.Caller(config.Identity{User: "ana"}).SeesAll() {
+	if b.srv.Caller(taskapi.Identity{User: "ana"}).SeesAll() {
 		t.Error("a personal token sees all without the team view")
 	}
 }

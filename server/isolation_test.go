@@ -11,11 +11,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
-	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/settings"
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // isolationBridge is a real Bridge (SQLite store, fake gateway holding
@@ -49,7 +49,7 @@ func openIsolation(t *testing.T, shared bool) *isolationBridge {
 	return &isolationBridge{fg: fg, srv: srv, b: b}
 }
 
-func (ib *isolationBridge) as(t *testing.T, id config.Identity) *mcp.ClientSession {
+func (ib *isolationBridge) as(t *testing.T, id taskapi.Identity) *mcp.ClientSession {
 	return connect(t, ib.srv.MCPServer(ib.b.Registry().FullScope(), id), nil)
 }
 
@@ -61,10 +61,10 @@ func (ib *isolationBridge) as(t *testing.T, id config.Identity) *mcp.ClientSessi
 func TestOwnerIsolation(t *testing.T) {
 	t.Parallel()
 	ib := openIsolation(t, false)
-	alice := ib.as(t, config.Identity{User: "alice"})
-	bob := ib.as(t, config.Identity{User: "bob"})
-	legacy := ib.as(t, config.Identity{Legacy: true})
-	anon := ib.as(t, config.Identity{})
+	alice := ib.as(t, taskapi.Identity{User: "alice"})
+	bob := ib.as(t, taskapi.Identity{User: "bob"})
+	legacy := ib.as(t, taskapi.Identity{Legacy: true})
+	anon := ib.as(t, taskapi.Identity{})
 
 	run := call(t, alice, "run_task", map[string]any{"task": "alice's private prompt"})
 	if run.IsError {
@@ -154,8 +154,8 @@ func TestOwnerIsolation(t *testing.T) {
 func TestOwnerIsolationTeamView(t *testing.T) {
 	t.Parallel()
 	ib := openIsolation(t, true)
-	alice := ib.as(t, config.Identity{User: "alice"})
-	bob := ib.as(t, config.Identity{User: "bob"})
+	alice := ib.as(t, taskapi.Identity{User: "alice"})
+	bob := ib.as(t, taskapi.Identity{User: "bob"})
 	sc := structured(t, call(t, alice, "run_task", map[string]any{"task": "team work"}))
 	jobA := sc["jobId"].(string)
 	if r := call(t, bob, "get_task", map[string]any{"taskId": jobA, "detail": "prompt"}); r.IsError || !strings.Contains(text(r), "team work") {
@@ -186,17 +186,17 @@ func TestTerminalOwnerIsolation(t *testing.T) {
 	t.Parallel()
 	f := newFakeTerminals()
 	b := setup(t, func(o *server.Options) { o.Terminals = f })
-	as := func(id config.Identity) *mcp.ClientSession {
+	as := func(id taskapi.Identity) *mcp.ClientSession {
 		return connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), id), nil)
 	}
-	alice, bob, legacy, anon := as(config.Identity{User: "alice"}), as(config.Identity{User: "bob"}), as(config.Identity{Legacy: true}), as(config.Identity{})
+	alice, bob, legacy, anon := as(taskapi.Identity{User: "alice"}), as(taskapi.Identity{User: "bob"}), as(taskapi.Identity{Legacy: true}), as(taskapi.Identity{})
 
 	sent := call(t, alice, "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "alice's private request"})
 	if sent.IsError {
 		t.Fatalf("alice terminal_send: %s", text(sent))
 	}
 	turnA := structured(t, sent)["turn_id"].(string)
-	f.finish(turnA, store.TurnWaitingForOpenClaw, "alice's secret result")
+	f.finish(turnA, termapi.TurnWaitingForOpenClaw, "alice's secret result")
 	if got := f.sent[0].Principal; got != "user:alice" {
 		t.Fatalf("the service was sent principal %q, want user:alice", got)
 	}
@@ -234,10 +234,10 @@ func TestTerminalOwnerIsolation(t *testing.T) {
 			}
 			row := structured(t, list)["terminals"].([]any)[0].(map[string]any)
 			cur, _ := row["current_turn"].(map[string]any)
-			if cur == nil || cur["status"] != string(store.TurnWaitingForOpenClaw) || cur["turn_id"] != nil || len(row["available_actions"].([]any)) != 0 {
+			if cur == nil || cur["status"] != string(termapi.TurnWaitingForOpenClaw) || cur["turn_id"] != nil || len(row["available_actions"].([]any)) != 0 {
 				t.Errorf("terminal_list row = %v, want the pane busy with a turn of no id and no send action", row)
 			}
-			if reason, _ := row["reason"].(string); !strings.Contains(reason, "another caller's turn is "+string(store.TurnWaitingForOpenClaw)) {
+			if reason, _ := row["reason"].(string); !strings.Contains(reason, "another caller's turn is "+string(termapi.TurnWaitingForOpenClaw)) {
 				t.Errorf("terminal_list reason %q does not say another caller's turn holds the pane", row["reason"])
 			}
 			busy := call(t, intruder.cs, "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "me too"})
@@ -246,7 +246,7 @@ func TestTerminalOwnerIsolation(t *testing.T) {
 			}
 		})
 	}
-	if v, _ := f.Status(t.Context(), turnA); v.Status != store.TurnWaitingForOpenClaw || len(f.sent) != 1 {
+	if v, _ := f.Status(t.Context(), turnA); v.Status != termapi.TurnWaitingForOpenClaw || len(f.sent) != 1 {
 		t.Fatalf("the intruders changed alice's turn: %+v, %d sends", v, len(f.sent))
 	}
 
@@ -287,10 +287,10 @@ func TestTerminalOwnerIsolationTeamView(t *testing.T) {
 	t.Parallel()
 	f := newFakeTerminals()
 	b := setup(t, func(o *server.Options) { o.Terminals, o.SharedTaskView = f, true })
-	alice := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{User: "alice"}), nil)
-	bob := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{User: "bob"}), nil)
+	alice := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), taskapi.Identity{User: "alice"}), nil)
+	bob := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), taskapi.Identity{User: "bob"}), nil)
 	turnA := structured(t, call(t, alice, "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "team work"}))["turn_id"].(string)
-	f.finish(turnA, store.TurnIdle, "team result")
+	f.finish(turnA, termapi.TurnIdle, "team result")
 	st := call(t, bob, "terminal_status", map[string]any{"turn_id": turnA})
 	if st.IsError || !strings.Contains(text(st), "team result") {
 		t.Errorf("team view terminal_status = %v %q", st.IsError, text(st))
@@ -301,7 +301,7 @@ func TestTerminalOwnerIsolationTeamView(t *testing.T) {
 	if r := call(t, bob, "terminal_cancel", map[string]any{"turn_id": turnA}); r.IsError {
 		t.Errorf("team view terminal_cancel = %q", text(r))
 	}
-	if v, _ := f.Status(t.Context(), turnA); v.Status != store.TurnCancelled || v.Principal != "user:alice" {
+	if v, _ := f.Status(t.Context(), turnA); v.Status != termapi.TurnCancelled || v.Principal != "user:alice" {
 		t.Errorf("after bob's cancel: %+v", v)
 	}
 }

@@ -3,14 +3,14 @@ package server
 import (
 	"testing"
 
-	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // The schema enum rejects unknown agents first; the refusal text is what a
 // caller sees when a scope narrows after the tools were listed.
 func TestRefuseAgentText(t *testing.T) {
 	t.Parallel()
-	c := &conn{scope: config.Scope{Allowed: []string{"alpha", "beta"}, Default: "alpha"}}
+	c := &conn{scope: taskapi.Scope{Allowed: []string{"alpha", "beta"}, Default: "alpha"}}
 	tests := []struct{ agent, want string }{
 		{"", ""},
 		{"beta", ""},

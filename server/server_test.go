@@ -40,7 +40,7 @@ const registryJSON = `{
   "groupLabels": {"team": "Team Claw"}
 }`
 
-func testRegistry(t testing.TB) *config.Registry {
+func testRegistry(t testing.TB) *taskapi.Registry {
 	t.Helper()
 	r, err := config.ParseRegistry([]byte(registryJSON))
 	if err != nil {
@@ -89,7 +89,7 @@ func connect(t testing.TB, ms *mcp.Server, copts *mcp.ClientOptions) *mcp.Client
 }
 
 func (b *bundle) fullSession(t testing.TB) *mcp.ClientSession {
-	return connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{}), nil)
+	return connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), taskapi.Identity{}), nil)
 }
 
 func call(t testing.TB, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
@@ -285,7 +285,7 @@ func TestCheckTaskProgress(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	progress := make(chan *mcp.ProgressNotificationParams, 8)
-	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{}), &mcp.ClientOptions{
+	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), taskapi.Identity{}), &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			progress <- req.Params
 		},
@@ -453,7 +453,7 @@ func TestIdentityEffects(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	scope := testRegistry(t).FullScope()
-	user := connect(t, b.srv.MCPServer(scope, config.Identity{User: "Dana"}), nil)
+	user := connect(t, b.srv.MCPServer(scope, taskapi.Identity{User: "Dana"}), nil)
 	call(t, user, "run_task", map[string]any{"task": "x", "senderName": "Mallory"})
 	if got := b.tasks.Runs()[0].SenderName; got != "Dana" {
 		t.Errorf("senderName = %q, want the token's name", got)
@@ -465,7 +465,7 @@ func TestIdentityEffects(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"user": "Dana"}, info["identity"]); diff != "" {
 		t.Errorf("identity (-want +got):\n%s", diff)
 	}
-	legacy := connect(t, b.srv.MCPServer(scope, config.Identity{Legacy: true}), nil)
+	legacy := connect(t, b.srv.MCPServer(scope, taskapi.Identity{Legacy: true}), nil)
 	r := call(t, legacy, "run_task", map[string]any{"task": "y"})
 	if !strings.HasSuffix(text(r), "\n\nNote: This connection uses the shared password. Ask the operator for a personal token so your tasks carry your name.") {
 		t.Errorf("legacy run_task text lacks the token hint: %q", text(r))
@@ -479,7 +479,7 @@ func TestScopeHidesOtherAgents(t *testing.T) {
 	gammaJob := structured(t, call(t, full, "run_task", map[string]any{"task": "secret", "agent": "gamma"}))
 	b.tasks.Finish(gammaJob["jobId"].(string), "completed", "classified")
 	scope, _ := testRegistry(t).Scope([]string{"team"}, nil)
-	team := connect(t, b.srv.MCPServer(scope, config.Identity{}), nil)
+	team := connect(t, b.srv.MCPServer(scope, taskapi.Identity{}), nil)
 	if got := team.InitializeResult().ServerInfo.Name; got != "Team Claw" {
 		t.Errorf("server name = %q, want the group label", got)
 	}

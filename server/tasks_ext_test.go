@@ -21,10 +21,11 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
 	"github.com/clawconnect/clawconnect/internal/config"
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/pgtest"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 const (
@@ -266,7 +267,7 @@ func TestTasksWithoutTheExtension(t *testing.T) {
 	// and over a session that keeps it from initialize (stdio); initialize
 	// does not advertise the extension.
 	st, ct := mcp.NewInMemoryTransports()
-	ms := setup(t, nil).srv.MCPServer(testRegistry(t).FullScope(), config.Identity{})
+	ms := setup(t, nil).srv.MCPServer(testRegistry(t).FullScope(), taskapi.Identity{})
 	ss, err := ms.Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -676,7 +677,7 @@ func TestTasksTerminalTurns(t *testing.T) {
 	keys := map[string]bool{}
 	approve := func(action string) {
 		t.Helper()
-		ft.finish(id, store.TurnWaitingForOpenClaw, "")
+		ft.finish(id, termapi.TurnWaitingForOpenClaw, "")
 		got := get(tokAlice, id).must(t)
 		reqs, _ := got["inputRequests"].(map[string]any)
 		if got["status"] != "input_required" || len(reqs) != 1 {
@@ -710,7 +711,7 @@ func TestTasksTerminalTurns(t *testing.T) {
 	}
 
 	done := send("and test it")
-	ft.finish(done, store.TurnIdle, "all tests pass")
+	ft.finish(done, termapi.TurnIdle, "all tests pass")
 	got := get(tokAlice, done).must(t)
 	res, _ := got["result"].(map[string]any)
 	if got["status"] != "completed" || !strings.Contains(fmt.Sprint(res["content"]), "all tests pass") {
@@ -720,18 +721,18 @@ func TestTasksTerminalTurns(t *testing.T) {
 	// A stalled Turn takes no reply (the Turn service refuses one): its
 	// task completes with isError and the steps terminal_status names.
 	stalled := send("deploy")
-	ft.finish(stalled, store.TurnStalled, "")
+	ft.finish(stalled, termapi.TurnStalled, "")
 	got = get(tokAlice, stalled).must(t)
 	res, _ = got["result"].(map[string]any)
 	if got["status"] != "completed" || res["isError"] != true || got["inputRequests"] != nil {
 		t.Fatalf("a stalled Turn = %v, want completed with isError", got)
 	}
-	ft.finish(stalled, store.TurnCancelled, "") // frees the pane for the next send
+	ft.finish(stalled, termapi.TurnCancelled, "") // frees the pane for the next send
 
 	// A prompt that cannot be answered from here: accept leaves it to the
 	// terminal (nothing is pressed), decline cancels the Turn.
 	blocked := send("rotate the keys")
-	ft.finish(blocked, store.TurnWaitingForOpenClaw, "")
+	ft.finish(blocked, termapi.TurnWaitingForOpenClaw, "")
 	ft.mu.Lock()
 	v := ft.turns[blocked]
 	v.NextSteps = []string{"answer_in_terminal", "cancel", "close", "status"}
@@ -746,7 +747,7 @@ func TestTasksTerminalTurns(t *testing.T) {
 		ft.mu.Lock()
 		status := ft.turns[blocked].Status // the fake's Approve would make it running
 		ft.mu.Unlock()
-		if status != store.TurnWaitingForOpenClaw {
+		if status != termapi.TurnWaitingForOpenClaw {
 			t.Fatalf("accepting a blocked prompt: status %s, want it left to the terminal", status)
 		}
 		r.call(t, tokAlice, true, "tasks/update", map[string]any{"taskId": blocked, "inputResponses": map[string]any{k: map[string]any{"action": "decline"}}}).must(t)
@@ -864,13 +865,13 @@ func TestTasksListenTurn(t *testing.T) {
 		return p
 	}
 	status("working")
-	ft.finish(id, store.TurnWaitingForOpenClaw, "")
+	ft.finish(id, termapi.TurnWaitingForOpenClaw, "")
 	asked := status("input_required")
 	for k := range asked["inputRequests"].(map[string]any) {
 		r.call(t, tokAlice, true, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{k: map[string]any{"action": "accept"}}}).must(t)
 	}
 	status("working")
-	ft.finish(id, store.TurnIdle, "all tests pass")
+	ft.finish(id, termapi.TurnIdle, "all tests pass")
 	if done := status("completed"); !strings.Contains(fmt.Sprint(done["result"]), "all tests pass") {
 		t.Errorf("completed notification = %v, want the Turn's reply", done)
 	}

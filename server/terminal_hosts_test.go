@@ -4,11 +4,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakehost"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // TestTerminalSendToAnotherHostsPane: terminal_send with the version 3
@@ -24,7 +24,7 @@ func TestTerminalSendToAnotherHostsPane(t *testing.T) {
 	hostB := fakehost.Start(t, st, "hostb", fakehost.Accept("turn-on-b", "session-on-b"))
 	svc := terminal.NewService(terminal.Options{Store: st, Host: "hosta", HostKey: make([]byte, 32)})
 	b := setup(t, func(o *server.Options) { o.Terminals = svc })
-	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{}), nil)
+	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), taskapi.Identity{}), nil)
 
 	const pane = "terminal:v3:hostb:tmux:codex:work:0.0:4242"
 	res := call(t, cs, "terminal_send", map[string]any{"terminal_id": pane, "request": "Run the tests"})

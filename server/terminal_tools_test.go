@@ -11,81 +11,82 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // fakeTerminals is an in-memory Turn service: one pane, Turns that run
 // until the test ends them; a pane with an open Turn is busy.
 type fakeTerminals struct {
 	mu      sync.Mutex
-	turns   map[string]terminal.TurnView
+	turns   map[string]termapi.TurnView
 	current string // the latest Turn's id
 	changed chan struct{}
-	sent    []terminal.SendRequest
+	sent    []termapi.SendRequest
 	prompts int64 // approval prompts shown so far: each has its own detected_at
 }
 
 func newFakeTerminals() *fakeTerminals {
-	return &fakeTerminals{turns: map[string]terminal.TurnView{}, changed: make(chan struct{})}
+	return &fakeTerminals{turns: map[string]termapi.TurnView{}, changed: make(chan struct{})}
 }
 
 const fakeTerminalID = "terminal:v2:tmux:codex:work:0.0:4242"
 
-func (f *fakeTerminals) List(context.Context) (terminal.ListResult, error) {
+func (f *fakeTerminals) List(context.Context) (termapi.ListResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	row := terminal.TerminalRow{
+	row := termapi.TerminalRow{
 		ID: fakeTerminalID, Agent: "codex", PID: 4242, Cwd: "/src", ActivityState: "idle", ManagementState: "unmanaged",
-		AvailableActions: []terminal.Action{{Action: "send", Scope: terminal.ScopeTerminalFollowCurrent,
+		AvailableActions: []termapi.Action{{Action: "send", Scope: terminal.ScopeTerminalFollowCurrent,
 			Arguments: map[string]string{"terminal_id": fakeTerminalID}, MissingRequired: []string{"request"}}},
 	}
 	if v, ok := f.turns[f.current]; ok {
 		row.ManagementState, row.SessionID = "managed", v.SessionID
-		row.CurrentTurn = &terminal.TurnRef{TurnID: v.TurnID, Status: v.Status}
+		row.CurrentTurn = &termapi.TurnRef{TurnID: v.TurnID, Status: v.Status}
 		if store.TurnSendBlocking(v.Status) {
 			row.ActivityState, row.AvailableActions = "working", nil
 			row.Reason = "the agent is working; turn " + v.TurnID + " is " + string(v.Status)
 		}
 	}
-	return terminal.ListResult{Terminals: []terminal.TerminalRow{row}}, nil
+	return termapi.ListResult{Terminals: []termapi.TerminalRow{row}}, nil
 }
 
-func (f *fakeTerminals) Send(_ context.Context, r terminal.SendRequest) (terminal.SendResult, error) {
+func (f *fakeTerminals) Send(_ context.Context, r termapi.SendRequest) (termapi.SendResult, error) {
 	if r.TerminalID != fakeTerminalID {
-		return terminal.SendResult{}, fmt.Errorf("send: %w: no terminal %s", terminal.ErrNotFound, r.TerminalID)
+		return termapi.SendResult{}, fmt.Errorf("send: %w: no terminal %s", termapi.ErrNotFound, r.TerminalID)
 	}
 	if strings.HasPrefix(r.Request, "/") {
-		return terminal.SendResult{}, fmt.Errorf("send: %w: a slash command", terminal.ErrBadInput)
+		return termapi.SendResult{}, fmt.Errorf("send: %w: a slash command", termapi.ErrBadInput)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if v, ok := f.turns[f.current]; ok && store.TurnSendBlocking(v.Status) {
-		return terminal.SendResult{}, fmt.Errorf("send: %w: session %s has turn %s in status %s: %w; wait for it, or cancel/close it first",
-			terminal.ErrRefused, v.SessionID, v.TurnID, v.Status, store.ErrTerminalBusy)
+		return termapi.SendResult{}, fmt.Errorf("send: %w: session %s has turn %s in status %s: %w; wait for it, or cancel/close it first",
+			termapi.ErrRefused, v.SessionID, v.TurnID, v.Status, store.ErrTerminalBusy)
 	}
 	f.sent = append(f.sent, r)
 	id := fmt.Sprintf("turn-20260101T120000-%08d", len(f.sent))
-	f.turns[id] = terminal.TurnView{TurnID: id, SessionID: "session-1", Agent: "codex", TerminalID: r.TerminalID, Status: store.TurnRunning,
+	f.turns[id] = termapi.TurnView{TurnID: id, SessionID: "session-1", Agent: "codex", TerminalID: r.TerminalID, Status: termapi.TurnRunning,
 		Principal: r.Principal}
 	f.current = id
-	return terminal.SendResult{SessionID: "session-1", TurnID: id, SubmissionOutcome: terminal.OutcomeAccepted}, nil
+	return termapi.SendResult{SessionID: "session-1", TurnID: id, SubmissionOutcome: termapi.OutcomeAccepted}, nil
 }
 
 // finish ends a Turn with status and reply.
-func (f *fakeTerminals) finish(id string, status store.TurnStatus, reply string) {
+func (f *fakeTerminals) finish(id string, status termapi.TurnStatus, reply string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := f.turns[id]
 	v.Status = status
 	if reply != "" {
-		v.Result = &store.TurnResult{Outcome: "completed", Text: reply}
+		v.Result = &termapi.TurnResult{Outcome: "completed", Text: reply}
 	}
-	if status == store.TurnWaitingForOpenClaw {
+	if status == termapi.TurnWaitingForOpenClaw {
 		f.prompts++
-		v.Approval = &store.Approval{Fingerprint: "fp-1", Kind: "exec", Command: "rm -rf build", DetectedAt: f.prompts}
+		v.Approval = &termapi.Approval{Fingerprint: "fp-1", Kind: "exec", Command: "rm -rf build", DetectedAt: f.prompts}
 		// What the service's table lists for an approvable prompt.
 		v.NextSteps = []string{"approve", "cancel", "close", "status"}
 	}
@@ -94,28 +95,28 @@ func (f *fakeTerminals) finish(id string, status store.TurnStatus, reply string)
 	f.changed = make(chan struct{})
 }
 
-func (f *fakeTerminals) Status(_ context.Context, id string) (terminal.TurnView, error) {
+func (f *fakeTerminals) Status(_ context.Context, id string) (termapi.TurnView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v, ok := f.turns[id]
 	if !ok {
-		return v, fmt.Errorf("status: %w: no turn %s", terminal.ErrNotFound, id)
+		return v, fmt.Errorf("status: %w: no turn %s", termapi.ErrNotFound, id)
 	}
 	return v, nil
 }
 
-func (f *fakeTerminals) Wait(ctx context.Context, id string) (terminal.TurnView, error) {
-	return f.WaitFor(ctx, id, func(v terminal.TurnView) bool { return !terminal.Running(v.Status) })
+func (f *fakeTerminals) Wait(ctx context.Context, id string) (termapi.TurnView, error) {
+	return f.WaitFor(ctx, id, func(v termapi.TurnView) bool { return !terminal.Running(v.Status) })
 }
 
-func (f *fakeTerminals) WaitFor(ctx context.Context, id string, done func(terminal.TurnView) bool) (terminal.TurnView, error) {
+func (f *fakeTerminals) WaitFor(ctx context.Context, id string, done func(termapi.TurnView) bool) (termapi.TurnView, error) {
 	for {
 		f.mu.Lock()
 		v, ok := f.turns[id]
 		ch := f.changed
 		f.mu.Unlock()
 		if !ok {
-			return v, fmt.Errorf("wait: %w", terminal.ErrNotFound)
+			return v, fmt.Errorf("wait: %w", termapi.ErrNotFound)
 		}
 		if done(v) {
 			return v, nil
@@ -128,34 +129,34 @@ func (f *fakeTerminals) WaitFor(ctx context.Context, id string, done func(termin
 	}
 }
 
-func (f *fakeTerminals) Respond(ctx context.Context, id, text string) (terminal.SendResult, error) {
+func (f *fakeTerminals) Respond(ctx context.Context, id, text string) (termapi.SendResult, error) {
 	v, err := f.Status(ctx, id)
 	if err != nil {
-		return terminal.SendResult{}, err
+		return termapi.SendResult{}, err
 	}
-	if v.Status == store.TurnStalled { // a reply is what a stalled Turn waits for
-		f.finish(id, store.TurnIdle, "")
+	if v.Status == termapi.TurnStalled { // a reply is what a stalled Turn waits for
+		f.finish(id, termapi.TurnIdle, "")
 	}
-	return f.Send(ctx, terminal.SendRequest{TerminalID: v.TerminalID, Request: text, Principal: v.Principal})
+	return f.Send(ctx, termapi.SendRequest{TerminalID: v.TerminalID, Request: text, Principal: v.Principal})
 }
 
-func (f *fakeTerminals) Approve(ctx context.Context, id, fp string) (terminal.TurnView, error) {
+func (f *fakeTerminals) Approve(ctx context.Context, id, fp string) (termapi.TurnView, error) {
 	v, err := f.Status(ctx, id)
 	if err != nil {
 		return v, err
 	}
 	if v.Approval == nil || v.Approval.Fingerprint != fp {
-		return v, fmt.Errorf("approve: %w: the prompt changed", terminal.ErrRefused)
+		return v, fmt.Errorf("approve: %w: the prompt changed", termapi.ErrRefused)
 	}
-	f.finish(id, store.TurnRunning, "")
+	f.finish(id, termapi.TurnRunning, "")
 	return f.Status(ctx, id)
 }
 
-func (f *fakeTerminals) Cancel(ctx context.Context, id string) (terminal.TurnView, error) {
+func (f *fakeTerminals) Cancel(ctx context.Context, id string) (termapi.TurnView, error) {
 	if _, err := f.Status(ctx, id); err != nil {
-		return terminal.TurnView{}, err
+		return termapi.TurnView{}, err
 	}
-	f.finish(id, store.TurnCancelled, "")
+	f.finish(id, termapi.TurnCancelled, "")
 	return f.Status(ctx, id)
 }
 
@@ -192,7 +193,7 @@ func TestTerminalStatusWaits(t *testing.T) {
 	f := newFakeTerminals()
 	b := setup(t, func(o *server.Options) { o.Terminals = f })
 	progressed := make(chan string, 16)
-	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), config.Identity{}), &mcp.ClientOptions{
+	cs := connect(t, b.srv.MCPServer(testRegistry(t).FullScope(), taskapi.Identity{}), &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			progressed <- r.Params.Message
 		},
@@ -219,14 +220,14 @@ func TestTerminalStatusWaits(t *testing.T) {
 	if msg := <-progressed; !strings.Contains(msg, "running") {
 		t.Errorf("progress %q, want the running status", msg)
 	}
-	f.finish(turnID, store.TurnIdle, "README says hello")
+	f.finish(turnID, termapi.TurnIdle, "README says hello")
 	res := <-done
 	if res == nil {
 		t.FailNow()
 	}
 	out := structured(t, res)
 	turn := out["turn"].(map[string]any)
-	if turn["status"] != string(store.TurnIdle) || turn["result"].(map[string]any)["text"] != "README says hello" || out["running"] != false {
+	if turn["status"] != string(termapi.TurnIdle) || turn["result"].(map[string]any)["text"] != "README says hello" || out["running"] != false {
 		t.Errorf("status result = %v", out)
 	}
 	if !strings.Contains(text(res), "README says hello") {
@@ -309,7 +310,7 @@ func TestTerminalToolsActOnResults(t *testing.T) {
 	// is refused, with the right one the Turn runs again; cancel ends it.
 	sent := structured(t, call(t, cs, "terminal_send", map[string]any{"terminal_id": fakeTerminalID, "request": "clean up"}))
 	id := sent["turn_id"].(string)
-	f.finish(id, store.TurnWaitingForOpenClaw, "")
+	f.finish(id, termapi.TurnWaitingForOpenClaw, "")
 	st := call(t, cs, "terminal_status", map[string]any{"turn_id": id})
 	if !strings.Contains(text(st), "terminal_approve") || !strings.Contains(text(st), "rm -rf build") {
 		t.Errorf("status text %q does not say how to approve", text(st))
@@ -321,7 +322,7 @@ func TestTerminalToolsActOnResults(t *testing.T) {
 		t.Errorf("approve: isError=%v %q", res.IsError, text(res))
 	}
 	res := call(t, cs, "terminal_cancel", map[string]any{"turn_id": id})
-	if turn := structured(t, res)["turn"].(map[string]any); turn["status"] != string(store.TurnCancelled) {
+	if turn := structured(t, res)["turn"].(map[string]any); turn["status"] != string(termapi.TurnCancelled) {
 		t.Errorf("cancel: %v", turn)
 	}
 	resp := call(t, cs, "terminal_respond", map[string]any{"turn_id": id, "request": "try again"})

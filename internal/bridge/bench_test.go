@@ -12,9 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/server"
 	"github.com/clawconnect/clawconnect/server/servertest"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // roundTrip is one run_task + check_task (wait) pair, the unit the targets
@@ -44,13 +44,13 @@ func roundTrip(ctx context.Context, cs *mcp.ClientSession) error {
 }
 
 // transports returns client sessions to srv over each transport.
-func benchSessions(b *testing.B, srv *server.Server, scope config.Scope) map[string]*mcp.ClientSession {
+func benchSessions(b *testing.B, srv *server.Server, scope taskapi.Scope) map[string]*mcp.ClientSession {
 	b.Helper()
 	out := map[string]*mcp.ClientSession{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.MCPServer(scope, config.Identity{}).Connect(context.Background(), st, nil)
+	ss, err := srv.MCPServer(scope, taskapi.Identity{}).Connect(context.Background(), st, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,8 +91,8 @@ func benchSessions(b *testing.B, srv *server.Server, scope config.Scope) map[str
 // and the in-process fake gateway (the bridge's overhead against an instant
 // gateway).
 func BenchmarkRoundTrip(b *testing.B) {
-	backends := map[string]func(b *testing.B) (*server.Server, config.Scope){
-		"fake": func(b *testing.B) (*server.Server, config.Scope) {
+	backends := map[string]func(b *testing.B) (*server.Server, taskapi.Scope){
+		"fake": func(b *testing.B) (*server.Server, taskapi.Scope) {
 			f := servertest.New()
 			f.Instant = true
 			reg := testRegistry(b)
@@ -102,7 +102,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 			return srv, reg.FullScope()
 		},
-		"bridge": func(b *testing.B) (*server.Server, config.Scope) {
+		"bridge": func(b *testing.B) (*server.Server, taskapi.Scope) {
 			br, _, _ := openBridge(b, nil)
 			timeouts := br.Timeouts()
 			srv, err := server.New(server.Options{Tasks: br, Registry: br.Registry(), CheckWait: timeouts.CheckWait, CheckMaxWait: timeouts.CheckMaxWait})

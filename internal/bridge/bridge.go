@@ -78,7 +78,7 @@ const (
 // implements Tasks (plus StatusCounter and GatewayStater) over all agents
 // and is safe for concurrent use. Close it when done.
 type Bridge struct {
-	registry *config.Registry
+	registry *taskapi.Registry
 	timeouts config.Timeouts
 	st       store.Store
 	managers map[string]*task.Manager
@@ -194,7 +194,7 @@ func (b *Bridge) openStore(ctx context.Context, sv settings.Values, role string)
 }
 
 // Registry returns the agent configuration.
-func (b *Bridge) Registry() *config.Registry { return b.registry }
+func (b *Bridge) Registry() *taskapi.Registry { return b.registry }
 
 // Timeouts returns the effective timeouts.
 func (b *Bridge) Timeouts() config.Timeouts { return b.timeouts }

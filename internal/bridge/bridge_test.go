@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawconnect/clawconnect/internal/bridge"
-	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/settings"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/server"
@@ -160,7 +159,7 @@ func TestBridgeProgress(t *testing.T) {
 	}
 }
 
-func configIdentity() config.Identity { return config.Identity{} }
+func configIdentity() taskapi.Identity { return taskapi.Identity{} }
 
 // settingsOf is the effective settings of the environment env.
 func settingsOf(t testing.TB, env map[string]string) *settings.Values {

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // connect opens an in-memory client session to ms, closed at cleanup.
@@ -71,7 +72,7 @@ func structured(t testing.TB, r *mcp.CallToolResult) map[string]any {
 
 // testRegistry is a three-agent configuration whose gateways are never
 // dialled (the fake task service stands in for them).
-func testRegistry(t testing.TB) *config.Registry {
+func testRegistry(t testing.TB) *taskapi.Registry {
 	t.Helper()
 	r, err := config.ParseRegistry([]byte(`{"default": "alpha", "agents": [
 	  {"id": "alpha", "url": "ws://127.0.0.1:1", "password": "p"},

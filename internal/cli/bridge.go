@@ -13,6 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // Exit codes of the task-bridge commands, beyond ExitOK, ExitFailure (the
@@ -30,7 +31,7 @@ const configHint = "Create ~/.clawconnect/agents.json or set OPENCLAW_URL + OPEN
 // and the agent configuration behind it.
 type backend struct {
 	tasks    server.Tasks
-	registry *config.Registry
+	registry *taskapi.Registry
 	timeouts config.Timeouts
 	runtimes []string // registered agent-session runtimes, for doctor and logs
 	// shared is the store the bridge owns (nil when it only reads one);
@@ -65,7 +66,7 @@ func newLogger(env Env) *slog.Logger {
 // loadRegistry loads the agent configuration, mapping its failures to
 // ExitConfig: no configuration with the reference's hint, a broken
 // agents.json with doctor's fix.
-func loadRegistry(env Env) (*config.Registry, error) {
+func loadRegistry(env Env) (*taskapi.Registry, error) {
 	r, err := config.LoadRegistry(settingsOf(env))
 	var fe *config.FileError
 	switch {
@@ -83,7 +84,7 @@ func agentsFileFix(path string) string {
 }
 
 // describeRegistry is the one-line summary logged at start.
-func describeRegistry(r *config.Registry) string {
+func describeRegistry(r *taskapi.Registry) string {
 	src := r.Source
 	if r.Path != "" {
 		src = r.Path

@@ -22,6 +22,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // loadReasons is the slog handler doctor gives the module loader: it keeps
@@ -286,7 +287,7 @@ func listProcesses(ctx context.Context, db processLister, now time.Time) []verdi
 // doctorIntegrityTimeout bounds doctor's full integrity check of the store.
 const doctorIntegrityTimeout = time.Minute
 
-func checkGateway(ctx context.Context, sv settings.Values, a config.Agent, timeout time.Duration) verdict {
+func checkGateway(ctx context.Context, sv settings.Values, a taskapi.Agent, timeout time.Duration) verdict {
 	area := "gateway " + a.ID
 	opts := gateway.Options{URL: a.URL, Token: a.Password, Password: a.Password, HandshakeTimeout: timeout}
 	opts.Headers, _ = gateway.ParseHeaders(sv.GatewayHeaders) // checked by settings.Load

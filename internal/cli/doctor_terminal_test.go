@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestDoctorNamesWhoFollowsEachTurn: doctor names the process whose work
@@ -39,10 +40,10 @@ func TestDoctorNamesWhoFollowsEachTurn(t *testing.T) {
 	if err := st.CreateTurn(ctx, done); err != nil {
 		t.Fatal(err)
 	}
-	done.Turn.Status = store.TurnIdle
+	done.Turn.Status = termapi.TurnIdle
 	if err := st.WriteTurn(ctx, store.TurnWrite{Turn: done.Turn, Also: func(ctx context.Context, tx store.TerminalTx) error {
 		return tx.PutCallback(ctx, &store.Callback{MessageID: "msg-cb-1", TurnID: done.Turn.TurnID, SessionID: "session-2", Kind: "completion",
-			SessionKey: "agent:main:main", Message: []byte(`{"id":"msg-cb-1"}`), Status: store.CallbackPending, CreatedAt: 10, UpdatedAt: 10})
+			SessionKey: "agent:main:main", Message: []byte(`{"id":"msg-cb-1"}`), Status: termapi.CallbackPending, CreatedAt: 10, UpdatedAt: 10})
 	}}); err != nil {
 		t.Fatal(err)
 	}

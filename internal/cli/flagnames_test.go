@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestRenamedFlagsKeepTheirOldSpelling: every renamed flag still parses
@@ -62,7 +62,7 @@ func TestRenewMinutes(t *testing.T) {
 	} {
 		got, err := renewMinutes(tc.inactivity, tc.minutes)
 		if tc.bad {
-			if !errors.Is(err, terminal.ErrBadInput) {
+			if !errors.Is(err, termapi.ErrBadInput) {
 				t.Errorf("renewMinutes(%v, %v) = %v, %v; want bad input", tc.inactivity, tc.minutes, got, err)
 			}
 			continue

@@ -21,6 +21,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/task"
 	"github.com/clawconnect/clawconnect/runtime/claudecode"
 	"github.com/clawconnect/clawconnect/runtime/codex"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // wired is what internal/cli hands the rest of the program from the
@@ -35,7 +36,7 @@ type wired struct {
 	MCPHost   bool               // mcpHostsTerminals: an mcp with the terminal tools is a monitor host
 	Auth      config.AuthOptions // serve's authenticator
 	OAuth     oauthConfig        // oauthFrom: serve's OAuth mode and ?pass=
-	Agents    []config.Agent     // config.RegistryFromEnv: the agents without agents.json
+	Agents    []taskapi.Agent    // config.RegistryFromEnv: the agents without agents.json
 	Gateway   []any              // gatewayFlags.options: the gateway and exec commands, callbacks
 	Bridge    []any              // what bridge.Open reads besides the task options
 	Store     []string           // storeInfo: where state lives

@@ -23,6 +23,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // terminalStack is an opened terminal service: the Service over the
@@ -115,9 +116,9 @@ func terminalExit(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, terminal.ErrBadInput):
+	case errors.Is(err, termapi.ErrBadInput):
 		return &ExitError{Code: ExitUsage, Err: err}
-	case errors.Is(err, terminal.ErrNotFound):
+	case errors.Is(err, termapi.ErrNotFound):
 		return &ExitError{Code: ExitNotFound, Err: err}
 	}
 	return &ExitError{Code: ExitFailure, Err: err}
@@ -218,7 +219,7 @@ changes nothing.`,
 	return cmd
 }
 
-func printTerminalRows(w io.Writer, rows []terminal.TerminalRow) {
+func printTerminalRows(w io.Writer, rows []termapi.TerminalRow) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no Codex or Claude Code pane found. Start codex or claude inside tmux; for a tmux server on a socket\n"+
 			"of its own, put the socket's path in CLAWCONNECT_TMUX_SOCKETS (tmux -L NAME uses /tmp/tmux-UID/NAME;\n"+
@@ -253,7 +254,7 @@ func orDash(s string) string {
 	return s
 }
 
-func printTurn(w io.Writer, v terminal.TurnView) {
+func printTurn(w io.Writer, v termapi.TurnView) {
 	fmt.Fprintf(w, "turn:     %s\nsession:  %s\nstatus:   %s\n", v.TurnID, v.SessionID, terminal.ShownStatus(v))
 	if v.Approval != nil {
 		fmt.Fprintf(w, "approval: %s (fingerprint %s)", v.Approval.Kind, v.Approval.Fingerprint)
@@ -290,9 +291,9 @@ func printTurn(w io.Writer, v terminal.TurnView) {
 }
 
 // turnExit is the exit status of a Turn that left the running statuses.
-func turnExit(v terminal.TurnView) error {
+func turnExit(v termapi.TurnView) error {
 	switch v.Status {
-	case store.TurnFailed, store.TurnCancelled, store.TurnStalled:
+	case termapi.TurnFailed, termapi.TurnCancelled, termapi.TurnStalled:
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("turn %s is %s", v.TurnID, v.Status)}
 	}
 	return nil
@@ -310,7 +311,7 @@ func unfollowedNote(w io.Writer, turnID string) {
 // followHere follows a Turn that still runs in this process when no
 // monitor host runs, so that no command leaves its work unfollowed; with a
 // host it returns v as it is.
-func followHere(ctx context.Context, env Env, s *terminalStack, v terminal.TurnView) (terminal.TurnView, error) {
+func followHere(ctx context.Context, env Env, s *terminalStack, v termapi.TurnView) (termapi.TurnView, error) {
 	if s.host == nil || !terminal.Running(v.Status) {
 		return v, nil
 	}
@@ -319,7 +320,7 @@ func followHere(ctx context.Context, env Env, s *terminalStack, v terminal.TurnV
 
 // waitTurn waits for the Turn (hosting its monitor when no host runs) up to
 // timeout (0 = no limit).
-func waitTurn(ctx context.Context, env Env, s *terminalStack, turnID string, timeout time.Duration) (terminal.TurnView, error) {
+func waitTurn(ctx context.Context, env Env, s *terminalStack, turnID string, timeout time.Duration) (termapi.TurnView, error) {
 	if s.host != nil {
 		fmt.Fprintf(env.Stderr, "clawconnect: no monitor host runs; following turn %s here until it ends (interrupted, it waits for %s)\n", turnID, startHostHint)
 		hctx, cancel := context.WithCancel(ctx)
@@ -374,7 +375,7 @@ statuses and prints the Turn.`,
 				return err
 			}
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
-				req, err := o.request(terminal.SendRequest{SessionID: sessionID, TerminalID: terminalID, Request: args[0]})
+				req, err := o.request(termapi.SendRequest{SessionID: sessionID, TerminalID: terminalID, Request: args[0]})
 				if err != nil {
 					return fmt.Errorf("send: %w", err)
 				}
@@ -424,16 +425,16 @@ func turnCmd(env Env, use, short, long, example string, flags func(cmd *cobra.Co
 				if err != nil {
 					return err
 				}
-				if v, ok := out.(terminal.TurnView); ok && s.host != nil && terminal.Running(v.Status) {
+				if v, ok := out.(termapi.TurnView); ok && s.host != nil && terminal.Running(v.Status) {
 					unfollowedNote(env.Stderr, v.TurnID)
 				}
 				if asJSON {
 					return printJSON(env.Stdout, out)
 				}
 				switch v := out.(type) {
-				case terminal.TurnView:
+				case termapi.TurnView:
 					printTurn(env.Stdout, v)
-				case terminal.SendResult:
+				case termapi.SendResult:
 					fmt.Fprintf(env.Stdout, "session_id: %s\nturn_id: %s\nsubmission_outcome: %s\n", v.SessionID, v.TurnID, v.SubmissionOutcome)
 				}
 				return nil
@@ -458,7 +459,7 @@ const forSessionUsage = "act for this OpenClaw session key: refuse what it did n
 func sentBy(id, origin, key string) error {
 	if origin != key {
 		return fmt.Errorf("%s: %w: it was not started from this OpenClaw session; only the session that started it, or an operator at the command line, can use it",
-			id, terminal.ErrRefused)
+			id, termapi.ErrRefused)
 	}
 	return nil
 }
@@ -505,7 +506,7 @@ Turn here until it ends and prints it.`,
 			if err != nil || s.host == nil {
 				return res, err
 			}
-			return followHere(ctx, env, s, terminal.TurnView{TurnID: id, Status: store.TurnRunning})
+			return followHere(ctx, env, s, termapi.TurnView{TurnID: id, Status: termapi.TurnRunning})
 		})
 }
 
@@ -781,7 +782,7 @@ func callbackDialer(env Env) func(ctx context.Context, url string) (outbox.Calle
 func renewMinutes(inactivity time.Duration, minutes float64) (float64, error) {
 	switch {
 	case inactivity != 0 && minutes != 0:
-		return 0, fmt.Errorf("renew: %w: give --inactivity-timeout only (--minutes is its older spelling)", terminal.ErrBadInput)
+		return 0, fmt.Errorf("renew: %w: give --inactivity-timeout only (--minutes is its older spelling)", termapi.ErrBadInput)
 	case inactivity != 0:
 		return inactivity.Minutes(), nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // delegateOutput is what `terminal delegate --json` prints: the pane it
@@ -17,9 +18,9 @@ type delegateOutput struct {
 	TerminalID string `json:"terminal_id,omitempty"`
 	Agent      string `json:"agent,omitempty"`
 	Cwd        string `json:"cwd,omitempty"`
-	terminal.SendResult
-	Error      string               `json:"error,omitempty"`
-	Candidates []terminal.Candidate `json:"candidates,omitempty"`
+	termapi.SendResult
+	Error      string              `json:"error,omitempty"`
+	Candidates []termapi.Candidate `json:"candidates,omitempty"`
 }
 
 func terminalDelegateCmd(env Env) *cobra.Command {
@@ -43,7 +44,7 @@ its terminal id instead. Output as send's, with the chosen terminal_id.`,
 			if err := checkGatewayURLFlag("delegate", o.gatewayURL); err != nil {
 				return err
 			}
-			req, err := o.request(terminal.SendRequest{Request: args[0]})
+			req, err := o.request(termapi.SendRequest{Request: args[0]})
 			if err != nil {
 				return &ExitError{Code: ExitUsage, Err: fmt.Errorf("delegate: %w", err)}
 			}
@@ -51,7 +52,7 @@ its terminal id instead. Output as send's, with the chosen terminal_id.`,
 				res, row, err := terminal.Delegate(ctx, s.svc, agent, req)
 				out := delegateOutput{TerminalID: row.ID, Agent: row.Agent, Cwd: row.Cwd, SendResult: res}
 				if err != nil {
-					var ref *terminal.DelegateRefusal
+					var ref *termapi.DelegateRefusal
 					if o.asJSON && (errors.As(err, &ref) || res.TurnID != "") {
 						out.Error = err.Error()
 						if ref != nil {
@@ -96,7 +97,7 @@ func (o *sendOpts) flags(cmd *cobra.Command) {
 }
 
 // request completes r with the flags after checking the timeouts.
-func (o sendOpts) request(r terminal.SendRequest) (terminal.SendRequest, error) {
+func (o sendOpts) request(r termapi.SendRequest) (termapi.SendRequest, error) {
 	r.OriginSession, r.GatewayURL = o.origin, o.gatewayURL
 	r.InactivityTimeout, r.HardTimeout = o.inactivity, o.hard
 	return r, terminal.CheckTimeouts(r)
@@ -121,7 +122,7 @@ func (o sendOpts) waitAndPrint(ctx context.Context, env Env, s *terminalStack, t
 
 // printSent prints what a send without --wait returns: js as JSON, or the
 // Turn's ids; and says when no monitor host follows the Turn.
-func printSent(env Env, s *terminalStack, res terminal.SendResult, asJSON bool, js any) error {
+func printSent(env Env, s *terminalStack, res termapi.SendResult, asJSON bool, js any) error {
 	if s.host != nil {
 		unfollowedNote(env.Stderr, res.TurnID)
 	}

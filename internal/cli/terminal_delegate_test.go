@@ -5,8 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestTerminalDelegateRefusesAndValidates: with no agent pane a delegate
@@ -41,7 +40,7 @@ func TestTerminalDelegateRefusesAndValidates(t *testing.T) {
 // a prompt prints as waiting for approval, not for OpenClaw.
 func TestPrintTurnSaysWhoWaits(t *testing.T) {
 	t.Parallel()
-	v := terminal.TurnView{TurnID: "turn-1", Status: "waiting_for_openclaw", Approval: &store.Approval{Fingerprint: "fp", Kind: "exec"}}
+	v := termapi.TurnView{TurnID: "turn-1", Status: "waiting_for_openclaw", Approval: &termapi.Approval{Fingerprint: "fp", Kind: "exec"}}
 	var b strings.Builder
 	printTurn(&b, v)
 	if !strings.Contains(b.String(), "status:   waiting_for_approval\n") {
@@ -60,18 +59,18 @@ func TestPrintTurnSaysWhoWaits(t *testing.T) {
 // no OpenClaw origin that stops at a prompt is not waiting_for_openclaw.
 func TestTerminalListTurnColumnSaysWhoWaits(t *testing.T) {
 	t.Parallel()
-	row := terminal.TerminalRow{ID: "terminal:v2:tmux:codex:w:0.0:7", Agent: "codex", PID: 7, ActivityState: "awaiting_approval",
-		ManagementState: "managed", SessionID: "session-1", AvailableActions: []terminal.Action{},
-		CurrentTurn: &terminal.TurnRef{TurnID: "turn-1", Status: "waiting_for_openclaw", Shown: "waiting_for_approval"}}
+	row := termapi.TerminalRow{ID: "terminal:v2:tmux:codex:w:0.0:7", Agent: "codex", PID: 7, ActivityState: "awaiting_approval",
+		ManagementState: "managed", SessionID: "session-1", AvailableActions: []termapi.Action{},
+		CurrentTurn: &termapi.TurnRef{TurnID: "turn-1", Status: "waiting_for_openclaw", Shown: "waiting_for_approval"}}
 	var b strings.Builder
-	printTerminalRows(&b, []terminal.TerminalRow{row})
+	printTerminalRows(&b, []termapi.TerminalRow{row})
 	if !strings.Contains(b.String(), "turn-1 (waiting_for_approval)") || strings.Contains(b.String(), "waiting_for_openclaw") {
 		t.Fatalf("terminal list:\n%s", b.String())
 	}
 	// A row from a service that does not fill Shown reads its status.
 	row.CurrentTurn.Shown = ""
 	b.Reset()
-	printTerminalRows(&b, []terminal.TerminalRow{row})
+	printTerminalRows(&b, []termapi.TerminalRow{row})
 	if !strings.Contains(b.String(), "turn-1 (waiting_for_openclaw)") {
 		t.Fatalf("terminal list without a shown status:\n%s", b.String())
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // runTerminal runs `clawconnect terminal args...` in env and returns stdout.
@@ -42,7 +43,7 @@ func TestE2ETerminalSendWaitPrintsExactReply(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send --wait: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
 	}
-	var v terminal.TurnView
+	var v termapi.TurnView
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("send --wait --json: %v\n%s", err, out)
 	}
@@ -87,9 +88,9 @@ func codexEnv(t *testing.T) map[string]string {
 
 // waitSendableRow waits until `terminal list` in envm shows exactly one
 // agent pane that takes a send, and returns its row.
-func waitSendableRow(t *testing.T, envm map[string]string) terminal.TerminalRow {
+func waitSendableRow(t *testing.T, envm map[string]string) termapi.TerminalRow {
 	t.Helper()
-	var row terminal.TerminalRow
+	var row termapi.TerminalRow
 	out := ""
 	if !poll.WithinEvery(60*time.Second, 300*time.Millisecond, func() bool {
 		var stderr string
@@ -98,7 +99,7 @@ func waitSendableRow(t *testing.T, envm map[string]string) terminal.TerminalRow 
 		if err != nil {
 			t.Fatalf("list: %v\n%s", err, stderr)
 		}
-		var res terminal.ListResult
+		var res termapi.ListResult
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("list --json: %v\n%s", err, out)
 		}
@@ -203,8 +204,8 @@ func TestE2ETerminalDaemonKill9(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send: %v\n%s\n%s", err, out, stderr)
 	}
-	var sent terminal.SendResult
-	if err := json.Unmarshal([]byte(out), &sent); err != nil || sent.SubmissionOutcome != terminal.OutcomeAccepted {
+	var sent termapi.SendResult
+	if err := json.Unmarshal([]byte(out), &sent); err != nil || sent.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("send = %s (%v)", out, err)
 	}
 	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
@@ -212,7 +213,7 @@ func TestE2ETerminalDaemonKill9(t *testing.T) {
 	}
 	_ = a.Wait()
 	b := startDaemon()
-	var v terminal.TurnView
+	var v termapi.TurnView
 	if !poll.WithinEvery(90*time.Second, 200*time.Millisecond, func() bool {
 		out, _, err = runTerminal(ctx, envm, "status", sent.TurnID, "--json")
 		return err == nil && json.Unmarshal([]byte(out), &v) == nil && !terminal.Running(v.Status)

@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // terminalHost returns this machine's terminal host name and sealing key
@@ -94,14 +95,14 @@ func hostLiveHere(ctx context.Context, st any, svc *terminal.Service) bool {
 // host's rows as List returns them, and every host published in the store
 // with its liveness and the panes it last published.
 type hostList struct {
-	Host      string                 `json:"host"`
-	Terminals []terminal.TerminalRow `json:"terminals"`
-	Hosts     []terminal.HostView    `json:"hosts"`
+	Host      string                `json:"host"`
+	Terminals []termapi.TerminalRow `json:"terminals"`
+	Hosts     []terminal.HostView   `json:"hosts"`
 }
 
 // printHostList prints the panes of every terminal host, grouped by host;
 // this host's own rows are the ones just listed.
-func printHostList(ctx context.Context, env Env, svc *terminal.Service, res terminal.ListResult, asJSON bool) error {
+func printHostList(ctx context.Context, env Env, svc *terminal.Service, res termapi.ListResult, asJSON bool) error {
 	hosts, err := svc.Hosts(ctx)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestE2EServeWithoutSocketsCLIWithSockets: a `serve` runs on the home but
@@ -34,7 +35,7 @@ func TestE2EServeWithoutSocketsCLIWithSockets(t *testing.T) {
 		b, _ := os.ReadFile(logPath)
 		t.Fatalf("send --wait: %v\nstdout:\n%s\nstderr:\n%s\nserve log:\n%s", err, out, stderr, b)
 	}
-	var v terminal.TurnView
+	var v termapi.TurnView
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("send --wait --json: %v\n%s", err, out)
 	}
@@ -58,20 +59,20 @@ func TestE2ENoHostApproveThenStatusWait(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send: %v\n%s\n%s", err, out, stderr)
 	}
-	var sent terminal.SendResult
-	if err := json.Unmarshal([]byte(out), &sent); err != nil || sent.SubmissionOutcome != terminal.OutcomeAccepted {
+	var sent termapi.SendResult
+	if err := json.Unmarshal([]byte(out), &sent); err != nil || sent.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("send = %s (%v)", out, err)
 	}
 	if !strings.Contains(stderr, "no monitor host runs; turn "+sent.TurnID+" is followed once `clawconnect terminal daemon` or `clawconnect serve` starts") {
 		t.Fatalf("send without a host did not say its Turn is unfollowed:\n%s", stderr)
 	}
-	turnView := func(what string, args ...string) terminal.TurnView {
+	turnView := func(what string, args ...string) termapi.TurnView {
 		t.Helper()
 		out, stderr, err := runTerminal(ctx, envm, args...)
 		if err != nil {
 			t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", what, err, out, stderr)
 		}
-		var v terminal.TurnView
+		var v termapi.TurnView
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatalf("%s --json: %v\n%s", what, err, out)
 		}

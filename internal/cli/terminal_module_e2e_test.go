@@ -23,6 +23,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestE2ETerminalSessionAnswersRunTask: a run_task whose context attaches
@@ -78,25 +79,25 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 	// in two listings in a row (Codex's launcher hands over to its native
 	// binary; the TUI redraws a moment after a Turn ends; the Session's
 	// checkpoint is written just after its Turn is stored done).
-	sendable := func(scope string) terminal.TerminalRow {
+	sendable := func(scope string) termapi.TerminalRow {
 		t.Helper()
-		var row terminal.TerminalRow
+		var row termapi.TerminalRow
 		for {
 			out, err := run(ctx, "terminal", "list", "--json")
 			if err != nil {
 				t.Fatal(err)
 			}
-			var res terminal.ListResult
+			var res termapi.ListResult
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("list --json: %v\n%s", err, out)
 			}
-			if len(res.Terminals) == 1 && slices.ContainsFunc(res.Terminals[0].AvailableActions, func(a terminal.Action) bool { return a.Scope == scope }) {
+			if len(res.Terminals) == 1 && slices.ContainsFunc(res.Terminals[0].AvailableActions, func(a termapi.Action) bool { return a.Scope == scope }) {
 				if res.Terminals[0].ID == row.ID {
 					return row
 				}
 				row = res.Terminals[0]
 			} else {
-				row = terminal.TerminalRow{}
+				row = termapi.TerminalRow{}
 			}
 			select {
 			case <-ctx.Done():
@@ -112,7 +113,7 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first terminal.TurnView
+	var first termapi.TurnView
 	if err := json.Unmarshal([]byte(out), &first); err != nil || first.Status != "idle" || first.SessionID == "" {
 		t.Fatalf("first turn: %v\n%s", err, out)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestE2ETerminalSendAcrossHosts runs two terminal hosts, each in a UTS
@@ -85,7 +86,7 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 		t.Fatalf("B's pane id %q does not name host B", bID)
 	}
 	out := nsCLI(t, hostA, dbURL, "send", "--terminal", bID, "--wait", "--timeout", "120s", "--json", "ECHO=reply-from-host-b")
-	var v terminal.TurnView
+	var v termapi.TurnView
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("send --json: %v\n%s", err, out)
 	}
@@ -98,8 +99,8 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	// passed; B's next daemon follows it again to its reply.
 	out = nsCLI(t, hostA, dbURL, "send", "--terminal", bID, "--json", "--origin-session", "agent:main:e2e", "--gateway-url", gw.URL(),
 		"WAIT=75000 ECHO=after-host-b-returned")
-	var sent terminal.SendResult
-	if err := json.Unmarshal([]byte(out), &sent); err != nil || sent.SubmissionOutcome != terminal.OutcomeAccepted {
+	var sent termapi.SendResult
+	if err := json.Unmarshal([]byte(out), &sent); err != nil || sent.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("send: %v\n%s", err, out)
 	}
 	initB := namespaceInit(t, hostB)
@@ -107,7 +108,7 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	status := func() terminal.TurnView { return status2(t, hostA, dbURL, sent.TurnID) }
+	status := func() termapi.TurnView { return status2(t, hostA, dbURL, sent.TurnID) }
 	for v = status(); v.Status != "stalled"; v = status() {
 		if time.Since(killed) > 90*time.Second {
 			t.Fatalf("90 s after B's daemon was killed its Turn is %+v, want stalled host_lost", v)
@@ -179,9 +180,9 @@ func waitCallback(t *testing.T, seen <-chan callbackSeen, turnID string, d time.
 }
 
 // status2 is `terminal status --json ID` on host pid's command line.
-func status2(t *testing.T, pid int, dbURL, id string) terminal.TurnView {
+func status2(t *testing.T, pid int, dbURL, id string) termapi.TurnView {
 	t.Helper()
-	var v terminal.TurnView
+	var v termapi.TurnView
 	out := nsCLI(t, pid, dbURL, "status", "--json", id)
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)
@@ -207,14 +208,14 @@ func forgeTurn(t *testing.T, dbURL, like string) string {
 	now := time.Now().UnixMilli()
 	f := *orig
 	f.TurnID = "turn-" + time.Now().UTC().Format("20060102T150405") + "-f0f0f0f0"
-	f.Status, f.Result, f.Version, f.CreatedAt, f.UpdatedAt = store.TurnCreated, nil, 0, now, now
+	f.Status, f.Result, f.Version, f.CreatedAt, f.UpdatedAt = termapi.TurnCreated, nil, 0, now, now
 	f.UserRequest, f.Takeover.RequestText = "ECHO=forged", "ECHO=forged"
 	f.HostSeal = strings.Repeat("ab", 32)
 	sub := f.Takeover.Submission
 	d := &store.Dispatch{TerminalKey: f.Takeover.TerminalKey, GenerationID: "dispatch-forged", SessionID: f.SessionID, TurnID: f.TurnID,
-		MessageID: "msg-forged", MessageType: sub.MessageType, RequestHash: sub.RequestHash, Status: store.DispatchPrepared,
+		MessageID: "msg-forged", MessageType: sub.MessageType, RequestHash: sub.RequestHash, Status: termapi.DispatchPrepared,
 		BindingID: f.TerminalBindingID, BindingGeneration: f.TerminalBindingGeneration, PreparedAt: now}
-	f.Takeover.Submission = store.Submission{MessageID: d.MessageID, MessageType: d.MessageType, RequestHash: d.RequestHash, Status: store.DispatchPrepared, PreparedAt: now}
+	f.Takeover.Submission = store.Submission{MessageID: d.MessageID, MessageType: d.MessageType, RequestHash: d.RequestHash, Status: termapi.DispatchPrepared, PreparedAt: now}
 	if err := st.CreateTurn(ctx, store.TurnCreate{Turn: &f, Dispatch: d}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestPrintTurnSuggestsRenewOnlyWhenAccepted: a stall past its hard
@@ -19,7 +18,7 @@ func TestPrintTurnSuggestsRenewOnlyWhenAccepted(t *testing.T) {
 		{[]string{"cancel", "close", "status"}, false},
 	} {
 		var b strings.Builder
-		printTurn(&b, terminal.TurnView{TurnID: "turn-1", Status: store.TurnStalled, StalledReason: "hard deadline passed", NextSteps: tc.steps})
+		printTurn(&b, termapi.TurnView{TurnID: "turn-1", Status: termapi.TurnStalled, StalledReason: "hard deadline passed", NextSteps: tc.steps})
 		if got := strings.Contains(b.String(), "terminal renew"); got != tc.renew {
 			t.Errorf("steps %v: output suggests renew = %v:\n%s", tc.steps, got, b.String())
 		}

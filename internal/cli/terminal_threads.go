@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // terminalThreadCmds are the native thread commands of `clawconnect terminal`.
@@ -79,7 +80,7 @@ func threadCmd(env Env, use, short, long, example string, run func(ctx context.C
 			return withTerminal(cmd, env, func(ctx context.Context, s *terminalStack) error {
 				api := s.svc
 				out, err := run(ctx, api, args)
-				if v, ok := out.(terminal.TransitionView); ok && v.TransitionID != "" {
+				if v, ok := out.(termapi.TransitionView); ok && v.TransitionID != "" {
 					if asJSON {
 						_ = printJSON(env.Stdout, v)
 					} else {
@@ -104,7 +105,7 @@ func threadCmd(env Env, use, short, long, example string, run func(ctx context.C
 	return cmd
 }
 
-func printTransition(w io.Writer, v terminal.TransitionView) {
+func printTransition(w io.Writer, v termapi.TransitionView) {
 	fmt.Fprintf(w, "transition: %s\nkind:       %s\nstatus:     %s\nterminal:   %s\n", v.TransitionID, v.Kind, v.Status, v.TerminalID)
 	if v.FromSessionID != "" {
 		fmt.Fprintf(w, "from:       session %s (generation %d, thread %s)\n", v.FromSessionID, v.FromGeneration, orDash(v.FromThreadID))
@@ -168,7 +169,7 @@ mid-way, so the terminal takes input again:
 		`  clawconnect terminal resolve-transition transition-6f1c… --adopt`,
 		func(ctx context.Context, api *terminal.Service, args []string, w io.Writer, asJSON bool) error {
 			if adopt == abort {
-				return fmt.Errorf("resolve-transition: %w: pass exactly one of --adopt or --abort", terminal.ErrBadInput)
+				return fmt.Errorf("resolve-transition: %w: pass exactly one of --adopt or --abort", termapi.ErrBadInput)
 			}
 			v, err := api.ResolveTransition(ctx, args[0], adopt)
 			if v.TransitionID != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestE2ETerminalNewThreadShowsTheGeneration drives a real Claude Code TUI
@@ -26,19 +27,19 @@ func TestE2ETerminalNewThreadShowsTheGeneration(t *testing.T) {
 		"CLAWCONNECT_TMUX_DEFAULT_SERVER": "off",
 	}
 	ctx := t.Context()
-	list := func() terminal.TerminalRow {
+	list := func() termapi.TerminalRow {
 		t.Helper()
 		out, stderr, err := runTerminal(ctx, envm, "list", "--json")
 		if err != nil {
 			t.Fatalf("list: %v\n%s", err, stderr)
 		}
-		var res terminal.ListResult
+		var res termapi.ListResult
 		if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Terminals) != 1 {
 			t.Fatalf("list --json: %v\n%s", err, out)
 		}
 		return res.Terminals[0]
 	}
-	var row terminal.TerminalRow
+	var row termapi.TerminalRow
 	if !poll.WithinEvery(60*time.Second, 300*time.Millisecond, func() bool { row = list(); return len(row.AvailableActions) > 0 }) {
 		t.Fatalf("no sendable Claude pane: %+v", row)
 	}
@@ -63,7 +64,7 @@ func TestE2ETerminalNewThreadShowsTheGeneration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("new-thread: %v\n%s\n%s", err, out, stderr)
 	}
-	var v terminal.TransitionView
+	var v termapi.TransitionView
 	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Status != "committed" || v.Generation != 2 || v.FromGeneration != 1 {
 		t.Fatalf("new-thread --json = %+v, %v\n%s", v, err, out)
 	}

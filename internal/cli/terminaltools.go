@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // terminalToolsOn reports whether the MCP terminal tools are enabled, by
@@ -90,66 +91,66 @@ func (l *lazyTerminals) close() {
 	}
 }
 
-func (l *lazyTerminals) List(ctx context.Context) (terminal.ListResult, error) {
+func (l *lazyTerminals) List(ctx context.Context) (termapi.ListResult, error) {
 	a, err := l.get(ctx)
 	if err != nil {
-		return terminal.ListResult{}, err
+		return termapi.ListResult{}, err
 	}
 	return a.List(ctx)
 }
 
-func (l *lazyTerminals) Send(ctx context.Context, r terminal.SendRequest) (terminal.SendResult, error) {
+func (l *lazyTerminals) Send(ctx context.Context, r termapi.SendRequest) (termapi.SendResult, error) {
 	a, err := l.get(ctx)
 	if err != nil {
-		return terminal.SendResult{}, err
+		return termapi.SendResult{}, err
 	}
 	return a.Send(ctx, r)
 }
 
-func (l *lazyTerminals) Wait(ctx context.Context, id string) (terminal.TurnView, error) {
+func (l *lazyTerminals) Wait(ctx context.Context, id string) (termapi.TurnView, error) {
 	a, err := l.get(ctx)
 	if err != nil {
-		return terminal.TurnView{}, err
+		return termapi.TurnView{}, err
 	}
 	return a.Wait(ctx, id)
 }
 
-func (l *lazyTerminals) WaitFor(ctx context.Context, id string, done func(terminal.TurnView) bool) (terminal.TurnView, error) {
+func (l *lazyTerminals) WaitFor(ctx context.Context, id string, done func(termapi.TurnView) bool) (termapi.TurnView, error) {
 	a, err := l.get(ctx)
 	if err != nil {
-		return terminal.TurnView{}, err
+		return termapi.TurnView{}, err
 	}
 	return a.WaitFor(ctx, id, done)
 }
 
-func (l *lazyTerminals) Status(ctx context.Context, id string) (terminal.TurnView, error) {
+func (l *lazyTerminals) Status(ctx context.Context, id string) (termapi.TurnView, error) {
 	a, err := l.get(ctx)
 	if err != nil {
-		return terminal.TurnView{}, err
+		return termapi.TurnView{}, err
 	}
 	return a.Status(ctx, id)
 }
 
-func (l *lazyTerminals) Respond(ctx context.Context, id, text string) (terminal.SendResult, error) {
+func (l *lazyTerminals) Respond(ctx context.Context, id, text string) (termapi.SendResult, error) {
 	a, err := l.get(ctx)
 	if err != nil {
-		return terminal.SendResult{}, err
+		return termapi.SendResult{}, err
 	}
 	return a.Respond(ctx, id, text)
 }
 
-func (l *lazyTerminals) Approve(ctx context.Context, id, fp string) (terminal.TurnView, error) {
+func (l *lazyTerminals) Approve(ctx context.Context, id, fp string) (termapi.TurnView, error) {
 	a, err := l.get(ctx)
 	if err != nil {
-		return terminal.TurnView{}, err
+		return termapi.TurnView{}, err
 	}
 	return a.Approve(ctx, id, fp)
 }
 
-func (l *lazyTerminals) Cancel(ctx context.Context, id string) (terminal.TurnView, error) {
+func (l *lazyTerminals) Cancel(ctx context.Context, id string) (termapi.TurnView, error) {
 	a, err := l.get(ctx)
 	if err != nil {
-		return terminal.TurnView{}, err
+		return termapi.TurnView{}, err
 	}
 	return a.Cancel(ctx, id)
 }

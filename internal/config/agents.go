@@ -30,27 +30,8 @@ var ErrNoConfig = errors.New("No ClawConnect agent config found. Create ~/.clawc
 // set; its text names the one that is missing.
 var ErrIncompleteEnv = errors.New("incomplete OPENCLAW_URL/OPENCLAW_PASSWORD configuration")
 
-// ErrUnknownAgent is wrapped by Registry.Resolve when the id names no agent.
-var ErrUnknownAgent = taskapi.ErrUnknownAgent
-
-// Sources of a registry, as reported by Registry.Source.
-const (
-	SourceFile = taskapi.SourceFile
-	SourceEnv  = taskapi.SourceEnv
-)
-
 // DefaultOpenClawAgentID is the OpenClaw agent id used when none is given.
 const DefaultOpenClawAgentID = "main"
-
-// Agent is one configured OpenClaw agent (taskapi.Agent).
-type Agent = taskapi.Agent
-
-// Group is a named set of agent ids, in file order (taskapi.Group).
-type Group = taskapi.Group
-
-// Registry is the validated agent configuration (taskapi.Registry): this
-// package parses and loads it, taskapi holds its queries.
-type Registry = taskapi.Registry
 
 // AgentsPath returns the path of agents.json under the state directory
 // home (settings.Values.Home).
@@ -63,7 +44,7 @@ func AgentsPath(home string) string {
 // OPENCLAW_PASSWORD, OPENCLAW_AGENT_ID and CLAWCONNECT_AGENT_ALIAS. It returns
 // ErrNoConfig when neither is present and a parse error (with the reference
 // message) when the file is invalid.
-func LoadRegistry(v settings.Values) (*Registry, error) {
+func LoadRegistry(v settings.Values) (*taskapi.Registry, error) {
 	path := AgentsPath(v.Home)
 	data, err := os.ReadFile(path)
 	switch {
@@ -89,7 +70,7 @@ func LoadRegistry(v settings.Values) (*Registry, error) {
 // fallback. It returns ErrNoConfig when OPENCLAW_URL and OPENCLAW_PASSWORD
 // are both unset, and an error matching ErrNoConfig and ErrIncompleteEnv,
 // naming the missing one, when only one is set.
-func RegistryFromEnv(v settings.Values) (*Registry, error) {
+func RegistryFromEnv(v settings.Values) (*taskapi.Registry, error) {
 	url, pass := v.OpenClawURL, v.OpenClawPassword
 	switch {
 	case url == "" && pass == "":
@@ -104,10 +85,10 @@ func RegistryFromEnv(v settings.Values) (*Registry, error) {
 	if alias == "" {
 		alias = agentID
 	}
-	return &Registry{
+	return &taskapi.Registry{
 		Default: alias,
-		Agents:  []Agent{{ID: alias, URL: url, Password: pass, OpenClawAgentID: agentID}},
-		Source:  SourceEnv,
+		Agents:  []taskapi.Agent{{ID: alias, URL: url, Password: pass, OpenClawAgentID: agentID}},
+		Source:  taskapi.SourceEnv,
 	}, nil
 }
 
@@ -153,7 +134,7 @@ type rawAgent struct {
 // and column, what was found and what the field should be. Recoverable
 // problems (bad groups, unknown members, unknown fields) are recorded in
 // Registry.Warnings.
-func ParseRegistry(data []byte) (*Registry, error) {
+func ParseRegistry(data []byte) (*taskapi.Registry, error) {
 	var raw rawFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&raw); err != nil {
@@ -164,7 +145,7 @@ func ParseRegistry(data []byte) (*Registry, error) {
 		return nil, agentsError(data, raw.Agents)
 	}
 	offs := agentOffsets(data)
-	r := &Registry{Source: SourceFile}
+	r := &taskapi.Registry{Source: taskapi.SourceFile}
 	seen := make(map[string]bool, len(entries))
 	for i, e := range entries {
 		off := int64(-1)
@@ -180,7 +161,7 @@ func ParseRegistry(data []byte) (*Registry, error) {
 		missing := func(name, msg string) error {
 			return missingField(data, off, e, fields, name, msg)
 		}
-		a := Agent{ID: str(ra.ID)}
+		a := taskapi.Agent{ID: str(ra.ID)}
 		if a.ID == "" {
 			return nil, missing("id", fmt.Sprintf(`agents.json: entry #%d missing "id"`, i))
 		}
@@ -238,7 +219,7 @@ func ParseRegistry(data []byte) (*Registry, error) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("agents.json: group %q is not an array; skipped", name))
 			continue
 		}
-		g := Group{Name: name}
+		g := taskapi.Group{Name: name}
 		for _, m := range members {
 			id := str(m)
 			switch {

@@ -17,9 +17,6 @@ import (
 	"github.com/clawconnect/clawconnect/taskapi"
 )
 
-// Identity is who an HTTP request authenticated as (taskapi.Identity).
-type Identity = taskapi.Identity
-
 // AuthOptions configures an Authenticator. The zero value means an open
 // server (no credential required).
 type AuthOptions struct {
@@ -217,9 +214,9 @@ func (a *Authenticator) Required() bool { return a.configured }
 // returns the identity and true when the request may proceed: always when no
 // credential is configured, otherwise when either value is a personal token
 // (Identity.User set) or the PUBLIC_MCP_PASS (Identity.Legacy set).
-func (a *Authenticator) Authenticate(pass, bearer string) (Identity, bool) {
+func (a *Authenticator) Authenticate(pass, bearer string) (taskapi.Identity, bool) {
 	if !a.configured {
-		return Identity{}, true
+		return taskapi.Identity{}, true
 	}
 	a.mu.Lock()
 	_ = a.refreshLocked() // logged; the last good set stays
@@ -236,13 +233,13 @@ func (a *Authenticator) Authenticate(pass, bearer string) (Identity, bool) {
 			}
 		}
 		if user != "" {
-			return Identity{User: user}, true
+			return taskapi.Identity{User: user}, true
 		}
 		if a.opts.PublicPass != "" && subtle.ConstantTimeCompare([]byte(cand), []byte(a.opts.PublicPass)) == 1 {
-			return Identity{Legacy: true}, true
+			return taskapi.Identity{Legacy: true}, true
 		}
 	}
-	return Identity{}, false
+	return taskapi.Identity{}, false
 }
 
 // ParseTokensFile decodes an MCP_USER_TOKENS_FILE document in any of its

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/taskapi"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -43,20 +44,20 @@ func TestAuthenticate(t *testing.T) {
 		name         string
 		opts         AuthOptions
 		pass, bearer string
-		want         Identity
+		want         taskapi.Identity
 		ok, required bool
 	}{
-		{"open", AuthOptions{}, "", "", Identity{}, true, false},
-		{"open ignores junk", AuthOptions{}, "junk", "junk", Identity{}, true, false},
-		{"user via bearer", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef, Bob:b:2-0123456789abcdef"}, "", "b:2-0123456789abcdef", Identity{User: "Bob"}, true, true},
-		{"user via pass", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef"}, "a1-0123456789abcdef", "", Identity{User: "Alice"}, true, true},
-		{"pass checked before bearer", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef,Bob:b1-0123456789abcdef"}, "a1-0123456789abcdef", "b1-0123456789abcdef", Identity{User: "Alice"}, true, true},
-		{"wrong pass falls to bearer", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef"}, "zz", "a1-0123456789abcdef", Identity{User: "Alice"}, true, true},
-		{"legacy", AuthOptions{PublicPass: "shared-0123456789abcdef"}, "shared-0123456789abcdef", "", Identity{Legacy: true}, true, true},
-		{"missing token", AuthOptions{PublicPass: "shared-0123456789abcdef"}, "", "", Identity{}, false, true},
-		{"wrong token", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef", PublicPass: "shared-0123456789abcdef"}, "", "nope", Identity{}, false, true},
-		{"duplicate token keeps first", AuthOptions{UserTokens: "Alice:same-0123456789abcdef,Bob:same-0123456789abcdef"}, "", "same-0123456789abcdef", Identity{User: "Alice"}, true, true},
-		{"malformed entries fail closed", AuthOptions{UserTokens: "justtext,:x,y:"}, "", "", Identity{}, false, true},
+		{"open", AuthOptions{}, "", "", taskapi.Identity{}, true, false},
+		{"open ignores junk", AuthOptions{}, "junk", "junk", taskapi.Identity{}, true, false},
+		{"user via bearer", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef, Bob:b:2-0123456789abcdef"}, "", "b:2-0123456789abcdef", taskapi.Identity{User: "Bob"}, true, true},
+		{"user via pass", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef"}, "a1-0123456789abcdef", "", taskapi.Identity{User: "Alice"}, true, true},
+		{"pass checked before bearer", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef,Bob:b1-0123456789abcdef"}, "a1-0123456789abcdef", "b1-0123456789abcdef", taskapi.Identity{User: "Alice"}, true, true},
+		{"wrong pass falls to bearer", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef"}, "zz", "a1-0123456789abcdef", taskapi.Identity{User: "Alice"}, true, true},
+		{"legacy", AuthOptions{PublicPass: "shared-0123456789abcdef"}, "shared-0123456789abcdef", "", taskapi.Identity{Legacy: true}, true, true},
+		{"missing token", AuthOptions{PublicPass: "shared-0123456789abcdef"}, "", "", taskapi.Identity{}, false, true},
+		{"wrong token", AuthOptions{UserTokens: "Alice:a1-0123456789abcdef", PublicPass: "shared-0123456789abcdef"}, "", "nope", taskapi.Identity{}, false, true},
+		{"duplicate token keeps first", AuthOptions{UserTokens: "Alice:same-0123456789abcdef,Bob:same-0123456789abcdef"}, "", "same-0123456789abcdef", taskapi.Identity{User: "Alice"}, true, true},
+		{"malformed entries fail closed", AuthOptions{UserTokens: "justtext,:x,y:"}, "", "", taskapi.Identity{}, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

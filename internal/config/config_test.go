@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/settings"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // envOf is the effective settings of the environment m; a bad value there
@@ -124,18 +125,18 @@ func TestParseRegistryFull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseRegistry: %v", err)
 	}
-	want := &Registry{
+	want := &taskapi.Registry{
 		Default: "helper",
-		Agents: []Agent{
+		Agents: []taskapi.Agent{
 			{ID: "assistant", URL: "ws://127.0.0.1:18789", Password: "pw", OpenClawAgentID: "main", Emoji: "🦀", Role: "generalist", Collections: []string{"notes"}},
 			{ID: "helper", URL: "ws://127.0.0.1:18790", Password: "pw2", OpenClawAgentID: "helper-agent", QMDToken: "qmd-x"},
 			{ID: "third", URL: "ws://127.0.0.1:18791", Password: "pw3", OpenClawAgentID: "main"},
 		},
-		Groups: []Group{
+		Groups: []taskapi.Group{
 			{Name: "lab", Label: "Bakery ClawConnect", Members: []string{"assistant", "helper"}},
 			{Name: "solo", Members: []string{"third"}},
 		},
-		Source: SourceFile,
+		Source: taskapi.SourceFile,
 		Warnings: []string{
 			`agents.json: group "empty" names unknown agent "ghost"; dropped`,
 			`agents.json: group "empty" is empty; dropped`,
@@ -163,7 +164,7 @@ func TestLoadRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]string{"a"}, r.IDs()); diff != "" || r.Source != SourceFile || r.Path != filepath.Join(home, "agents.json") {
+		if diff := cmp.Diff([]string{"a"}, r.IDs()); diff != "" || r.Source != taskapi.SourceFile || r.Path != filepath.Join(home, "agents.json") {
 			t.Errorf("ids diff %s; source %q path %q", diff, r.Source, r.Path)
 		}
 	})
@@ -189,16 +190,16 @@ func TestLoadRegistry(t *testing.T) {
 	tests := []struct {
 		name string
 		env  map[string]string
-		want *Registry
+		want *taskapi.Registry
 		err  error
 	}{
 		{"nothing", map[string]string{}, nil, ErrNoConfig},
 		{"url only", map[string]string{"OPENCLAW_URL": "ws://x"}, nil, ErrIncompleteEnv},
 		{"password only", map[string]string{"OPENCLAW_PASSWORD": "p"}, nil, ErrIncompleteEnv},
 		{"env defaults", map[string]string{"OPENCLAW_URL": "ws://x", "OPENCLAW_PASSWORD": "p"},
-			&Registry{Default: "main", Agents: []Agent{{ID: "main", URL: "ws://x", Password: "p", OpenClawAgentID: "main"}}, Source: SourceEnv}, nil},
+			&taskapi.Registry{Default: "main", Agents: []taskapi.Agent{{ID: "main", URL: "ws://x", Password: "p", OpenClawAgentID: "main"}}, Source: taskapi.SourceEnv}, nil},
 		{"env alias and agent id", map[string]string{"OPENCLAW_URL": "ws://x", "OPENCLAW_PASSWORD": "p", "OPENCLAW_AGENT_ID": "ops", "CLAWCONNECT_AGENT_ALIAS": "crab"},
-			&Registry{Default: "crab", Agents: []Agent{{ID: "crab", URL: "ws://x", Password: "p", OpenClawAgentID: "ops"}}, Source: SourceEnv}, nil},
+			&taskapi.Registry{Default: "crab", Agents: []taskapi.Agent{{ID: "crab", URL: "ws://x", Password: "p", OpenClawAgentID: "ops"}}, Source: taskapi.SourceEnv}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,7 +230,7 @@ func TestResolve(t *testing.T) {
 		t.Run(tt.id, func(t *testing.T) {
 			a, err := r.Resolve(tt.id)
 			if tt.err != "" {
-				if err == nil || err.Error() != tt.err || !errors.Is(err, ErrUnknownAgent) {
+				if err == nil || err.Error() != tt.err || !errors.Is(err, taskapi.ErrUnknownAgent) {
 					t.Fatalf("Resolve(%q) err = %v, want %q wrapping ErrUnknownAgent", tt.id, err, tt.err)
 				}
 				return
@@ -254,16 +255,16 @@ func TestScope(t *testing.T) {
 	tests := []struct {
 		name           string
 		groups, agents []string
-		want           Scope
+		want           taskapi.Scope
 		warnings       int
 	}{
-		{"none", nil, nil, Scope{Allowed: all, Default: "helper", ServerName: "ClawConnect"}, 0},
-		{"labelled group", []string{"lab"}, nil, Scope{Allowed: []string{"assistant", "helper"}, Default: "helper", ServerName: "Bakery ClawConnect"}, 0},
-		{"unlabelled group keeps name", []string{"solo"}, nil, Scope{Allowed: []string{"third"}, Default: "third", ServerName: "ClawConnect"}, 0},
-		{"union comma joined", []string{"solo"}, []string{"assistant,third"}, Scope{Allowed: []string{"assistant", "third"}, Default: "assistant", ServerName: "ClawConnect"}, 0},
-		{"repeated agents", nil, []string{"third", "helper"}, Scope{Allowed: []string{"helper", "third"}, Default: "helper", ServerName: "ClawConnect"}, 0},
-		{"unknown dropped", []string{"nope"}, []string{"ghost", "third"}, Scope{Allowed: []string{"third"}, Default: "third", ServerName: "ClawConnect"}, 2},
-		{"nothing resolves", []string{"nope"}, []string{"ghost"}, Scope{Allowed: all, Default: "helper", ServerName: "ClawConnect"}, 2},
+		{"none", nil, nil, taskapi.Scope{Allowed: all, Default: "helper", ServerName: "ClawConnect"}, 0},
+		{"labelled group", []string{"lab"}, nil, taskapi.Scope{Allowed: []string{"assistant", "helper"}, Default: "helper", ServerName: "Bakery ClawConnect"}, 0},
+		{"unlabelled group keeps name", []string{"solo"}, nil, taskapi.Scope{Allowed: []string{"third"}, Default: "third", ServerName: "ClawConnect"}, 0},
+		{"union comma joined", []string{"solo"}, []string{"assistant,third"}, taskapi.Scope{Allowed: []string{"assistant", "third"}, Default: "assistant", ServerName: "ClawConnect"}, 0},
+		{"repeated agents", nil, []string{"third", "helper"}, taskapi.Scope{Allowed: []string{"helper", "third"}, Default: "helper", ServerName: "ClawConnect"}, 0},
+		{"unknown dropped", []string{"nope"}, []string{"ghost", "third"}, taskapi.Scope{Allowed: []string{"third"}, Default: "third", ServerName: "ClawConnect"}, 2},
+		{"nothing resolves", []string{"nope"}, []string{"ghost"}, taskapi.Scope{Allowed: all, Default: "helper", ServerName: "ClawConnect"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

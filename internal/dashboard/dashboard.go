@@ -19,9 +19,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/server"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 //go:embed assets
@@ -135,8 +135,8 @@ type Dashboard struct {
 // session is one browser login.
 type session struct {
 	id      string
-	owner   config.Identity // who signed in, for the per-identity cap
-	token   string          // the credential, re-checked on every request
+	owner   taskapi.Identity // who signed in, for the per-identity cap
+	token   string           // the credential, re-checked on every request
 	csrf    string
 	expires time.Time
 	flash   string
@@ -223,7 +223,7 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // request is what a page handler knows about its caller.
 type request struct {
 	sess   *session
-	id     config.Identity
+	id     taskapi.Identity
 	caller *server.Caller
 }
 
@@ -242,7 +242,7 @@ func (d *Dashboard) withSession(next func(http.ResponseWriter, *http.Request, re
 			}
 		}
 		if s == nil && !d.srv.AuthRequired() {
-			s = d.newSession("", config.Identity{}, time.Time{})
+			s = d.newSession("", taskapi.Identity{}, time.Time{})
 			d.setCookie(w, r, s)
 		}
 		if s == nil {
@@ -365,12 +365,12 @@ func randomID() string {
 // then, over its cap, id's own oldest login; then, over the cap in all,
 // the oldest login of whoever holds the most, so that no identity can push
 // out another that holds fewer.
-func (d *Dashboard) newSession(token string, id config.Identity, tokenExpiry time.Time) *session {
+func (d *Dashboard) newSession(token string, id taskapi.Identity, tokenExpiry time.Time) *session {
 	s := &session{id: randomID(), owner: id, token: token, csrf: randomID(), expires: d.o.Now().Add(d.o.SessionTTL), tokenExpiry: tokenExpiry}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.o.Now()
-	held := map[config.Identity]int{}
+	held := map[taskapi.Identity]int{}
 	for sid, old := range d.sessions {
 		if now.After(old.expires) {
 			delete(d.sessions, sid)
@@ -394,7 +394,7 @@ func (d *Dashboard) newSession(token string, id config.Identity, tokenExpiry tim
 }
 
 // evictOldestLocked drops owner's login that expires first.
-func (d *Dashboard) evictOldestLocked(owner config.Identity) {
+func (d *Dashboard) evictOldestLocked(owner taskapi.Identity) {
 	var oldest *session
 	for _, old := range d.sessions {
 		if old.owner == owner && (oldest == nil || old.expires.Before(oldest.expires)) {

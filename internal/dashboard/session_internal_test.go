@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/config"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // TestSessionCapEvictsLargestHolder: with the logins full in all, a new
@@ -18,11 +18,11 @@ func TestSessionCapEvictsLargestHolder(t *testing.T) {
 		now = now.Add(time.Millisecond) // every login expires after the one before
 		return now
 	}}, sessions: map[string]*session{}}
-	alice := d.newSession("", config.Identity{User: "alice"}, time.Time{})
+	alice := d.newSession("", taskapi.Identity{User: "alice"}, time.Time{})
 	for i := 0; len(d.sessions) < maxSessions; i++ {
-		d.newSession("", config.Identity{User: fmt.Sprintf("u%02d", i/maxSessionsPerIdentity)}, time.Time{})
+		d.newSession("", taskapi.Identity{User: fmt.Sprintf("u%02d", i/maxSessionsPerIdentity)}, time.Time{})
 	}
-	d.newSession("", config.Identity{User: "newcomer"}, time.Time{})
+	d.newSession("", taskapi.Identity{User: "newcomer"}, time.Time{})
 	if len(d.sessions) != maxSessions {
 		t.Fatalf("%d logins held, want the cap %d", len(d.sessions), maxSessions)
 	}

@@ -12,17 +12,18 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Terminals is the part of the terminal Turn service the dashboard uses
 // (internal/terminal.Service, or the Client of a terminal daemon's socket).
 type Terminals interface {
-	List(ctx context.Context) (terminal.ListResult, error)
-	Status(ctx context.Context, turnID string) (terminal.TurnView, error)
-	Cancel(ctx context.Context, turnID string) (terminal.TurnView, error)
+	List(ctx context.Context) (termapi.ListResult, error)
+	Status(ctx context.Context, turnID string) (termapi.TurnView, error)
+	Cancel(ctx context.Context, turnID string) (termapi.TurnView, error)
 	// RetryCallback is `clawconnect terminal retry-callback`: the Turn's
 	// latest callback due again with a fresh retry budget.
-	RetryCallback(ctx context.Context, turnID string) (terminal.TurnView, error)
+	RetryCallback(ctx context.Context, turnID string) (termapi.TurnView, error)
 	// Watches lists the active watches of human-started tasks (at most
 	// limit), WatchStatus reads one with its notifications, and Unwatch is
 	// `clawconnect terminal unwatch`.
@@ -52,7 +53,7 @@ const watchesMax = 200
 
 // paneRow is one agent pane on the Terminals page.
 type paneRow struct {
-	terminal.TerminalRow
+	termapi.TerminalRow
 	Generation int64
 	// Watch is the pane's active watch of a human-started task.
 	Watch *terminal.WatchView
@@ -75,7 +76,7 @@ type terminalsBody struct {
 // conflictChoices labels the commands a conflict row offers (adopt the
 // pane's thread, or keep the old Session detached); a command the page
 // does not know is shown as it is.
-func conflictChoices(c *terminal.ThreadConflict) []choice {
+func conflictChoices(c *termapi.ThreadConflict) []choice {
 	if c == nil {
 		return nil
 	}
@@ -151,7 +152,7 @@ func (d *Dashboard) terminalsPage(w http.ResponseWriter, r *http.Request, q requ
 
 // turnBody is a Turn page.
 type turnBody struct {
-	Turn terminal.TurnView
+	Turn termapi.TurnView
 	// Shown is the status as a person reads it (termapi.ShownStatus).
 	Shown   string
 	Events  []store.TurnEvent
@@ -169,16 +170,16 @@ type turnBody struct {
 // a caller that sees all, otherwise only one it sent through MCP (the
 // Turn's principal). Another's Turn answers exactly as one that does not
 // exist.
-func (d *Dashboard) turnAllowed(ctx context.Context, q request, id string) (terminal.TurnView, error) {
+func (d *Dashboard) turnAllowed(ctx context.Context, q request, id string) (termapi.TurnView, error) {
 	if d.o.Terminals == nil {
-		return terminal.TurnView{}, errNoTerminals
+		return termapi.TurnView{}, errNoTerminals
 	}
 	v, err := d.o.Terminals.Status(ctx, id)
 	if q.caller.SeesAll() {
 		return v, err
 	}
-	if (err == nil && !q.caller.Mine(v.Principal)) || errors.Is(err, terminal.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
-		return terminal.TurnView{}, fmt.Errorf("%w: no turn %s among yours", terminal.ErrNotFound, id)
+	if (err == nil && !q.caller.Mine(v.Principal)) || errors.Is(err, termapi.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
+		return termapi.TurnView{}, fmt.Errorf("%w: no turn %s among yours", termapi.ErrNotFound, id)
 	}
 	return v, err
 }
@@ -188,9 +189,9 @@ func (d *Dashboard) turnData(ctx context.Context, q request, id string) (turnBod
 	if err != nil {
 		return turnBody{}, err
 	}
-	b := turnBody{Turn: v, Shown: terminal.ShownStatus(v), Running: terminal.Running(v.Status) || v.Status == store.TurnWaitingForOpenClaw,
+	b := turnBody{Turn: v, Shown: terminal.ShownStatus(v), Running: terminal.Running(v.Status) || v.Status == termapi.TurnWaitingForOpenClaw,
 		Operator: q.caller.SeesAll(), CSRF: q.sess.csrf}
-	b.Retryable = b.Operator && v.CallbackDelivery != nil && v.CallbackDelivery.Status != store.CallbackDelivered
+	b.Retryable = b.Operator && v.CallbackDelivery != nil && v.CallbackDelivery.Status != termapi.CallbackDelivered
 	if d.o.TerminalRecords != nil {
 		if ev, err := d.o.TerminalRecords.TurnEvents(ctx, id, 0, turnEventsMax); err == nil {
 			b.Events = ev
@@ -254,7 +255,7 @@ func (d *Dashboard) retryCallback(w http.ResponseWriter, r *http.Request, q requ
 		note = "Retry refused: " + err.Error()
 	case v.CallbackDelivery == nil:
 		note = "Retry requested."
-	case v.CallbackDelivery.Status == store.CallbackDelivered:
+	case v.CallbackDelivery.Status == termapi.CallbackDelivered:
 		note = "The callback was already delivered; nothing to retry."
 	default:
 		note = "Retry requested: the callback is " + string(v.CallbackDelivery.Status) + "."

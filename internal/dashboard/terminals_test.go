@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/dashboard"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // fakeTerminals is the Turn service as the dashboard sees it: one Codex
@@ -21,51 +22,51 @@ import (
 // session failed once.
 type fakeTerminals struct {
 	mu        sync.Mutex
-	status    store.TurnStatus
+	status    termapi.TurnStatus
 	principal string // who sent the Turn through MCP
 	cancelled []string
 	// origin and cb are the Turn's origin session and callback state;
 	// retryErr, when set, is what RetryCallback refuses with.
 	origin   string
-	cb       *terminal.CallbackView
+	cb       *termapi.CallbackView
 	retryErr error
 	retried  []string
 	// watch is the one watch the fake knows, extra the panes listed after
 	// the first one, watchErr what Watches fails with; unwatched records
 	// the Unwatch calls (watches_test.go).
 	watch     *terminal.WatchView
-	extra     []terminal.TerminalRow
+	extra     []termapi.TerminalRow
 	watchErr  error
 	unwatched []string
 }
 
 const turnID = "turn-1"
 
-func (f *fakeTerminals) List(context.Context) (terminal.ListResult, error) {
+func (f *fakeTerminals) List(context.Context) (termapi.ListResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return terminal.ListResult{Terminals: append([]terminal.TerminalRow{{
+	return termapi.ListResult{Terminals: append([]termapi.TerminalRow{{
 		ID: "terminal:v2:tmux:codex:work:0.0:4242", Agent: "codex", PID: 4242, Cwd: "/src/app",
 		ActivityState: "awaiting_approval", ManagementState: "managed", SessionID: "sess-1",
 		// Shown as the service fills it: the fake's Turn waits at a prompt.
-		CurrentTurn: &terminal.TurnRef{TurnID: turnID, Status: f.status,
-			Shown: terminal.ShownStatus(terminal.TurnView{Status: f.status, OriginSession: f.origin, Approval: &store.Approval{}})},
+		CurrentTurn: &termapi.TurnRef{TurnID: turnID, Status: f.status,
+			Shown: terminal.ShownStatus(termapi.TurnView{Status: f.status, OriginSession: f.origin, Approval: &termapi.Approval{}})},
 	}}, f.extra...)}, nil
 }
 
-func (f *fakeTerminals) Status(_ context.Context, id string) (terminal.TurnView, error) {
+func (f *fakeTerminals) Status(_ context.Context, id string) (termapi.TurnView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if id != turnID {
-		return terminal.TurnView{}, store.ErrNotFound
+		return termapi.TurnView{}, store.ErrNotFound
 	}
-	return terminal.TurnView{TurnID: turnID, SessionID: "sess-1", Agent: "codex", TerminalID: "terminal:v2:tmux:codex:work:0.0:4242",
-		Status: f.status, Approval: &store.Approval{Fingerprint: "fp-123", Kind: "exec", Command: "rm -rf <build>"},
+	return termapi.TurnView{TurnID: turnID, SessionID: "sess-1", Agent: "codex", TerminalID: "terminal:v2:tmux:codex:work:0.0:4242",
+		Status: f.status, Approval: &termapi.Approval{Fingerprint: "fp-123", Kind: "exec", Command: "rm -rf <build>"},
 		CreatedAt: "2026-12-01T10:00:00Z", UpdatedAt: "2026-12-01T10:01:00Z",
 		OriginSession: f.origin, CallbackDelivery: f.cbCopy(), Principal: f.principal}, nil
 }
 
-func (f *fakeTerminals) cbCopy() *terminal.CallbackView {
+func (f *fakeTerminals) cbCopy() *termapi.CallbackView {
 	if f.cb == nil {
 		return nil
 	}
@@ -76,24 +77,24 @@ func (f *fakeTerminals) cbCopy() *terminal.CallbackView {
 // RetryCallback behaves as the service's: refused with retryErr, a
 // delivered callback left alone, anything else pending again with a fresh
 // budget.
-func (f *fakeTerminals) RetryCallback(_ context.Context, id string) (terminal.TurnView, error) {
+func (f *fakeTerminals) RetryCallback(_ context.Context, id string) (termapi.TurnView, error) {
 	f.mu.Lock()
 	f.retried = append(f.retried, id)
 	err := f.retryErr
 	if id != turnID {
-		err = fmt.Errorf("retry-callback: %w: no turn %s", terminal.ErrNotFound, id)
+		err = fmt.Errorf("retry-callback: %w: no turn %s", termapi.ErrNotFound, id)
 	}
-	if err == nil && f.cb != nil && f.cb.Status != store.CallbackDelivered {
-		f.cb.Status, f.cb.Attempts, f.cb.NextAttemptAt = store.CallbackPending, 0, "2026-12-01T10:02:00Z"
+	if err == nil && f.cb != nil && f.cb.Status != termapi.CallbackDelivered {
+		f.cb.Status, f.cb.Attempts, f.cb.NextAttemptAt = termapi.CallbackPending, 0, "2026-12-01T10:02:00Z"
 	}
 	f.mu.Unlock()
 	if err != nil {
-		return terminal.TurnView{}, err
+		return termapi.TurnView{}, err
 	}
 	return f.Status(context.Background(), id)
 }
 
-func (f *fakeTerminals) setCallback(origin string, cb *terminal.CallbackView, retryErr error) {
+func (f *fakeTerminals) setCallback(origin string, cb *termapi.CallbackView, retryErr error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.origin, f.cb, f.retryErr = origin, cb, retryErr
@@ -107,16 +108,16 @@ func (f *fakeTerminals) retries() []string {
 
 // failedCallback is a callback whose first delivery failed; its session key
 // and error carry markup, as untrusted text may.
-func failedCallback() *terminal.CallbackView {
-	return &terminal.CallbackView{MessageID: "cbm-1", Type: "turn_completed", Kind: "completed",
-		SessionKey: "agent:main:<i>x</i>", Status: store.CallbackFailed, Attempts: 1,
+func failedCallback() *termapi.CallbackView {
+	return &termapi.CallbackView{MessageID: "cbm-1", Type: "turn_completed", Kind: "completed",
+		SessionKey: "agent:main:<i>x</i>", Status: termapi.CallbackFailed, Attempts: 1,
 		LastError: `gateway said <script>alert(1)</script>`, NextAttemptAt: "2026-12-01T10:01:30Z"}
 }
 
-func (f *fakeTerminals) Cancel(_ context.Context, id string) (terminal.TurnView, error) {
+func (f *fakeTerminals) Cancel(_ context.Context, id string) (termapi.TurnView, error) {
 	f.mu.Lock()
 	f.cancelled = append(f.cancelled, id)
-	f.status = store.TurnCancelling
+	f.status = termapi.TurnCancelling
 	f.mu.Unlock()
 	return f.Status(context.Background(), id)
 }
@@ -133,7 +134,7 @@ func (fakeRecords) TurnEvents(context.Context, string, int64, int) ([]store.Turn
 }
 
 func terminalRig(t *testing.T, tokens string, shared bool) (*rig, *fakeTerminals) {
-	ft := &fakeTerminals{status: store.TurnWaitingForOpenClaw, origin: "agent:main:<i>x</i>", cb: failedCallback()}
+	ft := &fakeTerminals{status: termapi.TurnWaitingForOpenClaw, origin: "agent:main:<i>x</i>", cb: failedCallback()}
 	r := newRigWith(t, tokens, shared, func(o *dashboard.Options) {
 		o.Terminals, o.TerminalRecords = ft, fakeRecords{}
 	})
@@ -244,18 +245,18 @@ func TestTurnCallbackDelivery(t *testing.T) {
 	b := r.browser(t)
 	const escKey = "agent:main:&lt;i&gt;x&lt;/i&gt;"
 	for _, tt := range []struct {
-		status    store.CallbackStatus
-		edit      func(*terminal.CallbackView)
+		status    termapi.CallbackStatus
+		edit      func(*termapi.CallbackView)
 		want      []string
 		wantRetry bool
 	}{
-		{store.CallbackPending, func(c *terminal.CallbackView) { c.Attempts, c.LastError = 0, "" },
+		{termapi.CallbackPending, func(c *termapi.CallbackView) { c.Attempts, c.LastError = 0, "" },
 			[]string{"Next attempt", "2026-12-01T10:01:30Z"}, true},
-		{store.CallbackFailed, nil,
+		{termapi.CallbackFailed, nil,
 			[]string{"Next attempt", "gateway said &lt;script&gt;alert(1)&lt;/script&gt;", `id="callback-error"`}, true},
-		{store.CallbackExhausted, func(c *terminal.CallbackView) { c.Attempts, c.NextAttemptAt = 8, "" },
+		{termapi.CallbackExhausted, func(c *termapi.CallbackView) { c.Attempts, c.NextAttemptAt = 8, "" },
 			[]string{"<dd>8</dd>", "gateway said &lt;script&gt;"}, true},
-		{store.CallbackDelivered, func(c *terminal.CallbackView) {
+		{termapi.CallbackDelivered, func(c *termapi.CallbackView) {
 			c.Attempts, c.LastError, c.NextAttemptAt, c.DeliveredAt = 2, "", "", "2026-12-01T10:03:00Z"
 		}, []string{"Delivered", "2026-12-01T10:03:00Z"}, false},
 	} {
@@ -284,7 +285,7 @@ func TestTurnCallbackDelivery(t *testing.T) {
 			if got := strings.Contains(body, `id="retry-callback"`); got != tt.wantRetry {
 				t.Errorf("retry button shown = %v, want %v", got, tt.wantRetry)
 			}
-			if tt.status != store.CallbackPending && tt.status != store.CallbackFailed && strings.Contains(body, "Next attempt") {
+			if tt.status != termapi.CallbackPending && tt.status != termapi.CallbackFailed && strings.Contains(body, "Next attempt") {
 				t.Errorf("a %s callback shows a next attempt", tt.status)
 			}
 		})
@@ -346,7 +347,7 @@ func TestTurnRetryCallback(t *testing.T) {
 		t.Errorf("no note or pending state after retry")
 	}
 
-	ft.setCallback("agent:main:x", failedCallback(), fmt.Errorf("retry-callback: %w: this store keeps no callback outbox <b>", terminal.ErrRefused))
+	ft.setCallback("agent:main:x", failedCallback(), fmt.Errorf("retry-callback: %w: this store keeps no callback outbox <b>", termapi.ErrRefused))
 	if code, _, _ := b.post(path, url.Values{"csrf": {token}}, "self"); code != http.StatusSeeOther {
 		t.Fatalf("refused retry: %d, want 303 with the error shown", code)
 	}
@@ -372,7 +373,7 @@ func TestTurnRetryCallback(t *testing.T) {
 // at a prompt does not read waiting_for_openclaw, on its page nor as its
 // pane's current Turn on the Terminals page.
 func TestTurnPageWithoutOriginSaysWhoWaits(t *testing.T) {
-	ft := &fakeTerminals{status: store.TurnWaitingForOpenClaw, cb: failedCallback()}
+	ft := &fakeTerminals{status: termapi.TurnWaitingForOpenClaw, cb: failedCallback()}
 	r := newRigWith(t, "", false, func(o *dashboard.Options) { o.Terminals, o.TerminalRecords = ft, fakeRecords{} })
 	b := r.browser(t)
 	code, _, body := b.get("/turns/" + turnID)

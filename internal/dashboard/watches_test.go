@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/dashboard"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 const (
@@ -40,7 +41,7 @@ func (f *fakeTerminals) WatchStatus(_ context.Context, id string) (terminal.Watc
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.watch == nil || id != f.watch.WatchID {
-		return terminal.WatchView{}, fmt.Errorf("watch status: %w: no watch %s", terminal.ErrNotFound, id)
+		return terminal.WatchView{}, fmt.Errorf("watch status: %w: no watch %s", termapi.ErrNotFound, id)
 	}
 	return f.watchCopy(), nil
 }
@@ -50,7 +51,7 @@ func (f *fakeTerminals) Unwatch(_ context.Context, id string) (terminal.WatchVie
 	defer f.mu.Unlock()
 	f.unwatched = append(f.unwatched, id)
 	if f.watch == nil || id != f.watch.WatchID {
-		return terminal.WatchView{}, fmt.Errorf("unwatch: %w: no watch %s", terminal.ErrNotFound, id)
+		return terminal.WatchView{}, fmt.Errorf("unwatch: %w: no watch %s", termapi.ErrNotFound, id)
 	}
 	if f.watch.Status == store.WatchActive {
 		f.watch.Status = store.WatchCancelled
@@ -66,7 +67,7 @@ func (f *fakeTerminals) watchCopy() terminal.WatchView {
 		s := *v.Settlement
 		v.Settlement = &s
 	}
-	v.Notifications = append([]terminal.CallbackView(nil), v.Notifications...)
+	v.Notifications = append([]termapi.CallbackView(nil), v.Notifications...)
 	return v
 }
 
@@ -89,29 +90,29 @@ func activeWatch() *terminal.WatchView {
 	return &terminal.WatchView{WatchID: watchID, Status: store.WatchActive, Agent: "claude", TerminalID: watchPane,
 		SessionID: "sess-w", OriginSession: "agent:main:<b>w</b>", NativeTurnID: "native-7", TaskSeen: true,
 		CreatedAt: "2026-12-01T10:15:00Z", DeadlineAt: "2026-12-01T22:15:00Z",
-		Notifications: []terminal.CallbackView{{MessageID: "msg-watch-1", Type: "question", Kind: "watch_approval",
-			SessionKey: "agent:main:<b>w</b>", Status: store.CallbackFailed, Attempts: 2,
+		Notifications: []termapi.CallbackView{{MessageID: "msg-watch-1", Type: "question", Kind: "watch_approval",
+			SessionKey: "agent:main:<b>w</b>", Status: termapi.CallbackFailed, Attempts: 2,
 			LastError: `gateway said <script>alert(2)</script>`, NextAttemptAt: "2026-12-01T10:20:00Z"}},
 		PendingActions: []string{"clawconnect terminal unwatch " + watchID}}
 }
 
 // watchedPanes are the panes listed after the fake's first: one watched,
 // one whose thread a human switched, with an uncertain transition left.
-func watchedPanes() []terminal.TerminalRow {
+func watchedPanes() []termapi.TerminalRow {
 	adopt := "clawconnect terminal adopt-thread " + conflictPane
 	detach := "clawconnect terminal detach sess-9"
-	return []terminal.TerminalRow{
+	return []termapi.TerminalRow{
 		{ID: watchPane, Agent: "claude", PID: 5151, Cwd: "/src/web", ActivityState: "working", ManagementState: "managed",
-			SessionID: "sess-w", BindingGeneration: 5, AvailableActions: []terminal.Action{}},
+			SessionID: "sess-w", BindingGeneration: 5, AvailableActions: []termapi.Action{}},
 		{ID: conflictPane, Agent: "codex", PID: 6161, Cwd: "/src/api", ActivityState: "idle", ManagementState: "conflict",
 			SessionID: "sess-9", BindingGeneration: 2, NativeThreadID: "thread-new",
-			Conflict: &terminal.ThreadConflict{SessionID: "sess-9", BoundThreadID: "thread-old", PaneThreadID: "thread-new",
+			Conflict: &termapi.ThreadConflict{SessionID: "sess-9", BoundThreadID: "thread-old", PaneThreadID: "thread-new",
 				Reason: "the pane's native thread changed by hand", Choices: []string{adopt, detach}},
-			Transition: &terminal.TransitionView{TransitionID: "transition-42", Kind: "new_thread", Status: store.TransitionUncertain,
+			Transition: &termapi.TransitionView{TransitionID: "transition-42", Kind: "new_thread", Status: store.TransitionUncertain,
 				TerminalID: conflictPane, Agent: "codex", Reason: "the process died <mid-way>",
 				RecoveryActions: []string{"clawconnect terminal resolve-transition transition-42 --adopt",
 					"clawconnect terminal resolve-transition transition-42 --abort"}},
-			Reason: "the pane's native thread changed by hand", AvailableActions: []terminal.Action{}},
+			Reason: "the pane's native thread changed by hand", AvailableActions: []termapi.Action{}},
 	}
 }
 

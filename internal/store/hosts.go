@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Terminal hosts on several machines: each machine's terminal host
@@ -73,5 +74,5 @@ type TerminalHosts interface {
 	GetHostOp(ctx context.Context, id string) (*HostOp, error)
 	// TurnIDsWithStatus returns the ids of up to limit Turns in status, by
 	// id (a returning host looks for its Turns stalled while it was away).
-	TurnIDsWithStatus(ctx context.Context, status TurnStatus, limit int) ([]string, error)
+	TurnIDsWithStatus(ctx context.Context, status termapi.TurnStatus, limit int) ([]string, error)
 }

@@ -102,32 +102,16 @@ func (s Status) Valid() bool {
 // Terminal reports whether s is not running.
 func (s Status) Terminal() bool { return s != StatusRunning }
 
-// Prompt is what the caller asked: the task, the context after the handoff
-// was stripped, and the optional sender name (taskapi.Prompt).
-type Prompt = taskapi.Prompt
-
-// ErrorInfo classifies a failed task (taskapi.ErrorInfo).
-type ErrorInfo = taskapi.ErrorInfo
-
-// Artifacts are the facts derived from a task's tool events and summary (taskapi.Artifacts).
-type Artifacts = taskapi.Artifacts
-
-// Recovery describes a running late-recovery watch (taskapi.Recovery).
-type Recovery = taskapi.Recovery
-
-// Liveness is the last upstream liveness probe of a running task (taskapi.Liveness).
-type Liveness = taskapi.Liveness
-
 // Task is one execution (jobId == taskId). Fields other than the keys are
 // written by the task manager's single outcome writer through UpdateTask;
 // PollCount/LastPollAt by TouchPoll; LogCount by AppendLogs; Owner,
 // LeaseUntil and Fence by the lease methods.
 type Task struct {
-	ID         string `json:"id"`
-	Agent      string `json:"agent"`
-	SessionKey string `json:"sessionKey"`
-	Status     Status `json:"status"`
-	Prompt     Prompt `json:"prompt"`
+	ID         string         `json:"id"`
+	Agent      string         `json:"agent"`
+	SessionKey string         `json:"sessionKey"`
+	Status     Status         `json:"status"`
+	Prompt     taskapi.Prompt `json:"prompt"`
 	// Message is the exact text sent to the agent; a restart re-sends it
 	// under the same idempotency key when the run id was never recorded.
 	Message     string `json:"message"`
@@ -135,11 +119,11 @@ type Task struct {
 	LastEventAt int64  `json:"lastEventAt"`
 	EndedAt     int64  `json:"endedAt,omitempty"`
 
-	Summary        string     `json:"summary,omitempty"`
-	Error          string     `json:"error,omitempty"`
-	ErrorInfo      *ErrorInfo `json:"errorInfo,omitempty"`
-	TerminalReason string     `json:"terminalReason,omitempty"`
-	ResultSource   string     `json:"resultSource,omitempty"`
+	Summary        string             `json:"summary,omitempty"`
+	Error          string             `json:"error,omitempty"`
+	ErrorInfo      *taskapi.ErrorInfo `json:"errorInfo,omitempty"`
+	TerminalReason string             `json:"terminalReason,omitempty"`
+	ResultSource   string             `json:"resultSource,omitempty"`
 	// Provisional marks an outcome (reconciled or tier-3) that a later real
 	// final or parent transcript read may replace.
 	Provisional    bool  `json:"provisional,omitempty"`
@@ -154,9 +138,9 @@ type Task struct {
 	// NewThread records that the submit minted the session key.
 	NewThread bool `json:"newThread,omitempty"`
 
-	Artifacts Artifacts `json:"artifacts"`
-	Recovery  *Recovery `json:"recovery,omitempty"`
-	Liveness  *Liveness `json:"liveness,omitempty"`
+	Artifacts taskapi.Artifacts `json:"artifacts"`
+	Recovery  *taskapi.Recovery `json:"recovery,omitempty"`
+	Liveness  *taskapi.Liveness `json:"liveness,omitempty"`
 
 	// Principal is who submitted the task: the HTTP credential's name
 	// ("user:<name>" or "legacy"), or "" for a single-user caller.

@@ -158,51 +158,17 @@ func checkBindingShape(s *TermSession) error {
 	return nil
 }
 
-// TurnStatus is a Turn's status; the lifecycle and its steps are
-// termapi's (termapi.CheckTurnAdvance).
-type TurnStatus = termapi.TurnStatus
-
-// Turn statuses (termapi's).
-const (
-	TurnCreated            = termapi.TurnCreated
-	TurnRunning            = termapi.TurnRunning
-	TurnWaitingForAgent    = termapi.TurnWaitingForAgent
-	TurnWaitingForOpenClaw = termapi.TurnWaitingForOpenClaw
-	TurnIdle               = termapi.TurnIdle
-	TurnStalled            = termapi.TurnStalled
-	TurnFailed             = termapi.TurnFailed
-	TurnClosed             = termapi.TurnClosed
-	TurnCancelled          = termapi.TurnCancelled
-	TurnCancelling         = termapi.TurnCancelling
-)
-
 // TurnSendBlocking reports whether a Turn in status s keeps its Session from
-// taking a new Turn (TurnStatus.SendBlocking).
-func TurnSendBlocking(s TurnStatus) bool { return s.SendBlocking() }
+// taking a new Turn (termapi.TurnStatus.SendBlocking).
+func TurnSendBlocking(s termapi.TurnStatus) bool { return s.SendBlocking() }
 
 // TurnReleased reports whether a Turn in status s has released the
-// terminal's next input (TurnStatus.Released).
-func TurnReleased(s TurnStatus) bool { return s.Released() }
+// terminal's next input (termapi.TurnStatus.Released).
+func TurnReleased(s termapi.TurnStatus) bool { return s.Released() }
 
 // TurnMonitored reports whether a Turn in status s needs a monitor
-// (TurnStatus.Monitored).
-func TurnMonitored(s TurnStatus) bool { return s.Monitored() }
-
-// TurnResult is what the agent answered (termapi.TurnResult).
-type TurnResult = termapi.TurnResult
-
-// Approval is an approval prompt the agent shows for the Turn (termapi.Approval).
-type Approval = termapi.Approval
-
-// Question is a question the agent asks in its own dialog for the Turn
-// (termapi.Question).
-type Question = termapi.Question
-
-// AutoApproval is one use of an auto-approve rule (termapi.AutoApproval).
-type AutoApproval = termapi.AutoApproval
-
-// QuestionOption is one choice of a Question (termapi.QuestionOption).
-type QuestionOption = termapi.QuestionOption
+// (termapi.TurnStatus.Monitored).
+func TurnMonitored(s termapi.TurnStatus) bool { return s.Monitored() }
 
 // Submission is the state of the message currently in flight.
 type Submission struct {
@@ -213,7 +179,7 @@ type Submission struct {
 	// request text).
 	Text string `json:"text,omitempty"`
 	// Status is the dispatch status (prepared … agent_accepted).
-	Status DispatchStatus `json:"status"`
+	Status termapi.DispatchStatus `json:"status"`
 	// Outcome is the submission outcome reported to the sender.
 	Outcome            string          `json:"outcome,omitempty"`
 	Anchor             json.RawMessage `json:"anchor,omitempty"`
@@ -269,28 +235,28 @@ type Takeover struct {
 // Turn is one request sent to a terminal agent and followed to its end.
 // Writes go through WriteTurn, compare-and-set on Version.
 type Turn struct {
-	TurnID                    string      `json:"turn_id"`
-	SessionID                 string      `json:"session_id"`
-	Agent                     string      `json:"agent"`
-	Workspace                 string      `json:"workspace"`
-	TerminalBindingID         string      `json:"terminal_binding_id"`
-	TerminalBindingGeneration int64       `json:"terminal_binding_generation"`
-	NativeThreadID            string      `json:"native_thread_id,omitempty"`
-	UserRequest               string      `json:"user_request"`
-	Status                    TurnStatus  `json:"status"`
-	ResponseRoundsUsed        int         `json:"response_rounds_used"`
-	Result                    *TurnResult `json:"result,omitempty"`
-	Approval                  *Approval   `json:"approval,omitempty"`
-	Question                  *Question   `json:"question,omitempty"`
-	CreatedAt                 int64       `json:"created_at"`
-	UpdatedAt                 int64       `json:"updated_at"`
-	IdleSince                 int64       `json:"idle_since,omitempty"`
-	ClosedAt                  int64       `json:"closed_at,omitempty"`
-	CloseReason               string      `json:"close_reason,omitempty"`
-	CancelRequestedAt         int64       `json:"cancel_requested_at,omitempty"`
-	StalledAt                 int64       `json:"stalled_at,omitempty"`
-	StalledReason             string      `json:"stalled_reason,omitempty"`
-	Takeover                  Takeover    `json:"native_session_takeover"`
+	TurnID                    string              `json:"turn_id"`
+	SessionID                 string              `json:"session_id"`
+	Agent                     string              `json:"agent"`
+	Workspace                 string              `json:"workspace"`
+	TerminalBindingID         string              `json:"terminal_binding_id"`
+	TerminalBindingGeneration int64               `json:"terminal_binding_generation"`
+	NativeThreadID            string              `json:"native_thread_id,omitempty"`
+	UserRequest               string              `json:"user_request"`
+	Status                    termapi.TurnStatus  `json:"status"`
+	ResponseRoundsUsed        int                 `json:"response_rounds_used"`
+	Result                    *termapi.TurnResult `json:"result,omitempty"`
+	Approval                  *termapi.Approval   `json:"approval,omitempty"`
+	Question                  *termapi.Question   `json:"question,omitempty"`
+	CreatedAt                 int64               `json:"created_at"`
+	UpdatedAt                 int64               `json:"updated_at"`
+	IdleSince                 int64               `json:"idle_since,omitempty"`
+	ClosedAt                  int64               `json:"closed_at,omitempty"`
+	CloseReason               string              `json:"close_reason,omitempty"`
+	CancelRequestedAt         int64               `json:"cancel_requested_at,omitempty"`
+	StalledAt                 int64               `json:"stalled_at,omitempty"`
+	StalledReason             string              `json:"stalled_reason,omitempty"`
+	Takeover                  Takeover            `json:"native_session_takeover"`
 	// OriginSessionKey is the OpenClaw session the Turn was sent from;
 	// its callbacks go there. Empty: no callback is prepared.
 	OriginSessionKey string `json:"origin_session_key,omitempty"`
@@ -309,7 +275,7 @@ type Turn struct {
 	UnprovenVersion string `json:"unproven_version,omitempty"`
 	// AutoApprovals are the approval prompts an auto-approve rule
 	// answered for the Turn.
-	AutoApprovals []AutoApproval `json:"auto_approvals,omitempty"`
+	AutoApprovals []termapi.AutoApproval `json:"auto_approvals,omitempty"`
 	// HostSeal is the seal of the terminal host that created the Turn
 	// (an HMAC with a key that never leaves it), when its terminal id
 	// names a host: that host follows only Turns it sealed.
@@ -318,40 +284,25 @@ type Turn struct {
 	Version int64 `json:"-"`
 }
 
-// DispatchStatus is how far a ledger entry's input got (termapi's).
-type DispatchStatus = termapi.DispatchStatus
-
-// Dispatch ledger statuses (termapi's).
-const (
-	DispatchPrepared        = termapi.DispatchPrepared
-	DispatchTextInjected    = termapi.DispatchTextInjected
-	DispatchEnterDispatched = termapi.DispatchEnterDispatched
-	DispatchAgentAccepted   = termapi.DispatchAgentAccepted
-	DispatchNotAccepted     = termapi.DispatchNotAccepted
-	DispatchUncertain       = termapi.DispatchUncertain
-	DispatchAborted         = termapi.DispatchAborted
-	DispatchDispatching     = termapi.DispatchDispatching
-)
-
 // Dispatch is the per-terminal ledger entry: who owns the next input.
 type Dispatch struct {
-	TerminalKey          string         `json:"terminal_key"`
-	GenerationID         string         `json:"generation_id"`
-	PreviousGenerationID string         `json:"previous_generation_id,omitempty"`
-	SessionID            string         `json:"session_id"`
-	TurnID               string         `json:"turn_id"`
-	MessageID            string         `json:"message_id"`
-	MessageType          string         `json:"message_type"`
-	RequestHash          string         `json:"request_hash"`
-	Status               DispatchStatus `json:"status"`
-	BindingID            string         `json:"binding_id"`
-	BindingGeneration    int64          `json:"binding_generation"`
-	PreparedAt           int64          `json:"prepared_at"`
-	TextInjectedAt       int64          `json:"text_injected_at,omitempty"`
-	EnterDispatchedAt    int64          `json:"enter_dispatched_at,omitempty"`
-	AgentAcceptedAt      int64          `json:"agent_accepted_at,omitempty"`
-	NotAcceptedAt        int64          `json:"not_accepted_at,omitempty"`
-	UncertainAt          int64          `json:"uncertain_at,omitempty"`
+	TerminalKey          string                 `json:"terminal_key"`
+	GenerationID         string                 `json:"generation_id"`
+	PreviousGenerationID string                 `json:"previous_generation_id,omitempty"`
+	SessionID            string                 `json:"session_id"`
+	TurnID               string                 `json:"turn_id"`
+	MessageID            string                 `json:"message_id"`
+	MessageType          string                 `json:"message_type"`
+	RequestHash          string                 `json:"request_hash"`
+	Status               termapi.DispatchStatus `json:"status"`
+	BindingID            string                 `json:"binding_id"`
+	BindingGeneration    int64                  `json:"binding_generation"`
+	PreparedAt           int64                  `json:"prepared_at"`
+	TextInjectedAt       int64                  `json:"text_injected_at,omitempty"`
+	EnterDispatchedAt    int64                  `json:"enter_dispatched_at,omitempty"`
+	AgentAcceptedAt      int64                  `json:"agent_accepted_at,omitempty"`
+	NotAcceptedAt        int64                  `json:"not_accepted_at,omitempty"`
+	UncertainAt          int64                  `json:"uncertain_at,omitempty"`
 	// SafeToRetry is set only for an abort before any input reached the
 	// pane.
 	SafeToRetry bool   `json:"safe_to_retry,omitempty"`
@@ -367,14 +318,14 @@ type Dispatch struct {
 
 // Blocks reports whether d keeps the terminal from taking new input, given
 // the status of its owning Turn ("" if the Turn is gone).
-func (d *Dispatch) Blocks(ownerStatus TurnStatus) bool {
+func (d *Dispatch) Blocks(ownerStatus termapi.TurnStatus) bool {
 	if d == nil || d.ReleasedAt != 0 {
 		return false
 	}
 	switch d.Status {
-	case DispatchPrepared, DispatchTextInjected, DispatchDispatching, DispatchUncertain, DispatchNotAccepted:
+	case termapi.DispatchPrepared, termapi.DispatchTextInjected, termapi.DispatchDispatching, termapi.DispatchUncertain, termapi.DispatchNotAccepted:
 		return true
-	case DispatchAborted:
+	case termapi.DispatchAborted:
 		return false
 	}
 	return ownerStatus != "" && !TurnReleased(ownerStatus)
@@ -511,33 +462,22 @@ type TerminalTx interface {
 	PutCallback(ctx context.Context, cb *Callback) error
 }
 
-// CallbackStatus is a callback's delivery status (termapi's).
-type CallbackStatus = termapi.CallbackStatus
-
-// Callback delivery statuses (termapi's).
-const (
-	CallbackPending   = termapi.CallbackPending
-	CallbackDelivered = termapi.CallbackDelivered
-	CallbackFailed    = termapi.CallbackFailed
-	CallbackExhausted = termapi.CallbackExhausted
-)
-
 // Callback is one outbox entry: the canonical message for an OpenClaw
 // session and its delivery state. Message is immutable once stored; the
 // rest is written only under the attempt lease (the LeaseCallback work
 // lease: LeaseOwner, LeaseToken is its fence, LeaseUntil).
 type Callback struct {
-	MessageID  string          `json:"message_id"`
-	TurnID     string          `json:"turn_id"`
-	SessionID  string          `json:"session_id"`
-	Kind       string          `json:"kind"`
-	SessionKey string          `json:"session_key"`
-	GatewayURL string          `json:"gateway_url,omitempty"`
-	BindingID  string          `json:"binding_id"`
-	Generation int64           `json:"binding_generation"`
-	Message    json.RawMessage `json:"message"`
-	Status     CallbackStatus  `json:"status"`
-	Attempts   int             `json:"attempts"`
+	MessageID  string                 `json:"message_id"`
+	TurnID     string                 `json:"turn_id"`
+	SessionID  string                 `json:"session_id"`
+	Kind       string                 `json:"kind"`
+	SessionKey string                 `json:"session_key"`
+	GatewayURL string                 `json:"gateway_url,omitempty"`
+	BindingID  string                 `json:"binding_id"`
+	Generation int64                  `json:"binding_generation"`
+	Message    json.RawMessage        `json:"message"`
+	Status     termapi.CallbackStatus `json:"status"`
+	Attempts   int                    `json:"attempts"`
 	// ManualRetries counts retry-callback requests (each restores the
 	// retry budget; ids stay the same).
 	ManualRetries  int             `json:"manual_retries,omitempty"`

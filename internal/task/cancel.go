@@ -100,7 +100,7 @@ func cancelOutcome(key string, aborted bool, err error) outcome {
 		msg = "Cancellation request failed before OpenClaw confirmed the stop: " + err.Error()
 	}
 	return outcome{status: store.StatusError, err: msg, reason: "cancellation-not-confirmed", source: "parent",
-		cancellation: "reconciled", errInfo: &store.ErrorInfo{Category: "timeout", Message: msg,
+		cancellation: "reconciled", errInfo: &taskapi.ErrorInfo{Category: "timeout", Message: msg,
 			SuggestedRecovery: "Check get_task or get_session; the run may have already ended."}}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // follow dispatches (or, taken over from prev, re-observes under the same
@@ -181,7 +182,7 @@ func (m *Manager) watchdog(ctx context.Context, l *live, sessionKey, runID strin
 		l.mu.Lock()
 		interrupted := l.eventGen != gen
 		if err2 == nil {
-			l.t.Liveness = &store.Liveness{CheckedAt: m.nowMs(), Upstream: map[bool]string{true: "active", false: "unknown"}[upstreamActive(h2, runID)]}
+			l.t.Liveness = &taskapi.Liveness{CheckedAt: m.nowMs(), Upstream: map[bool]string{true: "active", false: "unknown"}[upstreamActive(h2, runID)]}
 		}
 		l.mu.Unlock()
 		if interrupted || err1 != nil || err2 != nil {
@@ -217,7 +218,7 @@ func (m *Manager) lateRecovery(ctx context.Context, l *live, reason string) {
 		if t.Status.Terminal() {
 			return false
 		}
-		t.Recovery = &store.Recovery{Reason: reason, StartedAt: start.UnixMilli(),
+		t.Recovery = &taskapi.Recovery{Reason: reason, StartedAt: start.UnixMilli(),
 			IdleTimeoutMs: m.o.RecoveryIdleTimeout.Milliseconds(), HardCapMs: m.o.RecoveryTimeout.Milliseconds()}
 		return true
 	}); err != nil {
@@ -245,7 +246,7 @@ func (m *Manager) lateRecovery(ctx context.Context, l *live, reason string) {
 		m.finish(ctx, l, outcome{status: store.StatusError, reason: "late-recovery-upstream-still-active", source: agentsession.ResultSourceParent,
 			err: fmt.Sprintf("Stopped watching after %dm: OpenClaw run %s was last reported executing %s ago, but no final text reached the transcript. "+
 				"It may still finish; read the session later or retry.", mins, t.ParentRunID, m.now().Sub(lastActive).Round(time.Second)),
-			errInfo: &store.ErrorInfo{Category: "timeout", SuggestedRecovery: "Check the session later, or retry the task."}})
+			errInfo: &taskapi.ErrorInfo{Category: "timeout", SuggestedRecovery: "Check the session later, or retry the task."}})
 		return
 	}
 	if reason == "parent_observation_timeout" {
@@ -260,7 +261,7 @@ func (m *Manager) lateRecovery(ctx context.Context, l *live, reason string) {
 		m.finish(ctx, l, outcome{status: store.StatusError, reason: "late-recovery-no-terminal", source: agentsession.ResultSourceParent,
 			err: fmt.Sprintf("OpenClaw never reported an end for run %s: no final event arrived within the %s live window, and %s. "+
 				"The gateway may have died or restarted mid-run. Retry the task.", t.ParentRunID, m.o.ChatTimeout.Round(time.Second), why),
-			errInfo: &store.ErrorInfo{Category: "upstream_lost", SuggestedRecovery: "Retry the task; if it fails again, check the gateway with `clawconnect doctor`."}})
+			errInfo: &taskapi.ErrorInfo{Category: "upstream_lost", SuggestedRecovery: "Retry the task; if it fails again, check the gateway with `clawconnect doctor`."}})
 		return
 	}
 	m.finish(ctx, l, outcome{status: store.StatusCompletedNoSummary, summary: NoSummarySentinel, reason: "late-recovery-exhausted", source: agentsession.ResultSourceParent})
@@ -316,7 +317,7 @@ func (m *Manager) watchTranscript(ctx context.Context, l *live, sessionKey, runI
 				lastActive = now
 			}
 			l.mu.Lock()
-			l.t.Liveness = &store.Liveness{CheckedAt: now.UnixMilli(), Upstream: map[bool]string{true: "active", false: "unknown"}[active], Producing: stable == 1}
+			l.t.Liveness = &taskapi.Liveness{CheckedAt: now.UnixMilli(), Upstream: map[bool]string{true: "active", false: "unknown"}[active], Producing: stable == 1}
 			l.mu.Unlock()
 			if text := runText(h, runID); text != "" && stable >= 3 {
 				return text, active, lastActive, reached

@@ -331,7 +331,7 @@ type outcome struct {
 	status       store.Status
 	summary      string
 	err          string
-	errInfo      *store.ErrorInfo
+	errInfo      *taskapi.ErrorInfo
 	reason       string
 	source       string
 	provisional  bool

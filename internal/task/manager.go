@@ -546,10 +546,10 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *taskapi.Run
 	now := m.nowMs()
 	t := &store.Task{
 		ID: id, Agent: m.o.Agent, SessionKey: key, Status: store.StatusRunning,
-		Prompt:  store.Prompt{Task: req.Task, Context: h.Text, SenderName: strings.TrimSpace(req.SenderName)},
+		Prompt:  taskapi.Prompt{Task: req.Task, Context: h.Text, SenderName: strings.TrimSpace(req.SenderName)},
 		Message: message, StartedAt: now, LastEventAt: now, PayloadPath: payloadPath,
 		Upstream: m.newUpstream(), Transcript: "detached", Cancellation: "none", NewThread: newThread,
-		Artifacts: store.Artifacts{FilesChanged: []string{}, CommandsRun: []string{}},
+		Artifacts: taskapi.Artifacts{FilesChanged: []string{}, CommandsRun: []string{}},
 		Owner:     m.o.Owner, LeaseUntil: m.now().Add(m.o.Lease).UnixMilli(),
 		Principal: req.Principal,
 	}

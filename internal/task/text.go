@@ -169,7 +169,7 @@ func lazyRegexp(expr string) func() *regexp.Regexp {
 var patchFileRE = lazyRegexp(`(?m)^(?:\*\*\* (?:Add|Update|Delete) File: (.+)|\+\+\+ b/(.+))$`)
 
 // addToolArtifacts folds one tool-start event into a.
-func addToolArtifacts(a *store.Artifacts, tool string, args json.RawMessage) {
+func addToolArtifacts(a *taskapi.Artifacts, tool string, args json.RawMessage) {
 	switch tool {
 	case "Bash", "exec":
 		cmd, _ := capRunes(argString(args, "command"), 121)
@@ -197,7 +197,7 @@ var (
 
 // addSummaryArtifacts derives PR, commit, branch and needs-human from a
 // final summary.
-func addSummaryArtifacts(a *store.Artifacts, summary string) {
+func addSummaryArtifacts(a *taskapi.Artifacts, summary string) {
 	if summary == "" {
 		return
 	}
@@ -250,13 +250,13 @@ var errorClasses = []struct {
 
 // classifyError sorts a run's error message into a category with a
 // suggested recovery ("unknown" when no pattern matches).
-func classifyError(msg string) *store.ErrorInfo {
+func classifyError(msg string) *taskapi.ErrorInfo {
 	for _, c := range errorClasses {
 		if c.re().MatchString(msg) {
-			return &store.ErrorInfo{Category: c.category, Message: msg, SuggestedRecovery: c.recovery}
+			return &taskapi.ErrorInfo{Category: c.category, Message: msg, SuggestedRecovery: c.recovery}
 		}
 	}
-	return &store.ErrorInfo{Category: "unknown", Message: msg, SuggestedRecovery: "Fix the issue and retry."}
+	return &taskapi.ErrorInfo{Category: "unknown", Message: msg, SuggestedRecovery: "Fix the issue and retry."}
 }
 
 // execution maps a status to the snapshot's execution field.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // idRE is the regular expression safeID replaces; both must accept exactly
@@ -107,19 +107,19 @@ func TestClassifyError(t *testing.T) {
 func TestSummaryArtifacts(t *testing.T) {
 	tests := []struct {
 		name, summary string
-		want          store.Artifacts
+		want          taskapi.Artifacts
 	}{
-		{"empty", "", store.Artifacts{}},
+		{"empty", "", taskapi.Artifacts{}},
 		{"pr commit branch", "Opened https://github.com/acme/app/pull/42 from branch `fix/login` at commit 1a2b3c4d.",
-			store.Artifacts{PRURL: "https://github.com/acme/app/pull/42", CommitSHA: "1a2b3c4d", BranchName: "fix/login"}},
-		{"checkout", "ran git checkout -b feat-x then pushed", store.Artifacts{BranchName: "feat-x"}},
-		{"question", "Done with step one. Shall I continue?", store.Artifacts{NeedsHumanDecision: true}},
-		{"waiting", "I am Waiting For your answer on the schema.", store.Artifacts{NeedsHumanDecision: true}},
-		{"short hex is no commit", "see abc12", store.Artifacts{}},
+			taskapi.Artifacts{PRURL: "https://github.com/acme/app/pull/42", CommitSHA: "1a2b3c4d", BranchName: "fix/login"}},
+		{"checkout", "ran git checkout -b feat-x then pushed", taskapi.Artifacts{BranchName: "feat-x"}},
+		{"question", "Done with step one. Shall I continue?", taskapi.Artifacts{NeedsHumanDecision: true}},
+		{"waiting", "I am Waiting For your answer on the schema.", taskapi.Artifacts{NeedsHumanDecision: true}},
+		{"short hex is no commit", "see abc12", taskapi.Artifacts{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got store.Artifacts
+			var got taskapi.Artifacts
 			addSummaryArtifacts(&got, tt.summary)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("addSummaryArtifacts(%q) mismatch (-want +got):\n%s", tt.summary, diff)
@@ -134,7 +134,7 @@ func TestPatchArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got store.Artifacts
+	var got taskapi.Artifacts
 	addToolArtifacts(&got, "apply_patch", args)
 	if diff := cmp.Diff([]string{"a/b.go", "c.txt", "d/e.go"}, got.FilesChanged); diff != "" {
 		t.Errorf("files changed mismatch (-want +got):\n%s", diff)

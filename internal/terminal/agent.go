@@ -4,22 +4,6 @@ import (
 	"context"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
-	"github.com/clawconnect/clawconnect/termapi"
-)
-
-// Errors callers branch on with errors.Is (termapi's).
-var (
-	ErrBadInput         = termapi.ErrBadInput
-	ErrNotFound         = termapi.ErrNotFound
-	ErrRefused          = termapi.ErrRefused
-	ErrInputNotSent     = termapi.ErrInputNotSent
-	ErrOutcomeUncertain = termapi.ErrOutcomeUncertain
-)
-
-// Agent kinds (termapi's).
-const (
-	AgentCodex  = termapi.AgentCodex
-	AgentClaude = termapi.AgentClaude
 )
 
 // ProcessChecker is implemented by Terminals that can tell whether a pane's
@@ -38,7 +22,7 @@ type Terminals interface {
 	// Capture returns the pane's screen (visible part and a short history).
 	Capture(ctx context.Context, p agents.Pane) (string, error)
 	// SendText types text into the pane without Enter (bracketed paste for
-	// several lines). Errors wrap ErrInputNotSent or ErrOutcomeUncertain.
+	// several lines). Errors wrap termapi.ErrInputNotSent or termapi.ErrOutcomeUncertain.
 	SendText(ctx context.Context, p agents.Pane, text string) error
 	// SendKeys sends named keys ("Enter", "C-c", "Escape", "y").
 	SendKeys(ctx context.Context, p agents.Pane, keys ...string) error

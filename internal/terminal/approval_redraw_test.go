@@ -5,9 +5,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestApprovedPromptStillDrawnIsNotANewQuestion: the prompt just approved
@@ -15,11 +15,11 @@ import (
 // again (the Turn back in waiting_for_openclaw and a second question), or
 // a command following the approved Turn returns before it ends.
 func TestApprovedPromptStillDrawnIsNotANewQuestion(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 121)
+	a := newFakeAgent(termapi.AgentCodex, 121)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{Recheck: 10 * time.Millisecond})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestApprovedPromptStillDrawnIsNotANewQuestion(t *testing.T) {
 		f.approval = &agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
 		f.stickyApproval = true
 	})
-	r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
+	r.waitStatus(res.TurnID, termapi.TurnWaitingForOpenClaw)
 	if _, err := r.svc.Approve(ctx, res.TurnID, "fp-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestApprovedPromptStillDrawnIsNotANewQuestion(t *testing.T) {
 	})
 	a.set(func(f *fakeAgent) { f.approval, f.stickyApproval = nil, false })
 	a.finish("approved and done", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	if detected := approvalEvents(t, r, res.TurnID); len(detected) != 2 {
 		t.Fatalf("approval events = %v, want one detection and one resolution", detected)
 	}
@@ -55,18 +55,18 @@ func TestApprovedPromptRedrawnLateIsNotANewQuestion(t *testing.T) {
 	// The store is opened outside the bubble (see outsideBubble).
 	st := newRig(t).st
 	synctest.Test(t, func(t *testing.T) {
-		a := newFakeAgent(AgentCodex, 127)
+		a := newFakeAgent(termapi.AgentCodex, 127)
 		r := &rig{t: t, st: outsideBubble{st.(*sqlstore.DB)}, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
 		r.svc = r.service()
 		r.start(r.svc, HostOptions{Recheck: time.Second})
 		ctx := t.Context()
-		res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls", OriginSession: "agent:main:s1"})
+		res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls", OriginSession: "agent:main:s1"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		prompt := agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
 		a.set(func(f *fakeAgent) { f.approval, f.stickyApproval = &prompt, true })
-		r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
+		r.waitStatus(res.TurnID, termapi.TurnWaitingForOpenClaw)
 		if _, err := r.svc.Approve(ctx, res.TurnID, "fp-1"); err != nil {
 			t.Fatal(err)
 		}
@@ -79,8 +79,8 @@ func TestApprovedPromptRedrawnLateIsNotANewQuestion(t *testing.T) {
 		if got := approvalEvents(t, r, res.TurnID); len(got) != 2 {
 			t.Fatalf("approval events while the answered prompt is still drawn = %v, want one detection and one resolution", got)
 		}
-		if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != store.TurnWaitingForAgent {
-			t.Fatalf("turn while the answered prompt is still drawn = %s, want %s", v.Status, store.TurnWaitingForAgent)
+		if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != termapi.TurnWaitingForAgent {
+			t.Fatalf("turn while the answered prompt is still drawn = %s, want %s", v.Status, termapi.TurnWaitingForAgent)
 		}
 		// A frame caught half drawn (no prompt, nothing readable) does not
 		// prove the prompt gone.
@@ -97,7 +97,7 @@ func TestApprovedPromptRedrawnLateIsNotANewQuestion(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		a.set(func(f *fakeAgent) { f.approval = &prompt })
-		r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
+		r.waitStatus(res.TurnID, termapi.TurnWaitingForOpenClaw)
 		if got := approvalEvents(t, r, res.TurnID); len(got) != 3 {
 			t.Fatalf("approval events once the same prompt is drawn again = %v, want a second detection", got)
 		}
@@ -128,7 +128,7 @@ func approvalEvents(t *testing.T, r *rig, turnID string) []string {
 func TestAnsweredQuestionRedrawnLateIsNotANewQuestion(t *testing.T) {
 	st := newRig(t).st // outside the bubble (see outsideBubble)
 	synctest.Test(t, func(t *testing.T) {
-		a := newFakeAgent(AgentClaude, 128)
+		a := newFakeAgent(termapi.AgentClaude, 128)
 		r := &rig{t: t, st: outsideBubble{st.(*sqlstore.DB)}, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
 		r.svc = r.service()
 		r.start(r.svc, HostOptions{Recheck: time.Second})
@@ -150,14 +150,14 @@ func TestAnsweredQuestionRedrawnLateIsNotANewQuestion(t *testing.T) {
 		if got := eventsNamed(t, r, id, "terminal_bridge_question_detected"); len(got) != 1 {
 			t.Fatalf("question detections while the answered dialog is still drawn = %d, want 1", len(got))
 		}
-		if v, _ := r.svc.Status(ctx, id); v.Status != store.TurnWaitingForAgent {
-			t.Fatalf("turn while the answered dialog is still drawn = %s, want %s", v.Status, store.TurnWaitingForAgent)
+		if v, _ := r.svc.Status(ctx, id); v.Status != termapi.TurnWaitingForAgent {
+			t.Fatalf("turn while the answered dialog is still drawn = %s, want %s", v.Status, termapi.TurnWaitingForAgent)
 		}
 		a.set(func(f *fakeAgent) { f.question = nil })
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		a.set(func(f *fakeAgent) { f.question = colorQuestion(true) })
-		r.waitStatus(id, store.TurnWaitingForOpenClaw)
+		r.waitStatus(id, termapi.TurnWaitingForOpenClaw)
 		if got := eventsNamed(t, r, id, "terminal_bridge_question_detected"); len(got) != 2 {
 			t.Fatalf("question detections once the same dialog is drawn again = %d, want 2", len(got))
 		}

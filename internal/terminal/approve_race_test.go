@@ -7,6 +7,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestApproveRecordedWhenTheMonitorSeesThePromptCloseFirst interleaves the
@@ -56,11 +57,11 @@ func TestApproveRecordedWhenTheMonitorSeesThePromptCloseFirst(t *testing.T) {
 	if len(decisions) != 1 || decisions[0] != "approve" {
 		t.Fatalf("approval resolutions = %v, want exactly [approve]", decisions)
 	}
-	if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != store.TurnWaitingForAgent || v.Approval != nil {
+	if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != termapi.TurnWaitingForAgent || v.Approval != nil {
 		t.Fatalf("turn after approve = %+v", v)
 	}
 	a.finish("done after approval", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 }
 
 // TestApprovalClaimOfADeadApprover: an approve that claimed the prompt and
@@ -80,7 +81,7 @@ func TestApprovalClaimOfADeadApprover(t *testing.T) {
 		return r.st.WriteTurn(ctx, store.TurnWrite{Turn: turn}) == nil
 	})
 	a.set(func(f *fakeAgent) { f.approval = nil })
-	r.waitStatus(res.TurnID, store.TurnWaitingForAgent)
+	r.waitStatus(res.TurnID, termapi.TurnWaitingForAgent)
 	evs, _ := r.st.TurnEvents(ctx, res.TurnID, 0, 100)
 	var got []map[string]any
 	for _, e := range evs {
@@ -100,16 +101,16 @@ func TestApprovalClaimOfADeadApprover(t *testing.T) {
 
 // pendingApproval sends a Turn to a fake Codex pane (pid) and shows the
 // approval prompt p; it returns once the Turn waits for OpenClaw.
-func pendingApproval(t *testing.T, pid int, p agents.ScreenApproval) (*rig, *fakeAgent, SendResult) {
+func pendingApproval(t *testing.T, pid int, p agents.ScreenApproval) (*rig, *fakeAgent, termapi.SendResult) {
 	t.Helper()
-	a := newFakeAgent(AgentCodex, pid)
+	a := newFakeAgent(termapi.AgentCodex, pid)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
-	res, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
+	res, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.set(func(f *fakeAgent) { f.approval = &p })
-	r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
+	r.waitStatus(res.TurnID, termapi.TurnWaitingForOpenClaw)
 	return r, a, res
 }

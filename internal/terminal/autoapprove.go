@@ -17,6 +17,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // AutoApproveRule lets the monitor answer an approval prompt itself: only
@@ -55,7 +56,7 @@ const ruleExample = `{"rules": [{"agent": "codex", "workspace": "/abs/root", "ar
 func ParseAutoApprove(data []byte) ([]AutoApproveRule, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	fail := func(off int64, format string, args ...any) error {
-		return fmt.Errorf("%w: auto-approve rules, line %d: %s", ErrBadInput, lineAt(data, off), fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: auto-approve rules, line %d: %s", termapi.ErrBadInput, lineAt(data, off), fmt.Sprintf(format, args...))
 	}
 	syntax := func(err error, off int64) error {
 		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
@@ -138,7 +139,7 @@ func parseRule(raw json.RawMessage) (AutoApproveRule, error) {
 		return r, fmt.Errorf("%v; name and agent and workspace are strings, argv a list of strings", err)
 	}
 	switch {
-	case r.Agent != AgentCodex && r.Agent != AgentClaude:
+	case r.Agent != termapi.AgentCodex && r.Agent != termapi.AgentClaude:
 		return r, fmt.Errorf("agent %q is unknown; use \"codex\" or \"claude\"", r.Agent)
 	case r.Workspace == "" || !filepath.IsAbs(r.Workspace) || filepath.Clean(r.Workspace) != r.Workspace:
 		return r, fmt.Errorf("workspace %q must be an absolute, clean path (the Turn's workspace must equal it)", r.Workspace)
@@ -286,7 +287,7 @@ func (m *monitor) awaitEvidence(ap *agents.ScreenApproval, why string) (handled 
 // autoApprovedEvent is the event of one auto-approval: the use as the Turn
 // records it, and the session-file evidence it was matched on, if any.
 type autoApprovedEvent struct {
-	store.AutoApproval
+	termapi.AutoApproval
 	Agent         string `json:"agent"`
 	Tool          string `json:"tool,omitempty"`
 	RequestID     string `json:"request_id,omitempty"`
@@ -367,7 +368,7 @@ func (m *monitor) autoApprove(ctx context.Context, t *store.Turn, ap *agents.Scr
 		label += " (" + rule.Name + ")"
 	}
 	at := time.Now().UnixMilli()
-	ev.AutoApproval = store.AutoApproval{Rule: label, Argv: slices.Clone(rule.Argv), Fingerprint: ap.Fingerprint, At: at}
+	ev.AutoApproval = termapi.AutoApproval{Rule: label, Argv: slices.Clone(rule.Argv), Fingerprint: ap.Fingerprint, At: at}
 	t.AutoApprovals = append(t.AutoApprovals, ev.AutoApproval)
 	t.Takeover.LastApprovalFingerprint, t.Takeover.ApprovalResolvedAt = ap.Fingerprint, at
 	t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = at, "auto_approved"

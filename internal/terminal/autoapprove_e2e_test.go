@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // autoApproveE2E drives a real TUI asking for approval twice in one pane
@@ -26,12 +26,12 @@ func autoApproveE2E(t *testing.T, kind realcli.Kind, toolcall string, args ...st
 	runHost(t, svc)
 	ctx := t.Context()
 
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: toolcall + "touch auto-approved.txt"})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: toolcall + "touch auto-approved.txt"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
-	v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled, store.TurnWaitingForOpenClaw)
-	if v.Status != store.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
+	v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled, termapi.TurnWaitingForOpenClaw)
+	if v.Status != termapi.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
 		evs, _ := st.TurnEvents(ctx, res.TurnID, 0, 200)
 		var log strings.Builder
 		for _, e := range evs {
@@ -67,12 +67,12 @@ func autoApproveE2E(t *testing.T, kind realcli.Kind, toolcall string, args ...st
 
 	// Another command waits for a person, saying why no rule answered it.
 	waitSendable(t, svc, rp)
-	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: toolcall + "touch for-a-person.txt"})
+	res, err = svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: toolcall + "touch for-a-person.txt"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
-	v = waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnWaitingForOpenClaw, store.TurnIdle, store.TurnFailed)
-	if v.Status != store.TurnWaitingForOpenClaw || v.Approval == nil || len(v.AutoApprovals) != 0 {
+	v = waitTurnStatus(t, svc, res.TurnID, 90*time.Second, termapi.TurnWaitingForOpenClaw, termapi.TurnIdle, termapi.TurnFailed)
+	if v.Status != termapi.TurnWaitingForOpenClaw || v.Approval == nil || len(v.AutoApprovals) != 0 {
 		t.Fatalf("turn = %+v, want it waiting for approval; screen:\n%s", v, rp.debug())
 	}
 	if _, err := os.Stat(filepath.Join(rp.pane.Cwd, "for-a-person.txt")); err == nil {
@@ -91,7 +91,7 @@ func autoApproveE2E(t *testing.T, kind realcli.Kind, toolcall string, args ...st
 	if _, err := svc.Approve(ctx, res.TurnID, v.Approval.Fingerprint); err != nil {
 		t.Fatalf("approve: %v; screen:\n%s", err, rp.debug())
 	}
-	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle || len(v.AutoApprovals) != 0 {
+	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled); v.Status != termapi.TurnIdle || len(v.AutoApprovals) != 0 {
 		t.Fatalf("approved turn = %+v; screen:\n%s", v, rp.debug())
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 func TestParseAutoApprove(t *testing.T) {
@@ -28,8 +29,8 @@ func TestParseAutoApprove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []AutoApproveRule{{Name: "tests", Agent: AgentCodex, Workspace: "/w", Argv: []string{"make", "test"}},
-		{Agent: AgentClaude, Workspace: "/w", Argv: []string{"go", "vet", "./..."}}}
+	want := []AutoApproveRule{{Name: "tests", Agent: termapi.AgentCodex, Workspace: "/w", Argv: []string{"make", "test"}},
+		{Agent: termapi.AgentClaude, Workspace: "/w", Argv: []string{"go", "vet", "./..."}}}
 	if diff := cmp.Diff(want, rules); diff != "" {
 		t.Errorf("rules (-want +got):\n%s", diff)
 	}
@@ -63,7 +64,7 @@ func TestParseAutoApprove(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := ParseAutoApprove([]byte(tt.doc))
-			if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tt.want) {
+			if !errors.Is(err, termapi.ErrBadInput) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("ParseAutoApprove = %v, want a bad-input error containing %q", err, tt.want)
 			}
 		})
@@ -93,14 +94,14 @@ func FuzzParseAutoApprove(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc string) {
 		rules, err := ParseAutoApprove([]byte(doc))
 		if err != nil {
-			if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "auto-approve rules, line ") {
+			if !errors.Is(err, termapi.ErrBadInput) || !strings.Contains(err.Error(), "auto-approve rules, line ") {
 				t.Fatalf("refusal %v is not a bad-input error with a line", err)
 			}
 			return
 		}
 		for _, r := range rules {
 			argv, ok := commandArgv(strings.Join(r.Argv, " "))
-			if (r.Agent != AgentCodex && r.Agent != AgentClaude) || !filepath.IsAbs(r.Workspace) || !ok || !cmp.Equal(argv, r.Argv) {
+			if (r.Agent != termapi.AgentCodex && r.Agent != termapi.AgentClaude) || !filepath.IsAbs(r.Workspace) || !ok || !cmp.Equal(argv, r.Argv) {
 				t.Fatalf("accepted a rule that cannot match exactly: %+v", r)
 			}
 		}
@@ -115,9 +116,9 @@ func FuzzAutoApproveMatch(f *testing.F) {
 	f.Add("make test;rm", "make", "test;rm")
 	f.Add("make\ttest", "make", "test")
 	s := &Service{}
-	turn := &store.Turn{Agent: AgentClaude, Workspace: "/w"}
+	turn := &store.Turn{Agent: termapi.AgentClaude, Workspace: "/w"}
 	f.Fuzz(func(t *testing.T, cmd, w1, w2 string) {
-		rule := AutoApproveRule{Agent: AgentClaude, Workspace: "/w", Argv: []string{w1, w2}}
+		rule := AutoApproveRule{Agent: termapi.AgentClaude, Workspace: "/w", Argv: []string{w1, w2}}
 		doc, _ := json.Marshal(map[string]any{"rules": []AutoApproveRule{rule}})
 		rules, err := ParseAutoApprove(doc)
 		if err != nil {
@@ -161,7 +162,7 @@ func autoRig(t *testing.T, a *fakeAgent, rules []AutoApproveRule) *rig {
 	t.Helper()
 	r := newRig(t, a)
 	r.svc = NewService(Options{Store: r.st, Terminals: r.ft, AutoApprove: rules, DraftTimeout: time.Second,
-		Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeCommandReader{fakeReader{r.ft}}}})
+		Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}, termapi.AgentClaude: fakeCommandReader{fakeReader{r.ft}}}})
 	r.start(r.svc, HostOptions{})
 	return r
 }
@@ -177,8 +178,8 @@ func autoRig(t *testing.T, a *fakeAgent, rules []AutoApproveRule) *rig {
 // not answer it, and nothing is pressed.
 func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 	t.Parallel()
-	rule := AutoApproveRule{Name: "tests", Agent: AgentCodex, Workspace: "/w", Argv: []string{"make", "test"}}
-	claudeRule := AutoApproveRule{Name: "tests", Agent: AgentClaude, Workspace: "/w", Argv: []string{"make", "test"}}
+	rule := AutoApproveRule{Name: "tests", Agent: termapi.AgentCodex, Workspace: "/w", Argv: []string{"make", "test"}}
+	claudeRule := AutoApproveRule{Name: "tests", Agent: termapi.AgentClaude, Workspace: "/w", Argv: []string{"make", "test"}}
 	call := func(cmd, cwd string) *agents.PendingCommand {
 		return &agents.PendingCommand{Tool: "Bash", Command: cmd, Cwd: cwd, RequestID: "toolu_1", CommandSHA256: "c0ffee", Evidence: "e1"}
 	}
@@ -193,34 +194,34 @@ func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 		auto       bool
 		declined   string
 	}{
-		{"exact", AgentCodex, "make test", nil, nil, true, rule, true, ""},
-		{"extra word", AgentCodex, "make test -j8", nil, nil, true, rule, false, declinedNoRule},
-		{"other word", AgentCodex, "make install", nil, nil, true, rule, false, declinedNoRule},
-		{"shell syntax", AgentCodex, "make test; rm -rf x", nil, nil, true, rule, false, declinedNotPlain},
-		{"two spaces", AgentCodex, "make  test", nil, nil, true, rule, false, declinedNotPlain},
-		{"other workspace", AgentCodex, "make test", nil, nil, true, AutoApproveRule{Agent: AgentCodex, Workspace: "/other", Argv: rule.Argv}, false, ""},
-		{"other agent", AgentClaude, "", call("make test", "/w"), nil, true, rule, false, ""},
-		{"not approvable", AgentCodex, "make test", nil, nil, false, rule, false, ""},
-		{"claude exact", AgentClaude, "", call("make test", "/w"), nil, true, claudeRule, true, ""},
-		{"claude screen text ignored", AgentClaude, "make test", call("make install", "/w"), nil, true, claudeRule, false, declinedNoRule},
-		{"claude shell syntax", AgentClaude, "", call("make test && rm -rf x", "/w"), nil, true, claudeRule, false, declinedNotPlain},
-		{"claude several lines", AgentClaude, "", call("make\ntest", "/w"), nil, true, claudeRule, false, declinedNotPlain},
-		{"claude other directory", AgentClaude, "", call("make test", "/w/sub"), nil, true, claudeRule, false, declinedCwd},
-		{"claude unreadable", AgentClaude, "", nil, errors.New("the dialog on the screen does not show the transcript's command exactly"), true, claudeRule, false,
+		{"exact", termapi.AgentCodex, "make test", nil, nil, true, rule, true, ""},
+		{"extra word", termapi.AgentCodex, "make test -j8", nil, nil, true, rule, false, declinedNoRule},
+		{"other word", termapi.AgentCodex, "make install", nil, nil, true, rule, false, declinedNoRule},
+		{"shell syntax", termapi.AgentCodex, "make test; rm -rf x", nil, nil, true, rule, false, declinedNotPlain},
+		{"two spaces", termapi.AgentCodex, "make  test", nil, nil, true, rule, false, declinedNotPlain},
+		{"other workspace", termapi.AgentCodex, "make test", nil, nil, true, AutoApproveRule{Agent: termapi.AgentCodex, Workspace: "/other", Argv: rule.Argv}, false, ""},
+		{"other agent", termapi.AgentClaude, "", call("make test", "/w"), nil, true, rule, false, ""},
+		{"not approvable", termapi.AgentCodex, "make test", nil, nil, false, rule, false, ""},
+		{"claude exact", termapi.AgentClaude, "", call("make test", "/w"), nil, true, claudeRule, true, ""},
+		{"claude screen text ignored", termapi.AgentClaude, "make test", call("make install", "/w"), nil, true, claudeRule, false, declinedNoRule},
+		{"claude shell syntax", termapi.AgentClaude, "", call("make test && rm -rf x", "/w"), nil, true, claudeRule, false, declinedNotPlain},
+		{"claude several lines", termapi.AgentClaude, "", call("make\ntest", "/w"), nil, true, claudeRule, false, declinedNotPlain},
+		{"claude other directory", termapi.AgentClaude, "", call("make test", "/w/sub"), nil, true, claudeRule, false, declinedCwd},
+		{"claude unreadable", termapi.AgentClaude, "", nil, errors.New("the dialog on the screen does not show the transcript's command exactly"), true, claudeRule, false,
 			"the dialog on the screen does not show the transcript's command exactly"},
-		{"claude not approvable", AgentClaude, "", call("make test", "/w"), nil, false, claudeRule, false, ""},
+		{"claude not approvable", termapi.AgentClaude, "", call("make test", "/w"), nil, false, claudeRule, false, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			a := newFakeAgent(tt.agent, 780+i)
 			r := autoRig(t, a, []AutoApproveRule{tt.rule})
-			id := sendFrom(t, r, a, SendRequest{})
+			id := sendFrom(t, r, a, termapi.SendRequest{})
 			a.set(func(f *fakeAgent) {
 				f.pending, f.pendingErr = tt.pending, tt.pendingErr
 				f.approval = &agents.ScreenApproval{Fingerprint: "fp-auto", Kind: "run_command", Command: tt.cmd, Approvable: tt.approvable}
 			})
 			if !tt.auto {
-				v := r.waitStatus(id, store.TurnWaitingForOpenClaw)
+				v := r.waitStatus(id, termapi.TurnWaitingForOpenClaw)
 				if len(v.AutoApprovals) != 0 || len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) != 0 {
 					t.Fatalf("auto-approved: %+v", v)
 				}
@@ -238,8 +239,8 @@ func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 			}
 			poll.Until(t, 10*time.Second, "the auto-approval", func() bool { return len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) == 1 })
 			a.finish("done", false)
-			v := r.waitStatus(id, store.TurnIdle)
-			want := []store.AutoApproval{{Rule: "1 (tests)", Argv: []string{"make", "test"}, Fingerprint: "fp-auto"}}
+			v := r.waitStatus(id, termapi.TurnIdle)
+			want := []termapi.AutoApproval{{Rule: "1 (tests)", Argv: []string{"make", "test"}, Fingerprint: "fp-auto"}}
 			ignoreAt := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".At" }, cmp.Ignore())
 			if diff := cmp.Diff(want, v.AutoApprovals, ignoreAt); diff != "" {
 				t.Fatalf("status auto_approvals (-want +got):\n%s", diff)
@@ -258,7 +259,7 @@ func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 			if len(cbs) != 1 || cbs[0].Type != MsgDone {
 				t.Fatalf("callbacks = %+v, want only done", cbs)
 			}
-			var got []store.AutoApproval
+			var got []termapi.AutoApproval
 			raw, _ := json.Marshal(cbs[0].Metadata["auto_approvals"])
 			if err := json.Unmarshal(raw, &got); err != nil {
 				t.Fatal(err)
@@ -276,9 +277,9 @@ func TestAutoApproveOnlyAnExactMatch(t *testing.T) {
 // is ever sent.
 func TestAutoApproveWaitsForTheSessionFile(t *testing.T) {
 	t.Parallel()
-	a := newFakeAgent(AgentClaude, 799)
-	r := autoRig(t, a, []AutoApproveRule{{Agent: AgentClaude, Workspace: "/w", Argv: []string{"make", "test"}}})
-	id := sendFrom(t, r, a, SendRequest{})
+	a := newFakeAgent(termapi.AgentClaude, 799)
+	r := autoRig(t, a, []AutoApproveRule{{Agent: termapi.AgentClaude, Workspace: "/w", Argv: []string{"make", "test"}}})
+	id := sendFrom(t, r, a, termapi.SendRequest{})
 	a.set(func(f *fakeAgent) {
 		f.pendingErr = fmt.Errorf("%w: not written", agents.ErrEvidenceNotYet)
 		f.approval = &agents.ScreenApproval{Fingerprint: "fp-late", Kind: "run_command", Approvable: true}
@@ -286,7 +287,7 @@ func TestAutoApproveWaitsForTheSessionFile(t *testing.T) {
 	// Two looks at the dialog without its call: still held back.
 	seen := a.captureCount()
 	poll.Until(t, 10*time.Second, "two looks at the dialog", func() bool { a.poke(); return a.captureCount() >= seen+2 })
-	if v, _ := r.svc.Status(t.Context(), id); v.Status == store.TurnWaitingForOpenClaw || len(callbacksOf(t, r, id)) != 0 {
+	if v, _ := r.svc.Status(t.Context(), id); v.Status == termapi.TurnWaitingForOpenClaw || len(callbacksOf(t, r, id)) != 0 {
 		t.Fatalf("reported before the session file was read: %+v", v)
 	}
 	a.set(func(f *fakeAgent) {
@@ -294,7 +295,7 @@ func TestAutoApproveWaitsForTheSessionFile(t *testing.T) {
 	})
 	poll.Until(t, 10*time.Second, "the auto-approval", func() bool { return len(eventsNamed(t, r, id, "terminal_bridge_auto_approved")) == 1 })
 	a.finish("done", false)
-	r.waitStatus(id, store.TurnIdle)
+	r.waitStatus(id, termapi.TurnIdle)
 	if cbs := callbacksOf(t, r, id); len(cbs) != 1 || cbs[0].Type != MsgDone {
 		t.Fatalf("callbacks = %+v, want only done", cbs)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // BenchmarkE2ECodexCompletionLatency measures, over 100 Turns with the real
@@ -61,14 +62,14 @@ func codexLatencies(b *testing.B, turns int) []time.Duration {
 	defer func() { cancel(); <-done }()
 	var out []time.Duration
 	for i := range turns {
-		res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: fmt.Sprintf("ECHO=bench-%d", i)})
+		res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: fmt.Sprintf("ECHO=bench-%d", i)})
 		if err != nil {
 			b.Fatalf("turn %d: send: %v", i, err)
 		}
 		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
 		v, err := svc.Wait(wctx, res.TurnID)
 		wcancel()
-		if err != nil || v.Status != store.TurnIdle || v.Result.Text != fmt.Sprintf("bench-%d", i) {
+		if err != nil || v.Status != termapi.TurnIdle || v.Result.Text != fmt.Sprintf("bench-%d", i) {
 			b.Fatalf("turn %d = %+v, %v", i, v, err)
 		}
 		turn, err := st.GetTurn(ctx, res.TurnID)
@@ -140,7 +141,7 @@ func BenchmarkHostIdle50(b *testing.B) {
 	dir := b.TempDir()
 	var fakes []*fakeAgent
 	for i := range n {
-		a := newFakeAgent(AgentCodex, 1000+i)
+		a := newFakeAgent(termapi.AgentCodex, 1000+i)
 		a.pane.Key = filepath.Join(dir, fmt.Sprintf("rollout-%d.jsonl", i)) // WatchPaths = the key
 		if err := os.WriteFile(a.pane.Key, []byte("{}\n"), 0o600); err != nil {
 			b.Fatal(err)
@@ -149,11 +150,11 @@ func BenchmarkHostIdle50(b *testing.B) {
 	}
 	st := newBenchSQLite(b)
 	ft := &fakeTerminals{agents: fakes}
-	svc := NewService(Options{Store: st, Terminals: ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{ft}}, DraftTimeout: time.Second})
+	svc := NewService(Options{Store: st, Terminals: ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{ft}}, DraftTimeout: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, a := range fakes {
-		if _, err := svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "work"}); err != nil {
+		if _, err := svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "work"}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -256,7 +257,7 @@ func BenchmarkHostFollows500(b *testing.B) {
 	turnAgents, watchAgents := fileAgents(b, dir, n, 10000), fileAgents(b, dir, n, 20000)
 	r := newRig(b, append(slices.Clone(turnAgents), watchAgents...)...)
 	r.svc = NewService(Options{Store: r.st, Terminals: quietPanes{r.ft},
-		Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
+		Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}, termapi.AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	ctx := context.Background()
 	turns := sendAll(b, r.svc, turnAgents)
 	for _, a := range watchAgents {
@@ -302,7 +303,7 @@ func BenchmarkHostFollows500(b *testing.B) {
 		wg.Go(func() {
 			wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute)
 			defer wcancel()
-			if v, err := r.svc.Wait(wctx, id); err != nil || v.Status != store.TurnIdle {
+			if v, err := r.svc.Wait(wctx, id); err != nil || v.Status != termapi.TurnIdle {
 				b.Errorf("turn %d = %s, %v", i, v.Status, err)
 			}
 			stored[i] = time.Now()

@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestCallbackIntoBusySession: the callback arrives while S runs a slow
@@ -44,7 +45,7 @@ func TestCallbackIntoBusySession(t *testing.T) {
 		t.Fatal(err)
 	}
 	wcancel()
-	a := newFakeAgent(AgentCodex, 411)
+	a := newFakeAgent(termapi.AgentCodex, 411)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	turnID, cb := completedTurn(t, r, a, S, "FAKE-REPLY: busy 5d2c")

@@ -68,7 +68,7 @@ func prepareCallback(t *store.Turn, msg Message, id, kind string, meta map[strin
 		}
 		cb := &store.Callback{MessageID: id, TurnID: turn.TurnID, SessionID: turn.SessionID, Kind: kind, SessionKey: turn.OriginSessionKey,
 			GatewayURL: turn.GatewayURL, BindingID: turn.TerminalBindingID, Generation: turn.TerminalBindingGeneration, Message: body,
-			Status: store.CallbackPending, NextAttemptAt: msg.TS, CreatedAt: msg.TS, UpdatedAt: msg.TS}
+			Status: termapi.CallbackPending, NextAttemptAt: msg.TS, CreatedAt: msg.TS, UpdatedAt: msg.TS}
 		if err := tx.PutCallback(ctx, cb); err != nil {
 			return err
 		}
@@ -76,9 +76,6 @@ func prepareCallback(t *store.Turn, msg Message, id, kind string, meta map[strin
 			map[string]any{"message_id": id, "type": msg.Type, "session_key": turn.OriginSessionKey})})
 	}
 }
-
-// CallbackView is the visible delivery state of a Turn's latest callback (termapi.CallbackView).
-type CallbackView = termapi.CallbackView
 
 // evidenceObject decodes a recorded evidence object; anything else reads as
 // absent.
@@ -90,15 +87,15 @@ func evidenceObject(raw json.RawMessage) map[string]any {
 	return m
 }
 
-func callbackView(cb *store.Callback) *CallbackView {
+func callbackView(cb *store.Callback) *termapi.CallbackView {
 	var m struct {
 		Type string `json:"type"`
 	}
 	_ = json.Unmarshal(cb.Message, &m)
-	v := &CallbackView{MessageID: cb.MessageID, Type: m.Type, Kind: cb.Kind, SessionKey: cb.SessionKey, Status: cb.Status,
+	v := &termapi.CallbackView{MessageID: cb.MessageID, Type: m.Type, Kind: cb.Kind, SessionKey: cb.SessionKey, Status: cb.Status,
 		Attempts: cb.Attempts, LastError: cb.LastError, DeliveredAt: ts(cb.DeliveredAt), Injection: evidenceObject(cb.Injection),
 		Wake: evidenceObject(cb.Wake), RunObservation: evidenceObject(cb.RunObservation)}
-	if cb.Status == store.CallbackPending || cb.Status == store.CallbackFailed {
+	if cb.Status == termapi.CallbackPending || cb.Status == termapi.CallbackFailed {
 		v.NextAttemptAt = ts(cb.NextAttemptAt)
 	}
 	return v

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/gateway"
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestCallbackIntoRealGateway: the real gateway 2026.9.6 with the
@@ -52,7 +52,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	}
 	defer gc.Close()
 
-	a := newFakeAgent(AgentCodex, 401)
+	a := newFakeAgent(termapi.AgentCodex, 401)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	const S = "agent:main:cc-callback-s"
@@ -65,7 +65,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 		t.Fatalf("deliver: %d, %v", n, err)
 	}
 	got, _ := r.st.GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackDelivered || !outbox.Accepted(got.Wake) {
+	if got.Status != termapi.CallbackDelivered || !outbox.Accepted(got.Wake) {
 		t.Fatalf("callback %s: %s (injection %s wake %s)", got.MessageID, got.Status, got.Injection, got.Wake)
 	}
 	var wake struct {
@@ -167,7 +167,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 		t.Fatal("no attempt while the gateway is down")
 	}
 	got2, _ := r.st.GetCallback(ctx, cb2.MessageID)
-	if got2.Status != store.CallbackFailed || got2.Attempts != 1 || got2.LastError == "" {
+	if got2.Status != termapi.CallbackFailed || got2.Attempts != 1 || got2.LastError == "" {
 		t.Fatalf("with the gateway down: %+v", got2)
 	}
 	v, _ := r.svc.Status(ctx, turn2)
@@ -189,7 +189,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 			t.Fatal(err)
 		}
 		got2, _ = r.st.GetCallback(ctx, cb2.MessageID)
-		if got2.Status != store.CallbackFailed {
+		if got2.Status != termapi.CallbackFailed {
 			break
 		}
 		c.add(60 * time.Second) // the client reconnects in the background
@@ -199,7 +199,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	if got2.Status != store.CallbackDelivered {
+	if got2.Status != termapi.CallbackDelivered {
 		t.Fatalf("after the gateway came back: %+v\n%s", got2, g.LogTail(60))
 	}
 	if n, _ := waitCallback("FAKE-REPLY: after restart 9c1d"); n != 1 {
@@ -209,7 +209,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	// A Session re-bound (generation advanced) before the callback is
 	// prepared: the Turn stalls, its callback is refused, and nothing
 	// reaches S however long the outbox runs.
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: S})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: S})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.finish("FAKE-REPLY: stale generation 3e8b", false)
-	r.waitStatus(res.TurnID, store.TurnStalled)
+	r.waitStatus(res.TurnID, termapi.TurnStalled)
 	if cbs, _ := r.st.TurnCallbacks(ctx, res.TurnID, 10); len(cbs) != 0 {
 		t.Fatalf("a stale generation queued %+v", cbs)
 	}

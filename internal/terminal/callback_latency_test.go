@@ -16,6 +16,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // timedCaller records how long each gateway call took, by method.
@@ -86,7 +87,7 @@ func BenchmarkCallbackLatencyRealGateway(b *testing.B) {
 	}
 	defer gc.Close()
 	tc := &timedCaller{d: map[string][]time.Duration{}, c: gc}
-	a := newFakeAgent(AgentCodex, 601)
+	a := newFakeAgent(termapi.AgentCodex, 601)
 	r := newRig(b, a)
 	x := outbox.New(outbox.Options{Store: r.st, Dial: func(context.Context, string) (outbox.Caller, error) { return tc, nil },
 		WaitTimeout: 30 * time.Second})
@@ -97,7 +98,7 @@ func BenchmarkCallbackLatencyRealGateway(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for n := range latencyTurns {
 			marker := fmt.Sprintf("latency-%d-%d", i, n)
-			res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do " + marker, OriginSession: S})
+			res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do " + marker, OriginSession: S})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -144,7 +145,7 @@ func waitObserved(b *testing.B, r *rig, turnID string) *store.Callback {
 	for {
 		ch := changesOf(r.svc)
 		cbs, err := r.st.TurnCallbacks(b.Context(), turnID, 10)
-		if err == nil && len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered && len(cbs[0].RunObservation) > 0 {
+		if err == nil && len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered && len(cbs[0].RunObservation) > 0 {
 			return cbs[0]
 		}
 		if time.Now().After(deadline) {

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestOutboxLeavesCallbacksOfAnotherGateway: on several machines, a host
@@ -20,16 +20,16 @@ import (
 func TestOutboxLeavesCallbacksOfAnotherGateway(t *testing.T) {
 	t.Parallel()
 	const gw = "ws://gateway.example:18789"
-	a := newFakeAgent(AgentCodex, 311)
+	a := newFakeAgent(termapi.AgentCodex, 311)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1", GatewayURL: gw})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1", GatewayURL: gw})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.finish("the answer", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	cs := r.st
 	cbs, err := cs.TurnCallbacks(ctx, res.TurnID, 10)
 	if err != nil || len(cbs) != 1 || cbs[0].GatewayURL != gw {
@@ -53,7 +53,7 @@ func TestOutboxLeavesCallbacksOfAnotherGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != store.CallbackPending || got.Attempts != 0 || got.LastError != "" || strayDials.Load() != 0 {
+	if got.Status != termapi.CallbackPending || got.Attempts != 0 || got.LastError != "" || strayDials.Load() != 0 {
 		t.Fatalf("after the stray host: status %s, attempts %d, last error %q, dials %d", got.Status, got.Attempts, got.LastError, strayDials.Load())
 	}
 
@@ -79,7 +79,7 @@ func TestOutboxLeavesCallbacksOfAnotherGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if total.Load() != 1 || got.Status != store.CallbackDelivered || got.Attempts != 1 ||
+	if total.Load() != 1 || got.Status != termapi.CallbackDelivered || got.Attempts != 1 ||
 		open.Count(outbox.CallbackMethod) != 1 || open.Runs() != 1 {
 		t.Fatalf("delivered %d times: status %s, attempts %d, calls %v", total.Load(), got.Status, got.Attempts, open.Calls())
 	}
@@ -108,7 +108,7 @@ func TestCallbackOfAnotherHostsTurnIsDeliveredAtOnce(t *testing.T) {
 	a.run(t, r)
 	b.run(t, r)
 	ctx := t.Context()
-	res, err := a.svc.Send(ctx, SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1", GatewayURL: gw})
+	res, err := a.svc.Send(ctx, termapi.SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1", GatewayURL: gw})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // errHostStopped is what a store wrapped by stopAfterCompletion returns
@@ -66,7 +67,7 @@ func TestCheckpointCommitsWithTheCompletion(t *testing.T) {
 // testCheckpointCommits runs the test over db, or the rig's SQLite store
 // when db is nil.
 func testCheckpointCommits(t *testing.T, db store.Store) {
-	a := newFakeAgent(AgentCodex, 180)
+	a := newFakeAgent(termapi.AgentCodex, 180)
 	r := newRig(t, a)
 	if db == nil {
 		db = r.st
@@ -77,24 +78,24 @@ func testCheckpointCommits(t *testing.T, db store.Store) {
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
 
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "one"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "one"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.finish("one done", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	first, err := st.GetTermSession(ctx, res.SessionID)
 	if err != nil || len(first.Binding.Checkpoint) == 0 {
 		t.Fatalf("no checkpoint on the session when its first Turn is done: %+v, %v", first.Binding, err)
 	}
 
 	st.armed.Store(true)
-	res2, err := r.svc.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "two"})
+	res2, err := r.svc.Send(ctx, termapi.SendRequest{SessionID: res.SessionID, Request: "two"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.finish("two done", false)
-	r.waitStatus(res2.TurnID, store.TurnIdle)
+	r.waitStatus(res2.TurnID, termapi.TurnIdle)
 	// The completion is visible as soon as it commits, a moment before
 	// the wrapper's WriteTurn returns and marks the host stopped.
 	select {
@@ -103,9 +104,9 @@ func testCheckpointCommits(t *testing.T, db store.Store) {
 		t.Fatal("the host did not stop after the completion")
 	}
 	// Another host over the same database sends to the exact session.
-	other := NewService(Options{Store: st.DB, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
-	res3, err := other.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "three"})
-	if err != nil || res3.SubmissionOutcome != OutcomeAccepted {
+	other := NewService(Options{Store: st.DB, Terminals: r.ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
+	res3, err := other.Send(ctx, termapi.SendRequest{SessionID: res.SessionID, Request: "three"})
+	if err != nil || res3.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("session_exact send after the host stopped = %+v, %v", res3, err)
 	}
 	sess, err := st.GetTermSession(ctx, res.SessionID)

@@ -15,8 +15,10 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // lastPane is the pane of the running end-to-end test (they do not run in
@@ -42,7 +44,7 @@ func startRealTUI(t testing.TB, kind realcli.Kind, model *fakemodel.Server, args
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := DefaultAgents()[map[realcli.Kind]string{realcli.Codex: AgentCodex, realcli.ClaudeCode: AgentClaude}[kind]]
+	agent := DefaultAgents()[map[realcli.Kind]string{realcli.Codex: termapi.AgentCodex, realcli.ClaudeCode: termapi.AgentClaude}[kind]]
 	rp := &realPane{t: t, tui: tui, socket: tui.Socket, terms: terms, agent: agent}
 	lastPane = rp
 	rp.awaitIdle(t, "")
@@ -124,7 +126,7 @@ func runHost(t *testing.T, svc *Service) *Host {
 	return h
 }
 
-func waitTurnStatus(t *testing.T, svc *Service, id string, timeout time.Duration, want ...store.TurnStatus) TurnView {
+func waitTurnStatus(t *testing.T, svc *Service, id string, timeout time.Duration, want ...termapi.TurnStatus) termapi.TurnView {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
@@ -159,14 +161,14 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 	ctx := t.Context()
 
 	list, err := svc.List(ctx)
-	if err != nil || len(list.Terminals) != 1 || list.Terminals[0].Agent != AgentCodex {
+	if err != nil || len(list.Terminals) != 1 || list.Terminals[0].Agent != termapi.AgentCodex {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=hello-from-codex"})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=hello-from-codex"})
 	if err != nil {
 		t.Fatalf("send: %v (%+v); screen:\n%s", err, res, rp.debug())
 	}
-	if res.SubmissionOutcome != OutcomeAccepted {
+	if res.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("send = %+v", res)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
@@ -175,7 +177,7 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 	if err != nil {
 		t.Fatalf("wait: %v; screen:\n%s", err, rp.debug())
 	}
-	if v.Status != store.TurnIdle || v.Result == nil || v.Result.Text != "hello-from-codex" {
+	if v.Status != termapi.TurnIdle || v.Result == nil || v.Result.Text != "hello-from-codex" {
 		t.Fatalf("turn = %+v", v)
 	}
 
@@ -190,47 +192,37 @@ func TestE2ECodexSendWaitExactReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIdleAfter(t, rp, "typed-by-a-human")
-	_, err = svc.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "ECHO=never-sent"})
+	_, err = svc.Send(ctx, termapi.SendRequest{SessionID: res.SessionID, Request: "ECHO=never-sent"})
 	if err == nil || !strings.Contains(err.Error(), "someone typed") {
 		t.Fatalf("session_exact after human input: %v", err)
 	}
-	res2, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=second-turn"})
+	res2, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=second-turn"})
 	if err != nil {
 		t.Fatalf("follow-current: %v", err)
 	}
-	if v := waitTurnStatus(t, svc, res2.TurnID, 90*time.Second, store.TurnIdle); v.Result.Text != "second-turn" {
+	if v := waitTurnStatus(t, svc, res2.TurnID, 90*time.Second, termapi.TurnIdle); v.Result.Text != "second-turn" {
 		t.Fatalf("second turn = %+v", v)
 	}
 }
 
 func waitCheckpoint(t *testing.T, st store.Store, sessionID string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !poll.WithinEvery(10*time.Second, 50*time.Millisecond, func() bool {
 		s, err := st.GetTermSession(t.Context(), sessionID)
-		if err == nil && len(s.Binding.Checkpoint) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint on the session")
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil && len(s.Binding.Checkpoint) > 0
+	}) {
+		t.Fatal("no checkpoint on the session")
 	}
 }
 
 // waitIdleAfter waits until the pane shows text and is idle again.
 func waitIdleAfter(t *testing.T, rp *realPane, text string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	if !poll.WithinEvery(60*time.Second, 200*time.Millisecond, func() bool {
 		s := rp.screen()
-		if strings.Count(s, text) >= 2 && rp.agent.Screen(s).Activity == "idle" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pane did not answer %q; screen:\n%s", text, rp.debug())
-		}
-		time.Sleep(200 * time.Millisecond)
+		return strings.Count(s, text) >= 2 && rp.agent.Screen(s).Activity == "idle"
+	}) {
+		t.Fatalf("pane did not answer %q; screen:\n%s", text, rp.debug())
 	}
 }
 
@@ -242,11 +234,11 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 	ctx := t.Context()
 
 	// A shell command that needs approval → approve → done.
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "TOOLCALL: ESCALATE touch approved.txt"})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "TOOLCALL: ESCALATE touch approved.txt"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
-	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw)
+	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnWaitingForOpenClaw)
 	if v.Approval == nil || v.Approval.Kind != "run_command" || !strings.Contains(v.Approval.Command, "touch approved.txt") {
 		t.Fatalf("approval = %+v; screen:\n%s", v.Approval, rp.debug())
 	}
@@ -256,22 +248,22 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 	if _, err := svc.Approve(ctx, res.TurnID, v.Approval.Fingerprint); err != nil {
 		t.Fatalf("approve: %v; screen:\n%s", err, rp.debug())
 	}
-	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
-	if v.Status != store.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled)
+	if v.Status != termapi.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
 		t.Fatalf("approved turn = %+v", v)
 	}
 
 	// Cancel a slow reply. (The TUI may still draw the last turn as
 	// working for a moment after it wrote task_complete.)
 	waitSendable(t, svc, rp)
-	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "tell a long story SLOW"})
+	res, err = svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "tell a long story SLOW"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
 	if _, err := rp.tui.WaitFor(ctx, "streaming", func(s string) bool { return strings.Count(s, "FAKE-REPLY") >= 1 && strings.Contains(s, "tell a long") }); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := svc.Cancel(ctx, res.TurnID); err != nil || v.Status != store.TurnCancelled {
+	if v, err := svc.Cancel(ctx, res.TurnID); err != nil || v.Status != termapi.TurnCancelled {
 		t.Fatalf("cancel = %+v, %v", v, err)
 	}
 	if _, err := rp.tui.WaitFor(ctx, "idle after the interrupt", rp.tui.Idle); err != nil {
@@ -280,32 +272,32 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 
 	// A slow reply past a short inactivity timeout → stalled → renew → done.
 	waitSendable(t, svc, rp)
-	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=late-reply", InactivityTimeout: time.Second})
+	res, err = svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=late-reply", InactivityTimeout: time.Second})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
-	v = waitTurnStatus(t, svc, res.TurnID, 30*time.Second, store.TurnStalled)
+	v = waitTurnStatus(t, svc, res.TurnID, 30*time.Second, termapi.TurnStalled)
 	if !strings.Contains(v.StalledReason, "no activity") {
 		t.Fatalf("stalled = %+v", v)
 	}
 	if _, err := svc.Renew(ctx, res.TurnID, 5); err != nil {
 		t.Fatal(err)
 	}
-	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle); v.Result.Text != "late-reply" {
+	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnIdle); v.Result.Text != "late-reply" {
 		t.Fatalf("renewed turn = %+v", v)
 	}
 
 	// The agent process killed mid-turn → stalled.
 	waitSendable(t, svc, rp)
-	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "HANG"})
+	res, err = svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "HANG"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
 	if err := syscall.Kill(rp.pane.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnStalled, store.TurnIdle)
-	if v.Status != store.TurnStalled || !strings.Contains(v.StalledReason, "exited") {
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnStalled, termapi.TurnIdle)
+	if v.Status != termapi.TurnStalled || !strings.Contains(v.StalledReason, "exited") {
 		t.Fatalf("turn after the agent died = %+v", v)
 	}
 }
@@ -313,16 +305,13 @@ func TestE2ECodexApproveCancelStallDeath(t *testing.T) {
 // waitSendable waits until the pane offers a send.
 func waitSendable(t *testing.T, svc *Service, rp *realPane) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		list, err := svc.List(t.Context())
-		if err == nil && len(list.Terminals) == 1 && len(list.Terminals[0].AvailableActions) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pane not sendable: %+v %v; screen:\n%s", list, err, rp.debug())
-		}
-		time.Sleep(200 * time.Millisecond)
+	var list termapi.ListResult
+	var err error
+	if !poll.WithinEvery(30*time.Second, 200*time.Millisecond, func() bool {
+		list, err = svc.List(t.Context())
+		return err == nil && len(list.Terminals) == 1 && len(list.Terminals[0].AvailableActions) > 0
+	}) {
+		t.Fatalf("pane not sendable: %+v %v; screen:\n%s", list, err, rp.debug())
 	}
 }
 
@@ -333,28 +322,28 @@ func TestE2EClaudeSendApproveDone(t *testing.T) {
 	runHost(t, svc)
 	ctx := t.Context()
 
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=hello-from-claude"})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=hello-from-claude"})
 	if err != nil {
 		t.Fatalf("send: %v (%+v); screen:\n%s", err, res, rp.debug())
 	}
-	if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle || v.Result.Text != "hello-from-claude" {
+	if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled); v.Status != termapi.TurnIdle || v.Result.Text != "hello-from-claude" {
 		t.Fatalf("turn = %+v; screen:\n%s", v, rp.debug())
 	}
 
 	waitSendable(t, svc, rp)
-	res, err = svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "TOOLCALL: touch claude-approved.txt"})
+	res, err = svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "TOOLCALL: touch claude-approved.txt"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
-	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw, store.TurnIdle)
-	if v.Status != store.TurnWaitingForOpenClaw || v.Approval == nil || v.Approval.Command != "" {
+	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnWaitingForOpenClaw, termapi.TurnIdle)
+	if v.Status != termapi.TurnWaitingForOpenClaw || v.Approval == nil || v.Approval.Command != "" {
 		t.Fatalf("turn = %+v (a Claude approval carries no command); screen:\n%s", v, rp.debug())
 	}
 	if _, err := svc.Approve(ctx, res.TurnID, v.Approval.Fingerprint); err != nil {
 		t.Fatalf("approve: %v; screen:\n%s", err, rp.debug())
 	}
-	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
-	if v.Status != store.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled)
+	if v.Status != termapi.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) {
 		t.Fatalf("approved turn = %+v; screen:\n%s", v, rp.debug())
 	}
 }

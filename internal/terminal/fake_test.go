@@ -19,6 +19,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // fakeAgent is one scripted coding agent in one pane: its screen state and
@@ -435,7 +436,7 @@ func newRig(t testing.TB, fakes ...*fakeAgent) *rig {
 
 func (r *rig) service() *Service {
 	return NewService(Options{Store: r.st, Terminals: r.ft,
-		Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
+		Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}, termapi.AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
 }
 
 // start runs a Host for svc until the test ends.
@@ -465,7 +466,7 @@ func (r *rig) fakeWatch(_ context.Context, paths []string) (<-chan struct{}, err
 }
 
 // waitStatus waits (bounded) until the Turn has status.
-func (r *rig) waitStatus(id string, status store.TurnStatus) TurnView {
+func (r *rig) waitStatus(id string, status termapi.TurnStatus) termapi.TurnView {
 	r.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

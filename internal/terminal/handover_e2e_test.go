@@ -19,7 +19,9 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // The environment of a host process TestE2EHostProcessHelper runs.
@@ -111,19 +113,22 @@ func startHostProcess(t *testing.T, path, socket, calls, role string) *hostProce
 // store's registry and returns it.
 func registered(t *testing.T, reg store.ProcessRegistry, role string) store.Process {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ps, err := reg.Processes(t.Context())
+	var ps []store.Process
+	var err error
+	var found store.Process
+	if !poll.WithinEvery(30*time.Second, 50*time.Millisecond, func() bool {
+		ps, err = reg.Processes(t.Context())
 		for _, p := range ps {
 			if p.Role == role {
-				return p
+				found = p
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q host registered: %+v, %v", role, ps, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no %q host registered: %+v, %v", role, ps, err)
 	}
+	return found
 }
 
 // TestE2ETwoHostsKill9HandsOverTurn: two host processes share one store
@@ -152,21 +157,20 @@ func TestE2ETwoHostsKill9HandsOverTurn(t *testing.T) {
 
 	// This process only sends; it runs no host.
 	svc := NewService(Options{Store: st, Terminals: rp.terms, Agents: DefaultAgents()})
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=12000 ECHO=handed-over", OriginSession: "agent:main:handover"})
-	if err != nil || res.SubmissionOutcome != OutcomeAccepted {
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=12000 ECHO=handed-over", OriginSession: "agent:main:handover"})
+	if err != nil || res.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("send = %+v, %v; screen:\n%s", res, err, rp.debug())
 	}
 	var held store.WorkLease
-	deadline := time.Now().Add(30 * time.Second)
-	for held.Owner != hostA.ID {
-		ls, err := st.WorkLeases(ctx, store.LeaseMonitor, []string{res.TurnID})
-		if err == nil && len(ls) == 1 && ls[0].Until > time.Now().UnixMilli() {
-			held = ls[0]
+	var leases []store.WorkLease
+	if !poll.WithinEvery(30*time.Second, 50*time.Millisecond, func() bool {
+		leases, err = st.WorkLeases(ctx, store.LeaseMonitor, []string{res.TurnID})
+		if err == nil && len(leases) == 1 && leases[0].Until > time.Now().UnixMilli() {
+			held = leases[0]
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("host A does not follow the Turn: lease %+v, %v", ls, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return held.Owner == hostA.ID
+	}) {
+		t.Fatalf("host A does not follow the Turn: lease %+v, %v", leases, err)
 	}
 	startHostProcess(t, path, rp.socket, calls, "terminal host B")
 	hostB := registered(t, st, "terminal host B")
@@ -183,8 +187,8 @@ func TestE2ETwoHostsKill9HandsOverTurn(t *testing.T) {
 	if ls, err := st.WorkLeases(ctx, store.LeaseMonitor, []string{res.TurnID}); err == nil && len(ls) == 1 && ls[0].Owner == hostA.ID {
 		held = ls[0]
 	}
-	v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
-	if v.Status != store.TurnIdle || v.Result == nil || v.Result.Text != "handed-over" {
+	v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled)
+	if v.Status != termapi.TurnIdle || v.Result == nil || v.Result.Text != "handed-over" {
 		t.Fatalf("turn after host A was killed = %+v; screen:\n%s", v, rp.debug())
 	}
 	doneAt := time.Now()
@@ -201,16 +205,11 @@ func TestE2ETwoHostsKill9HandsOverTurn(t *testing.T) {
 	}
 	var cs store.CallbackStore = st
 	var cbs []*store.Callback
-	deadline = time.Now().Add(60 * time.Second)
-	for {
+	if !poll.WithinEvery(60*time.Second, 100*time.Millisecond, func() bool {
 		cbs, err = cs.TurnCallbacks(ctx, res.TurnID, 10)
-		if err == nil && len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("callbacks of the Turn = %+v, %v; want one delivered", cbs, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err == nil && len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered
+	}) {
+		t.Fatalf("callbacks of the Turn = %+v, %v; want one delivered", cbs, err)
 	}
 	b, err := os.ReadFile(calls)
 	if err != nil {
@@ -262,7 +261,7 @@ func TestE2ERecoverTransitionsLeavesOtherHostsAlone(t *testing.T) {
 	if got, err := ts.GetTransition(ctx, tr.TransitionID); err != nil || got.Status != store.TransitionPrepared {
 		t.Fatalf("the remote owner's transition = %+v, %v; want it prepared", got, err)
 	}
-	if _, err := svc.Send(ctx, SendRequest{TerminalID: p.TerminalID, Request: "ECHO=while-transitioning"}); err == nil {
+	if _, err := svc.Send(ctx, termapi.SendRequest{TerminalID: p.TerminalID, Request: "ECHO=while-transitioning"}); err == nil {
 		t.Fatal("a send went through while another host's transition is open on the pane")
 	}
 	// The remote owner stops renewing: its lease ends.

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // twoProcesses is a rig whose host runs on one handle of a SQLite store
@@ -40,7 +40,7 @@ func newTwoProcesses(t testing.TB, o HostOptions, fakes ...*fakeAgent) *twoProce
 	r.svc = r.service()
 	p := &twoProcesses{rig: r, started: make(chan string, 16)}
 	p.sender = NewService(Options{Store: open(), Terminals: r.ft,
-		Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}, AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
+		Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}, termapi.AgentClaude: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	o.Watch = func(ctx context.Context, paths []string) (<-chan struct{}, error) {
 		select {
 		case p.started <- paths[0]:
@@ -57,10 +57,10 @@ func newTwoProcesses(t testing.TB, o HostOptions, fakes ...*fakeAgent) *twoProce
 // another process at once, through the store's feed, not at that host's
 // next rescan (an hour here).
 func TestAnnouncedTurnIsFollowedByAnotherProcessHost(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 501)
+	a := newFakeAgent(termapi.AgentCodex, 501)
 	p := newTwoProcesses(t, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
 	ctx := t.Context()
-	res, err := p.sender.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "follow me"})
+	res, err := p.sender.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "follow me"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,13 +70,13 @@ func TestAnnouncedTurnIsFollowedByAnotherProcessHost(t *testing.T) {
 		t.Fatal("the other process's host never began following the sent Turn")
 	}
 	a.finish("followed", false)
-	if v := p.waitStatus(res.TurnID, store.TurnIdle); v.Result == nil || v.Result.Text != "followed" {
+	if v := p.waitStatus(res.TurnID, termapi.TurnIdle); v.Result == nil || v.Result.Text != "followed" {
 		t.Fatalf("turn = %+v, want idle with the reply", v)
 	}
 	// The sender's Wait wakes on the other handle's write too.
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if v, err := p.sender.Wait(wctx, res.TurnID); err != nil || v.Status != store.TurnIdle {
+	if v, err := p.sender.Wait(wctx, res.TurnID); err != nil || v.Status != termapi.TurnIdle {
 		t.Fatalf("sender's wait = %+v, %v", v, err)
 	}
 }
@@ -85,7 +85,7 @@ func TestAnnouncedTurnIsFollowedByAnotherProcessHost(t *testing.T) {
 // process without a host is followed by another process's live host at
 // once.
 func TestAnnouncedWatchIsFollowedByAnotherProcessHost(t *testing.T) {
-	a := newFakeAgent(AgentClaude, 504)
+	a := newFakeAgent(termapi.AgentClaude, 504)
 	p := newTwoProcesses(t, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
 	if _, err := p.sender.Watch(t.Context(), WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestAnnouncedWatchIsFollowedByAnotherProcessHost(t *testing.T) {
 // stops, another process's host takes the Turn at once (the stopping host
 // announces the leases it gave back) instead of at its next rescan.
 func TestHostStopAnnouncesReleasedWork(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 502)
+	a := newFakeAgent(termapi.AgentCodex, 502)
 	p := newTwoProcesses(t, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
 	ctx := t.Context()
 	// A first host on the sender's handle follows the Turn it sends.
@@ -111,7 +111,7 @@ func TestHostStopAnnouncesReleasedWork(t *testing.T) {
 	go func() { _ = first.Run(fctx); close(firstDone) }()
 	t.Cleanup(func() { stopFirst(); <-firstDone })
 	p.until("the first host runs", func() bool { return first.Monitoring() == 0 && hostRunning(first) })
-	res, err := p.sender.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "hand me over"})
+	res, err := p.sender.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "hand me over"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestHostStopAnnouncesReleasedWork(t *testing.T) {
 		t.Fatal("the remaining host never took over the released Turn")
 	}
 	a.finish("taken over", false)
-	if v := p.waitStatus(res.TurnID, store.TurnIdle); v.Result == nil || v.Result.Text != "taken over" {
+	if v := p.waitStatus(res.TurnID, termapi.TurnIdle); v.Result == nil || v.Result.Text != "taken over" {
 		t.Fatalf("turn = %+v, want idle with the reply", v)
 	}
 }
@@ -147,12 +147,12 @@ func hostRunning(h *Host) bool {
 // host found it at its next rescan, up to 15 s later). Reported as p50 and
 // p95 in ms.
 func BenchmarkAnnouncedTurnPickup(b *testing.B) {
-	a := newFakeAgent(AgentCodex, 503)
+	a := newFakeAgent(termapi.AgentCodex, 503)
 	p := newTwoProcesses(b, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
 	ctx := b.Context()
 	var delays []time.Duration
 	for b.Loop() {
-		res, err := p.sender.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "bench"})
+		res, err := p.sender.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func BenchmarkAnnouncedTurnPickup(b *testing.B) {
 			b.Fatal("no host followed the Turn")
 		}
 		a.finish("ok", false)
-		p.waitStatus(res.TurnID, store.TurnIdle)
+		p.waitStatus(res.TurnID, termapi.TurnIdle)
 		p.rig.until("the pane is sendable", func() bool {
 			l, err := p.sender.List(ctx)
 			return err == nil && len(l.Terminals) == 1 && len(l.Terminals[0].AvailableActions) > 0

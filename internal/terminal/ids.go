@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 func randHex(n int) string {
@@ -43,15 +44,15 @@ func newMessageID() string { return "msg-" + uuid() }
 func checkID(kind, prefix, id string) error {
 	if len(id) > 100 {
 		return fmt.Errorf("%w: %s %q is malformed: it is longer than 100 characters (%s)",
-			ErrBadInput, kind, shortID(id), whereFrom(prefix))
+			termapi.ErrBadInput, kind, shortID(id), whereFrom(prefix))
 	}
 	if !strings.HasPrefix(id, prefix) || len(id) == len(prefix) {
 		return fmt.Errorf("%w: %s %q is malformed: it must start with %q (%s)",
-			ErrBadInput, kind, id, prefix, whereFrom(prefix))
+			termapi.ErrBadInput, kind, id, prefix, whereFrom(prefix))
 	}
 	for _, c := range id[len(prefix):] {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-			return fmt.Errorf("%w: %s %q is malformed: unexpected character %q", ErrBadInput, kind, id, c)
+			return fmt.Errorf("%w: %s %q is malformed: unexpected character %q", termapi.ErrBadInput, kind, id, c)
 		}
 	}
 	return nil
@@ -76,10 +77,10 @@ const maxTerminalID = 512
 func checkTerminalID(id string) error {
 	if len(id) > maxTerminalID {
 		return fmt.Errorf("%w: terminal id %q is malformed: it is longer than %d characters; copy it from `clawconnect terminal list`",
-			ErrBadInput, shortID(id), maxTerminalID)
+			termapi.ErrBadInput, shortID(id), maxTerminalID)
 	}
 	if _, err := agentproc.ParseTerminalID(id); err != nil {
-		return fmt.Errorf("%w: terminal id %q is malformed (%v); copy it from `clawconnect terminal list`", ErrBadInput, id, err)
+		return fmt.Errorf("%w: terminal id %q is malformed (%v); copy it from `clawconnect terminal list`", termapi.ErrBadInput, id, err)
 	}
 	return nil
 }

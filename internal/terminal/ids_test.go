@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"errors"
+	"github.com/clawconnect/clawconnect/termapi"
 	"strings"
 	"testing"
 )
@@ -13,7 +14,7 @@ func TestMalformedIDSaysWhereToFindOne(t *testing.T) {
 		{"turn id", "turn-", "watch-x", "terminal list"},
 	} {
 		err := checkID(tt.kind, tt.prefix, tt.id)
-		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tt.want) {
+		if !errors.Is(err, termapi.ErrBadInput) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("checkID(%s, %q) = %v, want a hint naming %q", tt.kind, tt.id, err, tt.want)
 		}
 	}

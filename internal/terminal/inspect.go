@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Native inspection: the agent's own /status card, typed
@@ -55,15 +56,15 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 	}
 	in, ok := a.(agents.Inspector)
 	if !ok {
-		return InspectResult{}, fmt.Errorf("inspect: %w: %s panes cannot be inspected by this build", ErrRefused, p.Agent)
+		return InspectResult{}, fmt.Errorf("inspect: %w: %s panes cannot be inspected by this build", termapi.ErrRefused, p.Agent)
 	}
 	version, err := in.Version(p)
 	if err != nil {
-		return InspectResult{}, fmt.Errorf("inspect: %w: the %s version is unknown (%v), so its status card format is not proven; nothing was typed", ErrRefused, p.Agent, err)
+		return InspectResult{}, fmt.Errorf("inspect: %w: the %s version is unknown (%v), so its status card format is not proven; nothing was typed", termapi.ErrRefused, p.Agent, err)
 	}
 	if !slices.Contains(in.ProvenVersions(), version) {
 		return InspectResult{}, fmt.Errorf("inspect: %w: %s %s is not a version whose status card was proven (proven: %s); nothing was typed",
-			ErrRefused, p.Agent, version, strings.Join(in.ProvenVersions(), ", "))
+			termapi.ErrRefused, p.Agent, version, strings.Join(in.ProvenVersions(), ", "))
 	}
 	if err := s.ourTurnRuns(ctx, p); err != nil {
 		return InspectResult{}, fmt.Errorf("inspect: %w", err)
@@ -72,7 +73,7 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 		return InspectResult{}, fmt.Errorf("inspect: %w", err)
 	} else if id != "" {
 		// The typed command could pass for the task the watch waits for.
-		return InspectResult{}, fmt.Errorf("inspect: %w: watch %s follows this pane; unwatch it first", ErrRefused, id)
+		return InspectResult{}, fmt.Errorf("inspect: %w: watch %s follows this pane; unwatch it first", termapi.ErrRefused, id)
 	}
 	if _, err := s.checkScreen(ctx, a, p); err != nil {
 		return InspectResult{}, fmt.Errorf("inspect: %w", err)
@@ -83,7 +84,7 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 		return InspectResult{}, fmt.Errorf("inspect: type %s: %w", statusCommand, err)
 	}
 	if !s.waitCommandDraft(ctx, a, p, statusCommand) {
-		return InspectResult{}, restoreComposer(ctx, s.o.Terminals, a, in, p, fmt.Errorf("inspect: %w: %s did not show in the composer, so Enter was not pressed", ErrRefused, statusCommand))
+		return InspectResult{}, restoreComposer(ctx, s.o.Terminals, a, in, p, fmt.Errorf("inspect: %w: %s did not show in the composer, so Enter was not pressed", termapi.ErrRefused, statusCommand))
 	}
 	if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
 		return InspectResult{}, restoreComposer(ctx, s.o.Terminals, a, in, p, fmt.Errorf("inspect: press Enter: %w", err))
@@ -93,7 +94,7 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 		return InspectResult{}, restoreComposer(ctx, s.o.Terminals, a, in, p, err)
 	}
 	if card.Version != version {
-		err = fmt.Errorf("inspect: %w: the card shows version %s, the process is %s", ErrRefused, card.Version, version)
+		err = fmt.Errorf("inspect: %w: the card shows version %s, the process is %s", termapi.ErrRefused, card.Version, version)
 		return InspectResult{}, restoreComposer(ctx, s.o.Terminals, a, in, p, err)
 	}
 	if err := restoreComposer(ctx, s.o.Terminals, a, in, p, nil); err != nil {
@@ -113,7 +114,7 @@ func awaitCard(ctx context.Context, terms Terminals, in agents.Inspector, p agen
 			}
 		}
 		if time.Now().After(deadline) {
-			return agents.StatusCard{}, fmt.Errorf("inspect: %w: no status card showed within %s", ErrRefused, inspectCardTimeout)
+			return agents.StatusCard{}, fmt.Errorf("inspect: %w: no status card showed within %s", termapi.ErrRefused, inspectCardTimeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -162,7 +163,7 @@ func restoreComposer(ctx context.Context, terms Terminals, a agents.Agent, in ag
 	if idle() {
 		return cause
 	}
-	err := fmt.Errorf("inspect: %w: the pane did not return to an idle, empty composer after %s; look at it before sending", ErrRefused, statusCommand)
+	err := fmt.Errorf("inspect: %w: the pane did not return to an idle, empty composer after %s; look at it before sending", termapi.ErrRefused, statusCommand)
 	if cause != nil {
 		return errors.Join(cause, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Version implements Inspector for the fake: a pane whose cwd is /old runs
@@ -22,17 +23,17 @@ func (r fakeReader) ParseStatus(string) (agents.StatusCard, bool) { return agent
 func (r fakeReader) DismissKeys() []string                        { return nil }
 
 func TestInspectRefusesBeforeTyping(t *testing.T) {
-	old := newFakeAgent(AgentCodex, 401)
+	old := newFakeAgent(termapi.AgentCodex, 401)
 	old.pane.Cwd = "/old"
-	busy := newFakeAgent(AgentCodex, 402)
+	busy := newFakeAgent(termapi.AgentCodex, 402)
 	busy.activity = "working"
-	draft := newFakeAgent(AgentCodex, 403)
+	draft := newFakeAgent(termapi.AgentCodex, 403)
 	draft.draft = "half typed"
-	ours := newFakeAgent(AgentCodex, 404)
+	ours := newFakeAgent(termapi.AgentCodex, 404)
 	r := newRig(t, old, busy, draft, ours)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	if _, err := r.svc.Send(ctx, SendRequest{TerminalID: ours.pane.TerminalID, Request: "ours"}); err != nil {
+	if _, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: ours.pane.TerminalID, Request: "ours"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -47,7 +48,7 @@ func TestInspectRefusesBeforeTyping(t *testing.T) {
 	} {
 		before := len(tc.a.sentKeys())
 		_, err := r.svc.Inspect(ctx, tc.a.pane.TerminalID)
-		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want a refusal saying %q", tc.name, err, tc.want)
 		}
 		if got := tc.a.sentKeys(); len(got) != before {
@@ -60,7 +61,7 @@ func TestInspectRefusesBeforeTyping(t *testing.T) {
 			t.Errorf("%s: %s was typed", tc.name, statusCommand)
 		}
 	}
-	if _, err := r.svc.Inspect(ctx, "pane-7"); !errors.Is(err, ErrBadInput) {
+	if _, err := r.svc.Inspect(ctx, "pane-7"); !errors.Is(err, termapi.ErrBadInput) {
 		t.Errorf("malformed terminal id: %v, want ErrBadInput", err)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestE2ERefusesKeystrokes sends the requests that act on a pane instead
@@ -45,25 +45,25 @@ func TestE2ERefusesKeystrokes(t *testing.T) {
 			}
 			for _, k := range keystrokeRequests {
 				t.Run(k.name, func(t *testing.T) {
-					res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: k.text})
-					if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), k.says) || res.TurnID != "" {
+					res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: k.text})
+					if !errors.Is(err, termapi.ErrBadInput) || !strings.Contains(err.Error(), k.says) || res.TurnID != "" {
 						t.Errorf("send %q = %+v, %v; want bad input saying %q", k.text, res, err, k.says)
 					}
 					t.Logf("send %q: %v", k.text, err)
 					_, err = svc.Respond(ctx, "turn-20260101T000000-abcdef12", k.text)
-					if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), k.says) {
+					if !errors.Is(err, termapi.ErrBadInput) || !strings.Contains(err.Error(), k.says) {
 						t.Errorf("respond %q = %v; want bad input saying %q", k.text, err, k.says)
 					}
 					untouched(t)
 				})
 			}
 			t.Run("draft not as typed", func(t *testing.T) {
-				res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "?"})
-				if !errors.Is(err, ErrRefused) || res.SubmissionOutcome != OutcomeNotAccepted || !strings.Contains(err.Error(), "so Enter was not pressed") {
+				res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "?"})
+				if !errors.Is(err, termapi.ErrRefused) || res.SubmissionOutcome != termapi.OutcomeNotAccepted || !strings.Contains(err.Error(), "so Enter was not pressed") {
 					t.Fatalf("send \"?\" = %+v, %v; screen:\n%s", res, err, rp.debug())
 				}
 				t.Logf("send %q: %+v, %v", "?", res, err)
-				if v, err := svc.Status(ctx, res.TurnID); err != nil || v.Status != store.TurnFailed {
+				if v, err := svc.Status(ctx, res.TurnID); err != nil || v.Status != termapi.TurnFailed {
 					t.Fatalf("turn = %+v, %v", v, err)
 				}
 				untouched(t)
@@ -82,11 +82,11 @@ func TestE2ERefusesKeystrokes(t *testing.T) {
 			} {
 				t.Run(req.name, func(t *testing.T) {
 					waitSendable(t, svc, rp)
-					res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: req.text})
-					if err != nil || res.SubmissionOutcome != OutcomeAccepted {
+					res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: req.text})
+					if err != nil || res.SubmissionOutcome != termapi.OutcomeAccepted {
 						t.Fatalf("send = %+v, %v; screen:\n%s", res, err, rp.debug())
 					}
-					if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle || v.Result.Text != req.reply {
+					if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled); v.Status != termapi.TurnIdle || v.Result.Text != req.reply {
 						t.Fatalf("turn = %+v; screen:\n%s", v, rp.debug())
 					}
 				})

@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/request"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // keystrokeRequests are requests that, typed as they are, act on the pane
@@ -29,17 +30,17 @@ var keystrokeRequests = []struct{ name, text, says string }{
 // character, no Turn, nothing typed, no key pressed; a plain request still
 // goes through.
 func TestSendRefusesKeystrokes(t *testing.T) {
-	for _, agent := range []string{AgentCodex, AgentClaude} {
+	for _, agent := range []string{termapi.AgentCodex, termapi.AgentClaude} {
 		t.Run(agent, func(t *testing.T) {
 			a := newFakeAgent(agent, 190)
 			r := newRig(t, a)
 			ctx := t.Context()
 			for _, k := range keystrokeRequests {
-				refusal(t, r, ErrBadInput, k.says, func() error {
-					_, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: k.text})
+				refusal(t, r, termapi.ErrBadInput, k.says, func() error {
+					_, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: k.text})
 					return err
 				})
-				refusal(t, r, ErrBadInput, "nothing was typed", func() error {
+				refusal(t, r, termapi.ErrBadInput, "nothing was typed", func() error {
 					_, err := r.svc.Respond(ctx, "turn-20260101T000000-abcdef12", k.text)
 					return err
 				})
@@ -53,8 +54,8 @@ func TestSendRefusesKeystrokes(t *testing.T) {
 			if _, err := r.st.SessionByThread(ctx, agent, a.thread); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("a refused send bound a session: %v", err)
 			}
-			res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "say hi!\n\tthen stop"})
-			if err != nil || res.SubmissionOutcome != OutcomeAccepted {
+			res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "say hi!\n\tthen stop"})
+			if err != nil || res.SubmissionOutcome != termapi.OutcomeAccepted {
 				t.Fatalf("plain send after the refusals = %+v, %v", res, err)
 			}
 		})
@@ -72,7 +73,7 @@ func TestEnterOnlyOnTheTypedDraft(t *testing.T) {
 		"another draft":     func(string) string { return "/cost" },
 		"a human typed too": func(typed string) string { return typed + "x" },
 	}
-	for _, agent := range []string{AgentCodex, AgentClaude} {
+	for _, agent := range []string{termapi.AgentCodex, termapi.AgentClaude} {
 		for name, show := range shows {
 			t.Run(agent+"/"+name, func(t *testing.T) {
 				a := newFakeAgent(agent, 191)
@@ -86,8 +87,8 @@ func TestEnterOnlyOnTheTypedDraft(t *testing.T) {
 						return show(typed)
 					}
 				})
-				res, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "do the thing"})
-				if !errors.Is(err, ErrRefused) || res.SubmissionOutcome != OutcomeNotAccepted || !res.DoNotRetry ||
+				res, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do the thing"})
+				if !errors.Is(err, termapi.ErrRefused) || res.SubmissionOutcome != termapi.OutcomeNotAccepted || !res.DoNotRetry ||
 					!strings.Contains(err.Error(), agentName(agent)+" composer as typed, so Enter was not pressed") {
 					t.Fatalf("send = %+v, %v", res, err)
 				}
@@ -95,7 +96,7 @@ func TestEnterOnlyOnTheTypedDraft(t *testing.T) {
 					t.Fatalf("Enter was pressed on a draft that did not match: keys %v", keys)
 				}
 				v, err := r.svc.Status(t.Context(), res.TurnID)
-				if err != nil || v.Status != store.TurnFailed || v.SubmissionOutcome != OutcomeNotAccepted {
+				if err != nil || v.Status != termapi.TurnFailed || v.SubmissionOutcome != termapi.OutcomeNotAccepted {
 					t.Fatalf("turn = %+v, %v", v, err)
 				}
 			})

@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // countingStore counts the work-lease claims and reads a host makes.
@@ -39,10 +40,10 @@ func (c *countingStore) WorkLeases(ctx context.Context, kind string, ids []strin
 // an open Turn another live process follows and leaves it; it never tries
 // to claim it (a write) at every rescan.
 func TestRescanOnlyReadsWorkOthersFollow(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 180)
+	a := newFakeAgent(termapi.AgentCodex, 180)
 	r := newRig(t, a)
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestRescanOnlyReadsWorkOthersFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := &countingStore{Store: r.st, claims: map[string]int{}, reads: make(chan struct{})}
-	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
+	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}})
 	r.start(svc, HostOptions{Rescan: 5 * time.Millisecond})
 	for range 5 { // five rescans read the lease
 		select {
@@ -71,11 +72,11 @@ func TestRescanOnlyReadsWorkOthersFollow(t *testing.T) {
 // Turn's lease taken by another process (it expired while this host was
 // paused), the host stops its monitor; the new holder's writes stand.
 func TestHostStopsFollowingALostLease(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 185)
+	a := newFakeAgent(termapi.AgentCodex, 185)
 	r := newRig(t, a)
 	ctx := t.Context()
 	h := r.start(r.svc, HostOptions{LeaseTTL: 300 * time.Millisecond, Rescan: time.Hour})
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,29 +13,17 @@ import (
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// TurnRef names a Turn and its status (termapi.TurnRef).
-type TurnRef = termapi.TurnRef
-
-// Action is a send action allowed now, with its arguments prefilled (termapi.Action).
-type Action = termapi.Action
-
-// TerminalRow is one live agent pane (termapi.TerminalRow).
-type TerminalRow = termapi.TerminalRow
-
-// ListResult is what List returns (termapi.ListResult).
-type ListResult = termapi.ListResult
-
 // List returns one row per live agent pane, with the exact send scope
 // allowed now. It changes nothing.
-func (s *Service) List(ctx context.Context) (ListResult, error) {
+func (s *Service) List(ctx context.Context) (termapi.ListResult, error) {
 	s.followRecorded(ctx)
 	panes, err := s.o.Terminals.Discover(ctx)
 	if err != nil {
-		return ListResult{}, fmt.Errorf("list: discover panes: %w", err)
+		return termapi.ListResult{}, fmt.Errorf("list: discover panes: %w", err)
 	}
 	// Each row captures its pane (one tmux call) and reads the agent's
 	// files: build them a few at a time.
-	rows := make([]TerminalRow, len(panes))
+	rows := make([]termapi.TerminalRow, len(panes))
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for i, p := range panes {
@@ -49,12 +37,12 @@ func (s *Service) List(ctx context.Context) (ListResult, error) {
 	}
 	wg.Wait()
 	s.inputs.keep(panes)
-	return ListResult{Terminals: rows}, nil
+	return termapi.ListResult{Terminals: rows}, nil
 }
 
-func (s *Service) row(ctx context.Context, p agents.Pane) TerminalRow {
-	r := TerminalRow{ID: p.TerminalID, Agent: p.Agent, PID: p.PID, Cwd: p.Cwd, ActivityState: "unknown",
-		ManagementState: "unmanaged", AvailableActions: []Action{}}
+func (s *Service) row(ctx context.Context, p agents.Pane) termapi.TerminalRow {
+	r := termapi.TerminalRow{ID: p.TerminalID, Agent: p.Agent, PID: p.PID, Cwd: p.Cwd, ActivityState: "unknown",
+		ManagementState: "unmanaged", AvailableActions: []termapi.Action{}}
 	a, err := s.agent(p.Agent)
 	if err != nil {
 		r.Reason = err.Error()
@@ -106,8 +94,8 @@ func (s *Service) row(ctx context.Context, p agents.Pane) TerminalRow {
 		}
 		if turns, err := s.o.Store.SessionTurns(ctx, sess.SessionID, 1); err == nil && len(turns) == 1 {
 			t := turns[0]
-			r.CurrentTurn = &TurnRef{TurnID: t.TurnID, Status: t.Status,
-				Shown: ShownStatus(TurnView{Status: t.Status, OriginSession: t.OriginSessionKey, Approval: t.Approval})}
+			r.CurrentTurn = &termapi.TurnRef{TurnID: t.TurnID, Status: t.Status,
+				Shown: ShownStatus(termapi.TurnView{Status: t.Status, OriginSession: t.OriginSessionKey, Approval: t.Approval})}
 		}
 	}
 	var blocked []string
@@ -134,7 +122,7 @@ func (s *Service) row(ctx context.Context, p agents.Pane) TerminalRow {
 		blocked = append(blocked, "turn "+r.CurrentTurn.TurnID+" is "+string(r.CurrentTurn.Status))
 	}
 	if d, err := s.o.Store.GetDispatch(ctx, p.Key); err == nil && d.MessageType != store.DispatchTransition {
-		var owner store.TurnStatus
+		var owner termapi.TurnStatus
 		if t, err := s.o.Store.GetTurn(ctx, d.TurnID); err == nil {
 			owner = t.Status
 		} else if !errors.Is(err, store.ErrNotFound) {
@@ -152,10 +140,10 @@ func (s *Service) row(ctx context.Context, p agents.Pane) TerminalRow {
 		return r
 	}
 	if exact {
-		r.AvailableActions = append(r.AvailableActions, Action{Action: "send", Scope: ScopeSessionExact,
+		r.AvailableActions = append(r.AvailableActions, termapi.Action{Action: "send", Scope: ScopeSessionExact,
 			Arguments: map[string]string{"session_id": sess.SessionID}, MissingRequired: []string{"request"}})
 	}
-	r.AvailableActions = append(r.AvailableActions, Action{Action: "send", Scope: ScopeTerminalFollowCurrent,
+	r.AvailableActions = append(r.AvailableActions, termapi.Action{Action: "send", Scope: ScopeTerminalFollowCurrent,
 		Arguments: map[string]string{"terminal_id": p.TerminalID}, MissingRequired: []string{"request"}})
 	return r
 }

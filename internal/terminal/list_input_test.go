@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // realInput is the fake reader with the real Codex reader's human-input
@@ -71,16 +71,16 @@ var ordinaryRecord = `{"timestamp":"2026-01-01T00:00:00.000Z","type":"response_i
 // returns the service that lists it (no host runs) and the rollout's path.
 func managedRollout(tb testing.TB, size int) (*Service, *fakeAgent, string, *atomic.Int64) {
 	tb.Helper()
-	a := newFakeAgent(AgentCodex, 310)
+	a := newFakeAgent(termapi.AgentCodex, 310)
 	r := newRig(tb, a)
 	r.start(r.svc, HostOptions{})
 	ctx := context.Background()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	a.finish("done", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	r.stop()
 	<-r.done
 
@@ -115,12 +115,12 @@ func managedRollout(tb testing.TB, size int) (*Service, *fakeAgent, string, *ato
 		tb.Fatal(err)
 	}
 	scans := new(atomic.Int64)
-	svc := NewService(Options{Store: r.st, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: realInput{fakeReader: fakeReader{r.ft}, fromAnchor: scans}}})
+	svc := NewService(Options{Store: r.st, Terminals: r.ft, Agents: map[string]agents.Agent{termapi.AgentCodex: realInput{fakeReader: fakeReader{r.ft}, fromAnchor: scans}}})
 	return svc, a, path, scans
 }
 
 // exactOffered reports whether the row offers a session_exact send.
-func exactOffered(row TerminalRow) bool {
+func exactOffered(row termapi.TerminalRow) bool {
 	for _, act := range row.AvailableActions {
 		if act.Scope == ScopeSessionExact {
 			return true

@@ -3,8 +3,8 @@ package terminal
 import (
 	"testing"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestListShowsWhoTheTurnWaitsFor: a pane's current Turn that stops at a
@@ -24,18 +24,18 @@ func TestListShowsWhoTheTurnWaitsFor(t *testing.T) {
 		{"question without origin", "", func(f *fakeAgent) { f.question = colorQuestion(true) }, "waiting_for_answer"},
 		{"prompt with origin", origin, func(f *fakeAgent) {
 			f.approval = &agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: true}
-		}, string(store.TurnWaitingForOpenClaw)},
+		}, string(termapi.TurnWaitingForOpenClaw)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			a := newFakeAgent(AgentCodex, 760+i)
+			a := newFakeAgent(termapi.AgentCodex, 760+i)
 			r := newRig(t, a)
 			r.start(r.svc, HostOptions{})
-			res, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: tt.origin})
+			res, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: tt.origin})
 			if err != nil {
 				t.Fatal(err)
 			}
 			a.set(tt.stop)
-			v := r.waitStatus(res.TurnID, store.TurnWaitingForOpenClaw)
+			v := r.waitStatus(res.TurnID, termapi.TurnWaitingForOpenClaw)
 			list, err := r.svc.List(t.Context())
 			if err != nil {
 				t.Fatal(err)
@@ -44,7 +44,7 @@ func TestListShowsWhoTheTurnWaitsFor(t *testing.T) {
 				t.Fatalf("list = %+v", list)
 			}
 			ref := *list.Terminals[0].CurrentTurn
-			want := TurnRef{TurnID: res.TurnID, Status: store.TurnWaitingForOpenClaw, Shown: tt.want}
+			want := termapi.TurnRef{TurnID: res.TurnID, Status: termapi.TurnWaitingForOpenClaw, Shown: tt.want}
 			if ref != want || ShownStatus(v) != tt.want {
 				t.Fatalf("current turn = %+v, want %+v (status shows %q)", ref, want, ShownStatus(v))
 			}

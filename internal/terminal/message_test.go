@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 func TestApplyMessageRules(t *testing.T) {
@@ -14,19 +15,19 @@ func TestApplyMessageRules(t *testing.T) {
 		name       string
 		from, to   string
 		typ        string
-		start      store.TurnStatus
-		want       store.TurnStatus
+		start      termapi.TurnStatus
+		want       termapi.TurnStatus
 		wantRounds int
 	}{
-		{"task from openclaw waits for the agent", ActorOpenClaw, "codex", MsgTask, store.TurnCreated, store.TurnWaitingForAgent, 1},
-		{"answer from openclaw waits for the agent", ActorOpenClaw, "codex", MsgAnswer, store.TurnWaitingForOpenClaw, store.TurnWaitingForAgent, 1},
-		{"question to openclaw waits for openclaw", "codex", ActorOpenClaw, MsgQuestion, store.TurnWaitingForAgent, store.TurnWaitingForOpenClaw, 1},
-		{"blocked waits for openclaw", "claude-code", ActorOpenClaw, MsgBlocked, store.TurnWaitingForAgent, store.TurnWaitingForOpenClaw, 1},
-		{"done is idle", "codex", ActorOpenClaw, MsgDone, store.TurnWaitingForAgent, store.TurnIdle, 0},
-		{"error fails", "codex", ActorOpenClaw, MsgError, store.TurnWaitingForAgent, store.TurnFailed, 0},
-		{"progress starts a created turn", "codex", ActorOpenClaw, MsgProgress, store.TurnCreated, store.TurnRunning, 0},
-		{"progress keeps a waiting turn", "codex", ActorOpenClaw, MsgProgress, store.TurnWaitingForAgent, store.TurnWaitingForAgent, 0},
-		{"control from openclaw starts a created turn", ActorOpenClaw, "codex", MsgControl, store.TurnCreated, store.TurnRunning, 0},
+		{"task from openclaw waits for the agent", ActorOpenClaw, "codex", MsgTask, termapi.TurnCreated, termapi.TurnWaitingForAgent, 1},
+		{"answer from openclaw waits for the agent", ActorOpenClaw, "codex", MsgAnswer, termapi.TurnWaitingForOpenClaw, termapi.TurnWaitingForAgent, 1},
+		{"question to openclaw waits for openclaw", "codex", ActorOpenClaw, MsgQuestion, termapi.TurnWaitingForAgent, termapi.TurnWaitingForOpenClaw, 1},
+		{"blocked waits for openclaw", "claude-code", ActorOpenClaw, MsgBlocked, termapi.TurnWaitingForAgent, termapi.TurnWaitingForOpenClaw, 1},
+		{"done is idle", "codex", ActorOpenClaw, MsgDone, termapi.TurnWaitingForAgent, termapi.TurnIdle, 0},
+		{"error fails", "codex", ActorOpenClaw, MsgError, termapi.TurnWaitingForAgent, termapi.TurnFailed, 0},
+		{"progress starts a created turn", "codex", ActorOpenClaw, MsgProgress, termapi.TurnCreated, termapi.TurnRunning, 0},
+		{"progress keeps a waiting turn", "codex", ActorOpenClaw, MsgProgress, termapi.TurnWaitingForAgent, termapi.TurnWaitingForAgent, 0},
+		{"control from openclaw starts a created turn", ActorOpenClaw, "codex", MsgControl, termapi.TurnCreated, termapi.TurnRunning, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

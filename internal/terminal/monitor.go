@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // monitor follows one Turn.
@@ -149,7 +150,7 @@ func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
 	}
 	sub := t.Takeover.Submission
 	var scanErr *native.ScanError
-	if sub.Status == store.DispatchPrepared || sub.Status == store.DispatchTextInjected {
+	if sub.Status == termapi.DispatchPrepared || sub.Status == termapi.DispatchTextInjected {
 		// A sender owns these phases. Once it has had longer than any send
 		// takes, it is gone: the text may be in the composer. Never resend.
 		if due := time.UnixMilli(sub.PreparedAt).Add(senderLeaseTTL); now.Before(due) {
@@ -157,7 +158,7 @@ func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
 		}
 		return true, never, m.abandonSend(ctx, t)
 	}
-	if sub.Status == store.DispatchEnterDispatched {
+	if sub.Status == termapi.DispatchEnterDispatched {
 		acc, err := m.agent.Accepted(ctx, m.pane, sub.Anchor, m.requestText(t))
 		if err != nil {
 			m.diagnose(ctx, t, "acceptance: "+err.Error())
@@ -169,7 +170,7 @@ func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
 			sub = t.Takeover.Submission
 		}
 	}
-	if sub.Status == store.DispatchAgentAccepted {
+	if sub.Status == termapi.DispatchAgentAccepted {
 		c, err := m.agent.Completion(ctx, m.pane, sub.Anchor, agents.Acceptance{NativeTurnID: sub.NativeTurnID, ThreadID: t.NativeThreadID, Evidence: sub.AcceptanceEvidence})
 		if err != nil {
 			m.diagnose(ctx, t, "completion: "+err.Error())
@@ -180,7 +181,7 @@ func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
 	}
 	if dead {
 		reason := "bound_agent_process_verified_dead"
-		if sub.Status != store.DispatchAgentAccepted {
+		if sub.Status != termapi.DispatchAgentAccepted {
 			reason += "_completion_unverifiable"
 		}
 		return true, never, m.stallAgentGone(ctx, t, reason)
@@ -202,7 +203,7 @@ func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
 			return false, never, err
 		}
 	}
-	if t.Status == store.TurnWaitingForOpenClaw {
+	if t.Status == termapi.TurnWaitingForOpenClaw {
 		return false, scanDue, nil
 	}
 	// Timeouts: hard wins over inactivity.
@@ -277,10 +278,10 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 			return err
 		}
 		cmd := ""
-		if t.Agent == AgentCodex {
+		if t.Agent == termapi.AgentCodex {
 			cmd = Redact(sc.Approval.Command)
 		}
-		t.Approval = &store.Approval{Fingerprint: sc.Approval.Fingerprint, Kind: sc.Approval.Kind, Command: cmd, DetectedAt: now.UnixMilli()}
+		t.Approval = &termapi.Approval{Fingerprint: sc.Approval.Fingerprint, Kind: sc.Approval.Kind, Command: cmd, DetectedAt: now.UnixMilli()}
 		t.Takeover.ApprovalBlocked = !sc.Approval.Approvable
 		typ, body := MsgQuestion, "The agent asks for approval ("+sc.Approval.Kind+")."
 		if !sc.Approval.Approvable {
@@ -307,7 +308,7 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 			event(now.UnixMilli(), "terminal_bridge_approval_detected", detected),
 			event(now.UnixMilli(), "message", msg)},
 			Also: prepareCallback(t, msg, msg.ID, KindApproval, meta)})
-	case sc.Approval == nil && t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil:
+	case sc.Approval == nil && t.Status == termapi.TurnWaitingForOpenClaw && t.Approval != nil:
 		data := map[string]any{"decision": "answered_in_terminal"}
 		if t.Takeover.ApprovingFingerprint == t.Approval.Fingerprint {
 			// An approve claimed this prompt: it records the resolution,
@@ -397,9 +398,9 @@ func (m *monitor) accept(ctx context.Context, t *store.Turn, acc agents.Acceptan
 	}
 	now := time.Now().UnixMilli()
 	nd := *d
-	nd.Status, nd.AgentAcceptedAt = store.DispatchAgentAccepted, now
-	t.Takeover.Submission.Status = store.DispatchAgentAccepted
-	t.Takeover.Submission.Outcome = OutcomeAccepted
+	nd.Status, nd.AgentAcceptedAt = termapi.DispatchAgentAccepted, now
+	t.Takeover.Submission.Status = termapi.DispatchAgentAccepted
+	t.Takeover.Submission.Outcome = termapi.OutcomeAccepted
 	t.Takeover.Submission.NativeTurnID = acc.NativeTurnID
 	t.Takeover.Submission.AcceptanceEvidence = acc.Evidence
 	t.Takeover.Submission.AcceptedAt = now
@@ -449,7 +450,7 @@ func (m *monitor) complete(ctx context.Context, t *store.Turn, c agents.Completi
 	msg.ID = callbackID(t.TurnID, sub.MessageID, fp, outcome)
 	ApplyMessage(t, msg)
 	meta["next_steps"] = nextSteps(t, time.UnixMilli(now))
-	t.Result = &store.TurnResult{Outcome: outcome, Text: text, Match: c.Match}
+	t.Result = &termapi.TurnResult{Outcome: outcome, Text: text, Match: c.Match}
 	t.Approval, t.Question = nil, nil
 	claim := &store.CompletionClaim{TurnID: t.TurnID, MessageID: sub.MessageID, CompletionFingerprint: fp,
 		CompletionID: c.ID, CallbackMessageID: msg.ID, Outcome: outcome, ClaimedAt: now}
@@ -564,11 +565,11 @@ func (m *monitor) abandonSend(ctx context.Context, t *store.Turn) error {
 	w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{event(now, "terminal_message_uncertain", map[string]any{"reason": reason})}}
 	if d.TurnID == t.TurnID && d.MessageID == t.Takeover.Submission.MessageID {
 		nd := *d
-		nd.Status, nd.UncertainAt, nd.Error = store.DispatchUncertain, now, reason
+		nd.Status, nd.UncertainAt, nd.Error = termapi.DispatchUncertain, now, reason
 		w.Dispatch = &store.DispatchAdvance{TerminalKey: d.TerminalKey, GenerationID: d.GenerationID, Update: &nd}
 	}
 	failTurn(t, "submission_uncertain", reason)
-	t.Takeover.Submission.Status, t.Takeover.Submission.Outcome = store.DispatchUncertain, OutcomeUncertain
+	t.Takeover.Submission.Status, t.Takeover.Submission.Outcome = termapi.DispatchUncertain, termapi.OutcomeUncertain
 	return m.write(ctx, w)
 }
 

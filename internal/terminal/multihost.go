@@ -19,6 +19,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Terminal hosts on several machines. With a host name (Options.Host) a
@@ -147,8 +148,8 @@ func (s *Service) sealed(t *store.Turn) bool {
 type hostPublication struct {
 	// LeaseMS is the host's lease: it publishes at least three times per
 	// lease, so a publication older than the lease means it is away.
-	LeaseMS   int64         `json:"lease_ms"`
-	Terminals []TerminalRow `json:"terminals"`
+	LeaseMS   int64                 `json:"lease_ms"`
+	Terminals []termapi.TerminalRow `json:"terminals"`
 }
 
 // HostView is one terminal host as the store last heard from it.
@@ -159,8 +160,8 @@ type HostView struct {
 	// LastHeartbeat is its last publication (RFC 3339).
 	LastHeartbeat string `json:"last_heartbeat"`
 	// Self marks the host this process runs on.
-	Self      bool          `json:"self,omitempty"`
-	Terminals []TerminalRow `json:"terminals"`
+	Self      bool                  `json:"self,omitempty"`
+	Terminals []termapi.TerminalRow `json:"terminals"`
 }
 
 // HostMode reports whether the Service names a host (panes are shared
@@ -228,10 +229,10 @@ const (
 
 // hostOpArgs is the input of a host operation.
 type hostOpArgs struct {
-	Send       *SendRequest `json:"send,omitempty"`
-	TurnID     string       `json:"turn_id,omitempty"`
-	Text       string       `json:"text,omitempty"`
-	TerminalID string       `json:"terminal_id,omitempty"`
+	Send       *termapi.SendRequest `json:"send,omitempty"`
+	TurnID     string               `json:"turn_id,omitempty"`
+	Text       string               `json:"text,omitempty"`
+	TerminalID string               `json:"terminal_id,omitempty"`
 }
 
 // hostOpTTL bounds one operation on its host (a send types, waits for the
@@ -250,8 +251,8 @@ func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Unwrap() error { return e.kind }
 
 // errorKinds are the sentinels a host operation's error keeps across hosts.
-var errorKinds = map[string]error{"bad_input": ErrBadInput, "not_found": ErrNotFound, "refused": ErrRefused,
-	"input_not_sent": ErrInputNotSent, "outcome_uncertain": ErrOutcomeUncertain}
+var errorKinds = map[string]error{"bad_input": termapi.ErrBadInput, "not_found": termapi.ErrNotFound, "refused": termapi.ErrRefused,
+	"input_not_sent": termapi.ErrInputNotSent, "outcome_uncertain": termapi.ErrOutcomeUncertain}
 
 func errorKind(err error) string {
 	for k, e := range errorKinds {
@@ -277,7 +278,7 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 			when = "its last heartbeat was " + time.UnixMilli(last).UTC().Format(time.RFC3339)
 		}
 		return fmt.Errorf("%w: the pane runs on terminal host %s, which is away (%s); only that host controls its panes — start `clawconnect terminal daemon` there, then retry",
-			ErrRefused, host, when)
+			termapi.ErrRefused, host, when)
 	}
 	b, err := json.Marshal(args)
 	if err != nil {
@@ -313,11 +314,11 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %s queued for terminal host %s (%s) did not finish before the wait ended: %w", ErrOutcomeUncertain, op, host, rec.OpID, ctx.Err())
+			return fmt.Errorf("%w: %s queued for terminal host %s (%s) did not finish before the wait ended: %w", termapi.ErrOutcomeUncertain, op, host, rec.OpID, ctx.Err())
 		case <-announced:
 		case <-tick.C:
 			if live, _, err := s.hostLive(ctx, host); err == nil && !live && time.Since(now) > time.Second {
-				return fmt.Errorf("%w: terminal host %s went away while it ran %s (%s); look at the Turn with `clawconnect terminal status`", ErrOutcomeUncertain, host, op, rec.OpID)
+				return fmt.Errorf("%w: terminal host %s went away while it ran %s (%s); look at the Turn with `clawconnect terminal status`", termapi.ErrOutcomeUncertain, host, op, rec.OpID)
 			}
 		}
 	}
@@ -327,16 +328,16 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 func (s *Service) runOp(ctx context.Context, op *store.HostOp) (any, error) {
 	var a hostOpArgs
 	if err := json.Unmarshal(op.Args, &a); err != nil {
-		return nil, fmt.Errorf("%w: host operation %s: %w", ErrBadInput, op.OpID, err)
+		return nil, fmt.Errorf("%w: host operation %s: %w", termapi.ErrBadInput, op.OpID, err)
 	}
 	switch op.Op {
 	case hostOpSend:
 		if a.Send == nil {
-			return nil, fmt.Errorf("%w: host operation %s: no send request", ErrBadInput, op.OpID)
+			return nil, fmt.Errorf("%w: host operation %s: no send request", termapi.ErrBadInput, op.OpID)
 		}
 		if a.Send.TerminalID != "" {
 			if h, ok := s.foreign(a.Send.TerminalID); ok {
-				return nil, fmt.Errorf("%w: terminal %s runs on host %s, not %s", ErrRefused, a.Send.TerminalID, h, s.o.Host)
+				return nil, fmt.Errorf("%w: terminal %s runs on host %s, not %s", termapi.ErrRefused, a.Send.TerminalID, h, s.o.Host)
 			}
 		}
 		return s.Send(ctx, *a.Send)
@@ -349,12 +350,12 @@ func (s *Service) runOp(ctx context.Context, op *store.HostOp) (any, error) {
 	case hostOpInspect:
 		return s.Inspect(ctx, a.TerminalID)
 	}
-	return nil, fmt.Errorf("%w: host operation %q is unknown to this build", ErrBadInput, op.Op)
+	return nil, fmt.Errorf("%w: host operation %q is unknown to this build", termapi.ErrBadInput, op.Op)
 }
 
 // sendOn sends req to a pane of host, through that host.
-func (s *Service) sendOn(ctx context.Context, host string, req SendRequest) (SendResult, error) {
-	var res SendResult
+func (s *Service) sendOn(ctx context.Context, host string, req termapi.SendRequest) (termapi.SendResult, error) {
+	var res termapi.SendResult
 	err := s.onHost(ctx, host, hostOpSend, hostOpArgs{Send: &req}, &res)
 	return res, err
 }
@@ -362,7 +363,7 @@ func (s *Service) sendOn(ctx context.Context, host string, req SendRequest) (Sen
 // sendHost returns the host that must run a send of req when it is
 // another one: the host its terminal id names, or the host of its
 // Session's binding.
-func (s *Service) sendHost(ctx context.Context, req SendRequest) (string, bool) {
+func (s *Service) sendHost(ctx context.Context, req termapi.SendRequest) (string, bool) {
 	if req.TerminalID != "" {
 		return s.foreign(req.TerminalID)
 	}
@@ -382,7 +383,7 @@ func (s *Service) turnOn(ctx context.Context, t *store.Turn, op, text string, ou
 	case host == "":
 		return false, nil
 	case host == s.o.Host && !s.sealed(t):
-		return true, fmt.Errorf("%w: terminal host %s did not create turn %s (its seal does not verify); it takes no operation here", ErrRefused, host, t.TurnID)
+		return true, fmt.Errorf("%w: terminal host %s did not create turn %s (its seal does not verify); it takes no operation here", termapi.ErrRefused, host, t.TurnID)
 	case host == s.o.Host:
 		return false, nil
 	}
@@ -540,7 +541,7 @@ func (h *Host) resumeHostLost(ctx context.Context) {
 	if !h.servesHost() {
 		return
 	}
-	ids, err := hs.TurnIDsWithStatus(ctx, store.TurnStalled, store.MaxPage)
+	ids, err := hs.TurnIDsWithStatus(ctx, termapi.TurnStalled, store.MaxPage)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("read stalled turns", "err", err)
@@ -549,7 +550,7 @@ func (h *Host) resumeHostLost(ctx context.Context) {
 	}
 	for _, id := range ids {
 		t, err := h.s.o.Store.GetTurn(ctx, id)
-		if err != nil || t.Status != store.TurnStalled || !strings.HasPrefix(t.StalledReason, hostLostReason) ||
+		if err != nil || t.Status != termapi.TurnStalled || !strings.HasPrefix(t.StalledReason, hostLostReason) ||
 			hostOf(t.Takeover.TerminalID) != h.s.o.Host || !h.s.sealed(t) {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // BenchmarkSendAcrossHosts sends Turns to a pane of host B from B itself
@@ -49,7 +50,7 @@ func BenchmarkSendAcrossHosts(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				start := time.Now()
-				res, err := sender.Send(ctx, SendRequest{TerminalID: hb.agent.pane.TerminalID, Request: "bench", OriginSession: "agent:main:s1", GatewayURL: gw})
+				res, err := sender.Send(ctx, termapi.SendRequest{TerminalID: hb.agent.pane.TerminalID, Request: "bench", OriginSession: "agent:main:s1", GatewayURL: gw})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -57,7 +58,7 @@ func BenchmarkSendAcrossHosts(b *testing.B) {
 				finished := time.Now()
 				hb.agent.finish("ok", false)
 				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				_, err = sender.WaitFor(wctx, res.TurnID, func(v TurnView) bool { return !Running(v.Status) })
+				_, err = sender.WaitFor(wctx, res.TurnID, func(v termapi.TurnView) bool { return !Running(v.Status) })
 				if err != nil {
 					cancel()
 					b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // hostRig is one machine of a multi-host rig: its own panes, Service
@@ -28,7 +29,7 @@ type hostRig struct {
 
 // hostAgent is a fake Codex pane on host, named by its version 3 id.
 func hostAgent(host string, pid int) *fakeAgent {
-	a := newFakeAgent(AgentCodex, pid)
+	a := newFakeAgent(termapi.AgentCodex, pid)
 	a.pane.TerminalID = agentproc.FormatHostTerminalID(host, agentproc.Codex, "work:0.0", pid)
 	return a
 }
@@ -47,7 +48,7 @@ func addHostOn(t testing.TB, r *rig, st store.Store, name string, pid int, key s
 	a := hostAgent(name, pid)
 	ft := &fakeTerminals{agents: []*fakeAgent{a}}
 	r.ft.agents = append(r.ft.agents, a) // the rig's fake watch wakes its monitors
-	svc := NewService(Options{Store: st, Terminals: ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{ft}},
+	svc := NewService(Options{Store: st, Terminals: ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{ft}},
 		DraftTimeout: time.Second, Host: name, HostKey: []byte(key)})
 	return &hostRig{name: name, agent: a, ft: ft, svc: svc}
 }
@@ -124,11 +125,11 @@ func TestSendToAnotherHostsPane(t *testing.T) {
 		t.Fatalf("A lists %q, want B's pane %q", seen, want)
 	}
 
-	res, err := a.svc.Send(ctx, SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "hello from A"})
+	res, err := a.svc.Send(ctx, termapi.SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "hello from A"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.SubmissionOutcome != OutcomeAccepted {
+	if res.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("outcome %q, want accepted", res.SubmissionOutcome)
 	}
 	if got := prompts(b.agent); len(got) != 1 || got[0] != hashOf("hello from A") {
@@ -147,7 +148,7 @@ func TestSendToAnotherHostsPane(t *testing.T) {
 	b.agent.finish("B's exact reply", false)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	v, err := a.svc.WaitFor(wctx, res.TurnID, func(v TurnView) bool { return !Running(v.Status) })
+	v, err := a.svc.WaitFor(wctx, res.TurnID, func(v termapi.TurnView) bool { return !Running(v.Status) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestSendToAnotherHostsPane(t *testing.T) {
 func TestAwayHostRefusesControl(t *testing.T) {
 	r, a, b := twoHosts(t, 311)
 	ctx := t.Context()
-	res, err := b.svc.Send(ctx, SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "work"})
+	res, err := b.svc.Send(ctx, termapi.SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "work"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,13 +174,13 @@ func TestAwayHostRefusesControl(t *testing.T) {
 		hs, err := a.svc.Hosts(ctx)
 		return err == nil && slicesHas(hs, "hostb", false)
 	})
-	_, err = a.svc.Send(ctx, SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "more"})
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "hostb, which is away") {
+	_, err = a.svc.Send(ctx, termapi.SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "more"})
+	if !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "hostb, which is away") {
 		t.Fatalf("send to an away host's pane: %v, want refused naming the host", err)
 	}
 	b.agent.set(func(f *fakeAgent) { f.activity = "awaiting_approval" })
 	_, err = a.svc.Cancel(ctx, res.TurnID)
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "away") {
+	if !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "away") {
 		t.Fatalf("cancel of an away host's Turn: %v, want refused", err)
 	}
 }
@@ -191,14 +192,14 @@ func TestAwayHostRefusesControl(t *testing.T) {
 func TestHostLostStallsThenResumes(t *testing.T) {
 	r, a, b := twoHosts(t, 321)
 	ctx := t.Context()
-	res, err := b.svc.Send(ctx, SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "long work", OriginSession: "agent:main:origin"})
+	res, err := b.svc.Send(ctx, termapi.SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "long work", OriginSession: "agent:main:origin"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.stop()
 	r.until("A stalls B's Turn host_lost", func() bool {
 		v, err := a.svc.Status(ctx, res.TurnID)
-		return err == nil && v.Status == store.TurnStalled
+		return err == nil && v.Status == termapi.TurnStalled
 	})
 	turn, err := r.st.GetTurn(ctx, res.TurnID)
 	if err != nil {
@@ -218,12 +219,12 @@ func TestHostLostStallsThenResumes(t *testing.T) {
 	b.run(t, r)
 	r.until("B follows its Turn again", func() bool {
 		v, err := a.svc.Status(ctx, res.TurnID)
-		return err == nil && v.Status != store.TurnStalled
+		return err == nil && v.Status != termapi.TurnStalled
 	})
 	b.agent.finish("done after the host returned", false)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	v, err := a.svc.WaitFor(wctx, res.TurnID, func(v TurnView) bool { return !Running(v.Status) })
+	v, err := a.svc.WaitFor(wctx, res.TurnID, func(v termapi.TurnView) bool { return !Running(v.Status) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,15 +244,15 @@ func TestForgedTurnRefused(t *testing.T) {
 	// The forger sees a copy of B's pane and claims to be host B.
 	copyOfB := hostAgent("hostb", 331)
 	fft := &fakeTerminals{agents: []*fakeAgent{copyOfB}}
-	forger := NewService(Options{Store: r.st, Terminals: fft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{fft}},
+	forger := NewService(Options{Store: r.st, Terminals: fft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{fft}},
 		DraftTimeout: time.Second, Host: "hostb", HostKey: []byte("key-a")})
-	res, err := forger.Send(ctx, SendRequest{TerminalID: copyOfB.pane.TerminalID, Request: "rm -rf /"})
+	res, err := forger.Send(ctx, termapi.SendRequest{TerminalID: copyOfB.pane.TerminalID, Request: "rm -rf /"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.until("B refuses the forged Turn", func() bool {
 		v, err := b.svc.Status(ctx, res.TurnID)
-		return err == nil && v.Status == store.TurnFailed
+		return err == nil && v.Status == termapi.TurnFailed
 	})
 	turn, err := r.st.GetTurn(ctx, res.TurnID)
 	if err != nil {
@@ -267,7 +268,7 @@ func TestForgedTurnRefused(t *testing.T) {
 		t.Fatal("B cancelled a forged Turn")
 	}
 	// The pane's input is free again: B's own send goes through.
-	if _, err := b.svc.Send(ctx, SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "real work"}); err != nil {
+	if _, err := b.svc.Send(ctx, termapi.SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "real work"}); err != nil {
 		t.Fatalf("B's own send after the refusal: %v", err)
 	}
 }
@@ -281,11 +282,11 @@ func TestLocalIDAcceptedOnOwnHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.svc.Send(t.Context(), SendRequest{TerminalID: id.Local(), Request: "local form"})
+	res, err := b.svc.Send(t.Context(), termapi.SendRequest{TerminalID: id.Local(), Request: "local form"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := prompts(b.agent); len(got) != 1 || res.SubmissionOutcome != OutcomeAccepted {
+	if got := prompts(b.agent); len(got) != 1 || res.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("prompts %q, outcome %q", got, res.SubmissionOutcome)
 	}
 }

@@ -12,9 +12,6 @@ import (
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// TurnView is a Turn as Status reports it (termapi.TurnView).
-type TurnView = termapi.TurnView
-
 func ts(ms int64) string {
 	if ms == 0 {
 		return ""
@@ -23,8 +20,8 @@ func ts(ms int64) string {
 }
 
 // View converts a stored Turn.
-func View(t *store.Turn) TurnView {
-	return TurnView{
+func View(t *store.Turn) termapi.TurnView {
+	return termapi.TurnView{
 		TurnID: t.TurnID, SessionID: t.SessionID, Agent: t.Agent, TerminalID: t.Takeover.TerminalID, Status: t.Status,
 		SubmissionOutcome: t.Takeover.Submission.Outcome, Result: t.Result, Approval: t.Approval, Question: t.Question,
 		StalledReason: t.StalledReason, CloseReason: t.CloseReason, DetectorDiagnostic: t.Takeover.DetectorDiagnostic,
@@ -37,7 +34,7 @@ func View(t *store.Turn) TurnView {
 
 // Running reports whether a Turn in status is still with the agent
 // (termapi.Running).
-func Running(status store.TurnStatus) bool { return status.Running() }
+func Running(status termapi.TurnStatus) bool { return status.Running() }
 
 func (s *Service) turn(ctx context.Context, turnID string) (*store.Turn, error) {
 	if err := checkID("turn id", "turn-", turnID); err != nil {
@@ -45,16 +42,16 @@ func (s *Service) turn(ctx context.Context, turnID string) (*store.Turn, error) 
 	}
 	t, err := s.o.Store.GetTurn(ctx, turnID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no turn %s; a send prints the turn id", ErrNotFound, turnID)
+		return nil, fmt.Errorf("%w: no turn %s; a send prints the turn id", termapi.ErrNotFound, turnID)
 	}
 	return t, err
 }
 
 // Status returns the Turn.
-func (s *Service) Status(ctx context.Context, turnID string) (TurnView, error) {
+func (s *Service) Status(ctx context.Context, turnID string) (termapi.TurnView, error) {
 	t, err := s.turn(ctx, turnID)
 	if err != nil {
-		return TurnView{}, fmt.Errorf("status: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("status: %w", err)
 	}
 	v := View(t)
 	if cbs, err := s.o.Store.TurnCallbacks(ctx, turnID, 1); err == nil && len(cbs) > 0 {
@@ -66,21 +63,21 @@ func (s *Service) Status(ctx context.Context, turnID string) (TurnView, error) {
 // RetryCallback makes the Turn's latest callback due again with a fresh
 // retry budget, reusing its message and ids (the gateway side dedups by
 // them). A delivered callback is left as it is and reported.
-func (s *Service) RetryCallback(ctx context.Context, turnID string) (TurnView, error) {
+func (s *Service) RetryCallback(ctx context.Context, turnID string) (termapi.TurnView, error) {
 	t, err := s.turn(ctx, turnID)
 	if err != nil {
-		return TurnView{}, fmt.Errorf("retry-callback: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("retry-callback: %w", err)
 	}
 	cs := s.o.Store
 	cbs, err := cs.TurnCallbacks(ctx, t.TurnID, 1)
 	if err != nil {
-		return TurnView{}, fmt.Errorf("retry-callback: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("retry-callback: %w", err)
 	}
 	if len(cbs) == 0 {
-		return TurnView{}, fmt.Errorf("retry-callback: %w: turn %s has no callback (it was sent without an origin session, or has not reported yet)", ErrNotFound, turnID)
+		return termapi.TurnView{}, fmt.Errorf("retry-callback: %w: turn %s has no callback (it was sent without an origin session, or has not reported yet)", termapi.ErrNotFound, turnID)
 	}
 	if _, err := cs.RearmCallback(ctx, cbs[0].MessageID, time.Now().UnixMilli()); err != nil {
-		return TurnView{}, fmt.Errorf("retry-callback: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("retry-callback: %w", err)
 	}
 	s.notify()
 	return s.Status(ctx, turnID)
@@ -101,14 +98,14 @@ const waitPoll = time.Second
 // returns it. It wakes on the Turn's own changes only: at once for changes
 // made in this process, and on the store's change feed for changes made
 // by other processes.
-func (s *Service) Wait(ctx context.Context, turnID string) (TurnView, error) {
-	return s.WaitFor(ctx, turnID, func(v TurnView) bool { return !Running(v.Status) })
+func (s *Service) Wait(ctx context.Context, turnID string) (termapi.TurnView, error) {
+	return s.WaitFor(ctx, turnID, func(v termapi.TurnView) bool { return !Running(v.Status) })
 }
 
 // WaitFor blocks until done reports true for the Turn or ctx ends, and
 // returns the Turn as done last saw it. It wakes as Wait does; done is
 // called on every read, from the caller's goroutine.
-func (s *Service) WaitFor(ctx context.Context, turnID string, done func(TurnView) bool) (TurnView, error) {
+func (s *Service) WaitFor(ctx context.Context, turnID string, done func(termapi.TurnView) bool) (termapi.TurnView, error) {
 	// Register before the first read, so a change written after it is not
 	// missed.
 	mine, stop := s.waitTurn(turnID)
@@ -124,7 +121,7 @@ func (s *Service) WaitFor(ctx context.Context, turnID string, done func(TurnView
 	for {
 		t, err := s.turn(ctx, turnID)
 		if err != nil {
-			return TurnView{}, fmt.Errorf("wait: %w", err)
+			return termapi.TurnView{}, fmt.Errorf("wait: %w", err)
 		}
 		v := View(t)
 		if done(v) {
@@ -159,7 +156,7 @@ func (s *Service) turnPane(ctx context.Context, t *store.Turn) (agents.Pane, age
 		return agents.Pane{}, nil, err
 	}
 	if sess.Binding == nil || sess.Binding.BindingID != t.TerminalBindingID || sess.Binding.Generation != t.TerminalBindingGeneration {
-		return agents.Pane{}, nil, fmt.Errorf("%w: turn %s belongs to a superseded binding of session %s", ErrRefused, t.TurnID, t.SessionID)
+		return agents.Pane{}, nil, fmt.Errorf("%w: turn %s belongs to a superseded binding of session %s", termapi.ErrRefused, t.TurnID, t.SessionID)
 	}
 	p, err := s.findPane(ctx, t.Takeover.TerminalKey, t.Takeover.AgentPID, t.Takeover.ProcessBirth)
 	if err != nil {
@@ -171,19 +168,19 @@ func (s *Service) turnPane(ctx context.Context, t *store.Turn) (agents.Pane, age
 
 // Respond continues a Turn that waits for OpenClaw with an answer typed
 // into the pane, as a new message of the same Turn.
-func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResult, error) {
+func (s *Service) Respond(ctx context.Context, turnID, request string) (termapi.SendResult, error) {
 	payload, hash, err := submissionPayload(request)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("respond: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	t, err := s.turn(ctx, turnID)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("respond: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	if err := accepts(StepRespond, t, time.Now()); err != nil {
-		return SendResult{}, fmt.Errorf("respond: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 	}
-	var remote SendResult
+	var remote termapi.SendResult
 	if ok, err := s.turnOn(ctx, t, hostOpRespond, request, &remote); ok {
 		return remote, err
 	}
@@ -192,43 +189,43 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 		// instead of being typed as a new prompt.
 		res, err := s.answer(ctx, t, payload)
 		if err != nil {
-			return SendResult{}, fmt.Errorf("respond: %w", err)
+			return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 		}
 		return res, nil
 	}
 	p, a, err := s.turnPane(ctx, t)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("respond: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	if _, err := s.checkScreen(ctx, a, p); err != nil {
-		return SendResult{}, fmt.Errorf("respond: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	sess, err := s.o.Store.GetTermSession(ctx, t.SessionID)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("respond: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	id, err := s.identify(ctx, a, p)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("respond: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	token := freshness(sess, p, id)
 	anchor, err := a.Anchor(ctx, p, id)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("respond: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	now := nowMs()
 	msg, err := newMessage(t, ActorOpenClaw, actorOf(t.Agent), MsgAnswer, payload, now)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("respond: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	d := &store.Dispatch{
 		TerminalKey: p.Key, GenerationID: "dispatch-" + uuid(), SessionID: t.SessionID, TurnID: t.TurnID,
-		MessageID: msg.ID, MessageType: MsgAnswer, RequestHash: hash, Status: store.DispatchPrepared,
+		MessageID: msg.ID, MessageType: MsgAnswer, RequestHash: hash, Status: termapi.DispatchPrepared,
 		BindingID: t.TerminalBindingID, BindingGeneration: t.TerminalBindingGeneration, PreparedAt: now,
 	}
 	t.Approval = nil
 	t.Takeover.Submission = store.Submission{MessageID: msg.ID, MessageType: MsgAnswer, RequestHash: hash, Text: payload,
-		Status: store.DispatchPrepared, Anchor: anchor, PreparedAt: now}
+		Status: termapi.DispatchPrepared, Anchor: anchor, PreparedAt: now}
 	t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "respond"
 	t.UpdatedAt = now
 	// A monitor that still follows the waiting Turn keeps its lease (and
@@ -239,13 +236,13 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (SendResu
 		Events: []store.TurnEvent{event(now, "terminal_message_submit_prepared", map[string]any{"message_id": msg.ID, "request_hash": hash})}}); err != nil {
 		_ = s.o.Store.ReleaseWork(context.WithoutCancel(ctx), lease)
 		if errors.Is(err, store.ErrTerminalBusy) || errors.Is(err, store.ErrConflict) {
-			return SendResult{}, fmt.Errorf("respond: %w: %w", ErrRefused, err)
+			return termapi.SendResult{}, fmt.Errorf("respond: %w: %w", termapi.ErrRefused, err)
 		}
-		return SendResult{}, fmt.Errorf("respond: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	s.notify(t.TurnID)
 	outcome, derr := s.dispatch(ctx, lease, t, d, p, a, token, msg)
-	return SendResult{SessionID: t.SessionID, TurnID: t.TurnID, SubmissionOutcome: outcome, DoNotRetry: outcome != OutcomeNotSent}, derr
+	return termapi.SendResult{SessionID: t.SessionID, TurnID: t.TurnID, SubmissionOutcome: outcome, DoNotRetry: outcome != termapi.OutcomeNotSent}, derr
 }
 
 // approvalSettle is how long a prompt must have been shown before Approve
@@ -255,46 +252,46 @@ const approvalSettle = 1500 * time.Millisecond
 // Approve answers the approval prompt of a Turn waiting for OpenClaw, only
 // when the pane still shows the exact prompt Status reported (fingerprint);
 // an empty fingerprint means the one stored on the Turn.
-func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (TurnView, error) {
+func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (termapi.TurnView, error) {
 	t, err := s.turn(ctx, turnID)
 	if err != nil {
-		return TurnView{}, fmt.Errorf("approve: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("approve: %w", err)
 	}
 	if err := accepts(StepApprove, t, time.Now()); err != nil {
-		return TurnView{}, fmt.Errorf("approve: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("approve: %w", err)
 	}
-	var remote TurnView
+	var remote termapi.TurnView
 	if ok, err := s.turnOn(ctx, t, hostOpApprove, fingerprint, &remote); ok {
 		return remote, err
 	}
 	if fingerprint != "" && fingerprint != t.Approval.Fingerprint {
-		return TurnView{}, fmt.Errorf("approve: %w: the approval shown for turn %s has fingerprint %s, not %s; run status again", ErrRefused, turnID, t.Approval.Fingerprint, fingerprint)
+		return termapi.TurnView{}, fmt.Errorf("approve: %w: the approval shown for turn %s has fingerprint %s, not %s; run status again", termapi.ErrRefused, turnID, t.Approval.Fingerprint, fingerprint)
 	}
 	p, a, err := s.turnPane(ctx, t)
 	if err != nil {
-		return TurnView{}, fmt.Errorf("approve: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("approve: %w", err)
 	}
 	// A TUI ignores keys for a moment after it draws a permission prompt
 	// (so that typing cannot approve by accident): let the prompt settle.
 	if wait := time.Until(time.UnixMilli(t.Approval.DetectedAt).Add(approvalSettle)); wait > 0 {
 		select {
 		case <-ctx.Done():
-			return TurnView{}, fmt.Errorf("approve: %w", ctx.Err())
+			return termapi.TurnView{}, fmt.Errorf("approve: %w", ctx.Err())
 		case <-time.After(wait):
 		}
 	}
 	text, err := s.o.Terminals.Capture(ctx, p)
 	if err != nil {
-		return TurnView{}, fmt.Errorf("approve: capture pane: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("approve: capture pane: %w", err)
 	}
 	sc := a.Screen(text)
 	switch {
 	case sc.Approval == nil:
-		return TurnView{}, fmt.Errorf("approve: %w: the pane no longer shows the approval prompt", ErrRefused)
+		return termapi.TurnView{}, fmt.Errorf("approve: %w: the pane no longer shows the approval prompt", termapi.ErrRefused)
 	case sc.Approval.Fingerprint != t.Approval.Fingerprint:
-		return TurnView{}, fmt.Errorf("approve: %w: the pane shows a different approval prompt than the one reported; run status again", ErrRefused)
+		return termapi.TurnView{}, fmt.Errorf("approve: %w: the pane shows a different approval prompt than the one reported; run status again", termapi.ErrRefused)
 	case !sc.Approval.Approvable:
-		return TurnView{}, fmt.Errorf("approve: %w: the prompt does not have the exact shape that can be answered safely; answer it in the terminal", ErrRefused)
+		return termapi.TurnView{}, fmt.Errorf("approve: %w: the prompt does not have the exact shape that can be answered safely; answer it in the terminal", termapi.ErrRefused)
 	}
 	// One writer per resolution: the approve claims the prompt before it
 	// presses the key, and the monitor leaves a claimed prompt's closing
@@ -304,14 +301,14 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 	t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = fp, nowMs()
 	if err := s.write(ctx, t); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return TurnView{}, fmt.Errorf("approve: %w: turn %s changed while it was being approved; run status again", ErrRefused, turnID)
+			return termapi.TurnView{}, fmt.Errorf("approve: %w: turn %s changed while it was being approved; run status again", termapi.ErrRefused, turnID)
 		}
-		return TurnView{}, fmt.Errorf("approve: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("approve: %w", err)
 	}
 	keys, _ := a.Keys()
 	if err := s.o.Terminals.SendKeys(ctx, p, keys...); err != nil {
 		s.releaseApproval(context.WithoutCancel(ctx), turnID, fp)
-		return TurnView{}, fmt.Errorf("approve: press the approve key: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("approve: press the approve key: %w", err)
 	}
 	for {
 		now := nowMs()
@@ -321,7 +318,7 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 		}
 		t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = "", 0
 		t.Takeover.ApprovalResolvedAt = now
-		if t.Status == store.TurnWaitingForOpenClaw && t.Approval != nil && t.Approval.Fingerprint == fp {
+		if t.Status == termapi.TurnWaitingForOpenClaw && t.Approval != nil && t.Approval.Fingerprint == fp {
 			approvalAnswered(t)
 			t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "approved"
 		}
@@ -332,10 +329,10 @@ func (s *Service) Approve(ctx context.Context, turnID, fingerprint string) (Turn
 			break
 		}
 		if !errors.Is(err, store.ErrConflict) {
-			return TurnView{}, fmt.Errorf("approve: the key was pressed but recording it failed: %w", err)
+			return termapi.TurnView{}, fmt.Errorf("approve: the key was pressed but recording it failed: %w", err)
 		}
 		if t, err = s.turn(context.WithoutCancel(ctx), turnID); err != nil {
-			return TurnView{}, fmt.Errorf("approve: %w", err)
+			return termapi.TurnView{}, fmt.Errorf("approve: %w", err)
 		}
 	}
 	s.startMonitor(ctx, t.TurnID)
@@ -363,15 +360,15 @@ func (s *Service) releaseApproval(ctx context.Context, turnID, fp string) {
 // approval prompt the bridge cannot answer safely is left on the screen for
 // a human (no key is pressed into it); it still refuses while some other
 // dialog covers the pane.
-func (s *Service) Cancel(ctx context.Context, turnID string) (TurnView, error) {
+func (s *Service) Cancel(ctx context.Context, turnID string) (termapi.TurnView, error) {
 	t, err := s.turn(ctx, turnID)
 	if err != nil {
-		return TurnView{}, fmt.Errorf("cancel: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("cancel: %w", err)
 	}
 	if err := accepts(StepCancel, t, time.Now()); err != nil {
-		return TurnView{}, fmt.Errorf("cancel: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("cancel: %w", err)
 	}
-	var remote TurnView
+	var remote termapi.TurnView
 	if ok, err := s.turnOn(ctx, t, hostOpCancel, "", &remote); ok {
 		return remote, err
 	}
@@ -381,11 +378,11 @@ func (s *Service) Cancel(ctx context.Context, turnID string) (TurnView, error) {
 	case err == nil:
 		text, cerr := s.o.Terminals.Capture(ctx, p)
 		if cerr != nil {
-			return TurnView{}, fmt.Errorf("cancel: capture pane: %w", cerr)
+			return termapi.TurnView{}, fmt.Errorf("cancel: capture pane: %w", cerr)
 		}
 		switch sc := a.Screen(text); {
 		case sc.Dialog:
-			return TurnView{}, fmt.Errorf("cancel: %w: the pane shows a dialog that cannot be dismissed safely; handle it in the terminal", ErrRefused)
+			return termapi.TurnView{}, fmt.Errorf("cancel: %w: the pane shows a dialog that cannot be dismissed safely; handle it in the terminal", termapi.ErrRefused)
 		case sc.Approval != nil && !sc.Approval.Approvable:
 			// Any key could answer a prompt of a shape not recognised:
 			// the agent waits at it, and a human decides.
@@ -393,14 +390,14 @@ func (s *Service) Cancel(ctx context.Context, turnID string) (TurnView, error) {
 		default:
 			_, keys := a.Keys()
 			if err := s.o.Terminals.SendKeys(ctx, p, keys...); err != nil {
-				return TurnView{}, fmt.Errorf("cancel: send the interrupt key: %w", err)
+				return termapi.TurnView{}, fmt.Errorf("cancel: send the interrupt key: %w", err)
 			}
 			keysSent = true
 		}
-	case errors.Is(err, ErrRefused):
+	case errors.Is(err, termapi.ErrRefused):
 		// The pane or process is gone: nothing to interrupt.
 	default:
-		return TurnView{}, fmt.Errorf("cancel: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("cancel: %w", err)
 	}
 	body := "The Turn was cancelled through ClawConnect; the agent was sent its interrupt key."
 	switch {
@@ -433,10 +430,10 @@ func (s *Service) Cancel(ctx context.Context, turnID string) (TurnView, error) {
 			return View(t), nil
 		}
 		if !errors.Is(err, store.ErrConflict) {
-			return TurnView{}, fmt.Errorf("cancel: %w", err)
+			return termapi.TurnView{}, fmt.Errorf("cancel: %w", err)
 		}
 		if t, err = s.turn(ctx, turnID); err != nil {
-			return TurnView{}, fmt.Errorf("cancel: %w", err)
+			return termapi.TurnView{}, fmt.Errorf("cancel: %w", err)
 		}
 		if accepts(StepCancel, t, time.Now()) != nil {
 			return View(t), nil
@@ -446,24 +443,24 @@ func (s *Service) Cancel(ctx context.Context, turnID string) (TurnView, error) {
 
 // Renew resumes a stalled Turn before its hard deadline: a new inactivity
 // deadline, and the monitor follows it again.
-func (s *Service) Renew(ctx context.Context, turnID string, minutes float64) (TurnView, error) {
+func (s *Service) Renew(ctx context.Context, turnID string, minutes float64) (termapi.TurnView, error) {
 	t, err := s.turn(ctx, turnID)
 	if err != nil {
-		return TurnView{}, fmt.Errorf("renew: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("renew: %w", err)
 	}
 	now := time.Now()
 	if err := accepts(StepRenew, t, now); err != nil {
-		return TurnView{}, fmt.Errorf("renew: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("renew: %w", err)
 	}
 	if minutes < 0 {
-		return TurnView{}, fmt.Errorf("renew: %w: minutes must be positive", ErrBadInput)
+		return termapi.TurnView{}, fmt.Errorf("renew: %w: minutes must be positive", termapi.ErrBadInput)
 	}
 	if minutes > 0 {
 		t.Takeover.InactivityTimeoutMinutes = minutes
 	}
 	renewTurn(t, now, "renewed")
 	if err := s.write(ctx, t, event(now.UnixMilli(), "terminal_bridge_renewed", map[string]any{"inactivity_timeout_minutes": t.Takeover.InactivityTimeoutMinutes})); err != nil {
-		return TurnView{}, fmt.Errorf("renew: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("renew: %w", err)
 	}
 	s.startMonitor(ctx, t.TurnID)
 	return View(t), nil
@@ -473,13 +470,13 @@ func (s *Service) Renew(ctx context.Context, turnID string, minutes float64) (Tu
 // stalled, waiting for OpenClaw) and releases the terminal's next input if
 // this Turn held it in an unresolved state (a not-accepted or uncertain
 // submission that a human has looked at).
-func (s *Service) Close(ctx context.Context, turnID, reason string) (TurnView, error) {
+func (s *Service) Close(ctx context.Context, turnID, reason string) (termapi.TurnView, error) {
 	t, err := s.turn(ctx, turnID)
 	if err != nil {
-		return TurnView{}, fmt.Errorf("close: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("close: %w", err)
 	}
 	if err := accepts(StepClose, t, time.Now()); err != nil {
-		return TurnView{}, fmt.Errorf("close: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("close: %w", err)
 	}
 	if reason == "" {
 		reason = "closed_by_user"
@@ -493,7 +490,7 @@ func (s *Service) Close(ctx context.Context, turnID, reason string) (TurnView, e
 	}
 	closeTurn(t, now, reason)
 	if err := s.o.Store.WriteTurn(ctx, w); err != nil {
-		return TurnView{}, fmt.Errorf("close: %w", err)
+		return termapi.TurnView{}, fmt.Errorf("close: %w", err)
 	}
 	s.notify(t.TurnID)
 	return View(t), nil

@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // BenchmarkOutboxDeliveries1000 measures how many callbacks per second the
@@ -35,7 +36,7 @@ func BenchmarkOutboxDeliveries1000(b *testing.B) {
 		return map[string]any{"ok": true, "enqueued": true, "delivery_required": true, "delivery_mode": "chat.send", "message_id": p.Message.ID,
 			"chat_send": map[string]any{"sessionKey": p.SessionKey, "message": "callback", "idempotencyKey": key, "deliver": true}}, nil
 	})
-	a := newFakeAgent(AgentCodex, 501)
+	a := newFakeAgent(termapi.AgentCodex, 501)
 	r := newRig(b, a)
 	r.start(r.svc, HostOptions{})
 	turnID, _ := completedTurn(b, r, a, "agent:main:bench", "reply")
@@ -86,7 +87,7 @@ func seedCallbacks(ctx context.Context, st store.Store, turnID, sessionKey strin
 		id := callbackID(turnID, "bench", fmt.Sprint(round), fmt.Sprint(i))
 		msg, _ := json.Marshal(outbox.CallbackMessage{ID: id, Type: MsgDone, Body: "reply", SessionID: sessionID, TurnID: turnID, ConversationID: turnID})
 		cb := &store.Callback{MessageID: id, TurnID: turnID, SessionID: sessionID, Kind: KindCompletion, SessionKey: sessionKey,
-			Message: msg, Status: store.CallbackPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+			Message: msg, Status: termapi.CallbackPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 		if t, err = st.GetTurn(ctx, turnID); err != nil {
 			return err
 		}

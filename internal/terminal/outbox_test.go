@@ -15,18 +15,20 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // completedTurn sends a request from origin session S and finishes it.
 func completedTurn(t testing.TB, r *rig, a *fakeAgent, origin, reply string) (string, *store.Callback) {
 	t.Helper()
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: origin})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: origin})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.finish(reply, false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	cbs, err := r.st.TurnCallbacks(ctx, res.TurnID, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +46,7 @@ func completedTurn(t testing.TB, r *rig, a *fakeAgent, origin, reply string) (st
 }
 
 func TestCompletionWritesCallbackInTheClaimTransaction(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 301)
+	a := newFakeAgent(termapi.AgentCodex, 301)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -56,7 +58,7 @@ func TestCompletionWritesCallbackInTheClaimTransaction(t *testing.T) {
 	if !strings.HasPrefix(cb.MessageID, "msg-terminal-") || len(cb.MessageID) != len("msg-terminal-")+32 || cb.MessageID != claim.CallbackMessageID {
 		t.Fatalf("callback id %s, claim's %s", cb.MessageID, claim.CallbackMessageID)
 	}
-	if cb.Status != store.CallbackPending || cb.SessionKey != "agent:main:s1" || cb.Kind != KindCompletion || cb.Attempts != 0 {
+	if cb.Status != termapi.CallbackPending || cb.SessionKey != "agent:main:s1" || cb.Kind != KindCompletion || cb.Attempts != 0 {
 		t.Fatalf("callback = %+v", cb)
 	}
 	var m outbox.CallbackMessage
@@ -72,7 +74,7 @@ func TestCompletionWritesCallbackInTheClaimTransaction(t *testing.T) {
 		t.Fatalf("id %s is not derived from the completion fingerprint (%s)", cb.MessageID, id)
 	}
 	v, err := r.svc.Status(ctx, turnID)
-	if err != nil || v.CallbackDelivery == nil || v.CallbackDelivery.Status != store.CallbackPending || v.OriginSession != "agent:main:s1" {
+	if err != nil || v.CallbackDelivery == nil || v.CallbackDelivery.Status != termapi.CallbackPending || v.OriginSession != "agent:main:s1" {
 		t.Fatalf("status = %+v, %v", v, err)
 	}
 	// No origin session, no callback.
@@ -80,10 +82,10 @@ func TestCompletionWritesCallbackInTheClaimTransaction(t *testing.T) {
 }
 
 func TestSendRefusesABadOriginSession(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 302)
+	a := newFakeAgent(termapi.AgentCodex, 302)
 	r := newRig(t, a)
 	for _, k := range []string{"agent:main:s 1", "agent:\nmain", strings.Repeat("k", 513)} {
-		if _, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "x", OriginSession: k}); !errors.Is(err, ErrBadInput) {
+		if _, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x", OriginSession: k}); !errors.Is(err, termapi.ErrBadInput) {
 			t.Errorf("origin %q: %v", k, err)
 		}
 	}
@@ -111,7 +113,7 @@ func newTestOutbox(st store.Store, gw outbox.Caller, owner string, now func() ti
 }
 
 func TestOutboxDeliversOnceAndRecordsEvidence(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 303)
+	a := newFakeAgent(termapi.AgentCodex, 303)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -125,7 +127,7 @@ func TestOutboxDeliversOnceAndRecordsEvidence(t *testing.T) {
 		t.Fatalf("a delivered callback was attempted again (%d)", n)
 	}
 	got, _ := r.st.GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackDelivered || got.Attempts != 1 || !outbox.Accepted(got.Injection) || !outbox.Accepted(got.Wake) ||
+	if got.Status != termapi.CallbackDelivered || got.Attempts != 1 || !outbox.Accepted(got.Injection) || !outbox.Accepted(got.Wake) ||
 		!strings.Contains(string(got.RunObservation), `"ok"`) || got.LeaseUntil != 0 {
 		t.Fatalf("callback = %+v", got)
 	}
@@ -138,17 +140,17 @@ func TestOutboxDeliversOnceAndRecordsEvidence(t *testing.T) {
 		}
 	}
 	v, _ := r.svc.Status(ctx, turnID)
-	if v.CallbackDelivery.Status != store.CallbackDelivered || v.CallbackDelivery.DeliveredAt == "" {
+	if v.CallbackDelivery.Status != termapi.CallbackDelivered || v.CallbackDelivery.DeliveredAt == "" {
 		t.Fatalf("status %+v", v.CallbackDelivery)
 	}
 	// A manual retry of a delivered callback changes nothing.
-	if v, err := r.svc.RetryCallback(ctx, turnID); err != nil || v.CallbackDelivery.Status != store.CallbackDelivered {
+	if v, err := r.svc.RetryCallback(ctx, turnID); err != nil || v.CallbackDelivery.Status != termapi.CallbackDelivered {
 		t.Fatalf("retry delivered: %+v, %v", v.CallbackDelivery, err)
 	}
 }
 
 func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 304)
+	a := newFakeAgent(termapi.AgentCodex, 304)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -163,7 +165,7 @@ func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
 			t.Fatalf("attempt %d not made", i+1)
 		}
 		got, _ := cs.GetCallback(ctx, cb.MessageID)
-		if got.Status != store.CallbackFailed || got.Attempts != i+1 || got.NextAttemptAt != c.Now().UnixMilli()+d.Milliseconds() ||
+		if got.Status != termapi.CallbackFailed || got.Attempts != i+1 || got.NextAttemptAt != c.Now().UnixMilli()+d.Milliseconds() ||
 			!strings.Contains(got.LastError, "gateway not connected") {
 			t.Fatalf("after attempt %d: %+v", i+1, got)
 		}
@@ -177,7 +179,7 @@ func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
 		t.Fatal("fifth attempt not made")
 	}
 	got, _ := cs.GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackExhausted || got.Attempts != 5 {
+	if got.Status != termapi.CallbackExhausted || got.Attempts != 5 {
 		t.Fatalf("after five failures: %+v", got)
 	}
 	c.add(time.Hour)
@@ -185,7 +187,7 @@ func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
 		t.Fatal("an exhausted callback was attempted")
 	}
 	v, _ := r.svc.Status(ctx, turnID)
-	if v.CallbackDelivery.Status != store.CallbackExhausted || v.CallbackDelivery.Attempts != 5 || v.CallbackDelivery.LastError == "" {
+	if v.CallbackDelivery.Status != termapi.CallbackExhausted || v.CallbackDelivery.Attempts != 5 || v.CallbackDelivery.LastError == "" {
 		t.Fatalf("status %+v", v.CallbackDelivery)
 	}
 	// The gateway is back; a manual retry delivers the same message.
@@ -200,13 +202,13 @@ func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
 		t.Fatal("manual retry not attempted")
 	}
 	got, _ = cs.GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackDelivered || got.ManualRetries != 1 || !sameMessage(got.Message, cb.Message) {
+	if got.Status != termapi.CallbackDelivered || got.ManualRetries != 1 || !sameMessage(got.Message, cb.Message) {
 		t.Fatalf("after manual retry: %+v", got)
 	}
 	if gw.Runs() != 1 {
 		t.Fatalf("runs %d", gw.Runs())
 	}
-	if _, err := r.svc.RetryCallback(ctx, "turn-20260101T000000-00000000"); !errors.Is(err, ErrNotFound) {
+	if _, err := r.svc.RetryCallback(ctx, "turn-20260101T000000-00000000"); !errors.Is(err, termapi.ErrNotFound) {
 		t.Fatalf("retry of an unknown turn: %v", err)
 	}
 }
@@ -224,7 +226,7 @@ func sameMessage(a, b json.RawMessage) bool {
 // whose lease is live, and a writer whose lease was taken over cannot
 // settle it.
 func TestOutboxAttemptLeaseFences(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 305)
+	a := newFakeAgent(termapi.AgentCodex, 305)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -249,12 +251,12 @@ func TestOutboxAttemptLeaseFences(t *testing.T) {
 	if n, _ := x.DeliverDue(ctx); n != 1 {
 		t.Fatal("expired lease not taken over")
 	}
-	held.Status, held.LastError = store.CallbackFailed, "late"
+	held.Status, held.LastError = termapi.CallbackFailed, "late"
 	if err := cs.SaveCallback(ctx, held); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("a stale lease holder settled the callback: %v", err)
 	}
 	got, _ := cs.GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackDelivered || gw.Runs() != 1 {
+	if got.Status != termapi.CallbackDelivered || gw.Runs() != 1 {
 		t.Fatalf("callback %+v, runs %d", got, gw.Runs())
 	}
 }
@@ -263,7 +265,7 @@ func TestOutboxAttemptLeaseFences(t *testing.T) {
 // wake was accepted but before settling leaves the evidence; the next
 // attempt settles delivered without calling the gateway again.
 func TestOutboxSettlesAcceptedEvidenceWithoutResending(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 306)
+	a := newFakeAgent(termapi.AgentCodex, 306)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -283,7 +285,7 @@ func TestOutboxSettlesAcceptedEvidenceWithoutResending(t *testing.T) {
 		t.Fatal("not picked up")
 	}
 	got, _ := cs.GetCallback(ctx, cb.MessageID)
-	if got.Status != store.CallbackDelivered || len(gw.Calls()) != 0 {
+	if got.Status != termapi.CallbackDelivered || len(gw.Calls()) != 0 {
 		t.Fatalf("callback %+v, calls %v", got, gw.Calls())
 	}
 }
@@ -298,7 +300,7 @@ func TestKill9BetweenClaimAndDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newFakeAgent(AgentCodex, 307)
+	a := newFakeAgent(termapi.AgentCodex, 307)
 	ft := &fakeTerminals{agents: []*fakeAgent{a}}
 	r := &rig{t: t, st: st, ft: ft}
 	r.svc = r.service()
@@ -322,7 +324,7 @@ func TestKill9BetweenClaimAndDelivery(t *testing.T) {
 		}
 	}
 	got, _ := st2.GetCallback(t.Context(), cb.MessageID)
-	if got.Status != store.CallbackDelivered || gw.Count(outbox.CallbackMethod) != 1 || gw.Runs() != 1 {
+	if got.Status != termapi.CallbackDelivered || gw.Count(outbox.CallbackMethod) != 1 || gw.Runs() != 1 {
 		t.Fatalf("callback %+v, calls %v", got, gw.Calls())
 	}
 }
@@ -335,7 +337,7 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 	if self.Host == "" {
 		t.Skip("proving a process dead needs /proc")
 	}
-	a := newFakeAgent(AgentCodex, 309)
+	a := newFakeAgent(termapi.AgentCodex, 309)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -365,19 +367,16 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the dead host's attempt was not taken over (its lease has 2 minutes left)")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, err := cs.GetCallback(ctx, cb.MessageID)
-		if err == nil && got.Status == store.CallbackDelivered {
-			if got.LeaseOwner != h.Owner() || got.Attempts != 1 {
-				t.Fatalf("delivered by %q after %d attempts", got.LeaseOwner, got.Attempts)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("callback = %+v, %v", got, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got *store.Callback
+	var err error
+	if !poll.WithinEvery(10*time.Second, 20*time.Millisecond, func() bool {
+		got, err = cs.GetCallback(ctx, cb.MessageID)
+		return err == nil && got.Status == termapi.CallbackDelivered
+	}) {
+		t.Fatalf("callback = %+v, %v", got, err)
+	}
+	if got.LeaseOwner != h.Owner() || got.Attempts != 1 {
+		t.Fatalf("delivered by %q after %d attempts", got.LeaseOwner, got.Attempts)
 	}
 	if gw.Runs() != 1 || gw.Count(outbox.CallbackMethod) != 1 {
 		t.Fatalf("calls %v", gw.Calls())
@@ -390,11 +389,11 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 // either callback is refused inside its write's transaction: nothing is
 // queued for the origin session.
 func TestStaleGenerationRefusesTheCallback(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 308)
+	a := newFakeAgent(termapi.AgentCodex, 308)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +410,7 @@ func TestStaleGenerationRefusesTheCallback(t *testing.T) {
 	a.finish("late reply", false)
 	r.until("the Turn stalls or completes", func() bool {
 		v, err := r.svc.Status(ctx, res.TurnID)
-		return err == nil && (v.Status == store.TurnStalled || v.Status == store.TurnIdle)
+		return err == nil && (v.Status == termapi.TurnStalled || v.Status == termapi.TurnIdle)
 	})
 	cbs, _ := r.st.TurnCallbacks(ctx, res.TurnID, 10)
 	if len(cbs) != 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // repaintingTerminals serves a pane whose TUI has cleared its screen and
@@ -51,11 +52,11 @@ func (r *repaintingTerminals) WatchOutput(ctx context.Context, _ agents.Pane) (<
 // instead of refusing the agent as busy.
 func TestSendWaitsForThePaneToPaint(t *testing.T) {
 	t.Parallel()
-	a := newFakeAgent(AgentCodex, 250)
+	a := newFakeAgent(termapi.AgentCodex, 250)
 	r := newRig(t, a)
 	rt := &repaintingTerminals{fakeTerminals: r.ft, paints: true}
-	r.svc = NewService(Options{Store: r.st, Terminals: rt, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
-	if _, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "after the repaint"}); err != nil {
+	r.svc = NewService(Options{Store: r.st, Terminals: rt, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
+	if _, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "after the repaint"}); err != nil {
 		t.Fatalf("send to a pane that paints after a blank read: %v", err)
 	}
 }
@@ -65,12 +66,12 @@ func TestSendWaitsForThePaneToPaint(t *testing.T) {
 func TestSendToAPaneThatNeverPaints(t *testing.T) {
 	st := newRig(t).st // outside the bubble (see outsideBubble)
 	synctest.Test(t, func(t *testing.T) {
-		a := newFakeAgent(AgentCodex, 251)
+		a := newFakeAgent(termapi.AgentCodex, 251)
 		ft := &fakeTerminals{agents: []*fakeAgent{a}}
 		rt := &repaintingTerminals{fakeTerminals: ft}
-		svc := NewService(Options{Store: outsideBubble{st.(*sqlstore.DB)}, Terminals: rt, Agents: map[string]agents.Agent{AgentCodex: fakeReader{ft}}, DraftTimeout: time.Second})
-		_, err := svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
-		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "busy (unknown)") {
+		svc := NewService(Options{Store: outsideBubble{st.(*sqlstore.DB)}, Terminals: rt, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{ft}}, DraftTimeout: time.Second})
+		_, err := svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+		if !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "busy (unknown)") {
 			t.Fatalf("send to a pane that never paints: %v, want refused as busy (unknown)", err)
 		}
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // pgSchema opens n stores (as n processes would) on one fresh schema of
@@ -50,10 +51,10 @@ func pgStores(t testing.TB, n int) []store.Store {
 // survivor takes the Turn over when the other host stops.
 func TestHostsOnPostgresShareTurns(t *testing.T) {
 	stores := pgStores(t, 2)
-	a := newFakeAgent(AgentCodex, 300)
+	a := newFakeAgent(termapi.AgentCodex, 300)
 	r := newRig(t, a)
 	mk := func(st store.Store) *Service {
-		return NewService(Options{Store: st, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
+		return NewService(Options{Store: st, Terminals: r.ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	}
 	s1, s2 := mk(stores[0]), mk(stores[1])
 	r.svc, r.st = s1, stores[0]
@@ -66,7 +67,7 @@ func TestHostsOnPostgresShareTurns(t *testing.T) {
 	go func() { _ = h1.Run(ctx1); close(done1) }()
 	t.Cleanup(func() { stop1(); <-done1 })
 	r.start(s2, HostOptions{Rescan: 20 * time.Millisecond, LeaseTTL: 300 * time.Millisecond})
-	res, err := s1.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	res, err := s1.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestHostsOnPostgresShareTurns(t *testing.T) {
 	<-done1
 	a.finish("finished under host 2", false)
 	r.svc = s2
-	if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result.Text != "finished under host 2" {
+	if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "finished under host 2" {
 		t.Fatalf("turn = %+v", v)
 	}
 	if n := completionClaims(t, stores[0], res.TurnID); n != 1 {
@@ -87,7 +88,7 @@ func TestHostsOnPostgresShareTurns(t *testing.T) {
 // processes) race for the same due callback; exactly one delivers it.
 func TestOutboxOnPostgresTwoHosts(t *testing.T) {
 	stores := pgStores(t, 2)
-	a := newFakeAgent(AgentCodex, 310)
+	a := newFakeAgent(termapi.AgentCodex, 310)
 	r := &rig{t: t, st: stores[0], ft: &fakeTerminals{agents: []*fakeAgent{a}}}
 	r.svc = r.service()
 	r.start(r.svc, HostOptions{})
@@ -106,7 +107,7 @@ func TestOutboxOnPostgresTwoHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if total != 1 || got.Status != store.CallbackDelivered || gw.Count(outbox.CallbackMethod) != 1 || gw.Runs() != 1 {
+	if total != 1 || got.Status != termapi.CallbackDelivered || gw.Count(outbox.CallbackMethod) != 1 || gw.Runs() != 1 {
 		t.Fatalf("attempts %d, callback %s, calls %v", total, got.Status, gw.Calls())
 	}
 }
@@ -122,7 +123,7 @@ func TestRecoveryLeavesAnotherHostsTransitionOnPostgres(t *testing.T) {
 // TestATurnWriteIsAnnouncedOnPostgres: as on SQLite, through NOTIFY.
 func TestATurnWriteIsAnnouncedOnPostgres(t *testing.T) {
 	stores := pgStores(t, 2)
-	a := newFakeAgent(AgentCodex, 362)
+	a := newFakeAgent(termapi.AgentCodex, 362)
 	r := newRig(t, a)
 	r.st = stores[0]
 	r.svc = r.service()

@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // KindQuestion is the callback kind of a question the agent asks in its
@@ -32,18 +33,18 @@ const freeTextWait = 3 * time.Second
 const typedSettle = 300 * time.Millisecond
 
 // storedQuestion is q as the Turn records it: texts redacted.
-func storedQuestion(q *screen.Question, now int64) *store.Question {
-	out := &store.Question{Fingerprint: q.Fingerprint, Header: Redact(q.Header), Text: Redact(q.Text),
+func storedQuestion(q *screen.Question, now int64) *termapi.Question {
+	out := &termapi.Question{Fingerprint: q.Fingerprint, Header: Redact(q.Header), Text: Redact(q.Text),
 		FreeText: q.FreeText > 0, Position: q.Position, Count: q.Count, Unanswered: q.Unanswered, Answerable: q.Answerable, DetectedAt: now}
 	for _, o := range q.Options {
-		out.Options = append(out.Options, store.QuestionOption{Number: o.Number, Label: Redact(o.Label), Description: Redact(o.Description)})
+		out.Options = append(out.Options, termapi.QuestionOption{Number: o.Number, Label: Redact(o.Label), Description: Redact(o.Description)})
 	}
 	return out
 }
 
 // questionBody is the callback text of a question: the question and its
 // numbered options, then how to answer.
-func questionBody(q *store.Question) string {
+func questionBody(q *termapi.Question) string {
 	var b strings.Builder
 	b.WriteString("The agent asks: ")
 	if q.Count > 1 {
@@ -90,15 +91,15 @@ func splitAnswers(q *screen.Question, text string) ([]string, error) {
 	case len(answers) == 1 || len(answers) == rest+1:
 		return answers, nil
 	case rest == 0:
-		return nil, fmt.Errorf("%w: the answer has %d lines but this question takes one answer on one line", ErrBadInput, len(answers))
+		return nil, fmt.Errorf("%w: the answer has %d lines but this question takes one answer on one line", termapi.ErrBadInput, len(answers))
 	default:
 		return nil, fmt.Errorf("%w: the answer has %d lines but the dialog has %d unanswered questions (this one and %d more); respond with one line for this question, or %d lines, one answer per line in order",
-			ErrBadInput, len(answers), rest+1, rest, rest+1)
+			termapi.ErrBadInput, len(answers), rest+1, rest, rest+1)
 	}
 }
 
 // writeQuestion writes the question's text and its numbered options.
-func writeQuestion(b *strings.Builder, q *store.Question) {
+func writeQuestion(b *strings.Builder, q *termapi.Question) {
 	b.WriteString(q.Text)
 	for _, o := range q.Options {
 		fmt.Fprintf(b, "\n%d. %s", o.Number, o.Label)
@@ -191,7 +192,7 @@ func chooseAnswer(q *screen.Question, text string) (answerChoice, error) {
 	if q.FreeText > 0 {
 		why = "a typed answer must be one line"
 	}
-	return answerChoice{}, fmt.Errorf("%w: %q is not one of the question's options and %s; respond with one of %s", ErrBadInput, text, why, strings.Join(opts, ", "))
+	return answerChoice{}, fmt.Errorf("%w: %q is not one of the question's options and %s; respond with one of %s", termapi.ErrBadInput, text, why, strings.Join(opts, ", "))
 }
 
 // answer answers the question dialog of t in the pane: the row's digit,
@@ -199,51 +200,51 @@ func chooseAnswer(q *screen.Question, text string) (answerChoice, error) {
 // dialog on the Turn before it presses a key and records the answer
 // itself, so the monitor does not take the closing dialog for a human's
 // answer; the same Turn then goes on to the agent's reply.
-func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (SendResult, error) {
+func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (termapi.SendResult, error) {
 	fp := t.Question.Fingerprint
 	p, a, err := s.turnPane(ctx, t)
 	if err != nil {
-		return SendResult{}, err
+		return termapi.SendResult{}, err
 	}
 	if wait := time.Until(time.UnixMilli(t.Question.DetectedAt).Add(answerSettle)); wait > 0 {
 		select {
 		case <-ctx.Done():
-			return SendResult{}, ctx.Err()
+			return termapi.SendResult{}, ctx.Err()
 		case <-time.After(wait):
 		}
 	}
 	shown, err := s.o.Terminals.Capture(ctx, p)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("capture pane: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("capture pane: %w", err)
 	}
 	sc := a.Screen(shown)
 	switch {
 	case sc.Question == nil:
-		return SendResult{}, fmt.Errorf("%w: the pane no longer shows the question", ErrRefused)
+		return termapi.SendResult{}, fmt.Errorf("%w: the pane no longer shows the question", termapi.ErrRefused)
 	case sc.Question.Fingerprint != fp:
-		return SendResult{}, fmt.Errorf("%w: the pane shows a different question than the one reported; run status again", ErrRefused)
+		return termapi.SendResult{}, fmt.Errorf("%w: the pane shows a different question than the one reported; run status again", termapi.ErrRefused)
 	case !sc.Question.Answerable:
-		return SendResult{}, fmt.Errorf("%w: the question dialog does not have a shape that can be answered from here (%s); answer it in the terminal", ErrRefused, sc.Question.Reason)
+		return termapi.SendResult{}, fmt.Errorf("%w: the question dialog does not have a shape that can be answered from here (%s); answer it in the terminal", termapi.ErrRefused, sc.Question.Reason)
 	}
 	answers, err := splitAnswers(sc.Question, text)
 	if err != nil {
-		return SendResult{}, err
+		return termapi.SendResult{}, err
 	}
 	choice, err := chooseAnswer(sc.Question, answers[0])
 	if err != nil {
-		return SendResult{}, err
+		return termapi.SendResult{}, err
 	}
 	t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = fp, nowMs()
 	if err := s.write(ctx, t); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return SendResult{}, fmt.Errorf("%w: turn %s changed while it was being answered; run status again", ErrRefused, t.TurnID)
+			return termapi.SendResult{}, fmt.Errorf("%w: turn %s changed while it was being answered; run status again", termapi.ErrRefused, t.TurnID)
 		}
-		return SendResult{}, err
+		return termapi.SendResult{}, err
 	}
 	given, failed := s.pressAnswers(ctx, p, a, sc.Question, choice, answers)
 	if len(given) == 0 {
 		s.releaseAnswer(context.WithoutCancel(ctx), t.TurnID, fp)
-		return SendResult{}, failed
+		return termapi.SendResult{}, failed
 	}
 	data := map[string]any{"fingerprint": fp, "decision": "answered"}
 	for k, v := range given[0] {
@@ -259,7 +260,7 @@ func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (SendR
 		}
 		t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = "", 0
 		t.Takeover.QuestionResolvedAt = now
-		if t.Status == store.TurnWaitingForOpenClaw && t.Question != nil && t.Question.Fingerprint == fp {
+		if t.Status == termapi.TurnWaitingForOpenClaw && t.Question != nil && t.Question.Fingerprint == fp {
 			questionAnswered(t)
 			t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now, "answered"
 		}
@@ -268,17 +269,17 @@ func (s *Service) answer(ctx context.Context, t *store.Turn, text string) (SendR
 			break
 		}
 		if !errors.Is(err, store.ErrConflict) {
-			return SendResult{}, fmt.Errorf("the answer was given but recording it failed: %w", err)
+			return termapi.SendResult{}, fmt.Errorf("the answer was given but recording it failed: %w", err)
 		}
 		if t, err = s.turn(context.WithoutCancel(ctx), t.TurnID); err != nil {
-			return SendResult{}, err
+			return termapi.SendResult{}, err
 		}
 	}
 	s.startMonitor(ctx, t.TurnID)
 	if failed != nil {
-		return SendResult{}, fmt.Errorf("%d of %d answers were given, then: %w", len(given), len(answers), failed)
+		return termapi.SendResult{}, fmt.Errorf("%d of %d answers were given, then: %w", len(given), len(answers), failed)
 	}
-	return SendResult{SessionID: t.SessionID, TurnID: t.TurnID, SubmissionOutcome: OutcomeAccepted, DoNotRetry: true}, nil
+	return termapi.SendResult{SessionID: t.SessionID, TurnID: t.TurnID, SubmissionOutcome: termapi.OutcomeAccepted, DoNotRetry: true}, nil
 }
 
 // pressAnswers gives answers to the dialog's questions in turn, from page
@@ -292,7 +293,7 @@ func (s *Service) pressAnswers(ctx context.Context, p agents.Pane, a agents.Agen
 			var ok bool
 			page, ok = s.waitScreen(ctx, p, a, func(q *screen.Question) bool { return q != nil && q.Position == prev.Position+1 && q.Answerable })
 			if !ok {
-				return given, fmt.Errorf("%w: the dialog did not show question %d of %d ready for an answer; run status again", ErrRefused, prev.Position+1, prev.Count)
+				return given, fmt.Errorf("%w: the dialog did not show question %d of %d ready for an answer; run status again", termapi.ErrRefused, prev.Position+1, prev.Count)
 			}
 			var err error
 			if choice, err = chooseAnswer(page, answers[i]); err != nil {
@@ -336,7 +337,7 @@ func (s *Service) pressAnswer(ctx context.Context, p agents.Pane, a agents.Agent
 	// The row takes typed text only once it has the cursor; the dialog
 	// then redraws (another fingerprint).
 	if _, ok := s.waitScreen(ctx, p, a, func(q *screen.Question) bool { return q != nil && q.Typing && q.Selected == choice.Number }); !ok {
-		return fmt.Errorf("%w: the free-text row did not take the cursor; answer in the terminal", ErrRefused)
+		return fmt.Errorf("%w: the free-text row did not take the cursor; answer in the terminal", termapi.ErrRefused)
 	}
 	if err := s.o.Terminals.SendText(ctx, p, choice.Typed); err != nil {
 		return fmt.Errorf("type the answer: %w", err)
@@ -361,7 +362,7 @@ func (s *Service) pressAnswer(ctx context.Context, p agents.Pane, a agents.Agent
 		}
 		return time.Since(seenAt) >= typedSettle
 	}); !ok {
-		return fmt.Errorf("%w: the typed answer did not show in the dialog's free-text row; answer in the terminal", ErrRefused)
+		return fmt.Errorf("%w: the typed answer did not show in the dialog's free-text row; answer in the terminal", termapi.ErrRefused)
 	}
 	if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
 		return fmt.Errorf("submit the typed answer: %w", err)

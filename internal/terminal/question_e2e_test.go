@@ -18,6 +18,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // queuedCallbacks are the callback messages the outbox holds for a Turn,
@@ -46,12 +47,12 @@ func questionRespondDone(t *testing.T, svc *Service, st store.Store, rp *realPan
 	t.Helper()
 	ctx := t.Context()
 	const origin = "agent:main:cc-question-e2e"
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: request, OriginSession: origin})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: request, OriginSession: origin})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
-	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw, store.TurnIdle, store.TurnFailed)
-	if v.Status != store.TurnWaitingForOpenClaw || v.Question == nil || !v.Question.Answerable || len(v.Question.Options) != 2 {
+	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnWaitingForOpenClaw, termapi.TurnIdle, termapi.TurnFailed)
+	if v.Status != termapi.TurnWaitingForOpenClaw || v.Question == nil || !v.Question.Answerable || len(v.Question.Options) != 2 {
 		t.Fatalf("turn = %+v (question %+v); screen:\n%s", v, v.Question, rp.debug())
 	}
 	cbs := queuedCallbacks(t, st, res.TurnID)
@@ -63,8 +64,8 @@ func questionRespondDone(t *testing.T, svc *Service, st store.Store, rp *realPan
 	if _, err := svc.Respond(ctx, res.TurnID, answer); err != nil {
 		t.Fatalf("respond: %v; screen:\n%s", err, rp.debug())
 	}
-	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
-	if v.Status != store.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) || !strings.Contains(v.Result.Text, want) {
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled)
+	if v.Status != termapi.TurnIdle || !strings.HasPrefix(v.Result.Text, strings.TrimSpace(fakemodel.ToolResultPrefix)) || !strings.Contains(v.Result.Text, want) {
 		t.Fatalf("answered turn = %+v; screen:\n%s", v, rp.debug())
 	}
 	cbs = queuedCallbacks(t, st, res.TurnID)
@@ -135,12 +136,12 @@ func TestE2ECodexQuestionTypedAndSeveral(t *testing.T) {
 	waitSendable(t, svc, rp)
 
 	ctx := t.Context()
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color | Red | Blue || Which size | Small | Large", OriginSession: "agent:main:codex-several-e2e"})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color | Red | Blue || Which size | Small | Large", OriginSession: "agent:main:codex-several-e2e"})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
-	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw, store.TurnIdle, store.TurnFailed)
-	if v.Status != store.TurnWaitingForOpenClaw || v.Question == nil || !v.Question.Answerable || v.Question.Position != 1 || v.Question.Count != 2 {
+	v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnWaitingForOpenClaw, termapi.TurnIdle, termapi.TurnFailed)
+	if v.Status != termapi.TurnWaitingForOpenClaw || v.Question == nil || !v.Question.Answerable || v.Question.Position != 1 || v.Question.Count != 2 {
 		t.Fatalf("turn = %+v (question %+v); screen:\n%s", v, v.Question, rp.debug())
 	}
 	cbs := queuedCallbacks(t, st, res.TurnID)
@@ -148,15 +149,15 @@ func TestE2ECodexQuestionTypedAndSeveral(t *testing.T) {
 		t.Fatalf("callbacks = %+v", cbs)
 	}
 	t.Logf("question callback: %s", cbs[0].Body)
-	if _, err := svc.Respond(ctx, res.TurnID, "1\n2\n3"); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "3 lines but the dialog has 2 unanswered questions") {
+	if _, err := svc.Respond(ctx, res.TurnID, "1\n2\n3"); !errors.Is(err, termapi.ErrBadInput) || !strings.Contains(err.Error(), "3 lines but the dialog has 2 unanswered questions") {
 		t.Fatalf("respond with three answers to two questions = %v, want a bad-input error about the count", err)
 	}
 	if _, err := svc.Respond(ctx, res.TurnID, "Green please\nLarge"); err != nil {
 		t.Fatalf("respond: %v; screen:\n%s", err, rp.debug())
 	}
 	several := `{"answers":{"choice":{"answers":["None of the above","user_note: Green please"]},"choice2":{"answers":["Large"]}}}`
-	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled)
-	if v.Status != store.TurnIdle || !sameAnswers(v.Result.Text, several) {
+	v = waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled)
+	if v.Status != termapi.TurnIdle || !sameAnswers(v.Result.Text, several) {
 		t.Fatalf("answered turn = %+v; screen:\n%s", v, rp.debug())
 	}
 	if got := lastToolResult(); !sameAnswers(got, several) {
@@ -223,11 +224,11 @@ func TestE2EClaudeQuestionCallbackIntoRealGateway(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	res, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color should the widget be? | Red | Blue", OriginSession: S})
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color should the widget be? | Red | Blue", OriginSession: S})
 	if err != nil {
 		t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 	}
-	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnWaitingForOpenClaw, store.TurnIdle); v.Question == nil {
+	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnWaitingForOpenClaw, termapi.TurnIdle); v.Question == nil {
 		t.Fatalf("turn = %+v; screen:\n%s", v, rp.debug())
 	}
 	asked := inS("Message type: question")
@@ -238,7 +239,7 @@ func TestE2EClaudeQuestionCallbackIntoRealGateway(t *testing.T) {
 	if _, err := svc.Respond(ctx, res.TurnID, "Blue"); err != nil {
 		t.Fatalf("respond: %v; screen:\n%s", err, rp.debug())
 	}
-	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle {
+	if v := waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled); v.Status != termapi.TurnIdle {
 		t.Fatalf("answered turn = %+v; screen:\n%s", v, rp.debug())
 	}
 	done := inS("Message type: done")

@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // colorQuestion is a question dialog as the parsers report Claude Code's:
@@ -62,7 +62,7 @@ func TestQuestionIsOneCallbackAndRespondAnswersIt(t *testing.T) {
 		{"Medium please", []string{"3", "Enter"}, "Medium please"},
 	} {
 		t.Run(tt.answer, func(t *testing.T) {
-			a := newFakeAgent(AgentClaude, 700+i)
+			a := newFakeAgent(termapi.AgentClaude, 700+i)
 			r := newRig(t, a)
 			r.start(r.svc, HostOptions{})
 			ctx := t.Context()
@@ -92,7 +92,7 @@ func TestQuestionIsOneCallbackAndRespondAnswersIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.TurnID != id || res.SubmissionOutcome != OutcomeAccepted {
+			if res.TurnID != id || res.SubmissionOutcome != termapi.OutcomeAccepted {
 				t.Fatalf("respond = %+v", res)
 			}
 			if got := a.sentKeys()[before:]; !cmp.Equal(got, tt.keys) {
@@ -104,7 +104,7 @@ func TestQuestionIsOneCallbackAndRespondAnswersIt(t *testing.T) {
 			if !cmp.Equal(answers, []string{tt.recorded}) {
 				t.Fatalf("the dialog got %v, want %q", answers, tt.recorded)
 			}
-			if v, _ := r.svc.Status(ctx, id); v.Status != store.TurnWaitingForAgent || v.Question != nil {
+			if v, _ := r.svc.Status(ctx, id); v.Status != termapi.TurnWaitingForAgent || v.Question != nil {
 				t.Fatalf("after respond: %+v", v)
 			}
 			if evs := eventsNamed(t, r, id, "terminal_bridge_question_answered"); len(evs) != 1 {
@@ -125,7 +125,7 @@ func TestQuestionIsOneCallbackAndRespondAnswersIt(t *testing.T) {
 				t.Fatalf("%d callbacks after the answer, want only the question: %+v", n, callbacksOf(t, r, id))
 			}
 			a.finish("FAKE-TOOL-RESULT: "+tt.recorded, false)
-			v = r.waitStatus(id, store.TurnIdle)
+			v = r.waitStatus(id, termapi.TurnIdle)
 			if v.Result == nil || !strings.Contains(v.Result.Text, tt.recorded) {
 				t.Fatalf("turn = %+v", v)
 			}
@@ -145,29 +145,29 @@ func TestQuestionIsOneCallbackAndRespondAnswersIt(t *testing.T) {
 // shape does not let the bridge answer, are refused without a key pressed.
 func TestRespondToAQuestionRefusesWhatItCannotGive(t *testing.T) {
 	t.Run("not an option", func(t *testing.T) {
-		a := newFakeAgent(AgentCodex, 720)
+		a := newFakeAgent(termapi.AgentCodex, 720)
 		r := newRig(t, a)
 		r.start(r.svc, HostOptions{})
-		id := sendFrom(t, r, a, SendRequest{})
+		id := sendFrom(t, r, a, termapi.SendRequest{})
 		a.set(func(f *fakeAgent) {
 			f.question = colorQuestion(true)
 			f.question.FreeText = 0
 		})
-		r.waitStatus(id, store.TurnWaitingForOpenClaw)
+		r.waitStatus(id, termapi.TurnWaitingForOpenClaw)
 		before := len(a.sentKeys())
 		_, err := r.svc.Respond(t.Context(), id, "Green")
-		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "1 (Red), 2 (Blue (Recommended))") {
+		if !errors.Is(err, termapi.ErrBadInput) || !strings.Contains(err.Error(), "1 (Red), 2 (Blue (Recommended))") {
 			t.Fatalf("respond = %v", err)
 		}
 		if got := a.sentKeys()[before:]; len(got) != 0 {
 			t.Fatalf("pressed %v", got)
 		}
-		if v, _ := r.svc.Status(t.Context(), id); v.Status != store.TurnWaitingForOpenClaw || v.Question == nil {
+		if v, _ := r.svc.Status(t.Context(), id); v.Status != termapi.TurnWaitingForOpenClaw || v.Question == nil {
 			t.Fatalf("after a refused respond: %+v", v)
 		}
 	})
 	t.Run("not answerable", func(t *testing.T) {
-		a := newFakeAgent(AgentClaude, 725)
+		a := newFakeAgent(termapi.AgentClaude, 725)
 		r := newRig(t, a)
 		r.start(r.svc, HostOptions{})
 		id := questionScenario(false)(t, r, a)
@@ -176,7 +176,7 @@ func TestRespondToAQuestionRefusesWhatItCannotGive(t *testing.T) {
 			t.Fatalf("callbacks = %+v", cbs)
 		}
 		before := len(a.sentKeys())
-		if _, err := r.svc.Respond(t.Context(), id, "1"); !errors.Is(err, ErrRefused) {
+		if _, err := r.svc.Respond(t.Context(), id, "1"); !errors.Is(err, termapi.ErrRefused) {
 			t.Fatalf("respond = %v", err)
 		}
 		if got := a.sentKeys()[before:]; len(got) != 0 {
@@ -189,12 +189,12 @@ func TestRespondToAQuestionRefusesWhatItCannotGive(t *testing.T) {
 // Turn back to the agent with the answer logged as the terminal's, and the
 // same dialog is not reported twice.
 func TestQuestionAnsweredInTheTerminal(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 730)
+	a := newFakeAgent(termapi.AgentCodex, 730)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	id := questionScenario(true)(t, r, a)
 	a.set(func(f *fakeAgent) { f.question = nil })
-	r.waitStatus(id, store.TurnWaitingForAgent)
+	r.waitStatus(id, termapi.TurnWaitingForAgent)
 	evs := eventsNamed(t, r, id, "terminal_bridge_question_resolved")
 	if len(evs) != 1 || evs[0]["decision"] != "answered_in_terminal" {
 		t.Fatalf("resolved events = %v", evs)
@@ -225,7 +225,7 @@ func TestSplitAnswersChecksTheCount(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := splitAnswers(c.q, c.text)
 			if c.err != "" {
-				if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), c.err) {
+				if !errors.Is(err, termapi.ErrBadInput) || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("splitAnswers(%q) = %v, %v; want a bad-input error with %q", c.text, got, err, c.err)
 				}
 				return

@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // probedIDs records the ids each version probe asked for.
@@ -108,14 +109,14 @@ func (c *recheckClock) covered(id string) (covered, subscribed bool) {
 // covered while its session files and its pane output are watched, and
 // falls back to the short re-check once the output watch ends.
 func TestFollowerCoveredWhileBothSourcesLive(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 191)
+	a := newFakeAgent(termapi.AgentCodex, 191)
 	r := newRig(t, a)
-	res, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	res, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ft := closableOutput{fakeTerminals: r.ft, out: make(chan struct{})}
-	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
+	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}})
 	h := r.start(svc, HostOptions{})
 	if !poll.Within(10*time.Second, func() bool { c, _ := h.clock.covered(res.TurnID); return c }) {
 		t.Fatal("the follower of a pane with watched files and output is not covered")

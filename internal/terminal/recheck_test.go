@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // readCountingStore counts the record reads of a host's followers and
@@ -57,15 +58,15 @@ func (c *readCountingStore) Versions(ctx context.Context, kind string, ids []str
 // tick for every follower), and a re-bound Session (its version moved) is
 // still read and noticed at the next tick.
 func TestRecheckReadsOnlyMovedRecords(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 190)
+	a := newFakeAgent(termapi.AgentCodex, 190)
 	r := newRig(t, a)
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cs := &readCountingStore{Store: r.st, probes: make(chan struct{})}
-	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
+	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}})
 	r.start(svc, HostOptions{Recheck: 10 * time.Millisecond})
 	tick := func() {
 		t.Helper()
@@ -96,7 +97,7 @@ func TestRecheckReadsOnlyMovedRecords(t *testing.T) {
 			}
 		}
 	}()
-	if v := r.waitStatus(res.TurnID, store.TurnStalled); !strings.Contains(v.StalledReason, "rebound") {
+	if v := r.waitStatus(res.TurnID, termapi.TurnStalled); !strings.Contains(v.StalledReason, "rebound") {
 		t.Fatalf("turn = %+v, want stalled as re-bound", v)
 	}
 }
@@ -155,7 +156,7 @@ func (c *ledgerCountingStore) Versions(ctx context.Context, kind string, ids []s
 // kind and tick serves every follower. A Turn sent to the pane (the ledger
 // moves) still ends the watch.
 func TestRecheckReadsTheLedgerOnlyWhenItMoved(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 191)
+	a := newFakeAgent(termapi.AgentCodex, 191)
 	r := newRig(t, a)
 	ctx := t.Context()
 	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
@@ -163,7 +164,7 @@ func TestRecheckReadsTheLedgerOnlyWhenItMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := &ledgerCountingStore{DB: r.st.(*sqlstore.DB), probes: make(chan struct{})}
-	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
+	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}})
 	r.start(svc, HostOptions{Recheck: 10 * time.Millisecond})
 	tick := func() {
 		t.Helper()
@@ -193,7 +194,7 @@ func TestRecheckReadsTheLedgerOnlyWhenItMoved(t *testing.T) {
 			}
 		}
 	}()
-	if _, err := svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "ours"}); err != nil {
+	if _, err := svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "ours"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.waitWatch(v.WatchID, store.WatchInvalidated); got.Settlement.Match != "clawconnect_turn_sent" {

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestE2EAgentRestartedInItsPane: a Turn runs in a real Codex or Claude
@@ -29,11 +29,11 @@ func agentRestartedInItsPane(t *testing.T, kind realcli.Kind) {
 	ctx := t.Context()
 
 	old, key := rp.pane.TerminalID, rp.pane.Key
-	res, err := svc.Send(ctx, SendRequest{TerminalID: old, Request: "HANG"})
-	if err != nil || res.SubmissionOutcome != OutcomeAccepted {
+	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: old, Request: "HANG"})
+	if err != nil || res.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("send: %+v %v; screen:\n%s", res, err, rp.debug())
 	}
-	waitTurnStatus(t, svc, res.TurnID, 60*time.Second, store.TurnRunning, store.TurnWaitingForAgent)
+	waitTurnStatus(t, svc, res.TurnID, 60*time.Second, termapi.TurnRunning, termapi.TurnWaitingForAgent)
 
 	if err := rp.tui.Respawn(ctx); err != nil {
 		t.Fatal(err)
@@ -46,18 +46,18 @@ func agentRestartedInItsPane(t *testing.T, kind realcli.Kind) {
 		t.Fatalf("after the respawn the pane is %s (key %s), want a new terminal id in the same pane", rp.pane.TerminalID, rp.pane.Key)
 	}
 
-	res2, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=after-restart"})
-	if err != nil || res2.SubmissionOutcome != OutcomeAccepted {
+	res2, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=after-restart"})
+	if err != nil || res2.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("send to the new agent: %+v %v; screen:\n%s", res2, err, rp.debug())
 	}
-	if v := waitTurnStatus(t, svc, res2.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle || v.Result.Text != "after-restart" {
+	if v := waitTurnStatus(t, svc, res2.TurnID, 90*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled); v.Status != termapi.TurnIdle || v.Result.Text != "after-restart" {
 		t.Fatalf("the new agent's turn = %+v; screen:\n%s", v, rp.debug())
 	}
 	v, err := svc.Status(ctx, res.TurnID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Status != store.TurnStalled || !strings.Contains(v.StalledReason, "agent process") {
+	if v.Status != termapi.TurnStalled || !strings.Contains(v.StalledReason, "agent process") {
 		t.Fatalf("the old turn = %s (%q), want stalled with its agent gone", v.Status, v.StalledReason)
 	}
 }

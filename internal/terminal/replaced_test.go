@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestAgentReplacedInItsPane: the agent a Turn was sent to is replaced by
@@ -26,25 +26,25 @@ func TestAgentReplacedInItsPane(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a := newFakeAgent(AgentCodex, 180)
+			a := newFakeAgent(termapi.AgentCodex, 180)
 			r := newRig(t, a)
 			if tc.monitor {
 				r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
 			}
-			old, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+			old, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.waitStatus(old.TurnID, store.TurnWaitingForAgent)
+			r.waitStatus(old.TurnID, termapi.TurnWaitingForAgent)
 			a.set(func(f *fakeAgent) {
 				f.pane.PID, f.pane.Birth = 181, "birth-2"
-				f.pane.TerminalID = agentproc.FormatTerminalID(agentproc.Agent(AgentCodex), "work:0.0", 181)
+				f.pane.TerminalID = agentproc.FormatTerminalID(agentproc.Agent(termapi.AgentCodex), "work:0.0", 181)
 				f.thread, f.activity, f.records = "", "idle", nil
 			})
 			if tc.monitor {
-				r.waitStatus(old.TurnID, store.TurnStalled)
+				r.waitStatus(old.TurnID, termapi.TurnStalled)
 			}
-			res, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "y"})
+			res, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "y"})
 			if err != nil {
 				t.Fatalf("send to the new process in the pane: %v", err)
 			}
@@ -55,7 +55,7 @@ func TestAgentReplacedInItsPane(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v.Status != store.TurnStalled || !strings.Contains(v.StalledReason, tc.reason) {
+			if v.Status != termapi.TurnStalled || !strings.Contains(v.StalledReason, tc.reason) {
 				t.Fatalf("old turn = %s %q, want stalled: %s", v.Status, v.StalledReason, tc.reason)
 			}
 		})

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // fileAgents returns n fake Codex agents whose session file (their pane
@@ -21,7 +21,7 @@ func fileAgents(t testing.TB, dir string, n, pid0 int) []*fakeAgent {
 	t.Helper()
 	var agents []*fakeAgent
 	for i := range n {
-		a := newFakeAgent(AgentCodex, pid0+i)
+		a := newFakeAgent(termapi.AgentCodex, pid0+i)
 		d := filepath.Join(dir, fmt.Sprintf("s%d", pid0+i))
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -63,7 +63,7 @@ func sendAll(t testing.TB, svc *Service, agents []*fakeAgent) []string {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			res, err := svc.Send(context.Background(), SendRequest{TerminalID: a.pane.TerminalID, Request: "work"})
+			res, err := svc.Send(context.Background(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "work"})
 			turns[i], errs[i] = res.TurnID, err
 		})
 	}
@@ -105,7 +105,7 @@ func TestHostInotifyInstancesStaySmall(t *testing.T) {
 		t.Fatalf("a host following %d Turns holds %d inotify instances, want at most 2", n, got)
 	}
 	agents[7].finishOnDisk(t, "seven")
-	if v := r.waitStatus(turns[7], store.TurnIdle); v.Result == nil || v.Result.Text != "seven" {
+	if v := r.waitStatus(turns[7], termapi.TurnIdle); v.Result == nil || v.Result.Text != "seven" {
 		t.Fatalf("turn 7 = %+v", v)
 	}
 	if v, err := r.svc.Status(ctx, turns[8]); err != nil || !Running(v.Status) {

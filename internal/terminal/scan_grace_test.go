@@ -11,11 +11,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // fileCompletion is the fake reader whose completion scan is the real
@@ -108,7 +108,7 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 			// waits on inotify, which fake time cannot wait out.
 			st := newRig(t).st
 			synctest.Test(t, func(t *testing.T) {
-				a := newFakeAgent(AgentCodex, 240)
+				a := newFakeAgent(termapi.AgentCodex, 240)
 				r := &rig{t: t, st: outsideBubble{st.(*sqlstore.DB)}, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
 				path := filepath.Join(t.TempDir(), "rollout-2026-01-01T00-00-00-"+a.thread+".jsonl")
 				head := `{"timestamp":"2026-01-01T00:00:00.000Z","type":"session_meta","payload":{"id":"` + a.thread + `"}}` + "\n" +
@@ -123,14 +123,14 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 				anchor, _ := json.Marshal(codex.Anchor{Mode: codex.Existing, ThreadID: a.thread, Path: path, Dev: uint64(st.Dev), Ino: st.Ino,
 					Offset: st.Size, FileExisted: true, CapturedAt: time.Now().UTC()})
 				r.svc = NewService(Options{Store: r.st, Terminals: r.ft, DraftTimeout: time.Second,
-					Agents: map[string]agents.Agent{AgentCodex: fileCompletion{fakeReader: fakeReader{r.ft}, anchor: anchor}}})
+					Agents: map[string]agents.Agent{termapi.AgentCodex: fileCompletion{fakeReader: fakeReader{r.ft}, anchor: anchor}}})
 				r.start(r.svc, HostOptions{ScanGrace: grace})
 				ctx := t.Context()
-				res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1"})
+				res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1"})
 				if err != nil {
 					t.Fatal(err)
 				}
-				r.waitStatus(res.TurnID, store.TurnWaitingForAgent)
+				r.waitStatus(res.TurnID, termapi.TurnWaitingForAgent)
 
 				tc.damage(t, path)
 				// The file keeps changing: a file event every second.
@@ -139,7 +139,7 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 					time.Sleep(time.Second)
 				}
 				synctest.Wait()
-				if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != store.TurnWaitingForAgent || (v.DetectorDiagnostic == "") != (tc.code == "") {
+				if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != termapi.TurnWaitingForAgent || (v.DetectorDiagnostic == "") != (tc.code == "") {
 					t.Fatalf("within the grace: turn = %s (diagnostic %q), want waiting_for_agent with a diagnostic for a damaged file only", v.Status, v.DetectorDiagnostic)
 				}
 				for range 4 {
@@ -148,18 +148,18 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 				}
 				synctest.Wait()
 				if tc.code == "" {
-					if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != store.TurnWaitingForAgent {
+					if v, _ := r.svc.Status(ctx, res.TurnID); v.Status != termapi.TurnWaitingForAgent {
 						t.Fatalf("a record being written: turn = %s (%q), want waiting_for_agent", v.Status, v.StalledReason)
 					}
 					tc.finish(t, path)
 					a.poke()
-					if v := r.waitStatus(res.TurnID, store.TurnIdle); v.Result == nil || v.Result.Text != "done" {
+					if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result == nil || v.Result.Text != "done" {
 						t.Fatalf("turn = %+v", v)
 					}
 					return
 				}
 				v, _ := r.svc.Status(ctx, res.TurnID)
-				if v.Status != store.TurnStalled || !strings.Contains(v.StalledReason, string(tc.code)) {
+				if v.Status != termapi.TurnStalled || !strings.Contains(v.StalledReason, string(tc.code)) {
 					t.Fatalf("after the grace: turn = %s (%q), want stalled naming %s", v.Status, v.StalledReason, tc.code)
 				}
 				evs, err := r.st.TurnEvents(ctx, res.TurnID, 0, 100)

@@ -21,32 +21,29 @@ func submissionPayload(text string) (string, string, error) {
 	p, err := request.Prepare(text)
 	switch {
 	case errors.Is(err, request.ErrEmpty):
-		return "", "", fmt.Errorf("%w: the request is empty; say what the agent should do", ErrBadInput)
+		return "", "", fmt.Errorf("%w: the request is empty; say what the agent should do", termapi.ErrBadInput)
 	case errors.Is(err, request.ErrSlashCommand):
-		return "", "", fmt.Errorf("%w: the request starts with a slash command; terminal sends never run native commands — rephrase it as plain text", ErrBadInput)
+		return "", "", fmt.Errorf("%w: the request starts with a slash command; terminal sends never run native commands — rephrase it as plain text", termapi.ErrBadInput)
 	case err != nil:
-		return "", "", fmt.Errorf("%w: %w; nothing was typed", ErrBadInput, err)
+		return "", "", fmt.Errorf("%w: %w; nothing was typed", termapi.ErrBadInput, err)
 	}
 	return p.Text, p.Hash, nil
 }
-
-// SendRequest is a request to start a new Turn. Exactly one of SessionID (termapi.SendRequest).
-type SendRequest = termapi.SendRequest
 
 // checkSessionKey validates an OpenClaw session key given as a callback
 // origin.
 func checkSessionKey(k string) error {
 	if len(k) > 512 {
-		return fmt.Errorf("%w: the origin session key is longer than 512 bytes", ErrBadInput)
+		return fmt.Errorf("%w: the origin session key is longer than 512 bytes", termapi.ErrBadInput)
 	}
 	for _, r := range k {
 		if r <= ' ' || r == 0x7f {
-			return fmt.Errorf("%w: the origin session key %q contains a space or control character", ErrBadInput, k)
+			return fmt.Errorf("%w: the origin session key %q contains a space or control character", termapi.ErrBadInput, k)
 		}
 	}
 	if strings.HasPrefix(k, "-") {
 		// OpenClaw keys never start with '-': a flag was taken as the key.
-		return fmt.Errorf("%w: the origin session key %q starts with '-'; a flag was probably taken for it (give the key right after --origin-session)", ErrBadInput, k)
+		return fmt.Errorf("%w: the origin session key %q starts with '-'; a flag was probably taken for it (give the key right after --origin-session)", termapi.ErrBadInput, k)
 	}
 	return nil
 }
@@ -54,43 +51,40 @@ func checkSessionKey(k string) error {
 // checkPrincipal validates the MCP caller a Turn is sent for.
 func checkPrincipal(p string) error {
 	if len(p) > 256 {
-		return fmt.Errorf("%w: the principal is longer than 256 bytes", ErrBadInput)
+		return fmt.Errorf("%w: the principal is longer than 256 bytes", termapi.ErrBadInput)
 	}
 	for _, r := range p {
 		if r < ' ' || r == 0x7f {
-			return fmt.Errorf("%w: the principal %q contains a control character", ErrBadInput, p)
+			return fmt.Errorf("%w: the principal %q contains a control character", termapi.ErrBadInput, p)
 		}
 	}
 	return nil
 }
-
-// SendResult is what Send and Respond report (termapi.SendResult).
-type SendResult = termapi.SendResult
 
 // Send starts a new Turn: it verifies the target, takes the terminal's next
 // input in the store, types the request, presses Enter, and waits (at most
 // the acceptance timeout) for native evidence that the agent took it. The
 // Turn is then followed by the monitor host. Bad input and a target that
 // cannot take the request are refused before anything changes.
-func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error) {
+func (s *Service) Send(ctx context.Context, req termapi.SendRequest) (termapi.SendResult, error) {
 	payload, hash, err := submissionPayload(req.Request)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	if err := checkSessionKey(req.OriginSession); err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	if err := checkPrincipal(req.Principal); err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	if err := termapi.CheckTimeouts(req); err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	if req.GatewayURL == "" {
 		req.GatewayURL = s.o.CallbackGateway
 	}
 	if (req.SessionID == "") == (req.TerminalID == "") {
-		return SendResult{}, fmt.Errorf("send: %w: give exactly one of a session id (session_exact; --session on the command line) or a terminal id (terminal_follow_current; --terminal), as `clawconnect terminal list` shows them", ErrBadInput)
+		return termapi.SendResult{}, fmt.Errorf("send: %w: give exactly one of a session id (session_exact; --session on the command line) or a terminal id (terminal_follow_current; --terminal), as `clawconnect terminal list` shows them", termapi.ErrBadInput)
 	}
 	if host, ok := s.sendHost(ctx, req); ok {
 		return s.sendOn(ctx, host, req)
@@ -103,38 +97,38 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	)
 	if req.SessionID != "" {
 		if err := checkID("session id", "session-", req.SessionID); err != nil {
-			return SendResult{}, fmt.Errorf("send: %w", err)
+			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
 		if sess, p, a, id, err = s.exactTarget(ctx, req.SessionID); err != nil {
-			return SendResult{}, fmt.Errorf("send: %w", err)
+			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
 	} else {
 		if err := checkTerminalID(req.TerminalID); err != nil {
-			return SendResult{}, fmt.Errorf("send: %w", err)
+			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
 		if p, a, id, err = s.followTarget(ctx, req.TerminalID); err != nil {
-			return SendResult{}, fmt.Errorf("send: %w", err)
+			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
 		if err := s.checkThreadSwitch(ctx, p, id); err != nil {
-			return SendResult{}, fmt.Errorf("send: %w", err)
+			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
 	}
 	if _, err := s.checkScreen(ctx, a, p); err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	unproven, err := s.checkVersion(a, p)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	if sess == nil {
 		if sess, err = s.followSession(ctx, p, id); err != nil {
-			return SendResult{}, fmt.Errorf("send: %w", err)
+			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
 	}
 	token := freshness(sess, p, id)
 	anchor, err := a.Anchor(ctx, p, id)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("send: anchor the session file: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("send: anchor the session file: %w", err)
 	}
 	now := time.Now()
 	inact, hard := s.o.InactivityTimeout, s.o.HardTimeout
@@ -148,7 +142,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	turn := &store.Turn{
 		TurnID: newTurnID(now), SessionID: sess.SessionID, Agent: sess.Agent, Workspace: sess.Workspace,
 		TerminalBindingID: sess.Binding.BindingID, TerminalBindingGeneration: sess.Binding.Generation,
-		NativeThreadID: id.ThreadID, UserRequest: payload, Status: store.TurnCreated,
+		NativeThreadID: id.ThreadID, UserRequest: payload, Status: termapi.TurnCreated,
 		CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
 		OriginSessionKey: req.OriginSession, GatewayURL: req.GatewayURL, Principal: req.Principal, UnprovenVersion: unproven,
 		Takeover: store.Takeover{
@@ -161,59 +155,59 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	}
 	msg, err := newMessage(turn, ActorOpenClaw, actorOf(sess.Agent), MsgTask, payload, now.UnixMilli())
 	if err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	turn.Takeover.Submission = store.Submission{MessageID: msg.ID, MessageType: MsgTask, RequestHash: hash,
-		Status: store.DispatchPrepared, Anchor: anchor, PreparedAt: now.UnixMilli()}
+		Status: termapi.DispatchPrepared, Anchor: anchor, PreparedAt: now.UnixMilli()}
 	d := &store.Dispatch{
 		TerminalKey: p.Key, GenerationID: "dispatch-" + uuid(), SessionID: sess.SessionID, TurnID: turn.TurnID,
-		MessageID: msg.ID, MessageType: MsgTask, RequestHash: hash, Status: store.DispatchPrepared,
+		MessageID: msg.ID, MessageType: MsgTask, RequestHash: hash, Status: termapi.DispatchPrepared,
 		BindingID: sess.Binding.BindingID, BindingGeneration: sess.Binding.Generation, PreparedAt: now.UnixMilli(),
 	}
 	if err := s.retireReplaced(ctx, p); err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	s.sealTurn(turn)
 	// The sender holds the Turn's monitor lease from before the Turn exists,
 	// so no host's rescan can start a monitor that writes under the send.
 	lease, err := s.senderLease(ctx, turn.TurnID)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	err = s.o.Store.CreateTurn(ctx, store.TurnCreate{Turn: turn, Dispatch: d,
 		Events: []store.TurnEvent{event(now.UnixMilli(), "terminal_message_submit_prepared", map[string]any{"message_id": msg.ID, "request_hash": hash})}})
 	if err != nil {
 		_ = s.o.Store.ReleaseWork(context.WithoutCancel(ctx), lease)
 		if errors.Is(err, store.ErrTerminalBusy) || errors.Is(err, store.ErrConflict) {
-			return SendResult{}, fmt.Errorf("send: %w: %w; wait for it, or cancel/close it first", ErrRefused, err)
+			return termapi.SendResult{}, fmt.Errorf("send: %w: %w; wait for it, or cancel/close it first", termapi.ErrRefused, err)
 		}
-		return SendResult{}, fmt.Errorf("send: %w", err)
+		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	s.notify(turn.TurnID)
-	res := SendResult{SessionID: sess.SessionID, TurnID: turn.TurnID}
+	res := termapi.SendResult{SessionID: sess.SessionID, TurnID: turn.TurnID}
 	outcome, derr := s.dispatch(ctx, lease, turn, d, p, a, token, msg)
 	res.SubmissionOutcome = outcome
-	res.DoNotRetry = outcome != OutcomeNotSent
+	res.DoNotRetry = outcome != termapi.OutcomeNotSent
 	return res, derr
 }
 
 // advance writes turn with the ledger moved to status (and fields set by
 // f), retrying nothing: a conflict is returned.
-func (s *Service) advance(ctx context.Context, turn *store.Turn, d *store.Dispatch, status store.DispatchStatus, evType string, data any) error {
+func (s *Service) advance(ctx context.Context, turn *store.Turn, d *store.Dispatch, status termapi.DispatchStatus, evType string, data any) error {
 	now := nowMs()
 	prev := d.GenerationID
 	nd := *d
 	nd.Status = status
 	switch status {
-	case store.DispatchTextInjected:
+	case termapi.DispatchTextInjected:
 		nd.TextInjectedAt = now
-	case store.DispatchEnterDispatched:
+	case termapi.DispatchEnterDispatched:
 		nd.EnterDispatchedAt = now
-	case store.DispatchAgentAccepted:
+	case termapi.DispatchAgentAccepted:
 		nd.AgentAcceptedAt = now
-	case store.DispatchNotAccepted:
+	case termapi.DispatchNotAccepted:
 		nd.NotAcceptedAt = now
-	case store.DispatchUncertain:
+	case termapi.DispatchUncertain:
 		nd.UncertainAt = now
 	}
 	turn.Takeover.Submission.Status = status
@@ -231,10 +225,10 @@ func (s *Service) advance(ctx context.Context, turn *store.Turn, d *store.Dispat
 
 // failSubmission ends a submission that never reached the agent: the
 // ledger records status, the Turn fails with reason.
-func (s *Service) failSubmission(ctx context.Context, turn *store.Turn, d *store.Dispatch, status store.DispatchStatus, outcome, reason string, cause error) (string, error) {
+func (s *Service) failSubmission(ctx context.Context, turn *store.Turn, d *store.Dispatch, status termapi.DispatchStatus, outcome, reason string, cause error) (string, error) {
 	ctx = context.WithoutCancel(ctx)
 	d.Error = reason
-	if status == store.DispatchAborted && outcome == OutcomeNotSent {
+	if status == termapi.DispatchAborted && outcome == termapi.OutcomeNotSent {
 		d.SafeToRetry = true
 	}
 	failTurn(turn, "submission_"+outcome, reason)
@@ -256,7 +250,7 @@ func (s *Service) senderLease(ctx context.Context, turnID string) (store.Monitor
 	now := time.Now()
 	l, err := s.o.Store.ClaimWork(ctx, store.LeaseMonitor, turnID, "send-"+uuid(), now.UnixMilli(), now.Add(senderLeaseTTL).UnixMilli())
 	if errors.Is(err, store.ErrLeaseLost) {
-		return l, fmt.Errorf("%w: a monitor is still following this Turn; retry in a moment: %w", ErrRefused, err)
+		return l, fmt.Errorf("%w: a monitor is still following this Turn; retry in a moment: %w", termapi.ErrRefused, err)
 	}
 	return l, err
 }
@@ -267,7 +261,7 @@ func (s *Service) senderLease(ctx context.Context, turnID string) (store.Monitor
 func (s *Service) dispatch(ctx context.Context, lease store.MonitorLease, turn *store.Turn, d *store.Dispatch, p agents.Pane, a agents.Agent, token string, msg Message) (string, error) {
 	outcome, err := s.dispatchLocked(ctx, turn, d, p, a, token, msg)
 	_ = s.o.Store.ReleaseWork(context.WithoutCancel(ctx), lease)
-	if outcome == OutcomeAccepted || outcome == OutcomePendingAcceptance {
+	if outcome == termapi.OutcomeAccepted || outcome == termapi.OutcomePendingAcceptance {
 		s.startMonitor(ctx, turn.TurnID)
 	}
 	return outcome, err
@@ -279,36 +273,36 @@ func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store
 		text = msg.Body
 	}
 	if err := s.o.Terminals.SendText(ctx, p, text); err != nil {
-		if errors.Is(err, ErrInputNotSent) {
-			return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotSent, "the terminal refused the text; nothing was typed", err)
+		if errors.Is(err, termapi.ErrInputNotSent) {
+			return s.failSubmission(ctx, turn, d, termapi.DispatchAborted, termapi.OutcomeNotSent, "the terminal refused the text; nothing was typed", err)
 		}
-		return s.failSubmission(ctx, turn, d, store.DispatchUncertain, OutcomeUncertain,
+		return s.failSubmission(ctx, turn, d, termapi.DispatchUncertain, termapi.OutcomeUncertain,
 			"typing the text may or may not have reached the pane; it is never sent again — look at the pane, then close the Turn", err)
 	}
-	if err := s.advance(ctx, turn, d, store.DispatchTextInjected, "terminal_message_text_injected", map[string]any{"message_id": msg.ID}); err != nil {
-		return OutcomeUncertain, err
+	if err := s.advance(ctx, turn, d, termapi.DispatchTextInjected, "terminal_message_text_injected", map[string]any{"message_id": msg.ID}); err != nil {
+		return termapi.OutcomeUncertain, err
 	}
 	// Enter submits whatever the composer holds, so it is pressed only once
 	// the composer shows exactly the text typed: not a mode the text
 	// switched on, a command it turned into, or a human's keys mixed in.
 	if !waitDraft(ctx, s.o.Terminals, s.o.DraftTimeout, a, p, text) {
-		return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotAccepted,
-			"the draft did not show in the "+agentName(p.Agent)+" composer as typed, so Enter was not pressed; the text is left in the composer — clear it in the terminal", ErrRefused)
+		return s.failSubmission(ctx, turn, d, termapi.DispatchAborted, termapi.OutcomeNotAccepted,
+			"the draft did not show in the "+agentName(p.Agent)+" composer as typed, so Enter was not pressed; the text is left in the composer — clear it in the terminal", termapi.ErrRefused)
 	}
 	if err := s.revalidate(ctx, turn, p, a, token); err != nil {
-		return s.failSubmission(ctx, turn, d, store.DispatchAborted, OutcomeNotAccepted,
+		return s.failSubmission(ctx, turn, d, termapi.DispatchAborted, termapi.OutcomeNotAccepted,
 			"the pane changed before Enter; the text is left in the composer", err)
 	}
 	if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
-		status, outcome := store.DispatchUncertain, OutcomeUncertain
-		if errors.Is(err, ErrInputNotSent) {
-			status, outcome = store.DispatchAborted, OutcomeNotAccepted
+		status, outcome := termapi.DispatchUncertain, termapi.OutcomeUncertain
+		if errors.Is(err, termapi.ErrInputNotSent) {
+			status, outcome = termapi.DispatchAborted, termapi.OutcomeNotAccepted
 		}
 		return s.failSubmission(ctx, turn, d, status, outcome, "pressing Enter failed; the request is not resent", err)
 	}
 	ApplyMessage(turn, msg)
-	if err := s.advance(ctx, turn, d, store.DispatchEnterDispatched, "message", msg); err != nil {
-		return OutcomeUncertain, err
+	if err := s.advance(ctx, turn, d, termapi.DispatchEnterDispatched, "message", msg); err != nil {
+		return termapi.OutcomeUncertain, err
 	}
 	return s.awaitAcceptance(ctx, turn, d, p, a, text)
 }
@@ -316,9 +310,9 @@ func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store
 // agentName is the product name of an agent kind, for messages.
 func agentName(kind string) string {
 	switch kind {
-	case AgentCodex:
+	case termapi.AgentCodex:
 		return "Codex"
-	case AgentClaude:
+	case termapi.AgentClaude:
 		return "Claude Code"
 	}
 	return kind
@@ -366,7 +360,7 @@ func (s *Service) revalidate(ctx context.Context, turn *store.Turn, p agents.Pan
 		return err
 	}
 	if freshness(sess, live, id) != token {
-		return fmt.Errorf("%w: the session binding or native context changed during the send", ErrRefused)
+		return fmt.Errorf("%w: the session binding or native context changed during the send", termapi.ErrRefused)
 	}
 	return nil
 }
@@ -382,30 +376,30 @@ func (s *Service) awaitAcceptance(ctx context.Context, turn *store.Turn, d *stor
 		acc, err := a.Accepted(ctx, p, turn.Takeover.Submission.Anchor, text)
 		lastErr = err
 		if err == nil && acc != nil {
-			return OutcomeAccepted, s.accept(ctx, turn, d, *acc)
+			return termapi.OutcomeAccepted, s.accept(ctx, turn, d, *acc)
 		}
 		if time.Now().After(deadline) {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return OutcomePendingAcceptance, nil
+			return termapi.OutcomePendingAcceptance, nil
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	if lastErr != nil {
-		return s.failSubmission(ctx, turn, d, store.DispatchUncertain, OutcomeUncertain,
+		return s.failSubmission(ctx, turn, d, termapi.DispatchUncertain, termapi.OutcomeUncertain,
 			"the session file could not prove whether the agent took the request ("+Redact(lastErr.Error())+")", lastErr)
 	}
 	if screen, err := s.o.Terminals.Capture(ctx, p); err == nil && a.DraftVisible(screen, text) {
-		return s.failSubmission(ctx, turn, d, store.DispatchNotAccepted, OutcomeNotAccepted,
-			"the agent did not take the request: it is still in the composer", ErrRefused)
+		return s.failSubmission(ctx, turn, d, termapi.DispatchNotAccepted, termapi.OutcomeNotAccepted,
+			"the agent did not take the request: it is still in the composer", termapi.ErrRefused)
 	}
-	turn.Takeover.Submission.Outcome = OutcomePendingAcceptance
+	turn.Takeover.Submission.Outcome = termapi.OutcomePendingAcceptance
 	if err := s.o.Store.WriteTurn(context.WithoutCancel(ctx), store.TurnWrite{Turn: turn}); err != nil {
-		return OutcomePendingAcceptance, err
+		return termapi.OutcomePendingAcceptance, err
 	}
-	return OutcomePendingAcceptance, nil
+	return termapi.OutcomePendingAcceptance, nil
 }
 
 // accept records acceptance evidence and, for a virgin pane, binds the
@@ -434,7 +428,7 @@ func (s *Service) accept(ctx context.Context, turn *store.Turn, d *store.Dispatc
 			return err // another message took the Turn or the terminal
 		}
 		*turn, *d = *fresh, *fd
-		if sub := fresh.Takeover.Submission; sub.Status != store.DispatchEnterDispatched {
+		if sub := fresh.Takeover.Submission; sub.Status != termapi.DispatchEnterDispatched {
 			return nil // the monitor recorded the acceptance (or an end) first
 		}
 	}
@@ -442,7 +436,7 @@ func (s *Service) accept(ctx context.Context, turn *store.Turn, d *store.Dispatc
 }
 
 func (s *Service) recordAcceptance(ctx context.Context, turn *store.Turn, d *store.Dispatch, acc agents.Acceptance) error {
-	turn.Takeover.Submission.Outcome = OutcomeAccepted
+	turn.Takeover.Submission.Outcome = termapi.OutcomeAccepted
 	turn.Takeover.Submission.NativeTurnID = acc.NativeTurnID
 	turn.Takeover.Submission.AcceptanceEvidence = acc.Evidence
 	turn.Takeover.Submission.AcceptedAt = nowMs()
@@ -452,7 +446,7 @@ func (s *Service) recordAcceptance(ctx context.Context, turn *store.Turn, d *sto
 			s.log.Warn("bind the native thread", "turn_id", turn.TurnID, "err", err)
 		}
 	}
-	return s.advance(ctx, turn, d, store.DispatchAgentAccepted, "terminal_message_agent_accepted",
+	return s.advance(ctx, turn, d, termapi.DispatchAgentAccepted, "terminal_message_agent_accepted",
 		map[string]any{"native_turn_id": acc.NativeTurnID})
 }
 

@@ -28,15 +28,6 @@ const (
 	ScopeTerminalFollowCurrent = "terminal_follow_current"
 )
 
-// Submission outcomes reported by Send and Respond (termapi's).
-const (
-	OutcomeAccepted          = termapi.OutcomeAccepted
-	OutcomePendingAcceptance = termapi.OutcomePendingAcceptance
-	OutcomeNotAccepted       = termapi.OutcomeNotAccepted
-	OutcomeUncertain         = termapi.OutcomeUncertain
-	OutcomeNotSent           = termapi.OutcomeNotSent
-)
-
 // Options configures a Service. Zero values are the documented defaults.
 type Options struct {
 	// Store holds the records; required.
@@ -193,7 +184,7 @@ func nowMs() int64 { return time.Now().UnixMilli() }
 func (s *Service) agent(kind string) (agents.Agent, error) {
 	a, ok := s.o.Agents[kind]
 	if !ok {
-		return nil, fmt.Errorf("%w: no reader for agent %q in this build", ErrRefused, kind)
+		return nil, fmt.Errorf("%w: no reader for agent %q in this build", termapi.ErrRefused, kind)
 	}
 	return a, nil
 }

@@ -24,7 +24,7 @@ type SessionView struct {
 	UpdatedAt      int64  `json:"updated_at"`
 	DetachedAt     int64  `json:"detached_at,omitempty"`
 	// Latest is the Session's newest Turn; nil before the first.
-	Latest *TurnView `json:"latest_turn,omitempty"`
+	Latest *termapi.TurnView `json:"latest_turn,omitempty"`
 	// LatestUpdatedAt and LatestIdleSince date the newest Turn's last
 	// change and its reply (0 when none).
 	LatestUpdatedAt int64 `json:"latest_updated_at,omitempty"`
@@ -57,7 +57,7 @@ func getSession(ctx context.Context, st store.TerminalStore, sessionID string) (
 	}
 	sess, err := st.GetTermSession(ctx, sessionID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no session %s; terminal list shows the managed Sessions", ErrNotFound, sessionID)
+		return nil, fmt.Errorf("%w: no session %s; terminal list shows the managed Sessions", termapi.ErrNotFound, sessionID)
 	}
 	return sess, err
 }
@@ -101,9 +101,9 @@ func (s *Service) Detach(ctx context.Context, sessionID, reason string) (Session
 		if t := v.Latest; t != nil {
 			switch {
 			case Running(t.Status):
-				return v, fmt.Errorf("detach: %w: turn %s is still with the agent (%s); cancel it first", ErrRefused, t.TurnID, t.Status)
+				return v, fmt.Errorf("detach: %w: turn %s is still with the agent (%s); cancel it first", termapi.ErrRefused, t.TurnID, t.Status)
 			case store.TurnSendBlocking(t.Status):
-				if _, err := s.Close(ctx, t.TurnID, reason); err != nil && !errors.Is(err, ErrRefused) {
+				if _, err := s.Close(ctx, t.TurnID, reason); err != nil && !errors.Is(err, termapi.ErrRefused) {
 					return v, fmt.Errorf("detach: %w", err)
 				}
 			}
@@ -123,18 +123,15 @@ func (s *Service) Detach(ctx context.Context, sessionID, reason string) (Session
 	return SessionView{}, fmt.Errorf("detach: session %s keeps changing; try again", sessionID)
 }
 
-// SessionFile is where a Turn's native record starts: the agent's session (termapi.SessionFile).
-type SessionFile = termapi.SessionFile
-
 // SessionFile returns the session file and anchor of the Turn, from its
 // acceptance evidence when the agent took the request (a virgin Codex
 // anchor is bound there), else from the anchor taken before Enter.
-func (s *Service) SessionFile(ctx context.Context, turnID string) (SessionFile, error) {
+func (s *Service) SessionFile(ctx context.Context, turnID string) (termapi.SessionFile, error) {
 	t, err := s.turn(ctx, turnID)
 	if err != nil {
-		return SessionFile{}, fmt.Errorf("session file: %w", err)
+		return termapi.SessionFile{}, fmt.Errorf("session file: %w", err)
 	}
-	out := SessionFile{TurnID: t.TurnID, Agent: t.Agent}
+	out := termapi.SessionFile{TurnID: t.TurnID, Agent: t.Agent}
 	raw := t.Takeover.Submission.AcceptanceEvidence
 	if len(raw) == 0 {
 		raw = t.Takeover.Submission.Anchor

@@ -5,23 +5,24 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestSessionAndDetach: Session reports the managed Session with its latest
 // Turn; Detach refuses while the agent works, then releases the Session
 // without a key press, and a session_exact send is refused afterwards.
 func TestSessionAndDetach(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 140)
+	a := newFakeAgent(termapi.AgentCodex, 140)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	if _, err := r.svc.Session(ctx, "session-nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := r.svc.Session(ctx, "session-nope"); !errors.Is(err, termapi.ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)
 	}
-	if _, err := r.svc.Session(ctx, "turn-1"); !errors.Is(err, ErrBadInput) {
+	if _, err := r.svc.Session(ctx, "turn-1"); !errors.Is(err, termapi.ErrBadInput) {
 		t.Fatalf("malformed id: %v", err)
 	}
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "hello"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,13 +31,13 @@ func TestSessionAndDetach(t *testing.T) {
 		v.TerminalID != a.pane.TerminalID || v.LatestUpdatedAt == 0 {
 		t.Fatalf("session while running = %+v, %v", v, err)
 	}
-	if _, err := r.svc.Detach(ctx, res.SessionID, "done"); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.Detach(ctx, res.SessionID, "done"); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("detach while running: %v", err)
 	}
 	a.finish("the reply", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	v, err = r.svc.Session(ctx, res.SessionID)
-	if err != nil || v.Latest.Status != store.TurnIdle || v.Latest.Result.Text != "the reply" || v.LatestIdleSince == 0 {
+	if err != nil || v.Latest.Status != termapi.TurnIdle || v.Latest.Result.Text != "the reply" || v.LatestIdleSince == 0 {
 		t.Fatalf("session after the reply = %+v, %v", v, err)
 	}
 	keys := len(a.sentKeys())
@@ -50,7 +51,7 @@ func TestSessionAndDetach(t *testing.T) {
 	if again, err := r.svc.Detach(ctx, res.SessionID, ""); err != nil || again.DetachedAt != d.DetachedAt {
 		t.Fatalf("second detach = %+v, %v", again, err)
 	}
-	if _, err := r.svc.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "more"}); err == nil {
+	if _, err := r.svc.Send(ctx, termapi.SendRequest{SessionID: res.SessionID, Request: "more"}); err == nil {
 		t.Fatal("a session_exact send reached a detached Session")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // SocketFollower is implemented by Terminals that can list more tmux
@@ -44,34 +45,34 @@ var errNoSocket = errors.New("no such socket")
 func CheckSocket(path string) (string, error) {
 	switch {
 	case path == "":
-		return "", fmt.Errorf("%w: tmux socket path is empty", ErrBadInput)
+		return "", fmt.Errorf("%w: tmux socket path is empty", termapi.ErrBadInput)
 	case strings.ContainsRune(path, 0):
-		return "", fmt.Errorf("%w: tmux socket path %q holds a NUL byte", ErrBadInput, path)
+		return "", fmt.Errorf("%w: tmux socket path %q holds a NUL byte", termapi.ErrBadInput, path)
 	case !filepath.IsAbs(path):
-		return "", fmt.Errorf("%w: tmux socket %q is not an absolute path; give the full path (tmux -L NAME uses /tmp/tmux-UID/NAME)", ErrBadInput, path)
+		return "", fmt.Errorf("%w: tmux socket %q is not an absolute path; give the full path (tmux -L NAME uses /tmp/tmux-UID/NAME)", termapi.ErrBadInput, path)
 	case filepath.Clean(path) != path:
-		return "", fmt.Errorf("%w: tmux socket %q is not in clean form (it holds \".\", \"..\", repeated or trailing slashes); give it as %q", ErrBadInput, path, filepath.Clean(path))
+		return "", fmt.Errorf("%w: tmux socket %q is not in clean form (it holds \".\", \"..\", repeated or trailing slashes); give it as %q", termapi.ErrBadInput, path, filepath.Clean(path))
 	}
 	real, err := filepath.EvalSymlinks(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("tmux socket %s: %w", path, errNoSocket)
 	}
 	if err != nil {
-		return "", fmt.Errorf("%w: tmux socket %s: %w", ErrBadInput, path, err)
+		return "", fmt.Errorf("%w: tmux socket %s: %w", termapi.ErrBadInput, path, err)
 	}
 	fi, err := os.Lstat(real)
 	if err != nil {
-		return "", fmt.Errorf("%w: tmux socket %s: %w", ErrBadInput, path, err)
+		return "", fmt.Errorf("%w: tmux socket %s: %w", termapi.ErrBadInput, path, err)
 	}
 	if fi.Mode().Type() != fs.ModeSocket {
-		return "", fmt.Errorf("%w: %s is not a socket (it is a %s); give the path of a tmux server's socket", ErrBadInput, path, fileKind(fi.Mode()))
+		return "", fmt.Errorf("%w: %s is not a socket (it is a %s); give the path of a tmux server's socket", termapi.ErrBadInput, path, fileKind(fi.Mode()))
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return "", fmt.Errorf("%w: tmux socket %s: its owner cannot be read", ErrBadInput, path)
+		return "", fmt.Errorf("%w: tmux socket %s: its owner cannot be read", termapi.ErrBadInput, path)
 	}
 	if uid := os.Geteuid(); int(st.Uid) != uid {
-		return "", fmt.Errorf("%w: tmux socket %s belongs to uid %d, not to this user (uid %d); clawconnect drives only its own user's tmux servers", ErrBadInput, path, st.Uid, uid)
+		return "", fmt.Errorf("%w: tmux socket %s belongs to uid %d, not to this user (uid %d); clawconnect drives only its own user's tmux servers", termapi.ErrBadInput, path, st.Uid, uid)
 	}
 	return real, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // followingTerminals are fake panes that record the sockets they were
@@ -93,11 +94,11 @@ func TestCheckSocket(t *testing.T) {
 			got, err := CheckSocket(tc.path)
 			switch {
 			case tc.absent:
-				if !errors.Is(err, errNoSocket) || errors.Is(err, ErrBadInput) {
+				if !errors.Is(err, errNoSocket) || errors.Is(err, termapi.ErrBadInput) {
 					t.Fatalf("CheckSocket(%q) = %v, want errNoSocket", tc.path, err)
 				}
 			case tc.want != "":
-				if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
+				if !errors.Is(err, termapi.ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("CheckSocket(%q) = %v, want ErrBadInput saying %q", tc.path, err, tc.want)
 				}
 			case err != nil:
@@ -118,7 +119,7 @@ func FuzzCheckSocket(f *testing.F) {
 	f.Fuzz(func(t *testing.T, path string) {
 		got, err := CheckSocket(path)
 		if err != nil {
-			if !errors.Is(err, ErrBadInput) && !errors.Is(err, errNoSocket) {
+			if !errors.Is(err, termapi.ErrBadInput) && !errors.Is(err, errNoSocket) {
 				t.Fatalf("CheckSocket(%q) = %v: neither bad input nor absent", path, err)
 			}
 			return
@@ -134,7 +135,7 @@ func FuzzCheckSocket(f *testing.F) {
 func TestRecordedPaneSocketIsFollowed(t *testing.T) {
 	r := newRig(t)
 	ft := &followingTerminals{fakeTerminals: r.ft}
-	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]agents.Agent{AgentCodex: fakeReader{r.ft}}})
+	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}})
 	sock := filepath.Join(t.TempDir(), "private")
 	listenUnix(t, sock)
 	svc.followKey(sock + "\t%3")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // The operations a callback's next steps may name (its metadata.next_steps).
@@ -47,52 +48,52 @@ func accepts(step string, t *store.Turn, now time.Time) error {
 	case StepStatus:
 		return nil
 	case StepRespond:
-		if t.Status != store.TurnWaitingForOpenClaw || t.Approval != nil {
-			return fmt.Errorf("%w: turn %s is %s; respond only answers a Turn waiting for OpenClaw without an approval prompt", ErrRefused, t.TurnID, describe(t))
+		if t.Status != termapi.TurnWaitingForOpenClaw || t.Approval != nil {
+			return fmt.Errorf("%w: turn %s is %s; respond only answers a Turn waiting for OpenClaw without an approval prompt", termapi.ErrRefused, t.TurnID, describe(t))
 		}
 		if t.Question != nil && t.Takeover.QuestionBlocked {
-			return fmt.Errorf("%w: the agent's question dialog does not have a shape that can be answered from here; answer it in the terminal", ErrRefused)
+			return fmt.Errorf("%w: the agent's question dialog does not have a shape that can be answered from here; answer it in the terminal", termapi.ErrRefused)
 		}
 	case StepApprove:
-		if t.Status != store.TurnWaitingForOpenClaw || t.Approval == nil {
-			return fmt.Errorf("%w: turn %s is %s with no approval prompt to answer", ErrRefused, t.TurnID, t.Status)
+		if t.Status != termapi.TurnWaitingForOpenClaw || t.Approval == nil {
+			return fmt.Errorf("%w: turn %s is %s with no approval prompt to answer", termapi.ErrRefused, t.TurnID, t.Status)
 		}
 		if t.Takeover.ApprovalBlocked {
-			return fmt.Errorf("%w: the prompt does not have the exact shape that can be answered safely; answer it in the terminal", ErrRefused)
+			return fmt.Errorf("%w: the prompt does not have the exact shape that can be answered safely; answer it in the terminal", termapi.ErrRefused)
 		}
 	case StepAnswerInTerminal:
 		blockedApproval := t.Approval != nil && t.Takeover.ApprovalBlocked
 		blockedQuestion := t.Question != nil && t.Takeover.QuestionBlocked
-		if t.Status != store.TurnWaitingForOpenClaw || !blockedApproval && !blockedQuestion {
-			return fmt.Errorf("%w: turn %s waits for no prompt that only a human can answer", ErrRefused, t.TurnID)
+		if t.Status != termapi.TurnWaitingForOpenClaw || !blockedApproval && !blockedQuestion {
+			return fmt.Errorf("%w: turn %s waits for no prompt that only a human can answer", termapi.ErrRefused, t.TurnID)
 		}
 	case StepCancel:
-		if !store.TurnMonitored(t.Status) && t.Status != store.TurnStalled {
-			return fmt.Errorf("%w: turn %s is already %s", ErrRefused, t.TurnID, t.Status)
+		if !store.TurnMonitored(t.Status) && t.Status != termapi.TurnStalled {
+			return fmt.Errorf("%w: turn %s is already %s", termapi.ErrRefused, t.TurnID, t.Status)
 		}
 	case StepRenew:
-		if t.Status != store.TurnStalled {
-			return fmt.Errorf("%w: turn %s is %s; only a stalled Turn can be renewed", ErrRefused, t.TurnID, t.Status)
+		if t.Status != termapi.TurnStalled {
+			return fmt.Errorf("%w: turn %s is %s; only a stalled Turn can be renewed", termapi.ErrRefused, t.TurnID, t.Status)
 		}
 		if t.Takeover.HardDeadlineAt > 0 && now.UnixMilli() >= t.Takeover.HardDeadlineAt {
-			return fmt.Errorf("%w: turn %s passed its hard deadline; close it and send again", ErrRefused, t.TurnID)
+			return fmt.Errorf("%w: turn %s passed its hard deadline; close it and send again", termapi.ErrRefused, t.TurnID)
 		}
 	case StepClose:
 		switch {
-		case t.Status == store.TurnClosed || t.Status == store.TurnCancelled:
-			return fmt.Errorf("%w: turn %s is already %s", ErrRefused, t.TurnID, t.Status)
+		case t.Status == termapi.TurnClosed || t.Status == termapi.TurnCancelled:
+			return fmt.Errorf("%w: turn %s is already %s", termapi.ErrRefused, t.TurnID, t.Status)
 		case Running(t.Status):
-			return fmt.Errorf("%w: turn %s is still with the agent (%s); cancel it instead", ErrRefused, t.TurnID, t.Status)
+			return fmt.Errorf("%w: turn %s is still with the agent (%s); cancel it instead", termapi.ErrRefused, t.TurnID, t.Status)
 		}
 	case StepSend:
 		// A follow-up in the same Session once the Turn has let go of the
 		// pane: a failed or closed Turn may still hold its input (an
 		// uncertain submission) until a human looks.
-		if t.Status != store.TurnIdle && t.Status != store.TurnCancelled {
-			return fmt.Errorf("%w: turn %s is %s; a follow-up goes to the Session of a finished or cancelled Turn", ErrRefused, t.TurnID, t.Status)
+		if t.Status != termapi.TurnIdle && t.Status != termapi.TurnCancelled {
+			return fmt.Errorf("%w: turn %s is %s; a follow-up goes to the Session of a finished or cancelled Turn", termapi.ErrRefused, t.TurnID, t.Status)
 		}
 	default:
-		return fmt.Errorf("%w: no operation %q", ErrBadInput, step)
+		return fmt.Errorf("%w: no operation %q", termapi.ErrBadInput, step)
 	}
 	return nil
 }

@@ -13,11 +13,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 const origin = "agent:main:s1"
@@ -50,7 +50,7 @@ type stepScenario struct {
 	drive func(t *testing.T, r *rig, a *fakeAgent) string
 }
 
-func sendFrom(t *testing.T, r *rig, a *fakeAgent, req SendRequest) string {
+func sendFrom(t *testing.T, r *rig, a *fakeAgent, req termapi.SendRequest) string {
 	t.Helper()
 	req.TerminalID, req.Request, req.OriginSession = a.pane.TerminalID, "do it", origin
 	res, err := r.svc.Send(t.Context(), req)
@@ -62,20 +62,20 @@ func sendFrom(t *testing.T, r *rig, a *fakeAgent, req SendRequest) string {
 
 func approvalScenario(approvable bool) func(t *testing.T, r *rig, a *fakeAgent) string {
 	return func(t *testing.T, r *rig, a *fakeAgent) string {
-		id := sendFrom(t, r, a, SendRequest{})
+		id := sendFrom(t, r, a, termapi.SendRequest{})
 		a.set(func(f *fakeAgent) {
 			f.approval = &agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Approvable: approvable}
 		})
-		r.waitStatus(id, store.TurnWaitingForOpenClaw)
+		r.waitStatus(id, termapi.TurnWaitingForOpenClaw)
 		return id
 	}
 }
 
 func questionScenario(answerable bool) func(t *testing.T, r *rig, a *fakeAgent) string {
 	return func(t *testing.T, r *rig, a *fakeAgent) string {
-		id := sendFrom(t, r, a, SendRequest{})
+		id := sendFrom(t, r, a, termapi.SendRequest{})
 		a.set(func(f *fakeAgent) { f.question = colorQuestion(answerable) })
-		r.waitStatus(id, store.TurnWaitingForOpenClaw)
+		r.waitStatus(id, termapi.TurnWaitingForOpenClaw)
 		return id
 	}
 }
@@ -86,38 +86,38 @@ var stepScenarios = []stepScenario{
 	{"approvable prompt", KindApproval, MsgQuestion, []string{StepApprove, StepCancel, StepClose, StepStatus}, approvalScenario(true)},
 	{"prompt that cannot be answered safely", KindApproval, MsgBlocked, []string{StepAnswerInTerminal, StepCancel, StepClose, StepStatus}, approvalScenario(false)},
 	{"stall", KindStall, MsgBlocked, []string{StepRenew, StepCancel, StepClose, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
-		id := sendFrom(t, r, a, SendRequest{InactivityTimeout: 100 * time.Millisecond})
-		r.waitStatus(id, store.TurnStalled)
+		id := sendFrom(t, r, a, termapi.SendRequest{InactivityTimeout: 100 * time.Millisecond})
+		r.waitStatus(id, termapi.TurnStalled)
 		return id
 	}},
 	{"stall past the hard deadline", KindStall, MsgBlocked, []string{StepCancel, StepClose, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
-		id := sendFrom(t, r, a, SendRequest{HardTimeout: 100 * time.Millisecond})
-		r.waitStatus(id, store.TurnStalled)
+		id := sendFrom(t, r, a, termapi.SendRequest{HardTimeout: 100 * time.Millisecond})
+		r.waitStatus(id, termapi.TurnStalled)
 		return id
 	}},
 	{"done", KindCompletion, MsgDone, []string{StepSend, StepClose, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
-		id := sendFrom(t, r, a, SendRequest{})
+		id := sendFrom(t, r, a, termapi.SendRequest{})
 		a.finish("reply", false)
-		r.waitStatus(id, store.TurnIdle)
+		r.waitStatus(id, termapi.TurnIdle)
 		return id
 	}},
 	{"failed", KindCompletion, MsgError, []string{StepClose, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
-		id := sendFrom(t, r, a, SendRequest{})
+		id := sendFrom(t, r, a, termapi.SendRequest{})
 		a.finish("API Error", true)
-		r.waitStatus(id, store.TurnFailed)
+		r.waitStatus(id, termapi.TurnFailed)
 		return id
 	}},
 	{"cancelled by the caller", KindCancellation, MsgCancelled, []string{StepSend, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
-		id := sendFrom(t, r, a, SendRequest{})
+		id := sendFrom(t, r, a, termapi.SendRequest{})
 		if _, err := r.svc.Cancel(t.Context(), id); err != nil {
 			t.Fatal(err)
 		}
 		return id
 	}},
 	{"interrupted in the terminal", KindCancellation, MsgCancelled, []string{StepSend, StepStatus}, func(t *testing.T, r *rig, a *fakeAgent) string {
-		id := sendFrom(t, r, a, SendRequest{})
+		id := sendFrom(t, r, a, termapi.SendRequest{})
 		a.interrupt()
-		r.waitStatus(id, store.TurnCancelled)
+		r.waitStatus(id, termapi.TurnCancelled)
 		return id
 	}},
 }
@@ -149,12 +149,12 @@ func doStep(t *testing.T, r *rig, a *fakeAgent, turnID, step string) error {
 		if err != nil {
 			return err
 		}
-		_, err = r.svc.Send(ctx, SendRequest{SessionID: v.SessionID, Request: "a follow-up"})
+		_, err = r.svc.Send(ctx, termapi.SendRequest{SessionID: v.SessionID, Request: "a follow-up"})
 		return err
 	case StepAnswerInTerminal:
 		// A human answers the prompt: the Turn goes back to the agent.
 		a.set(func(f *fakeAgent) { f.approval, f.question = nil, nil })
-		r.waitStatus(turnID, store.TurnWaitingForAgent)
+		r.waitStatus(turnID, termapi.TurnWaitingForAgent)
 		return nil
 	}
 	return fmt.Errorf("no such step %q", step)
@@ -167,7 +167,7 @@ func doStep(t *testing.T, r *rig, a *fakeAgent, turnID, step string) error {
 func TestEverySuggestedStepIsAccepted(t *testing.T) {
 	for i, sc := range stepScenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			probe := newFakeAgent(AgentCodex, 400+i*10)
+			probe := newFakeAgent(termapi.AgentCodex, 400+i*10)
 			r := newRig(t, probe)
 			r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
 			id := sc.drive(t, r, probe)
@@ -184,7 +184,7 @@ func TestEverySuggestedStepIsAccepted(t *testing.T) {
 			}
 			for j, step := range sc.steps {
 				t.Run(step, func(t *testing.T) {
-					a := newFakeAgent(AgentCodex, 400+i*10+j+1)
+					a := newFakeAgent(termapi.AgentCodex, 400+i*10+j+1)
 					r := newRig(t, a)
 					r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
 					id := sc.drive(t, r, a)
@@ -204,15 +204,15 @@ func TestEverySuggestedStepIsAccepted(t *testing.T) {
 // cancelled callback saying the caller cancelled; a second cancel is
 // refused and queues nothing.
 func TestCancelRecordsOneCancelledCallback(t *testing.T) {
-	a := newFakeAgent(AgentClaude, 380)
+	a := newFakeAgent(termapi.AgentClaude, 380)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	id := sendFrom(t, r, a, SendRequest{})
+	id := sendFrom(t, r, a, termapi.SendRequest{})
 	if _, err := r.svc.Cancel(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.svc.Cancel(ctx, id); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.Cancel(ctx, id); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("second cancel: %v", err)
 	}
 	cbs := callbacksOf(t, r, id)
@@ -224,7 +224,7 @@ func TestCancelRecordsOneCancelledCallback(t *testing.T) {
 		m.Metadata["cancelled_by"] != CancelledByCaller || m.Metadata["keys_sent"] != true || !strings.Contains(m.Body, "cancelled") {
 		t.Fatalf("cancelled callback = %+v", m)
 	}
-	if v, _ := r.svc.Status(ctx, id); v.Status != store.TurnCancelled {
+	if v, _ := r.svc.Status(ctx, id); v.Status != termapi.TurnCancelled {
 		t.Fatalf("turn = %+v", v)
 	}
 }
@@ -232,7 +232,7 @@ func TestCancelRecordsOneCancelledCallback(t *testing.T) {
 // TestCancelLeavesAPromptItCannotAnswer: over a prompt the bridge cannot
 // answer safely, cancel cancels the Turn without pressing a key into it.
 func TestCancelLeavesAPromptItCannotAnswer(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 385)
+	a := newFakeAgent(termapi.AgentCodex, 385)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	id := approvalScenario(false)(t, r, a)
@@ -260,12 +260,12 @@ func TestCancelLeavesAPromptItCannotAnswer(t *testing.T) {
 // records ends the Turn cancelled, with one cancelled callback that says
 // it was interrupted in the terminal — not a failure without reply text.
 func TestInterruptInTheTerminalIsCancelled(t *testing.T) {
-	a := newFakeAgent(AgentClaude, 390)
+	a := newFakeAgent(termapi.AgentClaude, 390)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
-	id := sendFrom(t, r, a, SendRequest{})
+	id := sendFrom(t, r, a, termapi.SendRequest{})
 	a.interrupt()
-	v := r.waitStatus(id, store.TurnCancelled)
+	v := r.waitStatus(id, termapi.TurnCancelled)
 	if v.Result == nil || v.Result.Outcome != agents.OutcomeCancelled {
 		t.Fatalf("turn = %+v", v)
 	}
@@ -276,7 +276,7 @@ func TestInterruptInTheTerminalIsCancelled(t *testing.T) {
 	if m := cbs[0]; m.Type != MsgCancelled || m.Metadata["cancelled_by"] != CancelledInTerminal || strings.Contains(m.Body, "without reply text") {
 		t.Fatalf("callback = %+v", m)
 	}
-	if _, err := r.svc.Cancel(t.Context(), id); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.Cancel(t.Context(), id); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("cancel after the interrupt: %v", err)
 	}
 	if n := len(callbacksOf(t, r, id)); n != 1 {

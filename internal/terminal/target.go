@@ -13,6 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // livePane looks p up in an inventory at most maxAge old (monitors only;
@@ -66,17 +67,17 @@ func (s *Service) findPane(ctx context.Context, key string, pid int, birth strin
 	}
 	switch {
 	case len(found) == 0:
-		return agents.Pane{}, fmt.Errorf("%w: the pane is gone or no longer runs a coding agent; run `clawconnect terminal list`", ErrRefused)
+		return agents.Pane{}, fmt.Errorf("%w: the pane is gone or no longer runs a coding agent; run `clawconnect terminal list`", termapi.ErrRefused)
 	case len(found) > 1:
-		return agents.Pane{}, fmt.Errorf("%w: %d agent processes claim the pane; it is not controllable until one exits", ErrRefused, len(found))
+		return agents.Pane{}, fmt.Errorf("%w: %d agent processes claim the pane; it is not controllable until one exits", termapi.ErrRefused, len(found))
 	}
 	p := found[0]
 	if p.NotControllable {
-		return p, fmt.Errorf("%w: the pane is not controllable now (%s)", ErrRefused, p.Reason)
+		return p, fmt.Errorf("%w: the pane is not controllable now (%s)", termapi.ErrRefused, p.Reason)
 	}
 	if pid > 0 && (p.PID != pid || p.Birth != birth) {
 		return p, fmt.Errorf("%w: the agent process in the pane changed (was pid %d, now %d); send with --terminal %s to follow the new one",
-			ErrRefused, pid, p.PID, p.TerminalID)
+			termapi.ErrRefused, pid, p.PID, p.TerminalID)
 	}
 	return p, nil
 }
@@ -89,15 +90,15 @@ func (s *Service) checkScreen(ctx context.Context, a agents.Agent, p agents.Pane
 	}
 	switch {
 	case sc.Approval != nil:
-		return sc, fmt.Errorf("%w: the pane shows an approval prompt; answer it (approve/cancel the Turn that owns it) before sending", ErrRefused)
+		return sc, fmt.Errorf("%w: the pane shows an approval prompt; answer it (approve/cancel the Turn that owns it) before sending", termapi.ErrRefused)
 	case sc.Question != nil:
-		return sc, fmt.Errorf("%w: the pane shows the agent's question; answer it (respond to the Turn that owns it, or in the terminal) before sending", ErrRefused)
+		return sc, fmt.Errorf("%w: the pane shows the agent's question; answer it (respond to the Turn that owns it, or in the terminal) before sending", termapi.ErrRefused)
 	case sc.Dialog:
-		return sc, fmt.Errorf("%w: the pane shows a dialog or menu; close it in the terminal first", ErrRefused)
+		return sc, fmt.Errorf("%w: the pane shows a dialog or menu; close it in the terminal first", termapi.ErrRefused)
 	case sc.Activity != "idle":
-		return sc, fmt.Errorf("%w: the agent is busy (%s); wait for it to finish", ErrRefused, sc.Activity)
+		return sc, fmt.Errorf("%w: the agent is busy (%s); wait for it to finish", termapi.ErrRefused, sc.Activity)
 	case !sc.ComposerEmpty:
-		return sc, fmt.Errorf("%w: the composer holds unsent text; clear it in the terminal first", ErrRefused)
+		return sc, fmt.Errorf("%w: the composer holds unsent text; clear it in the terminal first", termapi.ErrRefused)
 	}
 	return sc, nil
 }
@@ -156,13 +157,13 @@ func paintedScreen(ctx context.Context, terms Terminals, a agents.Agent, p agent
 func (s *Service) exactTarget(ctx context.Context, sessionID string) (*store.TermSession, agents.Pane, agents.Agent, agents.Identity, error) {
 	sess, err := s.o.Store.GetTermSession(ctx, sessionID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: no session %s; run `clawconnect terminal list` for current ids", ErrNotFound, sessionID)
+		return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: no session %s; run `clawconnect terminal list` for current ids", termapi.ErrNotFound, sessionID)
 	}
 	if err != nil {
 		return nil, agents.Pane{}, nil, agents.Identity{}, err
 	}
 	if sess.Status != store.SessionBound || sess.Binding == nil {
-		return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: session %s is %s, not bound to a terminal", ErrRefused, sessionID, sess.Status)
+		return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: session %s is %s, not bound to a terminal", termapi.ErrRefused, sessionID, sess.Status)
 	}
 	b := sess.Binding
 	p, err := s.findPane(ctx, b.TerminalKey, b.NativeProcess.PID, b.NativeProcess.ProcessBirth)
@@ -179,7 +180,7 @@ func (s *Service) exactTarget(ctx context.Context, sessionID string) (*store.Ter
 	}
 	if !strings.EqualFold(id.ThreadID, b.NativeThreadID) {
 		return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: the pane's foreground thread changed since session %s was bound (was %q, now %q); send with --terminal %s to follow the current context",
-			ErrRefused, sessionID, b.NativeThreadID, id.ThreadID, p.TerminalID)
+			termapi.ErrRefused, sessionID, b.NativeThreadID, id.ThreadID, p.TerminalID)
 	}
 	if len(b.Checkpoint) > 0 {
 		human, err := a.UserInputSince(ctx, p, b.Checkpoint)
@@ -188,7 +189,7 @@ func (s *Service) exactTarget(ctx context.Context, sessionID string) (*store.Ter
 		}
 		if human {
 			return nil, agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: someone typed in the pane since the last Turn of session %s, so its exact context is gone; send with --terminal %s to follow the current context",
-				ErrRefused, sessionID, p.TerminalID)
+				termapi.ErrRefused, sessionID, p.TerminalID)
 		}
 	}
 	return sess, p, a, id, nil
@@ -224,7 +225,7 @@ func (s *Service) identify(ctx context.Context, a agents.Agent, p agents.Pane) (
 // followTarget resolves a terminal_follow_current send to its live pane.
 func (s *Service) followTarget(ctx context.Context, terminalID string) (agents.Pane, agents.Agent, agents.Identity, error) {
 	if host, ok := s.foreign(terminalID); ok {
-		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: terminal %s runs on terminal host %s; this operation runs only there", ErrRefused, terminalID, host)
+		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: terminal %s runs on terminal host %s; this operation runs only there", termapi.ErrRefused, terminalID, host)
 	}
 	terminalID = s.ownID(terminalID)
 	panes, err := s.o.Terminals.Discover(ctx)
@@ -239,13 +240,13 @@ func (s *Service) followTarget(ctx context.Context, terminalID string) (agents.P
 	}
 	switch {
 	case len(found) == 0:
-		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: no live agent pane has terminal id %s (the pane is gone or its process changed); run `clawconnect terminal list`", ErrNotFound, terminalID)
+		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: no live agent pane has terminal id %s (the pane is gone or its process changed); run `clawconnect terminal list`", termapi.ErrNotFound, terminalID)
 	case len(found) > 1:
-		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: terminal id %s is ambiguous (%d panes on several sockets); stop one of them", ErrRefused, terminalID, len(found))
+		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: terminal id %s is ambiguous (%d panes on several sockets); stop one of them", termapi.ErrRefused, terminalID, len(found))
 	}
 	p := found[0]
 	if p.NotControllable {
-		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: the pane is not controllable now (%s)", ErrRefused, p.Reason)
+		return agents.Pane{}, nil, agents.Identity{}, fmt.Errorf("%w: the pane is not controllable now (%s)", termapi.ErrRefused, p.Reason)
 	}
 	a, err := s.agent(p.Agent)
 	if err != nil {

@@ -35,7 +35,7 @@ func (s *Service) Threads(ctx context.Context, terminalID string) (ThreadsResult
 	}
 	tc, ok := a.(agents.ThreadControl)
 	if !ok {
-		return ThreadsResult{}, fmt.Errorf("threads: %w: the %s reader cannot list native threads", ErrRefused, p.Agent)
+		return ThreadsResult{}, fmt.Errorf("threads: %w: the %s reader cannot list native threads", termapi.ErrRefused, p.Agent)
 	}
 	list, err := tc.Threads(ctx, p)
 	if err != nil {
@@ -54,9 +54,6 @@ func (s *Service) Threads(ctx context.Context, terminalID string) (ThreadsResult
 	return ThreadsResult{TerminalID: p.TerminalID, Agent: p.Agent, Workspace: p.Cwd, Threads: list}, nil
 }
 
-// ThreadConflict is termapi.ThreadConflict.
-type ThreadConflict = termapi.ThreadConflict
-
 // checkThreadSwitch refuses a follow-current send to a pane whose thread a
 // human switched, until adopt-thread or detach settles it.
 func (s *Service) checkThreadSwitch(ctx context.Context, p agents.Pane, id agents.Identity) error {
@@ -65,20 +62,20 @@ func (s *Service) checkThreadSwitch(ctx context.Context, p agents.Pane, id agent
 		return err
 	}
 	if conflict {
-		return fmt.Errorf("%w: %s", ErrRefused, conflictReason(cur, p, id))
+		return fmt.Errorf("%w: %s", termapi.ErrRefused, conflictReason(cur, p, id))
 	}
 	return nil
 }
 
 // transitionRow fills the row's binding generation, thread conflict and
 // open transition, and returns why they block a send.
-func (s *Service) transitionRow(ctx context.Context, p agents.Pane, id agents.Identity, sess *store.TermSession, r *TerminalRow) []string {
+func (s *Service) transitionRow(ctx context.Context, p agents.Pane, id agents.Identity, sess *store.TermSession, r *termapi.TerminalRow) []string {
 	r.NativeThreadID = id.ThreadID
 	var blocked []string
 	cur, conflict, err := s.paneBinding(ctx, p, id)
 	if err == nil && conflict {
 		r.ManagementState = "conflict"
-		r.Conflict = &ThreadConflict{SessionID: cur.SessionID, BoundThreadID: cur.Binding.NativeThreadID, PaneThreadID: id.ThreadID,
+		r.Conflict = &termapi.ThreadConflict{SessionID: cur.SessionID, BoundThreadID: cur.Binding.NativeThreadID, PaneThreadID: id.ThreadID,
 			Reason:  conflictReason(cur, p, id),
 			Choices: []string{"clawconnect terminal adopt-thread " + p.TerminalID, "clawconnect terminal detach " + cur.SessionID}}
 		if r.SessionID == "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TmuxTerminals is Terminals over tmux panes and /proc: discovery and
@@ -106,11 +107,11 @@ func (t *TmuxTerminals) Capture(ctx context.Context, p agents.Pane) (string, err
 func (t *TmuxTerminals) verify(ctx context.Context, p agents.Pane) (agentproc.Row, error) {
 	r, err := rowOf(p)
 	if err != nil {
-		return r, fmt.Errorf("%w: %w", ErrInputNotSent, err)
+		return r, fmt.Errorf("%w: %w", termapi.ErrInputNotSent, err)
 	}
 	r, err = t.Finder.Verify(ctx, r)
 	if err != nil {
-		return r, fmt.Errorf("%w: %w", ErrInputNotSent, err)
+		return r, fmt.Errorf("%w: %w", termapi.ErrInputNotSent, err)
 	}
 	return r, nil
 }
@@ -120,9 +121,9 @@ func sendErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, tmux.ErrUncertain):
-		return fmt.Errorf("%w: %w", ErrOutcomeUncertain, err)
+		return fmt.Errorf("%w: %w", termapi.ErrOutcomeUncertain, err)
 	default:
-		return fmt.Errorf("%w: %w", ErrInputNotSent, err)
+		return fmt.Errorf("%w: %w", termapi.ErrInputNotSent, err)
 	}
 }
 

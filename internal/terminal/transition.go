@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Native thread transitions: new-thread,
@@ -25,18 +26,18 @@ const transitionVerifyTimeout = 15 * time.Second
 
 // NewThread starts a new native thread in the terminal's agent (its own
 // new-thread control). See transition for the guarantees.
-func (s *Service) NewThread(ctx context.Context, terminalID string) (TransitionView, error) {
+func (s *Service) NewThread(ctx context.Context, terminalID string) (termapi.TransitionView, error) {
 	return s.transition(ctx, store.TransitionNewThread, terminalID, "")
 }
 
 // ClearThread clears the terminal agent's context into a new native thread.
-func (s *Service) ClearThread(ctx context.Context, terminalID string) (TransitionView, error) {
+func (s *Service) ClearThread(ctx context.Context, terminalID string) (termapi.TransitionView, error) {
 	return s.transition(ctx, store.TransitionClearThread, terminalID, "")
 }
 
 // ResumeThread resumes one of the workspace's native threads (an id Threads
 // lists) in the terminal's agent.
-func (s *Service) ResumeThread(ctx context.Context, terminalID, threadID string) (TransitionView, error) {
+func (s *Service) ResumeThread(ctx context.Context, terminalID, threadID string) (termapi.TransitionView, error) {
 	return s.transition(ctx, store.TransitionResumeThread, terminalID, threadID)
 }
 
@@ -44,7 +45,7 @@ func (s *Service) ResumeThread(ctx context.Context, terminalID, threadID string)
 // bound to the pane is left detached, the pane's thread gets a Session (a
 // new one, or its detached one reactivated) at the next generation.
 // Nothing is typed.
-func (s *Service) AdoptThread(ctx context.Context, terminalID string) (TransitionView, error) {
+func (s *Service) AdoptThread(ctx context.Context, terminalID string) (termapi.TransitionView, error) {
 	return s.transition(ctx, store.TransitionAdopt, terminalID, "")
 }
 
@@ -83,17 +84,19 @@ func conflictReason(sess *store.TermSession, p agents.Pane, id agents.Identity) 
 		sess.Binding.NativeThreadID, sess.SessionID, id.ThreadID, p.TerminalID, sess.SessionID)
 }
 
-func (s *Service) transition(ctx context.Context, kind, terminalID, thread string) (TransitionView, error) {
+func (s *Service) transition(ctx context.Context, kind, terminalID, thread string) (termapi.TransitionView, error) {
 	op := strings.ReplaceAll(kind, "_", "-")
 	if kind == store.TransitionAdopt {
 		op = "adopt-thread"
 	}
-	fail := func(err error) (TransitionView, error) { return TransitionView{}, fmt.Errorf("%s: %w", op, err) }
+	fail := func(err error) (termapi.TransitionView, error) {
+		return termapi.TransitionView{}, fmt.Errorf("%s: %w", op, err)
+	}
 	if err := checkTerminalID(terminalID); err != nil {
 		return fail(err)
 	}
 	if kind == store.TransitionResumeThread && !agents.ValidThreadID(thread) {
-		return fail(fmt.Errorf("%w: native thread id %q is not a complete thread id (a UUID); copy one from `clawconnect terminal threads %s`", ErrBadInput, thread, terminalID))
+		return fail(fmt.Errorf("%w: native thread id %q is not a complete thread id (a UUID); copy one from `clawconnect terminal threads %s`", termapi.ErrBadInput, thread, terminalID))
 	}
 	ts := s.o.Store
 	p, a, id, err := s.followTarget(ctx, terminalID)
@@ -108,20 +111,20 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 	var plan []string
 	if kind == store.TransitionAdopt {
 		if !conflict {
-			return fail(fmt.Errorf("%w: the pane shows the thread its Session is bound to; there is nothing to adopt", ErrRefused))
+			return fail(fmt.Errorf("%w: the pane shows the thread its Session is bound to; there is nothing to adopt", termapi.ErrRefused))
 		}
 		thread = id.ThreadID
 	} else {
 		if conflict {
-			return fail(fmt.Errorf("%w: %s", ErrRefused, conflictReason(cur, p, id)))
+			return fail(fmt.Errorf("%w: %s", termapi.ErrRefused, conflictReason(cur, p, id)))
 		}
 		tc, ok := a.(agents.ThreadControl)
 		if !ok {
-			return fail(fmt.Errorf("%w: the %s reader has no native thread controls", ErrRefused, p.Agent))
+			return fail(fmt.Errorf("%w: the %s reader has no native thread controls", termapi.ErrRefused, p.Agent))
 		}
 		if kind == store.TransitionResumeThread {
 			if strings.EqualFold(thread, id.ThreadID) {
-				return fail(fmt.Errorf("%w: thread %s is already the pane's current thread", ErrRefused, thread))
+				return fail(fmt.Errorf("%w: thread %s is already the pane's current thread", termapi.ErrRefused, thread))
 			}
 			list, err := tc.Threads(ctx, p)
 			if err != nil {
@@ -134,7 +137,7 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 				}
 			}
 			if !found {
-				return fail(fmt.Errorf("%w: thread %s is not a resumable thread of this pane's workspace; `clawconnect terminal threads %s` lists them", ErrNotFound, thread, terminalID))
+				return fail(fmt.Errorf("%w: thread %s is not a resumable thread of this pane's workspace; `clawconnect terminal threads %s` lists them", termapi.ErrNotFound, thread, terminalID))
 			}
 		}
 		if version, plan, err = tc.ThreadPlan(ctx, p, kind, thread); err != nil {
@@ -162,7 +165,7 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 		case err != nil:
 			return fail(err)
 		case prev.Status == store.SessionBound:
-			return fail(fmt.Errorf("%w: thread %s is bound by session %s in another pane; detach that Session first", ErrRefused, thread, prev.SessionID))
+			return fail(fmt.Errorf("%w: thread %s is bound by session %s in another pane; detach that Session first", termapi.ErrRefused, thread, prev.SessionID))
 		default:
 			tr.TargetSessionID = prev.SessionID
 			if prev.Binding != nil && prev.Binding.Generation >= tr.ToGeneration {
@@ -181,9 +184,9 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 	if err := ts.PrepareTransition(ctx, tr); err != nil {
 		switch {
 		case errors.Is(err, store.ErrTerminalBusy):
-			return fail(fmt.Errorf("%w: unresolved work on the terminal: %w", ErrRefused, err))
+			return fail(fmt.Errorf("%w: unresolved work on the terminal: %w", termapi.ErrRefused, err))
 		case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrThreadBound):
-			return fail(fmt.Errorf("%w: the terminal's binding changed meanwhile (%w); run `clawconnect terminal list` and try again", ErrRefused, err))
+			return fail(fmt.Errorf("%w: the terminal's binding changed meanwhile (%w); run `clawconnect terminal list` and try again", termapi.ErrRefused, err))
 		}
 		return fail(err)
 	}
@@ -232,7 +235,7 @@ func (s *Service) settle(ctx context.Context, ts store.TransitionStore, tr *stor
 		return tr, errors.Join(fmt.Errorf("%s: %w", reason, cause), err)
 	}
 	if status == store.TransitionUncertain {
-		return tr, fmt.Errorf("%w: %s; settle it with `%s` or `%s`", ErrOutcomeUncertain, reason, recoveryActions(tr.TransitionID)[0], recoveryActions(tr.TransitionID)[1])
+		return tr, fmt.Errorf("%w: %s; settle it with `%s` or `%s`", termapi.ErrOutcomeUncertain, reason, recoveryActions(tr.TransitionID)[0], recoveryActions(tr.TransitionID)[1])
 	}
 	return tr, fmt.Errorf("%s: %w", reason, cause)
 }
@@ -250,7 +253,7 @@ func (s *Service) runTransition(ctx context.Context, ts store.TransitionStore, t
 	if err == nil {
 		var id agents.Identity
 		if id, err = s.identify(ctx, a, live); err == nil && !strings.EqualFold(id.ThreadID, before.ThreadID) {
-			err = fmt.Errorf("%w: the pane's thread changed since the transition was prepared", ErrRefused)
+			err = fmt.Errorf("%w: the pane's thread changed since the transition was prepared", termapi.ErrRefused)
 		}
 	}
 	if err == nil {
@@ -264,7 +267,7 @@ func (s *Service) runTransition(ctx context.Context, ts store.TransitionStore, t
 	}
 	for i, line := range tr.Plan {
 		if err := s.o.Terminals.SendText(ctx, p, line); err != nil {
-			if i == 0 && errors.Is(err, ErrInputNotSent) {
+			if i == 0 && errors.Is(err, termapi.ErrInputNotSent) {
 				return s.settle(ctx, ts, tr, store.TransitionAborted, "the terminal refused the text; nothing was typed", err)
 			}
 			return s.settle(ctx, ts, tr, store.TransitionUncertain, "typing "+line+" may or may not have reached the pane", err)
@@ -272,9 +275,9 @@ func (s *Service) runTransition(ctx context.Context, ts store.TransitionStore, t
 		if !s.waitCommandDraft(ctx, a, p, line) {
 			_ = s.o.Terminals.SendKeys(context.WithoutCancel(ctx), p, "Escape")
 			if i == 0 {
-				return s.settle(ctx, ts, tr, store.TransitionAborted, "the command did not show in the composer, so Enter was not pressed", ErrRefused)
+				return s.settle(ctx, ts, tr, store.TransitionAborted, "the command did not show in the composer, so Enter was not pressed", termapi.ErrRefused)
 			}
-			return s.settle(ctx, ts, tr, store.TransitionUncertain, "the command "+line+" did not show in the composer after an earlier step", ErrRefused)
+			return s.settle(ctx, ts, tr, store.TransitionUncertain, "the command "+line+" did not show in the composer after an earlier step", termapi.ErrRefused)
 		}
 		if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
 			return s.settle(ctx, ts, tr, store.TransitionUncertain, "pressing Enter after "+line+" failed", err)
@@ -285,7 +288,7 @@ func (s *Service) runTransition(ctx context.Context, ts store.TransitionStore, t
 	}
 	id, err := s.verifyTransition(ctx, tr, p, a)
 	if err != nil {
-		return s.settle(ctx, ts, tr, store.TransitionUncertain, err.Error(), ErrOutcomeUncertain)
+		return s.settle(ctx, ts, tr, store.TransitionUncertain, err.Error(), termapi.ErrOutcomeUncertain)
 	}
 	tr.ObservedThreadID, tr.ObservedFile = id.ThreadID, id.File
 	if err := s.step(ctx, ts, tr, store.TransitionVerified, ""); err != nil {

@@ -18,24 +18,39 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // sendAndWait sends request to the pane and waits for its reply.
-func sendAndWait(t *testing.T, svc *Service, rp *realPane, request, reply string) SendResult {
+func sendAndWait(t *testing.T, svc *Service, rp *realPane, request, reply string) termapi.SendResult {
 	t.Helper()
 	waitSendable(t, svc, rp)
-	res, err := svc.Send(t.Context(), SendRequest{TerminalID: rp.pane.TerminalID, Request: request})
+	res, err := svc.Send(t.Context(), termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: request})
 	if err != nil {
 		t.Fatalf("send %q: %v; screen:\n%s", request, err, rp.debug())
 	}
-	if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, store.TurnIdle, store.TurnFailed, store.TurnStalled); v.Status != store.TurnIdle || v.Result.Text != reply {
+	if v := waitTurnStatus(t, svc, res.TurnID, 90*time.Second, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled); v.Status != termapi.TurnIdle || v.Result.Text != reply {
 		t.Fatalf("turn of %q = %+v; screen:\n%s", request, v, rp.debug())
 	}
 	return res
 }
 
-func paneRow(t *testing.T, svc *Service) TerminalRow {
+// waitConflict waits (bounded) until the pane's row is a conflict after a
+// human typed command.
+func waitConflict(t *testing.T, svc *Service, rp *realPane, command string) {
+	t.Helper()
+	var row termapi.TerminalRow
+	if !poll.WithinEvery(20*time.Second, 100*time.Millisecond, func() bool {
+		row = paneRow(t, svc)
+		return row.ManagementState == "conflict"
+	}) {
+		t.Fatalf("no conflict after a human %s: %+v; screen:\n%s", command, row, rp.debug())
+	}
+}
+
+func paneRow(t *testing.T, svc *Service) termapi.TerminalRow {
 	t.Helper()
 	list, err := svc.List(t.Context())
 	if err != nil || len(list.Terminals) != 1 {
@@ -98,14 +113,14 @@ func TestE2EClaudeThreadTransitions(t *testing.T) {
 
 	// A running Turn blocks a transition; nothing reaches the pane.
 	waitSendable(t, svc, rp)
-	slow, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=slow-done"})
+	slow, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=slow-done"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, ErrRefused) {
+	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("resume while a Turn runs: %v", err)
 	}
-	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, store.TurnIdle)
+	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, termapi.TurnIdle)
 
 	threads, err := svc.Threads(ctx, rp.pane.TerminalID)
 	if err != nil {
@@ -142,18 +157,12 @@ func TestE2EClaudeThreadTransitions(t *testing.T) {
 	if err := rp.tui.Submit(ctx, "/clear"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for row := paneRow(t, svc); row.ManagementState != "conflict"; row = paneRow(t, svc) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no conflict after a human /clear: %+v; screen:\n%s", row, rp.debug())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitConflict(t, svc, rp, "/clear")
 	row := paneRow(t, svc)
 	if row.Conflict == nil || row.Conflict.SessionID != first.SessionID || len(row.AvailableActions) != 0 || len(row.Conflict.Choices) != 2 {
 		t.Fatalf("conflict row = %+v", row)
 	}
-	if _, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
+	if _, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
 		t.Fatalf("send during a conflict: %v", err)
 	}
 	ad, err := svc.AdoptThread(ctx, rp.pane.TerminalID)
@@ -294,7 +303,7 @@ func transitionKilled(t *testing.T, kind realcli.Kind) {
 			if err == nil && v.Status == store.TransitionCommitted {
 				break
 			}
-			if !errors.Is(err, ErrRefused) || time.Now().After(deadline) {
+			if !errors.Is(err, termapi.ErrRefused) || time.Now().After(deadline) {
 				t.Fatalf("resolve --adopt = %+v, %v; screen:\n%s", v, err, rp.debug())
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -325,7 +334,7 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 	ctx := t.Context()
 
 	waitSendable(t, svc, rp)
-	if _, err := svc.NewThread(ctx, rp.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no thread yet") {
+	if _, err := svc.NewThread(ctx, rp.pane.TerminalID); !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "no thread yet") {
 		t.Fatalf("new-thread before any prompt: %v", err)
 	}
 	first := sendAndWait(t, svc, rp, "remember MARK-ALPHA-7 ECHO=alpha-done", "alpha-done")
@@ -364,14 +373,14 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 
 	// A running Turn blocks a transition; nothing reaches the pane.
 	waitSendable(t, svc, rp)
-	slow, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=slow-done"})
+	slow, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "WAIT=3000 ECHO=slow-done"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, ErrRefused) {
+	if _, err := svc.ResumeThread(ctx, rp.pane.TerminalID, firstTurn.NativeThreadID); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("resume while a Turn runs: %v", err)
 	}
-	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, store.TurnIdle)
+	waitTurnStatus(t, svc, slow.TurnID, 60*time.Second, termapi.TurnIdle)
 
 	threads, err := svc.Threads(ctx, rp.pane.TerminalID)
 	if err != nil || len(threads.Threads) != 2 {
@@ -419,14 +428,8 @@ func TestE2ECodexThreadTransitions(t *testing.T) {
 	if err := rp.tui.Submit(ctx, "/new"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for row := paneRow(t, svc); row.ManagementState != "conflict"; row = paneRow(t, svc) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no conflict after a human /new: %+v; screen:\n%s", row, rp.debug())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if _, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
+	waitConflict(t, svc, rp, "/new")
+	if _, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "ECHO=never"}); !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "adopt-thread") {
 		t.Fatalf("send during a conflict: %v", err)
 	}
 	ad, err := svc.AdoptThread(ctx, rp.pane.TerminalID)

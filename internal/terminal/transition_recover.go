@@ -15,11 +15,8 @@ import (
 // actions of one left unfinished, and the settling of those whose owner
 // ended or that a person resolves.
 
-// TransitionView is termapi.TransitionView.
-type TransitionView = termapi.TransitionView
-
-func transitionView(t *store.Transition) TransitionView {
-	v := TransitionView{TransitionID: t.TransitionID, Kind: t.Kind, Status: t.Status, TerminalID: t.TerminalID, Agent: t.Agent,
+func transitionView(t *store.Transition) termapi.TransitionView {
+	v := termapi.TransitionView{TransitionID: t.TransitionID, Kind: t.Kind, Status: t.Status, TerminalID: t.TerminalID, Agent: t.Agent,
 		AgentVersion: t.AgentVersion, FromSessionID: t.FromSessionID, FromGeneration: t.FromGeneration, FromThreadID: t.FromThreadID,
 		SessionID: t.TargetSessionID, Generation: t.ToGeneration, ThreadID: t.TargetThreadID, Reason: t.Reason,
 		PreparedAt: t.PreparedAt, UpdatedAt: t.UpdatedAt}
@@ -41,17 +38,17 @@ func recoveryActions(id string) []string {
 }
 
 // Transition returns the transition record. It changes nothing.
-func (s *Service) Transition(ctx context.Context, id string) (TransitionView, error) {
+func (s *Service) Transition(ctx context.Context, id string) (termapi.TransitionView, error) {
 	if err := checkID("transition id", "transition-", id); err != nil {
-		return TransitionView{}, fmt.Errorf("transition: %w", err)
+		return termapi.TransitionView{}, fmt.Errorf("transition: %w", err)
 	}
 	ts := s.o.Store
 	tr, err := ts.GetTransition(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return TransitionView{}, fmt.Errorf("transition: %w: no transition %s", ErrNotFound, id)
+		return termapi.TransitionView{}, fmt.Errorf("transition: %w: no transition %s", termapi.ErrNotFound, id)
 	}
 	if err != nil {
-		return TransitionView{}, fmt.Errorf("transition: %w", err)
+		return termapi.TransitionView{}, fmt.Errorf("transition: %w", err)
 	}
 	return transitionView(tr), nil
 }
@@ -62,11 +59,11 @@ func (s *Service) Transition(ctx context.Context, id string) (TransitionView, er
 // frees the terminal (if the pane did switch, its row then shows a thread
 // conflict to adopt or detach). A transition still run by a live process
 // is refused.
-func (s *Service) ResolveTransition(ctx context.Context, id string, adopt bool) (TransitionView, error) {
-	fail := func(err error) (TransitionView, error) {
-		return TransitionView{}, fmt.Errorf("resolve transition: %w", err)
+func (s *Service) ResolveTransition(ctx context.Context, id string, adopt bool) (termapi.TransitionView, error) {
+	fail := func(err error) (termapi.TransitionView, error) {
+		return termapi.TransitionView{}, fmt.Errorf("resolve transition: %w", err)
 	}
-	failWith := func(tr *store.Transition, err error) (TransitionView, error) {
+	failWith := func(tr *store.Transition, err error) (termapi.TransitionView, error) {
 		return transitionView(tr), fmt.Errorf("resolve transition: %w", err)
 	}
 	if err := checkID("transition id", "transition-", id); err != nil {
@@ -75,20 +72,20 @@ func (s *Service) ResolveTransition(ctx context.Context, id string, adopt bool) 
 	ts := s.o.Store
 	tr, err := ts.GetTransition(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return fail(fmt.Errorf("%w: no transition %s", ErrNotFound, id))
+		return fail(fmt.Errorf("%w: no transition %s", termapi.ErrNotFound, id))
 	}
 	if err != nil {
 		return fail(err)
 	}
 	if store.TransitionFinal(tr.Status) {
-		return failWith(tr, fmt.Errorf("%w: transition %s is already %s", ErrRefused, id, tr.Status))
+		return failWith(tr, fmt.Errorf("%w: transition %s is already %s", termapi.ErrRefused, id, tr.Status))
 	}
 	if tr.Status != store.TransitionUncertain && !ownerGone(tr.Owner) {
 		if o, ok := foreignOwner(tr.Owner); ok {
 			return failWith(tr, fmt.Errorf("%w: transition %s is %s and runs in %s, which this process cannot prove ended (another host or pid namespace): resolve it there",
-				ErrRefused, id, tr.Status, o))
+				termapi.ErrRefused, id, tr.Status, o))
 		}
-		return failWith(tr, fmt.Errorf("%w: transition %s is %s and its process (%s) still runs it", ErrRefused, id, tr.Status, ownerName(tr.Owner)))
+		return failWith(tr, fmt.Errorf("%w: transition %s is %s and its process (%s) still runs it", termapi.ErrRefused, id, tr.Status, ownerName(tr.Owner)))
 	}
 	if !adopt {
 		if tr.Status == store.TransitionSubmitted || tr.Status == store.TransitionDispatching {
@@ -106,7 +103,7 @@ func (s *Service) ResolveTransition(ctx context.Context, id string, adopt bool) 
 		return failWith(tr, err)
 	}
 	if !proves(tr, id2) {
-		return failWith(tr, fmt.Errorf("%w: the agent's files do not prove the transition (the pane's thread is %q); abort it with --abort", ErrRefused, id2.ThreadID))
+		return failWith(tr, fmt.Errorf("%w: the agent's files do not prove the transition (the pane's thread is %q); abort it with --abort", termapi.ErrRefused, id2.ThreadID))
 	}
 	if tr, err = s.reverify(ctx, ts, tr, p, id2); err != nil {
 		return failWith(tr, err)

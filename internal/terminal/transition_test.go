@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // The fake's native thread controls: /clear and /resume <id>, proven on
@@ -42,7 +43,7 @@ const (
 	fakeThreadB = "0a1b2c3d-0000-4000-8000-00000000000b"
 )
 
-func row(t *testing.T, r *rig) TerminalRow {
+func row(t *testing.T, r *rig) termapi.TerminalRow {
 	t.Helper()
 	list, err := r.svc.List(t.Context())
 	if err != nil || len(list.Terminals) != 1 {
@@ -52,17 +53,17 @@ func row(t *testing.T, r *rig) TerminalRow {
 }
 
 func TestNewThreadAdvancesTheGenerationAndTheNextSendStartsThere(t *testing.T) {
-	a := newFakeAgent(AgentClaude, 401)
+	a := newFakeAgent(termapi.AgentClaude, 401)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.finish("first done", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	if got := row(t, r); got.BindingGeneration != 1 || got.SessionID != res.SessionID || got.ManagementState != "managed" {
 		t.Fatalf("row before = %+v", got)
 	}
@@ -92,7 +93,7 @@ func TestNewThreadAdvancesTheGenerationAndTheNextSendStartsThere(t *testing.T) {
 	if got.BindingGeneration != 2 || got.SessionID != v.SessionID || got.NativeThreadID != v.ThreadID || got.Transition != nil {
 		t.Fatalf("row after = %+v", got)
 	}
-	res2, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
+	res2, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,13 +102,13 @@ func TestNewThreadAdvancesTheGenerationAndTheNextSendStartsThere(t *testing.T) {
 		t.Fatalf("first turn in the new thread = %+v (session %s)", turn, res2.SessionID)
 	}
 	// The exact Session of the old thread is gone from this pane.
-	if _, err := r.svc.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "x"}); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.Send(ctx, termapi.SendRequest{SessionID: res.SessionID, Request: "x"}); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("send to the left session: %v", err)
 	}
 }
 
 func TestTransitionRefusedWhileATurnRunsOrWithBadInput(t *testing.T) {
-	a := newFakeAgent(AgentClaude, 402)
+	a := newFakeAgent(termapi.AgentClaude, 402)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
@@ -115,24 +116,24 @@ func TestTransitionRefusedWhileATurnRunsOrWithBadInput(t *testing.T) {
 	for _, c := range []struct {
 		term, thread string
 		want         error
-	}{{"nope", fakeThreadB, ErrBadInput}, {a.pane.TerminalID, "0a1b2c3d", ErrBadInput}, {a.pane.TerminalID, "../x", ErrBadInput},
-		{a.pane.TerminalID, fakeThreadB, ErrNotFound}} {
+	}{{"nope", fakeThreadB, termapi.ErrBadInput}, {a.pane.TerminalID, "0a1b2c3d", termapi.ErrBadInput}, {a.pane.TerminalID, "../x", termapi.ErrBadInput},
+		{a.pane.TerminalID, fakeThreadB, termapi.ErrNotFound}} {
 		if _, err := r.svc.ResumeThread(ctx, c.term, c.thread); !errors.Is(err, c.want) {
 			t.Fatalf("resume %q %q: %v, want %v", c.term, c.thread, err, c.want)
 		}
 	}
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "long job"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "long job"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The screen says busy; a transition is refused before anything is
 	// recorded, and with the screen idle the store still refuses.
-	if _, err := r.svc.NewThread(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.NewThread(ctx, a.pane.TerminalID); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("new-thread while busy: %v", err)
 	}
 	a.set(func(f *fakeAgent) { f.activity = "idle" })
 	_, err = r.svc.ClearThread(ctx, a.pane.TerminalID)
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), res.TurnID) {
+	if !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), res.TurnID) {
 		t.Fatalf("clear-thread while a Turn runs: %v", err)
 	}
 	if strings.Contains(strings.Join(a.sentKeys(), ","), "Escape") || a.thread != fakeThreadA {
@@ -145,14 +146,14 @@ func TestTransitionRefusedWhileATurnRunsOrWithBadInput(t *testing.T) {
 }
 
 func TestCallbackPreparedBeforeATransitionIsRefusedAfterIt(t *testing.T) {
-	a := newFakeAgent(AgentClaude, 403)
+	a := newFakeAgent(termapi.AgentClaude, 403)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
 	turnID, cb := completedTurn(t, r, a, "agent:main:s1", "done")
 	// An undelivered callback blocks the transition.
-	if _, err := r.svc.NewThread(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), cb.MessageID) {
+	if _, err := r.svc.NewThread(ctx, a.pane.TerminalID); !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), cb.MessageID) {
 		t.Fatalf("new-thread with an undelivered callback: %v", err)
 	}
 	cbs := r.st
@@ -160,7 +161,7 @@ func TestCallbackPreparedBeforeATransitionIsRefusedAfterIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claimed.Status, claimed.DeliveredAt, claimed.LeaseUntil = store.CallbackDelivered, nowMs(), 0
+	claimed.Status, claimed.DeliveredAt, claimed.LeaseUntil = termapi.CallbackDelivered, nowMs(), 0
 	if err := cbs.SaveCallback(ctx, claimed); err != nil {
 		t.Fatal(err)
 	}
@@ -194,18 +195,18 @@ func TestCallbackPreparedBeforeATransitionIsRefusedAfterIt(t *testing.T) {
 }
 
 func TestHumanThreadSwitchIsAConflictUntilAdopted(t *testing.T) {
-	a := newFakeAgent(AgentClaude, 404)
+	a := newFakeAgent(termapi.AgentClaude, 404)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.finish("ok", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
-	if _, err := r.svc.AdoptThread(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) {
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
+	if _, err := r.svc.AdoptThread(ctx, a.pane.TerminalID); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("adopt without a switch: %v", err)
 	}
 	a.set(func(f *fakeAgent) { f.thread = fakeThreadB }) // a human typed /clear
@@ -214,11 +215,11 @@ func TestHumanThreadSwitchIsAConflictUntilAdopted(t *testing.T) {
 		len(got.Conflict.Choices) != 2 || !strings.Contains(got.Conflict.Choices[0], "adopt-thread") || !strings.Contains(got.Conflict.Choices[1], "detach") {
 		t.Fatalf("row after a human switch = %+v", got)
 	}
-	refusal(t, r, ErrRefused, "adopt-thread", func() error {
-		_, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	refusal(t, r, termapi.ErrRefused, "adopt-thread", func() error {
+		_, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 		return err
 	})
-	if _, err := r.svc.NewThread(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.NewThread(ctx, a.pane.TerminalID); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("new-thread over a conflict: %v", err)
 	}
 	v, err := r.svc.AdoptThread(ctx, a.pane.TerminalID)
@@ -232,24 +233,24 @@ func TestHumanThreadSwitchIsAConflictUntilAdopted(t *testing.T) {
 	if got := row(t, r); got.ManagementState != "managed" || got.BindingGeneration != 2 || len(got.AvailableActions) == 0 {
 		t.Fatalf("row after adopt = %+v", got)
 	}
-	res2, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
+	res2, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
 	if err != nil || res2.SessionID != v.SessionID {
 		t.Fatalf("send after adopt = %+v, %v", res2, err)
 	}
 }
 
 func TestResumeReactivatesTheThreadsSession(t *testing.T) {
-	a := newFakeAgent(AgentClaude, 405)
+	a := newFakeAgent(termapi.AgentClaude, 405)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "in A"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "in A"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.finish("ok", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	v1, err := r.svc.NewThread(ctx, a.pane.TerminalID)
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +259,7 @@ func TestResumeReactivatesTheThreadsSession(t *testing.T) {
 	if err != nil || len(th.Threads) != 1 || th.Threads[0].ID != fakeThreadA || th.Threads[0].SessionID != res.SessionID || th.Threads[0].SessionStatus != store.SessionDetached {
 		t.Fatalf("threads = %+v, %v", th, err)
 	}
-	if _, err := r.svc.ResumeThread(ctx, a.pane.TerminalID, v1.ThreadID); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.ResumeThread(ctx, a.pane.TerminalID, v1.ThreadID); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("resume of the current thread: %v", err)
 	}
 	v2, err := r.svc.ResumeThread(ctx, a.pane.TerminalID, strings.ToUpper(fakeThreadA))
@@ -272,7 +273,7 @@ func TestResumeReactivatesTheThreadsSession(t *testing.T) {
 	if got.SessionID != res.SessionID || got.BindingGeneration != 3 {
 		t.Fatalf("row after resume = %+v", got)
 	}
-	res2, err := r.svc.Send(ctx, SendRequest{SessionID: res.SessionID, Request: "back in A"})
+	res2, err := r.svc.Send(ctx, termapi.SendRequest{SessionID: res.SessionID, Request: "back in A"})
 	if err != nil {
 		t.Fatalf("session_exact send to the reactivated session: %v", err)
 	}
@@ -289,23 +290,23 @@ func deadOwner(t *testing.T) string {
 }
 
 func TestADeadOwnersTransitionIsRecoveredNeverHalfApplied(t *testing.T) {
-	a := newFakeAgent(AgentClaude, 406)
+	a := newFakeAgent(termapi.AgentClaude, 406)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.finish("ok", false)
 	r.start(r.svc, HostOptions{})
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	sess, _ := r.st.GetTermSession(ctx, res.SessionID)
 	ts := r.st
 	// A process died after typing /clear, before verifying: the pane did
 	// switch, so recovery proves and commits it.
 	prepare := func(id string) *store.Transition {
-		tr := &store.Transition{TransitionID: id, Kind: store.TransitionClearThread, Agent: AgentClaude, TerminalID: a.pane.TerminalID,
+		tr := &store.Transition{TransitionID: id, Kind: store.TransitionClearThread, Agent: termapi.AgentClaude, TerminalID: a.pane.TerminalID,
 			TerminalKey: a.pane.Key, PID: a.pane.PID, ProcessBirth: a.pane.Birth, Workspace: "/w", FromSessionID: sess.SessionID,
 			FromBindingID: sess.Binding.BindingID, FromGeneration: sess.Binding.Generation, FromThreadID: sess.Binding.NativeThreadID,
 			TargetSessionID: newSessionID(time.Now()), ToGeneration: sess.Binding.Generation + 1, Plan: []string{"/clear"},
@@ -348,10 +349,10 @@ func TestADeadOwnersTransitionIsRecoveredNeverHalfApplied(t *testing.T) {
 		len(row1.AvailableActions) != 0 || !strings.Contains(row1.Reason, tr.TransitionID) {
 		t.Fatalf("row with an uncertain transition = %+v", row1)
 	}
-	if _, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"}); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"}); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("send during an uncertain transition: %v", err)
 	}
-	if _, err := r.svc.ResolveTransition(ctx, tr.TransitionID, true); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.ResolveTransition(ctx, tr.TransitionID, true); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("adopt of an unproven transition: %v", err)
 	}
 	if s, _ := r.st.GetTermSession(ctx, sess.SessionID); s.Status != store.SessionBound || s.Revision != sess.Revision {
@@ -364,31 +365,31 @@ func TestADeadOwnersTransitionIsRecoveredNeverHalfApplied(t *testing.T) {
 	if got := row(t, r); got.Transition != nil || len(got.AvailableActions) == 0 || got.BindingGeneration != 2 {
 		t.Fatalf("row after abort = %+v", got)
 	}
-	if _, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "after"}); err != nil {
+	if _, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "after"}); err != nil {
 		t.Fatalf("send after abort: %v", err)
 	}
 }
 
 func TestTheHostsScanRecoversADeadOwnersTransition(t *testing.T) {
-	a := newFakeAgent(AgentClaude, 407)
+	a := newFakeAgent(termapi.AgentClaude, 407)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.finish("ok", false)
 	sess, _ := r.st.GetTermSession(ctx, res.SessionID)
 	ts := r.st
-	tr := &store.Transition{TransitionID: "transition-host-scan", Kind: store.TransitionNewThread, Agent: AgentClaude, TerminalID: a.pane.TerminalID,
+	tr := &store.Transition{TransitionID: "transition-host-scan", Kind: store.TransitionNewThread, Agent: termapi.AgentClaude, TerminalID: a.pane.TerminalID,
 		TerminalKey: a.pane.Key, PID: a.pane.PID, ProcessBirth: a.pane.Birth, Workspace: "/w", FromSessionID: sess.SessionID,
 		FromBindingID: sess.Binding.BindingID, FromGeneration: 1, FromThreadID: fakeThreadA, TargetSessionID: newSessionID(time.Now()),
 		ToGeneration: 2, Plan: []string{"/clear"}, Owner: deadOwner(t), PreparedAt: nowMs(), Status: store.TransitionPrepared, UpdatedAt: nowMs()}
 	// A first host follows the Turn to its end and stops (a crash leaves
 	// no host running); the next one starts after the owner died.
 	r.start(r.svc, HostOptions{})
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	r.stop()
 	<-r.done
 	if err := ts.PrepareTransition(ctx, tr); err != nil {
@@ -415,19 +416,19 @@ func TestTheHostsScanRecoversADeadOwnersTransition(t *testing.T) {
 // Session the transition made, not in a second one that can never bind
 // the thread.
 func TestSendAfterNewThreadWithOnlyALockUsesTheTransitionsSession(t *testing.T) {
-	for _, agent := range []string{AgentCodex, AgentClaude} {
+	for _, agent := range []string{termapi.AgentCodex, termapi.AgentClaude} {
 		t.Run(agent, func(t *testing.T) {
 			a := newFakeAgent(agent, 411)
 			a.thread = fakeThreadA
 			r := newRig(t, a)
 			r.start(r.svc, HostOptions{})
 			ctx := t.Context()
-			first, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+			first, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			a.finish("first done", false)
-			r.waitStatus(first.TurnID, store.TurnIdle)
+			r.waitStatus(first.TurnID, termapi.TurnIdle)
 			v, err := r.svc.NewThread(ctx, a.pane.TerminalID)
 			if err != nil {
 				t.Fatal(err)
@@ -441,7 +442,7 @@ func TestSendAfterNewThreadWithOnlyALockUsesTheTransitionsSession(t *testing.T) 
 			if _, _, _, id, err := r.svc.exactTarget(ctx, v.SessionID); err != nil || id.ThreadID != v.ThreadID {
 				t.Fatalf("exact target with only a lock: %v (thread %q)", err, id.ThreadID)
 			}
-			res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
+			res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -450,7 +451,7 @@ func TestSendAfterNewThreadWithOnlyALockUsesTheTransitionsSession(t *testing.T) 
 				t.Fatalf("follow send went to session %s (turn %+v), want %s at generation 2 on %s", res.SessionID, turn, v.SessionID, v.ThreadID)
 			}
 			a.finish("second done", false)
-			r.waitStatus(res.TurnID, store.TurnIdle)
+			r.waitStatus(res.TurnID, termapi.TurnIdle)
 			list, err := r.st.SessionsByTerminal(ctx, a.pane.Key)
 			if err != nil {
 				t.Fatal(err)
@@ -496,7 +497,7 @@ func testRecoveryLeavesAnotherHostsTransition(t *testing.T, svc *Service, ts sto
 		PID: dead.PID, Start: "another-boot:1"}
 	prepare := func(id, key, ownerID string) {
 		now := nowMs()
-		tr := &store.Transition{TransitionID: id, Kind: store.TransitionClearThread, Agent: AgentClaude, TerminalID: "term-" + key,
+		tr := &store.Transition{TransitionID: id, Kind: store.TransitionClearThread, Agent: termapi.AgentClaude, TerminalID: "term-" + key,
 			TerminalKey: key, PID: 4242, ProcessBirth: "b", Workspace: "/w", TargetSessionID: newSessionID(time.Now()), ToGeneration: 1,
 			Plan: []string{"/clear"}, Owner: ownerID, PreparedAt: now, Status: store.TransitionPrepared, UpdatedAt: now}
 		if err := ts.PrepareTransition(ctx, tr); err != nil {
@@ -516,7 +517,7 @@ func testRecoveryLeavesAnotherHostsTransition(t *testing.T, svc *Service, ts sto
 	}
 	v, err := svc.ResolveTransition(ctx, "transition-remote-owner", false)
 	name := "pid " + strconv.FormatInt(dead.PID, 10) + " on elsewhere"
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), name) {
+	if !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), name) {
 		t.Fatalf("resolve another host's transition: %v", err)
 	}
 	if !strings.Contains(v.Reason, name) || !strings.Contains(v.Reason, "cannot prove") {
@@ -540,7 +541,7 @@ func TestRecoverTransitionsLeavesOtherHostsAlone(t *testing.T) {
 	ts := r.st
 	remote := owner.Identity{ID: "elsewhere/4242/beef", Host: "elsewhere/pid:[4026531836]", PID: 4242, Start: "another-boot:1"}
 	now := nowMs()
-	tr := &store.Transition{TransitionID: "transition-remote", Kind: store.TransitionClearThread, Agent: AgentClaude, TerminalID: "term-x",
+	tr := &store.Transition{TransitionID: "transition-remote", Kind: store.TransitionClearThread, Agent: termapi.AgentClaude, TerminalID: "term-x",
 		TerminalKey: "tmux:%93", PID: 4242, ProcessBirth: "b", Workspace: "/w", TargetSessionID: newSessionID(time.Now()), ToGeneration: 1,
 		Plan: []string{"/clear"}, Owner: remote.Encode(), PreparedAt: now, Status: store.TransitionPrepared, UpdatedAt: now}
 	l, err := r.st.ClaimWork(ctx, store.LeaseTransition, tr.TransitionID, remote.ID, now, now+time.Hour.Milliseconds())

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // The Turn lifecycle as the Turn service walks it. Every change of a
@@ -37,19 +38,19 @@ import (
 func ApplyMessage(t *store.Turn, m Message) {
 	switch {
 	case m.Type == MsgDone:
-		t.Status, t.IdleSince = store.TurnIdle, m.TS
+		t.Status, t.IdleSince = termapi.TurnIdle, m.TS
 	case m.Type == MsgError:
-		t.Status = store.TurnFailed
+		t.Status = termapi.TurnFailed
 	case m.Type == MsgCancelled:
-		t.Status = store.TurnCancelled
+		t.Status = termapi.TurnCancelled
 	case m.Type == MsgBlocked:
-		t.Status = store.TurnWaitingForOpenClaw
+		t.Status = termapi.TurnWaitingForOpenClaw
 	case m.To == ActorOpenClaw && m.RequiresResponse:
-		t.Status = store.TurnWaitingForOpenClaw
+		t.Status = termapi.TurnWaitingForOpenClaw
 	case m.From == ActorOpenClaw && m.RequiresResponse:
-		t.Status = store.TurnWaitingForAgent
-	case t.Status == store.TurnCreated:
-		t.Status = store.TurnRunning
+		t.Status = termapi.TurnWaitingForAgent
+	case t.Status == termapi.TurnCreated:
+		t.Status = termapi.TurnRunning
 	}
 	if m.RequiresResponse {
 		t.ResponseRoundsUsed++
@@ -60,7 +61,7 @@ func ApplyMessage(t *store.Turn, m Message) {
 // approvalAnswered: the approval prompt the Turn waited at was answered
 // (in the terminal, or by an approve): the Turn is with the agent again.
 func approvalAnswered(t *store.Turn) {
-	t.Approval, t.Status = nil, store.TurnWaitingForAgent
+	t.Approval, t.Status = nil, termapi.TurnWaitingForAgent
 }
 
 // questionAnswered: the question dialog the Turn waited at was answered
@@ -68,30 +69,30 @@ func approvalAnswered(t *store.Turn) {
 // with the agent again.
 func questionAnswered(t *store.Turn) {
 	t.Question, t.Takeover.QuestionBlocked = nil, false
-	if t.Status == store.TurnWaitingForOpenClaw {
-		t.Status = store.TurnWaitingForAgent
+	if t.Status == termapi.TurnWaitingForOpenClaw {
+		t.Status = termapi.TurnWaitingForAgent
 	}
 }
 
 // failTurn ends the Turn failed for reason, with match naming what failed
 // (submission_<outcome>, forged_turn).
 func failTurn(t *store.Turn, match, reason string) {
-	t.Status = store.TurnFailed
+	t.Status = termapi.TurnFailed
 	t.Takeover.DetectorDiagnostic = reason
-	t.Result = &store.TurnResult{Outcome: "failed", Text: reason, Match: match}
+	t.Result = &termapi.TurnResult{Outcome: "failed", Text: reason, Match: match}
 }
 
 // stallTurn ends the Turn stalled at now (ms) for reason; renewTurn,
 // cancelTurn or closeTurn take it on.
 func stallTurn(t *store.Turn, now int64, reason string) {
-	t.Status, t.StalledAt, t.StalledReason = store.TurnStalled, now, reason
+	t.Status, t.StalledAt, t.StalledReason = termapi.TurnStalled, now, reason
 }
 
 // renewTurn follows a stalled Turn again from now, as activity of kind
 // why (renewed, host_returned): its inactivity deadline starts over.
 func renewTurn(t *store.Turn, now time.Time, why string) {
 	inact := time.Duration(t.Takeover.InactivityTimeoutMinutes * float64(time.Minute))
-	t.Status, t.StalledAt, t.StalledReason = store.TurnWaitingForAgent, 0, ""
+	t.Status, t.StalledAt, t.StalledReason = termapi.TurnWaitingForAgent, 0, ""
 	t.Takeover.LastActivityAt, t.Takeover.LastActivityReason = now.UnixMilli(), why
 	t.Takeover.InactivityDeadlineAt = now.Add(inact).UnixMilli()
 }
@@ -99,10 +100,10 @@ func renewTurn(t *store.Turn, now time.Time, why string) {
 // cancelTurn ends the Turn cancelled at now (ms); a prompt or question it
 // waited at is no longer its to answer.
 func cancelTurn(t *store.Turn, now int64) {
-	t.Status, t.CancelRequestedAt, t.Approval, t.Question = store.TurnCancelled, now, nil, nil
+	t.Status, t.CancelRequestedAt, t.Approval, t.Question = termapi.TurnCancelled, now, nil, nil
 }
 
 // closeTurn closes the Turn at now (ms) for reason: final.
 func closeTurn(t *store.Turn, now int64, reason string) {
-	t.Status, t.ClosedAt, t.CloseReason, t.Approval, t.UpdatedAt = store.TurnClosed, now, reason, nil, now
+	t.Status, t.ClosedAt, t.CloseReason, t.Approval, t.UpdatedAt = termapi.TurnClosed, now, reason, nil, now
 }

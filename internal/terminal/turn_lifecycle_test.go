@@ -14,33 +14,33 @@ import (
 // cannot drift apart.
 func TestLifecycleStepsAreAdvances(t *testing.T) {
 	t.Parallel()
-	followed := []store.TurnStatus{store.TurnCreated, store.TurnRunning, store.TurnWaitingForAgent,
-		store.TurnWaitingForOpenClaw, store.TurnCancelling}
+	followed := []termapi.TurnStatus{termapi.TurnCreated, termapi.TurnRunning, termapi.TurnWaitingForAgent,
+		termapi.TurnWaitingForOpenClaw, termapi.TurnCancelling}
 	type step struct {
 		name string
-		from []store.TurnStatus
+		from []termapi.TurnStatus
 		do   func(*store.Turn)
-		want store.TurnStatus // "" when it depends on the message
+		want termapi.TurnStatus // "" when it depends on the message
 	}
 	steps := []step{
-		{"approvalAnswered", []store.TurnStatus{store.TurnWaitingForOpenClaw}, approvalAnswered, store.TurnWaitingForAgent},
-		{"questionAnswered", []store.TurnStatus{store.TurnWaitingForOpenClaw}, questionAnswered, store.TurnWaitingForAgent},
-		{"failTurn", followed, func(t *store.Turn) { failTurn(t, "submission_not_sent", "r") }, store.TurnFailed},
-		{"stallTurn", followed, func(t *store.Turn) { stallTurn(t, 1, "r") }, store.TurnStalled},
-		{"renewTurn", []store.TurnStatus{store.TurnStalled}, func(t *store.Turn) { renewTurn(t, time.UnixMilli(2), "renewed") }, store.TurnWaitingForAgent},
-		{"cancelTurn", append([]store.TurnStatus{store.TurnStalled}, followed...), func(t *store.Turn) { cancelTurn(t, 1) }, store.TurnCancelled},
-		{"closeTurn", []store.TurnStatus{store.TurnWaitingForOpenClaw, store.TurnIdle, store.TurnFailed, store.TurnStalled},
-			func(t *store.Turn) { closeTurn(t, 1, "r") }, store.TurnClosed},
+		{"approvalAnswered", []termapi.TurnStatus{termapi.TurnWaitingForOpenClaw}, approvalAnswered, termapi.TurnWaitingForAgent},
+		{"questionAnswered", []termapi.TurnStatus{termapi.TurnWaitingForOpenClaw}, questionAnswered, termapi.TurnWaitingForAgent},
+		{"failTurn", followed, func(t *store.Turn) { failTurn(t, "submission_not_sent", "r") }, termapi.TurnFailed},
+		{"stallTurn", followed, func(t *store.Turn) { stallTurn(t, 1, "r") }, termapi.TurnStalled},
+		{"renewTurn", []termapi.TurnStatus{termapi.TurnStalled}, func(t *store.Turn) { renewTurn(t, time.UnixMilli(2), "renewed") }, termapi.TurnWaitingForAgent},
+		{"cancelTurn", append([]termapi.TurnStatus{termapi.TurnStalled}, followed...), func(t *store.Turn) { cancelTurn(t, 1) }, termapi.TurnCancelled},
+		{"closeTurn", []termapi.TurnStatus{termapi.TurnWaitingForOpenClaw, termapi.TurnIdle, termapi.TurnFailed, termapi.TurnStalled},
+			func(t *store.Turn) { closeTurn(t, 1, "r") }, termapi.TurnClosed},
 	}
 	for _, typ := range []string{MsgProgress, MsgQuestion, MsgBlocked, MsgDone, MsgError, MsgCancelled} {
 		for _, requires := range []bool{false, true} {
-			m := Message{Type: typ, From: actorOf(AgentCodex), To: ActorOpenClaw, RequiresResponse: requires, TS: 1}
+			m := Message{Type: typ, From: actorOf(termapi.AgentCodex), To: ActorOpenClaw, RequiresResponse: requires, TS: 1}
 			steps = append(steps, step{"ApplyMessage " + typ, followed, func(t *store.Turn) { ApplyMessage(t, m) }, ""})
 		}
 	}
 	for _, typ := range []string{MsgAnswer, MsgTask} {
-		m := Message{Type: typ, From: ActorOpenClaw, To: actorOf(AgentCodex), RequiresResponse: true, TS: 1}
-		steps = append(steps, step{"ApplyMessage " + typ, followed, func(t *store.Turn) { ApplyMessage(t, m) }, store.TurnWaitingForAgent})
+		m := Message{Type: typ, From: ActorOpenClaw, To: actorOf(termapi.AgentCodex), RequiresResponse: true, TS: 1}
+		steps = append(steps, step{"ApplyMessage " + typ, followed, func(t *store.Turn) { ApplyMessage(t, m) }, termapi.TurnWaitingForAgent})
 	}
 	for _, s := range steps {
 		for _, from := range s.from {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // versioned is an agent reader that reads its agent's version and knows
@@ -46,7 +47,7 @@ func (s *Service) checkVersion(a agents.Agent, p agents.Pane) (unproven string, 
 	if !s.o.AllowUnproven {
 		return "", fmt.Errorf("%w: the pane runs %s %s, a version the session-file and screen readers were not proven against (proven: %s); "+
 			"set CLAWCONNECT_TERMINAL_UNPROVEN=1 to send anyway (the Turn is marked unproven)",
-			ErrRefused, p.Agent, version, strings.Join(a.(versioned).ProvenVersions(), ", "))
+			termapi.ErrRefused, p.Agent, version, strings.Join(a.(versioned).ProvenVersions(), ", "))
 	}
 	return version, nil
 }

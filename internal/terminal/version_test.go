@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // versionedFake is the fake reader with a version and a proven set, as
@@ -30,7 +30,7 @@ func versionRig(t *testing.T, a *fakeAgent, version string, allow bool) *rig {
 	t.Helper()
 	r := newRig(t, a)
 	r.svc = NewService(Options{Store: r.st, Terminals: r.ft, AllowUnproven: allow, DraftTimeout: time.Second,
-		Agents: map[string]agents.Agent{AgentCodex: versionedFake{fakeReader{r.ft}, version}}})
+		Agents: map[string]agents.Agent{termapi.AgentCodex: versionedFake{fakeReader{r.ft}, version}}})
 	r.start(r.svc, HostOptions{})
 	return r
 }
@@ -42,14 +42,14 @@ func versionRig(t *testing.T, a *fakeAgent, version string, allow bool) *rig {
 func TestUnprovenVersionIsRefusedByDefault(t *testing.T) {
 	for _, version := range []string{"0.172.0", ""} {
 		t.Run("version "+version, func(t *testing.T) {
-			a := newFakeAgent(AgentCodex, 760)
+			a := newFakeAgent(termapi.AgentCodex, 760)
 			r := versionRig(t, a, version, false)
 			want := version
 			if want == "" {
 				want = unknownVersion
 			}
-			_, err := r.svc.Send(t.Context(), SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: origin})
-			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "codex "+want) || !strings.Contains(err.Error(), "CLAWCONNECT_TERMINAL_UNPROVEN=1") {
+			_, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: origin})
+			if !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "codex "+want) || !strings.Contains(err.Error(), "CLAWCONNECT_TERMINAL_UNPROVEN=1") {
 				t.Fatalf("send = %v", err)
 			}
 			if keys := a.sentKeys(); len(keys) != 0 {
@@ -66,11 +66,11 @@ func TestUnprovenVersionIsRefusedByDefault(t *testing.T) {
 // TestUnprovenVersionAllowedIsMarked: with unproven versions allowed the
 // Turn runs and carries the version in status and in its callback.
 func TestUnprovenVersionAllowedIsMarked(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 765)
+	a := newFakeAgent(termapi.AgentCodex, 765)
 	r := versionRig(t, a, "0.172.0", true)
-	id := sendFrom(t, r, a, SendRequest{})
+	id := sendFrom(t, r, a, termapi.SendRequest{})
 	a.finish("reply", false)
-	v := r.waitStatus(id, store.TurnIdle)
+	v := r.waitStatus(id, termapi.TurnIdle)
 	if v.UnprovenVersion != "0.172.0" {
 		t.Fatalf("status = %+v", v)
 	}
@@ -83,11 +83,11 @@ func TestUnprovenVersionAllowedIsMarked(t *testing.T) {
 // TestProvenVersionIsNotMarked: the proven version sends as before, with
 // no mark anywhere.
 func TestProvenVersionIsNotMarked(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 770)
+	a := newFakeAgent(termapi.AgentCodex, 770)
 	r := versionRig(t, a, "0.171.0", false)
-	id := sendFrom(t, r, a, SendRequest{})
+	id := sendFrom(t, r, a, termapi.SendRequest{})
 	a.finish("reply", false)
-	if v := r.waitStatus(id, store.TurnIdle); v.UnprovenVersion != "" {
+	if v := r.waitStatus(id, termapi.TurnIdle); v.UnprovenVersion != "" {
 		t.Fatalf("status = %+v", v)
 	}
 	if cbs := callbacksOf(t, r, id); len(cbs) != 1 || cbs[0].Metadata["unproven_version"] != nil {

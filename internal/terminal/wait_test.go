@@ -10,6 +10,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // feedTurns is an in-memory Turn store with a change feed, so Wait runs in
@@ -28,7 +29,7 @@ type feedTurns struct {
 func newFeedTurns(ids ...string) *feedTurns {
 	f := &feedTurns{turns: map[string]store.Turn{}, reads: map[string]int{}, subs: map[string]map[chan struct{}]struct{}{}}
 	for _, id := range ids {
-		f.turns[id] = store.Turn{TurnID: id, Status: store.TurnRunning}
+		f.turns[id] = store.Turn{TurnID: id, Status: termapi.TurnRunning}
 	}
 	return f
 }
@@ -50,7 +51,7 @@ func (f *feedTurns) WriteTurn(_ context.Context, w store.TurnWrite) error {
 }
 
 // announce stores the Turn's new status and wakes its watchers.
-func (f *feedTurns) announce(id string, status store.TurnStatus) {
+func (f *feedTurns) announce(id string, status termapi.TurnStatus) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := f.turns[id]
@@ -93,7 +94,7 @@ func TestWaitWakesOnItsOwnTurnOnly(t *testing.T) {
 		ctx := t.Context()
 		start := time.Now()
 		type result struct {
-			v   TurnView
+			v   termapi.TurnView
 			err error
 			at  time.Duration
 		}
@@ -108,7 +109,7 @@ func TestWaitWakesOnItsOwnTurnOnly(t *testing.T) {
 			t.Fatalf("reads before any change: a %d, c %d", f.readsOf(a), f.readsOf(c))
 		}
 		// Another Turn changes: by another process, then by this one.
-		f.announce(b, store.TurnWaitingForAgent)
+		f.announce(b, termapi.TurnWaitingForAgent)
 		synctest.Wait()
 		tb, _ := f.GetTurn(ctx, b)
 		if err := svc.write(ctx, tb); err != nil {
@@ -119,10 +120,10 @@ func TestWaitWakesOnItsOwnTurnOnly(t *testing.T) {
 			t.Fatalf("a change of another Turn woke the waiters: reads a %d, c %d", f.readsOf(a), f.readsOf(c))
 		}
 		// Turn a ends in another process; Turn c in this one.
-		f.announce(a, store.TurnIdle)
+		f.announce(a, termapi.TurnIdle)
 		ra := <-doneA
 		tc, _ := f.GetTurn(ctx, c)
-		tc.Status = store.TurnClosed
+		tc.Status = termapi.TurnClosed
 		if err := svc.write(ctx, tc); err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +133,7 @@ func TestWaitWakesOnItsOwnTurnOnly(t *testing.T) {
 				t.Fatalf("wait = %+v, want the end at once (not after a re-check timer)", r)
 			}
 		}
-		if ra.v.Status != store.TurnIdle || rc.v.Status != store.TurnClosed || f.readsOf(a) != 2 {
+		if ra.v.Status != termapi.TurnIdle || rc.v.Status != termapi.TurnClosed || f.readsOf(a) != 2 {
 			t.Fatalf("a %s (%d reads), c %s", ra.v.Status, f.readsOf(a), rc.v.Status)
 		}
 	})
@@ -150,7 +151,7 @@ func TestWaitRechecksWhenAnAnnouncementIsLost(t *testing.T) {
 		go func() { _, err := svc.Wait(t.Context(), a); done <- err }()
 		synctest.Wait()
 		f.mu.Lock()
-		f.turns[a] = store.Turn{TurnID: a, Status: store.TurnIdle} // written, never announced
+		f.turns[a] = store.Turn{TurnID: a, Status: termapi.TurnIdle} // written, never announced
 		f.mu.Unlock()
 		if err := <-done; err != nil || time.Since(start) != waitRecheck {
 			t.Fatalf("wait = %v after %s, want the end at the %s re-check", err, time.Since(start), waitRecheck)
@@ -188,15 +189,15 @@ func (r readSignalFeed) WatchTask(id string) (<-chan struct{}, func()) {
 // ended the Turn: "feed" wakes on the store's change feed, "poll" re-reads
 // every second as Waits did before.
 func BenchmarkWaitWake(b *testing.B) {
-	a := newFakeAgent(AgentCodex, 360)
+	a := newFakeAgent(termapi.AgentCodex, 360)
 	r := newRig(b, a)
 	ctx := b.Context()
 	other := secondHandle(b, r)
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "bench"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	setStatus := func(status store.TurnStatus) {
+	setStatus := func(status termapi.TurnStatus) {
 		t, err := r.st.GetTurn(ctx, res.TurnID)
 		if err != nil {
 			b.Fatal(err)
@@ -216,7 +217,7 @@ func BenchmarkWaitWake(b *testing.B) {
 			waiter := NewService(Options{Store: st})
 			var total time.Duration
 			for b.Loop() {
-				setStatus(store.TurnRunning)
+				setStatus(termapi.TurnRunning)
 				select {
 				case <-sig.read: // the previous iteration's last read
 				default:
@@ -232,7 +233,7 @@ func BenchmarkWaitWake(b *testing.B) {
 				written := time.Now()
 				// Not idle: an idle Turn never runs again, and the next
 				// iteration sets it running.
-				setStatus(store.TurnWaitingForOpenClaw)
+				setStatus(termapi.TurnWaitingForOpenClaw)
 				total += (<-done).Sub(written)
 			}
 			b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "wake-ms/op")
@@ -244,14 +245,14 @@ func BenchmarkWaitWake(b *testing.B) {
 // SQLite store handle wakes the watchers of that Turn on another handle
 // (another process), so their Waits need no re-check.
 func TestATurnWriteIsAnnouncedToAnotherStoreHandle(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 361)
+	a := newFakeAgent(termapi.AgentCodex, 361)
 	r := newRig(t, a)
 	testTurnWriteAnnounced(t, r, a, secondHandle(t, r))
 }
 
 func testTurnWriteAnnounced(t *testing.T, r *rig, a *fakeAgent, other store.Store) {
 	ctx := t.Context()
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func testTurnWriteAnnounced(t *testing.T, r *rig, a *fakeAgent, other store.Stor
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr.Status = store.TurnWaitingForAgent
+	tr.Status = termapi.TurnWaitingForAgent
 	if err := r.st.WriteTurn(ctx, store.TurnWrite{Turn: tr}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Terminal watches: a task a human
@@ -63,7 +64,7 @@ type WatchView struct {
 	DeadlineAt     string                 `json:"deadline_at"`
 	Settlement     *store.WatchSettlement `json:"settlement,omitempty"`
 	Diagnostic     string                 `json:"diagnostic,omitempty"`
-	Notifications  []CallbackView         `json:"notifications"`
+	Notifications  []termapi.CallbackView `json:"notifications"`
 	PendingActions []string               `json:"next_steps,omitempty"`
 }
 
@@ -84,13 +85,13 @@ func (s *Service) ourTurnRuns(ctx context.Context, p agents.Pane) error {
 	if err != nil {
 		return err
 	}
-	var status store.TurnStatus
+	var status termapi.TurnStatus
 	if t, err := s.o.Store.GetTurn(ctx, d.TurnID); err == nil {
 		status = t.Status
 	}
 	if d.Blocks(status) || (status != "" && store.TurnSendBlocking(status)) {
 		return fmt.Errorf("%w: Turn %s of ClawConnect runs in this pane (%s); follow it with `clawconnect terminal status %s` instead of a watch",
-			ErrRefused, d.TurnID, status, d.TurnID)
+			termapi.ErrRefused, d.TurnID, status, d.TurnID)
 	}
 	return nil
 }
@@ -105,13 +106,13 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 		return WatchView{}, fmt.Errorf("watch: %w", err)
 	}
 	if req.OriginSession == "" {
-		return WatchView{}, fmt.Errorf("watch: %w: give the OpenClaw session to notify (--origin-session SESSION_KEY)", ErrBadInput)
+		return WatchView{}, fmt.Errorf("watch: %w: give the OpenClaw session to notify (--origin-session SESSION_KEY)", termapi.ErrBadInput)
 	}
 	if err := checkSessionKey(req.OriginSession); err != nil {
 		return WatchView{}, fmt.Errorf("watch: %w", err)
 	}
 	if req.Timeout < 0 {
-		return WatchView{}, fmt.Errorf("watch: %w: the timeout must be positive", ErrBadInput)
+		return WatchView{}, fmt.Errorf("watch: %w: the timeout must be positive", termapi.ErrBadInput)
 	}
 	ws := s.o.Store
 	if req.GatewayURL == "" {
@@ -123,7 +124,7 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 	}
 	finder, ok := a.(agents.TaskFinder)
 	if !ok {
-		return WatchView{}, fmt.Errorf("watch: %w: %s panes cannot be watched by this build", ErrRefused, p.Agent)
+		return WatchView{}, fmt.Errorf("watch: %w: %s panes cannot be watched by this build", termapi.ErrRefused, p.Agent)
 	}
 	if err := s.ourTurnRuns(ctx, p); err != nil {
 		return WatchView{}, fmt.Errorf("watch: %w", err)
@@ -136,9 +137,9 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 	var anchor json.RawMessage
 	switch {
 	case sc.Dialog:
-		return WatchView{}, fmt.Errorf("watch: %w: the pane shows a dialog or menu; close it in the terminal first", ErrRefused)
+		return WatchView{}, fmt.Errorf("watch: %w: the pane shows a dialog or menu; close it in the terminal first", termapi.ErrRefused)
 	case sc.Activity == "idle" && !sc.ComposerEmpty:
-		return WatchView{}, fmt.Errorf("watch: %w: the composer holds an unsent draft; press Enter in the pane first (then watch the running task), or clear it", ErrRefused)
+		return WatchView{}, fmt.Errorf("watch: %w: the composer holds an unsent draft; press Enter in the pane first (then watch the running task), or clear it", termapi.ErrRefused)
 	case sc.Activity == "idle":
 		// The human has not started the task yet: follow the next one.
 		if anchor, err = a.Anchor(ctx, p, id); err != nil {
@@ -159,7 +160,7 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 		}
 		if err != nil {
 			return WatchView{}, fmt.Errorf("watch: %w: the agent is %s but its running task cannot be found in its session file (%v); start the watch before the human presses Enter",
-				ErrRefused, sc.Activity, Redact(err.Error()))
+				termapi.ErrRefused, sc.Activity, Redact(err.Error()))
 		}
 	}
 	sess, err := s.followSession(ctx, p, id)
@@ -179,7 +180,7 @@ func (s *Service) Watch(ctx context.Context, req WatchRequest) (WatchView, error
 		UpdatedAt: now.UnixMilli(), DeadlineAt: now.Add(timeout).UnixMilli()}
 	if err := ws.CreateWatch(ctx, w); err != nil {
 		if errors.Is(err, store.ErrWatched) {
-			return WatchView{}, fmt.Errorf("watch: %w: the pane already has an active watch; unwatch it first: %w", ErrRefused, err)
+			return WatchView{}, fmt.Errorf("watch: %w: the pane already has an active watch; unwatch it first: %w", termapi.ErrRefused, err)
 		}
 		return WatchView{}, fmt.Errorf("watch: %w", err)
 	}
@@ -248,7 +249,7 @@ func (s *Service) resolveWatch(ctx context.Context, id string) (*store.Watch, er
 			return a, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: terminal %s has no active watch", ErrNotFound, id)
+	return nil, fmt.Errorf("%w: terminal %s has no active watch", termapi.ErrNotFound, id)
 }
 
 func (s *Service) getWatch(ctx context.Context, watchID string) (*store.Watch, error) {
@@ -258,7 +259,7 @@ func (s *Service) getWatch(ctx context.Context, watchID string) (*store.Watch, e
 	ws := s.o.Store
 	w, err := ws.GetWatch(ctx, watchID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no watch %s", ErrNotFound, watchID)
+		return nil, fmt.Errorf("%w: no watch %s", termapi.ErrNotFound, watchID)
 	}
 	return w, err
 }
@@ -291,14 +292,14 @@ func (s *Service) Unwatch(ctx context.Context, id string) (WatchView, error) {
 			return WatchView{}, fmt.Errorf("unwatch: %w", err)
 		}
 	}
-	return WatchView{}, fmt.Errorf("unwatch %s: %w: the watch kept changing; retry", w.WatchID, ErrRefused)
+	return WatchView{}, fmt.Errorf("unwatch %s: %w: the watch kept changing; retry", w.WatchID, termapi.ErrRefused)
 }
 
 func (s *Service) watchView(ctx context.Context, w *store.Watch) WatchView {
 	v := WatchView{WatchID: w.WatchID, Status: w.Status, Agent: w.Agent, TerminalID: w.TerminalID, SessionID: w.SessionID,
 		OriginSession: w.OriginSessionKey, NativeTurnID: w.NativeTurnID, TaskSeen: w.NativeTurnID != "",
 		CreatedAt: ts(w.CreatedAt), DeadlineAt: ts(w.DeadlineAt), Settlement: w.Settlement, Diagnostic: w.Diagnostic,
-		Notifications: []CallbackView{}}
+		Notifications: []termapi.CallbackView{}}
 	{
 		if cbs, err := s.o.Store.TurnCallbacks(ctx, w.WatchID, 20); err == nil {
 			for _, cb := range cbs {
@@ -364,7 +365,7 @@ func watchNotification(w *store.Watch, kind, evidence, body string, meta map[str
 		}
 		return tx.PutCallback(ctx, &store.Callback{MessageID: id, TurnID: watch.WatchID, SessionID: watch.SessionID,
 			Kind: "watch_" + kind, SessionKey: watch.OriginSessionKey, GatewayURL: watch.GatewayURL, BindingID: watch.BindingID,
-			Generation: watch.BindingGeneration, Message: msg, Status: store.CallbackPending, NextAttemptAt: now,
+			Generation: watch.BindingGeneration, Message: msg, Status: termapi.CallbackPending, NextAttemptAt: now,
 			CreatedAt: now, UpdatedAt: now})
 	}
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
@@ -36,11 +38,11 @@ func TestE2EInspectStatusCard(t *testing.T) {
 			ctx := t.Context()
 			// A managed Session first: inspect must not count as human
 			// input, so its exact context stays sendable afterwards.
-			first, err := svc.Send(ctx, SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=before-inspect"})
+			first, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "Reply with ECHO=before-inspect"})
 			if err != nil {
 				t.Fatalf("send: %v; screen:\n%s", err, rp.debug())
 			}
-			waitTurnStatus(t, svc, first.TurnID, 90*time.Second, store.TurnIdle)
+			waitTurnStatus(t, svc, first.TurnID, 90*time.Second, termapi.TurnIdle)
 			waitCheckpoint(t, st, first.SessionID)
 			waitSendable(t, svc, rp)
 			res, err := svc.Inspect(ctx, rp.pane.TerminalID)
@@ -61,11 +63,11 @@ func TestE2EInspectStatusCard(t *testing.T) {
 			}
 			t.Logf("%s card: version %s model %s session %s fields %d", tc.kind, res.Version, res.Model, res.SessionID, len(res.Fields))
 			// The exact Session still takes a send.
-			sent, err := svc.Send(ctx, SendRequest{SessionID: first.SessionID, Request: "Reply with ECHO=after-inspect"})
-			if err != nil || sent.SubmissionOutcome != OutcomeAccepted {
+			sent, err := svc.Send(ctx, termapi.SendRequest{SessionID: first.SessionID, Request: "Reply with ECHO=after-inspect"})
+			if err != nil || sent.SubmissionOutcome != termapi.OutcomeAccepted {
 				t.Fatalf("session_exact send after inspect: %+v, %v; screen:\n%s", sent, err, rp.debug())
 			}
-			if v := waitTurnStatus(t, svc, sent.TurnID, 90*time.Second, store.TurnIdle); v.Result.Text != "after-inspect" {
+			if v := waitTurnStatus(t, svc, sent.TurnID, 90*time.Second, termapi.TurnIdle); v.Result.Text != "after-inspect" {
 				t.Fatalf("turn after inspect = %+v", v)
 			}
 		})
@@ -113,7 +115,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered {
+			if len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered {
 				return cbs[0]
 			}
 			if time.Now().After(deadline) {
@@ -182,10 +184,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for h.Monitoring() != 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.WithinEvery(10*time.Second, 50*time.Millisecond, func() bool { return h.Monitoring() == 0 })
 	if cbs, _ := cs.TurnCallbacks(ctx, w3.WatchID, 10); len(cbs) != 1 {
 		t.Fatalf("after unwatch the watch has %d notifications", len(cbs))
 	}
@@ -276,7 +275,7 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cbs) == 1 && cbs[0].Status == store.CallbackDelivered {
+		if len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered {
 			if cb := cbs[0]; cb.SessionKey != S || cb.Kind != "watch_completed" || gw.Runs() != 1 {
 				t.Fatalf("notification %+v, %d runs of the origin session", cb, gw.Runs())
 			}
@@ -331,7 +330,7 @@ func watchQuestionE2E(t *testing.T, kind realcli.Kind, question string, args ...
 			}
 			var got []string
 			for i := len(cbs) - 1; i >= 0; i-- {
-				if cbs[i].Status == store.CallbackDelivered {
+				if cbs[i].Status == termapi.CallbackDelivered {
 					got = append(got, cbs[i].Kind)
 				}
 			}

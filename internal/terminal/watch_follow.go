@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // rescanWatches starts a follower for every active watch no live host
@@ -236,7 +237,7 @@ func (m *watcher) screen(ctx context.Context, w *store.Watch, now time.Time) err
 		kind, evidence = WatchKindApproval, sc.Approval.Fingerprint
 		body = "The watched " + w.Agent + " task asks for approval (" + sc.Approval.Kind + "); answer it in the terminal."
 		meta = map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint}
-		if w.Agent == AgentCodex && sc.Approval.Command != "" {
+		if w.Agent == termapi.AgentCodex && sc.Approval.Command != "" {
 			meta["command"] = Redact(sc.Approval.Command)
 		}
 		w.LastApprovalFingerprint = sc.Approval.Fingerprint
@@ -269,7 +270,7 @@ func ledgerEntry(ctx context.Context, st store.TerminalStore, key string) (*stor
 // watchQuestionBody is the notification text of a question the watched
 // task asks: the question and its numbered options, answered in the
 // terminal.
-func watchQuestionBody(agent string, q *store.Question) string {
+func watchQuestionBody(agent string, q *termapi.Question) string {
 	var b strings.Builder
 	b.WriteString("The watched " + agent + " task asks: ")
 	writeQuestion(&b, q)

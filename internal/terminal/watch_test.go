@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // StartedTask implements TaskFinder for the fake: the first human record
@@ -103,7 +104,7 @@ func (r *rig) waitWatch(id, status string) WatchView {
 }
 
 func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 301)
+	a := newFakeAgent(termapi.AgentCodex, 301)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -114,7 +115,7 @@ func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
 	if v.Status != store.WatchActive || v.TaskSeen || v.SessionID == "" {
 		t.Fatalf("new watch = %+v", v)
 	}
-	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("second watch of the pane: %v, want ErrRefused", err)
 	}
 	a.humanStarts("h-1")
@@ -132,7 +133,7 @@ func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
 		t.Fatalf("notifications (-want +got):\n%s", diff)
 	}
 	cb := got.Notifications[0]
-	if cb.SessionKey != watchOrigin || cb.Status != store.CallbackPending || cb.MessageID != watchMessageID(v.WatchID, WatchKindCompleted, "h-1") {
+	if cb.SessionKey != watchOrigin || cb.Status != termapi.CallbackPending || cb.MessageID != watchMessageID(v.WatchID, WatchKindCompleted, "h-1") {
 		t.Fatalf("notification = %+v", cb)
 	}
 	// A later task in the pane notifies nothing more; the pane is free
@@ -167,7 +168,7 @@ func watchRunningTask(t *testing.T, a *fakeAgent) (*rig, WatchView) {
 }
 
 func TestWatchApprovalThenFailure(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 302)
+	a := newFakeAgent(termapi.AgentCodex, 302)
 	r, v := watchRunningTask(t, a)
 	a.set(func(f *fakeAgent) {
 		f.approval = &agents.ScreenApproval{Fingerprint: "fp-1", Kind: "run_command", Command: "ls", Approvable: true}
@@ -190,7 +191,7 @@ func TestWatchApprovalThenFailure(t *testing.T) {
 // once, as an approval prompt is, with the question and its options and
 // the word that it is answered in the terminal; the task's end follows.
 func TestWatchQuestionIsNotifiedOnce(t *testing.T) {
-	a := newFakeAgent(AgentClaude, 309)
+	a := newFakeAgent(termapi.AgentClaude, 309)
 	r, v := watchRunningTask(t, a)
 	a.set(func(f *fakeAgent) { f.question = colorQuestion(true) })
 	r.until("one question notification", func() bool { return len(r.notifications(v.WatchID)) == 1 })
@@ -223,7 +224,7 @@ func TestWatchQuestionIsNotifiedOnce(t *testing.T) {
 }
 
 func TestUnwatchStopsNotifications(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 303)
+	a := newFakeAgent(termapi.AgentCodex, 303)
 	r := newRig(t, a)
 	h := r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -251,13 +252,13 @@ func TestUnwatchStopsNotifications(t *testing.T) {
 	if again, err := r.svc.Unwatch(ctx, v.WatchID); err != nil || again.Status != store.WatchCancelled {
 		t.Fatalf("second unwatch = %+v, %v", again, err)
 	}
-	if _, err := r.svc.Unwatch(ctx, a.pane.TerminalID); !errors.Is(err, ErrNotFound) {
+	if _, err := r.svc.Unwatch(ctx, a.pane.TerminalID); !errors.Is(err, termapi.ErrNotFound) {
 		t.Fatalf("unwatch of an unwatched pane: %v, want ErrNotFound", err)
 	}
 }
 
 func TestWatchRefusals(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 304)
+	a := newFakeAgent(termapi.AgentCodex, 304)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -266,25 +267,25 @@ func TestWatchRefusals(t *testing.T) {
 		req  WatchRequest
 		want error
 	}{
-		{"no origin", WatchRequest{TerminalID: a.pane.TerminalID}, ErrBadInput},
-		{"bad origin", WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: "a b"}, ErrBadInput},
-		{"bad terminal", WatchRequest{TerminalID: "pane-1", OriginSession: watchOrigin}, ErrBadInput},
-		{"negative timeout", WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin, Timeout: -time.Second}, ErrBadInput},
+		{"no origin", WatchRequest{TerminalID: a.pane.TerminalID}, termapi.ErrBadInput},
+		{"bad origin", WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: "a b"}, termapi.ErrBadInput},
+		{"bad terminal", WatchRequest{TerminalID: "pane-1", OriginSession: watchOrigin}, termapi.ErrBadInput},
+		{"negative timeout", WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin, Timeout: -time.Second}, termapi.ErrBadInput},
 	} {
 		if _, err := r.svc.Watch(ctx, tc.req); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	a.set(func(f *fakeAgent) { f.draft = "half typed" })
-	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("watch of a pane with a draft: %v, want ErrRefused", err)
 	}
 	a.set(func(f *fakeAgent) { f.draft = "" })
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "ours"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "ours"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, ErrRefused) {
+	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("watch while Turn %s runs: %v, want ErrRefused", res.TurnID, err)
 	}
 	active, _ := r.st.ActiveWatches(ctx, 10)
@@ -294,7 +295,7 @@ func TestWatchRefusals(t *testing.T) {
 }
 
 func TestWatchResumedByANewHostAndTimesOut(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 305)
+	a := newFakeAgent(termapi.AgentCodex, 305)
 	r := newRig(t, a)
 	ctx := t.Context()
 	// No host runs: the watch is only a store record.
@@ -315,7 +316,7 @@ func TestWatchResumedByANewHostAndTimesOut(t *testing.T) {
 }
 
 func TestWatchYieldsToATurnOfOursAndBlocksInspect(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 306)
+	a := newFakeAgent(termapi.AgentCodex, 306)
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
@@ -323,10 +324,10 @@ func TestWatchYieldsToATurnOfOursAndBlocksInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.svc.Inspect(ctx, a.pane.TerminalID); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), v.WatchID) {
+	if _, err := r.svc.Inspect(ctx, a.pane.TerminalID); !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), v.WatchID) {
 		t.Fatalf("inspect of a watched pane: %v, want a refusal naming %s", err, v.WatchID)
 	}
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "ours"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "ours"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +336,7 @@ func TestWatchYieldsToATurnOfOursAndBlocksInspect(t *testing.T) {
 		t.Fatalf("watch after our send = %+v", got)
 	}
 	a.finish("our reply", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	if n := r.notifications(v.WatchID); len(n) != 1 || !strings.HasPrefix(n[0], "watch_invalidated/error/A ClawConnect Turn") {
 		t.Fatalf("notifications = %v", n)
 	}
@@ -349,17 +350,17 @@ func TestWatchYieldsToATurnOfOursAndBlocksInspect(t *testing.T) {
 // requester would wait for a callback that never comes). The next follow
 // send then lands in the transition's Session.
 func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
-	a := newFakeAgent(AgentCodex, 307)
+	a := newFakeAgent(termapi.AgentCodex, 307)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()
-	first, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
+	first, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.finish("first done", false)
-	r.waitStatus(first.TurnID, store.TurnIdle)
+	r.waitStatus(first.TurnID, termapi.TurnIdle)
 	w, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
 		t.Fatal(err)
@@ -374,7 +375,7 @@ func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
 		t.Fatalf("watch after the transition = %+v (settlement %+v)", got, got.Settlement)
 	}
 	a.set(func(f *fakeAgent) { f.lockOnly = true })
-	res, err := r.svc.Send(ctx, SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
+	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "second"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +383,7 @@ func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
 		t.Fatalf("send after the transition went to %s, want %s", res.SessionID, tr.SessionID)
 	}
 	a.finish("second done", false)
-	r.waitStatus(res.TurnID, store.TurnIdle)
+	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	if n := r.notifications(w.WatchID); len(n) != 1 || !strings.HasPrefix(n[0], "watch_invalidated/error/A thread transition") && !strings.HasPrefix(n[0], "watch_invalidated/error/The watched pane's session context changed") {
 		t.Fatalf("notifications = %v (watch %+v, settlement %+v)", n, got, got.Settlement)
 	}
@@ -391,7 +392,7 @@ func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
 // TestWatchesListsActiveWatches: Watches lists the active watches with the
 // pane each follows, and drops a watch once it is unwatched.
 func TestWatchesListsActiveWatches(t *testing.T) {
-	a, b := newFakeAgent(AgentCodex, 311), newFakeAgent(AgentClaude, 312)
+	a, b := newFakeAgent(termapi.AgentCodex, 311), newFakeAgent(termapi.AgentClaude, 312)
 	r := newRig(t, a, b)
 	r.start(r.svc, HostOptions{})
 	ctx := t.Context()

@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestE2EKill9DaemonBetweenClaimAndDelivery: the monitor host (`clawconnect
@@ -56,7 +57,7 @@ func TestE2EKill9DaemonBetweenClaimAndDelivery(t *testing.T) {
 	var cbs []*store.Callback
 	if !poll.WithinEvery(2*time.Minute, 20*time.Millisecond, func() bool {
 		cbs, err = st.TurnCallbacks(r.ctx, turnID, 10)
-		if err == nil && len(cbs) == 1 && cbs[0].LeaseUntil > time.Now().UnixMilli() && cbs[0].Status == store.CallbackPending {
+		if err == nil && len(cbs) == 1 && cbs[0].LeaseUntil > time.Now().UnixMilli() && cbs[0].Status == termapi.CallbackPending {
 			held = cbs[0]
 		}
 		return held != nil
@@ -80,7 +81,7 @@ func TestE2EKill9DaemonBetweenClaimAndDelivery(t *testing.T) {
 	var got *store.Callback
 	if !poll.WithinEvery(3*time.Minute, 100*time.Millisecond, func() bool {
 		got, err = st.GetCallback(r.ctx, held.MessageID)
-		return err == nil && got.Status == store.CallbackDelivered
+		return err == nil && got.Status == termapi.CallbackDelivered
 	}) {
 		t.Fatalf("callback after the restart = %+v, %v\nnew daemon running: %v\ndaemon log:\n%s", got, err,
 			r.daemon.running(), r.daemonLog())

@@ -24,6 +24,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // buildOnce builds the clawconnect binary once per test binary run; the
@@ -341,7 +342,7 @@ func (r *rig) waitSendable(timeout time.Duration) {
 	if !poll.WithinEvery(timeout, 300*time.Millisecond, func() bool {
 		serr = r.hostLive()
 		out, err = r.cli("terminal", "list", "--json")
-		var res terminal.ListResult
+		var res termapi.ListResult
 		if serr == nil && err == nil && json.Unmarshal([]byte(out), &res) == nil && len(res.Terminals) == 1 && len(res.Terminals[0].AvailableActions) > 0 {
 			if res.Terminals[0].ID == id {
 				return true
@@ -443,13 +444,13 @@ func (r *rig) waitTranscript(key, want string, timeout time.Duration) {
 }
 
 // status is `clawconnect terminal status --json TURN_ID`.
-func (r *rig) status(turnID string) terminal.TurnView {
+func (r *rig) status(turnID string) termapi.TurnView {
 	r.t.Helper()
 	out, err := r.cli("terminal", "status", "--json", turnID)
 	if err != nil {
 		r.t.Fatalf("status %s: %v", turnID, err)
 	}
-	var v terminal.TurnView
+	var v termapi.TurnView
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		r.t.Fatalf("status %s: %v\n%s", turnID, err, out)
 	}

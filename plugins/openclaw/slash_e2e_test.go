@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/terminal"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TestE2ESlashCommandDelegatesAndCallsBack: a person types
@@ -84,7 +84,7 @@ func TestE2ESlashCommandRefusesTwoCodexPanes(t *testing.T) {
 		ids = ids[:0]
 		var err error
 		out, err = r.cli("terminal", "list", "--json")
-		var res terminal.ListResult
+		var res termapi.ListResult
 		if err == nil && json.Unmarshal([]byte(out), &res) == nil {
 			for _, row := range res.Terminals {
 				if row.Agent == "codex" && len(row.AvailableActions) > 0 {

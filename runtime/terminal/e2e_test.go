@@ -18,6 +18,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
 	"github.com/clawconnect/clawconnect/runtime/internal/fakecli"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // patient retries a Start the pane refuses because it is still busy with
@@ -30,7 +31,7 @@ func (p patient) Start(ctx context.Context, task executor.Task, opts executor.St
 	defer cancel()
 	for {
 		h, err := p.Adapter.Start(ctx, task, opts)
-		if err == nil || !errors.Is(err, iterm.ErrRefused) {
+		if err == nil || !errors.Is(err, termapi.ErrRefused) {
 			return h, err
 		}
 		select {

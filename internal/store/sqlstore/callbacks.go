@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 var _ store.CallbackStore = (*DB)(nil)
@@ -80,7 +81,7 @@ func scanCallback(sc scanner) (*store.Callback, error) {
 	if err := json.Unmarshal([]byte(data), &cb); err != nil {
 		return nil, fmt.Errorf("callback has an unreadable data column: %v: %w", err, store.ErrIncompatible)
 	}
-	cb.Status, cb.NextAttemptAt, cb.LeaseOwner, cb.LeaseToken, cb.LeaseUntil = store.CallbackStatus(status), next, owner, token, until
+	cb.Status, cb.NextAttemptAt, cb.LeaseOwner, cb.LeaseToken, cb.LeaseUntil = termapi.CallbackStatus(status), next, owner, token, until
 	return &cb, nil
 }
 
@@ -109,7 +110,7 @@ func (db *DB) callback(ctx context.Context, q termQuerier, id string, lock bool)
 	if err := json.Unmarshal([]byte(data), &cb); err != nil {
 		return nil, fmt.Errorf("callback has an unreadable data column: %v: %w", err, store.ErrIncompatible)
 	}
-	cb.Status, cb.NextAttemptAt = store.CallbackStatus(status), next
+	cb.Status, cb.NextAttemptAt = termapi.CallbackStatus(status), next
 	l, err := db.workLease(ctx, q, store.LeaseCallback, id, true)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
@@ -173,7 +174,7 @@ func (db *DB) ClaimCallback(ctx context.Context, messageID, owner string, now, u
 		if err != nil {
 			return err
 		}
-		if cur.Status != store.CallbackPending && cur.Status != store.CallbackFailed {
+		if cur.Status != termapi.CallbackPending && cur.Status != termapi.CallbackFailed {
 			return fmt.Errorf("callback is %s: %w", cur.Status, store.ErrLeaseLost)
 		}
 		if cur.LeaseOwner != owner && cur.LeaseUntil >= now {
@@ -232,10 +233,10 @@ func (db *DB) RearmCallback(ctx context.Context, messageID string, now int64) (*
 			return err
 		}
 		out = cur
-		if cur.Status != store.CallbackFailed && cur.Status != store.CallbackExhausted {
+		if cur.Status != termapi.CallbackFailed && cur.Status != termapi.CallbackExhausted {
 			return nil
 		}
-		cur.Status, cur.Attempts, cur.NextAttemptAt, cur.UpdatedAt = store.CallbackPending, 0, now, now
+		cur.Status, cur.Attempts, cur.NextAttemptAt, cur.UpdatedAt = termapi.CallbackPending, 0, now, now
 		cur.ManualRetries++
 		data, err := json.Marshal(cur)
 		if err != nil {

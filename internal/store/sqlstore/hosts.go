@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 var _ store.TerminalHosts = (*DB)(nil)
@@ -152,7 +153,7 @@ func (db *DB) GetHostOp(ctx context.Context, id string) (*store.HostOp, error) {
 }
 
 // TurnIDsWithStatus implements store.TerminalHosts.
-func (db *DB) TurnIDsWithStatus(ctx context.Context, status store.TurnStatus, limit int) ([]string, error) {
+func (db *DB) TurnIDsWithStatus(ctx context.Context, status termapi.TurnStatus, limit int) ([]string, error) {
 	ids, err := db.queryIDs(ctx, `SELECT turn_id FROM term_turns WHERE status = ? ORDER BY turn_id LIMIT ?`,
 		status, store.ClampPage(limit, store.MaxPage))
 	if err != nil {

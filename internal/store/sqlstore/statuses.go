@@ -20,8 +20,8 @@ var callbackDue = statusIn(termapi.CallbackStatuses(), termapi.CallbackStatus.Du
 
 // turnAdvanceFrom is the SQL condition on the stored status of a Turn
 // that WriteTurn may write with status to (termapi.CheckTurnAdvance).
-func turnAdvanceFrom(to store.TurnStatus) string {
-	return statusIn(termapi.TurnStatuses(), func(from store.TurnStatus) bool { return termapi.CheckTurnAdvance(from, to) == nil })
+func turnAdvanceFrom(to termapi.TurnStatus) string {
+	return statusIn(termapi.TurnStatuses(), func(from termapi.TurnStatus) bool { return termapi.CheckTurnAdvance(from, to) == nil })
 }
 
 // openTransition selects the transitions still running (not

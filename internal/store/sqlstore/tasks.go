@@ -8,31 +8,32 @@ import (
 	"fmt"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // taskData is the JSON column of a task: every field that is never a key.
 type taskData struct {
-	Prompt           store.Prompt     `json:"prompt"`
-	Message          string           `json:"message,omitempty"`
-	LastEventAt      int64            `json:"lastEventAt"`
-	Summary          string           `json:"summary,omitempty"`
-	Error            string           `json:"error,omitempty"`
-	ErrorInfo        *store.ErrorInfo `json:"errorInfo,omitempty"`
-	TerminalReason   string           `json:"terminalReason,omitempty"`
-	ResultSource     string           `json:"resultSource,omitempty"`
-	Provisional      bool             `json:"provisional,omitempty"`
-	OutcomeVersion   int64            `json:"outcomeVersion,omitempty"`
-	ParentRunID      string           `json:"parentRunId,omitempty"`
-	LastSeenSequence int64            `json:"lastSeenSequence,omitempty"`
-	PayloadPath      string           `json:"payloadPath,omitempty"`
-	Upstream         string           `json:"upstream,omitempty"`
-	Transcript       string           `json:"transcript,omitempty"`
-	Cancellation     string           `json:"cancellation,omitempty"`
-	NewThread        bool             `json:"newThread,omitempty"`
-	Artifacts        store.Artifacts  `json:"artifacts"`
-	Recovery         *store.Recovery  `json:"recovery,omitempty"`
-	Liveness         *store.Liveness  `json:"liveness,omitempty"`
-	Principal        string           `json:"principal,omitempty"`
+	Prompt           taskapi.Prompt     `json:"prompt"`
+	Message          string             `json:"message,omitempty"`
+	LastEventAt      int64              `json:"lastEventAt"`
+	Summary          string             `json:"summary,omitempty"`
+	Error            string             `json:"error,omitempty"`
+	ErrorInfo        *taskapi.ErrorInfo `json:"errorInfo,omitempty"`
+	TerminalReason   string             `json:"terminalReason,omitempty"`
+	ResultSource     string             `json:"resultSource,omitempty"`
+	Provisional      bool               `json:"provisional,omitempty"`
+	OutcomeVersion   int64              `json:"outcomeVersion,omitempty"`
+	ParentRunID      string             `json:"parentRunId,omitempty"`
+	LastSeenSequence int64              `json:"lastSeenSequence,omitempty"`
+	PayloadPath      string             `json:"payloadPath,omitempty"`
+	Upstream         string             `json:"upstream,omitempty"`
+	Transcript       string             `json:"transcript,omitempty"`
+	Cancellation     string             `json:"cancellation,omitempty"`
+	NewThread        bool               `json:"newThread,omitempty"`
+	Artifacts        taskapi.Artifacts  `json:"artifacts"`
+	Recovery         *taskapi.Recovery  `json:"recovery,omitempty"`
+	Liveness         *taskapi.Liveness  `json:"liveness,omitempty"`
+	Principal        string             `json:"principal,omitempty"`
 }
 
 func encodeTask(t *store.Task) (string, error) {

@@ -263,14 +263,14 @@ func (db *DB) checkDispatchFree(ctx context.Context, tx *txn, key, exceptTurn st
 	if err != nil {
 		return "", err
 	}
-	var owner store.TurnStatus
+	var owner termapi.TurnStatus
 	if cur.TurnID != "" {
 		err := tx.QueryRowContext(ctx, `SELECT status FROM term_turns WHERE turn_id = ?`, cur.TurnID).Scan(&owner)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return "", err
 		}
 	}
-	if cur.TurnID == exceptTurn && cur.Status == store.DispatchAgentAccepted {
+	if cur.TurnID == exceptTurn && cur.Status == termapi.DispatchAgentAccepted {
 		return cur.GenerationID, nil
 	}
 	if cur.Blocks(owner) && cur.MessageType == store.DispatchTransition {
@@ -317,10 +317,10 @@ func (db *DB) CreateTurn(ctx context.Context, tc store.TurnCreate) error {
 	if !strings.HasPrefix(t.TurnID, "turn-") || t.SessionID == "" {
 		return fmt.Errorf("create turn %q: a turn-… id and a session id are required", t.TurnID)
 	}
-	if t.Status != store.TurnCreated {
-		return fmt.Errorf("create turn %s: a Turn starts %s, not %q", t.TurnID, store.TurnCreated, t.Status)
+	if t.Status != termapi.TurnCreated {
+		return fmt.Errorf("create turn %s: a Turn starts %s, not %q", t.TurnID, termapi.TurnCreated, t.Status)
 	}
-	if tc.Dispatch == nil || tc.Dispatch.TerminalKey == "" || tc.Dispatch.Status != store.DispatchPrepared {
+	if tc.Dispatch == nil || tc.Dispatch.TerminalKey == "" || tc.Dispatch.Status != termapi.DispatchPrepared {
 		return fmt.Errorf("create turn %s: a prepared dispatch entry is required", t.TurnID)
 	}
 	data, err := json.Marshal(t)
@@ -458,7 +458,7 @@ func (db *DB) WriteTurn(ctx context.Context, w store.TurnWrite) error {
 		} else if n == 0 {
 			var version int64
 			var principal string
-			var stored store.TurnStatus
+			var stored termapi.TurnStatus
 			err := tx.QueryRowContext(ctx, `SELECT version, principal, status FROM term_turns WHERE turn_id = ?`, t.TurnID).Scan(&version, &principal, &stored)
 			if err == nil && version == t.Version && principal == t.Principal {
 				if err := termapi.CheckTurnAdvance(stored, t.Status); err != nil {

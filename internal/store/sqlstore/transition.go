@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 var _ store.TransitionStore = (*DB)(nil)
@@ -114,7 +115,7 @@ func (db *DB) PrepareTransition(ctx context.Context, t *store.Transition) error 
 		}
 		d := &store.Dispatch{TerminalKey: t.TerminalKey, GenerationID: t.TransitionID,
 			PreviousGenerationID: prev, SessionID: t.FromSessionID, MessageID: t.TransitionID, MessageType: store.DispatchTransition,
-			Status: store.DispatchPrepared, BindingID: t.FromBindingID, BindingGeneration: t.FromGeneration, PreparedAt: t.PreparedAt}
+			Status: termapi.DispatchPrepared, BindingID: t.FromBindingID, BindingGeneration: t.FromGeneration, PreparedAt: t.PreparedAt}
 		if prev == "" {
 			return db.insertDispatch(ctx, tx, d)
 		}
@@ -139,7 +140,7 @@ func (db *DB) GetTransition(ctx context.Context, id string) (*store.Transition, 
 // writeTransition replaces the stored transition (locked, at t.Version)
 // with t after check, and moves its ledger entry to status (released when
 // release is set).
-func (db *DB) writeTransition(ctx context.Context, tx *txn, t *store.Transition, check func(old *store.Transition) error, status store.DispatchStatus, release bool) error {
+func (db *DB) writeTransition(ctx context.Context, tx *txn, t *store.Transition, check func(old *store.Transition) error, status termapi.DispatchStatus, release bool) error {
 	old, err := db.transition(ctx, tx, t.TransitionID, true)
 	if err != nil {
 		return err
@@ -171,7 +172,7 @@ func (db *DB) writeTransition(ctx context.Context, tx *txn, t *store.Transition,
 	if release {
 		d.ReleasedAt = t.UpdatedAt
 	}
-	if status == store.DispatchUncertain {
+	if status == termapi.DispatchUncertain {
 		d.UncertainAt = t.UpdatedAt
 		d.Error = t.Reason
 	}
@@ -179,18 +180,18 @@ func (db *DB) writeTransition(ctx context.Context, tx *txn, t *store.Transition,
 }
 
 // ledgerStatus is the dispatch-ledger status of a transition status.
-func ledgerStatus(s string) (store.DispatchStatus, bool) {
+func ledgerStatus(s string) (termapi.DispatchStatus, bool) {
 	switch s {
 	case store.TransitionPrepared:
-		return store.DispatchPrepared, false
+		return termapi.DispatchPrepared, false
 	case store.TransitionUncertain:
-		return store.DispatchUncertain, false
+		return termapi.DispatchUncertain, false
 	case store.TransitionAborted:
-		return store.DispatchAborted, true
+		return termapi.DispatchAborted, true
 	case store.TransitionCommitted:
-		return store.DispatchAgentAccepted, true
+		return termapi.DispatchAgentAccepted, true
 	}
-	return store.DispatchDispatching, false
+	return termapi.DispatchDispatching, false
 }
 
 // AdvanceTransition implements store.TransitionStore.
@@ -222,7 +223,7 @@ func (db *DB) CommitTransition(ctx context.Context, c store.TransitionCommit) er
 				return fmt.Errorf("transition %s is %s; only a verified or uncertain one commits: %w", t.TransitionID, old.Status, store.ErrConflict)
 			}
 			return nil
-		}, store.DispatchAgentAccepted, true)
+		}, termapi.DispatchAgentAccepted, true)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // testDeadOwnerFreesCallbackAttempts: ReleaseLeases(owner, nil), what a
@@ -21,9 +22,9 @@ func testDeadOwnerFreesCallbackAttempts(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	turn := tc.Turn
-	turn.Status = store.TurnIdle
+	turn.Status = termapi.TurnIdle
 	cb := &store.Callback{MessageID: "msg-cb-1", TurnID: "turn-1", SessionID: "session-1", Kind: "completion",
-		SessionKey: "agent:main:s", Message: json.RawMessage(`{"id":"msg-cb-1"}`), Status: store.CallbackPending,
+		SessionKey: "agent:main:s", Message: json.RawMessage(`{"id":"msg-cb-1"}`), Status: termapi.CallbackPending,
 		NextAttemptAt: 10, CreatedAt: 10, UpdatedAt: 10}
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Also: func(ctx context.Context, tx store.TerminalTx) error {
 		return tx.PutCallback(ctx, cb)
@@ -51,7 +52,7 @@ func testDeadOwnerFreesCallbackAttempts(t *testing.T, s store.Store) {
 	if err != nil || b.LeaseToken <= held.LeaseToken {
 		t.Fatalf("claim after the release = %+v, %v", b, err)
 	}
-	held.Status, held.LastError = store.CallbackFailed, "late"
+	held.Status, held.LastError = termapi.CallbackFailed, "late"
 	if err := s.SaveCallback(ctx, held); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("the dead owner settled the callback: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 func claimFor(turn string, fp string) *store.CompletionClaim {
@@ -26,7 +27,7 @@ func testCompletionClaim(t *testing.T, s store.Store) {
 	}
 	turn := tc.Turn
 	// A failing Also hook rolls back the claim with everything else.
-	turn.Status = store.TurnIdle
+	turn.Status = termapi.TurnIdle
 	boom := errors.New("outbox full")
 	err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Claim: claimFor("turn-1", "fp1"),
 		Also: func(ctx context.Context, tx store.TerminalTx) error {
@@ -82,10 +83,10 @@ func testConcurrentClaims(t *testing.T, s store.Store) {
 				t.Error(err)
 				return
 			}
-			if turn.Status != store.TurnCreated {
+			if turn.Status != termapi.TurnCreated {
 				return
 			}
-			turn.Status = store.TurnIdle
+			turn.Status = termapi.TurnIdle
 			err = s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Claim: claimFor("turn-1", fmt.Sprint("fp", i)),
 				Events: []store.TurnEvent{{TS: 1, Type: "terminal_bridge_completion_claimed"}}})
 			switch {

@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
-func advance(t *testing.T, s store.TerminalStore, turn *store.Turn, d *store.Dispatch, status store.DispatchStatus) {
+func advance(t *testing.T, s store.TerminalStore, turn *store.Turn, d *store.Dispatch, status termapi.DispatchStatus) {
 	t.Helper()
 	nd := *d
 	nd.Status = status
@@ -48,8 +49,8 @@ func testDispatchLedger(t *testing.T, s store.Store) {
 	if first < 1 {
 		t.Fatalf("a new ledger entry has version %d, want at least 1", first)
 	}
-	for _, st := range []store.DispatchStatus{store.DispatchPrepared, store.DispatchTextInjected, store.DispatchUncertain} {
-		if st != store.DispatchPrepared {
+	for _, st := range []termapi.DispatchStatus{termapi.DispatchPrepared, termapi.DispatchTextInjected, termapi.DispatchUncertain} {
+		if st != termapi.DispatchPrepared {
 			advance(t, s, turn, d, st)
 		}
 		if err := s.CreateTurn(ctx, NewTurn("turn-b", b, 11)); !errors.Is(err, store.ErrTerminalBusy) {
@@ -58,14 +59,14 @@ func testDispatchLedger(t *testing.T, s store.Store) {
 	}
 	// Uncertain blocks even after the owner Turn failed; only an explicit
 	// release frees it.
-	turn.Status = store.TurnFailed
-	advance(t, s, turn, d, store.DispatchUncertain)
+	turn.Status = termapi.TurnFailed
+	advance(t, s, turn, d, termapi.DispatchUncertain)
 	if err := s.CreateTurn(ctx, NewTurn("turn-b", b, 11)); !errors.Is(err, store.ErrTerminalBusy) {
 		t.Fatalf("uncertain after failure: %v, want ErrTerminalBusy", err)
 	}
 	rel := *d
 	rel.ReleasedAt = 20
-	advance(t, s, turn, &rel, store.DispatchUncertain)
+	advance(t, s, turn, &rel, termapi.DispatchUncertain)
 	released := ledgerVersion()
 	if released <= first {
 		t.Fatalf("ledger version after advances = %d, want above %d", released, first)
@@ -83,14 +84,14 @@ func testDispatchLedger(t *testing.T, s store.Store) {
 	// agent_accepted blocks until the owner is released.
 	tb, _ := s.GetTurn(ctx, "turn-b")
 	db := *got
-	tb.Status = store.TurnWaitingForAgent
-	advance(t, s, tb, &db, store.DispatchAgentAccepted)
+	tb.Status = termapi.TurnWaitingForAgent
+	advance(t, s, tb, &db, termapi.DispatchAgentAccepted)
 	c := TermSession("session-c", "tc", "term")
 	mustCreateSession(t, s, c)
 	if err := s.CreateTurn(ctx, NewTurn("turn-c", c, 12)); !errors.Is(err, store.ErrTerminalBusy) {
 		t.Fatalf("accepted + running owner: %v", err)
 	}
-	tb.Status = store.TurnIdle
+	tb.Status = termapi.TurnIdle
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: tb}); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func testDispatchLedger(t *testing.T, s store.Store) {
 	}
 	// A stale generation cannot advance the ledger.
 	stale := *d
-	stale.Status = store.DispatchAgentAccepted
+	stale.Status = termapi.DispatchAgentAccepted
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn,
 		Dispatch: &store.DispatchAdvance{TerminalKey: "term", GenerationID: d.GenerationID, Update: &stale}}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale ledger advance: %v, want ErrConflict", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // RunWorkLeases runs the lease-table suite once per kind of terminal work
@@ -164,7 +165,7 @@ func fencedWork(t *testing.T, s store.Store, kind string) (store.WorkLease, func
 			if err != nil {
 				return err
 			}
-			turn.Status = store.TurnWaitingForAgent
+			turn.Status = termapi.TurnWaitingForAgent
 			return s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Fence: &store.Fence{Owner: l.Owner, Token: l.Fence, Now: now}})
 		}
 	case store.LeaseWatch:
@@ -186,7 +187,7 @@ func fencedWork(t *testing.T, s store.Store, kind string) (store.WorkLease, func
 		}
 		return store.WorkLease{Kind: kind, ID: cb.MessageID, Owner: cb.LeaseOwner, Fence: cb.LeaseToken, Until: cb.LeaseUntil},
 			func(l store.WorkLease, _ int64) error {
-				cb.LeaseOwner, cb.LeaseToken, cb.Status, cb.LeaseUntil = l.Owner, l.Fence, store.CallbackFailed, 0
+				cb.LeaseOwner, cb.LeaseToken, cb.Status, cb.LeaseUntil = l.Owner, l.Fence, termapi.CallbackFailed, 0
 				return s.SaveCallback(ctx, cb)
 			}
 	}
@@ -203,10 +204,10 @@ func putCallback(t *testing.T, s store.Store, id string) {
 	if err := s.CreateTurn(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
-	tc.Turn.Status = store.TurnIdle
+	tc.Turn.Status = termapi.TurnIdle
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: tc.Turn, Also: func(ctx context.Context, tx store.TerminalTx) error {
 		return tx.PutCallback(ctx, &store.Callback{MessageID: id, TurnID: "turn-cb", SessionID: "session-cb", Kind: "completion",
-			SessionKey: "agent:main:s", Message: json.RawMessage(`{"id":"` + id + `"}`), Status: store.CallbackPending,
+			SessionKey: "agent:main:s", Message: json.RawMessage(`{"id":"` + id + `"}`), Status: termapi.CallbackPending,
 			NextAttemptAt: 10, CreatedAt: 10, UpdatedAt: 10})
 	}}); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // NewStore returns a fresh, empty store for one test; it registers its own
@@ -18,10 +19,10 @@ type NewStore func(t *testing.T) store.Store
 func Task(id, agent, session string, startedAt int64) *store.Task {
 	return &store.Task{
 		ID: id, Agent: agent, SessionKey: session, Status: store.StatusRunning,
-		Prompt:  store.Prompt{Task: "do " + id, Context: "ctx", SenderName: "tester"},
+		Prompt:  taskapi.Prompt{Task: "do " + id, Context: "ctx", SenderName: "tester"},
 		Message: "msg " + id, StartedAt: startedAt, LastEventAt: startedAt,
 		Upstream: "reconnecting", Transcript: "detached", Cancellation: "none",
-		Artifacts: store.Artifacts{FilesChanged: []string{}, CommandsRun: []string{}},
+		Artifacts: taskapi.Artifacts{FilesChanged: []string{}, CommandsRun: []string{}},
 	}
 }
 

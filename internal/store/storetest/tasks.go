@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 func testRoundTrip(t *testing.T, s store.Store) {
@@ -33,10 +34,10 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	got.TerminalReason = "live-final"
 	got.ResultSource = "parent"
 	got.OutcomeVersion = 1
-	got.ErrorInfo = &store.ErrorInfo{Category: "unknown", Message: "m", SuggestedRecovery: "r"}
-	got.Recovery = &store.Recovery{Reason: "no_live_final_text", StartedAt: 1, IdleTimeoutMs: 2, HardCapMs: 3}
-	got.Liveness = &store.Liveness{CheckedAt: 5, Upstream: "active", Producing: true}
-	got.Artifacts = store.Artifacts{FilesChanged: []string{"a.go"}, CommandsRun: []string{"go test"}, PRURL: "u", NeedsHumanDecision: true}
+	got.ErrorInfo = &taskapi.ErrorInfo{Category: "unknown", Message: "m", SuggestedRecovery: "r"}
+	got.Recovery = &taskapi.Recovery{Reason: "no_live_final_text", StartedAt: 1, IdleTimeoutMs: 2, HardCapMs: 3}
+	got.Liveness = &taskapi.Liveness{CheckedAt: 5, Upstream: "active", Producing: true}
+	got.Artifacts = taskapi.Artifacts{FilesChanged: []string{"a.go"}, CommandsRun: []string{"go test"}, PRURL: "u", NeedsHumanDecision: true}
 	if err := s.UpdateTask(ctx, got); err != nil {
 		t.Fatal(err)
 	}

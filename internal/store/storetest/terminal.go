@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // TermSession returns a valid bound Session for tests.
@@ -24,16 +25,16 @@ func NewTurn(id string, s *store.TermSession, at int64) store.TurnCreate {
 	t := &store.Turn{
 		TurnID: id, SessionID: s.SessionID, Agent: s.Agent, Workspace: s.Workspace,
 		TerminalBindingID: s.Binding.BindingID, TerminalBindingGeneration: s.Binding.Generation,
-		UserRequest: "hello " + id, Status: store.TurnCreated, CreatedAt: at, UpdatedAt: at,
+		UserRequest: "hello " + id, Status: termapi.TurnCreated, CreatedAt: at, UpdatedAt: at,
 		Takeover: store.Takeover{
 			TerminalID: s.Binding.TerminalID, TerminalKey: s.Binding.TerminalKey, AgentPID: 42,
 			RequestText: "hello " + id, StartedAt: at, InactivityTimeoutMinutes: 60, HardTimeoutMinutes: 720,
-			Submission: store.Submission{MessageID: "msg-" + id, MessageType: "task", RequestHash: "h", Status: store.DispatchPrepared, PreparedAt: at},
+			Submission: store.Submission{MessageID: "msg-" + id, MessageType: "task", RequestHash: "h", Status: termapi.DispatchPrepared, PreparedAt: at},
 		},
 	}
 	d := &store.Dispatch{
 		TerminalKey: s.Binding.TerminalKey, GenerationID: "gen-" + id, SessionID: s.SessionID, TurnID: id,
-		MessageID: "msg-" + id, MessageType: "task", RequestHash: "h", Status: store.DispatchPrepared,
+		MessageID: "msg-" + id, MessageType: "task", RequestHash: "h", Status: termapi.DispatchPrepared,
 		BindingID: s.Binding.BindingID, BindingGeneration: s.Binding.Generation, PreparedAt: at,
 	}
 	return store.TurnCreate{Turn: t, Dispatch: d, Events: []store.TurnEvent{{TS: at, Type: "terminal_message_submit_prepared"}}}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 func testSessionCAS(t *testing.T, s store.Store) {
@@ -121,7 +122,7 @@ func testSessionSaveInTurnWrite(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	turn := tc.Turn
-	turn.Status = store.TurnIdle
+	turn.Status = termapi.TurnIdle
 	checkpoint := func(anchor string, fail error) func(context.Context, store.TerminalTx) error {
 		return func(ctx context.Context, tx store.TerminalTx) error {
 			sess, err := tx.GetTermSession(ctx, "session-1")
@@ -146,7 +147,7 @@ func testSessionSaveInTurnWrite(t *testing.T, s store.Store) {
 	if got, _ := s.GetTermSession(ctx, "session-1"); got.Revision != 1 || len(got.Binding.Checkpoint) != 0 {
 		t.Fatalf("session after a rolled-back write: revision %d, checkpoint %s", got.Revision, got.Binding.Checkpoint)
 	}
-	if got, _ := s.GetTurn(ctx, "turn-1"); got.Status != store.TurnCreated {
+	if got, _ := s.GetTurn(ctx, "turn-1"); got.Status != termapi.TurnCreated {
 		t.Fatalf("turn after a rolled-back write: %s", got.Status)
 	}
 
@@ -158,7 +159,7 @@ func testSessionSaveInTurnWrite(t *testing.T, s store.Store) {
 	if err != nil || got.Revision != 2 || string(got.Binding.Checkpoint) != `{"offset":2}` || got.UpdatedAt != 2000 {
 		t.Fatalf("session after the write = %+v (revision %d), %v", got.Binding, got.Revision, err)
 	}
-	if tr, _ := s.GetTurn(ctx, "turn-1"); tr.Status != store.TurnIdle {
+	if tr, _ := s.GetTurn(ctx, "turn-1"); tr.Status != termapi.TurnIdle {
 		t.Fatalf("turn after the write: %s", tr.Status)
 	}
 
@@ -166,14 +167,14 @@ func testSessionSaveInTurnWrite(t *testing.T, s store.Store) {
 	// Turn write back.
 	stale := *got
 	stale.Revision = 1
-	turn.Status = store.TurnClosed
+	turn.Status = termapi.TurnClosed
 	err = s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Also: func(ctx context.Context, tx store.TerminalTx) error {
 		return tx.SaveTermSession(ctx, &stale)
 	}})
 	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale session save in a turn write: %v, want ErrConflict", err)
 	}
-	if tr, _ := s.GetTurn(ctx, "turn-1"); tr.Status != store.TurnIdle {
+	if tr, _ := s.GetTurn(ctx, "turn-1"); tr.Status != termapi.TurnIdle {
 		t.Fatalf("turn after a conflicting write: %s", tr.Status)
 	}
 }

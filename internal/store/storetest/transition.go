@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Transition returns a prepared new-thread transition away from s's
@@ -200,17 +201,17 @@ func testTransitionBlocked(t *testing.T, s store.Store) {
 	}
 	// The Turn ends with an undelivered callback: still blocked.
 	turn := tc.Turn
-	turn.Status = store.TurnIdle
+	turn.Status = termapi.TurnIdle
 	err = s.WriteTurn(ctx, store.TurnWrite{Turn: turn,
 		Dispatch: &store.DispatchAdvance{TerminalKey: "k", GenerationID: tc.Dispatch.GenerationID, Update: func() *store.Dispatch {
 			d := *tc.Dispatch
-			d.Status = store.DispatchAgentAccepted
+			d.Status = termapi.DispatchAgentAccepted
 			return &d
 		}()},
 		Also: func(ctx context.Context, tx store.TerminalTx) error {
 			return tx.PutCallback(ctx, &store.Callback{MessageID: "msg-cb-1", TurnID: "turn-1", SessionID: "session-a", Kind: "done",
 				SessionKey: "agent:main:x", BindingID: a.Binding.BindingID, Generation: 1, Message: []byte(`{"id":"msg-cb-1"}`),
-				Status: store.CallbackPending, CreatedAt: 20, UpdatedAt: 20})
+				Status: termapi.CallbackPending, CreatedAt: 20, UpdatedAt: 20})
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +224,7 @@ func testTransitionBlocked(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb.Status, cb.DeliveredAt, cb.LeaseUntil = store.CallbackDelivered, 31, 0
+	cb.Status, cb.DeliveredAt, cb.LeaseUntil = termapi.CallbackDelivered, 31, 0
 	if err := s.SaveCallback(ctx, cb); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func testTransitionUncertain(t *testing.T, s store.Store) {
 	if err := s.CreateTurn(ctx, NewTurn("turn-x", a, 2100)); !errors.Is(err, store.ErrTerminalBusy) {
 		t.Fatalf("send while a transition is uncertain: %v, want ErrTerminalBusy", err)
 	}
-	if d, err := s.GetDispatch(ctx, "k"); err != nil || d.Status != store.DispatchUncertain || d.MessageType != store.DispatchTransition {
+	if d, err := s.GetDispatch(ctx, "k"); err != nil || d.Status != termapi.DispatchUncertain || d.MessageType != store.DispatchTransition {
 		t.Fatalf("ledger = %+v, %v", d, err)
 	}
 	stepTransition(t, s, tr, store.TransitionAborted)

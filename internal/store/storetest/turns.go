@@ -57,7 +57,7 @@ func testTurnWrite(t *testing.T, s store.Store) {
 	}
 	turn := tc.Turn
 	stale := *turn
-	turn.Status = store.TurnWaitingForAgent
+	turn.Status = termapi.TurnWaitingForAgent
 	ev := []store.TurnEvent{{TS: 11, Type: "a", Data: json.RawMessage(`{"x":1}`)}, {TS: 12, Type: "b"}}
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn, Events: ev}); err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func testTurnWrite(t *testing.T, s store.Store) {
 	if turn.Version != 2 {
 		t.Fatalf("version = %d", turn.Version)
 	}
-	stale.Status = store.TurnFailed
+	stale.Status = termapi.TurnFailed
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: &stale, Events: ev}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale write: %v, want ErrConflict", err)
 	}
@@ -88,7 +88,7 @@ func testTurnWrite(t *testing.T, s store.Store) {
 	if vs, err := s.Versions(ctx, store.VersionTurn, []string{"turn-1", "turn-never"}); err != nil || !maps.Equal(vs, map[string]int64{"turn-1": before}) {
 		t.Fatalf("Versions = %v, %v; want turn-1 at %d", vs, err, before)
 	}
-	turn.Status = store.TurnIdle
+	turn.Status = termapi.TurnIdle
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func testTurnWrite(t *testing.T, s store.Store) {
 		t.Fatalf("OpenTurnIDs of an idle turn = %v, %v", ids, err)
 	}
 	list, err := s.SessionTurns(ctx, "session-1", 5)
-	if err != nil || len(list) != 1 || list[0].Status != store.TurnIdle {
+	if err != nil || len(list) != 1 || list[0].Status != termapi.TurnIdle {
 		t.Fatalf("SessionTurns = %v, %v", list, err)
 	}
 	if _, err := s.GetTurn(ctx, "turn-nope"); !errors.Is(err, store.ErrNotFound) {
@@ -143,7 +143,7 @@ func testTurnEveryField(t *testing.T, s store.Store) {
 		t.Fatalf("a created turn lost fields (-want +got):\n%s", diff)
 	}
 	fill(got, 2, append(turnFixed, "Principal")...)
-	got.Status = store.TurnIdle
+	got.Status = termapi.TurnIdle
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: got}); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func testTurnPrincipal(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	turn := tc.Turn
-	turn.Status = store.TurnRunning
+	turn.Status = termapi.TurnRunning
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func testTurnPrincipal(t *testing.T, s store.Store) {
 	for _, p := range []string{"user:bob", ""} {
 		steal := *got
 		steal.Principal = p
-		steal.Status = store.TurnCancelled
+		steal.Status = termapi.TurnCancelled
 		err := s.WriteTurn(ctx, store.TurnWrite{Turn: &steal, Events: []store.TurnEvent{{TS: 20, Type: "stolen"}}})
 		if err == nil || errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "principal") {
 			t.Fatalf("write handing the turn to %q: %v, want a refusal that names the principal (not a retryable conflict)", p, err)
@@ -213,7 +213,7 @@ func testTurnLifecycle(t *testing.T, s store.Store) {
 	ss := TermSession("session-1", "t1", "k1")
 	mustCreateSession(t, s, ss)
 	early := NewTurn("turn-0", ss, 9)
-	early.Turn.Status = store.TurnRunning
+	early.Turn.Status = termapi.TurnRunning
 	if err := s.CreateTurn(ctx, early); err == nil {
 		t.Fatal("CreateTurn took a Turn that starts running")
 	}
@@ -222,13 +222,13 @@ func testTurnLifecycle(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	turn := tc.Turn
-	for _, st := range []store.TurnStatus{store.TurnRunning, store.TurnWaitingForOpenClaw, store.TurnWaitingForAgent, store.TurnIdle} {
+	for _, st := range []termapi.TurnStatus{termapi.TurnRunning, termapi.TurnWaitingForOpenClaw, termapi.TurnWaitingForAgent, termapi.TurnIdle} {
 		turn.Status = st
 		if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn}); err != nil {
 			t.Fatalf("write %s: %v", st, err)
 		}
 	}
-	for _, bad := range []store.TurnStatus{store.TurnRunning, store.TurnCreated, store.TurnStalled, "done"} {
+	for _, bad := range []termapi.TurnStatus{termapi.TurnRunning, termapi.TurnCreated, termapi.TurnStalled, "done"} {
 		next := *turn
 		next.Status = bad
 		err := s.WriteTurn(ctx, store.TurnWrite{Turn: &next, Events: []store.TurnEvent{{TS: 20, Type: "x"}}})
@@ -240,17 +240,17 @@ func testTurnLifecycle(t *testing.T, s store.Store) {
 		}
 	}
 	got, err := s.GetTurn(ctx, "turn-1")
-	if err != nil || got.Status != store.TurnIdle || got.Version != turn.Version {
+	if err != nil || got.Status != termapi.TurnIdle || got.Version != turn.Version {
 		t.Fatalf("after refused steps: %+v, %v", got, err)
 	}
 	if ev, _ := s.TurnEvents(ctx, "turn-1", 0, 100); len(ev) != 1 {
 		t.Fatalf("a refused step appended events: %+v", ev)
 	}
-	turn.Status = store.TurnClosed
+	turn.Status = termapi.TurnClosed
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn}); err != nil {
 		t.Fatal(err)
 	}
-	turn.Status = store.TurnIdle
+	turn.Status = termapi.TurnIdle
 	if err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn}); !errors.Is(err, termapi.ErrRefused) || !strings.Contains(err.Error(), "final") {
 		t.Fatalf("closed → idle: %v, want a refusal naming closed final", err)
 	}

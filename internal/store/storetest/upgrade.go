@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // Schema6Downgrade returns the statements that take a store of the
@@ -125,17 +126,17 @@ func SeedUpgrade(t *testing.T, s store.Store) UpgradeRecords {
 		t.Fatal(err)
 	}
 	turn := tc.Turn
-	turn.Status = store.TurnIdle
+	turn.Status = termapi.TurnIdle
 	err := s.WriteTurn(ctx, store.TurnWrite{Turn: turn,
 		Dispatch: &store.DispatchAdvance{TerminalKey: "k-up", GenerationID: tc.Dispatch.GenerationID, Update: func() *store.Dispatch {
 			d := *tc.Dispatch
-			d.Status = store.DispatchAgentAccepted
+			d.Status = termapi.DispatchAgentAccepted
 			return &d
 		}()},
 		Also: func(ctx context.Context, tx store.TerminalTx) error {
 			return tx.PutCallback(ctx, &store.Callback{MessageID: "msg-up-1", TurnID: "turn-up", SessionID: "session-up", Kind: "done",
 				SessionKey: "agent:main:up", BindingID: sess.Binding.BindingID, Generation: 1, Message: []byte(`{"id":"msg-up-1"}`),
-				Status: store.CallbackPending, CreatedAt: 20, UpdatedAt: 20})
+				Status: termapi.CallbackPending, CreatedAt: 20, UpdatedAt: 20})
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // NewWatch returns a valid active watch of terminal key for tests.
@@ -176,7 +177,7 @@ func testWatchAlso(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	cb := &store.Callback{MessageID: "msg-watch-1", TurnID: "watch-1", SessionID: "session-w", Kind: "watch_completed",
-		SessionKey: "agent:main:main", Message: []byte(`{"id":"msg-watch-1","body":"done"}`), Status: store.CallbackPending, CreatedAt: 1100, UpdatedAt: 1100}
+		SessionKey: "agent:main:main", Message: []byte(`{"id":"msg-watch-1","body":"done"}`), Status: termapi.CallbackPending, CreatedAt: 1100, UpdatedAt: 1100}
 	boom := errors.New("boom")
 	w.Status = store.WatchCompleted
 	err := s.SaveWatch(ctx, store.WatchWrite{Watch: w, Also: func(ctx context.Context, tx store.TerminalTx) error {
@@ -200,7 +201,7 @@ func testWatchAlso(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	got, err := s.TurnCallbacks(ctx, "watch-1", 10)
-	if err != nil || len(got) != 1 || got[0].MessageID != "msg-watch-1" || got[0].Status != store.CallbackPending {
+	if err != nil || len(got) != 1 || got[0].MessageID != "msg-watch-1" || got[0].Status != termapi.CallbackPending {
 		t.Fatalf("watch callbacks = %v, %v", got, err)
 	}
 }

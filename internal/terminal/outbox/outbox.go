@@ -21,6 +21,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/redact"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // CallbackMethod is the gateway method of the ClawConnect OpenClaw plugin
@@ -509,7 +510,7 @@ func (x *Outbox) settle(ctx context.Context, cb *store.Callback, sendErr error, 
 	now := x.o.Now().UnixMilli()
 	cb.UpdatedAt = now
 	if Accepted(cb.Injection) || Accepted(cb.Wake) {
-		cb.Status, cb.DeliveredAt, cb.LastError, cb.NextAttemptAt = store.CallbackDelivered, now, "", 0
+		cb.Status, cb.DeliveredAt, cb.LastError, cb.NextAttemptAt = termapi.CallbackDelivered, now, "", 0
 		if sendErr != nil {
 			cb.LastError = "after acceptance: " + redact.Redact(sendErr.Error())
 		}
@@ -530,9 +531,9 @@ func (x *Outbox) settle(ctx context.Context, cb *store.Callback, sendErr error, 
 	cb.LastError = redact.Redact(sendErr.Error())
 	cb.LeaseUntil = 0
 	if cb.Attempts > len(x.o.Delays) {
-		cb.Status, cb.NextAttemptAt = store.CallbackExhausted, 0
+		cb.Status, cb.NextAttemptAt = termapi.CallbackExhausted, 0
 	} else {
-		cb.Status, cb.NextAttemptAt = store.CallbackFailed, now+x.o.Delays[cb.Attempts-1].Milliseconds()
+		cb.Status, cb.NextAttemptAt = termapi.CallbackFailed, now+x.o.Delays[cb.Attempts-1].Milliseconds()
 	}
 	if err := x.o.Store.SaveCallback(ctx, cb); err != nil {
 		x.log.Warn("settle callback", "message_id", cb.MessageID, "err", err)

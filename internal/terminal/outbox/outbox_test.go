@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // memCallbacks is an in-memory CallbackStore, so the outbox loop can run
@@ -43,7 +44,7 @@ func (m *memCallbacks) DueCallbacks(_ context.Context, now int64, _ int) ([]*sto
 	defer m.mu.Unlock()
 	var out []*store.Callback
 	for _, cb := range m.cbs {
-		if (cb.Status == store.CallbackPending || cb.Status == store.CallbackFailed) && cb.NextAttemptAt <= now && cb.LeaseUntil < now {
+		if (cb.Status == termapi.CallbackPending || cb.Status == termapi.CallbackFailed) && cb.NextAttemptAt <= now && cb.LeaseUntil < now {
 			out = append(out, &cb)
 		}
 	}
@@ -54,7 +55,7 @@ func (m *memCallbacks) ClaimCallback(_ context.Context, id, owner string, now, u
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cb := m.cbs[id]
-	if (cb.Status != store.CallbackPending && cb.Status != store.CallbackFailed) || (cb.LeaseOwner != owner && cb.LeaseUntil >= now) {
+	if (cb.Status != termapi.CallbackPending && cb.Status != termapi.CallbackFailed) || (cb.LeaseOwner != owner && cb.LeaseUntil >= now) {
 		return nil, store.ErrLeaseLost
 	}
 	cb.LeaseOwner, cb.LeaseToken, cb.LeaseUntil = owner, cb.LeaseToken+1, until
@@ -83,7 +84,7 @@ func TestOutboxRunRetriesOnSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		id := "msg-terminal-x"
 		cs := &memCallbacks{cbs: map[string]store.Callback{id: {MessageID: id, TurnID: "turn-20260101T000000-00000000",
-			SessionID: "session-x", SessionKey: "agent:main:s1", Status: store.CallbackPending, NextAttemptAt: time.Now().UnixMilli(),
+			SessionID: "session-x", SessionKey: "agent:main:s1", Status: termapi.CallbackPending, NextAttemptAt: time.Now().UnixMilli(),
 			Message: json.RawMessage(`{"id":"` + id + `","type":"done","body":"x","session_id":"session-x","turn_id":"turn-20260101T000000-00000000"}`)}}}
 		gw := outboxtest.NewGateway()
 		gw.SetDown(2)
@@ -96,7 +97,7 @@ func TestOutboxRunRetriesOnSchedule(t *testing.T) {
 		var deliveredAfter time.Duration
 		for range 60 {
 			time.Sleep(time.Second)
-			if got, _ := cs.GetCallback(ctx, id); got.Status == store.CallbackDelivered {
+			if got, _ := cs.GetCallback(ctx, id); got.Status == termapi.CallbackDelivered {
 				deliveredAfter = time.Since(start)
 				break
 			}
@@ -192,7 +193,7 @@ func TestDeadGatewayDoesNotDelayAnotherGatewaysCallback(t *testing.T) {
 	const live = "ws://127.0.0.1:1"
 	id := "msg-terminal-y"
 	cs := &memCallbacks{cbs: map[string]store.Callback{id: {MessageID: id, TurnID: "turn-20260101T000000-00000001",
-		SessionID: "session-y", SessionKey: "agent:main:s2", GatewayURL: live, Status: store.CallbackPending, NextAttemptAt: time.Now().UnixMilli(),
+		SessionID: "session-y", SessionKey: "agent:main:s2", GatewayURL: live, Status: termapi.CallbackPending, NextAttemptAt: time.Now().UnixMilli(),
 		Message: json.RawMessage(`{"id":"` + id + `","type":"done","body":"y","session_id":"session-y","turn_id":"turn-20260101T000000-00000001"}`)}}}
 	gw := outboxtest.NewGateway()
 	dialing := make(chan struct{})
@@ -220,7 +221,7 @@ func TestDeadGatewayDoesNotDelayAnotherGatewaysCallback(t *testing.T) {
 		cancel()
 		t.Fatal("the callback to a live gateway waited on the dial of a dead one")
 	}
-	if got, _ := cs.GetCallback(ctx, id); got.Status != store.CallbackDelivered {
+	if got, _ := cs.GetCallback(ctx, id); got.Status != termapi.CallbackDelivered {
 		t.Fatalf("callback = %+v", got)
 	}
 	cancel()
@@ -241,7 +242,7 @@ func TestRunDeliversPastACallbackStuckOnADeadGateway(t *testing.T) {
 	cb := func(n, url string) store.Callback {
 		id := "msg-terminal-z" + n
 		return store.Callback{MessageID: id, TurnID: "turn-20260101T000000-00000002", SessionID: "session-z", SessionKey: "agent:main:s3",
-			GatewayURL: url, Status: store.CallbackPending, NextAttemptAt: time.Now().UnixMilli(),
+			GatewayURL: url, Status: termapi.CallbackPending, NextAttemptAt: time.Now().UnixMilli(),
 			Message: json.RawMessage(`{"id":"` + id + `","type":"done","body":"z","session_id":"session-z","turn_id":"turn-20260101T000000-00000002"}`)}
 	}
 	stuck, stuck2, later := cb("1", dead), cb("2", dead), cb("3", live)
@@ -278,7 +279,7 @@ func TestRunDeliversPastACallbackStuckOnADeadGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []store.Callback{stuck, stuck2} {
-		if got, _ := cs.GetCallback(t.Context(), c.MessageID); got.Status == store.CallbackDelivered {
+		if got, _ := cs.GetCallback(t.Context(), c.MessageID); got.Status == termapi.CallbackDelivered {
 			t.Fatalf("a callback of the dead gateway was delivered: %+v", got)
 		}
 	}

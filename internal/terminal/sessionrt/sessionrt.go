@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 // RuntimeID is the id the runtime registers.
@@ -24,7 +25,7 @@ const RuntimeID = "tmux-terminal"
 // (terminal.Service).
 type Sessions interface {
 	Session(ctx context.Context, sessionID string) (terminal.SessionView, error)
-	Send(ctx context.Context, r terminal.SendRequest) (terminal.SendResult, error)
+	Send(ctx context.Context, r termapi.SendRequest) (termapi.SendResult, error)
 	Detach(ctx context.Context, sessionID, reason string) (terminal.SessionView, error)
 }
 
@@ -44,7 +45,7 @@ func Runtime(open Open) agentsession.Runtime {
 			}
 			v, err := s.Session(ctx, ref.SessionID)
 			switch {
-			case errors.Is(err, terminal.ErrNotFound), errors.Is(err, terminal.ErrBadInput):
+			case errors.Is(err, termapi.ErrNotFound), errors.Is(err, termapi.ErrBadInput):
 				return nil, nil // no such session
 			case err != nil:
 				return unavailable(err), nil
@@ -56,7 +57,7 @@ func Runtime(open Open) agentsession.Runtime {
 			if err != nil {
 				return nil, fmt.Errorf("continue: %w", err)
 			}
-			res, err := s.Send(ctx, terminal.SendRequest{SessionID: ref.SessionID, Request: prompt})
+			res, err := s.Send(ctx, termapi.SendRequest{SessionID: ref.SessionID, Request: prompt})
 			if err != nil {
 				if res.DoNotRetry {
 					return nil, fmt.Errorf("continue: %w (the text may have reached the pane: do not send it again)", err)
@@ -75,7 +76,7 @@ func Runtime(open Open) agentsession.Runtime {
 				return nil, fmt.Errorf("detach: %w", err)
 			}
 			v, err := s.Detach(ctx, ref.SessionID, reason)
-			if errors.Is(err, terminal.ErrNotFound) {
+			if errors.Is(err, termapi.ErrNotFound) {
 				return nil, nil
 			}
 			if err != nil {
@@ -138,14 +139,14 @@ func Observe(v terminal.SessionView) *agentsession.Observation {
 	case v.Status == store.SessionDetached:
 		o.State = string(agentsession.StateCompleted)
 		o.Detail = "session detached"
-		if t.Status == store.TurnIdle {
+		if t.Status == termapi.TurnIdle {
 			o.FinalResponse = reply
 		}
 	case terminal.Running(t.Status):
 		o.State = string(agentsession.StateRunning)
 		o.Alive = agentsession.Bool(true)
 		o.LatestResponse = reply
-	case t.Status == store.TurnWaitingForOpenClaw:
+	case t.Status == termapi.TurnWaitingForOpenClaw:
 		o.State = string(agentsession.StateNeedsPermission)
 		o.Alive = agentsession.Bool(true)
 		if t.Approval != nil {
@@ -154,21 +155,21 @@ func Observe(v terminal.SessionView) *agentsession.Observation {
 				o.Detail += ": " + t.Approval.Command
 			}
 		}
-	case t.Status == store.TurnIdle:
+	case t.Status == termapi.TurnIdle:
 		o.State = string(agentsession.StateIdle)
 		o.Alive = agentsession.Bool(true)
 		o.FinalResponse = reply
 		if v.LatestIdleSince > 0 {
 			o.LastEventAt = agentsession.Millis(v.LatestIdleSince)
 		}
-	case t.Status == store.TurnStalled:
+	case t.Status == termapi.TurnStalled:
 		o.State = string(agentsession.StateStale)
 		o.Detail = t.StalledReason
 		if strings.Contains(t.StalledReason, "exited") {
 			o.State = string(agentsession.StateDead)
 			o.Alive = agentsession.Bool(false)
 		}
-	case t.Status == store.TurnFailed:
+	case t.Status == termapi.TurnFailed:
 		o.State = string(agentsession.StateFailed)
 		msg := t.DetectorDiagnostic
 		if reply != "" {

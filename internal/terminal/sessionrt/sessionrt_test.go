@@ -10,24 +10,25 @@ import (
 	"github.com/clawconnect/clawconnect/agentsession"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 var testNow = time.UnixMilli(10_000)
 
 func TestObserveMapsTurnStatuses(t *testing.T) {
 	t.Parallel()
-	session := func(status string, turn *terminal.TurnView) terminal.SessionView {
+	session := func(status string, turn *termapi.TurnView) terminal.SessionView {
 		return terminal.SessionView{SessionID: "session-1", Agent: "codex", Status: status, TerminalID: "terminal:x",
 			CreatedAt: 1000, UpdatedAt: 2000, Latest: turn, LatestUpdatedAt: 3000, LatestIdleSince: 2500}
 	}
-	turn := func(status store.TurnStatus, mutate func(*terminal.TurnView)) *terminal.TurnView {
-		v := &terminal.TurnView{TurnID: "turn-1", Status: status}
+	turn := func(status termapi.TurnStatus, mutate func(*termapi.TurnView)) *termapi.TurnView {
+		v := &termapi.TurnView{TurnID: "turn-1", Status: status}
 		if mutate != nil {
 			mutate(v)
 		}
 		return v
 	}
-	reply := func(v *terminal.TurnView) { v.Result = &store.TurnResult{Outcome: "completed", Text: "the reply"} }
+	reply := func(v *termapi.TurnView) { v.Result = &termapi.TurnResult{Outcome: "completed", Text: "the reply"} }
 	tests := []struct {
 		name      string
 		v         terminal.SessionView
@@ -37,21 +38,21 @@ func TestObserveMapsTurnStatuses(t *testing.T) {
 		alive     *bool
 	}{
 		{"no turn", session(store.SessionBound, nil), agentsession.StateIdle, "", 2000, nil},
-		{"running", session(store.SessionBound, turn(store.TurnWaitingForAgent, nil)), agentsession.StateRunning, "", 3000, agentsession.Bool(true)},
-		{"approval", session(store.SessionBound, turn(store.TurnWaitingForOpenClaw, func(v *terminal.TurnView) {
-			v.Approval = &store.Approval{Fingerprint: "fp", Kind: "exec", Command: "ls"}
+		{"running", session(store.SessionBound, turn(termapi.TurnWaitingForAgent, nil)), agentsession.StateRunning, "", 3000, agentsession.Bool(true)},
+		{"approval", session(store.SessionBound, turn(termapi.TurnWaitingForOpenClaw, func(v *termapi.TurnView) {
+			v.Approval = &termapi.Approval{Fingerprint: "fp", Kind: "exec", Command: "ls"}
 		})), agentsession.StateNeedsPermission, "", 3000, agentsession.Bool(true)},
-		{"idle with the reply", session(store.SessionBound, turn(store.TurnIdle, reply)), agentsession.StateIdle, "the reply", 2500, agentsession.Bool(true)},
-		{"stalled, agent alive", session(store.SessionBound, turn(store.TurnStalled, func(v *terminal.TurnView) { v.StalledReason = "no activity" })),
+		{"idle with the reply", session(store.SessionBound, turn(termapi.TurnIdle, reply)), agentsession.StateIdle, "the reply", 2500, agentsession.Bool(true)},
+		{"stalled, agent alive", session(store.SessionBound, turn(termapi.TurnStalled, func(v *termapi.TurnView) { v.StalledReason = "no activity" })),
 			agentsession.StateStale, "", 3000, nil},
-		{"stalled, agent exited", session(store.SessionBound, turn(store.TurnStalled, func(v *terminal.TurnView) {
+		{"stalled, agent exited", session(store.SessionBound, turn(termapi.TurnStalled, func(v *termapi.TurnView) {
 			v.StalledReason = "the agent process exited before the Turn completed"
 		})), agentsession.StateDead, "", 3000, agentsession.Bool(false)},
-		{"failed", session(store.SessionBound, turn(store.TurnFailed, func(v *terminal.TurnView) {
-			v.Result = &store.TurnResult{Outcome: "failed", Text: "API error"}
+		{"failed", session(store.SessionBound, turn(termapi.TurnFailed, func(v *termapi.TurnView) {
+			v.Result = &termapi.TurnResult{Outcome: "failed", Text: "API error"}
 		})), agentsession.StateFailed, "", 3000, nil},
-		{"cancelled", session(store.SessionBound, turn(store.TurnCancelled, nil)), agentsession.StateIdle, "", 3000, nil},
-		{"detached after a reply", session(store.SessionDetached, turn(store.TurnIdle, reply)), agentsession.StateCompleted, "the reply", 3000, nil},
+		{"cancelled", session(store.SessionBound, turn(termapi.TurnCancelled, nil)), agentsession.StateIdle, "", 3000, nil},
+		{"detached after a reply", session(store.SessionDetached, turn(termapi.TurnIdle, reply)), agentsession.StateCompleted, "the reply", 3000, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,29 +75,29 @@ func TestObserveMapsTurnStatuses(t *testing.T) {
 // fakeSessions is one Session whose latest Turn the test sets.
 type fakeSessions struct {
 	view     terminal.SessionView
-	sent     []terminal.SendRequest
+	sent     []termapi.SendRequest
 	detached string
 }
 
 func (f *fakeSessions) Session(_ context.Context, id string) (terminal.SessionView, error) {
 	if id != f.view.SessionID {
-		return terminal.SessionView{}, fmt.Errorf("session: %w", terminal.ErrNotFound)
+		return terminal.SessionView{}, fmt.Errorf("session: %w", termapi.ErrNotFound)
 	}
 	return f.view, nil
 }
 
-func (f *fakeSessions) Send(_ context.Context, r terminal.SendRequest) (terminal.SendResult, error) {
+func (f *fakeSessions) Send(_ context.Context, r termapi.SendRequest) (termapi.SendResult, error) {
 	if r.SessionID != f.view.SessionID {
-		return terminal.SendResult{}, fmt.Errorf("send: %w", terminal.ErrNotFound)
+		return termapi.SendResult{}, fmt.Errorf("send: %w", termapi.ErrNotFound)
 	}
 	f.sent = append(f.sent, r)
-	f.view.Latest = &terminal.TurnView{TurnID: "turn-2", Status: store.TurnWaitingForAgent}
-	return terminal.SendResult{SessionID: r.SessionID, TurnID: "turn-2", SubmissionOutcome: terminal.OutcomeAccepted}, nil
+	f.view.Latest = &termapi.TurnView{TurnID: "turn-2", Status: termapi.TurnWaitingForAgent}
+	return termapi.SendResult{SessionID: r.SessionID, TurnID: "turn-2", SubmissionOutcome: termapi.OutcomeAccepted}, nil
 }
 
 func (f *fakeSessions) Detach(_ context.Context, id, reason string) (terminal.SessionView, error) {
 	if id != f.view.SessionID {
-		return terminal.SessionView{}, fmt.Errorf("detach: %w", terminal.ErrNotFound)
+		return terminal.SessionView{}, fmt.Errorf("detach: %w", termapi.ErrNotFound)
 	}
 	f.detached = reason
 	f.view.Status = store.SessionDetached
@@ -109,7 +110,7 @@ func (f *fakeSessions) Detach(_ context.Context, id, reason string) (terminal.Se
 func TestRuntimeCallbacks(t *testing.T) {
 	t.Parallel()
 	f := &fakeSessions{view: terminal.SessionView{SessionID: "session-1", Agent: "codex", Status: store.SessionBound, CreatedAt: 1,
-		Latest: &terminal.TurnView{TurnID: "turn-1", Status: store.TurnIdle, Result: &store.TurnResult{Text: "done"}}, LatestIdleSince: 5}}
+		Latest: &termapi.TurnView{TurnID: "turn-1", Status: termapi.TurnIdle, Result: &termapi.TurnResult{Text: "done"}}, LatestIdleSince: 5}}
 	down := true
 	rt := Runtime(func(context.Context) (Sessions, error) {
 		if down {
