@@ -37,7 +37,7 @@ func terminalHost(env Env) (string, []byte, error) {
 }
 
 // callbackRoute returns which callbacks this process's outbox delivers
-// (terminal.OutboxOptions.Delivers). On a single machine's store, every
+// (outbox.Options.Delivers). On a single machine's store, every
 // one. With hosts on several machines, only those recorded for a gateway
 // this host is configured with — the callback gateway, OPENCLAW_URL, an
 // agents.json agent — so a host that cannot reach the origin's gateway
