@@ -137,12 +137,9 @@ func (h *Host) Run(ctx context.Context) error {
 	pending := h.pending
 	h.pending = map[string]bool{}
 	h.mu.Unlock()
-	reg, _ := h.s.o.Store.(registry)
-	if reg != nil {
-		h.heartbeat(ctx, reg)
-		defer func() { _ = reg.RemoveProcess(context.WithoutCancel(ctx), h.o.Owner) }()
-		h.reapDead(ctx, reg) // before the first scan: a dead predecessor's Turns are free at once
-	}
+	h.heartbeat(ctx)
+	defer func() { _ = h.s.o.Store.RemoveProcess(context.WithoutCancel(ctx), h.o.Owner) }()
+	h.reapDead(ctx) // before the first scan: a dead predecessor's Turns are free at once
 	for id := range pending {
 		h.Watch(id)
 	}
@@ -200,10 +197,8 @@ func (h *Host) Run(ctx context.Context) error {
 		case <-beat.C:
 			h.renew(ctx)
 			h.publish(ctx)
-			if reg != nil {
-				h.heartbeat(ctx, reg)
-				h.reapDead(ctx, reg)
-			}
+			h.heartbeat(ctx)
+			h.reapDead(ctx)
 		}
 	}
 }
@@ -228,17 +223,10 @@ func (h *Host) scanNew(ctx context.Context) {
 	h.rescanWatches(ctx)
 }
 
-// registry is the part of the store through which hosts (and task
-// managers) prove each other dead and free a dead process's leases.
-type registry interface {
-	store.ProcessRegistry
-	ReleaseLeases(ctx context.Context, owner string, ids []string) (int, error)
-}
-
 // heartbeat registers the host in the store's process registry, so that a
 // host that restarts after this one was killed can prove it dead.
-func (h *Host) heartbeat(ctx context.Context, reg registry) {
-	if err := reg.Heartbeat(ctx, h.self.Process(h.o.Role, time.Now().UnixMilli())); err != nil && ctx.Err() == nil {
+func (h *Host) heartbeat(ctx context.Context) {
+	if err := h.s.o.Store.Heartbeat(ctx, h.self.Process(h.o.Role, time.Now().UnixMilli())); err != nil && ctx.Err() == nil {
 		h.log.Warn("terminal host heartbeat failed", "err", err)
 	}
 }
@@ -247,8 +235,8 @@ func (h *Host) heartbeat(ctx context.Context, reg registry) {
 // machine, pid gone or reused) or that stopped beating ten leases ago, so
 // its Turns' monitors are taken over now instead of when their leases
 // expire. Run rescans right after it.
-func (h *Host) reapDead(ctx context.Context, reg registry) {
-	h.self.ReapDead(ctx, reg, time.Now().Add(-10*h.o.LeaseTTL).UnixMilli(), h.log)
+func (h *Host) reapDead(ctx context.Context) {
+	h.self.ReapDead(ctx, h.s.o.Store, time.Now().Add(-10*h.o.LeaseTTL).UnixMilli(), h.log)
 }
 
 // rescan starts a follower for each open Turn and active watch that no

@@ -116,7 +116,7 @@ func TestADeadTransitionOwnersLeaseIsFreedAtOnce(t *testing.T) {
 	}
 	r := newRig(t)
 	ctx := t.Context()
-	reg := r.st.(registry)
+	reg := r.st
 	release, err := r.svc.holdWork(ctx, store.LeaseTransition, "transition-1", transitionLeaseTTL)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestADeadTransitionOwnersLeaseIsFreedAtOnce(t *testing.T) {
 func TestTransitionOwnerLeavesTheRegistry(t *testing.T) {
 	r := newRig(t)
 	ctx := t.Context()
-	reg := r.st.(registry)
+	reg := r.st
 	registered := func() bool {
 		t.Helper()
 		ps, err := reg.Processes(ctx)

@@ -68,15 +68,14 @@ func (s *Service) RetryCallback(ctx context.Context, turnID string) (termapi.Tur
 	if err != nil {
 		return termapi.TurnView{}, fmt.Errorf("retry-callback: %w", err)
 	}
-	cs := s.o.Store
-	cbs, err := cs.TurnCallbacks(ctx, t.TurnID, 1)
+	cbs, err := s.o.Store.TurnCallbacks(ctx, t.TurnID, 1)
 	if err != nil {
 		return termapi.TurnView{}, fmt.Errorf("retry-callback: %w", err)
 	}
 	if len(cbs) == 0 {
 		return termapi.TurnView{}, fmt.Errorf("retry-callback: %w: turn %s has no callback (it was sent without an origin session, or has not reported yet)", termapi.ErrNotFound, turnID)
 	}
-	if _, err := cs.RearmCallback(ctx, cbs[0].MessageID, time.Now().UnixMilli()); err != nil {
+	if _, err := s.o.Store.RearmCallback(ctx, cbs[0].MessageID, time.Now().UnixMilli()); err != nil {
 		return termapi.TurnView{}, fmt.Errorf("retry-callback: %w", err)
 	}
 	s.notify()

@@ -344,7 +344,7 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 	_, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
 	r.stop()
 	<-r.done
-	reg := r.st.(registry)
+	reg := r.st
 	dead := self.Process("terminal host", 1)
 	dead.ID, dead.Start = "killed-daemon", "another-boot:1" // our pid, another incarnation
 	if err := reg.Heartbeat(ctx, dead); err != nil {

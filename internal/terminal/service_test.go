@@ -431,7 +431,7 @@ func TestHostTakesOverADeadProcessAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := r.st.(registry)
+	reg := r.st
 	dead := self.Process("terminal host", 1)
 	dead.ID, dead.Start = "killed-host", "another-boot:1" // our pid, another incarnation
 	if err := reg.Heartbeat(ctx, dead); err != nil {

@@ -89,12 +89,10 @@ func (s *Service) transitionRow(ctx context.Context, p agents.Pane, id agents.Id
 	} else if err == nil && cur != nil && !conflict {
 		r.BindingGeneration = cur.Binding.Generation
 	}
-	{
-		if list, err := s.o.Store.TerminalTransitions(ctx, p.Key, 1); err == nil && len(list) == 1 && !store.TransitionFinal(list[0].Status) {
-			v := transitionView(list[0])
-			r.Transition = &v
-			blocked = append(blocked, "thread transition "+v.TransitionID+" is "+v.Status)
-		}
+	if list, err := s.o.Store.TerminalTransitions(ctx, p.Key, 1); err == nil && len(list) == 1 && !store.TransitionFinal(list[0].Status) {
+		v := transitionView(list[0])
+		r.Transition = &v
+		blocked = append(blocked, "thread transition "+v.TransitionID+" is "+v.Status)
 	}
 	return blocked
 }

@@ -69,23 +69,17 @@ const transitionLeaseTTL = 2 * time.Minute
 // proves it dead frees the lease at once (owner.Identity.ReapDead), as it
 // does a dead host's, instead of waiting out the lease.
 func (s *Service) holdWork(ctx context.Context, kind, id string, ttl time.Duration) (release func(), err error) {
-	reg, _ := s.o.Store.(registry)
-	if reg != nil {
-		s.mu.Lock()
-		s.holding++
-		s.mu.Unlock()
-		s.beatHolder(ctx, reg) // registered before the lease names it
-	}
+	s.mu.Lock()
+	s.holding++
+	s.mu.Unlock()
+	s.beatHolder(ctx) // registered before the lease names it
 	unregister := func() {
-		if reg == nil {
-			return
-		}
 		s.mu.Lock()
 		s.holding--
 		last := s.holding == 0
 		s.mu.Unlock()
 		if last {
-			if err := reg.RemoveProcess(context.WithoutCancel(ctx), selfIdentity().ID); err != nil {
+			if err := s.o.Store.RemoveProcess(context.WithoutCancel(ctx), selfIdentity().ID); err != nil {
 				s.log.Warn("leave the process registry", "err", err)
 			}
 		}
@@ -107,9 +101,7 @@ func (s *Service) holdWork(ctx context.Context, kind, id string, ttl time.Durati
 			case <-rctx.Done():
 				return
 			case <-tick.C:
-				if reg != nil {
-					s.beatHolder(rctx, reg)
-				}
+				s.beatHolder(rctx)
 				lost, err := s.o.Store.RenewWork(rctx, kind, l.Owner, time.Now().Add(ttl).UnixMilli(), []string{id})
 				if err == nil && len(lost) > 0 {
 					err = store.ErrLeaseLost
@@ -137,8 +129,8 @@ const WorkRole = "transition"
 
 // beatHolder registers (or refreshes) this process as the owner of the
 // work it holds for itself.
-func (s *Service) beatHolder(ctx context.Context, reg registry) {
-	if err := reg.Heartbeat(ctx, selfIdentity().Process(WorkRole, time.Now().UnixMilli())); err != nil && ctx.Err() == nil {
+func (s *Service) beatHolder(ctx context.Context) {
+	if err := s.o.Store.Heartbeat(ctx, selfIdentity().Process(WorkRole, time.Now().UnixMilli())); err != nil && ctx.Err() == nil {
 		s.log.Warn("register as a work lease owner", "err", err)
 	}
 }

@@ -300,11 +300,9 @@ func (s *Service) watchView(ctx context.Context, w *store.Watch) WatchView {
 		OriginSession: w.OriginSessionKey, NativeTurnID: w.NativeTurnID, TaskSeen: w.NativeTurnID != "",
 		CreatedAt: ts(w.CreatedAt), DeadlineAt: ts(w.DeadlineAt), Settlement: w.Settlement, Diagnostic: w.Diagnostic,
 		Notifications: []termapi.CallbackView{}}
-	{
-		if cbs, err := s.o.Store.TurnCallbacks(ctx, w.WatchID, 20); err == nil {
-			for _, cb := range cbs {
-				v.Notifications = append(v.Notifications, *callbackView(cb))
-			}
+	if cbs, err := s.o.Store.TurnCallbacks(ctx, w.WatchID, 20); err == nil {
+		for _, cb := range cbs {
+			v.Notifications = append(v.Notifications, *callbackView(cb))
 		}
 	}
 	if w.Status == store.WatchActive {
