@@ -252,6 +252,12 @@ var (
 	// timed out: the input may or may not have reached the pane, and it is
 	// never sent again.
 	ErrOutcomeUncertain = errors.New("input outcome uncertain")
+	// ErrOtherHost reports a Turn or pane that another terminal host's
+	// machine runs: its local paths (session file, working directory)
+	// are that machine's and are never opened here. Its record in the
+	// store, and the operations its host runs (send, approve, cancel),
+	// still work from any machine.
+	ErrOtherHost = errors.New("on another terminal host")
 )
 
 // Agent kinds.

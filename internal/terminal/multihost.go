@@ -115,6 +115,11 @@ func (s *Service) foreign(terminalID string) (string, bool) {
 	return h, h != "" && h != s.o.Host
 }
 
+// OtherHost returns the terminal host that runs terminalID's pane when it
+// is another machine's: ok is false for this machine's own panes (and
+// every pane of a single machine).
+func (s *Service) OtherHost(terminalID string) (host string, ok bool) { return s.foreign(terminalID) }
+
 // seal returns the Turn's seal: an HMAC with the host's key of the fields
 // a Turn never changes that say which pane, process and request it is.
 func (s *Service) seal(t *store.Turn) string {

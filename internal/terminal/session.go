@@ -125,11 +125,23 @@ func (s *Service) Detach(ctx context.Context, sessionID, reason string) (Session
 
 // SessionFile returns the session file and anchor of the Turn, from its
 // acceptance evidence when the agent took the request (a virgin Codex
-// anchor is bound there), else from the anchor taken before Enter.
+// anchor is bound there), else from the anchor taken before Enter. The
+// path is one of this machine's: for a Turn whose pane another terminal
+// host runs, the error wraps termapi.ErrOtherHost and names that host (the
+// file is on its machine), and a Turn that names this host without its
+// seal is refused.
 func (s *Service) SessionFile(ctx context.Context, turnID string) (termapi.SessionFile, error) {
 	t, err := s.turn(ctx, turnID)
 	if err != nil {
 		return termapi.SessionFile{}, fmt.Errorf("session file: %w", err)
+	}
+	switch host := hostOf(t.Takeover.TerminalID); {
+	case host == "":
+	case host != s.o.Host:
+		return termapi.SessionFile{}, fmt.Errorf("session file: %w: turn %s runs in pane %s of terminal host %s, so its session file is on that machine, not this one; follow the Turn's record instead (clawconnect terminal status %s)",
+			termapi.ErrOtherHost, t.TurnID, t.Takeover.TerminalID, host, t.TurnID)
+	case !s.sealed(t):
+		return termapi.SessionFile{}, fmt.Errorf("session file: %w: terminal host %s did not create turn %s (its seal does not verify); its files are not read here", termapi.ErrRefused, host, t.TurnID)
 	}
 	out := termapi.SessionFile{TurnID: t.TurnID, Agent: t.Agent}
 	raw := t.Takeover.Submission.AcceptanceEvidence

@@ -5,6 +5,13 @@
 // the Turn's anchor: assistant text, tool calls with their results, usage
 // when the file records it, and exactly one done. The pane stays a human's
 // to watch and type into; a run is refused while it is busy.
+//
+// A pane of another terminal host (another machine on the same store) is
+// driven through that host, and its session file is on that machine: a run
+// there streams what the Turn's record in the store holds — running, each
+// approval prompt, the reply as one text event and exactly one done — and
+// no tool calls or usage. No local file is opened for it, and
+// WriteContext refuses it.
 package terminal
 
 import (
@@ -35,7 +42,8 @@ const DefaultPoll = 100 * time.Millisecond
 // Turns is what the adapter needs from a Turn service, in termapi's types
 // (the clawconnect commands pass their in-process service or a client of
 // the monitor host; a host may bring its own). Implementations must be
-// safe for concurrent use.
+// safe for concurrent use. A service whose panes live on several machines
+// also has OtherHost (as terminal.Service does), which Health asks.
 type Turns interface {
 	List(ctx context.Context) (termapi.ListResult, error)
 	Send(ctx context.Context, r termapi.SendRequest) (termapi.SendResult, error)
@@ -108,17 +116,33 @@ func (a *Adapter) ParticipantKind() executor.ParticipantKind { return executor.P
 
 // Capabilities implements executor.Identity: whole messages (no deltas),
 // tool approvals surface (the Turn waits for terminal approve), Resume
-// continues a terminal Session (session_exact).
+// continues a terminal Session (session_exact). A run on another
+// terminal host's pane streams its status, approvals and reply only (see
+// the package doc).
 func (a *Adapter) Capabilities() executor.Capabilities {
 	return executor.Capabilities{ToolApproval: true, Resume: true, Models: []string{},
 		RuntimeClass: executor.ClassConnectedSubstrate}
 }
 
+// paneHosts is the optional part of a Turn service on several machines
+// that tells another host's pane from one of this machine's.
+type paneHosts interface {
+	OtherHost(terminalID string) (host string, ok bool)
+}
+
 // Health implements executor.Identity: healthy when a pane of the
-// adapter's agent is listed.
+// adapter's agent is listed, or when Options.TerminalID is a pane of
+// another terminal host (the Turn service says so), which that host
+// checks when a run starts.
 func (a *Adapter) Health(ctx context.Context) executor.Health {
 	if a.o.Turns == nil {
 		return executor.Health{Message: "no terminal Turn service configured"}
+	}
+	if p, ok := a.o.Turns.(paneHosts); ok && a.o.TerminalID != "" {
+		if host, other := p.OtherHost(a.o.TerminalID); other {
+			return executor.Health{OK: true, Message: a.o.TerminalID + " runs on terminal host " + host +
+				", which types and follows the run; a start is refused while that host is away"}
+		}
 	}
 	res, err := a.o.Turns.List(ctx)
 	if err != nil {
@@ -211,6 +235,7 @@ func (a *Adapter) follow(ctx context.Context, r *run, h *executor.RunHandle, s *
 	dec := newDecoder(a.agent)
 	var (
 		path    string
+		remote  bool // the pane is another host's: its session file is on that machine
 		off     int64
 		partial []byte
 		shown   string // the approval prompt reported last
@@ -226,8 +251,15 @@ func (a *Adapter) follow(ctx context.Context, r *run, h *executor.RunHandle, s *
 			lastErr = err.Error()
 			emit(executor.Error{Code: "status", Message: err.Error()})
 		}
-		if path == "" {
-			if f, err := a.o.Turns.SessionFile(ctx, r.turnID); err == nil {
+		if path == "" && !remote {
+			f, ferr := a.o.Turns.SessionFile(ctx, r.turnID)
+			switch {
+			case errors.Is(ferr, termapi.ErrOtherHost):
+				remote = true
+				a.log.Info("following a Turn of another host from its record", "turn_id", r.turnID, "reason", ferr.Error())
+				emit(executor.Status{Phase: executor.PhaseRunning, Detail: "turn " + r.turnID +
+					" runs on another terminal host: the stream carries its status, approvals and reply, not its tool calls or usage"})
+			case ferr == nil:
 				path, off = f.Path, f.Offset
 			}
 		}
@@ -247,6 +279,9 @@ func (a *Adapter) follow(ctx context.Context, r *run, h *executor.RunHandle, s *
 					": clawconnect terminal approve " + r.turnID + " --fingerprint " + ap.Fingerprint})
 			}
 			if done, ok := doneOf(v, dec.usage()); ok {
+				if remote && v.Status == termapi.TurnIdle && done.Summary != "" {
+					emit(executor.TextDelta{Text: done.Summary}) // the reply, as the owning host recorded it
+				}
 				if u := dec.usage(); u != nil {
 					emit(executor.Cost{Usage: *u, Estimated: true})
 				}
@@ -362,7 +397,9 @@ func (a *Adapter) SetModel(_ context.Context, h *executor.RunHandle, model strin
 
 // WriteContext implements executor.Controller: it writes key (a file name
 // such as AGENTS.md) with value into the working directory of the run's
-// pane, which the agent reads on its next turn.
+// pane, which the agent reads on its next turn. A pane of another terminal
+// host is refused (termapi.ErrRefused, naming the host): its working
+// directory is on that machine, and nothing is written on this one.
 func (a *Adapter) WriteContext(ctx context.Context, h *executor.RunHandle, key, value string) error {
 	r, err := a.lookup(h)
 	if err != nil {
@@ -370,6 +407,13 @@ func (a *Adapter) WriteContext(ctx context.Context, h *executor.RunHandle, key, 
 	}
 	if key == "" || key != filepath.Base(key) || key == "." || key == ".." {
 		return fmt.Errorf("terminal: write context: key %q must be a plain file name such as AGENTS.md", key)
+	}
+	// The session file's answer says whose machine the pane is on.
+	if _, err := a.o.Turns.SessionFile(ctx, r.turnID); errors.Is(err, termapi.ErrOtherHost) {
+		return fmt.Errorf("terminal: write context: %w: nothing was written on this machine, since the pane's working directory is on its own host (%w); write %s there, or run on a pane of this machine",
+			termapi.ErrRefused, err, key)
+	} else if err != nil {
+		return fmt.Errorf("terminal: write context: %w", err)
 	}
 	v, err := a.o.Turns.Status(ctx, r.turnID)
 	if err != nil {
