@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -161,6 +162,54 @@ func readChanges(ctx context.Context, read *sql.Stmt, last int64, changed func(i
 			return last, nil
 		}
 	}
+}
+
+// hearing returns the store's Dialect.Heard and Dialect.Hear and a func
+// that closes their files, or nil funcs (every change announced) when the
+// signal file cannot be opened.
+//
+// Who listens is kept in the kernel: a process while a reader of its own
+// waits for announcements holds a shared flock on the signal file (hear,
+// taken before that reader re-reads the store), and a writer asks whether
+// anyone does by trying for an exclusive one without waiting and letting
+// it go at once (heard). A process that dies drops its lock with its
+// files, so a killed listener never keeps writers announcing. With ten mcp
+// processes that each wait only on the tasks they follow themselves,
+// nobody listens, and a task's writes skip their change rows and the
+// signal: a row, its pages in the WAL and a file write per commit.
+// A build that does not take the shared lock (an older one) is not
+// heard: its readers waiting on another process's task then learn of a
+// change at their fallback re-read.
+func hearing(path string) (heard func() bool, hear func(listening bool), closeFiles func() error) {
+	ask, err := os.OpenFile(path+signalSuffix, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, func() error { return nil }
+	}
+	held, err := os.Open(path + signalSuffix)
+	if err != nil {
+		_ = ask.Close()
+		return nil, nil, func() error { return nil }
+	}
+	askFd, heldFd := int(ask.Fd()), int(held.Fd())
+	heard = func() bool {
+		// Two goroutines asking at once share this open file's lock and
+		// both get it: both rightly hear nobody. Another process asking
+		// at the same moment makes this answer yes, which only writes a
+		// row nobody reads.
+		if flock(askFd, syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			return true
+		}
+		_ = flock(askFd, syscall.LOCK_UN)
+		return false
+	}
+	hear = func(listening bool) {
+		if listening {
+			_ = flock(heldFd, syscall.LOCK_SH) // waits only for an asker's instant
+		} else {
+			_ = flock(heldFd, syscall.LOCK_UN)
+		}
+	}
+	return heard, hear, func() error { return errors.Join(ask.Close(), held.Close()) }
 }
 
 // signalSuffix names the signal file beside the database.

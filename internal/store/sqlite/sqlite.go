@@ -163,9 +163,10 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 		Notify: `INSERT INTO task_changes (task_id) VALUES (?)`, ChangeTable: true,
 		TrimChanges: `DELETE FROM task_changes WHERE seq < (SELECT MAX(seq) FROM task_changes) - ` + strconv.Itoa(keepChanges),
 		Listen:      listener(o.Path, busy)}
-	var closeSignal func() error
+	var closeSignal, closeHearing func() error
 	d.Committed, closeSignal = signal(o.Path)
-	return sqlstore.New(w, r, d, func() error { return errors.Join(closeSignal(), lock.close()) }), nil
+	d.Heard, d.Hear, closeHearing = hearing(o.Path)
+	return sqlstore.New(w, r, d, func() error { return errors.Join(closeSignal(), closeHearing(), lock.close()) }), nil
 }
 
 // connPragmas are the connection settings, with a page cache of cacheKiB

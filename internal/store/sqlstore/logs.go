@@ -31,7 +31,6 @@ func (db *DB) AppendLogs(ctx context.Context, taskID string, fence int64, entrie
 	if err != nil {
 		return fmt.Errorf("append logs %s: %w", taskID, db.classify(err))
 	}
-	db.committed()
 	return nil
 }
 
@@ -117,7 +116,6 @@ func (db *DB) UpdateTaskWithLogs(ctx context.Context, t *store.Task, entries []s
 		return fmt.Errorf("update task %s: %w", t.ID, db.classify(err))
 	}
 	t.Version++
-	db.committed()
 	return nil
 }
 

@@ -89,6 +89,11 @@ type txn struct {
 	p  *pool
 	// missed are the queries this transaction prepared for itself.
 	missed []string
+	// announced is set once the transaction wrote a change row; unheard
+	// are the ids whose rows it skipped because nobody listened (see
+	// DB.afterCommit).
+	announced bool
+	unheard   []string
 }
 
 func newTxn(tx *sql.Tx, p *pool) *txn {

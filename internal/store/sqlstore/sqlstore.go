@@ -54,6 +54,19 @@ type Dialect struct {
 	// it signals the other processes' listeners, which read the rows only
 	// once the commit is visible.
 	Committed func()
+	// Heard, if set, reports whether any process sharing the database
+	// (this one included) has a reader waiting for announcements now; a
+	// ChangeTable announcement is written only while it does. A
+	// transaction that skipped its change rows asks again once committed
+	// and writes them then if a listener came meanwhile (afterCommit): a
+	// reader that began to listen before that second question is woken,
+	// and one that began after it reads the committed change itself.
+	Heard func() bool
+	// Hear, if set, is told, before the watch that causes it returns,
+	// that this process now has readers waiting for announcements (true)
+	// or has none left (false), so that Heard in every process answers
+	// accordingly before such a reader re-reads the store.
+	Hear func(listening bool)
 	// IsBusy, if set, recognizes a write that gave up waiting for the
 	// database's write lock (reported as store.ErrBusy).
 	IsBusy func(error) bool
@@ -98,6 +111,7 @@ func New(writer, reader *sql.DB, d Dialect, onClose func() error) *DB {
 		r = newPool(reader, d.Dollar)
 	}
 	db := &DB{w: w, r: r, d: d, onClose: onClose}
+	db.watch.hear = d.Hear
 	if d.Listen != nil {
 		db.watch.began = make(chan struct{}, 1)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -160,7 +174,11 @@ func (db *DB) tx(ctx context.Context, fn func(*txn) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	db.afterCommit(ctx, t)
+	return nil
 }
 
 // classify maps a driver error the dialect recognizes (a lock wait that ran

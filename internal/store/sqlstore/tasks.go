@@ -133,7 +133,6 @@ func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
-	db.committed()
 	t.Version, t.Fence, t.LogCount, t.PollCount, t.LastPollAt, t.EndedAt = 1, 1, 0, 0, 0, 0
 	return nil
 }
@@ -196,9 +195,7 @@ func (db *DB) UpdateTask(ctx context.Context, t *store.Task) error {
 		return fmt.Errorf("update task %s: %w", t.ID, db.missed(ctx, t.ID, t.Fence))
 	}
 	t.Version++
-	if announce && db.d.ChangeTable {
-		db.committed()
-	} else if announce {
+	if announce && !db.d.ChangeTable {
 		db.announce(ctx, db.w, t.ID)
 	}
 	return nil

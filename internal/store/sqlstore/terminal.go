@@ -518,8 +518,9 @@ func (db *DB) WriteTurn(ctx context.Context, w store.TurnWrite) error {
 	// The change row goes in after the commit; the post-commit signal then
 	// tells the listeners of other store handles to read it (without it a
 	// Wait elsewhere learns of the change only at its re-check).
-	db.announce(ctx, db.w, t.TurnID)
-	db.committed()
+	if db.announce(ctx, db.w, t.TurnID) {
+		db.committed()
+	}
 	return nil
 }
 

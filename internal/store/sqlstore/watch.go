@@ -20,6 +20,8 @@ type taskWatch struct {
 	// listener that stopped hearing announcements while nobody watched
 	// starts again.
 	began chan struct{}
+	// hear is Dialect.Hear, called under mu as n leaves and reaches zero.
+	hear func(listening bool)
 }
 
 // watching reports whether any reader watches a task or the new ones.
@@ -38,17 +40,26 @@ func (w *taskWatch) watch(id string) (<-chan struct{}, func()) {
 		w.subs[id] = set
 	}
 	set[ch] = struct{}{}
-	if w.n.Add(1) == 1 && w.began != nil {
-		select {
-		case w.began <- struct{}{}:
-		default: // a start is already pending
+	if w.n.Add(1) == 1 {
+		if w.hear != nil {
+			w.hear(true)
+		}
+		if w.began != nil {
+			select {
+			case w.began <- struct{}{}:
+			default: // a start is already pending
+			}
 		}
 	}
 	var once sync.Once
 	return ch, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		once.Do(func() { w.n.Add(-1) })
+		once.Do(func() {
+			if w.n.Add(-1) == 0 && w.hear != nil {
+				w.hear(false)
+			}
+		})
 		delete(set, ch)
 		if len(w.subs[id]) == 0 {
 			delete(w.subs, id)
@@ -101,8 +112,9 @@ const terminalWorkKey = "+terminal"
 // (or notification) goes out at once, outside any transaction, and the
 // watchers in this process are woken too.
 func (db *DB) AnnounceTerminalWork(ctx context.Context) {
-	db.announce(ctx, db.w, terminalWorkKey)
-	db.committed()
+	if db.announce(ctx, db.w, terminalWorkKey) {
+		db.committed()
+	}
 	db.watch.changed(terminalWorkKey)
 }
 
@@ -153,16 +165,48 @@ type execer interface {
 }
 
 // announce tells other processes that task id changed; inside a
-// transaction the announcement goes out at commit. A lost one only delays a
-// waiter to its next re-read.
-func (db *DB) announce(ctx context.Context, r execer, id string) {
+// transaction (r is a *txn) the announcement goes out at commit. A lost one
+// only delays a waiter to its next re-read. A change row nobody would read
+// (Dialect.Heard) is not written: announce reports whether it was, and a
+// transaction keeps the id for afterCommit. Outside a transaction the
+// change it announces has already committed, so asking Heard now is
+// asking after the commit.
+func (db *DB) announce(ctx context.Context, r execer, id string) bool {
 	if db.d.Notify == "" {
-		return
+		return false
+	}
+	t, inTx := r.(*txn)
+	if db.d.ChangeTable && db.d.Heard != nil && !db.d.Heard() {
+		if inTx {
+			t.unheard = append(t.unheard, id)
+		}
+		return false
 	}
 	_, _ = r.ExecContext(ctx, db.d.Notify, id)
+	if inTx {
+		t.announced = true
+	}
 	if db.d.TrimChanges != "" && db.announced.Add(1)%1024 == 0 {
 		_, _ = r.ExecContext(ctx, db.d.TrimChanges)
 	}
+	return true
+}
+
+// afterCommit runs once t has committed: the post-commit signal of the
+// change rows it wrote, or, when it skipped them because nobody listened
+// and a listener has come since, their late announcement. The question
+// after the commit closes the gap between the one inside the transaction
+// and the commit: a reader re-reads the store once Hear has told every
+// process that it listens, so it either made this Heard true or reads the
+// change itself.
+func (db *DB) afterCommit(ctx context.Context, t *txn) {
+	if !t.announced && (len(t.unheard) == 0 || !db.d.Heard()) {
+		return
+	}
+	for _, id := range t.unheard {
+		_, _ = db.w.ExecContext(ctx, db.d.Notify, id)
+	}
+	db.committed()
 }
 
 // committed runs the dialect's post-commit signal of a change row.
