@@ -21,12 +21,15 @@ import (
 type live struct {
 	id string
 
-	mu         sync.Mutex
-	t          *store.Task
-	done       chan struct{} // closed at the first terminal outcome
-	ended      bool
-	changed    chan struct{} // closed and replaced when a log entry lands
-	urgentSeq  int64         // seq of the newest non-tool entry
+	mu        sync.Mutex
+	t         *store.Task
+	done      chan struct{} // closed at the first terminal outcome
+	ended     bool
+	changed   chan struct{} // closed and replaced when a log entry lands or is held
+	urgentSeq int64         // seq of the newest non-tool entry
+	// heldSeq is the seq of the newest lifecycle entry held for the run
+	// id's write (onEvent), which a poll-mode check_task writes at once.
+	heldSeq    int64
 	recent     []recentEntry // the last 6 entries, for echo suppression
 	lastEvent  time.Time
 	eventGen   uint64
@@ -148,6 +151,13 @@ func (m *Manager) update(ctx context.Context, l *live, fn func(t *store.Task) bo
 	return m.updateLocked(ctx, l, fn)
 }
 
+// wakeLocked wakes the check_task waits on l: a log entry landed or is
+// held.
+func (l *live) wakeLocked() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
 func (l *live) markDoneLocked() {
 	if !l.ended {
 		l.ended = true
@@ -219,8 +229,7 @@ func (m *Manager) flushLogsLocked(ctx context.Context, l *live) error {
 	case err == nil:
 		l.t.LogCount += int64(len(l.pending))
 		l.pending = nil
-		close(l.changed)
-		l.changed = make(chan struct{})
+		l.wakeLocked()
 		return nil
 	case errors.Is(err, store.ErrLeaseLost):
 		m.o.Logger.Warn("lease lost; another process follows the task now", "job_id", l.id, "err", err)
@@ -287,6 +296,18 @@ func (m *Manager) onEvent(l *live, e Event) {
 			// transaction (or with the next lease renewal, should the
 			// outcome wait for a recovery).
 			m.queueLogLocked(l, "lifecycle", "Agent lifecycle: "+phase, false, "", nil)
+			return
+		}
+		if l.runUnsaved || l.t.ParentRunID == "" {
+			// The run id is not stored yet: the run's first entries wait
+			// for the write that carries it (a tool call's entry, the
+			// outcome, or saveRunLater), so a run that ends at once takes
+			// one write transaction fewer. A poll-mode check_task here
+			// writes them when it wants them (Check).
+			if m.queueLogLocked(l, "lifecycle", "Agent lifecycle: "+phase, false, "", nil) {
+				l.heldSeq = l.urgentSeq
+				l.wakeLocked()
+			}
 			return
 		}
 		m.appendLogLocked(ctx, l, "lifecycle", "Agent lifecycle: "+phase, false, "", nil)
@@ -456,8 +477,7 @@ func (m *Manager) writeWithLogsLocked(ctx context.Context, l *live, next store.T
 	}
 	next.LogCount += int64(len(l.pending))
 	l.t, l.pending, l.runUnsaved = &next, nil, false
-	close(l.changed)
-	l.changed = make(chan struct{})
+	l.wakeLocked()
 	if next.Status.Terminal() {
 		l.markDoneLocked()
 	}
@@ -485,14 +505,13 @@ func (m *Manager) holdRunLocked(l *live, runID string) {
 	l.runUnsaved = true
 }
 
-// persistRunLocked writes a held run state now, with the pending log
-// entries if there are any.
+// persistRunLocked writes a held run state and the entries held with it
+// now (in one transaction when there are entries).
 func (m *Manager) persistRunLocked(ctx context.Context, l *live) {
 	switch {
-	case !l.runUnsaved:
 	case len(l.pending) > 0:
 		_ = m.flushLogsLocked(ctx, l)
-	default:
+	case l.runUnsaved:
 		_ = m.saveRunLocked(ctx, l)
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/taskapi"
 )
 
 // appendCounter records the entries of each write of log entries
@@ -79,9 +81,9 @@ func (s *logUpdateCounter) UpdateTaskWithLogs(ctx context.Context, t *store.Task
 	return s.Store.UpdateTaskWithLogs(ctx, t, es)
 }
 
-// TestRunEndEntryGoesWithTheOutcome: the run's lifecycle end entry is
-// written in the outcome's transaction, and reads see both; the first
-// entries go with the run id.
+// TestRunEndEntryGoesWithTheOutcome: the run's lifecycle entries, the
+// start held with the run id and the end, are written in the outcome's
+// transaction, and reads see both.
 func TestRunEndEntryGoesWithTheOutcome(t *testing.T) {
 	e := newEnv(t)
 	counter := &logUpdateCounter{appendCounter: &appendCounter{Store: e.st}}
@@ -101,10 +103,10 @@ func TestRunEndEntryGoesWithTheOutcome(t *testing.T) {
 	}
 	counter.mu.Lock()
 	defer counter.mu.Unlock()
-	// The first entries carry the run id (holdRunLocked), the outcome the
-	// end entry.
-	first := []string{"Started new thread session: " + res.SessionKey, "Agent lifecycle: start"}
-	if diff := cmp.Diff([][]string{first, {"Agent lifecycle: end"}}, counter.combined); diff != "" {
+	// The run id (holdRunLocked), the entries held with it and the end
+	// entry all ride on the outcome's write.
+	all := []string{"Started new thread session: " + res.SessionKey, "Agent lifecycle: start", "Agent lifecycle: end"}
+	if diff := cmp.Diff([][]string{all}, counter.combined); diff != "" {
 		t.Fatalf("record writes with log entries (-want +got):\n%s", diff)
 	}
 	if len(counter.calls) != 0 {
@@ -117,5 +119,69 @@ func TestRunEndEntryGoesWithTheOutcome(t *testing.T) {
 	want := []string{"Started new thread session: " + res.SessionKey, "Agent lifecycle: start", "Agent lifecycle: end"}
 	if diff := cmp.Diff(want, texts); diff != "" || s.Status != "completed" {
 		t.Fatalf("status %s, logs (-want +got):\n%s", s.Status, diff)
+	}
+}
+
+// TestPollWritesAHeldLifecycleEntry: a lifecycle entry held for the run
+// id's write does not keep a poll-mode check_task waiting: the poll, already
+// waiting or arriving after the entry, writes it and returns it at once.
+func TestPollWritesAHeldLifecycleEntry(t *testing.T) {
+	for _, waiting := range []bool{true, false} {
+		t.Run(map[bool]string{true: "waiting", false: "after"}[waiting], func(t *testing.T) {
+			e := newEnv(t)
+			// Nothing else writes the held entries meanwhile: no run id
+			// save, no lease renewal.
+			m := e.manager(func(o *Options) { o.RunSaveDelay, o.Lease = time.Hour, time.Hour })
+			res, err := m.Submit(t.Context(), SubmitRequest{Task: "run the tests"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.gw.waitStarted(t, res.JobID)
+			e.gw.waitFollowed(t, res.JobID)
+			type answer struct {
+				s   *taskapi.Snapshot
+				err error
+			}
+			answers := make(chan answer, 1)
+			poll := func() {
+				// The wait is far longer than the test's bound: an answer
+				// within the bound came from the entry, not the deadline.
+				s, err := m.Check(t.Context(), CheckRequest{JobID: res.JobID, Mode: CheckPoll, WaitMs: waitMs(600000)})
+				answers <- answer{s, err}
+			}
+			if waiting {
+				go poll()
+			}
+			e.gw.emit(res.JobID, Event{Kind: EventLifecycle, Phase: "start", Seq: 1})
+			if !waiting {
+				go poll()
+			}
+			var a answer
+			select {
+			case a = <-answers:
+			case <-time.After(time.Minute): // a bound for a failing run, not a timing
+				t.Fatal("the poll did not return for the lifecycle entry")
+			}
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			var texts []string
+			for _, l := range a.s.Logs {
+				texts = append(texts, l.Text)
+			}
+			want := []string{"Started new thread session: " + res.SessionKey, "Agent lifecycle: start"}
+			if diff := cmp.Diff(want, texts); diff != "" {
+				t.Fatalf("poll logs (-want +got):\n%s", diff)
+			}
+			stored, err := e.st.GetTask(t.Context(), "main", res.JobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored.LogCount != 2 || stored.ParentRunID != res.JobID {
+				t.Fatalf("stored %d entries, run %q; want 2, %q", stored.LogCount, stored.ParentRunID, res.JobID)
+			}
+			e.gw.end(res.JobID, Outcome{Status: OutcomeOK, Text: "done"})
+			await(t, m, res.JobID)
+		})
 	}
 }

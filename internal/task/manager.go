@@ -244,9 +244,6 @@ func (m *Manager) renew() {
 		}
 		for _, l := range ls {
 			l.mu.Lock()
-			if len(l.pending) > 0 {
-				m.flushLogsLocked(ctx, l)
-			}
 			m.persistRunLocked(ctx, l)
 			l.mu.Unlock()
 		}

@@ -154,6 +154,11 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *taskapi.Snaps
 		if l != nil {
 			l.mu.Lock()
 			changed, done, exited = l.changed, l.done, l.exited
+			if req.Mode == CheckPoll && l.heldSeq > max(req.KnownLogCount, l.t.LogCount) {
+				// An entry held for the run id's write (onEvent) that
+				// this poll returns for: write it now.
+				_ = m.flushLogsLocked(ctx, l)
+			}
 			urgent, count := l.urgentSeq, l.t.LogCount
 			l.mu.Unlock()
 			if req.Mode == CheckPoll && count > req.KnownLogCount {

@@ -62,9 +62,10 @@ func (s *writeCounter) UpdateTaskWithLogs(ctx context.Context, t *store.Task, es
 }
 
 // TestAcceptedRunRidesOnTheNextWrite: the run id of a task the gateway
-// accepted costs no write transaction of its own; it lands with the
-// task's next write (here its outcome), so a task against an instant
-// gateway takes three: the task, its first entries, its outcome.
+// accepted, and the run's lifecycle entries held with it, cost no write
+// transaction of their own; they land with the task's next write (here its
+// outcome), so a task against an instant gateway takes two: the task, and
+// its outcome with its entries.
 func TestAcceptedRunRidesOnTheNextWrite(t *testing.T) {
 	e := newEnv(t)
 	e.gw.instant = func(req RunRequest) Outcome { return Outcome{Status: OutcomeOK, Text: "done"} }
@@ -77,7 +78,7 @@ func TestAcceptedRunRidesOnTheNextWrite(t *testing.T) {
 	if s := await(t, m, res.JobID); s.Status != "completed" {
 		t.Fatalf("status %s, want completed", s.Status)
 	}
-	if diff := cmp.Diff([]string{"create", "logs", "update"}, counter.taken()); diff != "" {
+	if diff := cmp.Diff([]string{"create", "update+logs"}, counter.taken()); diff != "" {
 		t.Fatalf("write transactions of one task (-want +got):\n%s", diff)
 	}
 	stored, err := e.st.GetTask(t.Context(), "main", res.JobID)
@@ -90,7 +91,8 @@ func TestAcceptedRunRidesOnTheNextWrite(t *testing.T) {
 }
 
 // TestAcceptedRunRidesOnTheFirstEntries: on a run that reports progress,
-// the run id and the connected/live states land with its first entries.
+// the run id and the connected/live states land with its first tool
+// call's entry, the lifecycle entries held before it among them.
 func TestAcceptedRunRidesOnTheFirstEntries(t *testing.T) {
 	e := newEnv(t)
 	counter := newWriteCounter(t, e.st)
@@ -102,12 +104,16 @@ func TestAcceptedRunRidesOnTheFirstEntries(t *testing.T) {
 	e.gw.waitStarted(t, res.JobID)
 	e.gw.waitFollowed(t, res.JobID)
 	e.gw.emit(res.JobID, Event{Kind: EventLifecycle, Phase: "start", Seq: 1})
+	if diff := cmp.Diff([]string{"create"}, counter.taken()); diff != "" {
+		t.Fatalf("write transactions after the lifecycle start (-want +got):\n%s", diff)
+	}
+	e.gw.emit(res.JobID, Event{Kind: EventToolStart, Seq: 2, Tool: "read", Args: []byte(`{"file_path":"go.mod"}`)})
 	stored, err := e.st.GetTask(t.Context(), "main", res.JobID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.ParentRunID != res.JobID || stored.Upstream != "connected" || stored.Transcript != "live" || stored.LogCount != 2 {
-		t.Fatalf("after the first entry the store has run %q, upstream %s, transcript %s, %d entries; want %q, connected, live, 2",
+	if stored.ParentRunID != res.JobID || stored.Upstream != "connected" || stored.Transcript != "live" || stored.LogCount != 3 {
+		t.Fatalf("after the first tool call the store has run %q, upstream %s, transcript %s, %d entries; want %q, connected, live, 3",
 			stored.ParentRunID, stored.Upstream, stored.Transcript, stored.LogCount, res.JobID)
 	}
 	if diff := cmp.Diff([]string{"create", "update+logs"}, counter.taken()); diff != "" {
