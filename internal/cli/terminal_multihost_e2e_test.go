@@ -4,33 +4,49 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
-	"github.com/clawconnect/clawconnect/internal/terminal"
-	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
-	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
+	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/realtui"
+	"github.com/clawconnect/clawconnect/plugins/openclaw"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// TestE2ETerminalSendAcrossHosts runs two terminal hosts, each in a UTS
+// TestE2ETerminalSendAcrossHosts runs three terminal hosts, each in a UTS
 // and pid namespace of its own (its own host name, /proc and tmux server,
 // a real Codex on the fake model, and `terminal daemon`), on one
-// PostgreSQL store. A send from host A's command line to host B's pane
-// is typed by B and returns B's exact reply; A's list shows both hosts.
+// PostgreSQL store, and one real OpenClaw gateway with the ClawConnect
+// plugin on host A's side (A is configured with it, B and C are not, so
+// every callback is A's to deliver):
+//   - a send from host A's command line to host B's pane is typed by B and
+//     returns B's exact reply; A's list shows every host;
+//   - session S's model calls the plugin's clawconnect_terminal_send on host
+//     C's pane: C types it, its Codex answers, and exactly one callback run
+//     arrives in S;
+//   - B's daemon is killed with SIGKILL mid-Turn: the Turn stalls host_lost
+//     and its callback reaches the origin session; B's next daemon follows
+//     it again to its reply, whose callback follows, each in one attempt;
+//   - a Turn for B's pane forged into the store is refused by B.
 func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	peers.RequireE2E(t)
 	base := os.Getenv("TEST_DATABASE_URL")
@@ -45,46 +61,19 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 			t.Skipf("%s: %v", tool, err)
 		}
 	}
+	began := time.Now()
 	dbURL := freshDatabase(t, base)
-	// The origin's gateway: host A is configured with it, B is not (B
-	// must leave every callback to A).
-	gw := fakegateway.New(t, fakegateway.Options{})
-	callbacks := make(chan callbackSeen, 16)
-	gw.Handle(outbox.CallbackMethod, func(_ context.Context, params json.RawMessage) (any, error) {
-		var p struct {
-			TurnID  string `json:"turn_id"`
-			Message struct {
-				ID   string `json:"id"`
-				Type string `json:"type"`
-			} `json:"message"`
-		}
-		_ = json.Unmarshal(params, &p)
-		callbacks <- callbackSeen{turnID: p.TurnID, id: p.Message.ID, typ: p.Message.Type}
-		return map[string]any{"ok": true, "enqueued": true, "delivery_required": false, "message_id": p.Message.ID}, nil
-	})
-	hostA := startNamespacedHost(t, "mh-host-a", dbURL, "OPENCLAW_URL="+gw.URL())
-	hostB := startNamespacedHost(t, "mh-host-b", dbURL)
+	// B and C start their Codex while the gateway starts; A needs the
+	// gateway's URL and token.
+	hostB := startNamespacedHost(t, "mh-host-b", dbURL, t.TempDir())
+	startNamespacedHost(t, "mh-host-c", dbURL, t.TempDir())
+	homeA := t.TempDir()
+	og := startOriginGateway(t, dbURL, "mh-host-a", homeA)
+	hostA := startNamespacedHost(t, "mh-host-a", dbURL, homeA, "OPENCLAW_URL="+og.g.URL(), "OPENCLAW_GATEWAY_TOKEN="+og.g.Token())
+	panes := sendablePanes(t, hostA, dbURL, "mh-host-b", "mh-host-c")
+	bID, cID := panes["mh-host-b"], panes["mh-host-c"]
+	t.Logf("three hosts live with sendable panes %s after the start", time.Since(began).Round(time.Second))
 
-	// The pane of B as every machine names it, once B published it sendable.
-	var bID, listed string
-	if !poll.WithinEvery(3*time.Minute, time.Second, func() bool {
-		listed = nsCLI(t, hostA, dbURL, "list", "--json")
-		var l struct {
-			Hosts []terminal.HostView `json:"hosts"`
-		}
-		_ = json.Unmarshal([]byte(listed), &l)
-		for _, h := range l.Hosts {
-			if h.Host == "mh-host-b" && h.Live && len(h.Terminals) == 1 && len(h.Terminals[0].AvailableActions) > 0 {
-				bID = h.Terminals[0].ID
-			}
-		}
-		return bID != ""
-	}) {
-		t.Fatalf("host B never published a sendable pane; A lists:\n%s", listed)
-	}
-	if !strings.HasPrefix(bID, "terminal:v3:mh-host-b:tmux:codex:") {
-		t.Fatalf("B's pane id %q does not name host B", bID)
-	}
 	out := nsCLI(t, hostA, dbURL, "send", "--terminal", bID, "--wait", "--timeout", "120s", "--json", "ECHO=reply-from-host-b")
 	var v termapi.TurnView
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
@@ -94,10 +83,29 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 		t.Fatalf("turn = %+v", v)
 	}
 
+	// Session S hands work to C's pane through the plugin's tool, which
+	// runs A's command line in the gateway: C types it, and A delivers its
+	// one callback into S.
+	const S = "agent:main:mh-plugin-s"
+	args, _ := json.Marshal(map[string]string{"terminal_id": cID, "request": "ECHO=reply-from-host-c"})
+	og.ask(S, "hand this to the agent TOOLUSE: clawconnect_terminal_send "+string(args), "mh-plugin-send")
+	rowsS := og.waitCallbacks(S, 1, 4*time.Minute)
+	cTurn := rowsS[0].turnID
+	if len(rowsS) != 1 || rowsS[0].typ != "done" || cTurn == "" || !strings.Contains(rowsS[0].text, "reply-from-host-c") {
+		t.Fatalf("S's callback rows = %+v; history:\n%s", rowsS, og.transcript(S))
+	}
+	if v = status2(t, hostA, dbURL, cTurn); v.TerminalID != cID || v.OriginSession != S || v.Result == nil || v.Result.Text != "reply-from-host-c" {
+		t.Fatalf("the plugin's Turn on C = %+v", v)
+	}
+	oneAttemptEach(t, dbURL, cTurn, "done")
+	t.Logf("S's one callback run from host C's pane %s after the start", time.Since(began).Round(time.Second))
+
 	// B's daemon is killed with SIGKILL while its Turn runs (the model
-	// holds the reply): A's host stalls the Turn host_lost once B's lease
-	// passed; B's next daemon follows it again to its reply.
-	out = nsCLI(t, hostA, dbURL, "send", "--terminal", bID, "--json", "--origin-session", "agent:main:e2e", "--gateway-url", gw.URL(),
+	// holds the reply): a live host stalls the Turn host_lost once B's
+	// lease passed, and A delivers that callback into S2; B's next daemon
+	// follows the Turn again to its reply.
+	const S2 = "agent:main:mh-cli-s2"
+	out = nsCLI(t, hostA, dbURL, "send", "--terminal", bID, "--json", "--origin-session", S2, "--gateway-url", og.g.URL(),
 		"WAIT=75000 ECHO=after-host-b-returned")
 	var sent termapi.SendResult
 	if err := json.Unmarshal([]byte(out), &sent); err != nil || sent.SubmissionOutcome != termapi.OutcomeAccepted {
@@ -109,40 +117,36 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	}
 	killed := time.Now()
 	status := func() termapi.TurnView { return status2(t, hostA, dbURL, sent.TurnID) }
-	for v = status(); v.Status != "stalled"; v = status() {
-		if time.Since(killed) > 90*time.Second {
-			t.Fatalf("90 s after B's daemon was killed its Turn is %+v, want stalled host_lost", v)
-		}
-		time.Sleep(time.Second)
+	if !poll.WithinEvery(90*time.Second, time.Second, func() bool { v = status(); return v.Status == "stalled" }) {
+		t.Fatalf("90 s after B's daemon was killed its Turn is %+v, want stalled host_lost", v)
 	}
 	if !strings.HasPrefix(v.StalledReason, "host_lost") {
 		t.Fatalf("stalled reason %q, want host_lost", v.StalledReason)
 	}
 	t.Logf("stalled host_lost %s after the kill", time.Since(killed).Round(time.Second))
-	// Its stall callback reaches the origin's gateway, once, through A.
-	stall := waitCallback(t, callbacks, sent.TurnID, 60*time.Second)
-	t.Logf("host_lost callback %s (%s) %s after the kill", stall.id, stall.typ, time.Since(killed).Round(time.Second))
+	rows2 := og.waitCallbacks(S2, 1, 60*time.Second)
+	// A stall is a blocked message: it waits for OpenClaw to renew,
+	// cancel or close the Turn.
+	if rows2[0].typ != "blocked" || rows2[0].turnID != sent.TurnID || !strings.Contains(rows2[0].text, "The Turn stalled: host_lost") {
+		t.Fatalf("S2's first callback row = %+v, want the Turn's host_lost stall", rows2[0])
+	}
+	t.Logf("host_lost callback run in S2 %s after the kill", time.Since(killed).Round(time.Second))
 	if err := syscall.Kill(initB, syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
-	for v = status(); v.Status != "idle"; v = status() {
-		if time.Since(killed) > 4*time.Minute || v.Status == "failed" {
-			t.Fatalf("after B's daemon restarted its Turn is %+v, want idle with the reply", v)
-		}
-		time.Sleep(time.Second)
+	if !poll.WithinEvery(4*time.Minute, time.Second, func() bool { v = status(); return v.Status == "idle" || v.Status == "failed" }) || v.Status != "idle" {
+		t.Fatalf("after B's daemon restarted its Turn is %+v, want idle with the reply", v)
 	}
 	if v.Result == nil || v.Result.Text != "after-host-b-returned" {
 		t.Fatalf("turn after B returned = %+v", v)
 	}
-	// The completion's callback too, once, each in one attempt (no host
-	// spent an attempt it could not make).
-	done := waitCallback(t, callbacks, sent.TurnID, 60*time.Second)
-	if done.id == stall.id {
-		t.Fatalf("the stall callback %s was delivered twice", stall.id)
+	// The completion's callback too; one delivery of each, in one attempt
+	// (no host spent an attempt it could not make).
+	rows2 = og.waitCallbacks(S2, 2, 60*time.Second)
+	if len(rows2) != 2 || rows2[1].typ != "done" || rows2[1].turnID != sent.TurnID || !strings.Contains(rows2[1].text, "after-host-b-returned") {
+		t.Fatalf("S2's callback rows = %+v; history:\n%s", rows2, og.transcript(S2))
 	}
-	if v = status(); v.CallbackDelivery == nil || v.CallbackDelivery.MessageID != done.id || v.CallbackDelivery.Status != "delivered" || v.CallbackDelivery.Attempts != 1 {
-		t.Fatalf("completion callback = %+v, want %s delivered in one attempt", v.CallbackDelivery, done.id)
-	}
+	oneAttemptEach(t, dbURL, sent.TurnID, "blocked", "done")
 
 	// A Turn for B's pane written straight into the store by someone who
 	// is not B (it cannot seal it with B's key) is refused by B.
@@ -153,30 +157,88 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	if v.Result == nil || v.Result.Match != "forged_turn" {
 		t.Fatalf("forged Turn = %+v, want failed forged_turn", v)
 	}
-	select {
-	case c := <-callbacks:
-		t.Fatalf("a callback beyond one per message: %+v", c)
-	default:
+
+	// Everything since S's callback (B's Turn, its two callbacks through
+	// the same outbox, the forged Turn) is the window in which a second
+	// callback into S would have shown: S still holds its request and the
+	// one callback run, and no other session received one.
+	if rows, users := og.callbacks(S); len(rows) != 1 || users != 2 {
+		t.Fatalf("S has %d callback rows and %d user rows, want 1 and 2 (the request); history:\n%s", len(rows), users, og.transcript(S))
 	}
+	if rows, users := og.callbacks(S2); len(rows) != 2 || users != 2 {
+		t.Fatalf("S2 has %d callback rows and %d user rows, want 2 and 2; history:\n%s", len(rows), users, og.transcript(S2))
+	}
+	if rows, _ := og.callbacks("agent:main:main"); len(rows) != 0 {
+		t.Fatalf("the main session received callbacks: %+v", rows)
+	}
+	t.Logf("whole run: %s", time.Since(began).Round(time.Second))
 }
 
-// callbackSeen is one clawconnect.callback the origin's gateway received.
-type callbackSeen struct{ turnID, id, typ string }
-
-// waitCallback returns the next callback the gateway received, which must
-// be turnID's, within d.
-func waitCallback(t *testing.T, seen <-chan callbackSeen, turnID string, d time.Duration) callbackSeen {
+// sendablePanes waits until host pid's command line lists its own host
+// live and every host in hosts live with one sendable pane, and returns
+// each host's pane id. (The command line lists its own host's panes from
+// the tmux it sees, and a host's tmux server lives in its namespaces.)
+func sendablePanes(t *testing.T, pid int, dbURL string, hosts ...string) map[string]string {
 	t.Helper()
-	select {
-	case c := <-seen:
-		if c.turnID != turnID {
-			t.Fatalf("callback %+v, want one of turn %s", c, turnID)
+	var listed string
+	ids := map[string]string{}
+	if !poll.WithinEvery(4*time.Minute, time.Second, func() bool {
+		listed = nsCLI(t, pid, dbURL, "list", "--json")
+		var l struct {
+			Hosts []struct {
+				Host      string                `json:"host"`
+				Live      bool                  `json:"live"`
+				Self      bool                  `json:"self"`
+				Terminals []termapi.TerminalRow `json:"terminals"`
+			} `json:"hosts"`
 		}
-		return c
-	case <-time.After(d):
-		t.Fatalf("no callback of turn %s within %v", turnID, d)
+		_ = json.Unmarshal([]byte(listed), &l)
+		self := false
+		for _, h := range l.Hosts {
+			self = self || h.Self && h.Live
+			if h.Live && slices.Contains(hosts, h.Host) && len(h.Terminals) == 1 && len(h.Terminals[0].AvailableActions) > 0 {
+				ids[h.Host] = h.Terminals[0].ID
+			}
+		}
+		return self && len(ids) == len(hosts)
+	}) {
+		t.Fatalf("the list does not show its own host live and a sendable pane on each of %v:\n%s", hosts, listed)
 	}
-	return callbackSeen{}
+	for _, h := range hosts {
+		if !strings.HasPrefix(ids[h], "terminal:v3:"+h+":tmux:codex:") {
+			t.Fatalf("%s's pane id %q does not name its host (panes %v)", h, ids[h], ids)
+		}
+	}
+	return ids
+}
+
+// oneAttemptEach fails the test unless turnID's callbacks are exactly the
+// message types want, oldest first, each delivered in one attempt.
+func oneAttemptEach(t *testing.T, dbURL, turnID string, want ...string) {
+	t.Helper()
+	st, err := postgres.Open(t.Context(), postgres.Options{URL: dbURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cbs, err := st.TurnCallbacks(t.Context(), turnID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, wantRows []string
+	for _, cb := range slices.Backward(cbs) {
+		var m struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(cb.Message, &m)
+		got = append(got, fmt.Sprintf("%s %s/%d", m.Type, cb.Status, cb.Attempts))
+	}
+	for _, typ := range want {
+		wantRows = append(wantRows, typ+" "+string(termapi.CallbackDelivered)+"/1")
+	}
+	if d := cmp.Diff(wantRows, got); d != "" {
+		t.Fatalf("turn %s's callbacks (type status/attempts) (-want +got):\n%s", turnID, d)
+	}
 }
 
 // status2 is `terminal status --json ID` on host pid's command line.
@@ -224,14 +286,15 @@ func forgeTurn(t *testing.T, dbURL, like string) string {
 }
 
 // startNamespacedHost starts the test binary as TestHelperNamespacedHost in
-// new UTS, pid and mount namespaces named host, and returns the pid of
-// the process that entered them (nsenter's target).
-func startNamespacedHost(t *testing.T, host, dbURL string, env ...string) int {
+// new UTS, pid and mount namespaces named host, over the clawconnect home
+// (where the host keeps its key), and returns the pid of the process that
+// entered them (nsenter's target).
+func startNamespacedHost(t *testing.T, host, dbURL, home string, env ...string) int {
 	t.Helper()
 	cmd := exec.Command("unshare", "--uts", "--pid", "--fork", "--mount-proc", "--kill-child",
 		os.Args[0], "-test.run=^TestHelperNamespacedHost$", "-test.timeout=30m")
 	cmd.Env = append(os.Environ(), "CLAWCONNECT_TEST_HELPER_DAEMON=1", "CLAWCONNECT_TEST_HOSTNAME="+host,
-		"CLAWCONNECT_DATABASE_URL="+dbURL, "CLAWCONNECT_HOME="+t.TempDir(), "CLAWCONNECT_TMUX_DEFAULT_SERVER=off")
+		"CLAWCONNECT_DATABASE_URL="+dbURL, "CLAWCONNECT_HOME="+home, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off")
 	cmd.Env = append(cmd.Env, env...)
 	logs, err := os.CreateTemp(t.TempDir(), host+"-*.log")
 	if err != nil {
@@ -358,4 +421,137 @@ func TestHelperCLI(t *testing.T) {
 	if err := Run(t.Context(), Env{Args: append([]string{"terminal"}, args...), Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// originGateway is the origin's real OpenClaw gateway with the ClawConnect
+// plugin, as a machine's host runs it, and a client reading its sessions.
+type originGateway struct {
+	t  *testing.T
+	g  *realgateway.Gateway
+	gc *gateway.Client
+}
+
+// startOriginGateway starts a real gateway with the plugin loaded on the
+// side of host (named so, over its home and the store at dbURL): the
+// plugin's tools run this test binary as host's `clawconnect` command
+// line; its daemon is the host's own (the plugin starts none). The
+// session models' fake answers each callback run with a fixed word, so a
+// request the callback quotes (a WAIT) is not acted on again.
+func startOriginGateway(t *testing.T, dbURL, host, home string) *originGateway {
+	t.Helper()
+	self, err := filepath.Abs(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(self, '\'') {
+		t.Fatalf("the test binary's path %q has a quote: the plugin's command cannot name it", self)
+	}
+	bin := filepath.Join(t.TempDir(), "clawconnect")
+	script := "#!/bin/sh\nexec env " + asMainEnv + "=1 '" + self + "' -test.run='^$' -- \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	model := fakemodel.New(t, fakemodel.Options{Rewrite: func(p string) string {
+		if strings.Contains(p, "[ClawConnect callback]") {
+			return "ECHO=callback-noted"
+		}
+		return p
+	}})
+	// A start was seen taking over three minutes on a loaded machine.
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	g, err := realgateway.Start(ctx, realgateway.Options{ModelServer: model, ToolSearchOff: true,
+		ExtraEnv: []string{"CLAWCONNECT_DATABASE_URL=" + dbURL, "CLAWCONNECT_TERMINAL_HOST=" + host, "CLAWCONNECT_TMUX_DEFAULT_SERVER=off"},
+		Plugins:  []realgateway.Plugin{{ID: "clawconnect", Dir: openclaw.Dir(), Config: map[string]any{"binary": bin, "home": home, "daemon": false}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gateway log tail:\n%s", g.LogTail(80))
+		}
+		if err := g.Close(); err != nil {
+			t.Errorf("stop the gateway: %v", err)
+		}
+	})
+	t.Logf("real gateway with the plugin ready in %s", g.StartDuration().Round(time.Second))
+	if !strings.Contains(string(g.Hello()), `"clawconnect.callback"`) {
+		t.Fatalf("hello-ok does not list clawconnect.callback: the plugin did not load\n%s", g.LogTail(60))
+	}
+	// chat.history was seen taking 34 s on a loaded machine.
+	gc, err := gateway.Dial(t.Context(), gateway.Options{URL: g.URL(), Token: g.Token(), CallTimeout: 3 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gc.Close() })
+	return &originGateway{t: t, g: g, gc: gc}
+}
+
+// ask starts a run of session key with message, as its user would.
+func (o *originGateway) ask(key, message, idem string) {
+	o.t.Helper()
+	if _, err := o.gc.Call(o.t.Context(), "chat.send", map[string]any{"sessionKey": key, "message": message, "idempotencyKey": idem, "deliver": false}); err != nil {
+		o.t.Fatal(err)
+	}
+}
+
+// callbackRow is one user row of a session that carries a ClawConnect
+// callback.
+type callbackRow struct{ text, typ, turnID string }
+
+var (
+	callbackTypeRe = regexp.MustCompile(`Message type: ([a-z]+)`)
+	callbackTurnRe = regexp.MustCompile(`Turn: (turn-[A-Za-z0-9-]+)`)
+)
+
+// callbacks reads key's chat.history: its callback rows, oldest first, and
+// how many user rows it has in all.
+func (o *originGateway) callbacks(key string) (rows []callbackRow, users int) {
+	o.t.Helper()
+	h, err := o.gc.History(o.t.Context(), gateway.HistoryRequest{SessionKey: key, Limit: 200})
+	if err != nil {
+		o.t.Fatalf("chat.history of %s: %v", key, err)
+	}
+	for _, m := range h.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		users++
+		if !strings.Contains(m.Text, "[ClawConnect callback]") {
+			continue
+		}
+		row := callbackRow{text: m.Text}
+		if s := callbackTypeRe.FindStringSubmatch(m.Text); s != nil {
+			row.typ = s[1]
+		}
+		if s := callbackTurnRe.FindStringSubmatch(m.Text); s != nil {
+			row.turnID = s[1]
+		}
+		rows = append(rows, row)
+	}
+	return rows, users
+}
+
+// waitCallbacks waits until key holds at least n callback rows and returns
+// them.
+func (o *originGateway) waitCallbacks(key string, n int, timeout time.Duration) []callbackRow {
+	o.t.Helper()
+	var rows []callbackRow
+	if !poll.WithinEvery(timeout, 500*time.Millisecond, func() bool { rows, _ = o.callbacks(key); return len(rows) >= n }) {
+		o.t.Fatalf("%s has %d callback rows after %v, want %d; history:\n%s", key, len(rows), timeout, n, o.transcript(key))
+	}
+	return rows
+}
+
+// transcript is key's history, for a failure message.
+func (o *originGateway) transcript(key string) string {
+	h, err := o.gc.History(o.t.Context(), gateway.HistoryRequest{SessionKey: key, Limit: 50})
+	if err != nil {
+		return err.Error()
+	}
+	var rows []string
+	for _, m := range h.Messages {
+		rows = append(rows, m.Role+": "+m.Text)
+	}
+	return strings.Join(rows, "\n---\n")
 }
