@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,8 +68,9 @@ func terminalError(op string, err error) *mcp.CallToolResult {
 // Sessions have no owner: every allowed caller lists them and may send to
 // one that is free.
 
-// turnIDPattern finds turn ids in the service's messages.
-var turnIDPattern = regexp.MustCompile(`\bturn-[A-Za-z0-9][A-Za-z0-9-]*`)
+// turnIDPattern finds turn ids in the service's messages. Compiled at first
+// use, not at every start of the binary.
+var turnIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bturn-[A-Za-z0-9][A-Za-z0-9-]*`) })
 
 // otherTurn is what a Turn of another caller reads as.
 const otherTurn = "another caller's turn"
@@ -107,7 +109,7 @@ func (c *conn) hideTurns(ctx context.Context, s string, seen map[string]bool) st
 		return s
 	}
 	const mark = "\x00"
-	s = turnIDPattern.ReplaceAllStringFunc(s, func(id string) string {
+	s = turnIDPattern().ReplaceAllStringFunc(s, func(id string) string {
 		if !c.foreignTurn(ctx, id, seen) {
 			return id
 		}

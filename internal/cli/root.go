@@ -111,15 +111,50 @@ system manages.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &ExitError{Code: ExitUsage, Err: err}
 	})
-	root.AddCommand(
-		skipSettingsCheck(newVersionCmd(env)),
-		newExecCmd(env),
-		newGatewayCmd(env),
-		newMCPCmd(env), newServeCmd(env), newTerminalCmd(env), newRunCmd(env), newStatusCmd(env), newLogsCmd(env), newSessionsCmd(env), newAgentsCmd(env), skipSettingsCheck(newDoctorCmd(env)),
-	)
+	cmds := topCommands()
+	if len(env.Args) > 0 {
+		for _, c := range cmds {
+			if c.name == env.Args[0] {
+				cmds = []topCommand{c}
+				break
+			}
+		}
+	}
+	for _, c := range cmds {
+		root.AddCommand(c.build(env))
+	}
 	usageArgs(root)
 	markNoJSON(root)
 	return root
+}
+
+// topCommand is one of the root's commands: its name and its constructor.
+type topCommand struct {
+	name  string
+	build func(Env) *cobra.Command
+}
+
+// topCommands lists the root's commands. A command line whose first
+// argument names one of them builds that one alone: building the whole tree
+// (the terminal group alone has some forty commands) cost a start of
+// clawconnect mcp ~0.5 ms of CPU before it could answer initialize. Any other
+// command line (help, completion, a flag first, an unknown name) builds
+// them all. TestTopCommandsAreNamedAsBuilt keeps the names true.
+func topCommands() []topCommand {
+	return []topCommand{
+		{"version", func(env Env) *cobra.Command { return skipSettingsCheck(newVersionCmd(env)) }},
+		{"exec", newExecCmd},
+		{"gateway", newGatewayCmd},
+		{"mcp", newMCPCmd},
+		{"serve", newServeCmd},
+		{"terminal", newTerminalCmd},
+		{"run", newRunCmd},
+		{"status", newStatusCmd},
+		{"logs", newLogsCmd},
+		{"sessions", newSessionsCmd},
+		{"agents", newAgentsCmd},
+		{"doctor", func(env Env) *cobra.Command { return skipSettingsCheck(newDoctorCmd(env)) }},
+	}
 }
 
 // noJSON annotates a command without --json, saying why: it serves a

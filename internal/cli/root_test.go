@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 )
 
@@ -178,4 +179,65 @@ func TestReadmeListsEveryCommand(t *testing.T) {
 		}
 	}
 	walk(newRootCmd(Env{}))
+}
+
+// TestTopCommandsAreNamedAsBuilt keeps topCommands true: each entry's name
+// is the name of the command it builds, and the full tree has exactly
+// those commands (besides help and completion, which cobra adds).
+func TestTopCommandsAreNamedAsBuilt(t *testing.T) {
+	t.Parallel()
+	listed := map[string]bool{}
+	for _, c := range topCommands() {
+		if got := c.build(Env{}).Name(); got != c.name {
+			t.Errorf("topCommands entry %q builds a command named %q", c.name, got)
+		}
+		listed[c.name] = true
+	}
+	for _, cmd := range newRootCmd(Env{}).Commands() {
+		if !listed[cmd.Name()] && cmd.Name() != "help" && cmd.Name() != "completion" {
+			t.Errorf("the root has %q, which topCommands does not list", cmd.Name())
+		}
+	}
+}
+
+// TestNamedCommandAloneBehavesAsInTheFullTree runs command lines that name
+// a top-level command twice, once as Run does (that command alone under the
+// root) and once in the full tree, and wants the same output and exit code.
+func TestNamedCommandAloneBehavesAsInTheFullTree(t *testing.T) {
+	t.Parallel()
+	var lines [][]string
+	for _, c := range topCommands() {
+		lines = append(lines, []string{c.name, "--help"}, []string{c.name, "--no-such-flag"})
+	}
+	lines = append(lines, []string{"mcp", "extra"}, []string{"terminal", "nosuch"}, []string{"gateway", "--help"}, []string{"version"})
+	type result struct {
+		code        int
+		err, stdout string
+		stderr      string
+	}
+	run := func(args, built []string) (result, int) {
+		var out, errOut bytes.Buffer
+		root := newRootCmd(Env{Args: built, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut})
+		n := len(root.Commands()) // before cobra adds help and completion
+		root.SetArgs(args)
+		err := root.ExecuteContext(t.Context())
+		r := result{code: ExitCode(err), stdout: out.String(), stderr: errOut.String()}
+		if err != nil {
+			r.err = err.Error()
+		}
+		return r, n
+	}
+	for _, args := range lines {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			alone, n := run(args, args)
+			if n != 1 {
+				t.Errorf("the root built for %q has %d commands, want the named one alone", args, n)
+			}
+			full, _ := run(args, nil)
+			if d := cmp.Diff(full, alone, cmp.AllowUnexported(result{})); d != "" {
+				t.Errorf("%q alone differs from the full tree (-full +alone):\n%s", args, d)
+			}
+		})
+	}
 }

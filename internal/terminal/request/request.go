@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -49,8 +50,9 @@ var ErrInvalidUTF8 = errors.New("request is not valid UTF-8")
 
 // slashCommand matches a native command at the start of a line, compared
 // case-insensitively: a slash, a letter, then letters, digits, '_' or '-',
-// then whitespace or the end of the line.
-var slashCommand = regexp.MustCompile(`(?i)^/[a-z][a-z0-9_-]*(\s|$)`)
+// then whitespace or the end of the line. Compiled at first use, not at
+// every start of the binary.
+var slashCommand = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^/[a-z][a-z0-9_-]*(\s|$)`) })
 
 // Payload is a prepared request.
 type Payload struct {
@@ -84,7 +86,7 @@ func Prepare(text string) (Payload, error) {
 		if line == "" {
 			continue
 		}
-		if m := slashCommand.FindString(line); m != "" {
+		if m := slashCommand().FindString(line); m != "" {
 			return Payload{}, fmt.Errorf("prepare request: %w (%q): native commands cannot be sent as a request; rephrase it or put text before it", ErrSlashCommand, strings.TrimSpace(m))
 		}
 		break

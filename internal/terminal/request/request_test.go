@@ -103,7 +103,7 @@ func FuzzPrepare(f *testing.F) {
 		if !safe(p.Text) {
 			t.Fatalf("Prepare(%q) accepted %q", in, p.Text)
 		}
-		if p.Text == "" || p.Text[0] == '!' || slashCommand.MatchString(p.Text) || !strings.Contains(in, p.Text) || p.Hash != Hash(p.Text) {
+		if p.Text == "" || p.Text[0] == '!' || slashCommand().MatchString(p.Text) || !strings.Contains(in, p.Text) || p.Hash != Hash(p.Text) {
 			t.Fatalf("Prepare(%q) = %+v", in, p)
 		}
 	})
