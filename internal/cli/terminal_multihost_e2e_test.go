@@ -15,7 +15,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
@@ -70,7 +70,7 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	if !poll.WithinEvery(3*time.Minute, time.Second, func() bool {
 		listed = nsCLI(t, hostA, dbURL, "list", "--json")
 		var l struct {
-			Hosts []terminal.HostView `json:"hosts"`
+			Hosts []hostpkg.View `json:"hosts"`
 		}
 		_ = json.Unmarshal([]byte(listed), &l)
 		for _, h := range l.Hosts {
