@@ -179,8 +179,7 @@ type hostOpArgs struct {
 // the host's (errors.Is keeps its sentinel). A host that is away refuses
 // at once: a pane's control is only ever its own host's.
 func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, out any) error {
-	st := s.o.Store
-	live, last, err := hostpkg.Published(ctx, st, host)
+	live, last, err := hostpkg.Published(ctx, s.o.Store, host)
 	if err != nil {
 		return err
 	}
@@ -198,18 +197,18 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 	}
 	now := time.Now()
 	rec := &store.HostOp{OpID: "hostop-" + uuid(), Host: host, Op: op, Args: b, RequestedBy: owner.Self().ID, CreatedAt: now.UnixMilli()}
-	announced, stop := st.WatchTerminalWork()
+	announced, stop := s.o.Store.WatchTerminalWork()
 	defer stop()
-	if err := st.PutHostOp(ctx, rec); err != nil {
+	if err := s.o.Store.PutHostOp(ctx, rec); err != nil {
 		return fmt.Errorf("queue %s for host %s: %w", op, host, err)
 	}
-	st.AnnounceTerminalWork(context.WithoutCancel(ctx))
+	s.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))
 	// The feed wakes the wait when the host finishes; the tick covers a
 	// lost announcement and notices the host going away.
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		got, err := st.GetHostOp(ctx, rec.OpID)
+		got, err := s.o.Store.GetHostOp(ctx, rec.OpID)
 		if err != nil {
 			return err
 		}
@@ -229,7 +228,7 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 			return fmt.Errorf("%w: %s queued for terminal host %s (%s) did not finish before the wait ended: %w", termapi.ErrOutcomeUncertain, op, host, rec.OpID, ctx.Err())
 		case <-announced:
 		case <-tick.C:
-			if live, _, err := hostpkg.Published(ctx, st, host); err == nil && !live && time.Since(now) > time.Second {
+			if live, _, err := hostpkg.Published(ctx, s.o.Store, host); err == nil && !live && time.Since(now) > time.Second {
 				return fmt.Errorf("%w: terminal host %s went away while it ran %s (%s); look at the Turn with `clawconnect terminal status`", termapi.ErrOutcomeUncertain, host, op, rec.OpID)
 			}
 		}
