@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 )
 
 // terminalWork is the part of the store doctor reads about terminal work:
@@ -115,7 +115,7 @@ func checkTerminalWork(ctx context.Context, db terminalWork, hostRuns bool, now 
 	for _, p := range ps {
 		if now.Sub(time.UnixMilli(p.HeartbeatAt)) <= staleAfter {
 			live[p.ID] = p
-			if strings.HasPrefix(p.Role, terminal.HostRole) {
+			if strings.HasPrefix(p.Role, hostpkg.Role) {
 				hosts = append(hosts, fmt.Sprintf("%s pid %d", p.Role, p.PID))
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -31,7 +32,7 @@ import (
 // command runs while it follows its own Turn.
 type terminalStack struct {
 	svc   *terminal.Service
-	host  *terminal.Host // nil when a live host follows the work
+	host  *hostpkg.Host // nil when a live host follows the work
 	close func()
 }
 
@@ -94,7 +95,7 @@ func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalS
 	}
 	s := &terminalStack{svc: svc, close: func() { _ = closeStore() }}
 	if !hostLiveHere(ctx, st, svc) {
-		s.host = terminal.NewHost(svc, terminal.HostOptions{Recheck: c.Recheck, LeaseTTL: c.HostLease, Role: "terminal command"})
+		s.host = hostpkg.New(svc, hostpkg.Options{Store: st, Logger: logger, Recheck: c.Recheck, LeaseTTL: c.HostLease, Role: "terminal command"})
 	}
 	return s, nil
 }
@@ -103,11 +104,11 @@ func openTerminal(ctx context.Context, env Env, logger *slog.Logger) (*terminalS
 // store without a process registry, or one that cannot be read, has none
 // as far as a command can tell, so the command follows its Turn itself.
 func hostLive(ctx context.Context, st any) bool {
-	reg, ok := st.(terminal.Registered)
+	reg, ok := st.(hostpkg.Registered)
 	if !ok {
 		return false
 	}
-	_, live, err := terminal.LiveHost(ctx, reg)
+	_, live, err := hostpkg.Live(ctx, reg)
 	return err == nil && live
 }
 
@@ -204,7 +205,7 @@ changes nothing.`,
 				if err != nil {
 					return err
 				}
-				if s.svc.HostMode() {
+				if s.svc.HostName() != "" {
 					return printHostList(ctx, env, s.svc, res, asJSON)
 				}
 				if asJSON {
@@ -587,7 +588,7 @@ was not accepted or whose outcome is uncertain releases the pane for new sends
 // callback outbox, until ctx ends. Every long-lived process runs one on
 // the shared store; the leases decide which follows each Turn.
 func runTerminalHost(ctx context.Context, env Env, st store.Store, svc *terminal.Service, c config.Terminal, role string) error {
-	ho := terminal.HostOptions{Recheck: c.Recheck, LeaseTTL: c.HostLease, Role: terminal.HostRole + " (" + role + ")"}
+	ho := hostpkg.Options{Store: st, Logger: newLogger(env), Recheck: c.Recheck, LeaseTTL: c.HostLease, Role: hostpkg.Role + " (" + role + ")"}
 	warm := configuredCallbackGateway(env)
 	if role == "mcp" {
 		// An mcp (one per MCP client) dials the gateway at its first
@@ -595,10 +596,11 @@ func runTerminalHost(ctx context.Context, env Env, st store.Store, svc *terminal
 		// the daemon usually delivers first anyway.
 		warm = ""
 	}
-	ho.Outbox = outbox.New(outbox.Options{Store: st, Dial: callbackDialer(env), Logger: newLogger(env),
-		WarmURL: warm, Delivers: callbackRoute(env, svc.HostMode())})
-	defer func() { _ = ho.Outbox.Close() }()
-	return terminal.NewHost(svc, ho).Run(ctx)
+	x := outbox.New(outbox.Options{Store: st, Dial: callbackDialer(env), Logger: ho.Logger,
+		WarmURL: warm, Delivers: callbackRoute(env, svc.HostName() != "")})
+	defer func() { _ = x.Close() }()
+	ho.Outbox = x
+	return hostpkg.New(svc, ho).Run(ctx)
 }
 
 // startTerminalHost runs a terminal monitor host on shared (the store the

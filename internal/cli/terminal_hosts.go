@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/config"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -76,7 +77,7 @@ func callbackRoute(env Env, hostMode bool) func(gatewayURL string) bool {
 // machine's Turns: with hosts on several machines, only one on this
 // machine can.
 func hostLiveHere(ctx context.Context, st any, svc *terminal.Service) bool {
-	if !svc.HostMode() {
+	if svc.HostName() == "" {
 		return hostLive(ctx, st)
 	}
 	hosts, err := svc.Hosts(ctx)
@@ -97,7 +98,7 @@ func hostLiveHere(ctx context.Context, st any, svc *terminal.Service) bool {
 type hostList struct {
 	Host      string                `json:"host"`
 	Terminals []termapi.TerminalRow `json:"terminals"`
-	Hosts     []terminal.HostView   `json:"hosts"`
+	Hosts     []hostpkg.View        `json:"hosts"`
 }
 
 // printHostList prints the panes of every terminal host, grouped by host;
@@ -148,7 +149,7 @@ func listTerminalHosts(ctx context.Context, hs store.TerminalHosts, now time.Tim
 		return []verdict{{area: "terminal hosts", detail: err.Error(), fix: "The store answered but this table did not; retry."}}
 	}
 	var vs []verdict
-	for _, h := range terminal.HostViews(list, "", now) {
+	for _, h := range hostpkg.Views(list, "", now) {
 		state := "live"
 		if !h.Live {
 			state = "away (its panes take no operation and its open Turns stall host_lost until it returns)"

@@ -19,6 +19,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/cli"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -65,7 +66,7 @@ func TestE2ETerminalSessionAnswersRunTask(t *testing.T) {
 	}
 	defer st.Close()
 	for {
-		if _, ok, err := terminal.LiveHost(ctx, st); err == nil && ok {
+		if _, ok, err := hostpkg.Live(ctx, st); err == nil && ok {
 			break
 		}
 		select {

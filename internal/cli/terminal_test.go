@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
@@ -74,10 +74,10 @@ func TestServeHostsTerminalTurns(t *testing.T) {
 
 // waitHostLive waits (bounded) until the store's process registry has a
 // live monitor host, or has none when live is false.
-func waitHostLive(t *testing.T, reg terminal.Registered, live bool) {
+func waitHostLive(t *testing.T, reg hostpkg.Registered, live bool) {
 	t.Helper()
 	poll.Until(t, 30*time.Second, "the registry's live monitor host to be "+strconv.FormatBool(live), func() bool {
-		_, ok, err := terminal.LiveHost(t.Context(), reg)
+		_, ok, err := hostpkg.Live(t.Context(), reg)
 		return err == nil && ok == live
 	})
 }
@@ -100,7 +100,7 @@ func hostRegistered(t *testing.T, home string) bool {
 		return false
 	}
 	defer st.Close()
-	_, ok, err := terminal.LiveHost(t.Context(), st)
+	_, ok, err := hostpkg.Live(t.Context(), st)
 	return err == nil && ok
 }
 

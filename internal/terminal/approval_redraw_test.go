@@ -7,6 +7,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestApprovedPromptStillDrawnIsNotANewQuestion(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 121)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{Recheck: 10 * time.Millisecond})
+	r.start(r.svc, hostpkg.Options{Recheck: 10 * time.Millisecond})
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
 	if err != nil {
@@ -58,7 +59,7 @@ func TestApprovedPromptRedrawnLateIsNotANewQuestion(t *testing.T) {
 		a := newFakeAgent(termapi.AgentCodex, 127)
 		r := &rig{t: t, st: outsideBubble{st.(*sqlstore.DB)}, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
 		r.svc = r.service()
-		r.start(r.svc, HostOptions{Recheck: time.Second})
+		r.start(r.svc, hostpkg.Options{Recheck: time.Second})
 		ctx := t.Context()
 		res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls", OriginSession: "agent:main:s1"})
 		if err != nil {
@@ -131,7 +132,7 @@ func TestAnsweredQuestionRedrawnLateIsNotANewQuestion(t *testing.T) {
 		a := newFakeAgent(termapi.AgentClaude, 128)
 		r := &rig{t: t, st: outsideBubble{st.(*sqlstore.DB)}, ft: &fakeTerminals{agents: []*fakeAgent{a}}}
 		r.svc = r.service()
-		r.start(r.svc, HostOptions{Recheck: time.Second})
+		r.start(r.svc, hostpkg.Options{Recheck: time.Second})
 		ctx := t.Context()
 		id := questionScenario(true)(t, r, a)
 		// The TUI takes the answer but keeps the dialog drawn.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -105,7 +106,7 @@ func pendingApproval(t *testing.T, pid int, p agents.ScreenApproval) (*rig, *fak
 	t.Helper()
 	a := newFakeAgent(termapi.AgentCodex, pid)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
+	r.start(r.svc, hostpkg.Options{Recheck: 20 * time.Millisecond})
 	res, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "run ls"})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -163,7 +164,7 @@ func autoRig(t *testing.T, a *fakeAgent, rules []AutoApproveRule) *rig {
 	r := newRig(t, a)
 	r.svc = NewService(Options{Store: r.st, Terminals: r.ft, AutoApprove: rules, DraftTimeout: time.Second,
 		Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}, termapi.AgentClaude: fakeCommandReader{fakeReader{r.ft}}}})
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	return r
 }
 

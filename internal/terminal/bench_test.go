@@ -21,6 +21,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -55,7 +56,7 @@ func codexLatencies(b *testing.B, turns int) []time.Duration {
 	rp := startRealTUI(b, realcli.Codex, model)
 	st := newBenchSQLite(b)
 	svc := NewService(Options{Store: st, Terminals: rp.terms, Agents: DefaultAgents()})
-	h := NewHost(svc, HostOptions{})
+	h := hostpkg.New(svc, hostpkg.Options{Store: svc.o.Store})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = h.Run(ctx); close(done) }()
@@ -158,7 +159,7 @@ func BenchmarkHostIdle50(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	h := NewHost(svc, HostOptions{})
+	h := hostpkg.New(svc, hostpkg.Options{Store: svc.o.Store})
 	done := make(chan struct{})
 	go func() { _ = h.Run(ctx); close(done) }()
 	for h.Monitoring() < n {
@@ -265,7 +266,7 @@ func BenchmarkHostFollows500(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	h := NewHost(r.svc, HostOptions{})
+	h := hostpkg.New(r.svc, hostpkg.Options{Store: r.svc.o.Store})
 	hctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { _ = h.Run(hctx); close(done) }()
@@ -273,7 +274,7 @@ func BenchmarkHostFollows500(b *testing.B) {
 	// Idle starts once every follower has claimed its lease and made its
 	// first look (it then names its records to the re-check clock): on a
 	// loaded machine the claims of 1000 followers outlast any fixed pause.
-	for h.Monitoring() < 2*n || h.clock.tracking() < 2*n {
+	for h.Monitoring() < 2*n || h.Tracking() < 2*n {
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second) // let start-up settle

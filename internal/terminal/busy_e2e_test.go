@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/gateway"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
@@ -47,7 +48,7 @@ func TestCallbackIntoBusySession(t *testing.T) {
 	wcancel()
 	a := newFakeAgent(termapi.AgentCodex, 411)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	turnID, cb := completedTurn(t, r, a, S, "FAKE-REPLY: busy 5d2c")
 	x := outbox.New(outbox.Options{Store: r.st, Owner: "busy", WaitTimeout: 60 * time.Second,
 		Dial: func(context.Context, string) (outbox.Caller, error) { return gc, nil }})

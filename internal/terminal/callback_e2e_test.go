@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/gateway"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
@@ -54,7 +55,7 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 
 	a := newFakeAgent(termapi.AgentCodex, 401)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	const S = "agent:main:cc-callback-s"
 	const other = "agent:main:cc-callback-other"
 	turnID, cb := completedTurn(t, r, a, S, "FAKE-REPLY: callback e2e 7f3a")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
@@ -91,7 +92,7 @@ func BenchmarkCallbackLatencyRealGateway(b *testing.B) {
 	r := newRig(b, a)
 	x := outbox.New(outbox.Options{Store: r.st, Dial: func(context.Context, string) (outbox.Caller, error) { return tc, nil },
 		WaitTimeout: 30 * time.Second})
-	r.start(r.svc, HostOptions{Outbox: x})
+	r.start(r.svc, hostpkg.Options{Outbox: x})
 	const S = "agent:main:cc-latency-s"
 	var total, callback, send, own, history []time.Duration
 	b.ResetTimer()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -22,7 +23,7 @@ func TestOutboxLeavesCallbacksOfAnotherGateway(t *testing.T) {
 	const gw = "ws://gateway.example:18789"
 	a := newFakeAgent(termapi.AgentCodex, 311)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1", GatewayURL: gw})
 	if err != nil {

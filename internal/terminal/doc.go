@@ -5,9 +5,9 @@
 // ledger, event log, completion claim) in the store.
 //
 // The Go API is named as the CLI: List, Send, Status, Respond, Approve,
-// Cancel, Renew, Close (Service), and a monitor Host whose goroutines follow
-// every open Turn of the store (one per Turn across processes, by a lease in
-// the store). Panes and processes come from a Terminals implementation
+// Cancel, Renew, Close (Service). A monitor host (package host) follows
+// every open Turn of the store, one per Turn across processes by a lease in
+// the store, and asks the Service to look at each (host.Service). Panes and processes come from a Terminals implementation
 // (tmux and /proc, an interface defined here), native evidence from one
 // agents.Agent per coding agent (package agents holds that contract;
 // agents/codex reads Codex rollouts, agents/claude Claude Code transcripts).

@@ -13,6 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
@@ -117,8 +118,8 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func runHost(t *testing.T, svc *Service) *Host {
-	h := NewHost(svc, HostOptions{Recheck: 2 * time.Second})
+func runHost(t *testing.T, svc *Service) *hostpkg.Host {
+	h := hostpkg.New(svc, hostpkg.Options{Store: svc.o.Store, Recheck: 2 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = h.Run(ctx); close(done) }()

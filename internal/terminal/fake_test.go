@@ -18,6 +18,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -440,12 +441,15 @@ func (r *rig) service() *Service {
 }
 
 // start runs a Host for svc until the test ends.
-func (r *rig) start(svc *Service, o HostOptions) *Host {
+func (r *rig) start(svc *Service, o hostpkg.Options) *hostpkg.Host {
 	r.t.Helper()
 	if o.Watch == nil {
 		o.Watch = r.fakeWatch
 	}
-	h := NewHost(svc, o)
+	if o.Store == nil {
+		o.Store = svc.o.Store
+	}
+	h := hostpkg.New(svc, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = h.Run(ctx); close(done) }()

@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
@@ -83,7 +84,7 @@ func TestE2EHostProcessHelper(t *testing.T) {
 	gw := recordingGateway{gw: outboxtest.NewGateway(), path: os.Getenv(hostCallsEnv)}
 	x := outbox.New(outbox.Options{Store: st, Dial: func(context.Context, string) (outbox.Caller, error) { return gw, nil }})
 	svc := NewService(Options{Store: st, Terminals: terms, Agents: DefaultAgents()})
-	h := NewHost(svc, HostOptions{Role: os.Getenv(hostRoleEnv), Rescan: time.Second, Recheck: 2 * time.Second, Outbox: x})
+	h := hostpkg.New(svc, hostpkg.Options{Store: svc.o.Store, Role: os.Getenv(hostRoleEnv), Rescan: time.Second, Recheck: 2 * time.Second, Outbox: x})
 	t.Fatalf("the host ended instead of running until killed: %v", h.Run(ctx))
 }
 

@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -24,7 +26,7 @@ type twoProcesses struct {
 	started chan string
 }
 
-func newTwoProcesses(t testing.TB, o HostOptions, fakes ...*fakeAgent) *twoProcesses {
+func newTwoProcesses(t testing.TB, o hostpkg.Options, fakes ...*fakeAgent) *twoProcesses {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), sqlite.FileName)
 	open := func() *sqlstore.DB {
@@ -58,7 +60,7 @@ func newTwoProcesses(t testing.TB, o HostOptions, fakes ...*fakeAgent) *twoProce
 // next rescan (an hour here).
 func TestAnnouncedTurnIsFollowedByAnotherProcessHost(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 501)
-	p := newTwoProcesses(t, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
+	p := newTwoProcesses(t, hostpkg.Options{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
 	ctx := t.Context()
 	res, err := p.sender.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "follow me"})
 	if err != nil {
@@ -86,7 +88,7 @@ func TestAnnouncedTurnIsFollowedByAnotherProcessHost(t *testing.T) {
 // once.
 func TestAnnouncedWatchIsFollowedByAnotherProcessHost(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 504)
-	p := newTwoProcesses(t, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
+	p := newTwoProcesses(t, hostpkg.Options{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
 	if _, err := p.sender.Watch(t.Context(), WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
 		t.Fatal(err)
 	}
@@ -102,15 +104,15 @@ func TestAnnouncedWatchIsFollowedByAnotherProcessHost(t *testing.T) {
 // announces the leases it gave back) instead of at its next rescan.
 func TestHostStopAnnouncesReleasedWork(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 502)
-	p := newTwoProcesses(t, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
+	p := newTwoProcesses(t, hostpkg.Options{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
 	ctx := t.Context()
 	// A first host on the sender's handle follows the Turn it sends.
-	first := NewHost(p.sender, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour, Watch: p.fakeWatch})
+	first := hostpkg.New(p.sender, hostpkg.Options{Store: p.sender.o.Store, Owner: "first-host", Rescan: time.Hour, LeaseTTL: time.Hour, Watch: p.fakeWatch})
 	fctx, stopFirst := context.WithCancel(ctx)
 	firstDone := make(chan struct{})
 	go func() { _ = first.Run(fctx); close(firstDone) }()
 	t.Cleanup(func() { stopFirst(); <-firstDone })
-	p.until("the first host runs", func() bool { return first.Monitoring() == 0 && hostRunning(first) })
+	p.until("the first host runs", func() bool { return first.Monitoring() == 0 && hostRegistered(t, p.st, first.Owner()) })
 	res, err := p.sender.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "hand me over"})
 	if err != nil {
 		t.Fatal(err)
@@ -134,11 +136,15 @@ func TestHostStopAnnouncesReleasedWork(t *testing.T) {
 	}
 }
 
-// hostRunning reports whether h's Run has begun.
-func hostRunning(h *Host) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.ctx != nil
+// hostRegistered reports whether the host named owner is in reg's process
+// registry: its Run has begun (it registers right after it starts taking
+// work).
+func hostRegistered(t testing.TB, reg hostpkg.Registered, owner string) bool {
+	ps, err := reg.Processes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(ps, func(p store.Process) bool { return p.ID == owner })
 }
 
 // BenchmarkAnnouncedTurnPickup measures the delay from a send returning in
@@ -148,7 +154,7 @@ func hostRunning(h *Host) bool {
 // p95 in ms.
 func BenchmarkAnnouncedTurnPickup(b *testing.B) {
 	a := newFakeAgent(termapi.AgentCodex, 503)
-	p := newTwoProcesses(b, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
+	p := newTwoProcesses(b, hostpkg.Options{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
 	ctx := b.Context()
 	var delays []time.Duration
 	for b.Loop() {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -31,7 +32,7 @@ func TestInspectRefusesBeforeTyping(t *testing.T) {
 	draft.draft = "half typed"
 	ours := newFakeAgent(termapi.AgentCodex, 404)
 	r := newRig(t, old, busy, draft, ours)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	if _, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: ours.pane.TerminalID, Request: "ours"}); err != nil {
 		t.Fatal(err)

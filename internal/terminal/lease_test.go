@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -53,7 +54,7 @@ func TestRescanOnlyReadsWorkOthersFollow(t *testing.T) {
 	}
 	cs := &countingStore{Store: r.st, claims: map[string]int{}, reads: make(chan struct{})}
 	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}})
-	r.start(svc, HostOptions{Rescan: 5 * time.Millisecond})
+	r.start(svc, hostpkg.Options{Rescan: 5 * time.Millisecond})
 	for range 5 { // five rescans read the lease
 		select {
 		case <-cs.reads:
@@ -75,7 +76,7 @@ func TestHostStopsFollowingALostLease(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 185)
 	r := newRig(t, a)
 	ctx := t.Context()
-	h := r.start(r.svc, HostOptions{LeaseTTL: 300 * time.Millisecond, Rescan: time.Hour})
+	h := r.start(r.svc, hostpkg.Options{LeaseTTL: 300 * time.Millisecond, Rescan: time.Hour})
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
 		t.Fatal(err)

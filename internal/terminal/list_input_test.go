@@ -17,6 +17,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -73,7 +74,7 @@ func managedRollout(tb testing.TB, size int) (*Service, *fakeAgent, string, *ato
 	tb.Helper()
 	a := newFakeAgent(termapi.AgentCodex, 310)
 	r := newRig(tb, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := context.Background()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -29,7 +30,7 @@ func TestListShowsWhoTheTurnWaitsFor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newFakeAgent(termapi.AgentCodex, 760+i)
 			r := newRig(t, a)
-			r.start(r.svc, HostOptions{})
+			r.start(r.svc, hostpkg.Options{})
 			res, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: tt.origin})
 			if err != nil {
 				t.Fatal(err)

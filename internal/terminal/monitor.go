@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -19,7 +20,7 @@ import (
 
 // monitor follows one Turn.
 type monitor struct {
-	h      *Host
+	h      *hostpkg.Host
 	s      *Service
 	turnID string
 	lease  store.MonitorLease
@@ -47,10 +48,10 @@ type monitor struct {
 }
 
 func (m *monitor) run(ctx context.Context) error {
-	if stop, err := m.h.screenForeign(ctx, m.turnID); stop {
+	if stop, err := m.screenForeign(ctx); stop {
 		return err
 	}
-	l, ctx, release, err := m.h.claim(ctx, store.LeaseMonitor, m.turnID)
+	l, ctx, release, err := m.h.Claim(ctx, store.LeaseMonitor, m.turnID)
 	if errors.Is(err, store.ErrLeaseLost) {
 		return nil // another host follows it
 	}
@@ -77,7 +78,7 @@ func (m *monitor) run(ctx context.Context) error {
 	if ev := t.Takeover.Submission.AcceptanceEvidence; len(ev) > 0 {
 		anchor = ev
 	}
-	return m.h.follow(ctx, m.pane, m.agent.WatchPaths(m.pane, anchor), "turn_id", m.turnID, m.check)
+	return m.s.follow(ctx, m.h, m.pane, m.agent.WatchPaths(m.pane, anchor), "turn_id", m.turnID, m.check)
 }
 
 func (m *monitor) fence() *store.Fence {
@@ -101,11 +102,12 @@ func (m *monitor) write(ctx context.Context, w store.TurnWrite) error {
 
 // check looks at the Turn once. It returns stop when the Turn no longer
 // needs a monitor, and when the next timeout falls due.
-func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
+func (m *monitor) check(ctx context.Context, w hostpkg.Wake) (bool, time.Time, error) {
 	never := time.Now().Add(time.Hour)
 	held := m.turn
 	m.turn = nil
-	t, err := reuse(&m.h.clock, w, recordKey{store.VersionTurn, m.turnID}, held, turnVersion,
+	turnKey := hostpkg.Record{Kind: store.VersionTurn, ID: m.turnID}
+	t, err := reuse(m.h, w, turnKey, held, turnVersion,
 		func() (*store.Turn, error) { return m.s.o.Store.GetTurn(ctx, m.turnID) })
 	if err != nil {
 		return false, never, err
@@ -119,18 +121,19 @@ func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
 	if !store.TurnMonitored(t.Status) {
 		return true, never, nil
 	}
-	sess, err := reuse(&m.h.clock, w, recordKey{store.VersionSession, t.SessionID}, m.sess, sessionVersion,
+	sessKey := hostpkg.Record{Kind: store.VersionSession, ID: t.SessionID}
+	sess, err := reuse(m.h, w, sessKey, m.sess, sessionVersion,
 		func() (*store.TermSession, error) { return m.s.o.Store.GetTermSession(ctx, t.SessionID) })
 	if err != nil {
 		return false, never, err
 	}
 	m.sess = sess
-	m.h.clock.track(m.turnID, recordKey{store.VersionTurn, m.turnID}, recordKey{store.VersionSession, t.SessionID})
+	m.h.Track(m.turnID, turnKey, sessKey)
 	if b := sess.Binding; b == nil || b.BindingID != t.TerminalBindingID || b.Generation != t.TerminalBindingGeneration {
 		return true, never, m.stall(ctx, t, "binding_superseded", "the session was rebound to another terminal context")
 	}
 	now := time.Now()
-	if w.file {
+	if w.File {
 		m.activityAt = now
 	}
 	m.s.followKey(m.pane.Key)
@@ -193,9 +196,9 @@ func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
 		if m.scanFailingSince.IsZero() {
 			m.scanFailingSince = now
 		}
-		if scanDue = m.scanFailingSince.Add(m.h.o.ScanGrace); !now.Before(scanDue) {
+		if scanDue = m.scanFailingSince.Add(m.s.o.ScanGrace); !now.Before(scanDue) {
 			return true, never, m.stall(ctx, t, string(scanErr.Code), fmt.Sprintf(
-				"every scan of the agent's session file failed for %s (%s), so the Turn's end cannot be told from it; look at the pane", m.h.o.ScanGrace, Redact(scanErr.Error())))
+				"every scan of the agent's session file failed for %s (%s), so the Turn's end cannot be told from it; look at the pane", m.s.o.ScanGrace, Redact(scanErr.Error())))
 		}
 	}
 	if alive {

@@ -19,6 +19,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -148,79 +149,18 @@ func (s *Service) sealed(t *store.Turn) bool {
 	return hmac.Equal(got, want)
 }
 
-// hostPublication is what a host publishes about itself (the Panes of its
-// store.TerminalHost row).
-type hostPublication struct {
-	// LeaseMS is the host's lease: it publishes at least three times per
-	// lease, so a publication older than the lease means it is away.
-	LeaseMS   int64                 `json:"lease_ms"`
-	Terminals []termapi.TerminalRow `json:"terminals"`
-}
-
-// HostView is one terminal host as the store last heard from it.
-type HostView struct {
-	Host string `json:"host"`
-	// Live says the host published within its lease.
-	Live bool `json:"live"`
-	// LastHeartbeat is its last publication (RFC 3339).
-	LastHeartbeat string `json:"last_heartbeat"`
-	// Self marks the host this process runs on.
-	Self      bool                  `json:"self,omitempty"`
-	Terminals []termapi.TerminalRow `json:"terminals"`
-}
-
-// HostMode reports whether the Service names a host (panes are shared
-// with other machines).
-func (s *Service) HostMode() bool { return s.o.Host != "" }
+// HostName is this machine's host name when terminals are shared with
+// other machines (Options.Host); "" on a single machine.
+func (s *Service) HostName() string { return s.o.Host }
 
 // Hosts returns every terminal host published in the store with its
 // panes and liveness, by host name.
-func (s *Service) Hosts(ctx context.Context) ([]HostView, error) {
-	hs := s.o.Store
-	list, err := hs.TerminalHostList(ctx)
+func (s *Service) Hosts(ctx context.Context) ([]hostpkg.View, error) {
+	list, err := s.o.Store.TerminalHostList(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return HostViews(list, s.o.Host, time.Now()), nil
-}
-
-// HostViews reads the store's host rows as of now; self names this
-// machine's host ("" for none).
-func HostViews(list []store.TerminalHost, self string, now time.Time) []HostView {
-	out := make([]HostView, 0, len(list))
-	for _, h := range list {
-		var pub hostPublication
-		_ = json.Unmarshal(h.Panes, &pub) // an unreadable row lists no panes
-		out = append(out, HostView{Host: h.Host, Live: hostFresh(h, pub, now.UnixMilli()), Self: self != "" && h.Host == self,
-			LastHeartbeat: time.UnixMilli(h.PublishedAt).UTC().Format(time.RFC3339), Terminals: pub.Terminals})
-	}
-	return out
-}
-
-func hostFresh(h store.TerminalHost, pub hostPublication, now int64) bool {
-	lease := pub.LeaseMS
-	if lease <= 0 {
-		lease = liveWithin.Milliseconds()
-	}
-	return h.PublishedAt+lease >= now
-}
-
-// hostLive reports whether host published within its lease, and when it
-// last did (0: never).
-func (s *Service) hostLive(ctx context.Context, host string) (bool, int64, error) {
-	hs := s.o.Store
-	list, err := hs.TerminalHostList(ctx)
-	if err != nil {
-		return false, 0, err
-	}
-	for _, h := range list {
-		if h.Host == host {
-			var pub hostPublication
-			_ = json.Unmarshal(h.Panes, &pub)
-			return hostFresh(h, pub, time.Now().UnixMilli()), h.PublishedAt, nil
-		}
-	}
-	return false, 0, nil
+	return hostpkg.Views(list, s.o.Host, time.Now()), nil
 }
 
 // Operations a host runs for another (store.HostOp.Op).
@@ -240,40 +180,11 @@ type hostOpArgs struct {
 	TerminalID string               `json:"terminal_id,omitempty"`
 }
 
-// hostOpTTL bounds one operation on its host (a send types, waits for the
-// draft and for acceptance, well under it); a host that dies running one
-// leaves it to another process of the same host after it.
-const hostOpTTL = 2 * time.Minute
-
-// remoteError is an error a host operation reported: its text as the host
-// wrote it, and the sentinel it wrapped.
-type remoteError struct {
-	kind error
-	msg  string
-}
-
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.kind }
-
-// errorKinds are the sentinels a host operation's error keeps across hosts.
-var errorKinds = map[string]error{"bad_input": termapi.ErrBadInput, "not_found": termapi.ErrNotFound, "refused": termapi.ErrRefused,
-	"input_not_sent": termapi.ErrInputNotSent, "outcome_uncertain": termapi.ErrOutcomeUncertain}
-
-func errorKind(err error) string {
-	for k, e := range errorKinds {
-		if errors.Is(err, e) {
-			return k
-		}
-	}
-	return "failed"
-}
-
 // onHost runs op on host and decodes its result into out; the error is
 // the host's (errors.Is keeps its sentinel). A host that is away refuses
 // at once: a pane's control is only ever its own host's.
 func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, out any) error {
-	hs := s.o.Store
-	live, last, err := s.hostLive(ctx, host)
+	live, last, err := hostpkg.Published(ctx, s.o.Store, host)
 	if err != nil {
 		return err
 	}
@@ -293,7 +204,7 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 	rec := &store.HostOp{OpID: "hostop-" + uuid(), Host: host, Op: op, Args: b, RequestedBy: owner.Self().ID, CreatedAt: now.UnixMilli()}
 	announced, stop := s.o.Store.WatchTerminalWork()
 	defer stop()
-	if err := hs.PutHostOp(ctx, rec); err != nil {
+	if err := s.o.Store.PutHostOp(ctx, rec); err != nil {
 		return fmt.Errorf("queue %s for host %s: %w", op, host, err)
 	}
 	s.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))
@@ -302,7 +213,7 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		got, err := hs.GetHostOp(ctx, rec.OpID)
+		got, err := s.o.Store.GetHostOp(ctx, rec.OpID)
 		if err != nil {
 			return err
 		}
@@ -313,7 +224,7 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 				}
 			}
 			if got.Error != "" {
-				return &remoteError{kind: errorKinds[got.ErrorKind], msg: got.Error}
+				return hostpkg.OpError(got.ErrorKind, got.Error)
 			}
 			return nil
 		}
@@ -322,15 +233,16 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 			return fmt.Errorf("%w: %s queued for terminal host %s (%s) did not finish before the wait ended: %w", termapi.ErrOutcomeUncertain, op, host, rec.OpID, ctx.Err())
 		case <-announced:
 		case <-tick.C:
-			if live, _, err := s.hostLive(ctx, host); err == nil && !live && time.Since(now) > time.Second {
+			if live, _, err := hostpkg.Published(ctx, s.o.Store, host); err == nil && !live && time.Since(now) > time.Second {
 				return fmt.Errorf("%w: terminal host %s went away while it ran %s (%s); look at the Turn with `clawconnect terminal status`", termapi.ErrOutcomeUncertain, host, op, rec.OpID)
 			}
 		}
 	}
 }
 
-// runOp runs a host operation addressed to this host.
-func (s *Service) runOp(ctx context.Context, op *store.HostOp) (any, error) {
+// RunOp runs a host operation another host queued for this one
+// (host.Shared).
+func (s *Service) RunOp(ctx context.Context, op *store.HostOp) (any, error) {
 	var a hostOpArgs
 	if err := json.Unmarshal(op.Args, &a); err != nil {
 		return nil, fmt.Errorf("%w: host operation %s: %w", termapi.ErrBadInput, op.OpID, err)
@@ -398,89 +310,17 @@ func (s *Service) turnOn(ctx context.Context, t *store.Turn, op, text string, ou
 // hostLostReason starts the stalled reason of a Turn whose host went away.
 const hostLostReason = "host_lost"
 
-// servesHost reports whether h runs the host's shared work: publishing
-// its panes and running operations for other hosts (a long-lived host
-// of a named host; not a command following its own Turn).
-func (h *Host) servesHost() bool {
-	return h.s.o.Host != "" && strings.HasPrefix(h.o.Role, HostRole)
-}
-
-// publish writes the host's panes and heartbeat to the store.
-func (h *Host) publish(ctx context.Context) {
-	hs := h.s.o.Store
-	if !h.servesHost() {
-		return
-	}
-	res, err := h.s.List(ctx)
-	if err != nil && ctx.Err() == nil {
-		h.log.Warn("list panes to publish", "err", err)
-	}
-	b, _ := json.Marshal(hostPublication{LeaseMS: h.o.LeaseTTL.Milliseconds(), Terminals: res.Terminals})
-	err = hs.PublishTerminalHost(ctx, store.TerminalHost{Host: h.s.o.Host, Owner: h.o.Owner, PublishedAt: time.Now().UnixMilli(), Panes: b})
-	if err != nil && ctx.Err() == nil {
-		h.log.Warn("publish terminal host", "err", err)
-	}
-}
-
-// runHostOps claims and starts each pending operation addressed to this
-// host that it does not run yet.
-func (h *Host) runHostOps(ctx context.Context) {
-	hs := h.s.o.Store
-	if !h.servesHost() {
-		return
-	}
-	now := time.Now()
-	ops, err := hs.PendingHostOps(ctx, h.s.o.Host, now.UnixMilli(), 16)
-	if err != nil {
-		if ctx.Err() == nil {
-			h.log.Warn("read host operations", "err", err)
-		}
-		return
-	}
-	for _, op := range ops {
-		if err := hs.ClaimHostOp(ctx, op.OpID, h.o.Owner, now.UnixMilli(), now.Add(hostOpTTL).UnixMilli()); err != nil {
-			continue // another process of this host runs it, or it is done
-		}
-		h.mu.Lock()
-		if h.ctx == nil {
-			h.mu.Unlock()
-			return
-		}
-		h.wg.Add(1)
-		h.mu.Unlock()
-		go func() {
-			defer h.wg.Done()
-			h.runHostOp(ctx, hs, op)
-		}()
-	}
-}
-
-func (h *Host) runHostOp(ctx context.Context, hs store.TerminalHosts, op *store.HostOp) {
-	octx, cancel := context.WithTimeout(ctx, hostOpTTL-10*time.Second)
-	defer cancel()
-	out, err := h.s.runOp(octx, op)
-	op.Result, _ = json.Marshal(out)
-	if err != nil {
-		op.ErrorKind, op.Error = errorKind(err), err.Error()
-	}
-	op.DoneAt = time.Now().UnixMilli()
-	if err := hs.FinishHostOp(context.WithoutCancel(ctx), op, h.o.Owner); err != nil {
-		h.log.Warn("finish host operation", "op_id", op.OpID, "err", err)
-	}
-	h.log.Info("ran host operation", "op_id", op.OpID, "op", op.Op, "requested_by", op.RequestedBy, "error_kind", op.ErrorKind)
-	h.s.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))
-}
-
-// screenForeign decides, before a monitor claims a Turn, whether this
+// screenForeign decides, before the monitor claims its Turn, whether this
 // host follows it: a Turn of another host is left to it (or, when that
 // host is away past its lease, stalled host_lost), and a Turn that names
 // this host but that it did not seal is refused. stop says the monitor
 // must not follow it.
-func (h *Host) screenForeign(ctx context.Context, turnID string) (stop bool, err error) {
-	if h.s.o.Host == "" {
+func (m *monitor) screenForeign(ctx context.Context) (stop bool, err error) {
+	s := m.s
+	if s.o.Host == "" {
 		return false, nil
 	}
-	t, err := h.s.o.Store.GetTurn(ctx, turnID)
+	t, err := s.o.Store.GetTurn(ctx, m.turnID)
 	if err != nil || !store.TurnMonitored(t.Status) {
 		return false, nil // the monitor reads it again and decides
 	}
@@ -488,17 +328,17 @@ func (h *Host) screenForeign(ctx context.Context, turnID string) (stop bool, err
 	switch {
 	case host == "":
 		return false, nil // a Turn of a single machine's store
-	case host == h.s.o.Host:
-		if h.s.sealed(t) {
+	case host == s.o.Host:
+		if s.sealed(t) {
 			return false, nil
 		}
-		return true, h.underLease(ctx, turnID, h.refuseForged)
+		return true, m.underLease(ctx, m.refuseForged)
 	}
-	live, _, err := h.s.hostLive(ctx, host)
+	live, _, err := hostpkg.Published(ctx, s.o.Store, host)
 	if err != nil || live {
 		return true, err
 	}
-	return true, h.underLease(ctx, turnID, func(ctx context.Context, m *monitor, t *store.Turn) error {
+	return true, m.underLease(ctx, func(ctx context.Context, t *store.Turn) error {
 		reason := hostLostReason + ": terminal host " + host + " stopped publishing for longer than its lease; the Turn is followed again when it comes back with the same pane and process"
 		return m.write(ctx, stallWrite(t, hostLostReason, reason, time.Now().UnixMilli()))
 	})
@@ -506,8 +346,8 @@ func (h *Host) screenForeign(ctx context.Context, turnID string) (stop bool, err
 
 // underLease runs f on the Turn under its monitor lease, if the Turn
 // still needs a monitor once the lease is held.
-func (h *Host) underLease(ctx context.Context, turnID string, f func(ctx context.Context, m *monitor, t *store.Turn) error) error {
-	l, lctx, release, err := h.claim(ctx, store.LeaseMonitor, turnID)
+func (m *monitor) underLease(ctx context.Context, f func(ctx context.Context, t *store.Turn) error) error {
+	l, lctx, release, err := m.h.Claim(ctx, store.LeaseMonitor, m.turnID)
 	if errors.Is(err, store.ErrLeaseLost) {
 		return nil
 	}
@@ -515,61 +355,59 @@ func (h *Host) underLease(ctx context.Context, turnID string, f func(ctx context
 		return err
 	}
 	defer release()
-	t, err := h.s.o.Store.GetTurn(lctx, turnID)
+	m.lease = l
+	t, err := m.s.o.Store.GetTurn(lctx, m.turnID)
 	if err != nil || !store.TurnMonitored(t.Status) {
 		return err
 	}
-	return f(lctx, &monitor{h: h, s: h.s, turnID: turnID, lease: l}, t)
+	return f(lctx, t)
 }
 
 // refuseForged fails a Turn that names this host's pane without this
 // host's seal (written into the store by another host or process): it is
 // never typed into or followed, and the pane's next input it may hold is
 // released.
-func (h *Host) refuseForged(ctx context.Context, m *monitor, t *store.Turn) error {
-	reason := "refused: terminal host " + h.s.o.Host + " did not create this Turn (its seal does not verify), so it is never typed or followed here"
+func (m *monitor) refuseForged(ctx context.Context, t *store.Turn) error {
+	s := m.s
+	reason := "refused: terminal host " + s.o.Host + " did not create this Turn (its seal does not verify), so it is never typed or followed here"
 	now := time.Now().UnixMilli()
-	w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{event(now, "terminal_turn_refused", map[string]any{"reason": reason, "host": h.s.o.Host})}}
-	if d, err := h.s.o.Store.GetDispatch(ctx, t.Takeover.TerminalKey); err == nil {
+	w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{event(now, "terminal_turn_refused", map[string]any{"reason": reason, "host": s.o.Host})}}
+	if d, err := s.o.Store.GetDispatch(ctx, t.Takeover.TerminalKey); err == nil {
 		releaseInput(&w, t, d, now)
 	}
 	failTurn(t, "forged_turn", reason)
-	h.log.Warn("refused a Turn this host did not seal", "turn_id", t.TurnID, "terminal_id", t.Takeover.TerminalID)
+	s.log.Warn("refused a Turn this host did not seal", "turn_id", t.TurnID, "terminal_id", t.Takeover.TerminalID)
 	return m.write(ctx, w)
 }
 
 // resumeHostLost follows again each of this host's Turns that another
 // host stalled host_lost while this one was away, when its pane still
 // runs the same agent process.
-func (h *Host) resumeHostLost(ctx context.Context) {
-	hs := h.s.o.Store
-	if !h.servesHost() {
-		return
-	}
-	ids, err := hs.TurnIDsWithStatus(ctx, termapi.TurnStalled, store.MaxPage)
+func (s *Service) resumeHostLost(ctx context.Context) {
+	ids, err := s.o.Store.TurnIDsWithStatus(ctx, termapi.TurnStalled, store.MaxPage)
 	if err != nil {
 		if ctx.Err() == nil {
-			h.log.Warn("read stalled turns", "err", err)
+			s.log.Warn("read stalled turns", "err", err)
 		}
 		return
 	}
 	for _, id := range ids {
-		t, err := h.s.o.Store.GetTurn(ctx, id)
+		t, err := s.o.Store.GetTurn(ctx, id)
 		if err != nil || t.Status != termapi.TurnStalled || !strings.HasPrefix(t.StalledReason, hostLostReason) ||
-			hostOf(t.Takeover.TerminalID) != h.s.o.Host || !h.s.sealed(t) {
+			hostOf(t.Takeover.TerminalID) != s.o.Host || !s.sealed(t) {
 			continue
 		}
-		if _, err := h.s.findPane(ctx, t.Takeover.TerminalKey, t.Takeover.AgentPID, t.Takeover.ProcessBirth); err != nil {
-			h.log.Info("a Turn stalled while its host was away stays stalled: its pane changed", "turn_id", id, "err", err)
+		if _, err := s.findPane(ctx, t.Takeover.TerminalKey, t.Takeover.AgentPID, t.Takeover.ProcessBirth); err != nil {
+			s.log.Info("a Turn stalled while its host was away stays stalled: its pane changed", "turn_id", id, "err", err)
 			continue
 		}
 		now := time.Now()
 		renewTurn(t, now, "host_returned")
-		if err := h.s.write(ctx, t, event(now.UnixMilli(), "terminal_host_returned", map[string]any{"host": h.s.o.Host})); err != nil {
-			h.log.Warn("resume a Turn after its host returned", "turn_id", id, "err", err)
+		if err := s.write(ctx, t, event(now.UnixMilli(), "terminal_host_returned", map[string]any{"host": s.o.Host})); err != nil {
+			s.log.Warn("resume a Turn after its host returned", "turn_id", id, "err", err)
 			continue
 		}
-		h.Watch(id)
+		s.startMonitor(ctx, id)
 	}
 }
 
@@ -582,12 +420,4 @@ func (s *Service) announceCallback(ctx context.Context) {
 		return
 	}
 	s.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))
-}
-
-// wakeOutbox makes the host's outbox look for due callbacks now, when
-// another host announced work (a callback it queued among it).
-func (h *Host) wakeOutbox() {
-	if x := h.o.Outbox; x != nil && h.s.o.Host != "" {
-		x.Kick()
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -55,9 +56,13 @@ func addHostOn(t testing.TB, r *rig, st store.Store, name string, pid int, key s
 
 // run starts the machine's host with a short lease and rescan, until the
 // test ends or stop is called.
-func (m *hostRig) run(t testing.TB, r *rig) *Host {
+func (m *hostRig) run(t testing.TB, r *rig) *hostpkg.Host {
 	t.Helper()
-	h := NewHost(m.svc, HostOptions{LeaseTTL: 2 * time.Second, Rescan: 50 * time.Millisecond, Watch: r.fakeWatch, Outbox: m.outbox})
+	o := hostpkg.Options{Store: m.svc.o.Store, LeaseTTL: 2 * time.Second, Rescan: 50 * time.Millisecond, Watch: r.fakeWatch}
+	if m.outbox != nil {
+		o.Outbox = m.outbox
+	}
+	h := hostpkg.New(m.svc, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = h.Run(ctx); close(done) }()
@@ -82,7 +87,7 @@ func twoHosts(t testing.TB, pid int) (*rig, *hostRig, *hostRig) {
 	return r, a, b
 }
 
-func slicesHas(hs []HostView, name string, live bool) bool {
+func slicesHas(hs []hostpkg.View, name string, live bool) bool {
 	for _, h := range hs {
 		if h.Host == name && h.Live == live {
 			return true

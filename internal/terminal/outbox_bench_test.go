@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -38,7 +39,7 @@ func BenchmarkOutboxDeliveries1000(b *testing.B) {
 	})
 	a := newFakeAgent(termapi.AgentCodex, 501)
 	r := newRig(b, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	turnID, _ := completedTurn(b, r, a, "agent:main:bench", "reply")
 	r.stop()
 	<-r.done

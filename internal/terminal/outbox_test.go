@@ -13,6 +13,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
@@ -48,7 +49,7 @@ func completedTurn(t testing.TB, r *rig, a *fakeAgent, origin, reply string) (st
 func TestCompletionWritesCallbackInTheClaimTransaction(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 301)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	turnID, cb := completedTurn(t, r, a, "agent:main:s1", "FAKE-REPLY: done OPENAI_API_KEY=sk-abcdefghijklmnop")
 	claim, err := r.st.GetCompletionClaim(ctx, turnID)
@@ -115,7 +116,7 @@ func newTestOutbox(st store.Store, gw outbox.Caller, owner string, now func() ti
 func TestOutboxDeliversOnceAndRecordsEvidence(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 303)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	turnID, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
 	gw := outboxtest.NewGateway()
@@ -152,7 +153,7 @@ func TestOutboxDeliversOnceAndRecordsEvidence(t *testing.T) {
 func TestOutboxRetriesExhaustsAndManualRetryReusesIDs(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 304)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	turnID, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
 	gw := outboxtest.NewGateway()
@@ -228,7 +229,7 @@ func sameMessage(a, b json.RawMessage) bool {
 func TestOutboxAttemptLeaseFences(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 305)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	_, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
 	cs := r.st
@@ -267,7 +268,7 @@ func TestOutboxAttemptLeaseFences(t *testing.T) {
 func TestOutboxSettlesAcceptedEvidenceWithoutResending(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 306)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	_, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
 	cs := r.st
@@ -304,7 +305,7 @@ func TestKill9BetweenClaimAndDelivery(t *testing.T) {
 	ft := &fakeTerminals{agents: []*fakeAgent{a}}
 	r := &rig{t: t, st: st, ft: ft}
 	r.svc = r.service()
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	_, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
 	r.stop()
 	<-r.done
@@ -339,7 +340,7 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 	}
 	a := newFakeAgent(termapi.AgentCodex, 309)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	_, cb := completedTurn(t, r, a, "agent:main:s1", "the answer")
 	r.stop()
@@ -358,7 +359,7 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 	gw := outboxtest.NewGateway()
 	gw.Ran = make(chan string, 4)
 	x := outbox.New(outbox.Options{Store: cs, Dial: func(context.Context, string) (outbox.Caller, error) { return gw, nil }})
-	h := r.start(r.svc, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour, Outbox: x})
+	h := r.start(r.svc, hostpkg.Options{Rescan: time.Hour, LeaseTTL: time.Hour, Outbox: x})
 	if x.Owner() != h.Owner() {
 		t.Fatalf("outbox owner %q, host owner %q: a host proven dead would keep its attempts", x.Owner(), h.Owner())
 	}
@@ -391,7 +392,7 @@ func TestHostFreesADeadHostsCallbackAttempt(t *testing.T) {
 func TestStaleGenerationRefusesTheCallback(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 308)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1"})
 	if err != nil {

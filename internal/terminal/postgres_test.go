@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -62,11 +63,11 @@ func TestHostsOnPostgresShareTurns(t *testing.T) {
 
 	// Host 1 follows the Turn; host 2 sees it open but leased.
 	ctx1, stop1 := context.WithCancel(context.Background())
-	h1 := NewHost(s1, HostOptions{Rescan: 20 * time.Millisecond, LeaseTTL: 300 * time.Millisecond, Watch: r.fakeWatch})
+	h1 := hostpkg.New(s1, hostpkg.Options{Store: s1.o.Store, Rescan: 20 * time.Millisecond, LeaseTTL: 300 * time.Millisecond, Watch: r.fakeWatch})
 	done1 := make(chan struct{})
 	go func() { _ = h1.Run(ctx1); close(done1) }()
 	t.Cleanup(func() { stop1(); <-done1 })
-	r.start(s2, HostOptions{Rescan: 20 * time.Millisecond, LeaseTTL: 300 * time.Millisecond})
+	r.start(s2, hostpkg.Options{Rescan: 20 * time.Millisecond, LeaseTTL: 300 * time.Millisecond})
 	res, err := s1.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestOutboxOnPostgresTwoHosts(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 310)
 	r := &rig{t: t, st: stores[0], ft: &fakeTerminals{agents: []*fakeAgent{a}}}
 	r.svc = r.service()
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	_, cb := completedTurn(t, r, a, "agent:main:pg", "the answer")
 	gw := outboxtest.NewGateway()
 	done := make(chan int, 2)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -64,7 +65,7 @@ func TestQuestionIsOneCallbackAndRespondAnswersIt(t *testing.T) {
 		t.Run(tt.answer, func(t *testing.T) {
 			a := newFakeAgent(termapi.AgentClaude, 700+i)
 			r := newRig(t, a)
-			r.start(r.svc, HostOptions{})
+			r.start(r.svc, hostpkg.Options{})
 			ctx := t.Context()
 			id := questionScenario(true)(t, r, a)
 			cbs := callbacksOf(t, r, id)
@@ -147,7 +148,7 @@ func TestRespondToAQuestionRefusesWhatItCannotGive(t *testing.T) {
 	t.Run("not an option", func(t *testing.T) {
 		a := newFakeAgent(termapi.AgentCodex, 720)
 		r := newRig(t, a)
-		r.start(r.svc, HostOptions{})
+		r.start(r.svc, hostpkg.Options{})
 		id := sendFrom(t, r, a, termapi.SendRequest{})
 		a.set(func(f *fakeAgent) {
 			f.question = colorQuestion(true)
@@ -169,7 +170,7 @@ func TestRespondToAQuestionRefusesWhatItCannotGive(t *testing.T) {
 	t.Run("not answerable", func(t *testing.T) {
 		a := newFakeAgent(termapi.AgentClaude, 725)
 		r := newRig(t, a)
-		r.start(r.svc, HostOptions{})
+		r.start(r.svc, hostpkg.Options{})
 		id := questionScenario(false)(t, r, a)
 		cbs := callbacksOf(t, r, id)
 		if len(cbs) != 1 || cbs[0].Type != MsgBlocked || !strings.Contains(cbs[0].Body, "answer it in the terminal") {
@@ -191,7 +192,7 @@ func TestRespondToAQuestionRefusesWhatItCannotGive(t *testing.T) {
 func TestQuestionAnsweredInTheTerminal(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 730)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	id := questionScenario(true)(t, r, a)
 	a.set(func(f *fakeAgent) { f.question = nil })
 	r.waitStatus(id, termapi.TurnWaitingForAgent)

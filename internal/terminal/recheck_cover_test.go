@@ -2,90 +2,14 @@ package terminal
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/termapi"
 )
-
-// probedIDs records the ids each version probe asked for.
-type probedIDs struct {
-	store.Store
-	mu  sync.Mutex
-	ids []string
-}
-
-func (p *probedIDs) Versions(_ context.Context, _ string, ids []string) (map[string]int64, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.ids = append(p.ids, ids...)
-	return map[string]int64{}, nil
-}
-
-func (p *probedIDs) take() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := p.ids
-	p.ids = nil
-	slices.Sort(out)
-	return out
-}
-
-// TestRecheckCoveredFollowersTickSeldom: a follower whose files and pane
-// output are watched is woken, and its records probed, at one tick in
-// coveredEvery, the covered followers spread over the ticks; a follower
-// without them, or one whose output watch ended, at every tick.
-func TestRecheckCoveredFollowersTickSeldom(t *testing.T) {
-	var c recheckClock
-	db := &probedIDs{}
-	ticks := map[string]<-chan struct{}{}
-	for _, id := range []string{"bare", "c0", "c1", "c2", "c3", "c4", "c5"} {
-		tick, stop := c.subscribe(id)
-		defer stop()
-		ticks[id] = tick
-		c.track(id, recordKey{store.VersionTurn, id})
-		c.cover(id, id != "bare")
-	}
-	woken := map[string]int{}
-	for range 2 * coveredEvery {
-		c.tick(t.Context(), db)
-		probed := db.take()
-		var got []string
-		for id, tick := range ticks {
-			select {
-			case <-tick:
-				woken[id]++
-				got = append(got, id)
-			default:
-			}
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, probed) {
-			t.Fatalf("tick woke %v but probed %v", got, probed)
-		}
-		if len(got) != 2 || got[0] != "bare" {
-			t.Fatalf("tick woke %v, want bare and one covered follower", got)
-		}
-	}
-	for id, n := range woken {
-		if want := map[bool]int{true: 2 * coveredEvery, false: 2}[id == "bare"]; n != want {
-			t.Errorf("%s woken %d times in %d ticks, want %d", id, n, 2*coveredEvery, want)
-		}
-	}
-	c.cover("c0", false) // its control client ended
-	for range coveredEvery {
-		c.tick(t.Context(), db)
-		if !slices.Contains(db.take(), "c0") {
-			t.Fatal("a follower that lost its output watch skipped a tick")
-		}
-		<-ticks["c0"]
-	}
-}
 
 // closableOutput serves fake panes whose output watch the test ends.
 type closableOutput struct {
@@ -95,14 +19,6 @@ type closableOutput struct {
 
 func (c closableOutput) WatchOutput(context.Context, agents.Pane) (<-chan struct{}, error) {
 	return c.out, nil
-}
-
-// covered reports whether the follower of id is subscribed as covered.
-func (c *recheckClock) covered(id string) (covered, subscribed bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sub := c.subs[id]
-	return sub != nil && sub.covered, sub != nil
 }
 
 // TestFollowerCoveredWhileBothSourcesLive: a Turn's follower counts as
@@ -117,12 +33,12 @@ func TestFollowerCoveredWhileBothSourcesLive(t *testing.T) {
 	}
 	ft := closableOutput{fakeTerminals: r.ft, out: make(chan struct{})}
 	svc := NewService(Options{Store: r.st, Terminals: ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}})
-	h := r.start(svc, HostOptions{})
-	if !poll.Within(10*time.Second, func() bool { c, _ := h.clock.covered(res.TurnID); return c }) {
+	h := r.start(svc, hostpkg.Options{})
+	if !poll.Within(10*time.Second, func() bool { c, _ := h.Covered(res.TurnID); return c }) {
 		t.Fatal("the follower of a pane with watched files and output is not covered")
 	}
 	close(ft.out)
-	if !poll.Within(10*time.Second, func() bool { c, sub := h.clock.covered(res.TurnID); return sub && !c }) {
+	if !poll.Within(10*time.Second, func() bool { c, sub := h.Covered(res.TurnID); return sub && !c }) {
 		t.Fatal("the follower whose output watch ended is still covered")
 	}
 }

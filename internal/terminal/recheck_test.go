@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -67,7 +68,7 @@ func TestRecheckReadsOnlyMovedRecords(t *testing.T) {
 	}
 	cs := &readCountingStore{Store: r.st, probes: make(chan struct{})}
 	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}})
-	r.start(svc, HostOptions{Recheck: 10 * time.Millisecond})
+	r.start(svc, hostpkg.Options{Recheck: 10 * time.Millisecond})
 	tick := func() {
 		t.Helper()
 		select {
@@ -165,7 +166,7 @@ func TestRecheckReadsTheLedgerOnlyWhenItMoved(t *testing.T) {
 	}
 	cs := &ledgerCountingStore{DB: r.st.(*sqlstore.DB), probes: make(chan struct{})}
 	svc := NewService(Options{Store: cs, Terminals: r.ft, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}})
-	r.start(svc, HostOptions{Recheck: 10 * time.Millisecond})
+	r.start(svc, hostpkg.Options{Recheck: 10 * time.Millisecond})
 	tick := func() {
 		t.Helper()
 		select {
@@ -216,18 +217,4 @@ func rebind(t *testing.T, st store.Store, sessionID string) {
 	if err := st.SaveTermSession(t.Context(), sess); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// tracking counts the followers that named their records (made a first
-// look).
-func (c *recheckClock) tracking() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, sub := range c.subs {
-		if sub.keys != nil {
-			n++
-		}
-	}
-	return n
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -29,7 +30,7 @@ func TestAgentReplacedInItsPane(t *testing.T) {
 			a := newFakeAgent(termapi.AgentCodex, 180)
 			r := newRig(t, a)
 			if tc.monitor {
-				r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
+				r.start(r.svc, hostpkg.Options{Recheck: 20 * time.Millisecond})
 			}
 			old, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -95,7 +96,7 @@ func TestHostInotifyInstancesStaySmall(t *testing.T) {
 	ctx := t.Context()
 	turns := sendAll(t, r.svc, agents)
 	// No re-check within the test: only the file event can finish a Turn.
-	h := NewHost(r.svc, HostOptions{Recheck: time.Hour})
+	h := hostpkg.New(r.svc, hostpkg.Options{Store: r.svc.o.Store, Recheck: time.Hour})
 	hctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = h.Run(hctx); close(done) }()

@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/native"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -122,9 +123,9 @@ func TestScanErrorStallsAfterGrace(t *testing.T) {
 				}
 				anchor, _ := json.Marshal(codex.Anchor{Mode: codex.Existing, ThreadID: a.thread, Path: path, Dev: uint64(st.Dev), Ino: st.Ino,
 					Offset: st.Size, FileExisted: true, CapturedAt: time.Now().UTC()})
-				r.svc = NewService(Options{Store: r.st, Terminals: r.ft, DraftTimeout: time.Second,
+				r.svc = NewService(Options{Store: r.st, Terminals: r.ft, DraftTimeout: time.Second, ScanGrace: grace,
 					Agents: map[string]agents.Agent{termapi.AgentCodex: fileCompletion{fakeReader: fakeReader{r.ft}, anchor: anchor}}})
-				r.start(r.svc, HostOptions{ScanGrace: grace})
+				r.start(r.svc, hostpkg.Options{})
 				ctx := t.Context()
 				res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "do it", OriginSession: "agent:main:s1"})
 				if err != nil {

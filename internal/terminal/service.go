@@ -10,6 +10,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -20,6 +21,10 @@ const (
 	DefaultHardTimeout       = 720 * time.Minute
 	DefaultAcceptanceTimeout = 5 * time.Second
 	DefaultDraftTimeout      = 2 * time.Second
+	// DefaultScanGrace is Options.ScanGrace's default: long enough for a
+	// session file swapped and put back by a tool to read again, short
+	// next to the inactivity timeout a Turn would otherwise wait out.
+	DefaultScanGrace = 30 * time.Second
 )
 
 // Send scopes: what a send is bound to (docs/GLOSSARY.md).
@@ -54,6 +59,15 @@ type Options struct {
 	// AutoApprove are the auto-approve rules (CLAWCONNECT_TERMINAL_AUTO_APPROVE_FILE);
 	// none by default.
 	AutoApprove []AutoApproveRule
+	// ScanGrace is how long a Turn's session-file scan may keep failing
+	// (a *native.ScanError: a malformed line, a truncated or replaced
+	// file, a symbolic link or FIFO at its path) before the Turn stalls
+	// with the scan's code as the reason; DefaultScanGrace. Such a
+	// failure does not mend by waiting, and file activity would keep the
+	// inactivity timeout from ever firing; the grace only lets a file
+	// that is put back at once (a rename dance, a permission change)
+	// recover without a stall.
+	ScanGrace time.Duration
 	// Host is this machine's host name when terminals are shared with
 	// other machines (multihost.go); "" for a single machine. HostKey
 	// seals the Turns this host creates.
@@ -71,10 +85,9 @@ type Service struct {
 	// waiters are the wake-up channels of the Waits on each Turn; a
 	// change of one Turn wakes only its own.
 	waiters map[string]map[chan struct{}]struct{}
-	kick    func() // called at every change (the outbox); may be nil
-	// watch hands work to this process's host; false means no host runs
-	// here yet (it queued the id).
-	watch func(turnID string) bool
+	// host is this process's monitor host (Attach); nil when none runs
+	// here.
+	host *hostpkg.Host
 
 	// transitionHook, if set, is called after each transition step is
 	// stored (tests stop a transition there).
@@ -117,6 +130,9 @@ func NewService(o Options) *Service {
 	if o.DraftTimeout <= 0 {
 		o.DraftTimeout = DefaultDraftTimeout
 	}
+	if o.ScanGrace <= 0 {
+		o.ScanGrace = DefaultScanGrace
+	}
 	return &Service{o: o, log: o.Logger, changed: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}}
 }
 
@@ -135,10 +151,10 @@ func (s *Service) notify(turnIDs ...string) {
 			}
 		}
 	}
-	kick := s.kick
+	h := s.host
 	s.mu.Unlock()
-	if kick != nil {
-		kick()
+	if h != nil {
+		h.Changed()
 	}
 }
 
@@ -171,9 +187,9 @@ func (s *Service) waitTurn(turnID string) (<-chan struct{}, func()) {
 // announcement is made even if ctx ends: the work is already stored.
 func (s *Service) startMonitor(ctx context.Context, turnID string) {
 	s.mu.Lock()
-	w := s.watch
+	h := s.host
 	s.mu.Unlock()
-	if w != nil && w(turnID) {
+	if h != nil && h.Watch(turnID) {
 		return
 	}
 	s.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))

@@ -14,13 +14,14 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
 func TestSendWaitDoneWithExactReply(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 101)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 
 	list, err := r.svc.List(ctx)
@@ -94,7 +95,7 @@ func TestVirginPaneBoundAfterAcceptance(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 102)
 	a.thread = ""
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	res, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +278,7 @@ func TestApprovalApproveDone(t *testing.T) {
 func TestCancel(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 130)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "long job"})
 	if err != nil {
@@ -314,7 +315,7 @@ func TestCancel(t *testing.T) {
 func TestStallRenewDone(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 140)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "slow", InactivityTimeout: 150 * time.Millisecond})
 	if err != nil {
@@ -343,7 +344,7 @@ func TestAgentDeath(t *testing.T) {
 	t.Run("no completion: stalled", func(t *testing.T) {
 		a := newFakeAgent(termapi.AgentClaude, 150)
 		r := newRig(t, a)
-		r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
+		r.start(r.svc, hostpkg.Options{Recheck: 20 * time.Millisecond})
 		res, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 		if err != nil {
 			t.Fatal(err)
@@ -363,8 +364,8 @@ func TestAgentDeath(t *testing.T) {
 		r.ft.mu.Lock()
 		r.ft.failDiscover = errors.New("tmux timed out")
 		r.ft.mu.Unlock()
-		m := &monitor{h: &Host{o: HostOptions{Owner: "o"}}, s: r.svc, turnID: res.TurnID, pane: a.pane, agent: fakeReader{r.ft}}
-		stop, _, err := m.check(t.Context(), wake{})
+		m := &monitor{h: &hostpkg.Host{}, s: r.svc, turnID: res.TurnID, pane: a.pane, agent: fakeReader{r.ft}}
+		stop, _, err := m.check(t.Context(), hostpkg.Wake{})
 		if stop || err != nil {
 			t.Fatalf("check with a failed inventory: stop=%v err=%v", stop, err)
 		}
@@ -381,7 +382,7 @@ func TestAgentDeath(t *testing.T) {
 		}
 		a.finish("last words", false)
 		a.set(func(f *fakeAgent) { f.alive = false })
-		r.start(r.svc, HostOptions{})
+		r.start(r.svc, hostpkg.Options{})
 		if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "last words" {
 			t.Fatalf("turn = %+v", v)
 		}
@@ -405,8 +406,8 @@ func TestHostRestartResumesWithOneCompletion(t *testing.T) {
 	// Two new hosts race for it; the store admits one monitor and one
 	// completion.
 	s1, s2 := r.service(), r.service()
-	r.start(s1, HostOptions{Rescan: 20 * time.Millisecond})
-	r.start(s2, HostOptions{Rescan: 20 * time.Millisecond})
+	r.start(s1, hostpkg.Options{Rescan: 20 * time.Millisecond})
+	r.start(s2, hostpkg.Options{Rescan: 20 * time.Millisecond})
 	r.svc = s1
 	if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "after restart" {
 		t.Fatalf("turn = %+v", v)
@@ -442,7 +443,7 @@ func TestHostTakesOverADeadProcessAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.finish("after kill -9", false)
-	r.start(r.svc, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour})
+	r.start(r.svc, hostpkg.Options{Rescan: time.Hour, LeaseTTL: time.Hour})
 	if v := r.waitStatus(res.TurnID, termapi.TurnIdle); v.Result.Text != "after kill -9" {
 		t.Fatalf("turn = %+v", v)
 	}
@@ -460,7 +461,7 @@ func TestHostTakesOverADeadProcessAtOnce(t *testing.T) {
 func TestHumanTypingBetweenTurns(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 170)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "one"})
 	if err != nil {
@@ -539,7 +540,7 @@ func TestStatusCloseRespondBadInput(t *testing.T) {
 func TestRespondContinuesTheTurn(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 190)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
+	r.start(r.svc, hostpkg.Options{Recheck: 20 * time.Millisecond})
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x", Principal: "user:alice"})
 	if err != nil {
@@ -577,7 +578,7 @@ func TestRespondContinuesTheTurn(t *testing.T) {
 func TestSendRecordsThePrincipal(t *testing.T) {
 	a, b := newFakeAgent(termapi.AgentCodex, 191), newFakeAgent(termapi.AgentClaude, 192)
 	r := newRig(t, a, b)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	c := r.svc
 
@@ -615,7 +616,7 @@ func TestSendRecordsThePrincipal(t *testing.T) {
 func TestMonitorsStopWithHost(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 200)
 	r := newRig(t, a)
-	h := r.start(r.svc, HostOptions{})
+	h := r.start(r.svc, hostpkg.Options{})
 	if _, err := r.svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"}); err != nil {
 		t.Fatal(err)
 	}
@@ -656,7 +657,7 @@ func TestDeadSenderIsNeverResent(t *testing.T) {
 	if err := r.st.CreateTurn(ctx, store.TurnCreate{Turn: turn, Dispatch: d}); err != nil {
 		t.Fatal(err)
 	}
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	v := r.waitStatus(turn.TurnID, termapi.TurnFailed)
 	if v.SubmissionOutcome != termapi.OutcomeUncertain {
 		t.Fatalf("turn = %+v", v)
@@ -676,7 +677,7 @@ func TestDeadSenderIsNeverResent(t *testing.T) {
 func TestMalformedSessionFileIsADiagnosticNeverACompletion(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 220)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
+	r.start(r.svc, hostpkg.Options{Recheck: 20 * time.Millisecond})
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
@@ -724,7 +725,7 @@ func TestEndedOutputWatchDoesNotSpin(t *testing.T) {
 	co := &closedOutput{fakeTerminals: r.ft}
 	svc := NewService(Options{Store: r.st, Terminals: co, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{r.ft}}, DraftTimeout: time.Second})
 	r.svc = svc
-	h := r.start(svc, HostOptions{})
+	h := r.start(svc, hostpkg.Options{})
 	res, err := svc.Send(t.Context(), termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -763,7 +764,7 @@ func TestCompletionFencedByBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	rebind(t, r.st, res.SessionID)
-	m := &monitor{h: &Host{o: HostOptions{Owner: "o"}}, s: r.svc, turnID: res.TurnID, pane: a.pane, agent: fakeReader{r.ft}, lease: lease}
+	m := &monitor{h: &hostpkg.Host{}, s: r.svc, turnID: res.TurnID, pane: a.pane, agent: fakeReader{r.ft}, lease: lease}
 	if err := m.complete(ctx, turn, agents.Completion{Outcome: "completed", Text: "late reply", ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}

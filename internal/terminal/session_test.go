@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestSessionAndDetach(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 140)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	if _, err := r.svc.Session(ctx, "session-nope"); !errors.Is(err, termapi.ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -169,7 +170,7 @@ func TestEverySuggestedStepIsAccepted(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			probe := newFakeAgent(termapi.AgentCodex, 400+i*10)
 			r := newRig(t, probe)
-			r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
+			r.start(r.svc, hostpkg.Options{Recheck: 20 * time.Millisecond})
 			id := sc.drive(t, r, probe)
 			cbs := callbacksOf(t, r, id)
 			if len(cbs) == 0 {
@@ -186,7 +187,7 @@ func TestEverySuggestedStepIsAccepted(t *testing.T) {
 				t.Run(step, func(t *testing.T) {
 					a := newFakeAgent(termapi.AgentCodex, 400+i*10+j+1)
 					r := newRig(t, a)
-					r.start(r.svc, HostOptions{Recheck: 20 * time.Millisecond})
+					r.start(r.svc, hostpkg.Options{Recheck: 20 * time.Millisecond})
 					id := sc.drive(t, r, a)
 					if got := stepsOf(callbacksOf(t, r, id)[len(callbacksOf(t, r, id))-1]); !cmp.Equal(got, sc.steps) {
 						t.Fatalf("next steps %v, want %v", got, sc.steps)
@@ -206,7 +207,7 @@ func TestEverySuggestedStepIsAccepted(t *testing.T) {
 func TestCancelRecordsOneCancelledCallback(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 380)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	id := sendFrom(t, r, a, termapi.SendRequest{})
 	if _, err := r.svc.Cancel(ctx, id); err != nil {
@@ -234,7 +235,7 @@ func TestCancelRecordsOneCancelledCallback(t *testing.T) {
 func TestCancelLeavesAPromptItCannotAnswer(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 385)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	id := approvalScenario(false)(t, r, a)
 	keys := len(a.sentKeys())
 	if _, err := r.svc.Cancel(t.Context(), id); err != nil {
@@ -262,7 +263,7 @@ func TestCancelLeavesAPromptItCannotAnswer(t *testing.T) {
 func TestInterruptInTheTerminalIsCancelled(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 390)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	id := sendFrom(t, r, a, termapi.SendRequest{})
 	a.interrupt()
 	v := r.waitStatus(id, termapi.TurnCancelled)

@@ -124,7 +124,7 @@ func (s *Service) holdWork(ctx context.Context, kind, id string, ttl time.Durati
 
 // WorkRole is the process-registry role of a process while it holds work
 // leases of its own (a thread transition it runs). It does not start with
-// HostRole: such a process follows no one else's work.
+// host.Role: such a process follows no one else's work.
 const WorkRole = "transition"
 
 // beatHolder registers (or refreshes) this process as the owner of the

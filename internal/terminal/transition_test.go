@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -56,7 +57,7 @@ func TestNewThreadAdvancesTheGenerationAndTheNextSendStartsThere(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 401)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 	if err != nil {
@@ -111,7 +112,7 @@ func TestTransitionRefusedWhileATurnRunsOrWithBadInput(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 402)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	for _, c := range []struct {
 		term, thread string
@@ -149,7 +150,7 @@ func TestCallbackPreparedBeforeATransitionIsRefusedAfterIt(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 403)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	turnID, cb := completedTurn(t, r, a, "agent:main:s1", "done")
 	// An undelivered callback blocks the transition.
@@ -198,7 +199,7 @@ func TestHumanThreadSwitchIsAConflictUntilAdopted(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 404)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 	if err != nil {
@@ -243,7 +244,7 @@ func TestResumeReactivatesTheThreadsSession(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 405)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	res, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "in A"})
 	if err != nil {
@@ -299,7 +300,7 @@ func TestADeadOwnersTransitionIsRecoveredNeverHalfApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.finish("ok", false)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	sess, _ := r.st.GetTermSession(ctx, res.SessionID)
 	ts := r.st
@@ -388,7 +389,7 @@ func TestTheHostsScanRecoversADeadOwnersTransition(t *testing.T) {
 		ToGeneration: 2, Plan: []string{"/clear"}, Owner: deadOwner(t), PreparedAt: nowMs(), Status: store.TransitionPrepared, UpdatedAt: nowMs()}
 	// A first host follows the Turn to its end and stops (a crash leaves
 	// no host running); the next one starts after the owner died.
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	r.waitStatus(res.TurnID, termapi.TurnIdle)
 	r.stop()
 	<-r.done
@@ -400,7 +401,7 @@ func TestTheHostsScanRecoversADeadOwnersTransition(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.set(func(f *fakeAgent) { f.thread = fakeThreadB })
-	r.start(r.svc, HostOptions{Rescan: 20 * time.Millisecond})
+	r.start(r.svc, hostpkg.Options{Rescan: 20 * time.Millisecond})
 	r.until("the host's scan settles the transition", func() bool {
 		got, err := ts.GetTransition(ctx, tr.TransitionID)
 		return err == nil && got.Status == store.TransitionCommitted
@@ -421,7 +422,7 @@ func TestSendAfterNewThreadWithOnlyALockUsesTheTransitionsSession(t *testing.T) 
 			a := newFakeAgent(agent, 411)
 			a.thread = fakeThreadA
 			r := newRig(t, a)
-			r.start(r.svc, HostOptions{})
+			r.start(r.svc, hostpkg.Options{})
 			ctx := t.Context()
 			first, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -31,7 +32,7 @@ func versionRig(t *testing.T, a *fakeAgent, version string, allow bool) *rig {
 	r := newRig(t, a)
 	r.svc = NewService(Options{Store: r.st, Terminals: r.ft, AllowUnproven: allow, DraftTimeout: time.Second,
 		Agents: map[string]agents.Agent{termapi.AgentCodex: versionedFake{fakeReader{r.ft}, version}}})
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	return r
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/claude"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
@@ -195,12 +196,12 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 
 // startWatchHost starts kind's real TUI (with args) on the fake model and a monitor
 // host over it whose outbox delivers to a fake OpenClaw.
-func startWatchHost(t *testing.T, kind realcli.Kind, args ...string) (*realPane, *Service, store.Store, *outboxtest.Gateway, *Host) {
+func startWatchHost(t *testing.T, kind realcli.Kind, args ...string) (*realPane, *Service, store.Store, *outboxtest.Gateway, *hostpkg.Host) {
 	t.Helper()
 	rp := startRealTUI(t, kind, fakemodel.New(t, fakemodel.Options{}), args...)
 	svc, st := newRealService(t, rp)
 	gw := outboxtest.NewGateway()
-	h := NewHost(svc, HostOptions{Recheck: 2 * time.Second, Outbox: newTestOutbox(st, gw, "e2e", time.Now)})
+	h := hostpkg.New(svc, hostpkg.Options{Store: svc.o.Store, Recheck: 2 * time.Second, Outbox: newTestOutbox(st, gw, "e2e", time.Now)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = h.Run(ctx); close(done) }()

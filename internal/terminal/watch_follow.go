@@ -12,27 +12,14 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
 )
-
-// rescanWatches starts a follower for every active watch no live host
-// follows (a restarted host resumes them here).
-func (h *Host) rescanWatches(ctx context.Context) {
-	ws := h.s.o.Store
-	ids, err := ws.ActiveWatchIDs(ctx, store.MaxPage)
-	if err != nil {
-		if ctx.Err() == nil {
-			h.log.Warn("scan active watches", "err", err)
-		}
-		return
-	}
-	h.watchUnfollowed(ctx, store.LeaseWatch, ids)
-}
 
 // watcher follows one watch under its LeaseWatch work lease (keyed by the
 // watch id, so one follower runs across processes).
 type watcher struct {
-	h     *Host
+	h     *hostpkg.Host
 	s     *Service
 	ws    store.WatchStore
 	id    string
@@ -52,7 +39,7 @@ type watcher struct {
 func (m *watcher) run(ctx context.Context) error {
 	ws := m.s.o.Store
 	m.ws = ws
-	l, ctx, release, err := m.h.claim(ctx, store.LeaseWatch, m.id)
+	l, ctx, release, err := m.h.Claim(ctx, store.LeaseWatch, m.id)
 	if errors.Is(err, store.ErrLeaseLost) {
 		return nil // another host follows it
 	}
@@ -78,7 +65,7 @@ func (m *watcher) run(ctx context.Context) error {
 	if m.find, ok = m.agent.(agents.TaskFinder); !ok {
 		return fmt.Errorf("watch %s: %s panes cannot be watched by this build", m.id, w.Agent)
 	}
-	return m.h.follow(ctx, m.pane, m.agent.WatchPaths(m.pane, m.anchorOf(w)), "watch_id", m.id, m.check)
+	return m.s.follow(ctx, m.h, m.pane, m.agent.WatchPaths(m.pane, m.anchorOf(w)), "watch_id", m.id, m.check)
 }
 
 // anchorOf is the anchor scans start from: the acceptance evidence once
@@ -104,11 +91,12 @@ func (m *watcher) save(ctx context.Context, w *store.Watch, also func(context.Co
 
 // check looks at the watch once; it returns stop when the watch ended and
 // when the next timeout falls due.
-func (m *watcher) check(ctx context.Context, wk wake) (bool, time.Time, error) {
+func (m *watcher) check(ctx context.Context, wk hostpkg.Wake) (bool, time.Time, error) {
 	never := time.Now().Add(time.Hour)
 	held := m.watch
 	m.watch = nil
-	w, err := reuse(&m.h.clock, wk, recordKey{store.VersionWatch, m.id}, held, watchVersion,
+	watchKey := hostpkg.Record{Kind: store.VersionWatch, ID: m.id}
+	w, err := reuse(m.h, wk, watchKey, held, watchVersion,
 		func() (*store.Watch, error) { return m.ws.GetWatch(ctx, m.id) })
 	if err != nil {
 		return false, never, err
@@ -123,9 +111,10 @@ func (m *watcher) check(ctx context.Context, wk wake) (bool, time.Time, error) {
 		return true, never, nil
 	}
 	now := time.Now()
-	ledgerKey := recordKey{store.VersionDispatch, w.TerminalKey}
-	m.h.clock.track(m.id, recordKey{store.VersionWatch, m.id}, recordKey{store.VersionSession, w.SessionID}, ledgerKey)
-	sess, err := reuse(&m.h.clock, wk, recordKey{store.VersionSession, w.SessionID}, m.sess, sessionVersion,
+	ledgerKey := hostpkg.Record{Kind: store.VersionDispatch, ID: w.TerminalKey}
+	sessKey := hostpkg.Record{Kind: store.VersionSession, ID: w.SessionID}
+	m.h.Track(m.id, watchKey, sessKey, ledgerKey)
+	sess, err := reuse(m.h, wk, sessKey, m.sess, sessionVersion,
 		func() (*store.TermSession, error) { return m.s.o.Store.GetTermSession(ctx, w.SessionID) })
 	m.sess = sess
 	if err == nil {
@@ -149,7 +138,7 @@ func (m *watcher) check(ctx context.Context, wk wake) (bool, time.Time, error) {
 			dead = false
 		}
 	}
-	d, err := reuse(&m.h.clock, wk, ledgerKey, m.ledger, dispatchVersion,
+	d, err := reuse(m.h, wk, ledgerKey, m.ledger, dispatchVersion,
 		func() (*store.Dispatch, error) { return ledgerEntry(ctx, m.s.o.Store, w.TerminalKey) })
 	m.ledger = d
 	sent := err == nil && d.Version > 0 && d.PreparedAt >= w.CreatedAt

@@ -14,6 +14,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -106,7 +107,7 @@ func (r *rig) waitWatch(id, status string) WatchView {
 func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 301)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
@@ -154,7 +155,7 @@ func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
 func watchRunningTask(t *testing.T, a *fakeAgent) (*rig, WatchView) {
 	t.Helper()
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	a.humanStarts("h-1")
 	v, err := r.svc.Watch(t.Context(), WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
@@ -226,7 +227,7 @@ func TestWatchQuestionIsNotifiedOnce(t *testing.T) {
 func TestUnwatchStopsNotifications(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 303)
 	r := newRig(t, a)
-	h := r.start(r.svc, HostOptions{})
+	h := r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
@@ -260,7 +261,7 @@ func TestUnwatchStopsNotifications(t *testing.T) {
 func TestWatchRefusals(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 304)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	for _, tc := range []struct {
 		name string
@@ -305,7 +306,7 @@ func TestWatchResumedByANewHostAndTimesOut(t *testing.T) {
 	}
 	svc := r.service()
 	r.svc = svc
-	r.start(svc, HostOptions{Owner: "host-2"})
+	r.start(svc, hostpkg.Options{Owner: "host-2"})
 	got := r.waitWatch(v.WatchID, store.WatchTimedOut)
 	if got.Settlement == nil || got.Settlement.Match != "hard_timeout" {
 		t.Fatalf("timed out watch = %+v", got)
@@ -318,7 +319,7 @@ func TestWatchResumedByANewHostAndTimesOut(t *testing.T) {
 func TestWatchYieldsToATurnOfOursAndBlocksInspect(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 306)
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
@@ -353,7 +354,7 @@ func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 307)
 	a.thread = fakeThreadA
 	r := newRig(t, a)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	first, err := r.svc.Send(ctx, termapi.SendRequest{TerminalID: a.pane.TerminalID, Request: "first"})
 	if err != nil {
@@ -394,7 +395,7 @@ func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
 func TestWatchesListsActiveWatches(t *testing.T) {
 	a, b := newFakeAgent(termapi.AgentCodex, 311), newFakeAgent(termapi.AgentClaude, 312)
 	r := newRig(t, a, b)
-	r.start(r.svc, HostOptions{})
+	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
 	if got, err := r.svc.Watches(ctx, 0); err != nil || len(got) != 0 {
 		t.Fatalf("watches before any watch = %+v, %v", got, err)

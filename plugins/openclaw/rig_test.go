@@ -18,7 +18,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -326,7 +326,7 @@ func (r *rig) hostLive() error {
 		return err
 	}
 	defer st.Close()
-	if _, ok, err := terminal.LiveHost(r.t.Context(), st); err != nil || !ok {
+	if _, ok, err := hostpkg.Live(r.t.Context(), st); err != nil || !ok {
 		return fmt.Errorf("no live monitor host (%v)", err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/executor/contract"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	iterm "github.com/clawconnect/clawconnect/internal/terminal"
+	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
@@ -55,7 +56,7 @@ func turnService(t *testing.T, socket string) *iterm.Service {
 		t.Fatal(err)
 	}
 	svc := iterm.NewService(iterm.Options{Store: st, Terminals: terms, Agents: iterm.DefaultAgents()})
-	host := iterm.NewHost(svc, iterm.HostOptions{})
+	host := hostpkg.New(svc, hostpkg.Options{Store: st})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = host.Run(ctx) }()

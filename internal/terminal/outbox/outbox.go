@@ -62,7 +62,7 @@ type Options struct {
 	// configured default); required. Clients are cached per URL.
 	Dial func(ctx context.Context, gatewayURL string) (Caller, error)
 	// Owner names this process in attempt leases. "" means the owner of
-	// the Host the Outbox is given to (terminal.HostOptions.Outbox), whose process
+	// the Host the Outbox is given to (host.Options.Outbox), whose process
 	// registry entry lets another host prove it dead and free its attempts
 	// at once; an Outbox used on its own gets a fresh owner.Self id (the
 	// owner id every lease of the store uses).

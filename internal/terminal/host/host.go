@@ -1,4 +1,13 @@
-package terminal
+// Package host is the monitor host of terminal turns: one long-lived
+// scheduler per process that follows every open Turn and terminal watch of
+// the store, one follower goroutine each, under a work lease in the store
+// that keeps one follower per Turn across processes. It claims, renews and
+// gives back those leases, rescans for work whose process died, wakes each
+// follower on session-file events, pane output and its re-check tick, and,
+// on a named host, publishes its panes and runs the operations other hosts
+// queue for them. What a follower looks at is the Turn service's (Service):
+// the host only says when.
+package host
 
 import (
 	"context"
@@ -10,18 +19,51 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
-	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 )
 
-// HostOptions configures a monitor Host. Zero values are the documented
+// Service is the Turn service as its host drives it (the terminal
+// package's Service implements it, and Shared when it names a host).
+type Service interface {
+	// Attach makes h the host the service hands new work to (Host.Watch)
+	// and tells of every change of a Turn (Host.Changed).
+	Attach(h *Host)
+	// Follow follows the Turn, or the terminal watch of a "watch-" id,
+	// for h: it claims the id's work lease (Host.Claim) and looks at it
+	// from h's wake-ups (Host.Loop) until it needs no follower, h loses
+	// the lease, or ctx ends.
+	Follow(ctx context.Context, h *Host, id string) error
+	// Recover finishes, at each rescan, what stopped processes left
+	// half-done (thread transitions; on a host that serves its machine,
+	// Turns another host stalled while this one was away). It hands the
+	// work it resumes to h.
+	Recover(ctx context.Context, h *Host)
+}
+
+// Outbox is the callback outbox as a host runs it (outbox.Outbox).
+type Outbox interface {
+	// AdoptOwner makes id the owner of its delivery attempts unless its
+	// options named one; called before Run.
+	AdoptOwner(id string)
+	// Run delivers due callbacks until ctx ends.
+	Run(ctx context.Context) error
+	// Kick asks Run to look for due callbacks now; it never blocks.
+	Kick()
+}
+
+// Options configures a monitor Host. Zero values are the documented
 // defaults.
-type HostOptions struct {
+type Options struct {
+	// Store holds the leases, the process registry and the work feed;
+	// required.
+	Store store.Store
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
 	// Owner names this host in monitor leases and in the store's process
 	// registry; "" means this process's owner id (owner.Self).
 	Owner string
-	// Role is the host's role in the process registry; "" means
-	// HostRole. A role that does not start with HostRole (a command
-	// following its own Turn) is not counted on by LiveHost.
+	// Role is the host's role in the process registry; "" means Role. A
+	// role that does not start with Role (a command following its own
+	// Turn) is not counted on by Live.
 	Role string
 	// LeaseTTL is how long a monitor lease lasts unrenewed; 30 s. A Turn
 	// whose host died is taken over after it.
@@ -32,40 +74,26 @@ type HostOptions struct {
 	// Rescan is how often the store is scanned for open Turns that no live
 	// host follows; 15 s.
 	Rescan time.Duration
-	// Watch wakes a monitor when one of paths (files or directories)
+	// Watch wakes a follower when one of paths (files or directories)
 	// changes; nil means the host's one shared inotify watcher
 	// (fswatch), whatever the number of followers. The channel must stay
 	// open until ctx ends.
 	Watch func(ctx context.Context, paths []string) (<-chan struct{}, error)
-	// ScanGrace is how long a Turn's session-file scan may keep failing
-	// (a *native.ScanError: a malformed line, a truncated or replaced
-	// file, a symbolic link or FIFO at its path) before the Turn stalls
-	// with the scan's code as the reason; DefaultScanGrace. Such a
-	// failure does not mend by waiting, and file activity would keep the
-	// inactivity timeout from ever firing; the grace only lets a file
-	// that is put back at once (a rename dance, a permission change)
-	// recover without a stall.
-	ScanGrace time.Duration
 	// Outbox, when set, delivers the callback outbox while Run runs; a
 	// change of any Turn wakes it. Unless its options name an Owner, it
 	// holds attempt leases under the host's Owner.
-	Outbox *outbox.Outbox
+	Outbox Outbox
 }
-
-// DefaultScanGrace is HostOptions.ScanGrace's default: long enough for a
-// session file swapped and put back by a tool to read again, short next to
-// the inactivity timeout a Turn would otherwise wait out.
-const DefaultScanGrace = 30 * time.Second
 
 // Host runs one monitor goroutine per open Turn, in one long-lived process.
 // Monitors wake on session-file events, pane output and a slow re-check;
 // a lease in the store keeps one monitor per Turn across processes, and the
 // stored completion claim one completion per Turn.
 type Host struct {
-	s     *Service
-	o     HostOptions
+	s     Service
+	o     Options
 	log   *slog.Logger
-	files *fswatch.Watcher // nil when HostOptions.Watch was given
+	files *fswatch.Watcher // nil when Options.Watch was given
 
 	mu      sync.Mutex
 	ctx     context.Context // set while Run runs
@@ -83,17 +111,24 @@ type Host struct {
 	clock recheckClock
 	wg    sync.WaitGroup
 	self  owner.Identity
+	// shared is the service's part in a named host's work for the other
+	// hosts; nil on a single machine.
+	shared Shared
 }
 
-// NewHost returns a Host for s; s.Send and friends hand it new Turns.
-func NewHost(s *Service, o HostOptions) *Host {
+// New returns a Host that follows the work of s; s hands it new Turns
+// (Service.Attach).
+func New(s Service, o Options) *Host {
 	self := owner.Self()
 	if o.Owner == "" {
 		o.Owner = self.ID
 	}
 	self.ID = o.Owner
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	if o.Role == "" {
-		o.Role = HostRole
+		o.Role = Role
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = 30 * time.Second
@@ -106,22 +141,20 @@ func NewHost(s *Service, o HostOptions) *Host {
 	}
 	var files *fswatch.Watcher
 	if o.Watch == nil {
-		files = fswatch.New(fswatch.Options{Logger: s.log})
+		files = fswatch.New(fswatch.Options{Logger: o.Logger})
 		o.Watch = files.Watch
-	}
-	if o.ScanGrace <= 0 {
-		o.ScanGrace = DefaultScanGrace
 	}
 	if x := o.Outbox; x != nil {
 		// One identity for the process: a host that proves this one dead
 		// frees its delivery attempts with its monitor leases.
 		x.AdoptOwner(o.Owner)
 	}
-	h := &Host{s: s, o: o, log: s.log, files: files, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{},
+	h := &Host{s: s, o: o, log: o.Logger, files: files, running: map[string]bool{}, pending: map[string]bool{}, again: map[string]bool{},
 		held: map[string]heldLease{}, self: self}
-	s.mu.Lock()
-	s.watch = h.take
-	s.mu.Unlock()
+	if sh, ok := s.(Shared); ok && sh.HostName() != "" {
+		h.shared = sh
+	}
+	s.Attach(h)
 	return h
 }
 
@@ -138,17 +171,13 @@ func (h *Host) Run(ctx context.Context) error {
 	h.pending = map[string]bool{}
 	h.mu.Unlock()
 	h.heartbeat(ctx)
-	defer func() { _ = h.s.o.Store.RemoveProcess(context.WithoutCancel(ctx), h.o.Owner) }()
+	defer func() { _ = h.o.Store.RemoveProcess(context.WithoutCancel(ctx), h.o.Owner) }()
 	h.reapDead(ctx) // before the first scan: a dead predecessor's Turns are free at once
 	for id := range pending {
 		h.Watch(id)
 	}
 	h.publish(ctx)
-	h.resumeHostLost(ctx)
 	if x := h.o.Outbox; x != nil {
-		h.s.mu.Lock()
-		h.s.kick = x.Kick // every change of a Turn wakes the outbox
-		h.s.mu.Unlock()
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
@@ -158,7 +187,7 @@ func (h *Host) Run(ctx context.Context) error {
 	// Work sent by a command of another process (or one whose own host
 	// stopped) is announced on the store's feed: taken at once, not at
 	// the next rescan.
-	work, stopWork := h.s.o.Store.WatchTerminalWork()
+	work, stopWork := h.o.Store.WatchTerminalWork()
 	defer stopWork()
 	t := time.NewTicker(h.o.Rescan)
 	defer t.Stop()
@@ -184,12 +213,12 @@ func (h *Host) Run(ctx context.Context) error {
 			if followed {
 				// The leases this host gave back are free now: another
 				// host takes the work over at once.
-				h.s.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))
+				h.o.Store.AnnounceTerminalWork(context.WithoutCancel(ctx))
 			}
 			return nil
 		case <-t.C:
 		case <-recheck.C:
-			h.clock.tick(ctx, h.s.o.Store)
+			h.clock.tick(ctx, h.o.Store)
 			scan = noScan
 		case <-work:
 			scan = h.scanNew
@@ -212,7 +241,7 @@ func noScan(context.Context) {}
 // those this host does not follow): an announcement by any host must not
 // make every other host try to claim work that is followed already.
 func (h *Host) scanNew(ctx context.Context) {
-	ids, err := h.s.o.Store.OpenTurnIDs(ctx, store.MaxPage)
+	ids, err := h.o.Store.OpenTurnIDs(ctx, store.MaxPage)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("scan announced terminal work", "err", err)
@@ -226,7 +255,7 @@ func (h *Host) scanNew(ctx context.Context) {
 // heartbeat registers the host in the store's process registry, so that a
 // host that restarts after this one was killed can prove it dead.
 func (h *Host) heartbeat(ctx context.Context) {
-	if err := h.s.o.Store.Heartbeat(ctx, h.self.Process(h.o.Role, time.Now().UnixMilli())); err != nil && ctx.Err() == nil {
+	if err := h.o.Store.Heartbeat(ctx, h.self.Process(h.o.Role, time.Now().UnixMilli())); err != nil && ctx.Err() == nil {
 		h.log.Warn("terminal host heartbeat failed", "err", err)
 	}
 }
@@ -236,7 +265,7 @@ func (h *Host) heartbeat(ctx context.Context) {
 // its Turns' monitors are taken over now instead of when their leases
 // expire. Run rescans right after it.
 func (h *Host) reapDead(ctx context.Context) {
-	h.self.ReapDead(ctx, h.s.o.Store, time.Now().Add(-10*h.o.LeaseTTL).UnixMilli(), h.log)
+	h.self.ReapDead(ctx, h.o.Store, time.Now().Add(-10*h.o.LeaseTTL).UnixMilli(), h.log)
 }
 
 // rescan starts a follower for each open Turn and active watch that no
@@ -244,10 +273,8 @@ func (h *Host) reapDead(ctx context.Context) {
 // does not follow are looked up, and only work whose lease is free or
 // expired gets a follower, which then claims it.
 func (h *Host) rescan(ctx context.Context) {
-	if _, err := h.s.RecoverTransitions(ctx); err != nil && ctx.Err() == nil {
-		h.log.Warn("recover transitions", "err", err)
-	}
-	ids, err := h.s.o.Store.OpenTurnIDs(ctx, store.MaxPage)
+	h.s.Recover(ctx, h)
+	ids, err := h.o.Store.OpenTurnIDs(ctx, store.MaxPage)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("scan open turns", "err", err)
@@ -256,7 +283,6 @@ func (h *Host) rescan(ctx context.Context) {
 	}
 	h.watchUnfollowed(ctx, store.LeaseMonitor, ids)
 	h.rescanWatches(ctx)
-	h.resumeHostLost(ctx)
 }
 
 // watchUnfollowed starts a follower (Watch) for each of ids whose kind
@@ -268,7 +294,7 @@ func (h *Host) watchUnfollowed(ctx context.Context, kind string, ids []string) {
 	if len(ids) == 0 {
 		return
 	}
-	leases, err := h.s.o.Store.WorkLeases(ctx, kind, ids)
+	leases, err := h.o.Store.WorkLeases(ctx, kind, ids)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("read work leases", "kind", kind, "err", err)
@@ -287,6 +313,19 @@ func (h *Host) watchUnfollowed(ctx context.Context, kind string, ids []string) {
 	}
 }
 
+// rescanWatches starts a follower for every active watch no live host
+// follows (a restarted host resumes them here).
+func (h *Host) rescanWatches(ctx context.Context) {
+	ids, err := h.o.Store.ActiveWatchIDs(ctx, store.MaxPage)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("scan active watches", "err", err)
+		}
+		return
+	}
+	h.watchUnfollowed(ctx, store.LeaseWatch, ids)
+}
+
 // heldLease is a work lease one of the host's followers holds.
 type heldLease struct {
 	kind  string
@@ -294,12 +333,13 @@ type heldLease struct {
 	stop  context.CancelFunc
 }
 
-// claim takes kind's lease of id for the host. It returns a context that
-// ends when the host loses the lease (a renewal finds it taken) and the
-// release the follower must call when it stops.
-func (h *Host) claim(ctx context.Context, kind, id string) (store.WorkLease, context.Context, func(), error) {
+// Claim takes kind's lease of id (a store.Lease* kind) for the host. It
+// returns a context that ends when the host loses the lease (a renewal
+// finds it taken) and the release the follower must call when it stops;
+// store.ErrLeaseLost when another live process holds it.
+func (h *Host) Claim(ctx context.Context, kind, id string) (store.WorkLease, context.Context, func(), error) {
 	now := time.Now()
-	l, err := h.s.o.Store.ClaimWork(ctx, kind, id, h.o.Owner, now.UnixMilli(), now.Add(h.o.LeaseTTL).UnixMilli())
+	l, err := h.o.Store.ClaimWork(ctx, kind, id, h.o.Owner, now.UnixMilli(), now.Add(h.o.LeaseTTL).UnixMilli())
 	if err != nil {
 		return l, ctx, nil, err
 	}
@@ -312,7 +352,7 @@ func (h *Host) claim(ctx context.Context, kind, id string) (store.WorkLease, con
 		delete(h.held, id)
 		h.mu.Unlock()
 		stop()
-		if err := h.s.o.Store.ReleaseWork(context.WithoutCancel(ctx), l); err != nil {
+		if err := h.o.Store.ReleaseWork(context.WithoutCancel(ctx), l); err != nil {
 			h.log.Warn("release work lease", "kind", kind, "id", id, "err", err)
 		}
 	}
@@ -332,7 +372,7 @@ func (h *Host) renew(ctx context.Context) {
 	h.mu.Unlock()
 	until := time.Now().Add(h.o.LeaseTTL).UnixMilli()
 	for kind, ids := range byKind {
-		lost, err := h.s.o.Store.RenewWork(ctx, kind, h.o.Owner, until, ids)
+		lost, err := h.o.Store.RenewWork(ctx, kind, h.o.Owner, until, ids)
 		if err != nil {
 			if ctx.Err() == nil {
 				h.log.Warn("renew work leases", "kind", kind, "err", err)
@@ -351,14 +391,10 @@ func (h *Host) renew(ctx context.Context) {
 	}
 }
 
-// Watch starts a monitor for the Turn (or the follower of a terminal
-// watch, for a "watch-" id) unless this host already runs one. Before Run
-// it queues the id. It never blocks.
-func (h *Host) Watch(turnID string) { h.take(turnID) }
-
-// take is Watch; it reports whether the host runs (false: it queued the
-// id for Run).
-func (h *Host) take(turnID string) bool {
+// Watch starts a follower for the Turn (or for the terminal watch of a
+// "watch-" id) unless this host already runs one. Before Run it queues the
+// id and reports false. It never blocks.
+func (h *Host) Watch(turnID string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ctx == nil {
@@ -374,21 +410,24 @@ func (h *Host) take(turnID string) bool {
 	h.running[turnID] = true
 	h.began = true
 	h.wg.Add(1)
-	go h.monitor(h.ctx, turnID)
+	go h.follow(h.ctx, turnID)
 	return true
 }
 
-// monitor runs the Turn's monitor until it stops, then again if Watch was
+// Changed is told of every change of a Turn this process makes: it wakes
+// the outbox. It never blocks.
+func (h *Host) Changed() {
+	if x := h.o.Outbox; x != nil {
+		x.Kick()
+	}
+}
+
+// follow runs the follower of id until it stops, then again if Watch was
 // called meanwhile.
-func (h *Host) monitor(ctx context.Context, turnID string) {
+func (h *Host) follow(ctx context.Context, turnID string) {
 	defer h.wg.Done()
 	for {
-		var err error
-		if isWatchID(turnID) {
-			err = (&watcher{h: h, s: h.s, id: turnID}).run(ctx)
-		} else {
-			err = (&monitor{h: h, s: h.s, turnID: turnID}).run(ctx)
-		}
+		err := h.s.Follow(ctx, h, turnID)
 		if err != nil && ctx.Err() == nil {
 			h.log.Warn("terminal monitor stopped", "turn_id", turnID, "err", err)
 		}
@@ -404,7 +443,7 @@ func (h *Host) monitor(ctx context.Context, turnID string) {
 	}
 }
 
-// Monitoring reports how many monitors this host runs now.
+// Monitoring reports how many followers this host runs now.
 func (h *Host) Monitoring() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -1,4 +1,4 @@
-package terminal
+package host
 
 import (
 	"context"
@@ -6,36 +6,49 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 )
 
-// follow calls check whenever the agent's session files (paths) or the
-// pane's output change, at every re-check tick and when check's next
-// timeout falls due. It returns when check says stop, the lease is lost
-// (check's write fails with store.ErrLeaseLost, or the host's renewal
-// ends ctx), or ctx ends; logKey and logID name what is followed in
-// warnings.
-func (h *Host) follow(ctx context.Context, pane agents.Pane, paths []string, logKey, logID string,
-	check func(ctx context.Context, w wake) (stop bool, next time.Time, err error)) error {
-	s := h.s
+// Sources are what wakes a follower besides its re-check tick and its
+// timeouts.
+type Sources struct {
+	// Paths are the agent's session files (or their directories), watched
+	// through Options.Watch.
+	Paths []string
+	// Output receives a value when the pane draws (nil: no such source);
+	// it is closed when its watch ends.
+	Output <-chan struct{}
+	// LogKey and LogID name what is followed in warnings ("turn_id" and
+	// the Turn's id); LogID is also the follower's id at the re-check
+	// clock (Track).
+	LogKey, LogID string
+}
+
+// Loop calls check whenever the agent's session files or the pane's output
+// change (src), at every re-check tick and when check's next timeout falls
+// due. It returns when check says stop, the lease is lost (check's write
+// fails with store.ErrLeaseLost, or the host's renewal ends ctx), or ctx
+// ends.
+func (h *Host) Loop(ctx context.Context, src Sources,
+	check func(ctx context.Context, w Wake) (stop bool, next time.Time, err error)) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	files, output, filesWatched := h.wakeSources(wctx, pane, paths, logKey, logID)
+	logKey, logID, output := src.LogKey, src.LogID, src.Output
+	files, filesWatched := h.watchFiles(wctx, src.Paths, logKey, logID)
 	recheck, unsubscribe := h.clock.subscribe(logID)
 	defer unsubscribe()
 	h.clock.cover(logID, filesWatched && output != nil)
 	deadline := time.NewTimer(time.Hour)
 	defer deadline.Stop()
-	var w wake
+	var w Wake
 	for {
 		stop, next, err := check(ctx, w)
-		fileEvent := w.file
+		fileEvent := w.File
 		lastCheck := time.Now()
 		if err != nil && ctx.Err() == nil {
 			if errors.Is(err, store.ErrLeaseLost) {
 				return nil
 			}
-			s.log.Warn("terminal follower check", logKey, logID, "err", err)
+			h.log.Warn("terminal follower check", logKey, logID, "err", err)
 		}
 		if stop {
 			return nil
@@ -47,7 +60,7 @@ func (h *Host) follow(ctx context.Context, pane agents.Pane, paths []string, log
 				next = soon
 			}
 		}
-		w = wake{}
+		w = Wake{}
 		deadline.Reset(max(time.Until(next), 10*time.Millisecond))
 	wait:
 		for {
@@ -55,7 +68,7 @@ func (h *Host) follow(ctx context.Context, pane agents.Pane, paths []string, log
 			case <-ctx.Done():
 				return nil
 			case <-files:
-				w.file = true
+				w.File = true
 				break wait
 			case _, ok := <-output:
 				if !ok {
@@ -71,7 +84,7 @@ func (h *Host) follow(ctx context.Context, pane agents.Pane, paths []string, log
 				}
 				break wait
 			case <-recheck:
-				w.recheck = true
+				w.Recheck = true
 				break wait
 			case <-deadline.C:
 				break wait

@@ -1,4 +1,4 @@
-package terminal
+package host
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 )
 
-// recordKey names one stored record a follower reads at each re-check (a
+// Record names one stored record a follower reads at each re-check (a
 // store.Version* kind and the record's id).
-type recordKey struct{ kind, id string }
+type Record struct{ Kind, ID string }
 
 // recheckClock is the host's one re-check tick. At each tick it reads the
 // stored version of every record its followers read, in one query per
@@ -29,7 +29,7 @@ type recordKey struct{ kind, id string }
 type recheckClock struct {
 	mu    sync.Mutex
 	subs  map[string]*recheckSub // by followed id
-	seen  map[recordKey]int64    // versions read at the last tick
+	seen  map[Record]int64       // versions read at the last tick
 	ticks int                    // ticks so far
 	next  int                    // phase of the next subscriber
 }
@@ -40,7 +40,7 @@ const coveredEvery = 6
 
 type recheckSub struct {
 	tick    chan struct{}
-	keys    []recordKey
+	keys    []Record
 	covered bool
 	phase   int // the covered follower's tick comes when (ticks+phase)%coveredEvery == 0
 }
@@ -73,7 +73,7 @@ func (c *recheckClock) subscribe(id string) (tick <-chan struct{}, stop func()) 
 }
 
 // track names the records the follower of id reads at each re-check.
-func (c *recheckClock) track(id string, keys ...recordKey) {
+func (c *recheckClock) track(id string, keys ...Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if sub := c.subs[id]; sub != nil {
@@ -94,7 +94,7 @@ func (c *recheckClock) cover(id string, covered bool) {
 // unchanged reports whether the last tick read k at version v (0: found
 // no such record): the copy of k a follower holds at v is still the
 // stored one as of that tick.
-func (c *recheckClock) unchanged(k recordKey, v int64) bool {
+func (c *recheckClock) unchanged(k Record, v int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	got, ok := c.seen[k]
@@ -109,7 +109,7 @@ func (c *recheckClock) tick(ctx context.Context, db store.TerminalStore) {
 	c.ticks++
 	n := c.ticks
 	byKind := map[string][]string{}
-	dup := map[recordKey]bool{}
+	dup := map[Record]bool{}
 	for _, sub := range c.subs {
 		if !sub.due(n) {
 			continue
@@ -117,12 +117,12 @@ func (c *recheckClock) tick(ctx context.Context, db store.TerminalStore) {
 		for _, k := range sub.keys {
 			if !dup[k] {
 				dup[k] = true
-				byKind[k.kind] = append(byKind[k.kind], k.id)
+				byKind[k.Kind] = append(byKind[k.Kind], k.ID)
 			}
 		}
 	}
 	c.mu.Unlock()
-	seen := make(map[recordKey]int64, len(dup))
+	seen := make(map[Record]int64, len(dup))
 	for kind, ids := range byKind {
 		vs, err := db.Versions(ctx, kind, ids)
 		if err != nil {
@@ -130,7 +130,7 @@ func (c *recheckClock) tick(ctx context.Context, db store.TerminalStore) {
 			break
 		}
 		for _, id := range ids {
-			seen[recordKey{kind, id}] = vs[id] // 0: no such record
+			seen[Record{Kind: kind, ID: id}] = vs[id] // 0: no such record
 		}
 	}
 	c.mu.Lock()
@@ -147,17 +147,39 @@ func (c *recheckClock) tick(ctx context.Context, db store.TerminalStore) {
 	c.mu.Unlock()
 }
 
-// reuse returns held when the follower woke for a re-check tick and the
-// tick read held's record at held's version (version(held)); otherwise it
-// reads the record afresh.
-func reuse[T any](c *recheckClock, w wake, key recordKey, held *T, version func(*T) int64, read func() (*T, error)) (*T, error) {
-	if w.recheck && held != nil && c.unchanged(key, version(held)) {
-		return held, nil
-	}
-	return read()
+// Track names the records the follower of id reads at each re-check;
+// the next ticks read their stored versions for Unchanged.
+func (h *Host) Track(id string, keys ...Record) { h.clock.track(id, keys...) }
+
+// Unchanged reports whether the follower woke for a re-check tick (w)
+// that read k at version v: the copy of k it holds at v is still the
+// stored one, so it need not read and decode k again.
+func (h *Host) Unchanged(w Wake, k Record, v int64) bool {
+	return w.Recheck && h.clock.unchanged(k, v)
 }
 
-func turnVersion(t *store.Turn) int64           { return t.Version }
-func sessionVersion(s *store.TermSession) int64 { return s.Revision }
-func watchVersion(w *store.Watch) int64         { return w.Revision }
-func dispatchVersion(d *store.Dispatch) int64   { return d.Version }
+// Tracking counts the followers that named their records (made a first
+// look).
+func (h *Host) Tracking() int {
+	c := &h.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, sub := range c.subs {
+		if sub.keys != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Covered reports whether the follower of id runs (following) and, if
+// so, whether it counts as covered: woken by live file and pane-output
+// events, so its re-check tick comes seldom.
+func (h *Host) Covered(id string) (covered, following bool) {
+	c := &h.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sub := c.subs[id]
+	return sub != nil && sub.covered, sub != nil
+}
