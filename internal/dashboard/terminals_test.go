@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"net/http"
 	"net/url"
 	"strings"
@@ -34,7 +35,7 @@ type fakeTerminals struct {
 	// watch is the one watch the fake knows, extra the panes listed after
 	// the first one, watchErr what Watches fails with; unwatched records
 	// the Unwatch calls (watches_test.go).
-	watch     *terminal.WatchView
+	watch     *watch.View
 	extra     []termapi.TerminalRow
 	watchErr  error
 	unwatched []string

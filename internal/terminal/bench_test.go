@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,7 +262,7 @@ func BenchmarkHostFollows500(b *testing.B) {
 	ctx := context.Background()
 	turns := sendAll(b, r.svc, turnAgents)
 	for _, a := range watchAgents {
-		if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
+		if _, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
 			b.Fatal(err)
 		}
 	}

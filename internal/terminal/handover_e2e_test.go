@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,8 +244,8 @@ func TestE2ERecoverTransitionsLeavesOtherHostsAlone(t *testing.T) {
 	remote := owner.Identity{ID: "elsewhere/4242/beef", Host: "elsewhere/pid:[4026531836]", PID: 4242, Start: "another-boot:1"}
 	now := nowMs()
 	p := rp.pane
-	tr := &store.Transition{TransitionID: "transition-" + uuid(), Kind: store.TransitionNewThread, Agent: p.Agent, TerminalID: p.TerminalID,
-		TerminalKey: p.Key, PID: p.PID, ProcessBirth: p.Birth, Workspace: p.Cwd, TargetSessionID: newSessionID(time.Now()), ToGeneration: 1,
+	tr := &store.Transition{TransitionID: "transition-" + ids.UUID(), Kind: store.TransitionNewThread, Agent: p.Agent, TerminalID: p.TerminalID,
+		TerminalKey: p.Key, PID: p.PID, ProcessBirth: p.Birth, Workspace: p.Cwd, TargetSessionID: ids.Session(time.Now()), ToGeneration: 1,
 		Plan: []string{"/new"}, Owner: remote.Encode(), PreparedAt: now, Status: store.TransitionPrepared, UpdatedAt: now}
 	l, err := st.ClaimWork(ctx, store.LeaseTransition, tr.TransitionID, remote.ID, now, now+time.Hour.Milliseconds())
 	if err != nil {

@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"log/slog"
 	"slices"
 	"sync"
@@ -384,8 +385,8 @@ func (h *Host) monitor(ctx context.Context, turnID string) {
 	defer h.wg.Done()
 	for {
 		var err error
-		if isWatchID(turnID) {
-			err = (&watcher{h: h, s: h.s, id: turnID}).run(ctx)
+		if watch.IsID(turnID) {
+			err = h.followWatch(ctx, turnID)
 		} else {
 			err = (&monitor{h: h, s: h.s, turnID: turnID}).run(ctx)
 		}

@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -87,7 +88,7 @@ func TestAnnouncedTurnIsFollowedByAnotherProcessHost(t *testing.T) {
 func TestAnnouncedWatchIsFollowedByAnotherProcessHost(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 504)
 	p := newTwoProcesses(t, HostOptions{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
-	if _, err := p.sender.Watch(t.Context(), WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
+	if _, err := p.sender.Watch(t.Context(), watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
 		t.Fatal(err)
 	}
 	select {

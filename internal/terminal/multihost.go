@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -285,7 +286,7 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 		return err
 	}
 	now := time.Now()
-	rec := &store.HostOp{OpID: "hostop-" + uuid(), Host: host, Op: op, Args: b, RequestedBy: owner.Self().ID, CreatedAt: now.UnixMilli()}
+	rec := &store.HostOp{OpID: "hostop-" + ids.UUID(), Host: host, Op: op, Args: b, RequestedBy: owner.Self().ID, CreatedAt: now.UnixMilli()}
 	announced, stop := s.o.Store.WatchTerminalWork()
 	defer stop()
 	if err := hs.PutHostOp(ctx, rec); err != nil {

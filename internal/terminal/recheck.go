@@ -159,5 +159,3 @@ func reuse[T any](c *recheckClock, w wake, key recordKey, held *T, version func(
 
 func turnVersion(t *store.Turn) int64           { return t.Version }
 func sessionVersion(s *store.TermSession) int64 { return s.Revision }
-func watchVersion(w *store.Watch) int64         { return w.Revision }
-func dispatchVersion(d *store.Dispatch) int64   { return d.Version }

@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"strings"
 	"sync"
 	"testing"
@@ -159,7 +160,7 @@ func TestRecheckReadsTheLedgerOnlyWhenItMoved(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 191)
 	r := newRig(t, a)
 	ctx := t.Context()
-	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	v, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"log/slog"
 	"sync"
 	"time"
@@ -95,6 +96,9 @@ type Service struct {
 	// keySockets holds the recorded sockets followKey checked already.
 	keySockets sync.Map
 
+	// watches are the watches of tasks humans run in panes.
+	watches *watch.Service
+
 	// holding counts the work leases this process holds for itself
 	// (holdWork) while it is registered as their owner; guarded by mu.
 	holding int
@@ -117,7 +121,10 @@ func NewService(o Options) *Service {
 	if o.DraftTimeout <= 0 {
 		o.DraftTimeout = DefaultDraftTimeout
 	}
-	return &Service{o: o, log: o.Logger, changed: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}}
+	s := &Service{o: o, log: o.Logger, changed: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}}
+	s.watches = watch.New(watch.Options{Store: o.Store, Panes: watchPanes{s}, Announcer: watchPanes{s}, Agents: o.Agents,
+		CallbackGateway: o.CallbackGateway, Logger: o.Logger})
+	return s
 }
 
 // notify reports a change made by this process: it wakes the Waits on

@@ -3,6 +3,7 @@ package terminal
 import (
 	"context"
 	"fmt"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"strings"
 
 	"github.com/clawconnect/clawconnect/internal/store"
@@ -26,7 +27,7 @@ type ThreadsResult struct {
 // workspace, newest first, with the managed Session of each. It changes
 // nothing.
 func (s *Service) Threads(ctx context.Context, terminalID string) (ThreadsResult, error) {
-	if err := checkTerminalID(terminalID); err != nil {
+	if err := ids.CheckTerminal(terminalID); err != nil {
 		return ThreadsResult{}, fmt.Errorf("threads: %w", err)
 	}
 	p, a, id, err := s.followTarget(ctx, terminalID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 	fail := func(err error) (termapi.TransitionView, error) {
 		return termapi.TransitionView{}, fmt.Errorf("%s: %w", op, err)
 	}
-	if err := checkTerminalID(terminalID); err != nil {
+	if err := ids.CheckTerminal(terminalID); err != nil {
 		return fail(err)
 	}
 	if kind == store.TransitionResumeThread && !agents.ValidThreadID(thread) {
@@ -148,10 +149,10 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 		}
 	}
 	now := nowMs()
-	tr := &store.Transition{TransitionID: "transition-" + uuid(), Kind: kind, Agent: p.Agent, AgentVersion: version,
+	tr := &store.Transition{TransitionID: "transition-" + ids.UUID(), Kind: kind, Agent: p.Agent, AgentVersion: version,
 		TerminalID: p.TerminalID, TerminalKey: p.Key, PID: p.PID, ProcessBirth: p.Birth, Workspace: p.Cwd,
 		TargetThreadID: thread, Plan: plan, Owner: selfOwner(), PreparedAt: now, Status: store.TransitionPrepared, UpdatedAt: now,
-		TargetSessionID: newSessionID(time.Now()), ToGeneration: 1}
+		TargetSessionID: ids.Session(time.Now()), ToGeneration: 1}
 	if cur != nil {
 		tr.FromSessionID, tr.FromBindingID, tr.FromGeneration = cur.SessionID, cur.Binding.BindingID, cur.Binding.Generation
 		tr.FromThreadID, tr.ToGeneration = cur.Binding.NativeThreadID, cur.Binding.Generation+1
@@ -350,11 +351,11 @@ func (s *Service) commit(ctx context.Context, ts store.TransitionStore, tr *stor
 			return s.settle(ctx, ts, tr, store.TransitionUncertain, "read the Session the transition leaves", err)
 		}
 		b := *old.Binding
-		b.BindingID, b.Generation, b.Checkpoint = newBindingID(), tr.ToGeneration, nil
+		b.BindingID, b.Generation, b.Checkpoint = ids.Binding(), tr.ToGeneration, nil
 		old.Binding, old.Status, old.DetachedAt, old.UpdatedAt = &b, store.SessionDetached, now, now
 		writes = append(writes, old)
 	}
-	binding := &store.Binding{BindingID: newBindingID(), Generation: tr.ToGeneration, TerminalID: p.TerminalID, TerminalKey: p.Key,
+	binding := &store.Binding{BindingID: ids.Binding(), Generation: tr.ToGeneration, TerminalID: p.TerminalID, TerminalKey: p.Key,
 		NativeThreadID: tr.ObservedThreadID, NativeProcess: store.NativeProcess{PID: p.PID, ProcessBirth: p.Birth, Rollout: tr.ObservedFile},
 		BoundAt: now, LastVerifiedAt: now}
 	target, err := s.o.Store.GetTermSession(ctx, tr.TargetSessionID)

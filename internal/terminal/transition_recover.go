@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
@@ -39,7 +40,7 @@ func recoveryActions(id string) []string {
 
 // Transition returns the transition record. It changes nothing.
 func (s *Service) Transition(ctx context.Context, id string) (termapi.TransitionView, error) {
-	if err := checkID("transition id", "transition-", id); err != nil {
+	if err := ids.Check("transition id", "transition-", id); err != nil {
 		return termapi.TransitionView{}, fmt.Errorf("transition: %w", err)
 	}
 	ts := s.o.Store
@@ -66,7 +67,7 @@ func (s *Service) ResolveTransition(ctx context.Context, id string, adopt bool) 
 	failWith := func(tr *store.Transition, err error) (termapi.TransitionView, error) {
 		return transitionView(tr), fmt.Errorf("resolve transition: %w", err)
 	}
-	if err := checkID("transition id", "transition-", id); err != nil {
+	if err := ids.Check("transition id", "transition-", id); err != nil {
 		return fail(err)
 	}
 	ts := s.o.Store

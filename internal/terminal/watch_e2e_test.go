@@ -3,6 +3,7 @@ package terminal
 import (
 	"context"
 	"encoding/json"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"regexp"
 	"strings"
 	"testing"
@@ -85,7 +86,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	const S = "agent:main:watcher"
 	cs := st
 
-	waitWatch := func(id string, want ...string) WatchView {
+	waitWatch := func(id string, want ...string) watch.View {
 		t.Helper()
 		deadline := time.Now().Add(90 * time.Second)
 		for {
@@ -126,7 +127,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	}
 
 	// 1. Watch first, then the human types.
-	w1, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	w1, err := svc.Watch(ctx, watch.Request{TerminalID: rp.pane.TerminalID, OriginSession: S})
 	if err != nil {
 		t.Fatalf("watch: %v; screen:\n%s", err, rp.debug())
 	}
@@ -150,7 +151,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	if _, err := rp.tui.WaitFor(ctx, "the task running", func(s string) bool { return rp.agent.Screen(s).Activity == "working" }); err != nil {
 		t.Fatal(err)
 	}
-	w2, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	w2, err := svc.Watch(ctx, watch.Request{TerminalID: rp.pane.TerminalID, OriginSession: S})
 	if err != nil {
 		t.Fatalf("watch a running task: %v; screen:\n%s", err, rp.debug())
 	}
@@ -162,7 +163,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 
 	// 3. An approval in a watched task: one question; unwatch; the human
 	// approves in the pane and the task ends, nothing more is queued.
-	w3, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	w3, err := svc.Watch(ctx, watch.Request{TerminalID: rp.pane.TerminalID, OriginSession: S})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 	if _, err := rp.tui.WaitFor(ctx, "the task running", func(s string) bool { return rp.agent.Screen(s).Activity == "working" }); err != nil {
 		t.Fatal(err)
 	}
-	w, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	w, err := svc.Watch(ctx, watch.Request{TerminalID: rp.pane.TerminalID, OriginSession: S})
 	if err != nil {
 		t.Fatalf("watch a running Claude task: %v; screen:\n%s", err, rp.debug())
 	}
@@ -250,7 +251,7 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 		t.Fatalf("prompts after the watch's anchor = %v, %v; want %s first", prompts, err, joined.TurnID)
 	}
 	deadline := time.Now().Add(90 * time.Second)
-	var v WatchView
+	var v watch.View
 	for {
 		if v, err = svc.WatchStatus(ctx, w.WatchID); err != nil {
 			t.Fatal(err)
@@ -311,7 +312,7 @@ func watchQuestionE2E(t *testing.T, kind realcli.Kind, question string, args ...
 	rp, svc, st, gw, _ := startWatchHost(t, kind, args...)
 	ctx := t.Context()
 	const S = "agent:main:question-watcher"
-	w, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	w, err := svc.Watch(ctx, watch.Request{TerminalID: rp.pane.TerminalID, OriginSession: S})
 	if err != nil {
 		t.Fatalf("watch: %v; screen:\n%s", err, rp.debug())
 	}
