@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"io"
 	"sort"
 	"text/tabwriter"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 )
 
 // terminalWatchCmds are the inspect, watch, unwatch, watch-status and

@@ -2,7 +2,6 @@ package terminal
 
 import (
 	"context"
-	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"log/slog"
 	"slices"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 )
 
 // HostOptions configures a monitor Host. Zero values are the documented

@@ -2,9 +2,9 @@ package terminal
 
 import (
 	"fmt"
-	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 )
 
 // Message types and actors of a Turn's messages.

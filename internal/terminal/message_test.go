@@ -2,11 +2,11 @@ package terminal
 
 import (
 	"fmt"
-	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"strings"
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/clawconnect/clawconnect/internal/terminal/ids"
-	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/request"
 
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
+	"github.com/clawconnect/clawconnect/internal/terminal/transition"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -91,7 +92,7 @@ func (s *Service) Send(ctx context.Context, req termapi.SendRequest) (termapi.Se
 		if p, a, id, err = s.followTarget(ctx, req.TerminalID); err != nil {
 			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
-		if err := s.checkThreadSwitch(ctx, p, id); err != nil {
+		if err := transition.CheckSwitch(ctx, s.o.Store, p, id); err != nil {
 			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -569,29 +569,5 @@ func TestRecoverTransitionsLeavesOtherHostsAlone(t *testing.T) {
 	}
 	if got, _ := ts.GetTransition(ctx, tr.TransitionID); got.Status != store.TransitionAborted {
 		t.Fatalf("the abandoned transition = %s, want aborted (nothing was typed)", got.Status)
-	}
-}
-
-// TestATransitionHoldsItsLease: while a transition runs, its process holds
-// the transition's lease, and releases it when it ends.
-func TestATransitionHoldsItsLease(t *testing.T) {
-	r := newRig(t)
-	ctx := t.Context()
-	release, err := r.svc.holdWork(ctx, store.LeaseTransition, "transition-held", 30*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := r.st.WorkLeases(ctx, store.LeaseTransition, []string{"transition-held"})
-	if err != nil || len(first) != 1 || first[0].Owner != selfIdentity().ID {
-		t.Fatalf("lease while the transition runs = %+v, %v", first, err)
-	}
-	r.until("the lease is renewed", func() bool {
-		ls, err := r.st.WorkLeases(ctx, store.LeaseTransition, []string{"transition-held"})
-		return err == nil && len(ls) == 1 && ls[0].Until > first[0].Until && ls[0].Fence == first[0].Fence
-	})
-	release()
-	ls, err := r.st.WorkLeases(ctx, store.LeaseTransition, []string{"transition-held"})
-	if err != nil || len(ls) != 1 || ls[0].Until != 0 {
-		t.Fatalf("lease after release = %+v, %v", ls, err)
 	}
 }

@@ -2,9 +2,10 @@ package ids
 
 import (
 	"errors"
-	"github.com/clawconnect/clawconnect/termapi"
 	"strings"
 	"testing"
+
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 func TestMalformedIDSaysWhereToFindOne(t *testing.T) {

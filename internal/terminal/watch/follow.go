@@ -71,8 +71,9 @@ type watcher struct {
 	pane  agents.Pane
 	agent agents.Agent
 	find  agents.TaskFinder
-	// watch, sess and ledger are as the last look left them (see
-	// monitor.turn); ledger is the watched terminal's dispatch entry
+	// watch, sess and ledger are as the last look left them (a look at
+	// the host's re-check reuses them while their stored versions stay);
+	// ledger is the watched terminal's dispatch entry
 	// (Version 0: it has none), which the follower never writes.
 	watch   *store.Watch
 	sess    *store.TermSession
