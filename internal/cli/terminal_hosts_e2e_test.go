@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -110,7 +110,7 @@ func TestE2EWatchFiresWhenHostStarts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("watch: %v\n%s\n%s", err, out, stderr)
 	}
-	var w terminal.WatchView
+	var w watch.View
 	if err := json.Unmarshal([]byte(out), &w); err != nil || w.Status != store.WatchActive {
 		t.Fatalf("watch = %s (%v)", out, err)
 	}
@@ -131,7 +131,7 @@ func TestE2EWatchFiresWhenHostStarts(t *testing.T) {
 		t.Fatalf("watch settled with no host: %+v", v)
 	}
 	startHelperDaemon(t, envm)
-	var v terminal.WatchView
+	var v watch.View
 	if !poll.WithinEvery(90*time.Second, 200*time.Millisecond, func() bool {
 		v = watchStatus(t, envm, w.WatchID)
 		return v.Status != store.WatchActive
@@ -144,13 +144,13 @@ func TestE2EWatchFiresWhenHostStarts(t *testing.T) {
 }
 
 // watchStatus is `terminal watch-status ID --json` in envm.
-func watchStatus(t *testing.T, envm map[string]string, id string) terminal.WatchView {
+func watchStatus(t *testing.T, envm map[string]string, id string) watch.View {
 	t.Helper()
 	out, stderr, err := runTerminal(t.Context(), envm, "watch-status", id, "--json")
 	if err != nil {
 		t.Fatalf("watch-status: %v\n%s\n%s", err, out, stderr)
 	}
-	var v terminal.WatchView
+	var v watch.View
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("watch-status --json: %v\n%s", err, out)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/terminal/transition"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -73,7 +73,7 @@ func TestE2ETerminalNewThreadShowsTheGeneration(t *testing.T) {
 		t.Fatalf("row after new-thread = %+v (before %+v)", after, before)
 	}
 	out, _, err = runTerminal(ctx, envm, "threads", "--json", row.ID)
-	var th terminal.ThreadsResult
+	var th transition.ThreadsResult
 	if err != nil || json.Unmarshal([]byte(out), &th) != nil || len(th.Threads) != 1 || th.Threads[0].ID != before.NativeThreadID || !strings.Contains(th.Threads[0].Title, "MARK-CLI-5") {
 		t.Fatalf("threads --json = %v\n%s", err, out)
 	}

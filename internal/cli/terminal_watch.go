@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 )
 
 // terminalWatchCmds are the inspect, watch, unwatch, watch-status and
@@ -102,7 +103,7 @@ when it shows a dialog or holds an unsent draft.`,
 				return err
 			}
 			return withWatchAPI(cmd, env, func(ctx context.Context, api *terminal.Service, s *terminalStack) error {
-				v, err := api.Watch(ctx, terminal.WatchRequest{TerminalID: args[0], OriginSession: origin, GatewayURL: gatewayURL, Timeout: timeout})
+				v, err := api.Watch(ctx, watch.Request{TerminalID: args[0], OriginSession: origin, GatewayURL: gatewayURL, Timeout: timeout})
 				if err != nil {
 					return err
 				}
@@ -229,7 +230,7 @@ func terminalWatchesCmd(env Env) *cobra.Command {
 	return cmd
 }
 
-func printWatch(env Env, v terminal.WatchView, asJSON bool) error {
+func printWatch(env Env, v watch.View, asJSON bool) error {
 	if asJSON {
 		return printJSON(env.Stdout, v)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -27,9 +28,9 @@ type Terminals interface {
 	// Watches lists the active watches of human-started tasks (at most
 	// limit), WatchStatus reads one with its notifications, and Unwatch is
 	// `clawconnect terminal unwatch`.
-	Watches(ctx context.Context, limit int) ([]terminal.WatchView, error)
-	WatchStatus(ctx context.Context, id string) (terminal.WatchView, error)
-	Unwatch(ctx context.Context, id string) (terminal.WatchView, error)
+	Watches(ctx context.Context, limit int) ([]watch.View, error)
+	WatchStatus(ctx context.Context, id string) (watch.View, error)
+	Unwatch(ctx context.Context, id string) (watch.View, error)
 }
 
 var _ Terminals = (*terminal.Service)(nil)
@@ -56,7 +57,7 @@ type paneRow struct {
 	termapi.TerminalRow
 	Generation int64
 	// Watch is the pane's active watch of a human-started task.
-	Watch *terminal.WatchView
+	Watch *watch.View
 	// Choices are the ways out of a thread conflict, as commands.
 	Choices []choice
 }
@@ -120,7 +121,7 @@ func (d *Dashboard) terminalsData(ctx context.Context, q request) (terminalsBody
 		return terminalsBody{}, err
 	}
 	var b terminalsBody
-	watched := map[string]*terminal.WatchView{}
+	watched := map[string]*watch.View{}
 	if ws, err := d.o.Terminals.Watches(ctx, watchesMax); err != nil {
 		d.o.Logger.Debug("dashboard watches", "err", err)
 		b.WatchError = "The active watches could not be read: " + err.Error()
@@ -267,7 +268,7 @@ func (d *Dashboard) retryCallback(w http.ResponseWriter, r *http.Request, q requ
 
 // watchBody is a watch page.
 type watchBody struct {
-	Watch terminal.WatchView
+	Watch watch.View
 	// Active offers the Unwatch button.
 	Active bool
 	CSRF   string

@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/dashboard"
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -34,7 +35,7 @@ type fakeTerminals struct {
 	// watch is the one watch the fake knows, extra the panes listed after
 	// the first one, watchErr what Watches fails with; unwatched records
 	// the Unwatch calls (watches_test.go).
-	watch     *terminal.WatchView
+	watch     *watch.View
 	extra     []termapi.TerminalRow
 	watchErr  error
 	unwatched []string

@@ -13,7 +13,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/dashboard"
 	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/terminal"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -25,33 +25,33 @@ const (
 
 // Watches, WatchStatus and Unwatch behave as the service's: one watch,
 // listed while active, cancelled once by Unwatch and left as it is after.
-func (f *fakeTerminals) Watches(context.Context, int) ([]terminal.WatchView, error) {
+func (f *fakeTerminals) Watches(context.Context, int) ([]watch.View, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.watchErr != nil {
 		return nil, f.watchErr
 	}
 	if f.watch == nil || f.watch.Status != store.WatchActive {
-		return []terminal.WatchView{}, nil
+		return []watch.View{}, nil
 	}
-	return []terminal.WatchView{f.watchCopy()}, nil
+	return []watch.View{f.watchCopy()}, nil
 }
 
-func (f *fakeTerminals) WatchStatus(_ context.Context, id string) (terminal.WatchView, error) {
+func (f *fakeTerminals) WatchStatus(_ context.Context, id string) (watch.View, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.watch == nil || id != f.watch.WatchID {
-		return terminal.WatchView{}, fmt.Errorf("watch status: %w: no watch %s", termapi.ErrNotFound, id)
+		return watch.View{}, fmt.Errorf("watch status: %w: no watch %s", termapi.ErrNotFound, id)
 	}
 	return f.watchCopy(), nil
 }
 
-func (f *fakeTerminals) Unwatch(_ context.Context, id string) (terminal.WatchView, error) {
+func (f *fakeTerminals) Unwatch(_ context.Context, id string) (watch.View, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.unwatched = append(f.unwatched, id)
 	if f.watch == nil || id != f.watch.WatchID {
-		return terminal.WatchView{}, fmt.Errorf("unwatch: %w: no watch %s", termapi.ErrNotFound, id)
+		return watch.View{}, fmt.Errorf("unwatch: %w: no watch %s", termapi.ErrNotFound, id)
 	}
 	if f.watch.Status == store.WatchActive {
 		f.watch.Status = store.WatchCancelled
@@ -61,7 +61,7 @@ func (f *fakeTerminals) Unwatch(_ context.Context, id string) (terminal.WatchVie
 	return f.watchCopy(), nil
 }
 
-func (f *fakeTerminals) watchCopy() terminal.WatchView {
+func (f *fakeTerminals) watchCopy() watch.View {
 	v := *f.watch
 	if v.Settlement != nil {
 		s := *v.Settlement
@@ -71,7 +71,7 @@ func (f *fakeTerminals) watchCopy() terminal.WatchView {
 	return v
 }
 
-func (f *fakeTerminals) setWatch(v *terminal.WatchView) {
+func (f *fakeTerminals) setWatch(v *watch.View) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.watch = v
@@ -86,8 +86,8 @@ func (f *fakeTerminals) unwatchCalls() []string {
 // activeWatch is a watch of a Claude Code pane whose task the human has
 // started; its approval notification failed once, with markup in the
 // origin session and the error (untrusted text).
-func activeWatch() *terminal.WatchView {
-	return &terminal.WatchView{WatchID: watchID, Status: store.WatchActive, Agent: "claude", TerminalID: watchPane,
+func activeWatch() *watch.View {
+	return &watch.View{WatchID: watchID, Status: store.WatchActive, Agent: "claude", TerminalID: watchPane,
 		SessionID: "sess-w", OriginSession: "agent:main:<b>w</b>", NativeTurnID: "native-7", TaskSeen: true,
 		CreatedAt: "2026-12-01T10:15:00Z", DeadlineAt: "2026-12-01T22:15:00Z",
 		Notifications: []termapi.CallbackView{{MessageID: "msg-watch-1", Type: "question", Kind: "watch_approval",

@@ -23,6 +23,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/fswatch"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -262,7 +263,7 @@ func BenchmarkHostFollows500(b *testing.B) {
 	ctx := context.Background()
 	turns := sendAll(b, r.svc, turnAgents)
 	for _, a := range watchAgents {
-		if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
+		if _, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
 			b.Fatal(err)
 		}
 	}

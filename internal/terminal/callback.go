@@ -76,27 +76,3 @@ func prepareCallback(t *store.Turn, msg Message, id, kind string, meta map[strin
 			map[string]any{"message_id": id, "type": msg.Type, "session_key": turn.OriginSessionKey})})
 	}
 }
-
-// evidenceObject decodes a recorded evidence object; anything else reads as
-// absent.
-func evidenceObject(raw json.RawMessage) map[string]any {
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	return m
-}
-
-func callbackView(cb *store.Callback) *termapi.CallbackView {
-	var m struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(cb.Message, &m)
-	v := &termapi.CallbackView{MessageID: cb.MessageID, Type: m.Type, Kind: cb.Kind, SessionKey: cb.SessionKey, Status: cb.Status,
-		Attempts: cb.Attempts, LastError: cb.LastError, DeliveredAt: ts(cb.DeliveredAt), Injection: evidenceObject(cb.Injection),
-		Wake: evidenceObject(cb.Wake), RunObservation: evidenceObject(cb.RunObservation)}
-	if cb.Status == termapi.CallbackPending || cb.Status == termapi.CallbackFailed {
-		v.NextAttemptAt = ts(cb.NextAttemptAt)
-	}
-	return v
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
@@ -244,8 +245,8 @@ func TestE2ERecoverTransitionsLeavesOtherHostsAlone(t *testing.T) {
 	remote := owner.Identity{ID: "elsewhere/4242/beef", Host: "elsewhere/pid:[4026531836]", PID: 4242, Start: "another-boot:1"}
 	now := nowMs()
 	p := rp.pane
-	tr := &store.Transition{TransitionID: "transition-" + uuid(), Kind: store.TransitionNewThread, Agent: p.Agent, TerminalID: p.TerminalID,
-		TerminalKey: p.Key, PID: p.PID, ProcessBirth: p.Birth, Workspace: p.Cwd, TargetSessionID: newSessionID(time.Now()), ToGeneration: 1,
+	tr := &store.Transition{TransitionID: "transition-" + ids.UUID(), Kind: store.TransitionNewThread, Agent: p.Agent, TerminalID: p.TerminalID,
+		TerminalKey: p.Key, PID: p.PID, ProcessBirth: p.Birth, Workspace: p.Cwd, TargetSessionID: ids.Session(time.Now()), ToGeneration: 1,
 		Plan: []string{"/new"}, Owner: remote.Encode(), PreparedAt: now, Status: store.TransitionPrepared, UpdatedAt: now}
 	l, err := st.ClaimWork(ctx, store.LeaseTransition, tr.TransitionID, remote.ID, now, now+time.Hour.Milliseconds())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 )
 
 // The Service as its monitor host drives it (host.Service): the host
@@ -24,8 +25,8 @@ func (s *Service) Attach(h *hostpkg.Host) {
 // Follow follows the Turn, or the terminal watch of a "watch-" id, for h
 // until it needs no follower, h loses its lease, or ctx ends.
 func (s *Service) Follow(ctx context.Context, h *hostpkg.Host, id string) error {
-	if isWatchID(id) {
-		return (&watcher{h: h, s: s, id: id}).run(ctx)
+	if watch.IsID(id) {
+		return s.watches.Follow(ctx, id, watchHost{s, h})
 	}
 	return (&monitor{h: h, s: s, turnID: id}).run(ctx)
 }
@@ -70,5 +71,3 @@ func reuse[T any](h *hostpkg.Host, w hostpkg.Wake, key hostpkg.Record, held *T, 
 
 func turnVersion(t *store.Turn) int64           { return t.Version }
 func sessionVersion(s *store.TermSession) int64 { return s.Revision }
-func watchVersion(w *store.Watch) int64         { return w.Revision }
-func dispatchVersion(d *store.Dispatch) int64   { return d.Version }

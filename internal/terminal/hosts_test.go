@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -89,7 +90,7 @@ func TestAnnouncedTurnIsFollowedByAnotherProcessHost(t *testing.T) {
 func TestAnnouncedWatchIsFollowedByAnotherProcessHost(t *testing.T) {
 	a := newFakeAgent(termapi.AgentClaude, 504)
 	p := newTwoProcesses(t, hostpkg.Options{Rescan: time.Hour, LeaseTTL: time.Hour}, a)
-	if _, err := p.sender.Watch(t.Context(), WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
+	if _, err := p.sender.Watch(t.Context(), watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
 		t.Fatal(err)
 	}
 	select {

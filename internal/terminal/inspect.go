@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -42,7 +44,7 @@ type InspectResult struct {
 // where a Turn of ClawConnect runs, and an agent version whose card format
 // is not proven.
 func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult, error) {
-	if err := checkTerminalID(terminalID); err != nil {
+	if err := ids.CheckTerminal(terminalID); err != nil {
 		return InspectResult{}, fmt.Errorf("inspect: %w", err)
 	}
 	if host, ok := s.foreign(terminalID); ok {
@@ -69,7 +71,7 @@ func (s *Service) Inspect(ctx context.Context, terminalID string) (InspectResult
 	if err := s.ourTurnRuns(ctx, p); err != nil {
 		return InspectResult{}, fmt.Errorf("inspect: %w", err)
 	}
-	if id, err := s.activeWatch(ctx, p.Key); err != nil {
+	if id, err := watch.Active(ctx, s.o.Store, p.Key); err != nil {
 		return InspectResult{}, fmt.Errorf("inspect: %w", err)
 	} else if id != "" {
 		// The typed command could pass for the task the watch waits for.

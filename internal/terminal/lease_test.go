@@ -2,13 +2,11 @@ package terminal
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
-	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -102,84 +100,5 @@ func TestHostStopsFollowingALostLease(t *testing.T) {
 	ls, err := r.st.WorkLeases(ctx, store.LeaseMonitor, []string{res.TurnID})
 	if err != nil || len(ls) != 1 || ls[0].Owner != "thief" || ls[0].Until == 0 {
 		t.Fatalf("lease after the host let go = %+v, %v; want the thief's", ls, err)
-	}
-}
-
-// TestADeadTransitionOwnersLeaseIsFreedAtOnce: a process running a
-// transition is registered as its lease's owner, so once it is proven
-// dead (here: its registered incarnation is not the one running under its
-// pid) a host's reap frees the transition's lease at once, as it does a
-// dead host's monitor leases, instead of after the two-minute lease.
-func TestADeadTransitionOwnersLeaseIsFreedAtOnce(t *testing.T) {
-	self := owner.Self()
-	if self.Host == "" || self.Start == "" {
-		t.Skip("proving a process dead needs /proc")
-	}
-	r := newRig(t)
-	ctx := t.Context()
-	reg := r.st
-	release, err := r.svc.holdWork(ctx, store.LeaseTransition, "transition-1", transitionLeaseTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	ls, err := r.st.WorkLeases(ctx, store.LeaseTransition, []string{"transition-1"})
-	if err != nil || len(ls) != 1 {
-		t.Fatalf("transition leases = %v, %v", ls, err)
-	}
-	ps, err := reg.Processes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(ps, func(p store.Process) bool { return p.ID == ls[0].Owner })
-	if i < 0 {
-		t.Fatalf("the transition's lease owner %s is not in the process registry (%+v): no reap can prove it dead", ls[0].Owner, ps)
-	}
-	if ps[i].Role != WorkRole {
-		t.Fatalf("registered role = %q, want %q", ps[i].Role, WorkRole)
-	}
-	dead := ps[i]
-	dead.Start = "another-boot:1" // the pid now runs another incarnation
-	if err := reg.Heartbeat(ctx, dead); err != nil {
-		t.Fatal(err)
-	}
-	if _, n := self.ReapDead(ctx, reg, 0, nil); n != 1 {
-		t.Fatalf("reaped %d processes, want the transition's owner", n)
-	}
-	now := time.Now()
-	if _, err := r.st.ClaimWork(ctx, store.LeaseTransition, "transition-1", "host-b", now.UnixMilli(), now.Add(time.Minute).UnixMilli()); err != nil {
-		t.Fatalf("claim after the owner was reaped: %v, want it free at once", err)
-	}
-}
-
-// TestTransitionOwnerLeavesTheRegistry: the registration lasts while the
-// process holds work of its own, and ends with the last of it.
-func TestTransitionOwnerLeavesTheRegistry(t *testing.T) {
-	r := newRig(t)
-	ctx := t.Context()
-	reg := r.st
-	registered := func() bool {
-		t.Helper()
-		ps, err := reg.Processes(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return slices.ContainsFunc(ps, func(p store.Process) bool { return p.ID == selfIdentity().ID })
-	}
-	r1, err := r.svc.holdWork(ctx, store.LeaseTransition, "transition-1", transitionLeaseTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2, err := r.svc.holdWork(ctx, store.LeaseTransition, "transition-2", transitionLeaseTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r1()
-	if !registered() {
-		t.Fatal("unregistered while a transition is still held")
-	}
-	r2()
-	if registered() {
-		t.Fatal("still registered after the last transition ended")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 
+	"github.com/clawconnect/clawconnect/internal/terminal/transition"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -100,7 +101,7 @@ func (s *Service) row(ctx context.Context, p agents.Pane) termapi.TerminalRow {
 	}
 	var blocked []string
 	if idErr == nil {
-		blocked = append(blocked, s.transitionRow(ctx, p, id, sess, &r)...)
+		blocked = append(blocked, transition.FillRow(ctx, s.o.Store, p, id, sess, &r)...)
 	}
 	if p.NotControllable {
 		blocked = append(blocked, "not controllable: "+p.Reason)

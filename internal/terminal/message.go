@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 )
 
 // Message types and actors of a Turn's messages.
@@ -47,7 +48,7 @@ func actorOf(agent string) string {
 // newMessage builds a message with the default requires_response
 // (task, question, answer, blocked) and checks its route.
 func newMessage(t *store.Turn, from, to, typ, body string, ts int64) (Message, error) {
-	m := Message{ID: newMessageID(), TS: ts, SessionID: t.SessionID, TurnID: t.TurnID, From: from, To: to, Type: typ, Body: body}
+	m := Message{ID: ids.Message(), TS: ts, SessionID: t.SessionID, TurnID: t.TurnID, From: from, To: to, Type: typ, Body: body}
 	switch typ {
 	case MsgTask, MsgQuestion, MsgAnswer, MsgBlocked:
 		m.RequiresResponse = true

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/clawconnect/clawconnect/internal/store"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -70,15 +71,15 @@ func TestMessageRoutesAndIDs(t *testing.T) {
 		{"turn id", "turn-", "TURN-1", false},
 		{"session id", "session-", "session-1 2", false},
 	} {
-		if err := checkID(tc.kind, tc.prefix, tc.id); (err == nil) != tc.ok {
-			t.Errorf("checkID(%q) = %v", tc.id, err)
+		if err := ids.Check(tc.kind, tc.prefix, tc.id); (err == nil) != tc.ok {
+			t.Errorf("ids.Check(%q) = %v", tc.id, err)
 		}
 	}
-	if err := checkTerminalID("terminal:v2:tmux:codex:work:0.0:42"); err != nil {
+	if err := ids.CheckTerminal("terminal:v2:tmux:codex:work:0.0:42"); err != nil {
 		t.Errorf("valid terminal id refused: %v", err)
 	}
 	for _, bad := range []string{"", "terminal:v2:tmux:vim:w:0.0:1", "terminal:v2:tmux:codex:w:0.0:x", "turn-1"} {
-		if err := checkTerminalID(bad); err == nil {
+		if err := ids.CheckTerminal(bad); err == nil {
 			t.Errorf("terminal id %q accepted", bad)
 		}
 	}
@@ -91,8 +92,8 @@ func TestMalformedIDErrorsStayShortAndSayWhy(t *testing.T) {
 		name, want string
 		err        error
 	}{
-		{"a 100 kB watch id", "longer than 100 characters", checkID("watch id", "watch-", "watch-"+long)},
-		{"a 100 kB terminal id", "longer than", checkTerminalID("terminal:v2:tmux:codex:" + long + ":0.0:1")},
+		{"a 100 kB watch id", "longer than 100 characters", ids.Check("watch id", "watch-", "watch-"+long)},
+		{"a 100 kB terminal id", "longer than", ids.CheckTerminal("terminal:v2:tmux:codex:" + long + ":0.0:1")},
 	} {
 		if tc.err == nil || len(tc.err.Error()) > 600 || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: error (%d bytes) %.200q; want at most 600 bytes saying %q", tc.name, len(fmt.Sprint(tc.err)), fmt.Sprint(tc.err), tc.want)

@@ -20,6 +20,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agentproc"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -201,7 +202,7 @@ func (s *Service) onHost(ctx context.Context, host, op string, args hostOpArgs, 
 		return err
 	}
 	now := time.Now()
-	rec := &store.HostOp{OpID: "hostop-" + uuid(), Host: host, Op: op, Args: b, RequestedBy: owner.Self().ID, CreatedAt: now.UnixMilli()}
+	rec := &store.HostOp{OpID: "hostop-" + ids.UUID(), Host: host, Op: op, Args: b, RequestedBy: owner.Self().ID, CreatedAt: now.UnixMilli()}
 	announced, stop := s.o.Store.WatchTerminalWork()
 	defer stop()
 	if err := s.o.Store.PutHostOp(ctx, rec); err != nil {

@@ -9,6 +9,8 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
+	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -37,7 +39,7 @@ func View(t *store.Turn) termapi.TurnView {
 func Running(status termapi.TurnStatus) bool { return status.Running() }
 
 func (s *Service) turn(ctx context.Context, turnID string) (*store.Turn, error) {
-	if err := checkID("turn id", "turn-", turnID); err != nil {
+	if err := ids.Check("turn id", "turn-", turnID); err != nil {
 		return nil, err
 	}
 	t, err := s.o.Store.GetTurn(ctx, turnID)
@@ -55,7 +57,8 @@ func (s *Service) Status(ctx context.Context, turnID string) (termapi.TurnView, 
 	}
 	v := View(t)
 	if cbs, err := s.o.Store.TurnCallbacks(ctx, turnID, 1); err == nil && len(cbs) > 0 {
-		v.CallbackDelivery = callbackView(cbs[0])
+		cv := outbox.View(cbs[0])
+		v.CallbackDelivery = &cv
 	}
 	return v, nil
 }
@@ -218,7 +221,7 @@ func (s *Service) Respond(ctx context.Context, turnID, request string) (termapi.
 		return termapi.SendResult{}, fmt.Errorf("respond: %w", err)
 	}
 	d := &store.Dispatch{
-		TerminalKey: p.Key, GenerationID: "dispatch-" + uuid(), SessionID: t.SessionID, TurnID: t.TurnID,
+		TerminalKey: p.Key, GenerationID: "dispatch-" + ids.UUID(), SessionID: t.SessionID, TurnID: t.TurnID,
 		MessageID: msg.ID, MessageType: MsgAnswer, RequestHash: hash, Status: termapi.DispatchPrepared,
 		BindingID: t.TerminalBindingID, BindingGeneration: t.TerminalBindingGeneration, PreparedAt: now,
 	}

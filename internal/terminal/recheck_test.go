@@ -11,6 +11,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/sqlstore"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -160,7 +161,7 @@ func TestRecheckReadsTheLedgerOnlyWhenItMoved(t *testing.T) {
 	a := newFakeAgent(termapi.AgentCodex, 191)
 	r := newRig(t, a)
 	ctx := t.Context()
-	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	v, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	"github.com/clawconnect/clawconnect/internal/terminal/request"
 
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
+	"github.com/clawconnect/clawconnect/internal/terminal/transition"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -28,24 +29,6 @@ func submissionPayload(text string) (string, string, error) {
 		return "", "", fmt.Errorf("%w: %w; nothing was typed", termapi.ErrBadInput, err)
 	}
 	return p.Text, p.Hash, nil
-}
-
-// checkSessionKey validates an OpenClaw session key given as a callback
-// origin.
-func checkSessionKey(k string) error {
-	if len(k) > 512 {
-		return fmt.Errorf("%w: the origin session key is longer than 512 bytes", termapi.ErrBadInput)
-	}
-	for _, r := range k {
-		if r <= ' ' || r == 0x7f {
-			return fmt.Errorf("%w: the origin session key %q contains a space or control character", termapi.ErrBadInput, k)
-		}
-	}
-	if strings.HasPrefix(k, "-") {
-		// OpenClaw keys never start with '-': a flag was taken as the key.
-		return fmt.Errorf("%w: the origin session key %q starts with '-'; a flag was probably taken for it (give the key right after --origin-session)", termapi.ErrBadInput, k)
-	}
-	return nil
 }
 
 // checkPrincipal validates the MCP caller a Turn is sent for.
@@ -71,7 +54,7 @@ func (s *Service) Send(ctx context.Context, req termapi.SendRequest) (termapi.Se
 	if err != nil {
 		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
-	if err := checkSessionKey(req.OriginSession); err != nil {
+	if err := ids.CheckSessionKey(req.OriginSession); err != nil {
 		return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	if err := checkPrincipal(req.Principal); err != nil {
@@ -96,20 +79,20 @@ func (s *Service) Send(ctx context.Context, req termapi.SendRequest) (termapi.Se
 		id   agents.Identity
 	)
 	if req.SessionID != "" {
-		if err := checkID("session id", "session-", req.SessionID); err != nil {
+		if err := ids.Check("session id", "session-", req.SessionID); err != nil {
 			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
 		if sess, p, a, id, err = s.exactTarget(ctx, req.SessionID); err != nil {
 			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
 	} else {
-		if err := checkTerminalID(req.TerminalID); err != nil {
+		if err := ids.CheckTerminal(req.TerminalID); err != nil {
 			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
 		if p, a, id, err = s.followTarget(ctx, req.TerminalID); err != nil {
 			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
-		if err := s.checkThreadSwitch(ctx, p, id); err != nil {
+		if err := transition.CheckSwitch(ctx, s.o.Store, p, id); err != nil {
 			return termapi.SendResult{}, fmt.Errorf("send: %w", err)
 		}
 	}
@@ -140,7 +123,7 @@ func (s *Service) Send(ctx context.Context, req termapi.SendRequest) (termapi.Se
 	}
 	ctrl, _ := json.Marshal(p)
 	turn := &store.Turn{
-		TurnID: newTurnID(now), SessionID: sess.SessionID, Agent: sess.Agent, Workspace: sess.Workspace,
+		TurnID: ids.Turn(now), SessionID: sess.SessionID, Agent: sess.Agent, Workspace: sess.Workspace,
 		TerminalBindingID: sess.Binding.BindingID, TerminalBindingGeneration: sess.Binding.Generation,
 		NativeThreadID: id.ThreadID, UserRequest: payload, Status: termapi.TurnCreated,
 		CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
@@ -160,7 +143,7 @@ func (s *Service) Send(ctx context.Context, req termapi.SendRequest) (termapi.Se
 	turn.Takeover.Submission = store.Submission{MessageID: msg.ID, MessageType: MsgTask, RequestHash: hash,
 		Status: termapi.DispatchPrepared, Anchor: anchor, PreparedAt: now.UnixMilli()}
 	d := &store.Dispatch{
-		TerminalKey: p.Key, GenerationID: "dispatch-" + uuid(), SessionID: sess.SessionID, TurnID: turn.TurnID,
+		TerminalKey: p.Key, GenerationID: "dispatch-" + ids.UUID(), SessionID: sess.SessionID, TurnID: turn.TurnID,
 		MessageID: msg.ID, MessageType: MsgTask, RequestHash: hash, Status: termapi.DispatchPrepared,
 		BindingID: sess.Binding.BindingID, BindingGeneration: sess.Binding.Generation, PreparedAt: now.UnixMilli(),
 	}
@@ -248,7 +231,7 @@ const senderLeaseTTL = 60 * time.Second
 // monitor (of any process) writes the Turn.
 func (s *Service) senderLease(ctx context.Context, turnID string) (store.MonitorLease, error) {
 	now := time.Now()
-	l, err := s.o.Store.ClaimWork(ctx, store.LeaseMonitor, turnID, "send-"+uuid(), now.UnixMilli(), now.Add(senderLeaseTTL).UnixMilli())
+	l, err := s.o.Store.ClaimWork(ctx, store.LeaseMonitor, turnID, "send-"+ids.UUID(), now.UnixMilli(), now.Add(senderLeaseTTL).UnixMilli())
 	if errors.Is(err, store.ErrLeaseLost) {
 		return l, fmt.Errorf("%w: a monitor is still following this Turn; retry in a moment: %w", termapi.ErrRefused, err)
 	}

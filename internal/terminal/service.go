@@ -12,6 +12,8 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 
+	"github.com/clawconnect/clawconnect/internal/terminal/transition"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -92,6 +94,8 @@ type Service struct {
 	// transitionHook, if set, is called after each transition step is
 	// stored (tests stop a transition there).
 	transitionHook func(status string)
+	// transitions are the native thread transitions of the panes.
+	transitions *transition.Service
 
 	// inv is the last pane inventory, shared by monitors so that many
 	// open Turns cost one tmux list and /proc scan per interval, and
@@ -108,9 +112,8 @@ type Service struct {
 	// keySockets holds the recorded sockets followKey checked already.
 	keySockets sync.Map
 
-	// holding counts the work leases this process holds for itself
-	// (holdWork) while it is registered as their owner; guarded by mu.
-	holding int
+	// watches are the watches of tasks humans run in panes.
+	watches *watch.Service
 }
 
 // NewService returns a Service over o.
@@ -133,7 +136,16 @@ func NewService(o Options) *Service {
 	if o.ScanGrace <= 0 {
 		o.ScanGrace = DefaultScanGrace
 	}
-	return &Service{o: o, log: o.Logger, changed: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}}
+	s := &Service{o: o, log: o.Logger, changed: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}}
+	s.watches = watch.New(watch.Options{Store: o.Store, Panes: watchPanes{s}, Announcer: watchPanes{s}, Agents: o.Agents,
+		CallbackGateway: o.CallbackGateway, Logger: o.Logger})
+	s.transitions = transition.New(transition.Options{Store: o.Store, Panes: transitionPanes{s}, Keyboard: transitionPanes{s},
+		Announcer: transitionPanes{s}, Agents: o.Agents, Logger: o.Logger, Stepped: func(status string) {
+			if h := s.transitionHook; h != nil {
+				h(status)
+			}
+		}})
+	return s
 }
 
 // notify reports a change made by this process: it wakes the Waits on

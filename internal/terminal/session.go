@@ -9,6 +9,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -52,7 +53,7 @@ func sessionView(ctx context.Context, st store.TerminalStore, sess *store.TermSe
 // getSession reads a Session by the id a caller gave, with an error that
 // says what to do when there is none.
 func getSession(ctx context.Context, st store.TerminalStore, sessionID string) (*store.TermSession, error) {
-	if err := checkID("session id", "session-", sessionID); err != nil {
+	if err := ids.Check("session id", "session-", sessionID); err != nil {
 		return nil, err
 	}
 	sess, err := st.GetTermSession(ctx, sessionID)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -264,7 +265,7 @@ func (s *Service) followTarget(ctx context.Context, terminalID string) (agents.P
 func (s *Service) followSession(ctx context.Context, p agents.Pane, id agents.Identity) (*store.TermSession, error) {
 	now := nowMs()
 	binding := func(gen int64) *store.Binding {
-		return &store.Binding{BindingID: newBindingID(), Generation: gen, TerminalID: p.TerminalID, TerminalKey: p.Key,
+		return &store.Binding{BindingID: ids.Binding(), Generation: gen, TerminalID: p.TerminalID, TerminalKey: p.Key,
 			NativeThreadID: id.ThreadID, NativeProcess: store.NativeProcess{PID: p.PID, ProcessBirth: p.Birth, Rollout: id.File},
 			BoundAt: now, LastVerifiedAt: now}
 	}
@@ -290,7 +291,7 @@ func (s *Service) followSession(ctx context.Context, p agents.Pane, id agents.Id
 		}
 	}
 	if sess == nil {
-		sess = &store.TermSession{SessionID: newSessionID(time.Now()), Agent: p.Agent, Workspace: p.Cwd,
+		sess = &store.TermSession{SessionID: ids.Session(time.Now()), Agent: p.Agent, Workspace: p.Cwd,
 			Status: store.SessionBound, Binding: binding(1), Lineage: store.Lineage{CreatedBy: "attach"}, CreatedAt: now, UpdatedAt: now}
 		if err := s.o.Store.CreateTermSession(ctx, sess); err != nil {
 			return nil, fmt.Errorf("bind session: %w", err)

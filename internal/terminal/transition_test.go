@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/owner"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"github.com/clawconnect/clawconnect/internal/terminal/proc"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -310,7 +311,7 @@ func TestADeadOwnersTransitionIsRecoveredNeverHalfApplied(t *testing.T) {
 		tr := &store.Transition{TransitionID: id, Kind: store.TransitionClearThread, Agent: termapi.AgentClaude, TerminalID: a.pane.TerminalID,
 			TerminalKey: a.pane.Key, PID: a.pane.PID, ProcessBirth: a.pane.Birth, Workspace: "/w", FromSessionID: sess.SessionID,
 			FromBindingID: sess.Binding.BindingID, FromGeneration: sess.Binding.Generation, FromThreadID: sess.Binding.NativeThreadID,
-			TargetSessionID: newSessionID(time.Now()), ToGeneration: sess.Binding.Generation + 1, Plan: []string{"/clear"},
+			TargetSessionID: ids.Session(time.Now()), ToGeneration: sess.Binding.Generation + 1, Plan: []string{"/clear"},
 			Owner: deadOwner(t), PreparedAt: nowMs(), Status: store.TransitionPrepared, UpdatedAt: nowMs()}
 		if err := ts.PrepareTransition(ctx, tr); err != nil {
 			t.Fatal(err)
@@ -385,7 +386,7 @@ func TestTheHostsScanRecoversADeadOwnersTransition(t *testing.T) {
 	ts := r.st
 	tr := &store.Transition{TransitionID: "transition-host-scan", Kind: store.TransitionNewThread, Agent: termapi.AgentClaude, TerminalID: a.pane.TerminalID,
 		TerminalKey: a.pane.Key, PID: a.pane.PID, ProcessBirth: a.pane.Birth, Workspace: "/w", FromSessionID: sess.SessionID,
-		FromBindingID: sess.Binding.BindingID, FromGeneration: 1, FromThreadID: fakeThreadA, TargetSessionID: newSessionID(time.Now()),
+		FromBindingID: sess.Binding.BindingID, FromGeneration: 1, FromThreadID: fakeThreadA, TargetSessionID: ids.Session(time.Now()),
 		ToGeneration: 2, Plan: []string{"/clear"}, Owner: deadOwner(t), PreparedAt: nowMs(), Status: store.TransitionPrepared, UpdatedAt: nowMs()}
 	// A first host follows the Turn to its end and stops (a crash leaves
 	// no host running); the next one starts after the owner died.
@@ -499,7 +500,7 @@ func testRecoveryLeavesAnotherHostsTransition(t *testing.T, svc *Service, ts sto
 	prepare := func(id, key, ownerID string) {
 		now := nowMs()
 		tr := &store.Transition{TransitionID: id, Kind: store.TransitionClearThread, Agent: termapi.AgentClaude, TerminalID: "term-" + key,
-			TerminalKey: key, PID: 4242, ProcessBirth: "b", Workspace: "/w", TargetSessionID: newSessionID(time.Now()), ToGeneration: 1,
+			TerminalKey: key, PID: 4242, ProcessBirth: "b", Workspace: "/w", TargetSessionID: ids.Session(time.Now()), ToGeneration: 1,
 			Plan: []string{"/clear"}, Owner: ownerID, PreparedAt: now, Status: store.TransitionPrepared, UpdatedAt: now}
 		if err := ts.PrepareTransition(ctx, tr); err != nil {
 			t.Fatal(err)
@@ -543,7 +544,7 @@ func TestRecoverTransitionsLeavesOtherHostsAlone(t *testing.T) {
 	remote := owner.Identity{ID: "elsewhere/4242/beef", Host: "elsewhere/pid:[4026531836]", PID: 4242, Start: "another-boot:1"}
 	now := nowMs()
 	tr := &store.Transition{TransitionID: "transition-remote", Kind: store.TransitionClearThread, Agent: termapi.AgentClaude, TerminalID: "term-x",
-		TerminalKey: "tmux:%93", PID: 4242, ProcessBirth: "b", Workspace: "/w", TargetSessionID: newSessionID(time.Now()), ToGeneration: 1,
+		TerminalKey: "tmux:%93", PID: 4242, ProcessBirth: "b", Workspace: "/w", TargetSessionID: ids.Session(time.Now()), ToGeneration: 1,
 		Plan: []string{"/clear"}, Owner: remote.Encode(), PreparedAt: now, Status: store.TransitionPrepared, UpdatedAt: now}
 	l, err := r.st.ClaimWork(ctx, store.LeaseTransition, tr.TransitionID, remote.ID, now, now+time.Hour.Milliseconds())
 	if err != nil {
@@ -569,29 +570,5 @@ func TestRecoverTransitionsLeavesOtherHostsAlone(t *testing.T) {
 	}
 	if got, _ := ts.GetTransition(ctx, tr.TransitionID); got.Status != store.TransitionAborted {
 		t.Fatalf("the abandoned transition = %s, want aborted (nothing was typed)", got.Status)
-	}
-}
-
-// TestATransitionHoldsItsLease: while a transition runs, its process holds
-// the transition's lease, and releases it when it ends.
-func TestATransitionHoldsItsLease(t *testing.T) {
-	r := newRig(t)
-	ctx := t.Context()
-	release, err := r.svc.holdWork(ctx, store.LeaseTransition, "transition-held", 30*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := r.st.WorkLeases(ctx, store.LeaseTransition, []string{"transition-held"})
-	if err != nil || len(first) != 1 || first[0].Owner != selfIdentity().ID {
-		t.Fatalf("lease while the transition runs = %+v, %v", first, err)
-	}
-	r.until("the lease is renewed", func() bool {
-		ls, err := r.st.WorkLeases(ctx, store.LeaseTransition, []string{"transition-held"})
-		return err == nil && len(ls) == 1 && ls[0].Until > first[0].Until && ls[0].Fence == first[0].Fence
-	})
-	release()
-	ls, err := r.st.WorkLeases(ctx, store.LeaseTransition, []string{"transition-held"})
-	if err != nil || len(ls) != 1 || ls[0].Until != 0 {
-		t.Fatalf("lease after release = %+v, %v", ls, err)
 	}
 }

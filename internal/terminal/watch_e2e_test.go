@@ -14,6 +14,7 @@ import (
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox/outboxtest"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
 	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
@@ -86,7 +87,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	const S = "agent:main:watcher"
 	cs := st
 
-	waitWatch := func(id string, want ...string) WatchView {
+	waitWatch := func(id string, want ...string) watch.View {
 		t.Helper()
 		deadline := time.Now().Add(90 * time.Second)
 		for {
@@ -127,7 +128,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	}
 
 	// 1. Watch first, then the human types.
-	w1, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	w1, err := svc.Watch(ctx, watch.Request{TerminalID: rp.pane.TerminalID, OriginSession: S})
 	if err != nil {
 		t.Fatalf("watch: %v; screen:\n%s", err, rp.debug())
 	}
@@ -151,7 +152,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 	if _, err := rp.tui.WaitFor(ctx, "the task running", func(s string) bool { return rp.agent.Screen(s).Activity == "working" }); err != nil {
 		t.Fatal(err)
 	}
-	w2, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	w2, err := svc.Watch(ctx, watch.Request{TerminalID: rp.pane.TerminalID, OriginSession: S})
 	if err != nil {
 		t.Fatalf("watch a running task: %v; screen:\n%s", err, rp.debug())
 	}
@@ -163,7 +164,7 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 
 	// 3. An approval in a watched task: one question; unwatch; the human
 	// approves in the pane and the task ends, nothing more is queued.
-	w3, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	w3, err := svc.Watch(ctx, watch.Request{TerminalID: rp.pane.TerminalID, OriginSession: S})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 	if _, err := rp.tui.WaitFor(ctx, "the task running", func(s string) bool { return rp.agent.Screen(s).Activity == "working" }); err != nil {
 		t.Fatal(err)
 	}
-	w, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	w, err := svc.Watch(ctx, watch.Request{TerminalID: rp.pane.TerminalID, OriginSession: S})
 	if err != nil {
 		t.Fatalf("watch a running Claude task: %v; screen:\n%s", err, rp.debug())
 	}
@@ -251,7 +252,7 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 		t.Fatalf("prompts after the watch's anchor = %v, %v; want %s first", prompts, err, joined.TurnID)
 	}
 	deadline := time.Now().Add(90 * time.Second)
-	var v WatchView
+	var v watch.View
 	for {
 		if v, err = svc.WatchStatus(ctx, w.WatchID); err != nil {
 			t.Fatal(err)
@@ -312,7 +313,7 @@ func watchQuestionE2E(t *testing.T, kind realcli.Kind, question string, args ...
 	rp, svc, st, gw, _ := startWatchHost(t, kind, args...)
 	ctx := t.Context()
 	const S = "agent:main:question-watcher"
-	w, err := svc.Watch(ctx, WatchRequest{TerminalID: rp.pane.TerminalID, OriginSession: S})
+	w, err := svc.Watch(ctx, watch.Request{TerminalID: rp.pane.TerminalID, OriginSession: S})
 	if err != nil {
 		t.Fatalf("watch: %v; screen:\n%s", err, rp.debug())
 	}

@@ -2,6 +2,8 @@ package terminal
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -90,9 +93,9 @@ func (r *rig) notifications(watchID string) []string {
 	return out
 }
 
-func (r *rig) waitWatch(id, status string) WatchView {
+func (r *rig) waitWatch(id, status string) watch.View {
 	r.t.Helper()
-	var v WatchView
+	var v watch.View
 	r.until("watch "+id+" is "+status, func() bool {
 		var err error
 		v, err = r.svc.WatchStatus(r.t.Context(), id)
@@ -109,14 +112,14 @@ func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
 	r := newRig(t, a)
 	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
-	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	v, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.Status != store.WatchActive || v.TaskSeen || v.SessionID == "" {
 		t.Fatalf("new watch = %+v", v)
 	}
-	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, termapi.ErrRefused) {
+	if _, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("second watch of the pane: %v, want ErrRefused", err)
 	}
 	a.humanStarts("h-1")
@@ -126,7 +129,7 @@ func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
 	})
 	a.humanTaskEnds("h-1", "FAKE-REPLY: done by hand", false)
 	got := r.waitWatch(v.WatchID, store.WatchCompleted)
-	if got.Settlement == nil || got.Settlement.Text != "FAKE-REPLY: done by hand" || got.Settlement.Kind != WatchKindCompleted {
+	if got.Settlement == nil || got.Settlement.Text != "FAKE-REPLY: done by hand" || got.Settlement.Kind != watch.KindCompleted {
 		t.Fatalf("settled watch = %+v", got)
 	}
 	want := []string{"watch_completed/done/FAKE-REPLY: done by hand"}
@@ -134,7 +137,7 @@ func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
 		t.Fatalf("notifications (-want +got):\n%s", diff)
 	}
 	cb := got.Notifications[0]
-	if cb.SessionKey != watchOrigin || cb.Status != termapi.CallbackPending || cb.MessageID != watchMessageID(v.WatchID, WatchKindCompleted, "h-1") {
+	if cb.SessionKey != watchOrigin || cb.Status != termapi.CallbackPending || cb.MessageID != wantWatchMessageID(v.WatchID, watch.KindCompleted, "h-1") {
 		t.Fatalf("notification = %+v", cb)
 	}
 	// A later task in the pane notifies nothing more; the pane is free
@@ -144,7 +147,7 @@ func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
 	if diff := cmp.Diff(want, r.notifications(v.WatchID)); diff != "" {
 		t.Fatalf("notifications after a second task (-want +got):\n%s", diff)
 	}
-	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
+	if _, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); err != nil {
 		t.Fatalf("watch after the first settled: %v", err)
 	}
 }
@@ -152,12 +155,12 @@ func TestWatchHumanTaskNotifiesCompletionOnce(t *testing.T) {
 // watchRunningTask starts a host over a's pane, where a human started task
 // h-1 before the watch was asked for, and returns the watch once it joined
 // that task.
-func watchRunningTask(t *testing.T, a *fakeAgent) (*rig, WatchView) {
+func watchRunningTask(t *testing.T, a *fakeAgent) (*rig, watch.View) {
 	t.Helper()
 	r := newRig(t, a)
 	r.start(r.svc, hostpkg.Options{})
 	a.humanStarts("h-1")
-	v, err := r.svc.Watch(t.Context(), WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	v, err := r.svc.Watch(t.Context(), watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +232,7 @@ func TestUnwatchStopsNotifications(t *testing.T) {
 	r := newRig(t, a)
 	h := r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
-	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	v, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,20 +268,20 @@ func TestWatchRefusals(t *testing.T) {
 	ctx := t.Context()
 	for _, tc := range []struct {
 		name string
-		req  WatchRequest
+		req  watch.Request
 		want error
 	}{
-		{"no origin", WatchRequest{TerminalID: a.pane.TerminalID}, termapi.ErrBadInput},
-		{"bad origin", WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: "a b"}, termapi.ErrBadInput},
-		{"bad terminal", WatchRequest{TerminalID: "pane-1", OriginSession: watchOrigin}, termapi.ErrBadInput},
-		{"negative timeout", WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin, Timeout: -time.Second}, termapi.ErrBadInput},
+		{"no origin", watch.Request{TerminalID: a.pane.TerminalID}, termapi.ErrBadInput},
+		{"bad origin", watch.Request{TerminalID: a.pane.TerminalID, OriginSession: "a b"}, termapi.ErrBadInput},
+		{"bad terminal", watch.Request{TerminalID: "pane-1", OriginSession: watchOrigin}, termapi.ErrBadInput},
+		{"negative timeout", watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin, Timeout: -time.Second}, termapi.ErrBadInput},
 	} {
 		if _, err := r.svc.Watch(ctx, tc.req); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	a.set(func(f *fakeAgent) { f.draft = "half typed" })
-	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, termapi.ErrRefused) {
+	if _, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("watch of a pane with a draft: %v, want ErrRefused", err)
 	}
 	a.set(func(f *fakeAgent) { f.draft = "" })
@@ -286,7 +289,7 @@ func TestWatchRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, termapi.ErrRefused) {
+	if _, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin}); !errors.Is(err, termapi.ErrRefused) {
 		t.Fatalf("watch while Turn %s runs: %v, want ErrRefused", res.TurnID, err)
 	}
 	active, _ := r.st.ActiveWatches(ctx, 10)
@@ -300,7 +303,7 @@ func TestWatchResumedByANewHostAndTimesOut(t *testing.T) {
 	r := newRig(t, a)
 	ctx := t.Context()
 	// No host runs: the watch is only a store record.
-	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin, Timeout: 300 * time.Millisecond})
+	v, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin, Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +324,7 @@ func TestWatchYieldsToATurnOfOursAndBlocksInspect(t *testing.T) {
 	r := newRig(t, a)
 	r.start(r.svc, hostpkg.Options{})
 	ctx := t.Context()
-	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	v, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +365,7 @@ func TestNewThreadInvalidatesTheWatchWithOneNotification(t *testing.T) {
 	}
 	a.finish("first done", false)
 	r.waitStatus(first.TurnID, termapi.TurnIdle)
-	w, err := r.svc.Watch(ctx, WatchRequest{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
+	w, err := r.svc.Watch(ctx, watch.Request{TerminalID: a.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +403,7 @@ func TestWatchesListsActiveWatches(t *testing.T) {
 	if got, err := r.svc.Watches(ctx, 0); err != nil || len(got) != 0 {
 		t.Fatalf("watches before any watch = %+v, %v", got, err)
 	}
-	v, err := r.svc.Watch(ctx, WatchRequest{TerminalID: b.pane.TerminalID, OriginSession: watchOrigin})
+	v, err := r.svc.Watch(ctx, watch.Request{TerminalID: b.pane.TerminalID, OriginSession: watchOrigin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,4 +427,14 @@ func TestWatchesListsActiveWatches(t *testing.T) {
 	if got, err := c.Watches(ctx, 10); err != nil || len(got) != 0 {
 		t.Fatalf("watches after unwatch = %+v, %v", got, err)
 	}
+}
+
+// wantWatchMessageID is the message id a watch notification must carry:
+// the hash of its schema, watch, kind and evidence, so the same evidence
+// always yields the same id (the plugin deduplicates by it).
+func wantWatchMessageID(watchID, kind, evidence string) string {
+	b, _ := json.Marshal(map[string]any{"schema": "clawconnect/terminal-watch-notification", "version": 1,
+		"watch_id": watchID, "kind": kind, "evidence_fingerprint": evidence})
+	sum := sha256.Sum256(b)
+	return "msg-watch-" + hex.EncodeToString(sum[:])[:32]
 }

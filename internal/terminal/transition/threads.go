@@ -1,4 +1,4 @@
-package terminal
+package transition
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -26,10 +27,10 @@ type ThreadsResult struct {
 // workspace, newest first, with the managed Session of each. It changes
 // nothing.
 func (s *Service) Threads(ctx context.Context, terminalID string) (ThreadsResult, error) {
-	if err := checkTerminalID(terminalID); err != nil {
+	if err := ids.CheckTerminal(terminalID); err != nil {
 		return ThreadsResult{}, fmt.Errorf("threads: %w", err)
 	}
-	p, a, id, err := s.followTarget(ctx, terminalID)
+	p, a, id, err := s.o.Panes.Target(ctx, terminalID)
 	if err != nil {
 		return ThreadsResult{}, fmt.Errorf("threads: %w", err)
 	}
@@ -54,10 +55,10 @@ func (s *Service) Threads(ctx context.Context, terminalID string) (ThreadsResult
 	return ThreadsResult{TerminalID: p.TerminalID, Agent: p.Agent, Workspace: p.Cwd, Threads: list}, nil
 }
 
-// checkThreadSwitch refuses a follow-current send to a pane whose thread a
+// CheckSwitch refuses a follow-current send to a pane whose thread a
 // human switched, until adopt-thread or detach settles it.
-func (s *Service) checkThreadSwitch(ctx context.Context, p agents.Pane, id agents.Identity) error {
-	cur, conflict, err := s.paneBinding(ctx, p, id)
+func CheckSwitch(ctx context.Context, st store.TerminalStore, p agents.Pane, id agents.Identity) error {
+	cur, conflict, err := paneBinding(ctx, st, p, id)
 	if err != nil {
 		return err
 	}
@@ -67,12 +68,12 @@ func (s *Service) checkThreadSwitch(ctx context.Context, p agents.Pane, id agent
 	return nil
 }
 
-// transitionRow fills the row's binding generation, thread conflict and
-// open transition, and returns why they block a send.
-func (s *Service) transitionRow(ctx context.Context, p agents.Pane, id agents.Identity, sess *store.TermSession, r *termapi.TerminalRow) []string {
+// FillRow fills the pane's list row with its binding generation, thread
+// conflict and open transition, and returns why they block a send.
+func FillRow(ctx context.Context, st store.Store, p agents.Pane, id agents.Identity, sess *store.TermSession, r *termapi.TerminalRow) []string {
 	r.NativeThreadID = id.ThreadID
 	var blocked []string
-	cur, conflict, err := s.paneBinding(ctx, p, id)
+	cur, conflict, err := paneBinding(ctx, st, p, id)
 	if err == nil && conflict {
 		r.ManagementState = "conflict"
 		r.Conflict = &termapi.ThreadConflict{SessionID: cur.SessionID, BoundThreadID: cur.Binding.NativeThreadID, PaneThreadID: id.ThreadID,
@@ -89,8 +90,8 @@ func (s *Service) transitionRow(ctx context.Context, p agents.Pane, id agents.Id
 	} else if err == nil && cur != nil && !conflict {
 		r.BindingGeneration = cur.Binding.Generation
 	}
-	if list, err := s.o.Store.TerminalTransitions(ctx, p.Key, 1); err == nil && len(list) == 1 && !store.TransitionFinal(list[0].Status) {
-		v := transitionView(list[0])
+	if list, err := st.TerminalTransitions(ctx, p.Key, 1); err == nil && len(list) == 1 && !store.TransitionFinal(list[0].Status) {
+		v := View(list[0])
 		r.Transition = &v
 		blocked = append(blocked, "thread transition "+v.TransitionID+" is "+v.Status)
 	}

@@ -1,10 +1,11 @@
-package terminal
+package ids
 
 import (
 	"errors"
-	"github.com/clawconnect/clawconnect/termapi"
 	"strings"
 	"testing"
+
+	"github.com/clawconnect/clawconnect/termapi"
 )
 
 func TestMalformedIDSaysWhereToFindOne(t *testing.T) {
@@ -13,9 +14,9 @@ func TestMalformedIDSaysWhereToFindOne(t *testing.T) {
 		{"transition id", "transition-", "x", "new-thread"},
 		{"turn id", "turn-", "watch-x", "terminal list"},
 	} {
-		err := checkID(tt.kind, tt.prefix, tt.id)
+		err := Check(tt.kind, tt.prefix, tt.id)
 		if !errors.Is(err, termapi.ErrBadInput) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("checkID(%s, %q) = %v, want a hint naming %q", tt.kind, tt.id, err, tt.want)
+			t.Errorf("Check(%s, %q) = %v, want a hint naming %q", tt.kind, tt.id, err, tt.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package terminal
+package transition
 
 import (
 	"context"
@@ -56,9 +56,9 @@ func foreignOwner(o string) (owner.Identity, bool) {
 	return id, id.Host == "" || self.Host == "" || id.Host != self.Host
 }
 
-// transitionLeaseTTL is how long a transition's lease lasts unrenewed;
+// leaseTTL is how long a transition's lease lasts unrenewed;
 // the process running it renews it every third of that.
-const transitionLeaseTTL = 2 * time.Minute
+const leaseTTL = 2 * time.Minute
 
 // holdWork claims kind's lease of id for this process (selfIdentity) and
 // renews it in the background until the returned release ends it: work a

@@ -1,4 +1,8 @@
-package terminal
+// Package ids makes the ids of terminal records (Sessions, bindings,
+// transitions) and refuses a malformed one a caller gives (a Turn, watch,
+// transition or Session id, a terminal_id, an OpenClaw session key) with an
+// error that says where a good one is found.
+package ids
 
 import (
 	"crypto/rand"
@@ -11,13 +15,15 @@ import (
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
-func randHex(n int) string {
+// Hex returns n random bytes in hex.
+func Hex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-func uuid() string {
+// UUID returns a random (version 4) UUID.
+func UUID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	b[6] = b[6]&0x0f | 0x40
@@ -26,22 +32,25 @@ func uuid() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// newSessionID returns "session-YYYYMMDDHHMMSS-<8 hex>" (UTC), the form callbacks carry.
-func newSessionID(now time.Time) string {
-	return "session-" + now.UTC().Format("20060102150405") + "-" + randHex(4)
+// Session returns "session-YYYYMMDDHHMMSS-<8 hex>" (UTC), the form callbacks carry.
+func Session(now time.Time) string {
+	return "session-" + now.UTC().Format("20060102150405") + "-" + Hex(4)
 }
 
-// newTurnID returns "turn-YYYYMMDDTHHMMSS-<8 hex>" (UTC).
-func newTurnID(now time.Time) string {
-	return "turn-" + now.UTC().Format("20060102T150405") + "-" + randHex(4)
+// Turn returns "turn-YYYYMMDDTHHMMSS-<8 hex>" (UTC).
+func Turn(now time.Time) string {
+	return "turn-" + now.UTC().Format("20060102T150405") + "-" + Hex(4)
 }
 
-func newBindingID() string { return "binding-" + uuid() }
-func newMessageID() string { return "msg-" + uuid() }
+// Binding returns a new binding id.
+func Binding() string { return "binding-" + UUID() }
 
-// checkID refuses an id that is empty, lacks prefix, or holds characters no
+// Message returns a new message id.
+func Message() string { return "msg-" + UUID() }
+
+// Check refuses an id that is empty, lacks prefix, or holds characters no
 // generated id has, so a typo is reported as malformed rather than unknown.
-func checkID(kind, prefix, id string) error {
+func Check(kind, prefix, id string) error {
 	if len(id) > 100 {
 		return fmt.Errorf("%w: %s %q is malformed: it is longer than 100 characters (%s)",
 			termapi.ErrBadInput, kind, shortID(id), whereFrom(prefix))
@@ -73,8 +82,8 @@ func whereFrom(prefix string) string {
 // an id is echoed in errors and looked up in every tmux server.
 const maxTerminalID = 512
 
-// checkTerminalID refuses a terminal_id that does not parse.
-func checkTerminalID(id string) error {
+// CheckTerminal refuses a terminal_id that does not parse.
+func CheckTerminal(id string) error {
 	if len(id) > maxTerminalID {
 		return fmt.Errorf("%w: terminal id %q is malformed: it is longer than %d characters; copy it from `clawconnect terminal list`",
 			termapi.ErrBadInput, shortID(id), maxTerminalID)
@@ -91,4 +100,22 @@ func shortID(id string) string {
 		return id
 	}
 	return strings.ToValidUTF8(id[:40], "") + "…"
+}
+
+// CheckSessionKey refuses an OpenClaw session key given as a callback
+// origin that no OpenClaw session has.
+func CheckSessionKey(k string) error {
+	if len(k) > 512 {
+		return fmt.Errorf("%w: the origin session key is longer than 512 bytes", termapi.ErrBadInput)
+	}
+	for _, r := range k {
+		if r <= ' ' || r == 0x7f {
+			return fmt.Errorf("%w: the origin session key %q contains a space or control character", termapi.ErrBadInput, k)
+		}
+	}
+	if strings.HasPrefix(k, "-") {
+		// OpenClaw keys never start with '-': a flag was taken as the key.
+		return fmt.Errorf("%w: the origin session key %q starts with '-'; a flag was probably taken for it (give the key right after --origin-session)", termapi.ErrBadInput, k)
+	}
+	return nil
 }

@@ -1,4 +1,16 @@
-package terminal
+// Package transition holds native thread transitions: new-thread,
+// clear-thread and resume-thread drive the agent's own control in the pane;
+// adopt-thread takes over a thread a human switched to. Each is recorded in
+// the store before the pane is touched, verified from the agent's own files,
+// and committed with its Session writes in one store write. A transition
+// creates no Turn: the next ordinary send starts the first Turn of the new
+// context. The process running one holds its lease and is registered as its
+// owner (owner.go); one left unfinished is recovered or resolved
+// (recover.go). The pane's native threads, and the thread a human switched
+// to, are read here too (threads.go).
+//
+// It knows the Turn service only through the small interfaces below.
+package transition
 
 import (
 	"context"
@@ -9,23 +21,16 @@ import (
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
+	"github.com/clawconnect/clawconnect/internal/terminal/ids"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// Native thread transitions: new-thread,
-// clear-thread and resume-thread drive the agent's own control in the pane;
-// adopt-thread takes over a thread a human switched to. Each is recorded in
-// the store before the pane is touched, verified from the agent's own files,
-// and committed with its Session writes in one store write. A transition
-// creates no Turn: the next ordinary send starts the first Turn of the new
-// context.
-
-// transitionVerifyTimeout bounds the wait for the agent's files to show the
+// verifyTimeout bounds the wait for the agent's files to show the
 // thread a transition asked for.
-const transitionVerifyTimeout = 15 * time.Second
+const verifyTimeout = 15 * time.Second
 
 // NewThread starts a new native thread in the terminal's agent (its own
-// new-thread control). See transition for the guarantees.
+// new-thread control). See the package doc for the guarantees.
 func (s *Service) NewThread(ctx context.Context, terminalID string) (termapi.TransitionView, error) {
 	return s.transition(ctx, store.TransitionNewThread, terminalID, "")
 }
@@ -52,8 +57,8 @@ func (s *Service) AdoptThread(ctx context.Context, terminalID string) (termapi.T
 // paneBinding returns the Session bound to the pane's process incarnation
 // (nil if none) and whether its thread differs from the pane's (a human
 // switched the thread).
-func (s *Service) paneBinding(ctx context.Context, p agents.Pane, id agents.Identity) (*store.TermSession, bool, error) {
-	list, err := s.o.Store.SessionsByTerminal(ctx, p.Key)
+func paneBinding(ctx context.Context, st store.TerminalStore, p agents.Pane, id agents.Identity) (*store.TermSession, bool, error) {
+	list, err := st.SessionsByTerminal(ctx, p.Key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -92,18 +97,17 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 	fail := func(err error) (termapi.TransitionView, error) {
 		return termapi.TransitionView{}, fmt.Errorf("%s: %w", op, err)
 	}
-	if err := checkTerminalID(terminalID); err != nil {
+	if err := ids.CheckTerminal(terminalID); err != nil {
 		return fail(err)
 	}
 	if kind == store.TransitionResumeThread && !agents.ValidThreadID(thread) {
 		return fail(fmt.Errorf("%w: native thread id %q is not a complete thread id (a UUID); copy one from `clawconnect terminal threads %s`", termapi.ErrBadInput, thread, terminalID))
 	}
-	ts := s.o.Store
-	p, a, id, err := s.followTarget(ctx, terminalID)
+	p, a, id, err := s.o.Panes.Target(ctx, terminalID)
 	if err != nil {
 		return fail(err)
 	}
-	cur, conflict, err := s.paneBinding(ctx, p, id)
+	cur, conflict, err := paneBinding(ctx, s.o.Store, p, id)
 	if err != nil {
 		return fail(err)
 	}
@@ -143,15 +147,15 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 		if version, plan, err = tc.ThreadPlan(ctx, p, kind, thread); err != nil {
 			return fail(err)
 		}
-		if _, err := s.checkScreen(ctx, a, p); err != nil {
+		if err := s.o.Panes.Ready(ctx, a, p); err != nil {
 			return fail(err)
 		}
 	}
 	now := nowMs()
-	tr := &store.Transition{TransitionID: "transition-" + uuid(), Kind: kind, Agent: p.Agent, AgentVersion: version,
+	tr := &store.Transition{TransitionID: "transition-" + ids.UUID(), Kind: kind, Agent: p.Agent, AgentVersion: version,
 		TerminalID: p.TerminalID, TerminalKey: p.Key, PID: p.PID, ProcessBirth: p.Birth, Workspace: p.Cwd,
 		TargetThreadID: thread, Plan: plan, Owner: selfOwner(), PreparedAt: now, Status: store.TransitionPrepared, UpdatedAt: now,
-		TargetSessionID: newSessionID(time.Now()), ToGeneration: 1}
+		TargetSessionID: ids.Session(time.Now()), ToGeneration: 1}
 	if cur != nil {
 		tr.FromSessionID, tr.FromBindingID, tr.FromGeneration = cur.SessionID, cur.Binding.BindingID, cur.Binding.Generation
 		tr.FromThreadID, tr.ToGeneration = cur.Binding.NativeThreadID, cur.Binding.Generation+1
@@ -176,12 +180,12 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 	// The transition's lease says it is being run: a process that cannot
 	// prove this one dead (another host) recovers it only once the lease
 	// runs out.
-	release, err := s.holdWork(ctx, store.LeaseTransition, tr.TransitionID, transitionLeaseTTL)
+	release, err := s.holdWork(ctx, store.LeaseTransition, tr.TransitionID, leaseTTL)
 	if err != nil {
 		return fail(err)
 	}
 	defer release()
-	if err := ts.PrepareTransition(ctx, tr); err != nil {
+	if err := s.o.Store.PrepareTransition(ctx, tr); err != nil {
 		switch {
 		case errors.Is(err, store.ErrTerminalBusy):
 			return fail(fmt.Errorf("%w: unresolved work on the terminal: %w", termapi.ErrRefused, err))
@@ -190,10 +194,10 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 		}
 		return fail(err)
 	}
-	s.notify()
+	s.o.Announcer.Changed()
 	s.log.Info("transition prepared", "transition_id", tr.TransitionID, "kind", kind, "terminal_id", p.TerminalID)
-	tr, err = s.runTransition(ctx, ts, tr, p, a, id)
-	v := transitionView(tr)
+	tr, err = s.run(ctx, tr, p, a, id)
+	v := View(tr)
 	if err != nil {
 		return v, fmt.Errorf("%s: %w", op, err)
 	}
@@ -201,7 +205,7 @@ func (s *Service) transition(ctx context.Context, kind, terminalID, thread strin
 }
 
 // step advances tr to status (setting its reason) and announces it.
-func (s *Service) step(ctx context.Context, ts store.TransitionStore, tr *store.Transition, status, reason string) error {
+func (s *Service) step(ctx context.Context, tr *store.Transition, status, reason string) error {
 	next := *tr
 	next.Status, next.UpdatedAt = status, nowMs()
 	if reason != "" {
@@ -217,12 +221,12 @@ func (s *Service) step(ctx context.Context, ts store.TransitionStore, tr *store.
 	case store.TransitionAborted:
 		next.EndedAt = next.UpdatedAt
 	}
-	if err := ts.AdvanceTransition(context.WithoutCancel(ctx), &next); err != nil {
+	if err := s.o.Store.AdvanceTransition(context.WithoutCancel(ctx), &next); err != nil {
 		return err
 	}
 	*tr = next
-	s.notify()
-	if h := s.transitionHook; h != nil {
+	s.o.Announcer.Changed()
+	if h := s.o.Stepped; h != nil {
 		h(status)
 	}
 	return nil
@@ -230,8 +234,8 @@ func (s *Service) step(ctx context.Context, ts store.TransitionStore, tr *store.
 
 // settle ends a failed step: aborted when nothing reached the pane, else
 // uncertain; the returned error carries reason.
-func (s *Service) settle(ctx context.Context, ts store.TransitionStore, tr *store.Transition, status, reason string, cause error) (*store.Transition, error) {
-	if err := s.step(ctx, ts, tr, status, reason); err != nil {
+func (s *Service) settle(ctx context.Context, tr *store.Transition, status, reason string, cause error) (*store.Transition, error) {
+	if err := s.step(ctx, tr, status, reason); err != nil {
 		return tr, errors.Join(fmt.Errorf("%s: %w", reason, cause), err)
 	}
 	if status == store.TransitionUncertain {
@@ -240,61 +244,62 @@ func (s *Service) settle(ctx context.Context, ts store.TransitionStore, tr *stor
 	return tr, fmt.Errorf("%s: %w", reason, cause)
 }
 
-func (s *Service) runTransition(ctx context.Context, ts store.TransitionStore, tr *store.Transition, p agents.Pane, a agents.Agent, before agents.Identity) (*store.Transition, error) {
+// run drives the prepared tr to committed, aborted or uncertain.
+func (s *Service) run(ctx context.Context, tr *store.Transition, p agents.Pane, a agents.Agent, before agents.Identity) (*store.Transition, error) {
 	if tr.Kind == store.TransitionAdopt {
-		if err := s.step(ctx, ts, tr, store.TransitionVerified, ""); err != nil {
+		if err := s.step(ctx, tr, store.TransitionVerified, ""); err != nil {
 			return tr, err
 		}
 		tr.ObservedThreadID, tr.ObservedFile = before.ThreadID, before.File
-		return s.commit(ctx, ts, tr, p)
+		return s.commit(ctx, tr, p)
 	}
 	// Revalidate the pane right before touching it.
-	live, err := s.findPane(ctx, p.Key, p.PID, p.Birth)
+	live, err := s.o.Panes.Find(ctx, p.Key, p.PID, p.Birth)
 	if err == nil {
 		var id agents.Identity
-		if id, err = s.identify(ctx, a, live); err == nil && !strings.EqualFold(id.ThreadID, before.ThreadID) {
+		if id, err = s.o.Panes.Identify(ctx, a, live); err == nil && !strings.EqualFold(id.ThreadID, before.ThreadID) {
 			err = fmt.Errorf("%w: the pane's thread changed since the transition was prepared", termapi.ErrRefused)
 		}
 	}
 	if err == nil {
-		_, err = s.checkScreen(ctx, a, live)
+		err = s.o.Panes.Ready(ctx, a, live)
 	}
 	if err != nil {
-		return s.settle(ctx, ts, tr, store.TransitionAborted, "the pane changed before anything was typed", err)
+		return s.settle(ctx, tr, store.TransitionAborted, "the pane changed before anything was typed", err)
 	}
-	if err := s.step(ctx, ts, tr, store.TransitionDispatching, ""); err != nil {
+	if err := s.step(ctx, tr, store.TransitionDispatching, ""); err != nil {
 		return tr, err
 	}
 	for i, line := range tr.Plan {
-		if err := s.o.Terminals.SendText(ctx, p, line); err != nil {
+		if err := s.o.Keyboard.SendText(ctx, p, line); err != nil {
 			if i == 0 && errors.Is(err, termapi.ErrInputNotSent) {
-				return s.settle(ctx, ts, tr, store.TransitionAborted, "the terminal refused the text; nothing was typed", err)
+				return s.settle(ctx, tr, store.TransitionAborted, "the terminal refused the text; nothing was typed", err)
 			}
-			return s.settle(ctx, ts, tr, store.TransitionUncertain, "typing "+line+" may or may not have reached the pane", err)
+			return s.settle(ctx, tr, store.TransitionUncertain, "typing "+line+" may or may not have reached the pane", err)
 		}
-		if !s.waitCommandDraft(ctx, a, p, line) {
-			_ = s.o.Terminals.SendKeys(context.WithoutCancel(ctx), p, "Escape")
+		if !s.o.Keyboard.WaitDraft(ctx, a, p, line) {
+			_ = s.o.Keyboard.SendKeys(context.WithoutCancel(ctx), p, "Escape")
 			if i == 0 {
-				return s.settle(ctx, ts, tr, store.TransitionAborted, "the command did not show in the composer, so Enter was not pressed", termapi.ErrRefused)
+				return s.settle(ctx, tr, store.TransitionAborted, "the command did not show in the composer, so Enter was not pressed", termapi.ErrRefused)
 			}
-			return s.settle(ctx, ts, tr, store.TransitionUncertain, "the command "+line+" did not show in the composer after an earlier step", termapi.ErrRefused)
+			return s.settle(ctx, tr, store.TransitionUncertain, "the command "+line+" did not show in the composer after an earlier step", termapi.ErrRefused)
 		}
-		if err := s.o.Terminals.SendKeys(ctx, p, "Enter"); err != nil {
-			return s.settle(ctx, ts, tr, store.TransitionUncertain, "pressing Enter after "+line+" failed", err)
+		if err := s.o.Keyboard.SendKeys(ctx, p, "Enter"); err != nil {
+			return s.settle(ctx, tr, store.TransitionUncertain, "pressing Enter after "+line+" failed", err)
 		}
 	}
-	if err := s.step(ctx, ts, tr, store.TransitionSubmitted, ""); err != nil {
+	if err := s.step(ctx, tr, store.TransitionSubmitted, ""); err != nil {
 		return tr, err
 	}
-	id, err := s.verifyTransition(ctx, tr, p, a)
+	id, err := s.verify(ctx, tr, p, a)
 	if err != nil {
-		return s.settle(ctx, ts, tr, store.TransitionUncertain, err.Error(), termapi.ErrOutcomeUncertain)
+		return s.settle(ctx, tr, store.TransitionUncertain, err.Error(), termapi.ErrOutcomeUncertain)
 	}
 	tr.ObservedThreadID, tr.ObservedFile = id.ThreadID, id.File
-	if err := s.step(ctx, ts, tr, store.TransitionVerified, ""); err != nil {
+	if err := s.step(ctx, tr, store.TransitionVerified, ""); err != nil {
 		return tr, err
 	}
-	return s.commit(ctx, ts, tr, p)
+	return s.commit(ctx, tr, p)
 }
 
 // proves reports whether the pane's identity id proves tr done.
@@ -306,10 +311,10 @@ func proves(tr *store.Transition, id agents.Identity) bool {
 	return id.ThreadID != "" && !strings.EqualFold(id.ThreadID, tr.FromThreadID)
 }
 
-// verifyTransition waits (bounded) until the agent's files show the thread
+// verify waits (bounded) until the agent's files show the thread
 // tr asked for and the pane is idle again.
-func (s *Service) verifyTransition(ctx context.Context, tr *store.Transition, p agents.Pane, a agents.Agent) (agents.Identity, error) {
-	deadline := time.Now().Add(transitionVerifyTimeout)
+func (s *Service) verify(ctx context.Context, tr *store.Transition, p agents.Pane, a agents.Agent) (agents.Identity, error) {
+	deadline := time.Now().Add(verifyTimeout)
 	last := "no identity read yet"
 	for {
 		id, err := a.Identify(ctx, p)
@@ -317,7 +322,7 @@ func (s *Service) verifyTransition(ctx context.Context, tr *store.Transition, p 
 		case err != nil:
 			last = "identify: " + err.Error()
 		case proves(tr, id):
-			if text, err := s.o.Terminals.Capture(ctx, p); err == nil && a.Screen(text).Activity == "idle" {
+			if text, err := s.o.Panes.Capture(ctx, p); err == nil && a.Screen(text).Activity == "idle" {
 				return id, nil
 			}
 			last = "the pane is not idle yet"
@@ -325,7 +330,7 @@ func (s *Service) verifyTransition(ctx context.Context, tr *store.Transition, p 
 			last = "the agent's files still name thread " + id.ThreadID
 		}
 		if time.Now().After(deadline) {
-			return agents.Identity{}, fmt.Errorf("the transition is not proven after %s (%s)", transitionVerifyTimeout, last)
+			return agents.Identity{}, fmt.Errorf("the transition is not proven after %s (%s)", verifyTimeout, last)
 		}
 		select {
 		case <-ctx.Done():
@@ -338,7 +343,7 @@ func (s *Service) verifyTransition(ctx context.Context, tr *store.Transition, p 
 // commit writes the verified tr: the Session it leaves is detached behind
 // a new binding at the new generation (so nothing prepared for the old
 // binding lands), and the target Session is created or reactivated.
-func (s *Service) commit(ctx context.Context, ts store.TransitionStore, tr *store.Transition, p agents.Pane) (*store.Transition, error) {
+func (s *Service) commit(ctx context.Context, tr *store.Transition, p agents.Pane) (*store.Transition, error) {
 	ctx = context.WithoutCancel(ctx)
 	now := nowMs()
 	next := *tr
@@ -347,14 +352,14 @@ func (s *Service) commit(ctx context.Context, ts store.TransitionStore, tr *stor
 	if tr.FromSessionID != "" && tr.FromSessionID != tr.TargetSessionID {
 		old, err := s.o.Store.GetTermSession(ctx, tr.FromSessionID)
 		if err != nil {
-			return s.settle(ctx, ts, tr, store.TransitionUncertain, "read the Session the transition leaves", err)
+			return s.settle(ctx, tr, store.TransitionUncertain, "read the Session the transition leaves", err)
 		}
 		b := *old.Binding
-		b.BindingID, b.Generation, b.Checkpoint = newBindingID(), tr.ToGeneration, nil
+		b.BindingID, b.Generation, b.Checkpoint = ids.Binding(), tr.ToGeneration, nil
 		old.Binding, old.Status, old.DetachedAt, old.UpdatedAt = &b, store.SessionDetached, now, now
 		writes = append(writes, old)
 	}
-	binding := &store.Binding{BindingID: newBindingID(), Generation: tr.ToGeneration, TerminalID: p.TerminalID, TerminalKey: p.Key,
+	binding := &store.Binding{BindingID: ids.Binding(), Generation: tr.ToGeneration, TerminalID: p.TerminalID, TerminalKey: p.Key,
 		NativeThreadID: tr.ObservedThreadID, NativeProcess: store.NativeProcess{PID: p.PID, ProcessBirth: p.Birth, Rollout: tr.ObservedFile},
 		BoundAt: now, LastVerifiedAt: now}
 	target, err := s.o.Store.GetTermSession(ctx, tr.TargetSessionID)
@@ -371,16 +376,16 @@ func (s *Service) commit(ctx context.Context, ts store.TransitionStore, tr *stor
 		target = &store.TermSession{SessionID: tr.TargetSessionID, Agent: tr.Agent, Workspace: tr.Workspace, Status: store.SessionBound,
 			Binding: binding, Lineage: lin, CreatedAt: now, UpdatedAt: now}
 	case err != nil:
-		return s.settle(ctx, ts, tr, store.TransitionUncertain, "read the target Session", err)
+		return s.settle(ctx, tr, store.TransitionUncertain, "read the target Session", err)
 	default:
 		target.Binding, target.Status, target.DetachedAt, target.UpdatedAt = binding, store.SessionBound, 0, now
 	}
 	writes = append(writes, target)
-	if err := ts.CommitTransition(ctx, store.TransitionCommit{Transition: &next, Sessions: writes}); err != nil {
-		return s.settle(ctx, ts, tr, store.TransitionUncertain, "commit the verified transition: "+err.Error(), err)
+	if err := s.o.Store.CommitTransition(ctx, store.TransitionCommit{Transition: &next, Sessions: writes}); err != nil {
+		return s.settle(ctx, tr, store.TransitionUncertain, "commit the verified transition: "+err.Error(), err)
 	}
 	*tr = next
-	s.notify()
+	s.o.Announcer.Changed()
 	s.log.Info("transition committed", "transition_id", tr.TransitionID, "session_id", tr.TargetSessionID, "generation", tr.ToGeneration)
 	return tr, nil
 }

@@ -1,4 +1,4 @@
-package terminal
+package watch
 
 import (
 	"context"
@@ -7,28 +7,73 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
-	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
+	"github.com/clawconnect/clawconnect/internal/terminal/redact"
 	"github.com/clawconnect/clawconnect/termapi"
 )
+
+// Host is the monitor host a watch's follower runs in (one follower per
+// watch across processes, by the watch's work lease).
+type Host interface {
+	// Claim takes kind's work lease of id for the host. The returned
+	// context ends when the host loses the lease; release gives it back
+	// and must be called when the follower stops.
+	Claim(ctx context.Context, kind, id string) (l store.WorkLease, lctx context.Context, release func(), err error)
+	// Follow calls look whenever the session files at paths or the
+	// pane's output change, at the host's re-check tick (recheck true)
+	// and when look's next timeout falls due, until look says stop, its
+	// write loses the lease, or ctx ends. id names the watch in logs.
+	Follow(ctx context.Context, pane agents.Pane, paths []string, id string,
+		look func(ctx context.Context, recheck bool) (stop bool, next time.Time, err error)) error
+	// Track names the records the follower of id reads at each look: the
+	// host's re-check reads their versions in one query per kind.
+	Track(id string, records ...Record)
+	// Unchanged reports whether the host's last re-check read r at
+	// version (so a copy held at version is still the stored one).
+	Unchanged(r Record, version int64) bool
+}
+
+// Record names one stored record a follower reads at each look: a
+// store.Version* kind and the record's id.
+type Record struct{ Kind, ID string }
+
+// reuse returns held when the look is the host's re-check and the re-check
+// read held's record at held's version; otherwise it reads the record
+// afresh.
+func reuse[T any](h Host, recheck bool, r Record, held *T, version func(*T) int64, read func() (*T, error)) (*T, error) {
+	if recheck && held != nil && h.Unchanged(r, version(held)) {
+		return held, nil
+	}
+	return read()
+}
+
+func watchVersion(w *store.Watch) int64         { return w.Revision }
+func sessionVersion(s *store.TermSession) int64 { return s.Revision }
+func dispatchVersion(d *store.Dispatch) int64   { return d.Version }
+
+// Follow runs the follower of the watch id under h until the watch ends,
+// h loses its lease, or ctx ends. A watch another host follows is left to
+// it (nil).
+func (s *Service) Follow(ctx context.Context, id string, h Host) error {
+	return (&watcher{h: h, s: s, id: id}).run(ctx)
+}
 
 // watcher follows one watch under its LeaseWatch work lease (keyed by the
 // watch id, so one follower runs across processes).
 type watcher struct {
-	h     *hostpkg.Host
+	h     Host
 	s     *Service
-	ws    store.WatchStore
 	id    string
 	lease store.MonitorLease
 	pane  agents.Pane
 	agent agents.Agent
 	find  agents.TaskFinder
-	// watch, sess and ledger are as the last look left them (see
-	// monitor.turn); ledger is the watched terminal's dispatch entry
+	// watch, sess and ledger are as the last look left them (a look at
+	// the host's re-check reuses them while their stored versions stay);
+	// ledger is the watched terminal's dispatch entry
 	// (Version 0: it has none), which the follower never writes.
 	watch   *store.Watch
 	sess    *store.TermSession
@@ -37,8 +82,6 @@ type watcher struct {
 }
 
 func (m *watcher) run(ctx context.Context) error {
-	ws := m.s.o.Store
-	m.ws = ws
 	l, ctx, release, err := m.h.Claim(ctx, store.LeaseWatch, m.id)
 	if errors.Is(err, store.ErrLeaseLost) {
 		return nil // another host follows it
@@ -48,7 +91,7 @@ func (m *watcher) run(ctx context.Context) error {
 	}
 	m.lease = l
 	defer release()
-	w, err := ws.GetWatch(ctx, m.id)
+	w, err := m.s.o.Store.GetWatch(ctx, m.id)
 	if err != nil {
 		return err
 	}
@@ -58,14 +101,14 @@ func (m *watcher) run(ctx context.Context) error {
 	if err := json.Unmarshal(w.Control, &m.pane); err != nil {
 		return fmt.Errorf("watch %s has no readable pane record: %w", m.id, err)
 	}
-	if m.agent, err = m.s.agent(w.Agent); err != nil {
-		return err
-	}
 	var ok bool
+	if m.agent, ok = m.s.o.Agents[w.Agent]; !ok {
+		return fmt.Errorf("%w: no reader for agent %q in this build", termapi.ErrRefused, w.Agent)
+	}
 	if m.find, ok = m.agent.(agents.TaskFinder); !ok {
 		return fmt.Errorf("watch %s: %s panes cannot be watched by this build", m.id, w.Agent)
 	}
-	return m.s.follow(ctx, m.h, m.pane, m.agent.WatchPaths(m.pane, m.anchorOf(w)), "watch_id", m.id, m.check)
+	return m.h.Follow(ctx, m.pane, m.agent.WatchPaths(m.pane, m.anchorOf(w)), m.id, m.check)
 }
 
 // anchorOf is the anchor scans start from: the acceptance evidence once
@@ -79,25 +122,24 @@ func (m *watcher) anchorOf(w *store.Watch) json.RawMessage {
 
 func (m *watcher) save(ctx context.Context, w *store.Watch, also func(context.Context, store.TerminalTx) error) error {
 	w.UpdatedAt = time.Now().UnixMilli()
-	err := m.ws.SaveWatch(ctx, store.WatchWrite{Watch: w, Also: also,
+	err := m.s.o.Store.SaveWatch(ctx, store.WatchWrite{Watch: w, Also: also,
 		Fence: &store.Fence{Owner: m.lease.Owner, Token: m.lease.Fence, Now: time.Now().UnixMilli()}})
 	if err != nil {
 		m.spoiled = true // the look's copy now differs from the stored watch
 		return err
 	}
-	m.s.notify()
+	m.s.o.Announcer.Changed()
 	return nil
 }
 
 // check looks at the watch once; it returns stop when the watch ended and
 // when the next timeout falls due.
-func (m *watcher) check(ctx context.Context, wk hostpkg.Wake) (bool, time.Time, error) {
+func (m *watcher) check(ctx context.Context, recheck bool) (bool, time.Time, error) {
 	never := time.Now().Add(time.Hour)
 	held := m.watch
 	m.watch = nil
-	watchKey := hostpkg.Record{Kind: store.VersionWatch, ID: m.id}
-	w, err := reuse(m.h, wk, watchKey, held, watchVersion,
-		func() (*store.Watch, error) { return m.ws.GetWatch(ctx, m.id) })
+	w, err := reuse(m.h, recheck, Record{store.VersionWatch, m.id}, held, watchVersion,
+		func() (*store.Watch, error) { return m.s.o.Store.GetWatch(ctx, m.id) })
 	if err != nil {
 		return false, never, err
 	}
@@ -111,34 +153,20 @@ func (m *watcher) check(ctx context.Context, wk hostpkg.Wake) (bool, time.Time, 
 		return true, never, nil
 	}
 	now := time.Now()
-	ledgerKey := hostpkg.Record{Kind: store.VersionDispatch, ID: w.TerminalKey}
-	sessKey := hostpkg.Record{Kind: store.VersionSession, ID: w.SessionID}
-	m.h.Track(m.id, watchKey, sessKey, ledgerKey)
-	sess, err := reuse(m.h, wk, sessKey, m.sess, sessionVersion,
+	ledgerKey := Record{store.VersionDispatch, w.TerminalKey}
+	m.h.Track(m.id, Record{store.VersionWatch, m.id}, Record{store.VersionSession, w.SessionID}, ledgerKey)
+	sess, err := reuse(m.h, recheck, Record{store.VersionSession, w.SessionID}, m.sess, sessionVersion,
 		func() (*store.TermSession, error) { return m.s.o.Store.GetTermSession(ctx, w.SessionID) })
 	m.sess = sess
 	if err == nil {
 		if b := sess.Binding; b == nil || b.BindingID != w.BindingID || b.Generation != w.BindingGeneration {
-			return true, never, m.settle(ctx, w, WatchKindInvalidated, "binding_superseded",
+			return true, never, m.settle(ctx, w, KindInvalidated, "binding_superseded",
 				"The watched pane's session context changed (new thread, resume or rebind) before the task ended; the watch stopped.", "")
 		}
 	}
-	alive, dead := false, false
-	m.s.followKey(m.pane.Key)
-	if p, found, derr := m.s.livePane(ctx, 500*time.Millisecond, m.pane); derr == nil {
-		if alive = found; alive {
-			m.pane = p
-		}
-		dead = !alive
-	}
-	if pc, ok := m.s.o.Terminals.(ProcessChecker); ok {
-		if running, err := pc.Alive(m.pane); err == nil {
-			dead = !running
-		} else {
-			dead = false
-		}
-	}
-	d, err := reuse(m.h, wk, ledgerKey, m.ledger, dispatchVersion,
+	var alive, dead bool
+	m.pane, alive, dead = m.s.o.Panes.Live(ctx, m.pane)
+	d, err := reuse(m.h, recheck, ledgerKey, m.ledger, dispatchVersion,
 		func() (*store.Dispatch, error) { return ledgerEntry(ctx, m.s.o.Store, w.TerminalKey) })
 	m.ledger = d
 	sent := err == nil && d.Version > 0 && d.PreparedAt >= w.CreatedAt
@@ -146,12 +174,12 @@ func (m *watcher) check(ctx context.Context, wk hostpkg.Wake) (bool, time.Time, 
 		// A thread transition types into the pane: the watched task
 		// belonged to the thread it leaves, and the requester is told so
 		// (not that a Turn was sent: there is none).
-		return true, never, m.settle(ctx, w, WatchKindInvalidated, "thread_transition",
+		return true, never, m.settle(ctx, w, KindInvalidated, "thread_transition",
 			"A thread transition ("+d.GenerationID+") started in the watched pane (new thread, resume or adopt); the task watched belonged to the thread it leaves, so the watch stopped.", "")
 	} else if sent {
 		// ClawConnect sent a Turn into the pane: it is followed as that
 		// Turn, never reported as the human's task.
-		return true, never, m.settle(ctx, w, WatchKindInvalidated, "clawconnect_turn_sent",
+		return true, never, m.settle(ctx, w, KindInvalidated, "clawconnect_turn_sent",
 			"A ClawConnect Turn ("+d.TurnID+") was sent to the watched pane; it is followed as that Turn and the watch stopped.", d.TurnID)
 	}
 	anchor := m.anchorOf(w)
@@ -175,13 +203,13 @@ func (m *watcher) check(ctx context.Context, wk hostpkg.Wake) (bool, time.Time, 
 		if err != nil {
 			m.diagnose(ctx, w, "completion: "+err.Error())
 		} else if c != nil {
-			kind, body := WatchKindCompleted, resultText(c.Text)
+			kind, body := KindCompleted, resultText(c.Text)
 			switch c.Outcome {
 			case "failed":
-				kind = WatchKindFailed
+				kind = KindFailed
 				body = "The " + w.Agent + " task stopped: " + body
 			case agents.OutcomeCancelled:
-				kind = WatchKindFailed
+				kind = KindFailed
 				body = "The " + w.Agent + " task was interrupted in the terminal."
 			}
 			if body == "" {
@@ -191,7 +219,7 @@ func (m *watcher) check(ctx context.Context, wk hostpkg.Wake) (bool, time.Time, 
 		}
 	}
 	if dead {
-		return true, never, m.settle(ctx, w, WatchKindInvalidated, "agent_process_exited",
+		return true, never, m.settle(ctx, w, KindInvalidated, "agent_process_exited",
 			"The watched agent process exited before its task ended.", "")
 	}
 	if alive {
@@ -201,7 +229,7 @@ func (m *watcher) check(ctx context.Context, wk hostpkg.Wake) (bool, time.Time, 
 	}
 	due := time.UnixMilli(w.DeadlineAt)
 	if !now.Before(due) {
-		return true, never, m.settle(ctx, w, WatchKindTimedOut, "hard_timeout",
+		return true, never, m.settle(ctx, w, KindTimedOut, "hard_timeout",
 			fmt.Sprintf("The watch reached its lifetime of %s without the task ending.", time.Duration(w.DeadlineAt-w.CreatedAt)*time.Millisecond), "")
 	}
 	if due.Before(never) {
@@ -214,7 +242,7 @@ func (m *watcher) check(ctx context.Context, wk hostpkg.Wake) (bool, time.Time, 
 // once. Neither is answered from here: the human who started the task
 // answers it in the terminal (respond and approve act on Turns only).
 func (m *watcher) screen(ctx context.Context, w *store.Watch, now time.Time) error {
-	text, err := m.s.o.Terminals.Capture(ctx, m.pane)
+	text, err := m.s.o.Panes.Capture(ctx, m.pane)
 	if err != nil {
 		return nil
 	}
@@ -223,23 +251,23 @@ func (m *watcher) screen(ctx context.Context, w *store.Watch, now time.Time) err
 	var meta map[string]any
 	switch {
 	case sc.Approval != nil && sc.Approval.Fingerprint != w.LastApprovalFingerprint:
-		kind, evidence = WatchKindApproval, sc.Approval.Fingerprint
+		kind, evidence = KindApproval, sc.Approval.Fingerprint
 		body = "The watched " + w.Agent + " task asks for approval (" + sc.Approval.Kind + "); answer it in the terminal."
 		meta = map[string]any{"reason": "approval_required", "approval_kind": sc.Approval.Kind, "approval_fingerprint": sc.Approval.Fingerprint}
 		if w.Agent == termapi.AgentCodex && sc.Approval.Command != "" {
-			meta["command"] = Redact(sc.Approval.Command)
+			meta["command"] = redact.Redact(sc.Approval.Command)
 		}
 		w.LastApprovalFingerprint = sc.Approval.Fingerprint
 	case sc.Approval == nil && sc.Question != nil && sc.Question.Fingerprint != w.LastQuestionFingerprint:
 		q := storedQuestion(sc.Question, now.UnixMilli())
-		kind, evidence = WatchKindQuestion, q.Fingerprint
-		body = watchQuestionBody(w.Agent, q)
+		kind, evidence = KindQuestion, q.Fingerprint
+		body = questionBody(w.Agent, q)
 		meta = map[string]any{"reason": "question", "question": q, "question_fingerprint": q.Fingerprint, "answerable": q.Answerable}
 		w.LastQuestionFingerprint = q.Fingerprint
 	default:
 		return nil
 	}
-	id, also := watchNotification(w, kind, evidence, body, meta, now.UnixMilli())
+	id, also := notification(w, kind, evidence, body, meta, now.UnixMilli())
 	if also != nil {
 		w.Notifications = append(w.Notifications, id)
 	}
@@ -256,17 +284,6 @@ func ledgerEntry(ctx context.Context, st store.TerminalStore, key string) (*stor
 	return d, err
 }
 
-// watchQuestionBody is the notification text of a question the watched
-// task asks: the question and its numbered options, answered in the
-// terminal.
-func watchQuestionBody(agent string, q *termapi.Question) string {
-	var b strings.Builder
-	b.WriteString("The watched " + agent + " task asks: ")
-	writeQuestion(&b, q)
-	b.WriteString("\nAnswer it in the terminal.")
-	return b.String()
-}
-
 // settle ends the watch with its one final notification.
 func (m *watcher) settle(ctx context.Context, w *store.Watch, kind, match, body, evidence string) error {
 	now := time.Now().UnixMilli()
@@ -274,9 +291,9 @@ func (m *watcher) settle(ctx context.Context, w *store.Watch, kind, match, body,
 		sum := sha256.Sum256([]byte(kind + "\n" + match + "\n" + w.NativeTurnID))
 		evidence = hex.EncodeToString(sum[:])
 	}
-	status := map[string]string{WatchKindCompleted: store.WatchCompleted, WatchKindFailed: store.WatchFailed,
-		WatchKindTimedOut: store.WatchTimedOut, WatchKindInvalidated: store.WatchInvalidated}[kind]
-	id, also := watchNotification(w, kind, evidence, body, map[string]any{"match": match, "outcome": kind}, now)
+	status := map[string]string{KindCompleted: store.WatchCompleted, KindFailed: store.WatchFailed,
+		KindTimedOut: store.WatchTimedOut, KindInvalidated: store.WatchInvalidated}[kind]
+	id, also := notification(w, kind, evidence, body, map[string]any{"match": match, "outcome": kind}, now)
 	w.Status = status
 	w.Settlement = &store.WatchSettlement{Kind: kind, Text: body, Match: match, MessageID: id, SettledAt: now}
 	if also != nil {
@@ -292,7 +309,7 @@ func (m *watcher) settle(ctx context.Context, w *store.Watch, kind, match, body,
 // diagnose records a detector error once (redacted); it never settles the
 // watch from a guess.
 func (m *watcher) diagnose(ctx context.Context, w *store.Watch, msg string) {
-	msg = Redact(msg)
+	msg = redact.Redact(msg)
 	if msg == w.Diagnostic {
 		return
 	}
