@@ -63,7 +63,7 @@ func (m *monitor) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !store.TurnMonitored(t.Status) {
+	if !t.Status.Monitored() {
 		return nil
 	}
 	if err := json.Unmarshal(t.Takeover.TerminalControl, &m.pane); err != nil {
@@ -116,7 +116,7 @@ func (m *monitor) check(ctx context.Context, w wake) (bool, time.Time, error) {
 		}
 		m.spoiled = false
 	}()
-	if !store.TurnMonitored(t.Status) {
+	if !t.Status.Monitored() {
 		return true, never, nil
 	}
 	sess, err := reuse(&m.h.clock, w, recordKey{store.VersionSession, t.SessionID}, m.sess, sessionVersion,

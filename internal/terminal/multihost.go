@@ -476,7 +476,7 @@ func (h *Host) screenForeign(ctx context.Context, turnID string) (stop bool, err
 		return false, nil
 	}
 	t, err := h.s.o.Store.GetTurn(ctx, turnID)
-	if err != nil || !store.TurnMonitored(t.Status) {
+	if err != nil || !t.Status.Monitored() {
 		return false, nil // the monitor reads it again and decides
 	}
 	host := hostOf(t.Takeover.TerminalID)
@@ -511,7 +511,7 @@ func (h *Host) underLease(ctx context.Context, turnID string, f func(ctx context
 	}
 	defer release()
 	t, err := h.s.o.Store.GetTurn(lctx, turnID)
-	if err != nil || !store.TurnMonitored(t.Status) {
+	if err != nil || !t.Status.Monitored() {
 		return err
 	}
 	return f(lctx, &monitor{h: h, s: h.s, turnID: turnID, lease: l}, t)
