@@ -39,6 +39,13 @@ func WithinOn(timeout time.Duration, next func() <-chan struct{}, cond func() bo
 	return within(timeout, Tick, next, cond)
 }
 
+// WithinEveryOn is WithinOn checking every interval between changes: for
+// a cond that reads a store or a peer, where the changes are announced
+// and the interval only covers a missed one.
+func WithinEveryOn(timeout, interval time.Duration, next func() <-chan struct{}, cond func() bool) bool {
+	return within(timeout, interval, next, cond)
+}
+
 // within checks cond every interval, at each change next announces (nil:
 // none) and once more at the end of timeout.
 func within(timeout, interval time.Duration, next func() <-chan struct{}, cond func() bool) bool {

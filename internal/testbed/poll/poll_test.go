@@ -135,3 +135,27 @@ func TestWithinOn(t *testing.T) {
 		})
 	})
 }
+
+func TestWithinEveryOn(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := newChanges()
+		var announced, unannounced atomic.Bool
+		time.AfterFunc(time.Millisecond, func() { announced.Store(true); c.announce() })
+		start := time.Now()
+		if !poll.WithinEveryOn(time.Second, 100*time.Millisecond, c.next, announced.Load) {
+			t.Fatal("an announced condition timed out")
+		}
+		if waited := time.Since(start); waited != time.Millisecond {
+			t.Fatalf("saw a change announced at 1ms after %s, want at once", waited)
+		}
+		time.AfterFunc(time.Millisecond, func() { unannounced.Store(true) })
+		start = time.Now()
+		if !poll.WithinEveryOn(time.Second, 100*time.Millisecond, c.next, unannounced.Load) {
+			t.Fatal("a condition nothing announced timed out")
+		}
+		if waited := time.Since(start); waited != 100*time.Millisecond {
+			t.Fatalf("saw an unannounced change after %s, want the interval", waited)
+		}
+	})
+}
