@@ -109,11 +109,8 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	}
 	killed := time.Now()
 	status := func() termapi.TurnView { return status2(t, hostA, dbURL, sent.TurnID) }
-	for v = status(); v.Status != "stalled"; v = status() {
-		if time.Since(killed) > 90*time.Second {
-			t.Fatalf("90 s after B's daemon was killed its Turn is %+v, want stalled host_lost", v)
-		}
-		time.Sleep(time.Second)
+	if !poll.WithinEvery(90*time.Second, time.Second, func() bool { v = status(); return v.Status == "stalled" }) {
+		t.Fatalf("90 s after B's daemon was killed its Turn is %+v, want stalled host_lost", v)
 	}
 	if !strings.HasPrefix(v.StalledReason, "host_lost") {
 		t.Fatalf("stalled reason %q, want host_lost", v.StalledReason)
@@ -125,11 +122,13 @@ func TestE2ETerminalSendAcrossHosts(t *testing.T) {
 	if err := syscall.Kill(initB, syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
-	for v = status(); v.Status != "idle"; v = status() {
-		if time.Since(killed) > 4*time.Minute || v.Status == "failed" {
+	if !poll.WithinEvery(4*time.Minute-time.Since(killed), time.Second, func() bool {
+		if v = status(); v.Status == "failed" {
 			t.Fatalf("after B's daemon restarted its Turn is %+v, want idle with the reply", v)
 		}
-		time.Sleep(time.Second)
+		return v.Status == "idle"
+	}) {
+		t.Fatalf("after B's daemon restarted its Turn is %+v, want idle with the reply", v)
 	}
 	if v.Result == nil || v.Result.Text != "after-host-b-returned" {
 		t.Fatalf("turn after B returned = %+v", v)
