@@ -207,12 +207,16 @@ func TestE2EClaudeQuestionCallbackIntoRealGateway(t *testing.T) {
 	inS := func(marker string) []string {
 		t.Helper()
 		var texts []string
-		poll.WithinEvery(60*time.Second, 200*time.Millisecond, func() bool {
+		var rows int
+		var err error
+		if !poll.WithinEvery(60*time.Second, 200*time.Millisecond, func() bool {
 			if _, err := x.DeliverDue(ctx); err != nil {
 				t.Fatal(err)
 			}
-			texts = nil
-			if h, err := gc.History(ctx, gateway.HistoryRequest{SessionKey: S, Limit: 200}); err == nil {
+			texts, rows = nil, 0
+			var h *gateway.History
+			if h, err = gc.History(ctx, gateway.HistoryRequest{SessionKey: S, Limit: 200}); err == nil {
+				rows = len(h.Messages)
 				for _, m := range h.Messages {
 					if m.Role == "user" && strings.Contains(m.Text, "[ClawConnect callback]") && strings.Contains(m.Text, marker) {
 						texts = append(texts, m.Text)
@@ -220,7 +224,9 @@ func TestE2EClaudeQuestionCallbackIntoRealGateway(t *testing.T) {
 				}
 			}
 			return len(texts) > 0
-		})
+		}) {
+			t.Logf("no callback message with %q in S's history within 60 s (last read: %d rows, %v)", marker, rows, err)
+		}
 		return texts
 	}
 	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color should the widget be? | Red | Blue", OriginSession: S})
