@@ -46,7 +46,7 @@ func (f *fakeTerminals) List(context.Context) (termapi.ListResult, error) {
 	if v, ok := f.turns[f.current]; ok {
 		row.ManagementState, row.SessionID = "managed", v.SessionID
 		row.CurrentTurn = &termapi.TurnRef{TurnID: v.TurnID, Status: v.Status}
-		if store.TurnSendBlocking(v.Status) {
+		if v.Status.SendBlocking() {
 			row.ActivityState, row.AvailableActions = "working", nil
 			row.Reason = "the agent is working; turn " + v.TurnID + " is " + string(v.Status)
 		}
@@ -63,7 +63,7 @@ func (f *fakeTerminals) Send(_ context.Context, r termapi.SendRequest) (termapi.
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if v, ok := f.turns[f.current]; ok && store.TurnSendBlocking(v.Status) {
+	if v, ok := f.turns[f.current]; ok && v.Status.SendBlocking() {
 		return termapi.SendResult{}, fmt.Errorf("send: %w: session %s has turn %s in status %s: %w; wait for it, or cancel/close it first",
 			termapi.ErrRefused, v.SessionID, v.TurnID, v.Status, store.ErrTerminalBusy)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/oauth/oauthtest"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
 // The test OpenID provider: zitadel/oidc's example provider, installed by
@@ -53,23 +54,26 @@ func freeAddr(t *testing.T) string {
 // waitHTTP polls url until it answers 200, for at most a minute.
 func waitHTTP(t *testing.T, u string, done <-chan error) {
 	t.Helper()
-	deadline := time.After(time.Minute)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if resp, err := http.Get(u); err == nil {
+	last := "no answer"
+	if !poll.WithinEvery(time.Minute, 20*time.Millisecond, func() bool {
+		resp, err := http.Get(u)
+		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return true
 			}
+			last = resp.Status
+		} else {
+			last = err.Error()
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("%s: the process ended: %v", u, err)
-		case <-deadline:
-			t.Fatalf("%s never answered", u)
-		case <-tick.C:
+		default:
 		}
+		return false
+	}) {
+		t.Fatalf("%s never answered 200 within a minute (last: %s)", u, last)
 	}
 }
 

@@ -337,7 +337,7 @@ func BenchmarkIdleCPU5Processes(b *testing.B) {
 	}
 	before, start := total(), time.Now()
 	for b.Loop() {
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the idle the figure is about
 	}
 	used, wall := total()-before, time.Since(start)
 	b.ReportMetric(float64(used.Microseconds())/1000/wall.Seconds(), "cpu-ms/s")

@@ -158,18 +158,6 @@ func checkBindingShape(s *TermSession) error {
 	return nil
 }
 
-// TurnSendBlocking reports whether a Turn in status s keeps its Session from
-// taking a new Turn (termapi.TurnStatus.SendBlocking).
-func TurnSendBlocking(s termapi.TurnStatus) bool { return s.SendBlocking() }
-
-// TurnReleased reports whether a Turn in status s has released the
-// terminal's next input (termapi.TurnStatus.Released).
-func TurnReleased(s termapi.TurnStatus) bool { return s.Released() }
-
-// TurnMonitored reports whether a Turn in status s needs a monitor
-// (termapi.TurnStatus.Monitored).
-func TurnMonitored(s termapi.TurnStatus) bool { return s.Monitored() }
-
 // Submission is the state of the message currently in flight.
 type Submission struct {
 	MessageID   string `json:"message_id"`
@@ -328,7 +316,7 @@ func (d *Dispatch) Blocks(ownerStatus termapi.TurnStatus) bool {
 	case termapi.DispatchAborted:
 		return false
 	}
-	return ownerStatus != "" && !TurnReleased(ownerStatus)
+	return ownerStatus != "" && !ownerStatus.Released()
 }
 
 // TurnEvent is one line of a Turn's append-only event log. Seq is 1-based

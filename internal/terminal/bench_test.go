@@ -25,6 +25,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/tmux"
 	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/termapi"
 )
@@ -84,16 +85,13 @@ func codexLatencies(b *testing.B, turns int) []time.Duration {
 		}
 		out = append(out, time.UnixMilli(turn.IdleSince).Sub(written))
 		// The next send needs the idle composer back.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			text, _ := rp.terms.Capture(ctx, rp.pane)
-			if s := rp.agent.Screen(text); s.Activity == "idle" && s.ComposerEmpty {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("pane not idle after turn %d", i)
-			}
-			time.Sleep(20 * time.Millisecond)
+		var text string
+		if !poll.WithinEvery(30*time.Second, 20*time.Millisecond, func() bool {
+			text, _ = rp.terms.Capture(ctx, rp.pane)
+			s := rp.agent.Screen(text)
+			return s.Activity == "idle" && s.ComposerEmpty
+		}) {
+			b.Fatalf("pane not idle after turn %d; screen:\n%s", i, text)
 		}
 	}
 	return out
@@ -163,9 +161,12 @@ func BenchmarkHostIdle50(b *testing.B) {
 	h := hostpkg.New(svc, hostpkg.Options{Store: svc.o.Store})
 	done := make(chan struct{})
 	go func() { _ = h.Run(ctx); close(done) }()
-	for h.Monitoring() < n {
-		time.Sleep(10 * time.Millisecond)
+	if !poll.WithinEvery(time.Minute, 10*time.Millisecond, func() bool { return h.Monitoring() >= n }) {
+		b.Fatalf("the host monitors %d of the %d Turns", h.Monitoring(), n)
 	}
+	// Nothing announces the end of the host's start-up work (its first
+	// rescan, the followers' first renewals): a pause keeps it out of the
+	// idle figure.
 	time.Sleep(time.Second) // let start-up settle
 	runtime.GC()
 	cpu0, wall0 := cpuTime(), time.Now()
@@ -174,7 +175,7 @@ func BenchmarkHostIdle50(b *testing.B) {
 		window = v
 	}
 	b.ResetTimer()
-	time.Sleep(window)
+	time.Sleep(window) // the idle the figure is about
 	b.StopTimer()
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
 	var ms runtime.MemStats
@@ -275,9 +276,12 @@ func BenchmarkHostFollows500(b *testing.B) {
 	// Idle starts once every follower has claimed its lease and made its
 	// first look (it then names its records to the re-check clock): on a
 	// loaded machine the claims of 1000 followers outlast any fixed pause.
-	for h.Monitoring() < 2*n || h.Tracking() < 2*n {
-		time.Sleep(10 * time.Millisecond)
+	if !poll.WithinEvery(5*time.Minute, 10*time.Millisecond, func() bool { return h.Monitoring() >= 2*n && h.Tracking() >= 2*n }) {
+		b.Fatalf("after 5 minutes the host monitors %d and re-checks %d of %d followers", h.Monitoring(), h.Tracking(), 2*n)
 	}
+	// Nothing announces the end of the host's start-up work (its first
+	// rescan, the followers' first renewals): a pause keeps it out of the
+	// idle figure.
 	time.Sleep(2 * time.Second) // let start-up settle
 	runtime.GC()
 	window := 20 * time.Second
@@ -287,7 +291,7 @@ func BenchmarkHostFollows500(b *testing.B) {
 	b.ResetTimer()
 	stopProfile := idleProfile(b)
 	cpu0, wall0 := cpuTime(), time.Now()
-	time.Sleep(window)
+	time.Sleep(window) // the idle the figure is about
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
 	stopProfile()
 	usage, err := fswatch.ProcessUsage(os.Getpid())
@@ -300,23 +304,31 @@ func BenchmarkHostFollows500(b *testing.B) {
 	// Each Turn's Wait returns once the monitor stored it done (a write
 	// of this process wakes its Waits at once).
 	stored := make([]time.Time, n)
-	var wg sync.WaitGroup
+	var wg, registered sync.WaitGroup
+	registered.Add(n)
 	for i, id := range turns {
 		wg.Go(func() {
 			wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute)
 			defer wcancel()
-			if v, err := r.svc.Wait(wctx, id); err != nil || v.Status != termapi.TurnIdle {
+			var first sync.Once
+			// Wait, told when it has registered and read the Turn once.
+			v, err := r.svc.WaitFor(wctx, id, func(v termapi.TurnView) bool {
+				first.Do(registered.Done)
+				return !Running(v.Status)
+			})
+			first.Do(registered.Done) // a Wait that failed before its first read
+			if err != nil || v.Status != termapi.TurnIdle {
 				b.Errorf("turn %d = %s, %v", i, v.Status, err)
 			}
 			stored[i] = time.Now()
 		})
 	}
-	time.Sleep(time.Second) // every Wait registered
+	registered.Wait()
 	written := make([]time.Time, n)
 	for i, a := range turnAgents {
 		written[i] = time.Now()
 		a.finishOnDisk(b, fmt.Sprintf("done-%d", i))
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the load: completions 10 ms apart
 	}
 	wg.Wait()
 	var lat []time.Duration

@@ -11,6 +11,7 @@ import (
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -60,14 +61,15 @@ func TestCallbackIntoBusySession(t *testing.T) {
 	if _, err := gc.Call(ctx, "agent.wait", map[string]any{"runId": "cc-busy-a", "timeoutMs": 60000}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	var rows []string
+	after, replyRun := false, ""
+	poll.WithinEvery(90*time.Second, 500*time.Millisecond, func() bool {
 		h, err := gc.History(ctx, gateway.HistoryRequest{SessionKey: S, Limit: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rows []string
-		cbRow, after, replyRun := -1, false, ""
+		rows, after, replyRun = nil, false, ""
+		cbRow := -1
 		for i, m := range h.Messages {
 			rows = append(rows, m.Role+" ["+m.IdempotencyKey+"|"+m.RunID+"]: "+strings.ReplaceAll(m.Text[:min(len(m.Text), 120)], "\n", " "))
 			if m.Role == "user" && strings.Contains(m.Text, "busy 5d2c") {
@@ -78,16 +80,13 @@ func TestCallbackIntoBusySession(t *testing.T) {
 				replyRun = m.RunID
 			}
 		}
-		if after || time.Now().After(deadline) {
-			t.Logf("history of S:\n%s", strings.Join(rows, "\n"))
-			if !after {
-				t.Fatal("no reply to the callback in S")
-			}
-			if replyRun == "cc-busy-a" {
-				t.Fatal("the callback was folded into the running reply instead of starting its own run")
-			}
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
+		return after
+	})
+	t.Logf("history of S:\n%s", strings.Join(rows, "\n"))
+	if !after {
+		t.Fatal("no reply to the callback in S")
+	}
+	if replyRun == "cc-busy-a" {
+		t.Fatal("the callback was folded into the running reply instead of starting its own run")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/gateway"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -89,18 +90,14 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	}
 	// The run's user message is in the history once the run has started.
 	waitCallback := func(marker string) (n int, text string) {
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			n, text, err := callbackRuns(S, marker)
-			if n > 0 {
-				return n, text
-			}
-			if time.Now().After(deadline) {
-				t.Logf("chat.history of S has no callback message with %q (last error: %v)", marker, err)
-				return n, text
-			}
-			time.Sleep(200 * time.Millisecond)
+		var err error
+		if !poll.WithinEvery(60*time.Second, 200*time.Millisecond, func() bool {
+			n, text, err = callbackRuns(S, marker)
+			return n > 0
+		}) {
+			t.Logf("chat.history of S has no callback message with %q (last error: %v)", marker, err)
 		}
+		return n, text
 	}
 	// noCallbackIn fails the test unless key's history reads and holds no
 	// callback message with marker.

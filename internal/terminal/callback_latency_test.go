@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
 	"github.com/clawconnect/clawconnect/termapi"
@@ -142,21 +143,15 @@ func BenchmarkCallbackLatencyRealGateway(b *testing.B) {
 // observed (finished), and returns it.
 func waitObserved(b *testing.B, r *rig, turnID string) *store.Callback {
 	b.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		ch := changesOf(r.svc)
-		cbs, err := r.st.TurnCallbacks(b.Context(), turnID, 10)
-		if err == nil && len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered && len(cbs[0].RunObservation) > 0 {
-			return cbs[0]
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("callback of %s not delivered and observed: %+v, %v", turnID, cbs, err)
-		}
-		select {
-		case <-ch:
-		case <-time.After(20 * time.Millisecond):
-		}
+	var cbs []*store.Callback
+	var err error
+	if !poll.WithinEveryOn(2*time.Minute, 20*time.Millisecond, nextChangeOf(r.svc), func() bool {
+		cbs, err = r.st.TurnCallbacks(b.Context(), turnID, 10)
+		return err == nil && len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered && len(cbs[0].RunObservation) > 0
+	}) {
+		b.Fatalf("callback of %s not delivered and observed: %+v, %v", turnID, cbs, err)
 	}
+	return cbs[0]
 }
 
 // userRowAt is the timestamp of S's user row that carries marker, or 0.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,10 +57,11 @@ func startRealTUI(t testing.TB, kind realcli.Kind, model *fakemodel.Server, args
 // gone names, is discovered and idle for the parser.
 func (rp *realPane) awaitIdle(t testing.TB, gone string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	var panes []agents.Pane
+	var err error
 	var last string
-	for {
-		panes, err := rp.terms.Discover(t.Context())
+	if !poll.WithinEvery(60*time.Second, 200*time.Millisecond, func() bool {
+		panes, err = rp.terms.Discover(t.Context())
 		if err == nil && len(panes) == 1 && panes[0].TerminalID != gone {
 			// The same agent process twice in a row: Codex's launcher
 			// hands over to its native binary during start-up.
@@ -68,14 +70,13 @@ func (rp *realPane) awaitIdle(t testing.TB, gone string) {
 			if text, err := rp.terms.Capture(t.Context(), rp.pane); err == nil {
 				last = text
 				if s := rp.agent.Screen(text); stable && s.Activity == "idle" && s.ComposerEmpty {
-					return
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the %s TUI is not idle for the parser (panes %d, err %v); screen:\n%s", rp.tui.CLI.Kind, len(panes), err, last)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the %s TUI is not idle for the parser (panes %d, err %v); screen:\n%s", rp.tui.CLI.Kind, len(panes), err, last)
 	}
 }
 
@@ -129,29 +130,21 @@ func runHost(t *testing.T, svc *Service) *hostpkg.Host {
 
 func waitTurnStatus(t *testing.T, svc *Service, id string, timeout time.Duration, want ...termapi.TurnStatus) termapi.TurnView {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	for {
-		v, err := svc.Status(ctx, id)
-		if err != nil {
+	var v termapi.TurnView
+	if !poll.WithinEveryOn(timeout, 200*time.Millisecond, nextChangeOf(svc), func() bool {
+		var err error
+		if v, err = svc.Status(t.Context(), id); err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range want {
-			if v.Status == w {
-				return v
-			}
+		return slices.Contains(want, v.Status)
+	}) {
+		screen := ""
+		if lastPane != nil {
+			screen = lastPane.debug()
 		}
-		select {
-		case <-ctx.Done():
-			screen := ""
-			if lastPane != nil {
-				screen = lastPane.debug()
-			}
-			t.Fatalf("turn %s is %s, want %v: %+v\nscreen:\n%s", id, v.Status, want, v, screen)
-		case <-changesOf(svc):
-		case <-time.After(200 * time.Millisecond):
-		}
+		t.Fatalf("turn %s is %s, want %v: %+v\nscreen:\n%s", id, v.Status, want, v, screen)
 	}
+	return v
 }
 
 func TestE2ECodexSendWaitExactReply(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/screen"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -472,43 +473,25 @@ func (r *rig) fakeWatch(_ context.Context, paths []string) (<-chan struct{}, err
 // waitStatus waits (bounded) until the Turn has status.
 func (r *rig) waitStatus(id string, status termapi.TurnStatus) termapi.TurnView {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ch := changesOf(r.svc)
-		v, err := r.svc.Status(r.t.Context(), id)
-		if err != nil {
+	var v termapi.TurnView
+	if !poll.WithinOn(10*time.Second, nextChangeOf(r.svc), func() bool {
+		var err error
+		if v, err = r.svc.Status(r.t.Context(), id); err != nil {
 			r.t.Fatal(err)
 		}
-		if v.Status == status {
-			return v
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("turn %s is %s, want %s (%+v)", id, v.Status, status, v)
-		}
-		select {
-		case <-ch:
-		case <-time.After(20 * time.Millisecond):
-		}
+		return v.Status == status
+	}) {
+		r.t.Fatalf("turn %s is %s, want %s (%+v)", id, v.Status, status, v)
 	}
+	return v
 }
 
 // until waits (bounded) for cond, re-checking at every change the service
-// announces and at least every 20 ms.
+// announces and every poll.Tick.
 func (r *rig) until(what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ch := changesOf(r.svc)
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting until %s", what)
-		}
-		select {
-		case <-ch:
-		case <-time.After(20 * time.Millisecond):
-		}
+	if !poll.WithinOn(10*time.Second, nextChangeOf(r.svc), cond) {
+		r.t.Fatalf("timed out waiting until %s", what)
 	}
 }
 
@@ -529,10 +512,12 @@ func completionClaims(t testing.TB, st store.Store, turnID string) int {
 	return n
 }
 
-// changesOf returns the channel s closes at its next change: a test waits
-// on it instead of polling.
-func changesOf(s *Service) <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
+// nextChangeOf returns, for poll.WithinOn, a func that gives the channel s
+// closes at its next change: a test is woken by it instead of polling.
+func nextChangeOf(s *Service) func() <-chan struct{} {
+	return func() <-chan struct{} {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.changed
+	}
 }

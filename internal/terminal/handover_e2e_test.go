@@ -176,7 +176,7 @@ func TestE2ETwoHostsKill9HandsOverTurn(t *testing.T) {
 	}
 	startHostProcess(t, path, rp.socket, calls, "terminal host B")
 	hostB := registered(t, st, "terminal host B")
-	if v, err := svc.Status(ctx, res.TurnID); err != nil || !store.TurnMonitored(v.Status) {
+	if v, err := svc.Status(ctx, res.TurnID); err != nil || !v.Status.Monitored() {
 		t.Fatalf("the Turn ended before host A was killed: %+v, %v", v, err)
 	}
 

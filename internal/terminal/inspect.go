@@ -172,33 +172,13 @@ func restoreComposer(ctx context.Context, terms Terminals, a agents.Agent, in ag
 	return err
 }
 
-// waitCommandDraft waits (DraftTimeout) until the composer shows the slash
-// command cmd on two captures at least 120 ms apart. The agents draw their
-// slash-command menu over the composer meanwhile, so the composer line
-// itself is what counts.
+// waitCommandDraft is waitDraft for the slash command cmd. The agents draw
+// their slash-command menu over the composer meanwhile, so a composer line
+// holding exactly cmd counts too.
 func (s *Service) waitCommandDraft(ctx context.Context, a agents.Agent, p agents.Pane, cmd string) bool {
-	deadline := time.Now().Add(s.o.DraftTimeout)
-	var firstSeen time.Time
-	for {
-		text, err := s.o.Terminals.Capture(ctx, p)
-		if err == nil && (a.DraftVisible(text, cmd) || commandDraftShown(text, cmd)) {
-			if firstSeen.IsZero() {
-				firstSeen = time.Now()
-			} else if time.Since(firstSeen) >= 120*time.Millisecond {
-				return true
-			}
-		} else {
-			firstSeen = time.Time{}
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(30 * time.Millisecond):
-		}
-	}
+	return waitDraft(ctx, s.o.Terminals, s.o.DraftTimeout, p, func(screen string) bool {
+		return a.DraftVisible(screen, cmd) || commandDraftShown(screen, cmd)
+	})
 }
 
 // commandDraftShown reports a composer line holding exactly the slash

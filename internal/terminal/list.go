@@ -119,7 +119,7 @@ func (s *Service) row(ctx context.Context, p agents.Pane) termapi.TerminalRow {
 	case !sc.ComposerEmpty:
 		blocked = append(blocked, "the composer holds unsent text")
 	}
-	if r.CurrentTurn != nil && store.TurnSendBlocking(r.CurrentTurn.Status) {
+	if r.CurrentTurn != nil && r.CurrentTurn.Status.SendBlocking() {
 		blocked = append(blocked, "turn "+r.CurrentTurn.TurnID+" is "+string(r.CurrentTurn.Status))
 	}
 	if d, err := s.o.Store.GetDispatch(ctx, p.Key); err == nil && d.MessageType != store.DispatchTransition {

@@ -64,7 +64,7 @@ func (m *monitor) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !store.TurnMonitored(t.Status) {
+	if !t.Status.Monitored() {
 		return nil
 	}
 	if err := json.Unmarshal(t.Takeover.TerminalControl, &m.pane); err != nil {
@@ -118,7 +118,7 @@ func (m *monitor) check(ctx context.Context, w hostpkg.Wake) (bool, time.Time, e
 		}
 		m.spoiled = false
 	}()
-	if !store.TurnMonitored(t.Status) {
+	if !t.Status.Monitored() {
 		return true, never, nil
 	}
 	sessKey := hostpkg.Record{Kind: store.VersionSession, ID: t.SessionID}

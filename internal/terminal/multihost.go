@@ -322,7 +322,7 @@ func (m *monitor) screenForeign(ctx context.Context) (stop bool, err error) {
 		return false, nil
 	}
 	t, err := s.o.Store.GetTurn(ctx, m.turnID)
-	if err != nil || !store.TurnMonitored(t.Status) {
+	if err != nil || !t.Status.Monitored() {
 		return false, nil // the monitor reads it again and decides
 	}
 	host := hostOf(t.Takeover.TerminalID)
@@ -358,7 +358,7 @@ func (m *monitor) underLease(ctx context.Context, f func(ctx context.Context, t 
 	defer release()
 	m.lease = l
 	t, err := m.s.o.Store.GetTurn(lctx, m.turnID)
-	if err != nil || !store.TurnMonitored(t.Status) {
+	if err != nil || !t.Status.Monitored() {
 		return err
 	}
 	return f(lctx, t)

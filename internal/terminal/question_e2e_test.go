@@ -15,6 +15,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents/codex"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakemodel"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 	"github.com/clawconnect/clawconnect/plugins/openclaw"
@@ -205,24 +206,28 @@ func TestE2EClaudeQuestionCallbackIntoRealGateway(t *testing.T) {
 	// returns their texts.
 	inS := func(marker string) []string {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
+		var texts []string
+		var rows int
+		var err error
+		if !poll.WithinEvery(60*time.Second, 200*time.Millisecond, func() bool {
 			if _, err := x.DeliverDue(ctx); err != nil {
 				t.Fatal(err)
 			}
-			var texts []string
-			if h, err := gc.History(ctx, gateway.HistoryRequest{SessionKey: S, Limit: 200}); err == nil {
+			texts, rows = nil, 0
+			var h *gateway.History
+			if h, err = gc.History(ctx, gateway.HistoryRequest{SessionKey: S, Limit: 200}); err == nil {
+				rows = len(h.Messages)
 				for _, m := range h.Messages {
 					if m.Role == "user" && strings.Contains(m.Text, "[ClawConnect callback]") && strings.Contains(m.Text, marker) {
 						texts = append(texts, m.Text)
 					}
 				}
 			}
-			if len(texts) > 0 || time.Now().After(deadline) {
-				return texts
-			}
-			time.Sleep(200 * time.Millisecond)
+			return len(texts) > 0
+		}) {
+			t.Logf("no callback message with %q in S's history within 60 s (last read: %d rows, %v)", marker, rows, err)
 		}
+		return texts
 	}
 	res, err := svc.Send(ctx, termapi.SendRequest{TerminalID: rp.pane.TerminalID, Request: "QUESTION: Which color should the widget be? | Red | Blue", OriginSession: S})
 	if err != nil {

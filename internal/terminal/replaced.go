@@ -94,7 +94,7 @@ func (s *Service) retireOnce(ctx context.Context, p agents.Pane) error {
 	now := nowMs()
 	w := store.TurnWrite{Turn: t, Events: []store.TurnEvent{event(now, "terminal_input_released", map[string]any{
 		"reason": "agent_process_replaced", "terminal_id": p.TerminalID})}}
-	if store.TurnMonitored(t.Status) {
+	if t.Status.Monitored() {
 		w = stallWrite(t, "agent_process_replaced", reasonAgentGone+"; another process now runs in its pane", now)
 	}
 	releaseInput(&w, t, d, now)

@@ -268,7 +268,7 @@ func (s *Service) dispatchLocked(ctx context.Context, turn *store.Turn, d *store
 	// Enter submits whatever the composer holds, so it is pressed only once
 	// the composer shows exactly the text typed: not a mode the text
 	// switched on, a command it turned into, or a human's keys mixed in.
-	if !waitDraft(ctx, s.o.Terminals, s.o.DraftTimeout, a, p, text) {
+	if !waitDraft(ctx, s.o.Terminals, s.o.DraftTimeout, p, func(screen string) bool { return a.DraftVisible(screen, text) }) {
 		return s.failSubmission(ctx, turn, d, termapi.DispatchAborted, termapi.OutcomeNotAccepted,
 			"the draft did not show in the "+agentName(p.Agent)+" composer as typed, so Enter was not pressed; the text is left in the composer — clear it in the terminal", termapi.ErrRefused)
 	}
@@ -301,14 +301,15 @@ func agentName(kind string) string {
 	return kind
 }
 
-// waitDraft polls the screen until the composer shows the draft on two
-// consecutive captures at least 120 ms apart, within DraftTimeout.
-func waitDraft(ctx context.Context, terms Terminals, timeout time.Duration, a agents.Agent, p agents.Pane, text string) bool {
+// waitDraft polls the screen until shown holds for it (the composer shows
+// the draft) on two consecutive captures at least 120 ms apart, within
+// timeout.
+func waitDraft(ctx context.Context, terms Terminals, timeout time.Duration, p agents.Pane, shown func(screen string) bool) bool {
 	deadline := time.Now().Add(timeout)
 	var firstSeen time.Time
 	for {
 		screen, err := terms.Capture(ctx, p)
-		if err == nil && a.DraftVisible(screen, text) {
+		if err == nil && shown(screen) {
 			if firstSeen.IsZero() {
 				firstSeen = time.Now()
 			} else if time.Since(firstSeen) >= 120*time.Millisecond {

@@ -103,7 +103,7 @@ func (s *Service) Detach(ctx context.Context, sessionID, reason string) (Session
 			switch {
 			case Running(t.Status):
 				return v, fmt.Errorf("detach: %w: turn %s is still with the agent (%s); cancel it first", termapi.ErrRefused, t.TurnID, t.Status)
-			case store.TurnSendBlocking(t.Status):
+			case t.Status.SendBlocking():
 				if _, err := s.Close(ctx, t.TurnID, reason); err != nil && !errors.Is(err, termapi.ErrRefused) {
 					return v, fmt.Errorf("detach: %w", err)
 				}

@@ -68,7 +68,7 @@ func accepts(step string, t *store.Turn, now time.Time) error {
 			return fmt.Errorf("%w: turn %s waits for no prompt that only a human can answer", termapi.ErrRefused, t.TurnID)
 		}
 	case StepCancel:
-		if !store.TurnMonitored(t.Status) && t.Status != termapi.TurnStalled {
+		if !t.Status.Monitored() && t.Status != termapi.TurnStalled {
 			return fmt.Errorf("%w: turn %s is already %s", termapi.ErrRefused, t.TurnID, t.Status)
 		}
 	case StepRenew:

@@ -244,21 +244,19 @@ func transitionKilled(t *testing.T, kind realcli.Kind) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	if !poll.WithinEvery(60*time.Second, 50*time.Millisecond, func() bool {
 		if _, err := os.Stat(marker); err == nil {
-			break
+			return true
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("the helper ended before the transition was submitted: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("the helper did not reach submitted; screen:\n%s", rp.debug())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		_ = cmd.Process.Kill()
+		t.Fatalf("the helper did not reach submitted; screen:\n%s", rp.debug())
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -297,16 +295,19 @@ func transitionKilled(t *testing.T, kind realcli.Kind) {
 		}
 		// The agent may take a moment to act on the submitted step: an
 		// operator retries --adopt until its files prove it.
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			v, err := svc.ResolveTransition(ctx, id, true)
+		var v termapi.TransitionView
+		var err error
+		if !poll.WithinEvery(20*time.Second, 200*time.Millisecond, func() bool {
+			v, err = svc.ResolveTransition(ctx, id, true)
 			if err == nil && v.Status == store.TransitionCommitted {
-				break
+				return true
 			}
-			if !errors.Is(err, termapi.ErrRefused) || time.Now().After(deadline) {
+			if !errors.Is(err, termapi.ErrRefused) {
 				t.Fatalf("resolve --adopt = %+v, %v; screen:\n%s", v, err, rp.debug())
 			}
-			time.Sleep(200 * time.Millisecond)
+			return false
+		}) {
+			t.Fatalf("resolve --adopt = %+v, %v; screen:\n%s", v, err, rp.debug())
 		}
 	default:
 		t.Fatalf("transition after the kill and a scan = %+v", tr)
@@ -461,20 +462,12 @@ func TestE2ECodexSendAfterTheOldRolloutClosed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("new-thread: %v; screen:\n%s", err, rp.debug())
 	}
-	deadline := time.Now().Add(150 * time.Second)
-	for {
-		id, err := codex.Agent{}.Identify(ctx, rp.pane)
-		if err == nil && id.ThreadID == "" && id.Locked == v.ThreadID {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("codex never closed the old rollout: identity %+v, %v", id, err)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
+	var id agents.Identity
+	if !poll.WithinEvery(150*time.Second, 250*time.Millisecond, func() bool {
+		id, err = codex.Agent{}.Identify(ctx, rp.pane)
+		return err == nil && id.ThreadID == "" && id.Locked == v.ThreadID
+	}) {
+		t.Fatalf("codex never closed the old rollout: identity %+v, %v", id, err)
 	}
 	if row := paneRow(t, svc); row.SessionID != v.SessionID || row.NativeThreadID != v.ThreadID || row.BindingGeneration != 2 {
 		t.Fatalf("row with only the lock = %+v, want session %s on %s", row, v.SessionID, v.ThreadID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,42 +90,31 @@ func TestE2EWatchHumanCodexTurn(t *testing.T) {
 
 	waitWatch := func(id string, want ...string) watch.View {
 		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for {
-			v, err := svc.WatchStatus(ctx, id)
-			if err != nil {
+		var v watch.View
+		if !poll.WithinEveryOn(90*time.Second, 200*time.Millisecond, nextChangeOf(svc), func() bool {
+			var err error
+			if v, err = svc.WatchStatus(ctx, id); err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range want {
-				if v.Status == w {
-					return v
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("watch %s is %s, want %v: %+v; screen:\n%s", id, v.Status, want, v, rp.debug())
-			}
-			select {
-			case <-changesOf(svc):
-			case <-time.After(200 * time.Millisecond):
-			}
+			return slices.Contains(want, v.Status)
+		}) {
+			t.Fatalf("watch %s is %s, want %v: %+v; screen:\n%s", id, v.Status, want, v, rp.debug())
 		}
+		return v
 	}
 	delivered := func(id string) *store.Callback {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			cbs, err := cs.TurnCallbacks(ctx, id, 10)
-			if err != nil {
+		var cbs []*store.Callback
+		if !poll.WithinEvery(30*time.Second, 100*time.Millisecond, func() bool {
+			var err error
+			if cbs, err = cs.TurnCallbacks(ctx, id, 10); err != nil {
 				t.Fatal(err)
 			}
-			if len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered {
-				return cbs[0]
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("watch %s notifications: %+v", id, cbs)
-			}
-			time.Sleep(100 * time.Millisecond)
+			return len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered
+		}) {
+			t.Fatalf("watch %s notifications: %+v", id, cbs)
 		}
+		return cbs[0]
 	}
 
 	// 1. Watch first, then the human types.
@@ -251,42 +241,33 @@ func TestE2EWatchJoinsRunningClaudeTask(t *testing.T) {
 	if prompts, err := claude.PromptsAfter(anchor); err != nil || len(prompts) == 0 || prompts[0] != joined.TurnID {
 		t.Fatalf("prompts after the watch's anchor = %v, %v; want %s first", prompts, err, joined.TurnID)
 	}
-	deadline := time.Now().Add(90 * time.Second)
 	var v watch.View
-	for {
+	if !poll.WithinEveryOn(90*time.Second, 200*time.Millisecond, nextChangeOf(svc), func() bool {
 		if v, err = svc.WatchStatus(ctx, w.WatchID); err != nil {
 			t.Fatal(err)
 		}
-		if v.Status != store.WatchActive {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("watch still active: %+v; screen:\n%s", v, rp.debug())
-		}
-		select {
-		case <-changesOf(svc):
-		case <-time.After(200 * time.Millisecond):
-		}
+		return v.Status != store.WatchActive
+	}) {
+		t.Fatalf("watch still active: %+v; screen:\n%s", v, rp.debug())
 	}
 	if v.Status != store.WatchCompleted || v.Settlement.Text != "claude-joined-late" || !v.TaskSeen || v.NativeTurnID != joined.TurnID {
 		t.Fatalf("joined watch = %+v; screen:\n%s", v, rp.debug())
 	}
 	cs := st
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		cbs, err := cs.TurnCallbacks(ctx, w.WatchID, 10)
-		if err != nil {
+	var cbs []*store.Callback
+	if !poll.WithinEvery(30*time.Second, 100*time.Millisecond, func() bool {
+		if cbs, err = cs.TurnCallbacks(ctx, w.WatchID, 10); err != nil {
 			t.Fatal(err)
 		}
-		if len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered {
-			if cb := cbs[0]; cb.SessionKey != S || cb.Kind != "watch_completed" || gw.Runs() != 1 {
-				t.Fatalf("notification %+v, %d runs of the origin session", cb, gw.Runs())
-			}
-			break
-		}
-		if len(cbs) > 1 || time.Now().After(deadline) {
+		if len(cbs) > 1 {
 			t.Fatalf("watch %s notifications: %+v", w.WatchID, cbs)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return len(cbs) == 1 && cbs[0].Status == termapi.CallbackDelivered
+	}) {
+		t.Fatalf("watch %s notifications: %+v", w.WatchID, cbs)
+	}
+	if cb := cbs[0]; cb.SessionKey != S || cb.Kind != "watch_completed" || gw.Runs() != 1 {
+		t.Fatalf("notification %+v, %d runs of the origin session", cb, gw.Runs())
 	}
 	waitIdleAfter(t, rp, "claude-joined-late")
 }
@@ -325,9 +306,10 @@ func watchQuestionE2E(t *testing.T, kind realcli.Kind, question string, args ...
 	// delivered, and returns their messages, oldest first.
 	notified := func(kinds ...string) []outbox.CallbackMessage {
 		t.Helper()
-		for deadline := time.Now().Add(90 * time.Second); ; {
-			cbs, err := cs.TurnCallbacks(ctx, w.WatchID, 10)
-			if err != nil {
+		var cbs []*store.Callback
+		if !poll.WithinEvery(90*time.Second, 100*time.Millisecond, func() bool {
+			var err error
+			if cbs, err = cs.TurnCallbacks(ctx, w.WatchID, 10); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
@@ -337,13 +319,16 @@ func watchQuestionE2E(t *testing.T, kind realcli.Kind, question string, args ...
 				}
 			}
 			if strings.Join(got, ",") == strings.Join(kinds, ",") {
-				return queuedCallbacks(t, st, w.WatchID)
+				return true
 			}
-			if len(cbs) > len(kinds) || time.Now().After(deadline) {
+			if len(cbs) > len(kinds) {
 				t.Fatalf("watch %s notifications: %+v, want %v; screen:\n%s", w.WatchID, cbs, kinds, rp.debug())
 			}
-			time.Sleep(100 * time.Millisecond)
+			return false
+		}) {
+			t.Fatalf("watch %s notifications: %+v, want %v; screen:\n%s", w.WatchID, cbs, kinds, rp.debug())
 		}
+		return queuedCallbacks(t, st, w.WatchID)
 	}
 	msgs := notified("watch_question")
 	if m := msgs[0]; m.Type != MsgQuestion || !strings.Contains(m.Body, "The watched "+rp.pane.Agent+" task asks: "+question) ||

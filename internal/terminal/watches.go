@@ -95,7 +95,7 @@ func (s *Service) ourTurnRuns(ctx context.Context, p agents.Pane) error {
 	if t, err := s.o.Store.GetTurn(ctx, d.TurnID); err == nil {
 		status = t.Status
 	}
-	if d.Blocks(status) || (status != "" && store.TurnSendBlocking(status)) {
+	if d.Blocks(status) || (status != "" && status.SendBlocking()) {
 		return fmt.Errorf("%w: Turn %s of ClawConnect runs in this pane (%s); follow it with `clawconnect terminal status %s` instead of a watch",
 			termapi.ErrRefused, d.TurnID, status, d.TurnID)
 	}

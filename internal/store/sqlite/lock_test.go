@@ -14,6 +14,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
 // holdLockFile takes the store's lock file as another process would, and
@@ -40,8 +41,8 @@ func holdLockFile(t *testing.T, path string) (release func(), inode uint64) {
 func awaitBlockedOn(t *testing.T, inode uint64, wrote <-chan error) {
 	t.Helper()
 	want := fmt.Sprintf(":%d ", inode)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var flocks []string
+	if !poll.Within(10*time.Second, func() bool {
 		select {
 		case err := <-wrote:
 			t.Fatalf("the write went ahead while another process held the lock file (err %v)", err)
@@ -51,19 +52,19 @@ func awaitBlockedOn(t *testing.T, inode uint64, wrote <-chan error) {
 		if err != nil {
 			t.Skipf("no /proc/locks: %v", err)
 		}
+		flocks = nil
 		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "FLOCK") {
+				flocks = append(flocks, line)
+			}
 			if strings.Contains(line, "-> FLOCK") && strings.Contains(line+" ", want) {
-				return
+				return true
 			}
 		}
-		// Yield to the writer's goroutines; /proc/locks is the event.
-		select {
-		case err := <-wrote:
-			t.Fatalf("the write went ahead while another process held the lock file (err %v)", err)
-		case <-time.After(time.Millisecond):
-		}
+		return false
+	}) {
+		t.Fatalf("no writer blocked on the lock file (inode %d) within 10 s; flocks:\n%s", inode, strings.Join(flocks, "\n"))
 	}
-	t.Fatal("no writer blocked on the lock file within 10 s")
 }
 
 // TestWriterWaitsForTheLockFileRelease: a write while another process

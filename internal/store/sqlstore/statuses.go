@@ -7,11 +7,11 @@ import (
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
-// openTurn selects the Turns that need a monitor (store.TurnMonitored).
+// openTurn selects the Turns that need a monitor (termapi.TurnStatus.Monitored).
 var openTurn = statusIn(termapi.TurnStatuses(), termapi.TurnStatus.Monitored)
 
 // turnSendBlocking selects the Turns that keep their Session from taking
-// a new one (store.TurnSendBlocking).
+// a new one (termapi.TurnStatus.SendBlocking).
 var turnSendBlocking = statusIn(termapi.TurnStatuses(), termapi.TurnStatus.SendBlocking)
 
 // callbackDue selects the callbacks the outbox still attempts

@@ -132,23 +132,17 @@ func readUntil(t *testing.T, ch <-chan string, want string) string {
 // waitCapture polls the pane's screen until it contains want (bounded).
 func waitCapture(t *testing.T, c *Client, p Pane, opts CaptureOptions, want string) string {
 	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for {
-		got, err := c.Capture(t.Context(), p, opts)
-		if err != nil {
+	var got string
+	if !poll.WithinEvery(10*time.Second, 10*time.Millisecond, func() bool {
+		var err error
+		if got, err = c.Capture(t.Context(), p, opts); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(got, want) {
-			return got
-		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("screen never showed %q; last:\n%s", want, got)
-		}
+		return strings.Contains(got, want)
+	}) {
+		t.Fatalf("screen never showed %q; last:\n%s", want, got)
 	}
+	return got
 }
 
 func (s *server) client(opts Options) *Client {

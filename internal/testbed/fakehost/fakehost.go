@@ -15,10 +15,18 @@ import (
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
+// Store is what a fake host uses of the shared store: the directory of
+// hosts and their operation queue, and the announcement of terminal work
+// that wakes the front end waiting for an operation's answer.
+type Store interface {
+	store.TerminalHosts
+	store.TerminalWorkFeed
+}
+
 // Host is a fake terminal host; Ops lists what it was asked.
 type Host struct {
 	name   string
-	st     store.TerminalHosts
+	st     Store
 	answer func(op *store.HostOp) any
 	mu     sync.Mutex
 	ops    []store.HostOp
@@ -26,7 +34,7 @@ type Host struct {
 
 // Start publishes host name on st (live for an hour) and answers each
 // operation queued for it with answer's result until the test ends.
-func Start(t testing.TB, st store.TerminalHosts, name string, answer func(op *store.HostOp) any) *Host {
+func Start(t testing.TB, st Store, name string, answer func(op *store.HostOp) any) *Host {
 	t.Helper()
 	h := &Host{name: name, st: st, answer: answer}
 	err := st.PublishTerminalHost(t.Context(), store.TerminalHost{Host: name, Owner: name + "/1/fake", PublishedAt: time.Now().UnixMilli(),
@@ -74,9 +82,7 @@ func (h *Host) run(ctx context.Context) {
 			if h.st.FinishHostOp(ctx, op, "fake-"+h.name) != nil {
 				continue
 			}
-			if feed, ok := h.st.(store.TerminalWorkFeed); ok {
-				feed.AnnounceTerminalWork(ctx)
-			}
+			h.st.AnnounceTerminalWork(ctx)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realgateway"
 )
 
@@ -93,21 +94,18 @@ func TestRealLocalGateway(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-env-file", envFile}, &out, io.Discard) }()
 
-	deadline := time.NewTimer(5 * time.Minute)
-	defer deadline.Stop()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	if !poll.WithinEvery(5*time.Minute, 200*time.Millisecond, func() bool {
 		if _, err := os.Stat(envFile); err == nil {
-			break
+			return true
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("localgateway exited before it was ready: %v", err)
-		case <-deadline.C:
-			t.Fatal("no env file after 5 minutes")
-		case <-tick.C:
+		default:
 		}
+		return false
+	}) {
+		t.Fatal("no env file after 5 minutes")
 	}
 	env := readEnv(t, envFile)
 	dctx, dcancel := context.WithTimeout(t.Context(), time.Minute)

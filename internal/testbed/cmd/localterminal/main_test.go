@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clawconnect/clawconnect/internal/testbed/peers"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 	"github.com/clawconnect/clawconnect/internal/testbed/realcli"
 )
 
@@ -96,21 +97,18 @@ func TestRealLocalTerminal(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-env-file", envFile}, &out, io.Discard) }()
 
-	deadline := time.NewTimer(5 * time.Minute)
-	defer deadline.Stop()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	if !poll.WithinEvery(5*time.Minute, 200*time.Millisecond, func() bool {
 		if _, err := os.Stat(envFile); err == nil {
-			break
+			return true
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("localterminal exited before it was ready: %v", err)
-		case <-deadline.C:
-			t.Fatal("no env file after 5 minutes")
-		case <-tick.C:
+		default:
 		}
+		return false
+	}) {
+		t.Fatal("no env file after 5 minutes")
 	}
 	env := readEnv(t, envFile)
 	if env["CLAWCONNECT_TMUX_DEFAULT_SERVER"] != "off" {
