@@ -26,6 +26,16 @@ func (s *Service) Attach(h *hostpkg.Host) {
 // until it needs no follower, h loses its lease, or ctx ends.
 func (s *Service) Follow(ctx context.Context, h *hostpkg.Host, id string) error {
 	if watch.IsID(id) {
+		// A watch of another host's pane is that host's to follow: this
+		// machine would capture its own tmux and read its own disk at
+		// the pane's names, and hold the lease the owner needs.
+		w, err := s.o.Store.GetWatch(ctx, id)
+		if err != nil {
+			return err
+		}
+		if _, ok := s.foreign(w.TerminalID); ok {
+			return nil
+		}
 		return s.watches.Follow(ctx, id, watchHost{s, h})
 	}
 	return (&monitor{h: h, s: s, turnID: id}).run(ctx)

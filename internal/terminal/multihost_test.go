@@ -12,6 +12,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
 	hostpkg "github.com/clawconnect/clawconnect/internal/terminal/host"
 	"github.com/clawconnect/clawconnect/internal/terminal/outbox"
+	"github.com/clawconnect/clawconnect/internal/terminal/watch"
 	"github.com/clawconnect/clawconnect/termapi"
 )
 
@@ -293,5 +294,37 @@ func TestLocalIDAcceptedOnOwnHost(t *testing.T) {
 	}
 	if got := prompts(b.agent); len(got) != 1 || res.SubmissionOutcome != termapi.OutcomeAccepted {
 		t.Fatalf("prompts %q, outcome %q", got, res.SubmissionOutcome)
+	}
+}
+
+// TestWatchOfAnotherHostsPaneIsLeftToIt: a host asked to follow a watch
+// of another host's pane (as its rescan does once the owner's lease
+// lapsed) leaves it without claiming the watch's lease, so the owner
+// takes it back when it returns and no machine follows a pane it cannot
+// see.
+func TestWatchOfAnotherHostsPaneIsLeftToIt(t *testing.T) {
+	r := newRig(t)
+	a := addHost(t, r, "hosta", 341, "key-a")
+	b := addHost(t, r, "hostb", 342, "key-b")
+	ha := a.run(t, r)
+	b.run(t, r)
+	ctx := t.Context()
+	w, err := b.svc.Watch(ctx, watch.Request{TerminalID: b.agent.pane.TerminalID, OriginSession: "agent:main:origin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.stop() // B's follower gives its lease back
+	if err := a.svc.Follow(ctx, ha, w.WatchID); err != nil {
+		t.Fatalf("A following B's watch: %v, want it left to B", err)
+	}
+	leases, err := r.st.WorkLeases(ctx, store.LeaseWatch, []string{w.WatchID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	for _, l := range leases {
+		if l.Until > now {
+			t.Fatalf("after A was asked to follow B's watch its lease is held: %+v", l)
+		}
 	}
 }
