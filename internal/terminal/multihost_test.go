@@ -3,6 +3,8 @@ package terminal
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -326,5 +328,42 @@ func TestWatchOfAnotherHostsPaneIsLeftToIt(t *testing.T) {
 		if l.Until > now {
 			t.Fatalf("after A was asked to follow B's watch its lease is held: %+v", l)
 		}
+	}
+}
+
+// TestRecordedSocketOfAnotherHostIsNotFollowed: a host lists the tmux
+// servers of its own open Turns but not another host's: the socket path in
+// B's pane key is B's, and on A (hosts sharing /tmp) following it would list
+// B's pane under A's id.
+func TestRecordedSocketOfAnotherHostIsNotFollowed(t *testing.T) {
+	r := newRig(t)
+	sock := filepath.Join(t.TempDir(), "b")
+	listenUnix(t, sock)
+	b := addHost(t, r, "hostb", 351, "key-b")
+	b.agent.pane.Key = sock + "\t%3"
+	fb := &followingTerminals{fakeTerminals: b.ft}
+	b.svc = NewService(Options{Store: r.st, Terminals: fb, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{b.ft}},
+		DraftTimeout: time.Second, Host: b.name, HostKey: []byte("key-b")})
+	b.run(t, r)
+	a := addHost(t, r, "hosta", 352, "key-a")
+	fa := &followingTerminals{fakeTerminals: a.ft}
+	a.svc = NewService(Options{Store: r.st, Terminals: fa, Agents: map[string]agents.Agent{termapi.AgentCodex: fakeReader{a.ft}},
+		DraftTimeout: time.Second, Host: a.name, HostKey: []byte("key-a")})
+	ctx := t.Context()
+	res, err := b.svc.Send(ctx, termapi.SendRequest{TerminalID: b.agent.pane.TerminalID, Request: "an open Turn on B"})
+	if err != nil || res.SubmissionOutcome != termapi.OutcomeAccepted {
+		t.Fatalf("send on B: %+v, %v", res, err)
+	}
+	if _, err := a.svc.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fa.followed(); len(got) != 0 {
+		t.Fatalf("A follows %q, B's socket; want none", got)
+	}
+	if _, err := b.svc.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fb.followed(); !slices.Equal(got, []string{sock}) {
+		t.Fatalf("B follows %q, want its own %q", got, sock)
 	}
 }

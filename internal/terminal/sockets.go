@@ -139,8 +139,12 @@ func (s *Service) followKey(key string) {
 	}
 }
 
-// followRecorded lists the servers of the panes whose Sessions have open
-// Turns, so List shows them whichever sockets this host was started with.
+// followRecorded lists the servers of this host's panes whose Sessions
+// have open Turns, so List shows them whichever sockets this host was
+// started with. Another host's Turns are skipped: their key names a socket
+// on that machine, and the same path here (a /tmp several hosts share, or
+// another machine's default server) is not that pane's server; following
+// it would list a pane under this host's id that this host does not run.
 func (s *Service) followRecorded(ctx context.Context) {
 	turns, err := s.o.Store.OpenTurns(ctx, 500)
 	if err != nil {
@@ -148,7 +152,7 @@ func (s *Service) followRecorded(ctx context.Context) {
 	}
 	seen := map[string]bool{}
 	for _, t := range turns {
-		if seen[t.SessionID] {
+		if _, other := s.foreign(t.Takeover.TerminalID); other || seen[t.SessionID] {
 			continue
 		}
 		seen[t.SessionID] = true
