@@ -178,6 +178,9 @@ func (c *CLI) seedClaude(m *fakemodel.Server) error {
 		"ANTHROPIC_BASE_URL="+m.AnthropicBaseURL(), // Claude Code appends /v1/messages
 		"ANTHROPIC_API_KEY="+APIKey,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		// Otherwise a git clone of the official plugin marketplace runs in
+		// the background, writing into the test's home as it is removed.
+		"CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1",
 		"DISABLE_AUTOUPDATER=1",
 		"DISABLE_TELEMETRY=1",
 		"DISABLE_ERROR_REPORTING=1",

@@ -65,7 +65,8 @@ func TestPrepareClaudeCode(t *testing.T) {
 	env := envMap(c.Env)
 	for k, want := range map[string]string{
 		"HOME": filepath.Join(dir, "home"), "ANTHROPIC_BASE_URL": model.URL(), "ANTHROPIC_API_KEY": "dummy",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1", "X": "1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
+		"IS_SANDBOX": "1", "X": "1",
 	} {
 		if env[k] != want {
 			t.Errorf("env %s = %q, want %q", k, env[k], want)
