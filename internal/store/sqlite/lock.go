@@ -273,6 +273,19 @@ func (c *lockedConn) rollback() error {
 	return err
 }
 
+// stmtCtx is the context a statement of c runs under. Inside a
+// transaction it is ctx without its cancellation: the statement waits for
+// no lock (BEGIN IMMEDIATE took the write lock) and ends in microseconds,
+// and database/sql rolls the transaction back once ctx ends, after the
+// statement; an interruptible statement costs the driver a goroutine of
+// its own, started and ended every time.
+func (c *lockedConn) stmtCtx(ctx context.Context) context.Context {
+	if c.inTx {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
 // around runs fn holding the lock unless a transaction already holds it.
 func (c *lockedConn) around(ctx context.Context, fn func() error) error {
 	if c.inTx {
@@ -287,12 +300,12 @@ func (c *lockedConn) around(ctx context.Context, fn func() error) error {
 }
 
 func (c *lockedConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (r driver.Result, err error) {
-	err = c.around(ctx, func() error { r, err = c.conn().ExecContext(ctx, q, args); return err })
+	err = c.around(ctx, func() error { r, err = c.conn().ExecContext(c.stmtCtx(ctx), q, args); return err })
 	return r, err
 }
 
 func (c *lockedConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.query(ctx, func() (driver.Rows, error) { return c.conn().QueryContext(ctx, q, args) })
+	return c.query(ctx, func() (driver.Rows, error) { return c.conn().QueryContext(c.stmtCtx(ctx), q, args) })
 }
 
 // query runs fn under the lock (unless a transaction holds it) and keeps
@@ -389,12 +402,12 @@ func (s *lockedStmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (s *lockedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (r driver.Result, err error) {
-	err = s.c.around(ctx, func() error { r, err = s.stmt().ExecContext(ctx, args); return err })
+	err = s.c.around(ctx, func() error { r, err = s.stmt().ExecContext(s.c.stmtCtx(ctx), args); return err })
 	return r, err
 }
 
 func (s *lockedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	return s.c.query(ctx, func() (driver.Rows, error) { return s.stmt().QueryContext(ctx, args) })
+	return s.c.query(ctx, func() (driver.Rows, error) { return s.stmt().QueryContext(s.c.stmtCtx(ctx), args) })
 }
 
 // lockedRows releases the lock once closed.
