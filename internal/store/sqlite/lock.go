@@ -180,6 +180,20 @@ type lockedConn struct {
 	inner driver.Conn
 	lock  *writeLock
 	inTx  bool
+	// txStmts are BEGIN IMMEDIATE, COMMIT and ROLLBACK, prepared on the
+	// connection's first transaction and kept: modernc's own transactions
+	// compile each of them anew every time.
+	txStmts *txStmts
+}
+
+type txStmts struct{ begin, commit, rollback innerStmt }
+
+func (t *txStmts) close() {
+	for _, s := range []innerStmt{t.begin, t.commit, t.rollback} {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
 }
 
 func (c *lockedConn) conn() innerConn { return c.inner.(innerConn) }
@@ -196,24 +210,80 @@ func (c *lockedConn) PrepareContext(ctx context.Context, q string) (driver.Stmt,
 	return &lockedStmt{inner: s, c: c}, nil
 }
 
-func (c *lockedConn) Close() error { return c.inner.Close() }
+func (c *lockedConn) Close() error {
+	if t := c.txStmts; t != nil {
+		t.close()
+	}
+	return c.inner.Close()
+}
 
 func (c *lockedConn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{})
 }
 
+// BeginTx begins an IMMEDIATE transaction (the writer's only kind, see
+// Open) holding the lock file until it ends.
 func (c *lockedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if opts != (driver.TxOptions{}) {
+		return nil, errors.New("sqlite writer: transactions take no options")
+	}
 	release, err := c.lock.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tx, err := c.conn().BeginTx(ctx, opts)
-	if err != nil {
+	if err := c.begin(ctx); err != nil {
 		release()
 		return nil, err
 	}
 	c.inTx = true
-	return &lockedTx{inner: tx, c: c, release: release}, nil
+	return &lockedTx{c: c, release: release}, nil
+}
+
+// begin runs BEGIN IMMEDIATE, preparing the transaction statements first
+// if needed. It waits for SQLite's write lock under busy_timeout, or until
+// ctx ends.
+func (c *lockedConn) begin(ctx context.Context) error {
+	if c.txStmts == nil {
+		t := &txStmts{}
+		for _, p := range []struct {
+			q   string
+			dst *innerStmt
+		}{{"BEGIN IMMEDIATE", &t.begin}, {"COMMIT", &t.commit}, {"ROLLBACK", &t.rollback}} {
+			s, err := c.conn().PrepareContext(ctx, p.q)
+			if err != nil {
+				t.close()
+				return err
+			}
+			*p.dst = s.(innerStmt)
+		}
+		c.txStmts = t
+	}
+	if _, err := c.txStmts.begin.ExecContext(ctx, nil); err != nil {
+		// The driver reports a context that ended while BEGIN ran as an
+		// error even if BEGIN took effect: leave no transaction open.
+		c.rollback()
+		return err
+	}
+	return nil
+}
+
+// rollback runs ROLLBACK; with no transaction open it does nothing.
+func (c *lockedConn) rollback() error {
+	_, err := c.txStmts.rollback.ExecContext(context.Background(), nil)
+	return err
+}
+
+// stmtCtx is the context a statement of c runs under. Inside a
+// transaction it is ctx without its cancellation: the statement waits for
+// no lock (BEGIN IMMEDIATE took the write lock) and ends in microseconds,
+// and database/sql rolls the transaction back once ctx ends, after the
+// statement; an interruptible statement costs the driver a goroutine of
+// its own, started and ended every time.
+func (c *lockedConn) stmtCtx(ctx context.Context) context.Context {
+	if c.inTx {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 // around runs fn holding the lock unless a transaction already holds it.
@@ -230,12 +300,12 @@ func (c *lockedConn) around(ctx context.Context, fn func() error) error {
 }
 
 func (c *lockedConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (r driver.Result, err error) {
-	err = c.around(ctx, func() error { r, err = c.conn().ExecContext(ctx, q, args); return err })
+	err = c.around(ctx, func() error { r, err = c.conn().ExecContext(c.stmtCtx(ctx), q, args); return err })
 	return r, err
 }
 
 func (c *lockedConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.query(ctx, func() (driver.Rows, error) { return c.conn().QueryContext(ctx, q, args) })
+	return c.query(ctx, func() (driver.Rows, error) { return c.conn().QueryContext(c.stmtCtx(ctx), q, args) })
 }
 
 // query runs fn under the lock (unless a transaction holds it) and keeps
@@ -278,19 +348,28 @@ func (c *lockedConn) IsValid() bool {
 }
 
 type lockedTx struct {
-	inner   driver.Tx
 	c       *lockedConn
 	release func()
 }
 
+// Commit runs COMMIT without a context: a driver given one reports a
+// context that ended meanwhile as a failure even once the commit took
+// effect. In WAL mode, with the write lock held since BEGIN IMMEDIATE, a
+// COMMIT appends to the log without waiting for other connections.
 func (t *lockedTx) Commit() error {
 	defer t.end()
-	return t.inner.Commit()
+	_, err := t.c.txStmts.commit.ExecContext(context.Background(), nil)
+	if err != nil {
+		// A COMMIT that failed may leave the transaction open, and
+		// database/sql expects the connection clean once Commit returns.
+		_ = t.c.rollback()
+	}
+	return err
 }
 
 func (t *lockedTx) Rollback() error {
 	defer t.end()
-	return t.inner.Rollback()
+	return t.c.rollback()
 }
 
 func (t *lockedTx) end() {
@@ -323,12 +402,12 @@ func (s *lockedStmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (s *lockedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (r driver.Result, err error) {
-	err = s.c.around(ctx, func() error { r, err = s.stmt().ExecContext(ctx, args); return err })
+	err = s.c.around(ctx, func() error { r, err = s.stmt().ExecContext(s.c.stmtCtx(ctx), args); return err })
 	return r, err
 }
 
 func (s *lockedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	return s.c.query(ctx, func() (driver.Rows, error) { return s.stmt().QueryContext(ctx, args) })
+	return s.c.query(ctx, func() (driver.Rows, error) { return s.stmt().QueryContext(s.c.stmtCtx(ctx), args) })
 }
 
 // lockedRows releases the lock once closed.

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -136,5 +137,44 @@ func TestCacheSizesPerOptions(t *testing.T) {
 				t.Fatalf("writer cache_size = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestWriteWhoseContextEndsInBeginLeavesNoTransaction: a write whose
+// context ends while its BEGIN waits for SQLite's write lock (held by a
+// writer that takes no lock file, e.g. the sqlite3 shell) fails with the
+// context's error and writes nothing, and the writer connection is left
+// outside any transaction: the next write succeeds.
+func TestWriteWhoseContextEndsInBeginLeavesNoTransaction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	s := open(t, path)
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+	holder, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := s.CreateTask(ctx, storetest.Task("t1", "main", "k", 1)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("write under another writer's lock with an ending context = %v, want DeadlineExceeded", err)
+	}
+	if _, err := holder.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	_ = holder.Close()
+	if _, err := s.GetTask(t.Context(), "main", "t1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the failed write left a task: %v", err)
+	}
+	for i := range 3 {
+		if err := s.CreateTask(t.Context(), storetest.Task(fmt.Sprint("t", i+2), "main", fmt.Sprint("k", i), 1)); err != nil {
+			t.Fatalf("write %d after the failed one: %v", i, err)
+		}
 	}
 }

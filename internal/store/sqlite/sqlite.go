@@ -96,10 +96,10 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 		return fail(err)
 	}
 	_ = f.Close()
-	// Every write transaction begins IMMEDIATE: it takes the file's write
-	// lock first (waiting at most BusyTimeout for another process), since
-	// a deferred one that reads then writes fails at once when another
-	// process wrote meanwhile.
+	// Every write transaction begins IMMEDIATE (lockedConn.BeginTx): it
+	// takes the file's write lock first (waiting at most BusyTimeout for
+	// another process), since a deferred one that reads then writes fails
+	// at once when another process wrote meanwhile.
 	busy := o.BusyTimeout
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
@@ -114,7 +114,7 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 	drv := probe.Driver()
 	_ = probe.Close()
 	lock := openWriteLock(o.Path, busy)
-	w := sql.OpenDB(&lockedConnector{drv: drv, dsn: o.Path + "?" + busyPragma(busy) + connPragmas(cmp.Or(o.WriterCacheKiB, DefaultWriterCacheKiB)) + "&_txlock=immediate", lock: lock})
+	w := sql.OpenDB(&lockedConnector{drv: drv, dsn: o.Path + "?" + busyPragma(busy) + connPragmas(cmp.Or(o.WriterCacheKiB, DefaultWriterCacheKiB)), lock: lock})
 	w.SetMaxOpenConns(1)
 	// Concurrent first opens serialize on the migration's IMMEDIATE
 	// transaction; the later ones find the schema current.

@@ -93,36 +93,14 @@ func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
 		return fmt.Errorf("create task: %w", err)
 	}
 	err = db.tx(ctx, func(tx *txn) error {
-		// The session row is the lock that serializes submits on one session.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (agent, session_key, last_job_id, created_at, updated_at, principal)
-			VALUES (?, ?, '', ?, ?, ?) ON CONFLICT (agent, session_key) DO NOTHING`,
-			t.Agent, t.SessionKey, t.StartedAt, t.StartedAt, t.Principal); err != nil {
+		if err := db.claimSession(ctx, tx, t); err != nil {
 			return err
-		}
-		var last string
-		if err := tx.QueryRowContext(ctx, `SELECT last_job_id FROM sessions WHERE agent = ? AND session_key = ?`+db.d.ForUpdate,
-			t.Agent, t.SessionKey).Scan(&last); err != nil {
-			return err
-		}
-		if last != "" {
-			var status string
-			err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE id = ?`, last).Scan(&status)
-			if err == nil && status == string(store.StatusRunning) {
-				return &store.SessionBusyError{JobID: last}
-			}
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, 0, ?, ?, 1, 1, 0, 0, 0, ?)`,
 			t.ID, t.Agent, t.SessionKey, string(t.Status), t.StartedAt, t.Owner, t.LeaseUntil, data); err != nil {
 			if db.d.IsUniqueViolation != nil && db.d.IsUniqueViolation(err) {
 				return fmt.Errorf("task %s: %w", t.ID, store.ErrExists)
 			}
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_job_id = ?, updated_at = ? WHERE agent = ? AND session_key = ?`,
-			t.ID, t.StartedAt, t.Agent, t.SessionKey); err != nil {
 			return err
 		}
 		// Lists of tasks in every process learn of the new one
@@ -135,6 +113,44 @@ func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
 	}
 	t.Version, t.Fence, t.LogCount, t.PollCount, t.LastPollAt, t.EndedAt = 1, 1, 0, 0, 0, 0
 	return nil
+}
+
+// claimSession makes t the last task of its session inside tx, or fails
+// with a *store.SessionBusyError while the session's last task runs. The
+// session row is the lock that serializes submits on one session: read
+// with the dialect's row lock (PostgreSQL), or under the transaction's
+// write lock (SQLite). A new session's row is inserted with t as its last
+// task, so a submit writes one session statement, not an insert and then
+// an update.
+func (db *DB) claimSession(ctx context.Context, tx *txn, t *store.Task) error {
+	for {
+		var last, status string
+		err := tx.QueryRowContext(ctx, `SELECT last_job_id, COALESCE((SELECT status FROM tasks WHERE id = sessions.last_job_id), '')
+			FROM sessions WHERE agent = ? AND session_key = ?`+db.d.ForUpdate, t.Agent, t.SessionKey).Scan(&last, &status)
+		if err == nil {
+			if last != "" && status == string(store.StatusRunning) {
+				return &store.SessionBusyError{JobID: last}
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE sessions SET last_job_id = ?, updated_at = ? WHERE agent = ? AND session_key = ?`,
+				t.ID, t.StartedAt, t.Agent, t.SessionKey)
+			return err
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (agent, session_key, last_job_id, created_at, updated_at, principal)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent, session_key) DO NOTHING`,
+			t.Agent, t.SessionKey, t.ID, t.StartedAt, t.StartedAt, t.Principal)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		// Another transaction created the session since the read
+		// (PostgreSQL; SQLite's write lock rules that out): read it again,
+		// locked, now that it exists.
+	}
 }
 
 // GetTask implements store.Store.

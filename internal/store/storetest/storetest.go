@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"UpdateCompareAndSet", testUpdateCAS},
 		{"TouchPoll", testTouchPoll},
 		{"Logs", testLogs},
+		{"UpdateWithLogs", testUpdateWithLogs},
 		{"ListSessionsPages", testListSessions},
 		{"SessionTasksPages", testSessionTasks},
 		{"Leases", testLeases},
