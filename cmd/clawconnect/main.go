@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	_ "github.com/clawconnect/clawconnect/cmd/clawconnect/internal/oneproc" // mcp on one P from the first inits on
 	"github.com/clawconnect/clawconnect/internal/cli"
 )
 

@@ -134,7 +134,7 @@ Exit codes: 0 every check passed, 1 at least one failed.`,
 }
 
 func runDoctor(ctx context.Context, env Env, timeout time.Duration) []verdict {
-	sv, serr := settings.Load(getenv(env))
+	sv, serr := loadSettings(env)
 	vs := settingsVerdicts(env, serr)
 	reg, err := config.LoadRegistry(sv)
 	switch {

@@ -47,6 +47,10 @@ Exit codes: 0 clean exit, 1 failure, 3 no or invalid agent configuration.`,
 				// (each its own mcp) on a small machine that spinning
 				// was a third of their CPU: ten processes on one store
 				// used 20 ms of CPU per task, 13 ms with one P each.
+				// The binary's main has done this already, while its
+				// packages initialized, where it costs less
+				// (cmd/clawconnect/internal/oneproc); then this call
+				// changes nothing and stops nothing.
 				runtime.GOMAXPROCS(1)
 			}
 			logger := newLogger(env)

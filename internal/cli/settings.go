@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -16,8 +17,28 @@ import (
 // while any value is bad (checkSettings), except help, version and doctor,
 // so no command runs on one.
 func settingsOf(env Env) settings.Values {
-	v, _ := settings.Load(getenv(env))
+	v, _ := loadSettings(env)
 	return v
+}
+
+// loadedSettings is the one reading of the settings of a Run: mcp asked
+// for them five times before it answered initialize (the check, the log
+// level, the agents, the terminal tools, the server's options).
+type loadedSettings struct {
+	once sync.Once
+	v    settings.Values
+	err  error
+}
+
+// loadSettings is settings.Load over env's Getenv, read once per Run.
+// The Values it returns share their slices: callers only read them.
+func loadSettings(env Env) (settings.Values, error) {
+	l := env.settings
+	if l == nil {
+		return settings.Load(getenv(env))
+	}
+	l.once.Do(func() { l.v, l.err = settings.Load(getenv(env)) })
+	return l.v, l.err
 }
 
 // skipsSettingsCheck marks the commands that run whatever the settings:
@@ -32,7 +53,7 @@ func checkSettings(env Env) func(cmd *cobra.Command, _ []string) error {
 		if cmd.Annotations[skipsSettingsCheck] != "" || !cmd.HasParent() {
 			return nil // the root alone prints its help
 		}
-		if _, err := settings.Load(getenv(env)); err != nil {
+		if _, err := loadSettings(env); err != nil {
 			return &ExitError{Code: ExitConfig, Err: fmt.Errorf("%w\n(clawconnect doctor lists the settings in effect)", err)}
 		}
 		return nil

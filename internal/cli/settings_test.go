@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,6 +225,38 @@ func TestBadSettingStopsCommands(t *testing.T) {
 	out, _ := run("doctor", "--timeout", "1s")
 	if !strings.Contains(out, "CLAWCONNECT_LEASE_MS") || !strings.Contains(out, "not a number of milliseconds") {
 		t.Errorf("doctor does not report the bad setting:\n%s", out)
+	}
+}
+
+// TestRunReadsTheSettingsOnce: a Run reads each setting's variable once,
+// however many times its command asks for the settings (mcp asks five
+// times before it serves), and what it read still reaches the command.
+func TestRunReadsTheSettingsOnce(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"CLAWCONNECT_HOME": t.TempDir(), "OPENCLAW_URL": "ws://127.0.0.1:9", "OPENCLAW_PASSWORD": "x",
+		"OPENCLAW_AGENT_ID": "helper"}
+	var mu sync.Mutex
+	reads := map[string]int{}
+	getenv := func(k string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		reads[k]++
+		return vars[k]
+	}
+	var out, errOut bytes.Buffer
+	// Input that ends at once: mcp answers nothing and returns.
+	if err := Run(t.Context(), Env{Args: []string{"mcp"}, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: getenv}); err != nil {
+		t.Fatalf("mcp: %v\n%s", err, errOut.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range []string{"CLAWCONNECT_HOME", "OPENCLAW_URL", "CLAWCONNECT_LOG_LEVEL", "CLAWCONNECT_TERMINAL_TOOLS", "CLAWCONNECT_CHECK_WAIT_MS"} {
+		if reads[name] != 1 {
+			t.Errorf("%s read %d times, want once", name, reads[name])
+		}
+	}
+	if want := "agents=helper"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr lacks %q (the agent of OPENCLAW_AGENT_ID):\n%s", want, errOut.String())
 	}
 }
 

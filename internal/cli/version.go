@@ -4,17 +4,21 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync"
 
 	"github.com/spf13/cobra"
 )
 
-// version is the module version recorded in the build, or "devel".
-func version() string {
+// version is the module version recorded in the build, or "devel". It is
+// read once: debug.ReadBuildInfo parses the whole build record (every
+// dependency) at each call, and mcp needed it twice before it answered
+// initialize (the root's --version and the server's name).
+var version = sync.OnceValue(func() string {
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
 		return info.Main.Version
 	}
 	return "devel"
-}
+})
 
 // versionJSON is what version --json prints.
 type versionJSON struct {

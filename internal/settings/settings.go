@@ -324,15 +324,20 @@ func millis(name string, def time.Duration, field func(*Values) *time.Duration, 
 }
 
 // showMillis is a default in milliseconds with the unit a reader thinks in.
+// It runs for the table at every start, so it concatenates rather than
+// formats: fmt.Sprintf made it ~0.03 ms of each (perf, 60 starts of mcp).
 func showMillis(d time.Duration) string {
 	ms := strconv.FormatInt(d.Milliseconds(), 10)
+	in := func(unit time.Duration, name string) string {
+		return ms + " (" + strconv.FormatInt(int64(d/unit), 10) + " " + name + ")"
+	}
 	switch {
 	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
-		return fmt.Sprintf("%s (%d days)", ms, d/(24*time.Hour))
+		return in(24*time.Hour, "days")
 	case d >= time.Hour && d%time.Hour == 0:
-		return fmt.Sprintf("%s (%d h)", ms, d/time.Hour)
+		return in(time.Hour, "h")
 	case d >= time.Minute && d%time.Minute == 0:
-		return fmt.Sprintf("%s (%d min)", ms, d/time.Minute)
+		return in(time.Minute, "min")
 	}
 	return ms
 }

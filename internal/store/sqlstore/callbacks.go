@@ -158,7 +158,7 @@ func (db *DB) TurnCallbacks(ctx context.Context, turnID string, limit int) ([]*s
 // DueCallbacks implements store.CallbackStore.
 func (db *DB) DueCallbacks(ctx context.Context, now int64, limit int) ([]*store.Callback, error) {
 	out, err := db.queryCallbacks(ctx, `SELECT `+callbackCols+callbackFrom+`
-		WHERE c.`+callbackDue+` AND c.next_attempt_at <= ? AND COALESCE(l.lease_until, 0) < ?
+		WHERE c.`+callbackDue()+` AND c.next_attempt_at <= ? AND COALESCE(l.lease_until, 0) < ?
 		ORDER BY c.next_attempt_at, c.message_id LIMIT ?`, now, now, store.ClampPage(limit, store.MaxPage))
 	if err != nil {
 		return nil, fmt.Errorf("due callbacks: %w", err)

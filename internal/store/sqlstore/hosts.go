@@ -74,7 +74,7 @@ func (db *DB) PutHostOp(ctx context.Context, op *store.HostOp) error {
 
 // PendingHostOps implements store.TerminalHosts.
 func (db *DB) PendingHostOps(ctx context.Context, host string, now int64, limit int) ([]*store.HostOp, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT data FROM term_host_ops WHERE host = ? AND `+pendingHostOp+` AND claimed_until < ?
+	rows, err := db.r.QueryContext(ctx, `SELECT data FROM term_host_ops WHERE host = ? AND `+pendingHostOp()+` AND claimed_until < ?
 		ORDER BY created_at, op_id LIMIT ?`, host, now, store.ClampPage(limit, store.MaxPage))
 	if err != nil {
 		return nil, fmt.Errorf("pending host ops: %w", err)
@@ -98,7 +98,7 @@ func (db *DB) PendingHostOps(ctx context.Context, host string, now int64, limit 
 // ClaimHostOp implements store.TerminalHosts.
 func (db *DB) ClaimHostOp(ctx context.Context, id, owner string, now, until int64) error {
 	res, err := db.w.ExecContext(ctx, `UPDATE term_host_ops SET claimed_by = ?, claimed_until = ?
-		WHERE op_id = ? AND `+pendingHostOp+` AND (claimed_until < ? OR claimed_by = ?)`, owner, until, id, now, owner)
+		WHERE op_id = ? AND `+pendingHostOp()+` AND (claimed_until < ? OR claimed_by = ?)`, owner, until, id, now, owner)
 	if err != nil {
 		return fmt.Errorf("claim host op %s: %w", id, db.classify(err))
 	}
@@ -124,7 +124,7 @@ func (db *DB) FinishHostOp(ctx context.Context, op *store.HostOp, owner string) 
 		return fmt.Errorf("finish host op: %w", err)
 	}
 	res, err := db.w.ExecContext(ctx, `UPDATE term_host_ops SET status = '`+store.HostOpDone+`', claimed_until = 0, data = ?
-		WHERE op_id = ? AND `+pendingHostOp+` AND claimed_by = ?`, string(data), op.OpID, owner)
+		WHERE op_id = ? AND `+pendingHostOp()+` AND claimed_by = ?`, string(data), op.OpID, owner)
 	if err != nil {
 		return fmt.Errorf("finish host op %s: %w", op.OpID, db.classify(err))
 	}

@@ -47,7 +47,7 @@ type Lease struct {
 }
 
 // tasksTable is the tasks' LeaseTable.
-var tasksTable = LeaseTable{Name: "tasks", Active: runningTask}
+func tasksTable() LeaseTable { return LeaseTable{Name: "tasks", Active: runningTask()} }
 
 // idChunk and bigChunk are how many ids one renewal, release or batched
 // read statement names: a list of up to idChunk ids is padded to
@@ -187,7 +187,7 @@ func (db *DB) ReleaseRows(ctx context.Context, lt LeaseTable, owner string, ids 
 
 // RenewLeases implements store.Store.
 func (db *DB) RenewLeases(ctx context.Context, owner string, until int64, ids []string) ([]string, error) {
-	return db.RenewRows(ctx, tasksTable, owner, until, ids)
+	return db.RenewRows(ctx, tasksTable(), owner, until, ids)
 }
 
 // ReleaseLeases implements store.Store. With ids nil it also ends every
@@ -197,7 +197,7 @@ func (db *DB) RenewLeases(ctx context.Context, owner string, until int64, ids []
 // once. A freed lease stays fenced: the next claim raises its fence, so
 // the dead owner's writes could never land.
 func (db *DB) ReleaseLeases(ctx context.Context, owner string, ids []string) (int, error) {
-	n, err := db.ReleaseRows(ctx, tasksTable, owner, ids)
+	n, err := db.ReleaseRows(ctx, tasksTable(), owner, ids)
 	if err != nil || ids != nil {
 		return n, err
 	}
@@ -268,7 +268,7 @@ func (db *DB) Processes(ctx context.Context) ([]store.Process, error) {
 
 // heldTasks returns up to store.MaxPage running tasks owner holds.
 func (db *DB) heldTasks(ctx context.Context, owner string) ([]string, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id FROM tasks WHERE owner = ? AND `+runningTask+` ORDER BY id LIMIT ?`,
+	rows, err := db.r.QueryContext(ctx, `SELECT id FROM tasks WHERE owner = ? AND `+runningTask()+` ORDER BY id LIMIT ?`,
 		owner, store.MaxPage)
 	if err != nil {
 		return nil, err

@@ -60,8 +60,8 @@ func TestStatusListsNameEveryStatus(t *testing.T) {
 func TestIndexConditionsMatchTheGoSets(t *testing.T) {
 	t.Parallel()
 	want := map[string][]string{
-		"tasks":        {runningTask, endedTask},
-		"term_watches": {activeWatch},
+		"tasks":        {runningTask(), endedTask()},
+		"term_watches": {activeWatch()},
 	}
 	ms, err := migrations()
 	if err != nil {

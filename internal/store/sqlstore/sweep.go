@@ -13,7 +13,7 @@ func (db *DB) Sweep(ctx context.Context, cutoff int64, limit int) (store.SweepRe
 	limit = store.ClampPage(limit, store.MaxPage)
 	err := db.tx(ctx, func(tx *txn) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id, agent, session_key FROM tasks
-			WHERE `+endedTask+` AND ended_at < ? ORDER BY ended_at LIMIT ?`, cutoff, limit)
+			WHERE `+endedTask()+` AND ended_at < ? ORDER BY ended_at LIMIT ?`, cutoff, limit)
 		if err != nil {
 			return err
 		}

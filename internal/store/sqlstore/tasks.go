@@ -297,7 +297,7 @@ func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, err
 	// Most claims find nothing: a read says so without taking the write
 	// lock that every process sharing a SQLite file contends for.
 	var any int
-	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE agent = ? AND `+runningTask+`
+	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE agent = ? AND `+runningTask()+`
 		AND (lease_until < ? OR (owner = ? AND lease_until < ?)) LIMIT 1`, c.Agent, c.Now, c.Owner, ownUntil).Scan(&any)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -310,7 +310,7 @@ func (db *DB) ClaimTasks(ctx context.Context, c store.Claim) ([]*store.Task, err
 	unlock := db.polls.flushLock()
 	defer unlock()
 	out, err := db.queryTasks(ctx, db.w, `UPDATE tasks SET owner = ?, lease_until = ?, fence = fence + 1 WHERE id IN (
-		SELECT id FROM tasks WHERE agent = ? AND `+runningTask+` AND (lease_until < ? OR (owner = ? AND lease_until < ?))
+		SELECT id FROM tasks WHERE agent = ? AND `+runningTask()+` AND (lease_until < ? OR (owner = ? AND lease_until < ?))
 		ORDER BY lease_until, id LIMIT ?`+db.d.SkipLocked+`) RETURNING `+taskCols,
 		c.Owner, c.Until, c.Agent, c.Now, c.Owner, ownUntil, limit)
 	if err != nil {

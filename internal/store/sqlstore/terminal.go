@@ -339,7 +339,7 @@ func (db *DB) CreateTurn(ctx context.Context, tc store.TurnCreate) error {
 		}
 		var busy, busyStatus string
 		err = tx.QueryRowContext(ctx, `SELECT turn_id, status FROM term_turns WHERE session_id = ?
-			AND `+turnSendBlocking+` LIMIT 1`,
+			AND `+turnSendBlocking()+` LIMIT 1`,
 			t.SessionID).Scan(&busy, &busyStatus)
 		if err == nil {
 			return fmt.Errorf("session %s has turn %s in status %s: %w", t.SessionID, busy, busyStatus, store.ErrTerminalBusy)
@@ -549,7 +549,7 @@ func (db *DB) claim(ctx context.Context, tx *txn, c *store.CompletionClaim) erro
 
 // OpenTurns implements store.TerminalStore.
 func (db *DB) OpenTurns(ctx context.Context, limit int) ([]*store.Turn, error) {
-	return db.queryTurns(ctx, `SELECT turn_id, version, data FROM term_turns WHERE `+openTurn+`
+	return db.queryTurns(ctx, `SELECT turn_id, version, data FROM term_turns WHERE `+openTurn()+`
 		ORDER BY turn_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
 }
 

@@ -154,7 +154,7 @@ func (db *DB) queryWatches(ctx context.Context, q string, args ...any) ([]*store
 
 // ActiveWatches implements store.WatchStore.
 func (db *DB) ActiveWatches(ctx context.Context, limit int) ([]*store.Watch, error) {
-	out, err := db.queryWatches(ctx, `SELECT `+watchCols+` FROM term_watches WHERE `+activeWatch+`
+	out, err := db.queryWatches(ctx, `SELECT `+watchCols+` FROM term_watches WHERE `+activeWatch()+`
 		ORDER BY created_at, watch_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
 	if err != nil {
 		return nil, fmt.Errorf("active watches: %w", err)

@@ -31,7 +31,7 @@ func (db *DB) unresolved(ctx context.Context, tx *txn, t *store.Transition) (why
 	if t.FromSessionID != "" {
 		var turn, status string
 		err = tx.QueryRowContext(ctx, `SELECT turn_id, status FROM term_turns WHERE session_id = ?
-			AND `+turnSendBlocking+` LIMIT 1`,
+			AND `+turnSendBlocking()+` LIMIT 1`,
 			t.FromSessionID).Scan(&turn, &status)
 		switch {
 		case err == nil:
@@ -41,7 +41,7 @@ func (db *DB) unresolved(ctx context.Context, tx *txn, t *store.Transition) (why
 		}
 		var msg, cbTurn string
 		err = tx.QueryRowContext(ctx, `SELECT c.message_id, c.turn_id FROM term_callbacks c JOIN term_turns t ON t.turn_id = c.turn_id
-			WHERE t.session_id = ? AND c.`+callbackDue+` LIMIT 1`, t.FromSessionID).Scan(&msg, &cbTurn)
+			WHERE t.session_id = ? AND c.`+callbackDue()+` LIMIT 1`, t.FromSessionID).Scan(&msg, &cbTurn)
 		switch {
 		case err == nil:
 			return fmt.Sprintf("callback %s of turn %s is not delivered yet; wait for its delivery (or retry-callback) first", msg, cbTurn), "", nil
@@ -51,7 +51,7 @@ func (db *DB) unresolved(ctx context.Context, tx *txn, t *store.Transition) (why
 	}
 	var other, status string
 	err = tx.QueryRowContext(ctx, `SELECT transition_id, status FROM term_transitions WHERE terminal_key = ?
-		AND `+openTransition+` LIMIT 1`, t.TerminalKey).Scan(&other, &status)
+		AND `+openTransition()+` LIMIT 1`, t.TerminalKey).Scan(&other, &status)
 	switch {
 	case err == nil:
 		return fmt.Sprintf("transition %s is %s; resolve it first (terminal resolve-transition %s --adopt|--abort)", other, status, other), "", nil
@@ -307,5 +307,5 @@ func (db *DB) TerminalTransitions(ctx context.Context, terminalKey string, limit
 // OpenTransitions implements store.TransitionStore.
 func (db *DB) OpenTransitions(ctx context.Context, limit int) ([]*store.Transition, error) {
 	return db.queryTransitions(ctx, `SELECT transition_id, version, data FROM term_transitions
-		WHERE `+openTransition+` ORDER BY transition_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
+		WHERE `+openTransition()+` ORDER BY transition_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
 }

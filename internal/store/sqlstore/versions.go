@@ -50,7 +50,7 @@ func (db *DB) Versions(ctx context.Context, kind string, ids []string) (map[stri
 
 // OpenTurnIDs implements store.TerminalStore.
 func (db *DB) OpenTurnIDs(ctx context.Context, limit int) ([]string, error) {
-	ids, err := db.queryIDs(ctx, `SELECT turn_id FROM term_turns WHERE `+openTurn+`
+	ids, err := db.queryIDs(ctx, `SELECT turn_id FROM term_turns WHERE `+openTurn()+`
 		ORDER BY turn_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
 	if err != nil {
 		return nil, fmt.Errorf("open turn ids: %w", err)
@@ -60,7 +60,7 @@ func (db *DB) OpenTurnIDs(ctx context.Context, limit int) ([]string, error) {
 
 // ActiveWatchIDs implements store.WatchStore.
 func (db *DB) ActiveWatchIDs(ctx context.Context, limit int) ([]string, error) {
-	ids, err := db.queryIDs(ctx, `SELECT watch_id FROM term_watches WHERE `+activeWatch+`
+	ids, err := db.queryIDs(ctx, `SELECT watch_id FROM term_watches WHERE `+activeWatch()+`
 		ORDER BY created_at, watch_id LIMIT ?`, store.ClampPage(limit, store.MaxPage))
 	if err != nil {
 		return nil, fmt.Errorf("active watch ids: %w", err)
