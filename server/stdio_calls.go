@@ -4,20 +4,19 @@ package server
 // go-sdk's jsonrpc2 connection queues it, hands it to a handler goroutine
 // of its own, decodes the params' _meta and then the params (each through
 // a decoder that allocates 32 KiB), runs the receiving middleware, encodes
-// the result and then the response around it. For a run_task +
-// check_task round trip that was more than half of what the mcp process
-// allocated, and the fresh goroutine's stack was copied several times
-// over as it grew through the store's deep calls.
+// the result and then the response around it: for a run_task +
+// check_task round trip, more than half of what the mcp process
+// allocated.
 //
 // stdioCalls answers, from the guard's decoded message, a tools/call that
 // the direct calls serve (direct.go) once the session is initialized and
 // the tools are registered: its params are a name, plain arguments and at
 // most a _meta of scalar values that go-sdk would not read as a request of
 // the sessionless protocol. It runs the receiving middleware go-sdk would
-// run around the call (see around), on a goroutine that has served calls
-// before, and writes the response encoded once, byte for byte what go-sdk
+// run around the call (see around), on a goroutine of its own as go-sdk
+// does, and writes the response encoded once, byte for byte what go-sdk
 // would have written (TestStdioCallsAgree). Every other message, and a
-// call whose id is still in use, goes to go-sdk as before.
+// call whose id go-sdk still has in flight, goes to go-sdk as before.
 //
 // What go-sdk does for a call is kept: notifications/cancelled for its id
 // cancels its context (and still reaches go-sdk, which ignores an id it
@@ -56,16 +55,15 @@ type stdioCalls struct {
 	running map[jsonrpc.ID]context.CancelFunc // calls answered here, in flight
 	viaSDK  map[jsonrpc.ID]struct{}           // calls handed to go-sdk, not answered yet
 	ended   bool                              // no more answers: see end
-	workers callWorkers
-	buffers sync.Pool     // of *bytes.Buffer, the answers are encoded into
-	counted *atomic.Int64 // counts the calls taken, when set (tests)
+	calls   sync.WaitGroup                    // one per call taken
+	buffers sync.Pool                         // of *bytes.Buffer, the answers are encoded into
+	counted *atomic.Int64                     // counts the calls taken, when set (tests)
 }
 
 func newStdioCalls(ctx context.Context, c *conn, ms *mcp.Server, gate *toolGate, out *lineWriter) *stdioCalls {
 	f := &stdioCalls{
 		c: c, ms: ms, gate: gate, out: out, base: context.WithoutCancel(ctx),
 		running: map[jsonrpc.ID]context.CancelFunc{}, viaSDK: map[jsonrpc.ID]struct{}{},
-		workers: callWorkers{jobs: make(chan func()), stop: make(chan struct{})},
 		buffers: sync.Pool{New: func() any { return new(bytes.Buffer) }},
 	}
 	// go-sdk writes no answer once its connection is closing, and lets the
@@ -109,7 +107,9 @@ func (f *stdioCalls) take(msg jsonrpc.Message) bool {
 	if f.counted != nil {
 		f.counted.Add(1)
 	}
-	f.workers.run(func() { f.serve(ctx, req.ID, call, run) })
+	// Under f.mu, with ended false: shutdown's Wait never runs beside
+	// this Go.
+	f.calls.Go(func() { f.serve(ctx, req.ID, call, run) })
 	return true
 }
 
@@ -276,13 +276,12 @@ func (f *stdioCalls) end(cancelRunning bool) {
 	}
 }
 
-// shutdown cancels the calls still running and waits for them and the
-// idle workers to end. ServeStdio calls it once go-sdk's session is over.
+// shutdown cancels the calls still running and waits for them to end.
+// ServeStdio calls it once go-sdk's session is over.
 func (f *stdioCalls) shutdown() {
 	f.stopAt()
 	f.end(true)
-	close(f.workers.stop) // take starts no worker once ended
-	f.workers.wg.Wait()
+	f.calls.Wait()
 }
 
 // appendResponse appends the JSON-RPC response to id with res or rerr as
@@ -317,46 +316,4 @@ func appendResponse(buf *bytes.Buffer, id jsonrpc.ID, res mcp.Result, rerr error
 	buf.Truncate(buf.Len() - 1)
 	buf.WriteString("}\n")
 	return nil
-}
-
-// maxIdleWorkers bounds the goroutines that wait for the next call.
-const maxIdleWorkers = 4
-
-// callWorkers runs each call on a goroutine of its own, as go-sdk does,
-// but a goroutine whose call has ended waits for the next one (up to
-// maxIdleWorkers of them wait) instead of ending: its stack, grown through
-// the store's deep calls, serves the next call as it is, where a fresh
-// goroutine's is copied again and again as it grows.
-type callWorkers struct {
-	jobs chan func() // unbuffered: a send succeeds when a worker waits
-	stop chan struct{}
-	wg   sync.WaitGroup
-	idle atomic.Int32
-}
-
-// run starts job at once, on a waiting worker or a new one. The caller
-// holds stdioCalls.mu and has checked that shutdown has not begun.
-func (w *callWorkers) run(job func()) {
-	select {
-	case w.jobs <- job:
-	default:
-		w.wg.Go(func() { w.work(job) })
-	}
-}
-
-func (w *callWorkers) work(job func()) {
-	for {
-		job()
-		if w.idle.Add(1) > maxIdleWorkers {
-			w.idle.Add(-1)
-			return
-		}
-		select {
-		case job = <-w.jobs:
-			w.idle.Add(-1)
-		case <-w.stop:
-			w.idle.Add(-1)
-			return
-		}
-	}
 }

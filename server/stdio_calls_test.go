@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -17,7 +18,7 @@ import (
 
 // stdioPeer is a client of one stdio connection, a line at a time.
 type stdioPeer struct {
-	t     *testing.T
+	t     testing.TB // reset by a fuzz target for each input
 	in    *io.PipeWriter
 	lines chan string
 	errc  chan error
@@ -25,7 +26,7 @@ type stdioPeer struct {
 
 type serveFunc func(ctx context.Context, r io.Reader, w io.Writer) error
 
-func startStdio(t *testing.T, serve serveFunc) *stdioPeer {
+func startStdio(t testing.TB, serve serveFunc) *stdioPeer {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -239,4 +240,102 @@ func TestStdioCallsWaitAndCancel(t *testing.T) {
 	if len(want) != 7 {
 		t.Errorf("go-sdk wrote %d lines, want 7:\n%s", len(want), strings.Join(want, "\n"))
 	}
+}
+
+// BenchmarkStdioCall is one run_task + check_task over the stdio
+// connection against the in-memory task service (instant), with every
+// message handed to go-sdk and with the stdio calls answering past it.
+func BenchmarkStdioCall(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		serve func(*server.Server) serveFunc
+	}{
+		{"via-sdk", func(s *server.Server) serveFunc { return s.ServeStdioViaSDK }},
+		{"direct", func(s *server.Server) serveFunc { return s.ServeStdio }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			bd := setup(b, nil)
+			bd.tasks.Instant = true
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			errc := make(chan error, 1)
+			go func() { errc <- c.serve(bd.srv)(context.Background(), inR, outW); _ = outW.Close() }()
+			sc := bufio.NewScanner(outR)
+			sc.Buffer(nil, 1<<24)
+			exchange := func(line string) {
+				if _, err := io.WriteString(inW, line+"\n"); err != nil {
+					b.Fatal(err)
+				}
+				if !sc.Scan() {
+					b.Fatalf("no answer: %v", sc.Err())
+				}
+			}
+			exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+			exchange(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+			id := 1
+			b.ReportAllocs()
+			for b.Loop() {
+				id++
+				exchange(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_task","arguments":{"task":"ECHO=ok bench"}}}`, id))
+				id++
+				exchange(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"check_task","arguments":{"jobId":"job-%d","waitMs":10000}}}`, id, id/2))
+			}
+			b.StopTimer()
+			_ = inW.Close()
+			go func() { _, _ = io.Copy(io.Discard, outR) }()
+			if err := <-errc; err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// FuzzStdioCallParams: whatever the params of a tools/call, a call the
+// stdio calls answer gets the bytes go-sdk would have answered (see
+// TestStdioCallsAgree). A call both hand to go-sdk is not compared: its
+// refusal may name unexpected properties in map order.
+func FuzzStdioCallParams(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"list_agents","arguments":{}}`,
+		`{"name":"run_task","arguments":{"task":"x <&>"},"_meta":{"progressToken":1}}`,
+		`{"name":"check_task","arguments":{"jobId":"job-1","waitMs":0}}`,
+		`{"name":"get_task","arguments":{"taskId":"job-1","detail":"full"},"_meta":{"a":null,"b":true}}`,
+		`{"name":"check_task","name":"list_agents","arguments":{"jobId":"j"}}`,
+	} {
+		f.Add(s)
+	}
+	start := func(serve func(*bundle) serveFunc) *stdioPeer {
+		b := setup(f, nil)
+		b.tasks.Instant = true
+		p := startStdio(f, serve(b))
+		p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+		p.next()
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		p.next()
+		f.Cleanup(func() { _, _ = p.end() })
+		return p
+	}
+	var counted atomic.Int64
+	viaSDK := start(func(b *bundle) serveFunc { return b.srv.ServeStdioViaSDK })
+	direct := start(func(b *bundle) serveFunc {
+		return func(ctx context.Context, r io.Reader, w io.Writer) error {
+			return b.srv.ServeStdioCounted(ctx, r, w, &counted)
+		}
+	})
+	n := 1
+	f.Fuzz(func(t *testing.T, params string) {
+		if strings.ContainsAny(params, "\n\r") || !json.Valid([]byte(params)) || !strings.HasPrefix(strings.TrimSpace(params), "{") {
+			return // the guard answers these itself, the same on both paths
+		}
+		n++
+		line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, n, params)
+		viaSDK.t, direct.t = t, t
+		before := counted.Load()
+		viaSDK.send(line)
+		direct.send(line)
+		want, got := viaSDK.next(), direct.next()
+		if counted.Load() > before && want != got {
+			t.Errorf("%s:\nvia go-sdk %s\nServeStdio %s", line, want, got)
+		}
+	})
 }
