@@ -18,7 +18,9 @@ package server
 // differently cased name, a wrong type, an enum miss, invalid UTF-8, an
 // integer of 16 digits or more) goes on to go-sdk's wrapper, which answers
 // it exactly as before. directCallsAgree (direct_test.go) and
-// FuzzDirectArgs hold the two paths to the same input and result.
+// FuzzDirectArgs hold the two paths to the same input and result. On
+// stdio, such a call does not reach go-sdk's dispatcher at all
+// (stdio_calls.go).
 
 import (
 	"bytes"
@@ -44,9 +46,14 @@ type toolHandler interface {
 	direct(t *mcp.Tool) directCall
 }
 
-// directCall answers a tools/call whose arguments are plain; handled is
-// false (and nothing ran) when they are not.
-type directCall func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, handled bool, err error)
+// directCall decodes the arguments of a tools/call when they are plain and
+// returns the call to run; ok is false (and nothing ran) when they are not.
+type directCall func(args json.RawMessage) (run directRun, ok bool)
+
+// directRun runs a call whose arguments were decoded: the handler, and
+// what go-sdk's typed wrapper does with its return values (asGoSDK does
+// what callTool adds).
+type directRun func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error)
 
 // typed is a typed tool handler whose output go-sdk encodes as the
 // structured content.
@@ -65,41 +72,43 @@ func (h typed[In]) direct(t *mcp.Tool) directCall {
 	if s, ok := t.OutputSchema.(*jsonschema.Schema); ok && s != nil {
 		objectOut = s.Type == "object"
 	}
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, bool, error) {
+	return func(raw json.RawMessage) (directRun, bool) {
 		var in In
-		if !args.plain(req.Params.Arguments) || json.Unmarshal(req.Params.Arguments, &in) != nil {
-			return nil, false, nil
+		if !args.plain(raw) || json.Unmarshal(raw, &in) != nil {
+			return nil, false
 		}
-		res, out, err := h(ctx, req, in)
-		// From here on, what go-sdk's wrapper and callTool do with a
-		// handler's return values.
-		if err != nil {
-			if wire, ok := err.(*jsonrpc.Error); ok {
-				return nil, true, wire
-			}
-			var r mcp.CallToolResult
-			r.SetError(err)
-			return &r, true, nil
-		}
-		if res == nil {
-			res = &mcp.CallToolResult{}
-		}
-		if out != nil {
-			data, err := json.Marshal(out)
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, out, err := h(ctx, req, in)
+			// From here on, what go-sdk's wrapper and callTool do with a
+			// handler's return values.
 			if err != nil {
-				return nil, true, fmt.Errorf("marshaling output: %w", err)
+				if wire, ok := err.(*jsonrpc.Error); ok {
+					return nil, wire
+				}
+				var r mcp.CallToolResult
+				r.SetError(err)
+				return &r, nil
 			}
-			if objectOut && string(data) == "null" {
-				data = []byte("{}")
+			if res == nil {
+				res = &mcp.CallToolResult{}
 			}
-			res.StructuredContent = json.RawMessage(data)
-			if res.Content == nil {
-				res.Content = []mcp.Content{&mcp.TextContent{Text: string(data)}}
-			} else if data[0] != '{' {
-				res.Content = append(res.Content, &mcp.TextContent{Text: string(data)})
+			if out != nil {
+				data, err := json.Marshal(out)
+				if err != nil {
+					return nil, fmt.Errorf("marshaling output: %w", err)
+				}
+				if objectOut && string(data) == "null" {
+					data = []byte("{}")
+				}
+				res.StructuredContent = json.RawMessage(data)
+				if res.Content == nil {
+					res.Content = []mcp.Content{&mcp.TextContent{Text: string(data)}}
+				} else if data[0] != '{' {
+					res.Content = append(res.Content, &mcp.TextContent{Text: string(data)})
+				}
 			}
-		}
-		return res, true, nil
+			return res, nil
+		}, true
 	}
 }
 
@@ -261,24 +270,33 @@ func (d *directCalls) set(defs []toolDef) {
 	d.calls.Store(&calls)
 }
 
+// lookup returns the direct call of the tool named name, or nil.
+func (d *directCalls) lookup(name string) directCall {
+	calls := d.calls.Load()
+	if calls == nil {
+		return nil
+	}
+	return (*calls)[name]
+}
+
 func (d *directCalls) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tools/call" {
 			return next(ctx, method, req)
 		}
 		r, ok := req.(*mcp.CallToolRequest)
-		calls := d.calls.Load()
-		if !ok || r.Params == nil || calls == nil {
+		if !ok || r.Params == nil {
 			return next(ctx, method, req)
 		}
-		call := (*calls)[r.Params.Name]
+		call := d.lookup(r.Params.Name)
 		if call == nil {
 			return next(ctx, method, req)
 		}
-		res, handled, err := call(ctx, r)
-		if !handled {
+		run, ok := call(r.Params.Arguments)
+		if !ok {
 			return next(ctx, method, req)
 		}
+		res, err := run(ctx, r)
 		if err != nil {
 			return nil, err
 		}

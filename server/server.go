@@ -20,6 +20,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -250,7 +251,8 @@ func (s *Server) bareMCPServer(c *conn) *mcp.Server {
 			Extensions: map[string]any{TasksExtension: map[string]any{}},
 		},
 	})
-	// Added first, so it is the innermost: see direct.go.
+	// Added first, so it is the innermost: see direct.go. The stdio calls
+	// run the same middleware around a tools/call (stdioCalls.around).
 	c.direct = &directCalls{}
 	ms.AddReceivingMiddleware(c.direct.middleware)
 	c.addTasksExtension(ms)
@@ -299,14 +301,33 @@ func (s *Server) ToolsetVersion() string {
 // are registered, so every client sees the same tools as on HTTP. If the
 // Tasks value is a Starter, it is started once the tools are registered.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	return s.serveStdio(ctx, r, w, stdioOptions{})
+}
+
+// stdioOptions are what the tests of the stdio calls (stdio_calls.go)
+// change; the zero value is ServeStdio's.
+type stdioOptions struct {
+	viaSDK bool          // hand every message to go-sdk, none past it
+	direct *atomic.Int64 // counts the calls answered past go-sdk
+}
+
+func (s *Server) serveStdio(ctx context.Context, r io.Reader, w io.Writer, opts stdioOptions) error {
 	c := &conn{s: s, scope: s.registry.FullScope()}
 	ms := s.bareMCPServer(c)
 	gate := newToolGate()
+	// The stdio calls run the same middleware around a tools/call
+	// (stdioCalls.around).
 	ms.AddReceivingMiddleware(gate.middleware, s.metrics.middleware)
 	out := &lineWriter{w: w}
+	t := &stdioTransport{guard: newStdioGuard(r, out), out: out, listens: newStdioListens(c, out)}
+	if !opts.viaSDK {
+		t.calls = newStdioCalls(ctx, c, ms, gate, out)
+		t.calls.counted = opts.direct
+		defer t.calls.shutdown()
+	}
 	done := make(chan error, 1)
 	go func() {
-		done <- ms.Run(ctx, &stdioTransport{guard: newStdioGuard(r, out), out: out, listens: newStdioListens(c, out)})
+		done <- ms.Run(ctx, t)
 	}()
 	var err error
 	select {

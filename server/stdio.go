@@ -91,17 +91,26 @@ type stdioTransport struct {
 	out   *lineWriter
 	// listens serves the task listens go-sdk cannot (nil: none).
 	listens *stdioListens
+	// calls answers the direct tool calls past go-sdk (nil: none).
+	calls *stdioCalls
 }
 
 // Connect implements mcp.Transport; a transport serves one connection.
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &stdioConn{out: t.out, incoming: make(chan messageOrErr), closed: make(chan struct{}), listens: t.listens}
+	c := &stdioConn{out: t.out, incoming: make(chan messageOrErr), closed: make(chan struct{}), listens: t.listens, calls: t.calls}
 	// Reads run on a goroutine of their own so that Close unblocks a Read
 	// (stdin cannot be interrupted); it ends at the end of input, on a read
-	// error, or once the connection is closed.
+	// error, or once the connection is closed. The messages answered
+	// outside go-sdk are taken here.
 	go func() {
 		for {
 			msg, err := t.guard.next()
+			if err == nil && t.take(msg) {
+				continue
+			}
+			if err != nil && t.calls != nil {
+				t.calls.end(true) // as go-sdk cancels its calls when its input ends
+			}
 			select {
 			case c.incoming <- messageOrErr{msg, err}:
 			case <-c.closed:
@@ -113,6 +122,15 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		}
 	}()
 	return c, nil
+}
+
+// take serves msg outside go-sdk if it is a task listen or a direct tool
+// call, and reports whether it did.
+func (t *stdioTransport) take(msg jsonrpc.Message) bool {
+	if t.listens != nil && t.listens.take(msg) {
+		return true
+	}
+	return t.calls != nil && t.calls.take(msg)
 }
 
 type messageOrErr struct {
@@ -128,21 +146,17 @@ type stdioConn struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 	listens   *stdioListens
+	calls     *stdioCalls
 }
 
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case m := <-c.incoming:
-			if m.err == nil && c.listens != nil && c.listens.take(m.msg) {
-				continue
-			}
-			return m.msg, m.err
-		case <-c.closed:
-			return nil, io.EOF
-		}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case m := <-c.incoming:
+		return m.msg, m.err
+	case <-c.closed:
+		return nil, io.EOF
 	}
 }
 
@@ -154,7 +168,10 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	_, answer := msg.(*jsonrpc.Response)
+	resp, answer := msg.(*jsonrpc.Response)
+	if answer && c.calls != nil {
+		c.calls.answeredBySDK(resp.ID)
+	}
 	return c.out.line(data, answer)
 }
 
@@ -388,6 +405,18 @@ func (l *lineWriter) line(data []byte, answer bool) error {
 	if answer {
 		l.settleLocked()
 	}
+	return nil
+}
+
+// answer writes line, which ends in its newline, as the answer to one
+// request.
+func (l *lineWriter) answer(line []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.w.Write(line); err != nil {
+		return err
+	}
+	l.settleLocked()
 	return nil
 }
 

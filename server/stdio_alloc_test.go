@@ -55,3 +55,54 @@ func TestStdioMessageAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStdioCallAllocations bounds what a run_task + check_task round trip
+// allocates on the stdio connection against a task service that
+// allocates little: go-sdk's dispatch decoded each call's _meta and params
+// through a decoder that allocates 32 KiB each time, and encoded the
+// result and then the response around it; the stdio calls answer from the
+// guard's decode and encode once. Not parallel: it reads the process's
+// allocation counter.
+func TestStdioCallAllocations(t *testing.T) {
+	perRoundTrip := func(serve serveFunc) uint64 {
+		p := startStdio(t, serve)
+		p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+		p.next()
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		p.next()
+		id := 1
+		roundTrip := func() {
+			id++
+			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_task","arguments":{"task":"ECHO=ok bench"}}}`, id))
+			p.next()
+			id++
+			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"check_task","arguments":{"jobId":"job-%d","waitMs":10000}}}`, id, id/2))
+			p.next()
+		}
+		for range 20 { // warm up
+			roundTrip()
+		}
+		const n = 200
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range n {
+			roundTrip()
+		}
+		runtime.ReadMemStats(&after)
+		if _, err := p.end(); err != nil {
+			t.Fatal(err)
+		}
+		return (after.TotalAlloc - before.TotalAlloc) / n
+	}
+	sdk := setup(t, nil)
+	sdk.tasks.Instant = true
+	viaSDK := perRoundTrip(sdk.srv.ServeStdioViaSDK)
+	direct := setup(t, nil)
+	direct.tasks.Instant = true
+	past := perRoundTrip(direct.srv.ServeStdio)
+	// Both ends of the pipes are in this process, the test's scanner too.
+	t.Logf("bytes allocated per run_task + check_task: %d via go-sdk, %d past it", viaSDK, past)
+	if past > viaSDK/2 {
+		t.Errorf("a round trip past go-sdk allocated %d bytes, want at most half of go-sdk's %d", past, viaSDK)
+	}
+}
