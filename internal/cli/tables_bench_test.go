@@ -133,6 +133,36 @@ func BenchmarkMCPRoundTrip(b *testing.B) {
 	}
 }
 
+// BenchmarkMCPTenProcesses is table two's SQLite row for benchstat: per
+// build (CLAWCONNECT_BENCH_BINS, as BenchmarkTables) each op is ten
+// `clawconnect mcp` processes on one fresh store doing 40 round trips each
+// at once, reported as tasks/s, the round trip's median and p90, and the
+// ten processes' CPU per task. One op takes about a second; run the test
+// binary several times with -benchtime 1x so the builds alternate.
+func BenchmarkMCPTenProcesses(b *testing.B) {
+	bins := benchBins(b)
+	fg := fakegateway.New(b, fakegateway.Options{Password: "pw"})
+	for _, bin := range bins {
+		b.Run(strings.ReplaceAll(bin.name, " ", "-"), func(b *testing.B) {
+			var sum multiRun
+			n := 0
+			for b.Loop() {
+				r := measureMulti(b, bin.path, fg, "")
+				sum.perSec += r.perSec
+				sum.median += r.median
+				sum.p90 += r.p90
+				sum.cpu += r.cpu
+				n++
+			}
+			b.ReportMetric(sum.perSec/float64(n), "tasks/s")
+			b.ReportMetric(float64(sum.median.Microseconds())/1000/float64(n), "median-ms")
+			b.ReportMetric(float64(sum.p90.Microseconds())/1000/float64(n), "p90-ms")
+			b.ReportMetric(float64(sum.cpu.Microseconds())/1000/float64(n), "ms-cpu/task")
+			b.ReportMetric(0, "ns/op") // an op's wall time includes ten starts: not a figure
+		})
+	}
+}
+
 type benchBin struct{ name, path string }
 
 // benchBins returns the builds to compare, building the current tree
