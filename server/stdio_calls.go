@@ -14,9 +14,10 @@ package server
 // most a _meta of scalar values that go-sdk would not read as a request of
 // the sessionless protocol. It runs the receiving middleware go-sdk would
 // run around the call (see around), on a goroutine of its own as go-sdk
-// does, and writes the response encoded once, byte for byte what go-sdk
-// would have written (TestStdioCallsAgree). Every other message, and a
-// call whose id go-sdk still has in flight, goes to go-sdk as before.
+// does (one kept from an earlier call, see warmPool), and writes the
+// response encoded once, byte for byte what go-sdk would have written
+// (TestStdioCallsAgree). Every other message, and a call whose id go-sdk
+// still has in flight, goes to go-sdk as before.
 //
 // What go-sdk does for a call is kept: notifications/cancelled for its id
 // cancels its context (and still reaches go-sdk, which ignores an id it
@@ -34,10 +35,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// callIdle is how long a goroutine that ran a call waits for the next one
+// (warmPool): a client's calls come seconds apart while a model works.
+const callIdle = 30 * time.Second
 
 // stdioCalls serves the direct calls of one stdio connection. take runs on
 // the guard's goroutine; everything else is safe for concurrent use.
@@ -55,7 +61,7 @@ type stdioCalls struct {
 	running map[jsonrpc.ID]context.CancelFunc // calls answered here, in flight
 	viaSDK  map[jsonrpc.ID]struct{}           // calls handed to go-sdk, not answered yet
 	ended   bool                              // no more answers: see end
-	calls   sync.WaitGroup                    // one per call taken
+	calls   *warmPool                         // runs the calls taken
 	buffers sync.Pool                         // of *bytes.Buffer, the answers are encoded into
 	counted *atomic.Int64                     // counts the calls taken, when set (tests)
 }
@@ -63,7 +69,7 @@ type stdioCalls struct {
 func newStdioCalls(ctx context.Context, c *conn, ms *mcp.Server, gate *toolGate, out *lineWriter) *stdioCalls {
 	f := &stdioCalls{
 		c: c, ms: ms, gate: gate, out: out, base: context.WithoutCancel(ctx),
-		running: map[jsonrpc.ID]context.CancelFunc{}, viaSDK: map[jsonrpc.ID]struct{}{},
+		running: map[jsonrpc.ID]context.CancelFunc{}, viaSDK: map[jsonrpc.ID]struct{}{}, calls: newWarmPool(callIdle),
 		buffers: sync.Pool{New: func() any { return new(bytes.Buffer) }},
 	}
 	// go-sdk writes no answer once its connection is closing, and lets the
@@ -282,6 +288,7 @@ func (f *stdioCalls) shutdown() {
 	f.stopAt()
 	f.end(true)
 	f.calls.Wait()
+	f.calls.Close()
 }
 
 // appendResponse appends the JSON-RPC response to id with res or rerr as
