@@ -103,15 +103,23 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *taskapi.Snaps
 	if err != nil {
 		return nil, fmt.Errorf("check task: %w", err)
 	}
+	// The follower as seen before the poll count's read, in which the run
+	// may end and the follower leave the map: once it has written the
+	// outcome, its record is the store's, and a store read would fetch
+	// the same row.
+	seen := m.getLive(t.ID)
 	polledAt := m.nowMs()
 	polls, err := m.st.TouchPoll(ctx, m.o.Agent, t.ID, polledAt)
 	if err != nil {
 		return nil, fmt.Errorf("check task: %w", err)
 	}
 	if l := m.getLive(t.ID); l != nil {
-		l.mu.Lock()
-		l.t.PollCount, l.t.LastPollAt = max(l.t.PollCount, polls), polledAt
-		l.mu.Unlock()
+		seen = l // claimed meanwhile
+	}
+	if seen != nil {
+		seen.mu.Lock()
+		seen.t.PollCount, seen.t.LastPollAt = max(seen.t.PollCount, polls), polledAt
+		seen.mu.Unlock()
 	}
 	if t.Status.Terminal() {
 		if m.lazyRecheck(ctx, t) {
@@ -130,16 +138,13 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *taskapi.Snaps
 	var announced <-chan struct{}
 	watched := false
 	var debounce <-chan time.Time
-	var ended *live // the follower whose outcome woke this wait
 	id := t.ID
 	for {
 		var l *live
 		t = nil
-		if ended != nil {
-			// The record the outcome wrote, as the store now has it: the
-			// follower may already have returned and left the map, and a
-			// store read would fetch the same row.
-			t, ended = ended.copyTask(), nil
+		if seen != nil {
+			// The follower's record: the store's once it is terminal.
+			t, seen = seen.copyTask(), nil
 		}
 		if t == nil || !t.Status.Terminal() {
 			if t, l, err = m.current(ctx, id); err != nil {
@@ -195,7 +200,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *taskapi.Snaps
 		case <-debounce:
 			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
 		case <-done:
-			ended = l
+			seen = l
 		case <-changed:
 		case <-exited: // no longer followed here (lease lost): watch the feed
 		case <-announced:
