@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,6 +40,10 @@ type live struct {
 	// pending are log entries the store has not taken yet (an outage);
 	// they follow t.LogCount densely and are written before anything else.
 	pending []store.LogEntry
+	// written are the last entries the store took from this follower
+	// (dense, at most keptEntries), so that a check_task of the task
+	// reads no log entry this process wrote itself.
+	written []store.LogEntry
 	// runUnsaved: t carries the run id and the connected/live states of a
 	// run the gateway accepted, which the store does not have yet. They
 	// ride on the task's next write (see holdRunLocked).
@@ -68,6 +73,36 @@ func (l *live) isDone() bool {
 	default:
 		return false
 	}
+}
+
+// keptEntries is how many written entries a live keeps: what a snapshot
+// without a cursor reads (logsFor).
+const keptEntries = 2 * InitialWindowMax
+
+// keepWrittenLocked records entries the store just took. An entry that
+// does not follow the kept ones (renumbered after an outage) starts over.
+func (l *live) keepWrittenLocked(es []store.LogEntry) {
+	if len(es) == 0 {
+		return
+	}
+	if n := len(l.written); n > 0 && l.written[n-1].Seq+1 != es[0].Seq {
+		l.written = nil
+	}
+	l.written = append(l.written, es...)
+	if n := len(l.written); n > keptEntries {
+		l.written = slices.Clone(l.written[n-keptEntries:])
+	}
+}
+
+// keptLogs returns a copy of the entries kept (see written); nil for a
+// nil live.
+func (l *live) keptLogs() []store.LogEntry {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.written)
 }
 
 // abandon stops following without writing anything.
@@ -228,6 +263,7 @@ func (m *Manager) flushLogsLocked(ctx context.Context, l *live) error {
 	switch {
 	case err == nil:
 		l.t.LogCount += int64(len(l.pending))
+		l.keepWrittenLocked(l.pending)
 		l.pending = nil
 		l.wakeLocked()
 		return nil
@@ -476,6 +512,7 @@ func (m *Manager) writeWithLogsLocked(ctx context.Context, l *live, next store.T
 		return err
 	}
 	next.LogCount += int64(len(l.pending))
+	l.keepWrittenLocked(l.pending)
 	l.t, l.pending, l.runUnsaved = &next, nil, false
 	l.wakeLocked()
 	if next.Status.Terminal() {

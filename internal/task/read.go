@@ -126,7 +126,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *taskapi.Snaps
 			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
 		}
 		t.PollCount, t.LastPollAt = polls, polledAt
-		return m.snapshot(ctx, t, req.KnownLogCount)
+		return m.snapshot(ctx, t, seen.keptLogs(), req.KnownLogCount)
 	}
 	deadline := time.NewTimer(m.clampWait(req.WaitMs))
 	defer deadline.Stop()
@@ -142,17 +142,20 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *taskapi.Snaps
 	for {
 		var l *live
 		t = nil
+		from := seen // the follower t is the record of, if any
 		if seen != nil {
-			// The follower's record: the store's once it is terminal.
+			// The follower's record: the store's once it is terminal (a
+			// follower that stopped short of an outcome left it running).
 			t, seen = seen.copyTask(), nil
 		}
 		if t == nil || !t.Status.Terminal() {
 			if t, l, err = m.current(ctx, id); err != nil {
 				return nil, fmt.Errorf("check task: %w", err)
 			}
+			from = l
 		}
 		if t.Status.Terminal() {
-			return m.snapshot(ctx, t, req.KnownLogCount) // just read: no second read
+			return m.snapshot(ctx, t, from.keptLogs(), req.KnownLogCount) // just read: no second read
 		}
 		var changed, done, exited <-chan struct{}
 		var poll <-chan time.Time
@@ -188,7 +191,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *taskapi.Snaps
 			// announces a change, or after ForeignPollInterval in case an
 			// announcement was lost.
 			if req.Mode == CheckPoll && t.LogCount > req.KnownLogCount {
-				return m.snapshot(ctx, t, req.KnownLogCount)
+				return m.snapshot(ctx, t, nil, req.KnownLogCount)
 			}
 			poll = time.After(m.o.ForeignPollInterval)
 		}
@@ -200,25 +203,29 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (_ *taskapi.Snaps
 		case <-debounce:
 			return m.snapshotByID(ctx, t.ID, req.KnownLogCount)
 		case <-done:
-			seen = l
 		case <-changed:
 		case <-exited: // no longer followed here (lease lost): watch the feed
 		case <-announced:
 		case <-poll:
 		}
+		// The outcome closes changed and then done, and the follower may
+		// leave the map before the next turn: start from its record.
+		seen = l
 	}
 }
 
 func (m *Manager) snapshotByID(ctx context.Context, id string, cursor int64) (*taskapi.Snapshot, error) {
-	t, _, err := m.current(ctx, id)
+	t, l, err := m.current(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	return m.snapshot(ctx, t, cursor)
+	return m.snapshot(ctx, t, l.keptLogs(), cursor)
 }
 
-// logsFor returns the raw entries the projection needs.
-func (m *Manager) logsFor(ctx context.Context, t *store.Task, cursor int64) ([]store.LogEntry, error) {
+// logsFor returns the raw entries the projection needs: from kept (the
+// entries a follower here wrote, see live.written) when it has them all,
+// else from the store.
+func (m *Manager) logsFor(ctx context.Context, t *store.Task, kept []store.LogEntry, cursor int64) ([]store.LogEntry, error) {
 	if t.LogCount == 0 || (cursor > 0 && cursor >= t.LogCount) {
 		return nil, nil
 	}
@@ -226,7 +233,21 @@ func (m *Manager) logsFor(ctx context.Context, t *store.Task, cursor int64) ([]s
 	if cursor > 0 {
 		n = int(min(t.LogCount-cursor+1, 2*DeltaWindowMax+1))
 	}
+	if es, ok := lastEntries(kept, t.LogCount, n); ok {
+		return es, nil
+	}
 	return m.st.TailLogs(ctx, t.ID, n)
+}
+
+// lastEntries returns the last n entries up to seq count from kept (dense
+// entries in seq order), and whether kept holds them all.
+func lastEntries(kept []store.LogEntry, count int64, n int) ([]store.LogEntry, bool) {
+	from := max(count-int64(n), 0) + 1
+	if len(kept) == 0 || kept[0].Seq > from || kept[len(kept)-1].Seq < count {
+		return nil, false
+	}
+	first := kept[0].Seq
+	return kept[from-first : count-first+1], true
 }
 
 func (m *Manager) attachment(ctx context.Context, sessionKey string) *agentsession.Attachment {
@@ -294,8 +315,10 @@ func continuationOf(t *store.Task, agent string) taskapi.ContinuationState {
 		RecommendedNextStep: nextStep(t), Agent: agent, Principal: t.Principal}
 }
 
-func (m *Manager) snapshot(ctx context.Context, t *store.Task, cursor int64) (*taskapi.Snapshot, error) {
-	raw, err := m.logsFor(ctx, t, cursor)
+// snapshot is check_task's answer for t; kept are the entries its
+// follower here wrote, if any (logsFor).
+func (m *Manager) snapshot(ctx context.Context, t *store.Task, kept []store.LogEntry, cursor int64) (*taskapi.Snapshot, error) {
+	raw, err := m.logsFor(ctx, t, kept, cursor)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
@@ -400,7 +423,7 @@ func (m *Manager) GetTask(ctx context.Context, taskID string, detail taskapi.Det
 		d.Summary = t.Summary
 	}
 	if upd {
-		raw, err := m.logsFor(ctx, t, knownLogCount)
+		raw, err := m.logsFor(ctx, t, nil, knownLogCount)
 		if err != nil {
 			return nil, fmt.Errorf("get task: %w", err)
 		}
