@@ -12,6 +12,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -81,6 +82,40 @@ func (c *Client) WatchSession(ctx context.Context, key string) (release func(), 
 	}
 	var once sync.Once
 	return func() { once.Do(func() { c.releaseWatch(key, false) }) }, nil
+}
+
+// PrepareSession starts subscribing to key's events as WatchSession does,
+// without waiting for the gateway's answer, and yields so that the request
+// goes out before the caller's next work: a StartRun in key that the caller
+// makes after, say, recording the task then finds the subscription held or
+// on its way and does not wait a round trip for it first. release ends
+// this interest (the run's own subscription holds by then); it does not
+// block.
+func (c *Client) PrepareSession(key string) (release func()) {
+	key = c.CanonicalSessionKey(key)
+	w, err := c.acquireWatch(key, false)
+	if err != nil {
+		return func() {}
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { c.releaseWatch(key, false) }) }
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return release
+	}
+	c.wg.Add(1) // the supervisor holds a count until Close, so never from zero
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.HandshakeTimeout)
+		defer cancel()
+		if err := c.syncWatch(ctx, key, w); err != nil {
+			c.log.Debug("prepare session failed", "session_key", key, "err", err)
+		}
+	}()
+	runtime.Gosched()
+	return release
 }
 
 // acquireWatch counts one more follower of key.

@@ -227,3 +227,36 @@ func TestSessionSubscriptionLingers(t *testing.T) {
 		}
 	})
 }
+
+// TestPrepareSessionSubscribesAhead: PrepareSession subscribes to the
+// session without waiting, a run there then makes no subscribe call of
+// its own and gets its events, and the subscription ends with the last of
+// the two interests; released without a run, it ends too.
+func TestPrepareSessionSubscribesAhead(t *testing.T) {
+	t.Parallel()
+	gw := newGW(t, nil)
+	c := dial(t, gw, func(o *gateway.Options) { o.SessionLinger = -1 })
+	ctx := waitCtx(t)
+	release := c.PrepareSession("prep")
+	poll.Until(t, 10*time.Second, "the prepared subscription", func() bool { return gw.Subscribed("prep") == 1 })
+	run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: "prep", Message: "hi", IdempotencyKey: "idem-prep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	release() // idempotent
+	got, err := run.Wait(ctx)
+	run.Close()
+	if err != nil || got.Status != gateway.StatusOK || got.Text != "FAKE-REPLY: hi" {
+		t.Fatalf("the run in a prepared session: %+v, %v", got, err)
+	}
+	if n := gw.CountRequests("sessions.messages.subscribe"); n != 1 {
+		t.Errorf("a prepared session and a run there: %d subscribe calls; want 1", n)
+	}
+	poll.Until(t, 10*time.Second, "unsubscribe after the run and the release", func() bool { return gw.Subscribed("prep") == 0 })
+
+	release = c.PrepareSession("unused")
+	poll.Until(t, 10*time.Second, "the second prepared subscription", func() bool { return gw.Subscribed("unused") == 1 })
+	release()
+	poll.Until(t, 10*time.Second, "unsubscribe of a prepared session without a run", func() bool { return gw.Subscribed("unused") == 0 })
+}

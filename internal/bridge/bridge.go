@@ -525,6 +525,19 @@ func (g *lazyGateway) StartRun(ctx context.Context, req task.RunRequest) (task.R
 	return task.GatewayClient(c).StartRun(ctx, req)
 }
 
+// PrepareSession lets a dialled client start subscribing to the session
+// while the task is recorded; before the first dial there is nothing to
+// prepare on (the task's StartRun dials).
+func (g *lazyGateway) PrepareSession(sessionKey string) func() {
+	g.mu.Lock()
+	c := g.c
+	g.mu.Unlock()
+	if c == nil {
+		return func() {}
+	}
+	return c.PrepareSession(sessionKey)
+}
+
 // History implements task.Gateway.
 func (g *lazyGateway) History(ctx context.Context, sessionKey string) (*task.History, error) {
 	c, err := g.client(ctx)

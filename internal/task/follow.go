@@ -15,7 +15,9 @@ import (
 // follow dispatches (or, taken over from prev, re-observes under the same
 // idempotency key) one task and drives it to exactly one outcome. It owns
 // l until it returns. Manager.Close ends it without writing anything.
-func (m *Manager) follow(l *live, prev *predecessor) {
+// prepared, if not nil, ends Submit's early interest in the session's
+// events once the run holds its own (prepareSession).
+func (m *Manager) follow(l *live, prev *predecessor, prepared func()) {
 	defer m.wg.Done()
 	defer m.forget(l)
 	ctx, cancel := context.WithCancel(m.ctx)
@@ -38,6 +40,9 @@ func (m *Manager) follow(l *live, prev *predecessor) {
 		OnEvent: func(e Event) { m.onEvent(l, e) },
 	})
 	startCancel()
+	if prepared != nil {
+		prepared()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return

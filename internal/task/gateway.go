@@ -28,6 +28,17 @@ type connReporter interface {
 	Connected() bool
 }
 
+// sessionPreparer is implemented by a Gateway that can start subscribing
+// to a session's events before a run is submitted there (GatewayClient
+// does): Submit asks for it before it records the task, so the
+// subscription's round trip overlaps the store write instead of delaying
+// the submit after it.
+type sessionPreparer interface {
+	// PrepareSession starts the subscription and returns at once; release
+	// ends the interest and does not block.
+	PrepareSession(sessionKey string) (release func())
+}
+
 // Run follows one submitted run.
 type Run interface {
 	// ID is the run id.

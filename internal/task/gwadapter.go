@@ -47,6 +47,8 @@ func (g gwAdapter) StartRun(ctx context.Context, req RunRequest) (Run, error) {
 // Connected reports whether the client's connection is up.
 func (g gwAdapter) Connected() bool { return g.c.Connected() }
 
+func (g gwAdapter) PrepareSession(sessionKey string) func() { return g.c.PrepareSession(sessionKey) }
+
 func (g gwAdapter) History(ctx context.Context, sessionKey string) (*History, error) {
 	h, err := g.c.History(ctx, gateway.HistoryRequest{SessionKey: sessionKey, Limit: 20})
 	if err != nil {

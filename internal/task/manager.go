@@ -181,7 +181,7 @@ func (m *Manager) adopt(t *store.Task, prev predecessor) bool {
 	l := newLive(t)
 	m.live[t.ID] = l
 	m.wg.Add(1)
-	go m.follow(l, &prev)
+	go m.follow(l, &prev, nil)
 	m.o.Logger.Info("rehydrated running task", "job_id", t.ID, "session_key", t.SessionKey)
 	return true
 }
@@ -550,7 +550,9 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *taskapi.Run
 		Owner:     m.o.Owner, LeaseUntil: m.now().Add(m.o.Lease).UnixMilli(),
 		Principal: req.Principal,
 	}
+	prepared := m.prepareSession(key)
 	if err := m.st.CreateTask(ctx, t); err != nil {
+		prepared()
 		if payloadPath != "" {
 			_ = os.Remove(payloadPath)
 		}
@@ -576,14 +578,24 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (_ *taskapi.Run
 		l.mu.Lock()
 		_ = m.flushLogsLocked(ctx, l)
 		l.mu.Unlock()
+		prepared()
 		// Persisted: the next process resumes it.
 		return result, nil
 	}
 	m.live[id] = l
 	m.wg.Add(1)
 	m.mu.Unlock()
-	go m.follow(l, nil)
+	go m.follow(l, nil, prepared)
 	return result, nil
+}
+
+// prepareSession asks the gateway to start subscribing to key's events
+// (see sessionPreparer); the func it returns ends that interest.
+func (m *Manager) prepareSession(key string) (release func()) {
+	if p, ok := m.gw.(sessionPreparer); ok {
+		return p.PrepareSession(key)
+	}
+	return func() {}
 }
 
 func runResult(t *store.Task, agent string) *taskapi.RunResult {
