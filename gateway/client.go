@@ -434,8 +434,12 @@ func (c *Client) serve(ctx context.Context, cn *conn) error {
 	}
 	defer wwg.Wait()
 	defer cn.kill()
+	// One stop for the whole connection: a Read given a cancellable
+	// context registers and removes a context.AfterFunc for each frame
+	// header and payload, about forty per task.
+	defer context.AfterFunc(cctx, func() { _ = cn.ws.CloseNow() })()
 	for {
-		_, data, err := cn.ws.Read(cctx)
+		_, data, err := cn.ws.Read(context.Background())
 		if err != nil {
 			cn.ws.CloseNow()
 			return err
