@@ -9,20 +9,27 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // warmPool runs each job on an idle kept goroutine, or on a new one when
-// none is idle. A goroutine left idle for the pool's idle time ends, so a
-// quiet process keeps none. Use newWarmPool.
+// none is idle. At most maxIdleKept goroutines wait for a job, each for the
+// pool's idle time, so neither a burst of calls nor a quiet process keeps
+// more. Use newWarmPool.
 type warmPool struct {
-	jobs  chan func() // unbuffered: a send succeeds only when a goroutine waits
-	quit  chan struct{}
-	once  sync.Once
-	idle  time.Duration
-	jobWG sync.WaitGroup // the jobs not yet returned
-	alive sync.WaitGroup // the pool's goroutines
+	jobs    chan func() // unbuffered: a send succeeds only when a goroutine waits
+	quit    chan struct{}
+	once    sync.Once
+	idle    time.Duration
+	waiting atomic.Int32   // goroutines waiting for a job
+	jobWG   sync.WaitGroup // the jobs not yet returned
+	alive   sync.WaitGroup // the pool's goroutines
 }
+
+// maxIdleKept bounds the goroutines kept waiting: a client's calls overlap
+// a few at a time, and each kept stack holds tens of KiB.
+const maxIdleKept = 8
 
 // newWarmPool returns a pool whose goroutines end after idle without a job.
 func newWarmPool(idle time.Duration) *warmPool {
@@ -52,7 +59,7 @@ func (p *warmPool) Close() {
 }
 
 // keep runs job, then waits for the next one until the idle time passes
-// or the pool closes.
+// or the pool closes, unless maxIdleKept goroutines wait already.
 func (p *warmPool) keep(job func()) {
 	defer p.alive.Done()
 	t := time.NewTimer(p.idle)
@@ -60,12 +67,19 @@ func (p *warmPool) keep(job func()) {
 	for {
 		job()
 		p.jobWG.Done()
+		if p.waiting.Add(1) > maxIdleKept {
+			p.waiting.Add(-1)
+			return
+		}
 		t.Reset(p.idle)
 		select {
 		case job = <-p.jobs:
+			p.waiting.Add(-1)
 		case <-t.C:
+			p.waiting.Add(-1)
 			return
 		case <-p.quit:
+			p.waiting.Add(-1)
 			return
 		}
 	}

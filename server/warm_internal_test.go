@@ -73,6 +73,24 @@ func TestWarmPoolJobsAtOnceEachRunAndWaitWaits(t *testing.T) {
 	})
 }
 
+func TestWarmPoolKeepsAFewAfterABurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newWarmPool(time.Minute)
+		defer p.Close()
+		release := make(chan struct{})
+		for range 20 {
+			p.Go(func() { <-release })
+		}
+		synctest.Wait()
+		close(release)
+		p.Wait()
+		synctest.Wait() // each goroutine either waits for a job or has ended
+		if n := p.waiting.Load(); n != maxIdleKept {
+			t.Errorf("%d goroutines kept after a burst of 20 calls, want %d", n, maxIdleKept)
+		}
+	})
+}
+
 func TestWarmPoolCloseEndsTheKeptGoroutines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newWarmPool(time.Hour)
