@@ -117,6 +117,7 @@ type Client struct {
 	opts   Options
 	url    string
 	log    *slog.Logger
+	life   context.Context // ends at Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	nextID atomic.Uint64
@@ -213,7 +214,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		}
 	}
 	sctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
+	c.life, c.cancel = sctx, cancel
 	c.setConn(cn)
 	c.wg.Add(1)
 	go c.supervise(sctx, cn)

@@ -108,7 +108,8 @@ func (c *Client) PrepareSession(key string) (release func()) {
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.HandshakeTimeout)
+		// Close ends the wait for a connection at once: it waits for this.
+		ctx, cancel := context.WithTimeout(c.life, c.opts.HandshakeTimeout)
 		defer cancel()
 		if err := c.syncWatch(ctx, key, w); err != nil {
 			c.log.Debug("prepare session failed", "session_key", key, "err", err)
@@ -202,7 +203,7 @@ func (c *Client) releaseWatch(key string, explicit bool) {
 	c.wg.Add(1) // the supervisor holds a count until Close, so never from zero
 	drop := func() {
 		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.HandshakeTimeout)
+		ctx, cancel := context.WithTimeout(c.life, c.opts.HandshakeTimeout)
 		defer cancel()
 		if err := c.dropWatch(ctx, key, w); err != nil {
 			c.log.Debug("unsubscribe session failed", "session_key", key, "err", err)

@@ -260,3 +260,23 @@ func TestPrepareSessionSubscribesAhead(t *testing.T) {
 	release()
 	poll.Until(t, 10*time.Second, "unsubscribe of a prepared session without a run", func() bool { return gw.Subscribed("unused") == 0 })
 }
+
+// TestCloseEndsAPreparedSessionsWait: a session prepared while the gateway
+// is down waits for a connection, and Close ends that wait at once rather
+// than after the handshake timeout.
+func TestCloseEndsAPreparedSessionsWait(t *testing.T) {
+	t.Parallel()
+	gw := newGW(t, nil)
+	c := dial(t, gw, func(o *gateway.Options) { o.HandshakeTimeout = time.Hour })
+	gw.Close()
+	poll.Until(t, 10*time.Second, "the client to lose its gateway", func() bool { return !c.Connected() })
+	release := c.PrepareSession("down")
+	defer release()
+	closed := make(chan struct{})
+	go func() { c.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(time.Minute): // the bound of a hang, an hour short of the timeout
+		t.Fatal("Close waited for the prepared session's connection")
+	}
+}
