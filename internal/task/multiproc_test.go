@@ -2,6 +2,7 @@ package task
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -24,6 +25,7 @@ import (
 	"github.com/clawconnect/clawconnect/internal/store/postgres"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
+	"github.com/clawconnect/clawconnect/internal/testbed/poll"
 )
 
 // The multi-process tests re-run this test binary as replica processes:
@@ -253,6 +255,44 @@ func (r *replica) signal(sig syscall.Signal) {
 	}
 }
 
+// stopBetweenWrites stops the replica (SIGSTOP) at a moment it is not
+// writing. On SQLite a process stopped inside a write transaction keeps
+// the file's write lock, and no other process can write until it resumes:
+// the lock file every writer holds for its whole transaction
+// (sqlite.LockSuffix) is held here until the replica has stopped. On
+// PostgreSQL it is stopped at once.
+func (r *replica) stopBetweenWrites(spec string) {
+	r.t.Helper()
+	path, ok := strings.CutPrefix(spec, "sqlite:")
+	if !ok {
+		r.signal(syscall.SIGSTOP)
+		return
+	}
+	f, err := os.OpenFile(path+sqlite.LockSuffix, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer f.Close() // lets the lock go
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		r.t.Fatal(err)
+	}
+	r.signal(syscall.SIGSTOP)
+	poll.Until(r.t, 30*time.Second, "the replica to stop", func() bool { return processState(r.cmd.Process.Pid) == 'T' })
+}
+
+// processState is the state letter of /proc/PID/stat (T: stopped), or 0.
+func processState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')') // the command name may hold spaces
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}
+
 // kill9 kills the replica (nothing written on the way down) and waits.
 func (r *replica) kill9() {
 	r.signal(syscall.SIGKILL)
@@ -368,11 +408,9 @@ func TestPausedReplicaChangesNothing(t *testing.T) {
 			a.send("submit agent:main:paused contested task")
 			id := strings.TrimPrefix(a.expect("job "), "job ")
 			// Stop A once it has written what the run's start brings (run id,
-			// first log entry), between two renewals: on SQLite a process
-			// stopped inside a write transaction would hold the file's write
-			// lock, and no other process could write until it resumed.
+			// first log entry), outside any write of its own.
 			awaitStored(t, st, id, func(x *store.Task) bool { return x.ParentRunID != "" && x.LogCount >= 1 })
-			a.signal(syscall.SIGSTOP)
+			a.stopBetweenWrites(spec)
 			b := startReplica(t, fg, spec, lease)
 			b.awaitLog("rehydrated running task", 30*time.Second)
 			fg.Release(id)
