@@ -4,19 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"syscall"
 	"testing"
-	"time"
-)
 
-// cpuTime is the user+system CPU time used by the process so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
+)
 
 // BenchmarkEventPipeline measures the native frame → normalized RunEvent
 // path for one followed run: decode the frame, route it by run id, queue
@@ -44,7 +35,7 @@ func BenchmarkEventPipeline(b *testing.B) {
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Self()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		c.handleFrame(nil, frames[i%len(frames)])
@@ -62,7 +53,7 @@ func BenchmarkEventPipeline(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	// On a shared machine wall time includes waiting for a CPU; the CPU
 	// time the process used (GC included) is the stable figure.
-	b.ReportMetric(float64(b.N)/(cpuTime()-cpu0).Seconds(), "events/cpu-s")
+	b.ReportMetric(float64(b.N)/(cputime.Self()-cpu0).Seconds(), "events/cpu-s")
 	if events == 0 || c.badFrames.Load() != 0 {
 		b.Fatalf("events %d bad %d", events, c.badFrames.Load())
 	}

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
 
 	"github.com/clawconnect/clawconnect/gateway"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
@@ -32,7 +33,7 @@ func BenchmarkSubmitToFinal(b *testing.B) {
 		}
 		defer c.Close()
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Self()                                 // the fake gateway's share included, in both variants alike
 		prefix := strconv.FormatInt(time.Now().UnixNano(), 36) // fresh idempotency keys per invocation
 		for i := 0; b.Loop(); i++ {
 			run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: "bench-" + strconv.Itoa(i%8), Message: "hi",
@@ -46,7 +47,7 @@ func BenchmarkSubmitToFinal(b *testing.B) {
 			}
 			run.Close()
 		}
-		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64((cputime.Self()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	})
 
 	b.Run("raw", func(b *testing.B) {
@@ -63,7 +64,7 @@ func BenchmarkSubmitToFinal(b *testing.B) {
 		}
 		_, _, _ = ws.Read(ctx) // hello-ok
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Self()
 		prefix := strconv.FormatInt(time.Now().UnixNano(), 36)
 		for i := 0; b.Loop(); i++ {
 			id := prefix + "-raw-" + strconv.Itoa(i)
@@ -89,18 +90,8 @@ func BenchmarkSubmitToFinal(b *testing.B) {
 				}
 			}
 		}
-		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64((cputime.Self()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	})
-}
-
-// cpuTime is the user+system CPU time used by the process so far (the
-// fake gateway's share included, in both variants alike).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkLiveRunMemory reports the heap held per followed, unfinished

@@ -437,7 +437,7 @@ func (c *Client) serve(ctx context.Context, cn *conn) error {
 	defer cn.kill()
 	// One stop for the whole connection: a Read given a cancellable
 	// context registers and removes a context.AfterFunc for each frame
-	// header and payload, about forty per task.
+	// header and payload.
 	defer context.AfterFunc(cctx, func() { _ = cn.ws.CloseNow() })()
 	for {
 		_, data, err := cn.ws.Read(context.Background())

@@ -165,12 +165,8 @@ func stdioCallsAgree(t *testing.T, initParams string) {
 		}
 		return append(out, rest...), direct
 	}
-	want, _ := run(func(b *bundle, _ *atomic.Int64) serveFunc { return b.srv.ServeStdioViaSDK })
-	got, direct := run(func(b *bundle, counted *atomic.Int64) serveFunc {
-		return func(ctx context.Context, r io.Reader, w io.Writer) error {
-			return b.srv.ServeStdioCounted(ctx, r, w, counted)
-		}
-	})
+	want, _ := run(servedViaSDK)
+	got, direct := run(servedCounting)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("answers via go-sdk (-) and ServeStdio (+) differ:\n%s", diff)
 	}
@@ -178,6 +174,17 @@ func stdioCallsAgree(t *testing.T, initParams string) {
 		if direct[i] != s.direct {
 			t.Errorf("%s: answered past go-sdk %v, want %v", s.line, direct[i], s.direct)
 		}
+	}
+}
+
+// servedViaSDK and servedCounting are the two ways of serving stdio the
+// tests compare: every message through go-sdk, and ServeStdio counting
+// the calls it answers past go-sdk.
+func servedViaSDK(b *bundle, _ *atomic.Int64) serveFunc { return b.srv.ServeStdioViaSDK }
+
+func servedCounting(b *bundle, counted *atomic.Int64) serveFunc {
+	return func(ctx context.Context, r io.Reader, w io.Writer) error {
+		return b.srv.ServeStdioCounted(ctx, r, w, counted)
 	}
 }
 
@@ -225,12 +232,8 @@ func TestStdioCallsWaitAndCancel(t *testing.T) {
 		}
 		return append(out, rest...), counted.Load()
 	}
-	want, _ := run(func(b *bundle, _ *atomic.Int64) serveFunc { return b.srv.ServeStdioViaSDK })
-	got, direct := run(func(b *bundle, counted *atomic.Int64) serveFunc {
-		return func(ctx context.Context, r io.Reader, w io.Writer) error {
-			return b.srv.ServeStdioCounted(ctx, r, w, counted)
-		}
-	})
+	want, _ := run(servedViaSDK)
+	got, direct := run(servedCounting)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("lines via go-sdk (-) and ServeStdio (+) differ:\n%s", diff)
 	}

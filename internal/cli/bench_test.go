@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
 )
 
 // startup is one start of clawconnect mcp as measured by startMCP.
@@ -28,7 +30,7 @@ type startup struct {
 func startMCP(b *testing.B, bin string, env []string) startup {
 	b.Helper()
 	c, toInit := startClient(b, bin, env)
-	st := startup{toInit: toInit, cpu: cpuTime(c.cmd.Process.Pid)}
+	st := startup{toInit: toInit, cpu: cputime.Of(c.cmd.Process.Pid)}
 	st.rss, st.anon = rssKiB(b, c.cmd.Process.Pid)
 	if _, err := c.tool(b.Context(), "list_tasks", map[string]any{}); err != nil {
 		b.Fatalf("list_tasks: %v", err)
@@ -36,29 +38,6 @@ func startMCP(b *testing.B, bin string, env []string) startup {
 	st.rssReady, _ = rssKiB(b, c.cmd.Process.Pid)
 	c.close(b)
 	return st
-}
-
-// cpuTime sums the time on CPU of every thread of pid from
-// /proc/<pid>/task/*/schedstat (nanoseconds; unlike wall time it hardly
-// depends on how loaded the machine is). It returns 0 without /proc.
-func cpuTime(pid int) time.Duration {
-	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		return 0
-	}
-	var total time.Duration
-	for _, t := range tasks {
-		data, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
-		if err != nil {
-			continue // the thread exited
-		}
-		if f := strings.Fields(string(data)); len(f) > 0 {
-			ns, _ := strconv.ParseInt(f[0], 10, 64)
-			total += time.Duration(ns)
-		}
-	}
-	return total
 }
 
 // rssKiB reads VmRSS (all resident pages, including the binary's shared

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
@@ -331,7 +333,7 @@ func BenchmarkIdleCPU5Processes(b *testing.B) {
 	total := func() time.Duration {
 		var sum time.Duration
 		for _, pid := range pids {
-			sum += cpuTime(pid)
+			sum += cputime.Of(pid)
 		}
 		return sum
 	}

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
+
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/clawconnect/clawconnect/gateway"
@@ -122,13 +124,13 @@ func BenchmarkMCPRoundTrip(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			cpu0 := cpuTime(c.cmd.Process.Pid)
+			cpu0 := cputime.Of(c.cmd.Process.Pid)
 			for b.Loop() {
 				if err := c.roundTrip(b.Context()); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64((cpuTime(c.cmd.Process.Pid)-cpu0).Microseconds())/1000/float64(b.N), "ms-cpu/op")
+			b.ReportMetric(float64((cputime.Of(c.cmd.Process.Pid)-cpu0).Microseconds())/1000/float64(b.N), "ms-cpu/op")
 		})
 	}
 }
@@ -242,7 +244,7 @@ func measureSingle(b *testing.B, bin string, fg *fakegateway.Server, tasks int) 
 	c, _ = startClient(b, bin, env)
 	defer c.close(b)
 	var rts []time.Duration
-	cpu0 := cpuTime(c.cmd.Process.Pid)
+	cpu0 := cputime.Of(c.cmd.Process.Pid)
 	for range 50 {
 		start := time.Now()
 		if err := c.roundTrip(ctx); err != nil {
@@ -251,7 +253,7 @@ func measureSingle(b *testing.B, bin string, fg *fakegateway.Server, tasks int) 
 		rts = append(rts, time.Since(start))
 	}
 	s.rtMedian = median(rts)
-	s.rtCPU = (cpuTime(c.cmd.Process.Pid) - cpu0) / 50
+	s.rtCPU = (cputime.Of(c.cmd.Process.Pid) - cpu0) / 50
 
 	// The plateau: tasks run by 8 concurrent callers of the one process.
 	var next atomic.Int64
@@ -336,7 +338,7 @@ func measureMulti(b *testing.B, bin string, fg *fakegateway.Server, baseURL stri
 	}
 	cpu := func() (sum time.Duration) {
 		for _, c := range clients {
-			sum += cpuTime(c.cmd.Process.Pid)
+			sum += cputime.Of(c.cmd.Process.Pid)
 		}
 		return sum
 	}

@@ -14,9 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
@@ -169,7 +170,7 @@ func BenchmarkHostIdle50(b *testing.B) {
 	// idle figure.
 	time.Sleep(time.Second) // let start-up settle
 	runtime.GC()
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, wall0 := cputime.Self(), time.Now()
 	window := 20 * time.Second
 	if v, err := time.ParseDuration(os.Getenv("CLAWCONNECT_BENCH_IDLE")); err == nil && v > 0 {
 		window = v
@@ -177,7 +178,7 @@ func BenchmarkHostIdle50(b *testing.B) {
 	b.ResetTimer()
 	time.Sleep(window) // the idle the figure is about
 	b.StopTimer()
-	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	cpu, wall := cputime.Self()-cpu0, time.Since(wall0)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(cpu.Microseconds())/1000/wall.Seconds(), "cpu-ms/s")
@@ -186,12 +187,6 @@ func BenchmarkHostIdle50(b *testing.B) {
 		h.Monitoring(), wall.Round(time.Millisecond), cpu, 100*cpu.Seconds()/wall.Seconds(), float64(ms.HeapInuse)/(1<<20), runtime.NumGoroutine())
 	cancel()
 	<-done
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkList50Panes measures Service.List over 50 panes of a private
@@ -290,9 +285,9 @@ func BenchmarkHostFollows500(b *testing.B) {
 	}
 	b.ResetTimer()
 	stopProfile := idleProfile(b)
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, wall0 := cputime.Self(), time.Now()
 	time.Sleep(window) // the idle the figure is about
-	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	cpu, wall := cputime.Self()-cpu0, time.Since(wall0)
 	stopProfile()
 	usage, err := fswatch.ProcessUsage(os.Getpid())
 	if err != nil {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
 
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
@@ -29,7 +29,7 @@ func BenchmarkRoundTripStore(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Self()
 	for i := 0; b.Loop(); i++ {
 		id, key := "t"+strconv.Itoa(i), "task-"+strconv.Itoa(i)
 		if _, err := s.GetSession(ctx, "main", key); err == nil {
@@ -61,14 +61,5 @@ func BenchmarkRoundTripStore(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime is the user+system CPU time the process used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((cputime.Self()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
