@@ -82,11 +82,11 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+	if err := createSchema(ctx, db, schema); err != nil {
 		return fail(err)
 	}
 	err = sqlstore.Migrate(ctx, db, sqlstore.MigrateOptions{
-		Lock:   `SELECT pg_advisory_xact_lock(4242017)`,
+		Lock:   migrationLock,
 		Dollar: true,
 		Tables: func(ctx context.Context, tx *sql.Tx) ([]string, error) {
 			rows, err := tx.QueryContext(ctx, `SELECT table_name FROM information_schema.tables
@@ -122,6 +122,29 @@ func Open(ctx context.Context, o Options) (*sqlstore.DB, error) {
 		Listen: listener(cfg.Copy(), schema),
 	}
 	return sqlstore.New(db, db, d, nil), nil
+}
+
+// migrationLock serializes the replicas that create or migrate a schema
+// at the same moment.
+const migrationLock = `SELECT pg_advisory_xact_lock(4242017)`
+
+// createSchema creates schema unless it exists. CREATE SCHEMA IF NOT
+// EXISTS alone is not safe against a replica creating it at the same
+// moment: the loser fails on the catalog's unique index. Holding the
+// migration lock makes the second one see the first's schema.
+func createSchema(ctx context.Context, db *sql.DB, schema string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, migrationLock); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // changeChannel is the notification channel every schema announces task

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,6 +75,35 @@ func TestTwoReplicasShareOneSchema(t *testing.T) {
 	}
 	if _, err := b.GetTask(t.Context(), "main", "t1"); err != nil {
 		t.Fatalf("replica b cannot read a's task: %v", err)
+	}
+}
+
+// Replicas that start together on a fresh database all open it: creating
+// the schema is serialized like the migration, so none of them sees the
+// catalog's unique violation of a schema created at the same moment.
+func TestReplicasStartingTogetherOnAFreshSchema(t *testing.T) {
+	url := testURL(t)
+	for range 5 {
+		schema := freshSchema(t, url)
+		const n = 6
+		errs := make(chan error, n)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				s, err := postgres.Open(t.Context(), postgres.Options{URL: url, Schema: schema, MaxConns: 1})
+				if err == nil {
+					err = s.Close()
+				}
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("replica starting with %d others on schema %s: %v", n-1, schema, err)
+			}
+		}
 	}
 }
 
