@@ -97,10 +97,14 @@ func (h typed[In]) direct(t *mcp.Tool) directCall {
 				if err != nil {
 					return nil, fmt.Errorf("marshaling output: %w", err)
 				}
+				// The value itself, not its bytes: the result's marshaling
+				// encodes it again in less time than it takes to check and
+				// compact a json.RawMessage.
+				res.StructuredContent = out
 				if objectOut && string(data) == "null" {
 					data = []byte("{}")
+					res.StructuredContent = json.RawMessage(data)
 				}
-				res.StructuredContent = json.RawMessage(data)
 				if res.Content == nil {
 					res.Content = []mcp.Content{&mcp.TextContent{Text: string(data)}}
 				} else if data[0] != '{' {

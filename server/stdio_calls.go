@@ -317,10 +317,20 @@ func appendResponse(buf *bytes.Buffer, id jsonrpc.ID, res mcp.Result, rerr error
 	}
 	buf.Truncate(buf.Len() - 1) // Encode's newline
 	buf.WriteString(`,"result":`)
-	if err := enc.Encode(res); err != nil {
-		return err
+	// A tool result marshals itself with json.Marshal, so its bytes are
+	// compact and valid already: the encoder would only scan them again.
+	if m, ok := res.(json.Marshaler); ok {
+		data, err := m.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		buf.Write(data)
+	} else {
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+		buf.Truncate(buf.Len() - 1)
 	}
-	buf.Truncate(buf.Len() - 1)
 	buf.WriteString("}\n")
 	return nil
 }

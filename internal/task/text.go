@@ -201,14 +201,20 @@ func addSummaryArtifacts(a *taskapi.Artifacts, summary string) {
 	if summary == "" {
 		return
 	}
-	if m := prURLRE().FindString(summary); m != "" {
-		a.PRURL = m
+	// The literal checks spare most summaries the expressions, which cost
+	// more than the rest of an outcome's bookkeeping.
+	if strings.Contains(summary, "https://github.com/") {
+		if m := prURLRE().FindString(summary); m != "" {
+			a.PRURL = m
+		}
 	}
 	if m := commitRE().FindString(summary); m != "" {
 		a.CommitSHA = m
 	}
-	if m := branchRE().FindStringSubmatch(summary); m != nil {
-		a.BranchName = m[1]
+	if strings.Contains(summary, "branch") || strings.Contains(summary, "checkout -b") || strings.Contains(summary, "switch -c") {
+		if m := branchRE().FindStringSubmatch(summary); m != nil {
+			a.BranchName = m[1]
+		}
 	}
 	tail := summary
 	if n := utf8.RuneCountInString(tail); n > 200 {

@@ -128,6 +128,27 @@ func TestSummaryArtifacts(t *testing.T) {
 	}
 }
 
+// The literal checks in front of the expressions skip only summaries the
+// expressions would not match.
+func FuzzSummaryArtifactsLiteralChecks(f *testing.F) {
+	for _, s := range []string{"see https://github.com/a/b/pull/1", "on branch main", "git checkout -b x", "git switch -c y",
+		"branchy", "switch -cz", "http://github.com/a/b/pull/2", "no artifacts"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, summary string) {
+		var got taskapi.Artifacts
+		addSummaryArtifacts(&got, summary)
+		var want string
+		if m := branchRE().FindStringSubmatch(summary); m != nil {
+			want = m[1]
+		}
+		if got.PRURL != prURLRE().FindString(summary) || got.BranchName != want {
+			t.Errorf("addSummaryArtifacts(%q) = PR %q, branch %q; the expressions alone give %q, %q",
+				summary, got.PRURL, got.BranchName, prURLRE().FindString(summary), want)
+		}
+	})
+}
+
 func TestPatchArtifacts(t *testing.T) {
 	patch := "*** Begin Patch\n*** Update File: a/b.go\n@@\n-x\n+y\n*** Add File: c.txt\n+++ b/d/e.go\n*** End Patch"
 	args, err := json.Marshal(map[string]string{"input": patch})
