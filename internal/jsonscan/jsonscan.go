@@ -245,9 +245,25 @@ func skipNumber(b []byte, i int) (int, error) {
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
+// plainInString marks the bytes a string holds as they are: not its end,
+// not an escape and not a control character.
+var plainInString = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // skipString returns the index just past the string starting at b[i].
 func skipString(b []byte, i int) (int, error) {
-	for j := i + 1; j < len(b); j++ {
+	j := i + 1
+	for {
+		for j < len(b) && plainInString[b[j]] {
+			j++
+		}
+		if j >= len(b) {
+			return 0, ErrSyntax
+		}
 		switch b[j] {
 		case '"':
 			return j + 1, nil
@@ -266,13 +282,11 @@ func skipString(b []byte, i int) (int, error) {
 			default:
 				return 0, ErrSyntax
 			}
-		default:
-			if b[j] < 0x20 {
-				return 0, ErrSyntax
-			}
+			j++
+		default: // a control character
+			return 0, ErrSyntax
 		}
 	}
-	return 0, ErrSyntax
 }
 
 // String decodes a raw JSON string value; ok is false for anything else

@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -96,4 +97,18 @@ func FuzzObject(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkObjectStrings walks a run event of the size the gateway sends,
+// most of it string bytes.
+func BenchmarkObjectStrings(b *testing.B) {
+	frame := []byte(`{"type":"event","event":"agent","payload":{"runId":"run-5d1c2a","sessionKey":"agent:main:clawconnect:5d1c2a",` +
+		`"stream":"assistant","seq":3,"data":{"text":"` + strings.Repeat("The build passed and the change is ready for review. ", 20) +
+		`","delta":"ready for review. \"quoted\" \u00e9"}},"seq":1234}`)
+	b.SetBytes(int64(len(frame)))
+	for b.Loop() {
+		if err := Object(frame, func(k, v []byte) bool { return true }); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
