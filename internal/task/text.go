@@ -190,25 +190,24 @@ func addToolArtifacts(a *taskapi.Artifacts, tool string, args json.RawMessage) {
 
 var (
 	prURLRE     = lazyRegexp(`https://github\.com/[^\s/]+/[^\s/]+/pull/\d+`)
-	commitRE    = lazyRegexp(`\b[0-9a-f]{7,40}\b`)
 	branchRE    = lazyRegexp(`(?:\bbranch|checkout -b|switch -c)\s+` + "[`'\"]?" + `([A-Za-z0-9._/-]+)`)
-	needsHumanR = lazyRegexp(`(?i)please confirm|which option|waiting for|choose between`)
+	needsHumanR = lazyRegexp(`(?i)` + strings.Join(decisionPhrases, "|"))
 )
 
 // addSummaryArtifacts derives PR, commit, branch and needs-human from a
-// final summary.
+// final summary. An agent's summary runs to kilobytes, so expressions run
+// only where a literal check or a plain scan cannot decide: they cost more
+// than the rest of an outcome's bookkeeping.
 func addSummaryArtifacts(a *taskapi.Artifacts, summary string) {
 	if summary == "" {
 		return
 	}
-	// The literal checks spare most summaries the expressions, which cost
-	// more than the rest of an outcome's bookkeeping.
 	if strings.Contains(summary, "https://github.com/") {
 		if m := prURLRE().FindString(summary); m != "" {
 			a.PRURL = m
 		}
 	}
-	if m := commitRE().FindString(summary); m != "" {
+	if m := commitSHA(summary); m != "" {
 		a.CommitSHA = m
 	}
 	if strings.Contains(summary, "branch") || strings.Contains(summary, "checkout -b") || strings.Contains(summary, "switch -c") {
@@ -216,13 +215,66 @@ func addSummaryArtifacts(a *taskapi.Artifacts, summary string) {
 			a.BranchName = m[1]
 		}
 	}
-	tail := summary
-	if n := utf8.RuneCountInString(tail); n > 200 {
-		r := []rune(tail)
-		tail = string(r[n-200:])
+	tail := lastRunes(summary, 200)
+	a.NeedsHumanDecision = strings.HasSuffix(strings.TrimSpace(tail), "?") || asksForADecision(tail)
+}
+
+// commitSHA returns the first word of 7 to 40 lowercase hex digits, as
+// \b[0-9a-f]{7,40}\b would: words are runs of ASCII letters, digits and
+// underscores.
+func commitSHA(s string) string {
+	for i := 0; i < len(s); {
+		if !isWordByte(s[i]) {
+			i++
+			continue
+		}
+		j, hex := i, true
+		for ; j < len(s) && isWordByte(s[j]); j++ {
+			hex = hex && ('0' <= s[j] && s[j] <= '9' || 'a' <= s[j] && s[j] <= 'f')
+		}
+		if hex && j-i >= 7 && j-i <= 40 {
+			return s[i:j]
+		}
+		i = j
 	}
-	t := strings.TrimSpace(tail)
-	a.NeedsHumanDecision = strings.HasSuffix(t, "?") || needsHumanR().MatchString(tail)
+	return ""
+}
+
+func isWordByte(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_'
+}
+
+// lastRunes returns the end of s holding its last n runes (an invalid
+// byte counts as one, as utf8 counts it).
+func lastRunes(s string, n int) string {
+	i := len(s)
+	for ; n > 0 && i > 0; n-- {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return s[i:]
+}
+
+// decisionPhrases are the phrases of a summary that asks for a decision,
+// lower case.
+var decisionPhrases = []string{"please confirm", "which option", "waiting for", "choose between"}
+
+// asksForADecision reports whether text holds one of decisionPhrases in
+// any case. ASCII text is lowered and searched; other text goes through
+// needsHumanR, whose case folding also maps letters such as U+017F to s.
+func asksForADecision(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			return needsHumanR().MatchString(text)
+		}
+	}
+	lower := strings.ToLower(text)
+	for _, p := range decisionPhrases {
+		if strings.Contains(lower, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // nextStep is the next step a task's outcome and artifacts suggest to the

@@ -66,7 +66,7 @@ func FuzzSafeID(f *testing.F) {
 // TestLazyRegexps compiles every lazily compiled pattern of the package, so
 // a typo fails here rather than on the first task that needs it.
 func TestLazyRegexps(t *testing.T) {
-	for _, re := range []func() *regexp.Regexp{patchFileRE, prURLRE, commitRE, branchRE, needsHumanR} {
+	for _, re := range []func() *regexp.Regexp{patchFileRE, prURLRE, branchRE, needsHumanR} {
 		first := re()
 		if second := re(); first == nil || first != second {
 			t.Fatal("lazy regexp not compiled exactly once")
@@ -128,23 +128,34 @@ func TestSummaryArtifacts(t *testing.T) {
 	}
 }
 
-// The literal checks in front of the expressions skip only summaries the
-// expressions would not match.
-func FuzzSummaryArtifactsLiteralChecks(f *testing.F) {
+// FuzzSummaryArtifactsAsExpressions holds the summary scan to what the
+// expressions alone find: the literal checks in front of some skip only
+// summaries they would not match, and the plain scans match as they would.
+func FuzzSummaryArtifactsAsExpressions(f *testing.F) {
 	for _, s := range []string{"see https://github.com/a/b/pull/1", "on branch main", "git checkout -b x", "git switch -c y",
-		"branchy", "switch -cz", "http://github.com/a/b/pull/2", "no artifacts"} {
+		"branchy", "switch -cz", "http://github.com/a/b/pull/2", "no artifacts", "at 1a2b3c4 and deadbeefcafe", "1a2b3c4d_x",
+		"é1a2b3c4é", strings.Repeat("0", 41) + " abcdef12", "PLEASE CONFIRM", "Which Option?", "waiting \u017fomething", "choo\u017fe between",
+		strings.Repeat("é", 210) + "please confirm", "please confirm" + strings.Repeat("x", 200), "\xff\xfe waiting for"} {
 		f.Add(s)
 	}
+	commitRE := regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
 	f.Fuzz(func(t *testing.T, summary string) {
+		if summary == "" {
+			return
+		}
 		var got taskapi.Artifacts
 		addSummaryArtifacts(&got, summary)
-		var want string
+		want := taskapi.Artifacts{PRURL: prURLRE().FindString(summary), CommitSHA: commitRE.FindString(summary)}
 		if m := branchRE().FindStringSubmatch(summary); m != nil {
-			want = m[1]
+			want.BranchName = m[1]
 		}
-		if got.PRURL != prURLRE().FindString(summary) || got.BranchName != want {
-			t.Errorf("addSummaryArtifacts(%q) = PR %q, branch %q; the expressions alone give %q, %q",
-				summary, got.PRURL, got.BranchName, prURLRE().FindString(summary), want)
+		tail := summary
+		if r := []rune(summary); len(r) > 200 {
+			tail = string(r[len(r)-200:])
+		}
+		want.NeedsHumanDecision = strings.HasSuffix(strings.TrimSpace(tail), "?") || needsHumanR().MatchString(tail)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("addSummaryArtifacts(%q) differs from the expressions alone (-want +got):\n%s", summary, diff)
 		}
 	})
 }
@@ -159,5 +170,15 @@ func TestPatchArtifacts(t *testing.T) {
 	addToolArtifacts(&got, "apply_patch", args)
 	if diff := cmp.Diff([]string{"a/b.go", "c.txt", "d/e.go"}, got.FilesChanged); diff != "" {
 		t.Errorf("files changed mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkSummaryArtifacts scans an agent's summary of a usual length,
+// with no artifacts in it.
+func BenchmarkSummaryArtifacts(b *testing.B) {
+	summary := strings.Repeat("I updated the handler so that the retry waits for the lease, ran the tests, and they pass. ", 20)
+	for b.Loop() {
+		var a taskapi.Artifacts
+		addSummaryArtifacts(&a, summary)
 	}
 }
