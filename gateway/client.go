@@ -876,10 +876,7 @@ func (c *Client) call(ctx context.Context, method string, params any, o CallOpti
 		return nil, nil, fmt.Errorf("%s: %w", method, err)
 	}
 	id := strconv.FormatUint(c.nextID.Add(1), 36)
-	frame, err := json.Marshal(reqFrame{Type: frameReq, ID: id, Method: method, Params: raw})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", method, err)
-	}
+	frame := appendReq(nil, id, method, raw)
 	p := &pendingCall{method: method, expectFinal: o.ExpectFinal, ch: make(chan callResult, 4)}
 	// Wait for a connection and register atomically with it.
 	for {
@@ -922,11 +919,7 @@ func (c *Client) call(ctx context.Context, method string, params any, o CallOpti
 				return nil, p.cn, newRPCError(method, r.werr, r.payload)
 			}
 			if o.ExpectFinal {
-				var s struct {
-					Status string `json:"status"`
-				}
-				_ = json.Unmarshal(r.payload, &s)
-				if s.Status == "accepted" {
+				if payloadStatus(r.payload) == "accepted" {
 					if o.OnAccepted != nil {
 						o.OnAccepted(r.payload)
 					}

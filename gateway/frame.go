@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/clawconnect/clawconnect/internal/jsonscan"
 )
 
 // Frame kinds on the wire.
@@ -20,6 +22,62 @@ type reqFrame struct {
 	ID     string          `json:"id"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// appendReq appends the request frame of id, method and params (valid
+// JSON) to dst: what json.Marshal of its reqFrame gives, but for the
+// params, which are written as they are rather than checked and compacted
+// once more.
+func appendReq(dst []byte, id, method string, params json.RawMessage) []byte {
+	dst = append(dst, `{"type":"`+frameReq+`","id":`...)
+	dst = appendJSONString(dst, id)
+	dst = append(dst, `,"method":`...)
+	dst = appendJSONString(dst, method)
+	if len(params) > 0 {
+		dst = append(dst, `,"params":`...)
+		dst = append(dst, params...)
+	}
+	return append(dst, '}')
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	return append(dst, b...)
+}
+
+// payloadStatus is the "status" member of a response's payload, as
+//
+//	json.Unmarshal(payload, &struct{ Status string `json:"status"` }{})
+//
+// would decode it; it scans the payload without decoding the rest and
+// leaves anything but a plain key and string to encoding/json.
+func payloadStatus(payload json.RawMessage) string {
+	var status string
+	plainOnly := true
+	err := jsonscan.Object(payload, func(key, val []byte) bool {
+		switch {
+		case !plain(key):
+			plainOnly = false
+		case string(key) == "status":
+			if len(val) < 2 || val[0] != '"' || !plain(val[1:len(val)-1]) {
+				plainOnly = false
+				break
+			}
+			status = string(val[1 : len(val)-1])
+		case bytes.EqualFold(key, []byte("status")):
+			plainOnly = false
+		}
+		return plainOnly
+	})
+	if err != nil || !plainOnly {
+		var s struct {
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(payload, &s)
+		return s.Status
+	}
+	return status
 }
 
 // inFrame is a frame from the gateway: a response or an event.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -196,4 +197,50 @@ func TestPreRunBufferEvictsAgentFramesFirst(t *testing.T) {
 	if c.dropped.Load() != 1 {
 		t.Errorf("dropped = %d, want 1", c.dropped.Load())
 	}
+}
+
+// FuzzAppendReq holds a request frame to json.Marshal of its reqFrame:
+// the same JSON value, for any id and method and valid params.
+func FuzzAppendReq(f *testing.F) {
+	f.Add("1", "chat.send", `{"message":"<b>&é \u2028","sessionKey":"agent:main:x"}`)
+	f.Add("z9", "a\"b\\c\x01", ` [ 1 , {"a" : null} ] `)
+	f.Add("", "", "")
+	f.Fuzz(func(t *testing.T, id, method, params string) {
+		if params != "" && !json.Valid([]byte(params)) {
+			return
+		}
+		want, err := json.Marshal(reqFrame{Type: frameReq, ID: id, Method: method, Params: json.RawMessage(params)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := appendReq(nil, id, method, json.RawMessage(params))
+		var w, g any
+		if err := json.Unmarshal(want, &w); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("appendReq gave invalid JSON %q: %v", got, err)
+		}
+		if diff := cmp.Diff(w, g); diff != "" {
+			t.Errorf("appendReq(%q, %q, %q) = %s, json.Marshal gives %s", id, method, params, got, want)
+		}
+	})
+}
+
+// FuzzPayloadStatus holds payloadStatus to encoding/json.
+func FuzzPayloadStatus(f *testing.F) {
+	for _, s := range []string{`{"status":"accepted","runId":"r"}`, `{"status":"ok","result":{"status":"x"}}`,
+		`{"Status":"accepted"}`, `{"status":"a","status":"b"}`, `{"status":null}`, `{"status":"\u0061ccepted"}`,
+		`{"status":7}`, `[]`, `null`, `{"status":"accepted"`, `{"st\u0061tus":"accepted"}`, `{"ſtatus":"accepted"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		var s struct {
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(payload, &s)
+		if got := payloadStatus(payload); got != s.Status {
+			t.Errorf("payloadStatus(%q) = %q, encoding/json gives %q", payload, got, s.Status)
+		}
+	})
 }
