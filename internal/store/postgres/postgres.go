@@ -133,6 +133,16 @@ const migrationLock = `SELECT pg_advisory_xact_lock(4242017)`
 // moment: the loser fails on the catalog's unique index. Holding the
 // migration lock makes the second one see the first's schema.
 func createSchema(ctx context.Context, db *sql.DB, schema string) error {
+	// A role without CREATE on the database can still use a schema an
+	// administrator made for it; CREATE SCHEMA IF NOT EXISTS checks that
+	// privilege before it looks.
+	var exists bool
+	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

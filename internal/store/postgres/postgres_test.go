@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	neturl "net/url"
 	"os"
 	"strings"
 	"sync"
@@ -104,6 +105,45 @@ func TestReplicasStartingTogetherOnAFreshSchema(t *testing.T) {
 				t.Fatalf("replica starting with %d others on schema %s: %v", n-1, schema, err)
 			}
 		}
+	}
+}
+
+// A role that may not create schemas opens the one an administrator made
+// for it.
+func TestOpensASchemaMadeForARoleThatCannotCreateOne(t *testing.T) {
+	url := testURL(t)
+	schema := freshSchema(t, url)
+	role := schema + "_role"
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	for _, q := range []string{`CREATE ROLE ` + role + ` LOGIN`, `CREATE SCHEMA ` + schema + ` AUTHORIZATION ` + role} {
+		if _, err := admin.ExecContext(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = admin.ExecContext(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`)
+		_, _ = admin.ExecContext(context.Background(), `DROP ROLE IF EXISTS `+role)
+	})
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = neturl.User(role)
+	if _, err := postgres.Open(t.Context(), postgres.Options{URL: u.String(), Schema: schema + "_other"}); err == nil ||
+		!strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("the role created a schema of its own: %v (the test needs a role without CREATE on the database)", err)
+	}
+	s, err := postgres.Open(t.Context(), postgres.Options{URL: u.String(), Schema: schema})
+	if err != nil {
+		t.Fatalf("open the schema made for the role: %v", err)
+	}
+	defer s.Close()
+	if err := s.CreateTask(t.Context(), storetest.Task("t1", "main", "k", 1)); err != nil {
+		t.Fatal(err)
 	}
 }
 
