@@ -305,7 +305,11 @@ func startNamespacedHost(t *testing.T, host, dbURL, home string, env ...string) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		// unshare ignores SIGTERM while it waits for its child: the host's
+		// pid 1 is told to stop, which stops its daemon first.
+		if init, err := unshareChild(cmd.Process.Pid); err == nil {
+			_ = syscall.Kill(init, syscall.SIGTERM)
+		}
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
 		select {
@@ -341,27 +345,45 @@ func TestHelperNamespacedHost(t *testing.T) {
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sig)
-	start := func() *exec.Cmd {
+	// The daemon's exit is awaited once, here; one that exits on its own
+	// ends this host, so the test fails at its next command rather than
+	// waiting out a poll for a host that is gone.
+	var daemon *exec.Cmd
+	var exited chan struct{}
+	start := func() {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTerminalDaemon$")
 		cmd.Env = append(os.Environ(), "CLAWCONNECT_TMUX_SOCKETS="+tui.Socket)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		return cmd
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		daemon, exited = cmd, done
 	}
-	daemon := start()
-	for s := range sig {
-		switch s {
-		case syscall.SIGUSR1:
-			_ = daemon.Process.Kill()
-			_ = daemon.Wait()
-		case syscall.SIGUSR2:
-			daemon = start()
-		default:
-			_ = daemon.Process.Signal(syscall.SIGTERM)
-			_ = daemon.Wait()
-			return
+	stop := func(s os.Signal) {
+		if daemon != nil {
+			_ = daemon.Process.Signal(s)
+			<-exited
+			daemon, exited = nil, nil
+		}
+	}
+	start()
+	for {
+		select {
+		case s := <-sig:
+			switch s {
+			case syscall.SIGUSR1:
+				stop(syscall.SIGKILL)
+			case syscall.SIGUSR2:
+				stop(syscall.SIGKILL)
+				start()
+			default:
+				stop(syscall.SIGTERM)
+				return
+			}
+		case <-exited:
+			t.Fatalf("host %s: its terminal daemon exited on its own (%v)", host, daemon.ProcessState)
 		}
 	}
 }
@@ -370,19 +392,23 @@ func TestHelperNamespacedHost(t *testing.T) {
 // process unshare started: pid 1 of the host's namespace.
 func namespaceInit(t *testing.T, unsharePid int) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(unsharePid) + "/task/" + strconv.Itoa(unsharePid) + "/children")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 1 {
-		t.Fatalf("unshare %d has children %q, want one", unsharePid, f)
-	}
-	pid, err := strconv.Atoi(f[0])
+	pid, err := unshareChild(unsharePid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return pid
+}
+
+func unshareChild(unsharePid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(unsharePid) + "/task/" + strconv.Itoa(unsharePid) + "/children")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 1 {
+		return 0, fmt.Errorf("unshare %d has children %q, want one", unsharePid, f)
+	}
+	return strconv.Atoi(f[0])
 }
 
 // nsCLI runs `clawconnect terminal args...` in the UTS namespace of the
