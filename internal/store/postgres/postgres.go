@@ -152,6 +152,9 @@ func createSchema(ctx context.Context, db *sql.DB, schema string) error {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
+			return fmt.Errorf("%w; the role may not create the schema %s: have an administrator run CREATE SCHEMA %s AUTHORIZATION <role>", err, schema, schema)
+		}
 		return err
 	}
 	return tx.Commit()

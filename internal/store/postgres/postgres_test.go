@@ -133,9 +133,13 @@ func TestOpensASchemaMadeForARoleThatCannotCreateOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.User = neturl.User(role)
-	if _, err := postgres.Open(t.Context(), postgres.Options{URL: u.String(), Schema: schema + "_other"}); err == nil ||
-		!strings.Contains(err.Error(), "permission denied") {
+	other := schema + "_other"
+	_, err = postgres.Open(t.Context(), postgres.Options{URL: u.String(), Schema: other})
+	if err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("the role created a schema of its own: %v (the test needs a role without CREATE on the database)", err)
+	}
+	if want := "CREATE SCHEMA " + other + " AUTHORIZATION <role>"; !strings.Contains(err.Error(), want) {
+		t.Errorf("refused schema: %v; want it to say what to do (%q)", err, want)
 	}
 	s, err := postgres.Open(t.Context(), postgres.Options{URL: u.String(), Schema: schema})
 	if err != nil {
