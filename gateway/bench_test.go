@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
-
 	"github.com/clawconnect/clawconnect/gateway"
+	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 	"github.com/coder/websocket"
 )

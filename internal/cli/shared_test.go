@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 )
 

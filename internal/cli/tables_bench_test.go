@@ -19,11 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
-
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/clawconnect/clawconnect/gateway"
+	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
 	"github.com/clawconnect/clawconnect/internal/testbed/fakegateway"
 )
 

@@ -47,6 +47,7 @@ func (g gwAdapter) StartRun(ctx context.Context, req RunRequest) (Run, error) {
 // Connected reports whether the client's connection is up.
 func (g gwAdapter) Connected() bool { return g.c.Connected() }
 
+// PrepareSession implements sessionPreparer.
 func (g gwAdapter) PrepareSession(sessionKey string) func() { return g.c.PrepareSession(sessionKey) }
 
 func (g gwAdapter) History(ctx context.Context, sessionKey string) (*History, error) {

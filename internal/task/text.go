@@ -240,9 +240,7 @@ func commitSHA(s string) string {
 	return ""
 }
 
-func isWordByte(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_'
-}
+func isWordByte(c byte) bool { return isAlnum(c) || c == '_' }
 
 // lastRunes returns the end of s holding its last n runes (an invalid
 // byte counts as one, as utf8 counts it).

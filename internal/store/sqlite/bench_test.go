@@ -6,11 +6,10 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
-
 	"github.com/clawconnect/clawconnect/internal/store"
 	"github.com/clawconnect/clawconnect/internal/store/sqlite"
 	"github.com/clawconnect/clawconnect/internal/store/storetest"
+	"github.com/clawconnect/clawconnect/internal/testbed/cputime"
 )
 
 // BenchmarkRoundTripStore is the store's share of one run_task +
