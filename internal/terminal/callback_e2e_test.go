@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,8 +44,15 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	if !strings.Contains(string(g.Hello()), `"`+outbox.CallbackMethod+`"`) {
 		t.Fatalf("hello-ok does not list %s: the plugin did not load\n%s", outbox.CallbackMethod, g.LogTail(60))
 	}
+	// The outbox's client, kept so that the retries below are spent only
+	// once it has reconnected.
+	var outboxClient atomic.Pointer[gateway.Client]
 	dial := func(ctx context.Context, _ string) (outbox.Caller, error) {
-		return gateway.Dial(ctx, gateway.Options{URL: g.URL(), Token: g.Token(), CallTimeout: 5 * time.Second})
+		c, err := gateway.Dial(ctx, gateway.Options{URL: g.URL(), Token: g.Token(), CallTimeout: 5 * time.Second})
+		if err == nil {
+			outboxClient.Store(c)
+		}
+		return c, err
 	}
 	// chat.history was seen taking 34 s on a loaded machine: give reads
 	// the test's own budget rather than the client's 30 s default.
@@ -176,12 +184,18 @@ func TestCallbackIntoRealGateway(t *testing.T) {
 	c.add(5 * time.Second)
 	for {
 		// The retries run on the test's clock, far faster than real time:
-		// spend one only once the gateway accepts a handshake. After ready
-		// it may close its listener again for minutes on a loaded machine;
+		// spend one only once the gateway accepts a handshake and the
+		// outbox's client has reconnected (its backoff runs in real time,
+		// and a gateway down for long under load stretches it past the
+		// attempts the test's clock allows). After ready the gateway may
+		// close its listener again for minutes on a loaded machine;
 		// WaitReady rides that out, and fails at once, with the gateway's
 		// output, if the process ended.
 		if err := g.WaitReady(ctx); err != nil {
 			t.Fatalf("the restarted gateway does not serve: %v", err)
+		}
+		if !poll.WithinEvery(2*time.Minute, 100*time.Millisecond, func() bool { return outboxClient.Load().Connected() }) {
+			continue // the gateway closed its listener again: wait for it once more
 		}
 		if _, err := x.DeliverDue(ctx); err != nil {
 			t.Fatal(err)
