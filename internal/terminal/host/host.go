@@ -338,8 +338,15 @@ type heldLease struct {
 // finds it taken) and the release the follower must call when it stops;
 // store.ErrLeaseLost when another live process holds it.
 func (h *Host) Claim(ctx context.Context, kind, id string) (store.WorkLease, context.Context, func(), error) {
+	if err := ctx.Err(); err != nil {
+		return store.WorkLease{}, ctx, nil, err
+	}
+	// The claim is not cut short by a stop: a driver that sees the cancel
+	// after the row was written reports the cancel, and the lease would
+	// stay held with no follower to give it back. A claim made as the
+	// host stops is released by its follower, whose context is done.
 	now := time.Now()
-	l, err := h.o.Store.ClaimWork(ctx, kind, id, h.o.Owner, now.UnixMilli(), now.Add(h.o.LeaseTTL).UnixMilli())
+	l, err := h.o.Store.ClaimWork(context.WithoutCancel(ctx), kind, id, h.o.Owner, now.UnixMilli(), now.Add(h.o.LeaseTTL).UnixMilli())
 	if err != nil {
 		return l, ctx, nil, err
 	}

@@ -119,3 +119,50 @@ func TestHostFollowsThroughItsService(t *testing.T) {
 	default:
 	}
 }
+
+// cutShort is a store whose lease claims are cut short the way a driver
+// reports a cancel that came after the statement ran: the row is written,
+// then the caller's context ends and the claim reports that instead.
+type cutShort struct {
+	store.Store
+	cancel context.CancelFunc
+}
+
+func (c cutShort) ClaimWork(ctx context.Context, kind, id, owner string, now, until int64) (store.WorkLease, error) {
+	l, err := c.Store.ClaimWork(ctx, kind, id, owner, now, until)
+	c.cancel()
+	if ctx.Err() != nil {
+		return store.WorkLease{}, ctx.Err()
+	}
+	return l, err
+}
+
+// TestClaimCutShortByAStopIsGivenBack: a host stopping while a follower
+// claims a lease leaves no lease behind, so another host takes the work
+// over at once instead of after the lease's time.
+func TestClaimCutShortByAStopIsGivenBack(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), sqlite.FileName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	h := New(&fakeService{}, Options{Store: cutShort{st, cancel}, Owner: "host-a", LeaseTTL: time.Hour})
+	_, lctx, release, err := h.Claim(ctx, store.LeaseWatch, "watch-1")
+	if err == nil {
+		if lctx.Err() == nil {
+			t.Fatal("the lease's context outlived the host's")
+		}
+		release()
+	}
+	leases, err := st.WorkLeases(t.Context(), store.LeaseWatch, []string{"watch-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	for _, l := range leases {
+		if l.Until > now {
+			t.Fatalf("lease held after a claim cut short by the host's stop: %+v", l)
+		}
+	}
+}

@@ -85,7 +85,9 @@ func (s *Service) holdWork(ctx context.Context, kind, id string, ttl time.Durati
 		}
 	}
 	now := time.Now()
-	l, err := s.o.Store.ClaimWork(ctx, kind, id, selfIdentity().ID, now.UnixMilli(), now.Add(ttl).UnixMilli())
+	// Not cut short by ctx: a claim whose row was written but that
+	// reports the cancel would hold the work until the lease ran out.
+	l, err := s.o.Store.ClaimWork(context.WithoutCancel(ctx), kind, id, selfIdentity().ID, now.UnixMilli(), now.Add(ttl).UnixMilli())
 	if err != nil {
 		unregister()
 		return nil, fmt.Errorf("claim the %s lease: %w", kind, err)
