@@ -274,11 +274,13 @@ func skipValue(dec *json.Decoder) error {
 // a nil reply, or the error reply to send instead (and no message). A
 // response without an id answers nothing and yields neither.
 func checkMessage(line []byte) (reply []byte, msg jsonrpc.Message) {
-	if !json.Valid(line) {
-		return errorReply(nil, codeParseError, "Parse error"), nil
-	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(line, &fields); err != nil {
+		// Unmarshal checks the line whole before it decodes: only a line
+		// it refused is scanned again, to tell bad JSON from a non-object.
+		if !json.Valid(line) {
+			return errorReply(nil, codeParseError, "Parse error"), nil
+		}
 		return errorReply(nil, codeInvalidRequest, "Invalid Request: expected a JSON-RPC 2.0 object (batches are not supported)"), nil
 	}
 	raw, idOK := fields["id"]

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -189,9 +190,8 @@ func addToolArtifacts(a *taskapi.Artifacts, tool string, args json.RawMessage) {
 }
 
 var (
-	prURLRE     = lazyRegexp(`https://github\.com/[^\s/]+/[^\s/]+/pull/\d+`)
-	branchRE    = lazyRegexp(`(?:\bbranch|checkout -b|switch -c)\s+` + "[`'\"]?" + `([A-Za-z0-9._/-]+)`)
-	needsHumanR = lazyRegexp(`(?i)` + strings.Join(decisionPhrases, "|"))
+	prURLRE  = lazyRegexp(`https://github\.com/[^\s/]+/[^\s/]+/pull/\d+`)
+	branchRE = lazyRegexp(`(?:\bbranch|checkout -b|switch -c)\s+` + "[`'\"]?" + `([A-Za-z0-9._/-]+)`)
 )
 
 // addSummaryArtifacts derives PR, commit, branch and needs-human from a
@@ -258,17 +258,27 @@ func lastRunes(s string, n int) string {
 var decisionPhrases = []string{"please confirm", "which option", "waiting for", "choose between"}
 
 // asksForADecision reports whether text holds one of decisionPhrases in
-// any case. ASCII text is lowered and searched; other text goes through
-// needsHumanR, whose case folding also maps letters such as U+017F to s.
+// any case, as a case-insensitive expression finds them: its text folded to
+// ASCII lower case, where the only letters outside ASCII that fold into it
+// are U+017F (to s) and U+212A, the Kelvin sign (to k). Every other byte
+// of a multi-byte or invalid sequence is at least 0x80 and matches no
+// phrase.
 func asksForADecision(text string) bool {
+	folded := make([]byte, 0, len(text))
 	for i := 0; i < len(text); i++ {
-		if text[i] >= utf8.RuneSelf {
-			return needsHumanR().MatchString(text)
+		c := text[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == 0xC5 && strings.HasPrefix(text[i:], "\u017F"):
+			c, i = 's', i+1
+		case c == 0xE2 && strings.HasPrefix(text[i:], "\u212A"):
+			c, i = 'k', i+2
 		}
+		folded = append(folded, c)
 	}
-	lower := strings.ToLower(text)
 	for _, p := range decisionPhrases {
-		if strings.Contains(lower, p) {
+		if bytes.Contains(folded, []byte(p)) {
 			return true
 		}
 	}

@@ -66,7 +66,7 @@ func FuzzSafeID(f *testing.F) {
 // TestLazyRegexps compiles every lazily compiled pattern of the package, so
 // a typo fails here rather than on the first task that needs it.
 func TestLazyRegexps(t *testing.T) {
-	for _, re := range []func() *regexp.Regexp{patchFileRE, prURLRE, branchRE, needsHumanR} {
+	for _, re := range []func() *regexp.Regexp{patchFileRE, prURLRE, branchRE} {
 		first := re()
 		if second := re(); first == nil || first != second {
 			t.Fatal("lazy regexp not compiled exactly once")
@@ -135,10 +135,12 @@ func FuzzSummaryArtifactsAsExpressions(f *testing.F) {
 	for _, s := range []string{"see https://github.com/a/b/pull/1", "on branch main", "git checkout -b x", "git switch -c y",
 		"branchy", "switch -cz", "http://github.com/a/b/pull/2", "no artifacts", "at 1a2b3c4 and deadbeefcafe", "1a2b3c4d_x",
 		"é1a2b3c4é", strings.Repeat("0", 41) + " abcdef12", "PLEASE CONFIRM", "Which Option?", "waiting \u017fomething", "choo\u017fe between",
-		strings.Repeat("é", 210) + "please confirm", "please confirm" + strings.Repeat("x", 200), "\xff\xfe waiting for"} {
+		strings.Repeat("é", 210) + "please confirm", "please confirm" + strings.Repeat("x", 200), "\xff\xfe waiting for",
+		"wait\u0130ng for", "\xe2\u017fe", "ple\xc5ase confirm", "which \u212aoption", "\xe2\x84please confirm"} {
 		f.Add(s)
 	}
 	commitRE := regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+	needsHumanRE := regexp.MustCompile(`(?i)` + strings.Join(decisionPhrases, "|"))
 	f.Fuzz(func(t *testing.T, summary string) {
 		if summary == "" {
 			return
@@ -153,7 +155,7 @@ func FuzzSummaryArtifactsAsExpressions(f *testing.F) {
 		if r := []rune(summary); len(r) > 200 {
 			tail = string(r[len(r)-200:])
 		}
-		want.NeedsHumanDecision = strings.HasSuffix(strings.TrimSpace(tail), "?") || needsHumanR().MatchString(tail)
+		want.NeedsHumanDecision = strings.HasSuffix(strings.TrimSpace(tail), "?") || needsHumanRE.MatchString(tail)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("addSummaryArtifacts(%q) differs from the expressions alone (-want +got):\n%s", summary, diff)
 		}
@@ -176,9 +178,16 @@ func TestPatchArtifacts(t *testing.T) {
 // BenchmarkSummaryArtifacts scans an agent's summary of a usual length,
 // with no artifacts in it.
 func BenchmarkSummaryArtifacts(b *testing.B) {
-	summary := strings.Repeat("I updated the handler so that the retry waits for the lease, ran the tests, and they pass. ", 20)
-	for b.Loop() {
-		var a taskapi.Artifacts
-		addSummaryArtifacts(&a, summary)
+	for _, bc := range []struct{ name, sentence string }{
+		{"ascii", "I updated the handler so that the retry waits for the lease, ran the tests, and they pass. "},
+		{"utf8", "I updated the handler \u2014 the retry waits for the lease \u2014 ran the tests, and they pass. "},
+	} {
+		summary := strings.Repeat(bc.sentence, 20)
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				var a taskapi.Artifacts
+				addSummaryArtifacts(&a, summary)
+			}
+		})
 	}
 }
