@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -406,5 +407,54 @@ func TestCloseIsNotLoggedAsLoss(t *testing.T) {
 				t.Errorf("reconnect failure logged:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestEventsOutliveTheReadBuffer: the read loop reads every frame into one
+// buffer, which the next frame overwrites; each event keeps its own frame's
+// tool name and arguments.
+func TestEventsOutliveTheReadBuffer(t *testing.T) {
+	t.Parallel()
+	gw := newGW(t, func(fakegateway.Submit) fakegateway.Turn { return fakegateway.Turn{Reply: "done", Hold: true} })
+	c := dial(t, gw)
+	ctx := waitCtx(t)
+	var mu sync.Mutex
+	var tools []gateway.RunEvent
+	run, err := c.StartRun(ctx, gateway.RunRequest{SessionKey: "buf", Message: "m", IdempotencyKey: "buf-1",
+		OnEvent: func(e gateway.RunEvent) {
+			if e.Kind == gateway.EventToolStart {
+				mu.Lock()
+				tools = append(tools, e)
+				mu.Unlock()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if err := gw.AwaitRun(ctx, "buf-1"); err != nil {
+		t.Fatal(err)
+	}
+	type call struct{ Tool, Args string }
+	var want []call
+	for i := range 20 {
+		// Frames of one length, so each is read into the same bytes.
+		name, args := fmt.Sprintf("tool%02d", i), fmt.Sprintf(`{"path":"%s"}`, strings.Repeat(string(rune('a'+i)), 64))
+		want = append(want, call{name, args})
+		gw.Broadcast(fmt.Appendf(nil, `{"type":"event","event":"agent","payload":{"runId":"buf-1","seq":%d,"stream":"tool","data":{"phase":"start","name":"%s","toolCallId":"c%02d","args":%s}}}`,
+			10+i, name, i, args))
+	}
+	gw.Release("buf-1")
+	if _, err := run.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var got []call
+	for _, e := range tools {
+		got = append(got, call{e.Tool, string(e.Args)})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tool events (-sent +kept):\n%s", diff)
 	}
 }
