@@ -97,14 +97,10 @@ func (h typed[In]) direct(t *mcp.Tool) directCall {
 				if err != nil {
 					return nil, fmt.Errorf("marshaling output: %w", err)
 				}
-				// The value itself, not its bytes: the result's marshaling
-				// encodes it again in less time than it takes to check and
-				// compact a json.RawMessage.
-				res.StructuredContent = out
 				if objectOut && string(data) == "null" {
 					data = []byte("{}")
-					res.StructuredContent = json.RawMessage(data)
 				}
+				res.StructuredContent = structuredJSON(data)
 				if res.Content == nil {
 					res.Content = []mcp.Content{&mcp.TextContent{Text: string(data)}}
 				} else if data[0] != '{' {
@@ -115,6 +111,14 @@ func (h typed[In]) direct(t *mcp.Tool) directCall {
 		}, true
 	}
 }
+
+// structuredJSON is a tool's structured output as the bytes made of it
+// for its text: the stdio answer writes them as they are
+// (appendToolResult), where the result's marshaling would encode the
+// output again. Anything else that marshals it gets the same bytes.
+type structuredJSON []byte
+
+func (s structuredJSON) MarshalJSON() ([]byte, error) { return s, nil }
 
 // plainArgs is what a tool's input schema allows when it is simple enough
 // to check by hand: an object with no other members than its properties.

@@ -317,6 +317,14 @@ func appendResponse(buf *bytes.Buffer, id jsonrpc.ID, res mcp.Result, rerr error
 	}
 	buf.Truncate(buf.Len() - 1) // Encode's newline
 	buf.WriteString(`,"result":`)
+	if r, ok := res.(*mcp.CallToolResult); ok {
+		if done, err := appendToolResult(buf, r); done || err != nil {
+			if err == nil {
+				buf.WriteString("}\n")
+			}
+			return err
+		}
+	}
 	// A tool result marshals itself with json.Marshal, so its bytes are
 	// compact and valid already: the encoder would only scan them again.
 	if m, ok := res.(json.Marshaler); ok {
@@ -333,4 +341,63 @@ func appendResponse(buf *bytes.Buffer, id jsonrpc.ID, res mcp.Result, rerr error
 	}
 	buf.WriteString("}\n")
 	return nil
+}
+
+// appendToolResult appends r as its marshaling writes it when r's content
+// is plain text: each text escaped once and the structured output's bytes
+// as the call made them, where the marshaling encodes the output again and
+// checks and compacts each content's bytes once more. The members after
+// the content (isError, resultType, …) are the marshaling's own, of r with
+// no content. It reports false and writes nothing for any other result.
+func appendToolResult(buf *bytes.Buffer, r *mcp.CallToolResult) (bool, error) {
+	if r.Content == nil {
+		return false, nil
+	}
+	for _, c := range r.Content {
+		if t, ok := c.(*mcp.TextContent); !ok || t.Meta != nil || t.Annotations != nil {
+			return false, nil
+		}
+	}
+	bare := *r
+	bare.Content, bare.StructuredContent = nil, nil
+	rest, err := bare.MarshalJSON()
+	if err != nil {
+		return false, err
+	}
+	const head = `{"content":null`
+	if !bytes.HasPrefix(rest, []byte(head)) {
+		return false, nil // a _meta comes first
+	}
+	var sc []byte
+	switch v := r.StructuredContent.(type) {
+	case nil:
+	case structuredJSON:
+		sc = v
+	default:
+		if sc, err = json.Marshal(v); err != nil {
+			return false, err
+		}
+	}
+	start := buf.Len()
+	buf.WriteString(`{"content":[`)
+	for i, c := range r.Content {
+		text, err := json.Marshal(c.(*mcp.TextContent).Text)
+		if err != nil {
+			buf.Truncate(start)
+			return false, err
+		}
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(`{"type":"text","text":`)
+		buf.Write(text)
+		buf.WriteByte('}')
+	}
+	buf.WriteByte(']')
+	if sc != nil {
+		buf.WriteString(`,"structuredContent":`)
+		buf.Write(sc)
+	}
+	buf.Write(rest[len(head):])
+	return true, nil
 }
