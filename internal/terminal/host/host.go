@@ -344,9 +344,13 @@ func (h *Host) Claim(ctx context.Context, kind, id string) (store.WorkLease, con
 	// The claim is not cut short by a stop: a driver that sees the cancel
 	// after the row was written reports the cancel, and the lease would
 	// stay held with no follower to give it back. A claim made as the
-	// host stops is released by its follower, whose context is done.
+	// host stops is released by its follower, whose context is done. It
+	// is bounded by the lease's time, past which its lease would be
+	// worthless, so a stop during a store outage does not hang on it.
 	now := time.Now()
-	l, err := h.o.Store.ClaimWork(context.WithoutCancel(ctx), kind, id, h.o.Owner, now.UnixMilli(), now.Add(h.o.LeaseTTL).UnixMilli())
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.o.LeaseTTL)
+	l, err := h.o.Store.ClaimWork(cctx, kind, id, h.o.Owner, now.UnixMilli(), now.Add(h.o.LeaseTTL).UnixMilli())
+	cancel()
 	if err != nil {
 		return l, ctx, nil, err
 	}

@@ -86,8 +86,11 @@ func (s *Service) holdWork(ctx context.Context, kind, id string, ttl time.Durati
 	}
 	now := time.Now()
 	// Not cut short by ctx: a claim whose row was written but that
-	// reports the cancel would hold the work until the lease ran out.
-	l, err := s.o.Store.ClaimWork(context.WithoutCancel(ctx), kind, id, selfIdentity().ID, now.UnixMilli(), now.Add(ttl).UnixMilli())
+	// reports the cancel would hold the work until the lease ran out. The
+	// lease's time bounds it instead.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+	l, err := s.o.Store.ClaimWork(cctx, kind, id, selfIdentity().ID, now.UnixMilli(), now.Add(ttl).UnixMilli())
+	cancel()
 	if err != nil {
 		unregister()
 		return nil, fmt.Errorf("claim the %s lease: %w", kind, err)
