@@ -141,16 +141,37 @@ func (m *Manager) Start(ctx context.Context) error {
 func (m *Manager) claim(ctx context.Context, prev map[string]predecessor, own bool) (int, error) {
 	now := m.now()
 	until := now.Add(m.o.Lease).UnixMilli()
+	// A claim is not cut short by ctx: a driver that sees the cancel after
+	// the rows were written reports the cancel, and the tasks would stay
+	// leased here, followed by no one, until the lease ran out. The
+	// lease's time bounds it instead.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.o.Lease)
+	defer cancel()
 	total := 0
 	for {
-		ts, err := m.st.ClaimTasks(ctx, store.Claim{Agent: m.o.Agent, Owner: m.o.Owner, Now: now.UnixMilli(), Until: until, Limit: store.MaxPage, IncludeOwn: own})
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		ts, err := m.st.ClaimTasks(cctx, store.Claim{Agent: m.o.Agent, Owner: m.o.Owner, Now: now.UnixMilli(), Until: until, Limit: store.MaxPage, IncludeOwn: own})
 		if err != nil {
 			return total, err
 		}
+		var closing []string
 		for _, t := range ts {
-			if m.adopt(t, prev[t.ID]) {
+			switch m.adopt(t, prev[t.ID]) {
+			case adopted:
 				total++
+			case refusedClosing:
+				closing = append(closing, t.ID)
 			}
+		}
+		if len(closing) > 0 {
+			// Claimed as the manager closes: given back at once, as
+			// Close gives back the tasks it followed.
+			if _, err := m.st.ReleaseLeases(cctx, m.o.Owner, closing); err != nil {
+				m.o.Logger.Warn("release leases claimed at close failed; they expire after the lease", "err", err)
+			}
+			return total, ErrClosed
 		}
 		if len(ts) < store.MaxPage {
 			return total, nil
@@ -158,21 +179,30 @@ func (m *Manager) claim(ctx context.Context, prev map[string]predecessor, own bo
 	}
 }
 
+// adoption is what adopt did with a claimed task.
+type adoption int
+
+const (
+	adopted        adoption = iota // a follower started
+	alreadyHere                    // followed here already: its follower took the new fence
+	refusedClosing                 // the manager is closing: nothing follows it
+)
+
 // adopt starts following a claimed running task. A task already followed
 // here (its lease lapsed during a store outage and this process claimed it
 // again) keeps its follower, which takes the new fencing token. prev is
 // the task's previous follower as the registry showed it before the claim.
-func (m *Manager) adopt(t *store.Task, prev predecessor) bool {
+func (m *Manager) adopt(t *store.Task, prev predecessor) adoption {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return false
+		return refusedClosing
 	}
 	if l := m.live[t.ID]; l != nil {
 		l.mu.Lock()
 		l.t.Owner, l.t.LeaseUntil, l.t.Fence = t.Owner, t.LeaseUntil, t.Fence
 		l.mu.Unlock()
-		return false
+		return alreadyHere
 	}
 	if t.Transcript == "live" || t.Transcript == "detached" {
 		t.Transcript = "replaying"
@@ -183,7 +213,7 @@ func (m *Manager) adopt(t *store.Task, prev predecessor) bool {
 	m.wg.Add(1)
 	go m.follow(l, &prev, nil)
 	m.o.Logger.Info("rehydrated running task", "job_id", t.ID, "session_key", t.SessionKey)
-	return true
+	return adopted
 }
 
 // maintain renews leases, takes over expired ones and sweeps, until Close.
