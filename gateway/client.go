@@ -738,14 +738,7 @@ func (c *Client) handleResponse(f inFrame) {
 		c.lateRes.Add(1)
 		return
 	}
-	intermediate := false
-	if p.expectFinal && f.OK {
-		var s struct {
-			Status string `json:"status"`
-		}
-		_ = json.Unmarshal(f.Payload, &s)
-		intermediate = s.Status == "accepted"
-	}
+	intermediate := p.expectFinal && f.OK && payloadStatus(f.Payload) == "accepted"
 	if !intermediate {
 		delete(c.pending, f.ID)
 	}

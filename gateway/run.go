@@ -256,11 +256,7 @@ func (r *Run) submit(ctx context.Context, accepted chan<- string, failed chan<- 
 	}
 	// A single answer: "started"/"in_flight" (keep following events) or the
 	// stored result of a run that already ended ("ok").
-	var st struct {
-		Status string `json:"status"`
-	}
-	_ = json.Unmarshal(payload, &st)
-	if st.Status == "ok" || st.Status == "error" {
+	if st := payloadStatus(payload); st == "ok" || st == "error" {
 		r.post(runItem{kind: itemFinalRes, payload: payload})
 		return
 	}
