@@ -48,6 +48,15 @@ func (s *Server) AuthenticateToken(ctx context.Context, token string) (taskapi.I
 // AuthRequired reports whether HTTP callers must present a credential.
 func (s *Server) AuthRequired() bool { return s.authRequired() }
 
+// QueryPass is r's ?pass= credential, or "" when the server takes none
+// from addresses (Options.NoPassParam).
+func (s *Server) QueryPass(r *http.Request) string {
+	if s.noPass {
+		return ""
+	}
+	return r.URL.Query().Get("pass")
+}
+
 // OAuthMode reports whether access tokens of an authorization server are
 // accepted (Options.OAuth).
 func (s *Server) OAuthMode() bool { return s.oauth != nil }

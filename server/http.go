@@ -137,11 +137,7 @@ func clipHeader(v string) string {
 // withAuth authenticates the request and resolves its agent scope.
 func (s *Server) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		pass := q.Get("pass")
-		if s.noPass {
-			pass = ""
-		}
+		pass := s.QueryPass(r)
 		var bearer string
 		if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 			bearer = strings.TrimSpace(v[7:])
@@ -171,6 +167,7 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 			_, _ = w.Write([]byte(forbiddenBody))
 			return
 		}
+		q := r.URL.Query()
 		agents := append(q["agents"], q["agent"]...)
 		scope, warnings := s.registry.Scope(q["group"], agents)
 		for _, w := range warnings {

@@ -242,6 +242,10 @@ func (d *Dashboard) withSession(next func(http.ResponseWriter, *http.Request, re
 			}
 		}
 		if s == nil && !d.srv.AuthRequired() {
+			if madeForAnotherSite(r) {
+				http.Error(w, "refused: another site's page asked for the dashboard; open it at its own address", http.StatusForbidden)
+				return
+			}
 			s = d.newSession("", taskapi.Identity{}, time.Time{})
 			d.setCookie(w, r, s)
 		}
@@ -267,15 +271,16 @@ func (d *Dashboard) withSession(next func(http.ResponseWriter, *http.Request, re
 }
 
 // requestCredential takes a credential sent with the request exactly as
-// /mcp takes it: "Authorization: Bearer <token>" or "?pass=<token>". A
-// page opened with ?pass= signs the browser in (the cookie, as the form
-// does) and reloads without the token in its address, so it stays out of
-// history and links. Otherwise the credential holds for this request only:
+// /mcp takes it: "Authorization: Bearer <token>" or "?pass=<token>" (unless
+// the server takes none from addresses). A page opened with ?pass= signs
+// the browser in (the cookie, as the form does; not when another site sent
+// the browser there) and reloads without the token in its address, so it
+// stays out of history and links. Otherwise the credential holds for this request only:
 // nothing is stored, and no CSRF token is asked, since a browser never adds
 // such a credential to a forged request by itself. done reports that the
 // response was written (a refusal or the redirect).
 func (d *Dashboard) requestCredential(w http.ResponseWriter, r *http.Request) (s *session, done bool) {
-	pass := r.URL.Query().Get("pass")
+	pass := d.srv.QueryPass(r)
 	var bearer string
 	if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 		bearer = strings.TrimSpace(v[7:])
@@ -298,6 +303,12 @@ func (d *Dashboard) requestCredential(w http.ResponseWriter, r *http.Request) (s
 		token = pass
 	}
 	if pass != "" && bearer == "" && r.Method == http.MethodGet && r.URL.Path != "/events" {
+		// A link on another site could sign the browser in as whoever
+		// made it (login CSRF), as a form posted from there could.
+		if err := d.checkSite(r); err != nil {
+			http.Error(w, "sign-in refused: "+err.Error()+"; open the address yourself, or sign in at /login", http.StatusForbidden)
+			return nil, true
+		}
 		s := d.newSession(token, id, time.Time{})
 		d.setCookie(w, r, s)
 		u := *r.URL
@@ -486,6 +497,19 @@ func (d *Dashboard) checkSite(r *http.Request) error {
 	return nil
 }
 
+// madeForAnotherSite reports a request that another site's page made for
+// itself (an image, a frame, a script, a fetch), as opposed to a person
+// following a link here or the dashboard's own pages: it may not open a
+// session, or any site could push the operator's out of the capped
+// sessions. Without Fetch Metadata (not a browser) it is not refused.
+func madeForAnotherSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return false
+	}
+	return r.Header.Get("Sec-Fetch-Mode") != "navigate" || r.Header.Get("Sec-Fetch-Dest") != "document"
+}
+
 type loginData struct {
 	Next  string
 	Error string
@@ -532,6 +556,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, q request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := d.checkAction(r, q.sess); err != nil {
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return

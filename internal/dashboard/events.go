@@ -66,6 +66,12 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	// Only the dashboard's own pages stream: another site's page could
+	// otherwise hold the streams a sign-in may open.
+	if err := d.checkSite(r); err != nil {
+		http.Error(w, "event stream refused: "+err.Error(), http.StatusForbidden)
+		return
+	}
 	qs := r.URL.Query()
 	pg := qs.Get("page")
 	switch pg {

@@ -106,9 +106,13 @@ func (d *Dashboard) oauthConfig(ctx context.Context) (*oauth2.Config, error) {
 		Endpoint: oauth2.Endpoint{AuthURL: authURL, TokenURL: tokenURL, AuthStyle: style}}, nil
 }
 
-// safeNext is next when it is a path on this server, else "/".
+// safeNext is next when it is a path on this server, else "/". Browsers
+// drop tabs and newlines anywhere in an address and read a backslash as a
+// slash, so "/\t/evil.example" or "/\\evil.example" would leave the site:
+// a control character or a backslash anywhere refuses it.
 func safeNext(next string) string {
-	if next == "" || next[0] != '/' || (len(next) > 1 && (next[1] == '/' || next[1] == '\\')) {
+	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") ||
+		strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
 		return "/"
 	}
 	return next
@@ -192,7 +196,9 @@ func (d *Dashboard) signInCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		fail(http.StatusServiceUnavailable, "The token could not be checked: "+err.Error())
+		// The cause names the issuer's endpoints: for the log, not the page.
+		d.o.Logger.Warn("dashboard sign-in: token check failed", "err", err)
+		fail(http.StatusServiceUnavailable, "The token could not be checked just now; try again shortly.")
 		return
 	}
 	s := d.newSession(tok.AccessToken, id, tok.Expiry)
