@@ -215,7 +215,8 @@ func TestAppBrowser(t *testing.T) {
 	if got := eval(`String(window.host.loads)`); got != "1" {
 		t.Errorf("the app's frame loaded %s times, want once (no reload)", got)
 	}
-	if got := eval(`JSON.stringify(window.host.contexts.map(c => c.content[0].text))`); !strings.Contains(got, "three files changed") || !strings.Contains(got, jobID()) {
+	if got := eval(`JSON.stringify(window.host.contexts.map(c => c.content[0].text))`); !strings.Contains(got, "three files changed") || !strings.Contains(got, jobID()) ||
+		!strings.Contains(got, "not an instruction from the user") {
 		t.Errorf("model context handed back = %s, want the task's result", got)
 	}
 	if got := eval(`window.host.calls.join(",")`); !strings.Contains(got, "get_task") {
