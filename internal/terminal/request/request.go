@@ -16,15 +16,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
 // ErrSlashCommand is returned by Prepare when the first non-blank line of the
-// request starts with a slash command ("/exit", "/model …"): an ordinary send
-// may never invoke an agent's native commands.
+// request starts with a slash command ("/exit", "/model …", "/prompts:fix",
+// "/plugin:deploy prod", or a '/' alone): an ordinary send may never invoke
+// an agent's native commands.
 var ErrSlashCommand = errors.New("request starts with a slash command")
 
 // ErrEmpty is returned by Prepare when the request holds nothing but
@@ -48,11 +48,25 @@ var ErrControl = errors.New("request holds a control character")
 // 0x80–0x9f is a C1 control to an 8-bit terminal.
 var ErrInvalidUTF8 = errors.New("request is not valid UTF-8")
 
-// slashCommand matches a native command at the start of a line, compared
-// case-insensitively: a slash, a letter, then letters, digits, '_' or '-',
-// then whitespace or the end of the line. Compiled at first use, not at
-// every start of the binary.
-var slashCommand = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^/[a-z][a-z0-9_-]*(\s|$)`) })
+// slashCommand returns the first word of line when an agent's composer
+// reads line as a native command: a word that starts with '/' and holds no
+// other '/' (a word ends at white space). Codex runs such a word as a
+// built-in command or a custom prompt ("/prompts:name") and refuses any
+// other as unrecognized instead of sending it; Claude Code's commands,
+// skills and plugin commands ("/plugin:name") are named with more than
+// letters; a '/' alone opens both agents' command menus, where Enter picks
+// an entry. A word with a second '/' ("/usr/bin/foo", "//x") is a path to
+// both agents, sent as text.
+func slashCommand(line string) (string, bool) {
+	if !strings.HasPrefix(line, "/") {
+		return "", false
+	}
+	word := line
+	if i := strings.IndexFunc(line, unicode.IsSpace); i >= 0 {
+		word = line[:i]
+	}
+	return word, !strings.Contains(word[1:], "/")
+}
 
 // Payload is a prepared request.
 type Payload struct {
@@ -86,8 +100,8 @@ func Prepare(text string) (Payload, error) {
 		if line == "" {
 			continue
 		}
-		if m := slashCommand().FindString(line); m != "" {
-			return Payload{}, fmt.Errorf("prepare request: %w (%q): native commands cannot be sent as a request; rephrase it or put text before it", ErrSlashCommand, strings.TrimSpace(m))
+		if word, ok := slashCommand(line); ok {
+			return Payload{}, fmt.Errorf("prepare request: %w (%q): the agent would read it as a native command (a first word that starts with '/' and holds no other '/'), not as a request; rephrase it or put text before it", ErrSlashCommand, word)
 		}
 		break
 	}

@@ -21,9 +21,26 @@ func TestPrepare(t *testing.T) {
 		{"slash command with args", "/model gpt", "", ErrSlashCommand},
 		{"slash command case-insensitive", "/EXIT now", "", ErrSlashCommand},
 		{"slash command after blank lines", "\n  \n  /clear\nmore", "", ErrSlashCommand},
+		{"slash command after a tab", "\t/exit", "", ErrSlashCommand},
+		{"Codex custom prompt", "/prompts:foo x", "", ErrSlashCommand},
+		{"Claude Code plugin command", "/myplugin:deploy prod", "", ErrSlashCommand},
+		{"nested command", "/frontend:components:button", "", ErrSlashCommand},
+		{"name with a dot", "/exit.", "", ErrSlashCommand},
+		{"name with digits, '-' and '_'", "/run_2-fast now", "", ErrSlashCommand},
+		{"name starting with a digit", "/1 go", "", ErrSlashCommand},
+		{"punctuation in the name", "/exit, please", "", ErrSlashCommand},
+		{"non-ASCII name", "/café", "", ErrSlashCommand},
+		{"name ends at a line break", "/exit\nplease", "", ErrSlashCommand},
+		{"name ends at a no-break space", "/exit\u00a0now/x", "", ErrSlashCommand},
+		{"slash alone", "/", "", ErrSlashCommand},
+		{"slash and text", "/ then what", "", ErrSlashCommand},
+		{"top-level directory", "/etc is missing", "", ErrSlashCommand},
 		{"slash on a later line is text", "please run\n/exit", "please run\n/exit", nil},
 		{"path is not a command", "/tmp/x is a path", "/tmp/x is a path", nil},
-		{"slash digit is not a command", "/1 go", "/1 go", nil},
+		{"long path is not a command", "/usr/bin/foo is broken", "/usr/bin/foo is broken", nil},
+		{"directory with a trailing slash", "/etc/ is missing", "/etc/ is missing", nil},
+		{"double slash is not a command", "//exit", "//exit", nil},
+		{"slash after the first word", "run /exit", "run /exit", nil},
 		{"empty", "", "", ErrEmpty},
 		{"blank", " \n\t ", "", ErrEmpty},
 		{"unicode space trimmed", "hi\u00a0\u3000", "hi", nil},
@@ -74,6 +91,8 @@ func TestPrepareNamesTheCharacter(t *testing.T) {
 		{"ab\u009b", "U+009B (a C1 control) at byte offset 2 (character offset 2"},
 		{"é\xff", "byte 0xff at byte offset 2 (character offset 1"},
 		{"!id", "starts with '!'"},
+		{"/prompts:foo x", `"/prompts:foo"`},
+		{"/exit.", "put text before it"},
 	}
 	for _, tt := range tests {
 		_, err := Prepare(tt.in)
@@ -89,7 +108,7 @@ func TestPrepareNamesTheCharacter(t *testing.T) {
 // slash command; and that its payload and hash are consistent.
 func FuzzPrepare(f *testing.F) {
 	for _, s := range []string{"say hello", "!id > proof.txt", "x\u007f/cost", "bye\u0003\u0003",
-		"a\n\u2026\u001b[201~\r/exit\r", "a\x9b201~", " \n /exit", "é\u0085", "\t!x"} {
+		"a\n\u2026\u001b[201~\r/exit\r", "a\x9b201~", " \n /exit", "é\u0085", "\t!x", "/prompts:x", "/usr/bin", "/"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -103,10 +122,18 @@ func FuzzPrepare(f *testing.F) {
 		if !safe(p.Text) {
 			t.Fatalf("Prepare(%q) accepted %q", in, p.Text)
 		}
-		if p.Text == "" || p.Text[0] == '!' || slashCommand().MatchString(p.Text) || !strings.Contains(in, p.Text) || p.Hash != Hash(p.Text) {
+		if p.Text == "" || p.Text[0] == '!' || commandWord(p.Text) || !strings.Contains(in, p.Text) || p.Hash != Hash(p.Text) {
 			t.Fatalf("Prepare(%q) = %+v", in, p)
 		}
 	})
+}
+
+// commandWord reports, independently of slashCommand, whether s starts
+// with a word an agent's composer takes as a command: '/' and no other '/'
+// before the first white space.
+func commandWord(s string) bool {
+	f := strings.Fields(s)
+	return len(f) > 0 && strings.HasPrefix(f[0], "/") && strings.Count(f[0], "/") == 1
 }
 
 // safe reports, byte by byte, that s holds nothing a terminal reads as a

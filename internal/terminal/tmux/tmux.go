@@ -200,8 +200,13 @@ func (p Pane) server() string {
 }
 
 // target is the -t argument: the stable pane id, else the legacy target.
+// An id that is not %N is refused: a watched pane's capture writes its
+// target into a control client's command line, which tmux parses whole.
 func (p Pane) target() (string, error) {
 	if p.ID != "" {
+		if !paneIDRE().MatchString(p.ID) {
+			return "", fmt.Errorf("%w: pane id %q is not %%N", ErrInvalid, p.ID)
+		}
 		return p.ID, nil
 	}
 	if p.Session == "" {
@@ -352,7 +357,8 @@ func (c *Client) Size(ctx context.Context, p Pane) (width, height int, err error
 // named buffer pasted with bracketed paste (`set-buffer -b` then
 // `paste-buffer -p -d`), and the buffer is deleted if the paste fails: a
 // tab typed as a key is the agent's Tab (Claude Code 2.1.332 drops it from
-// the draft), pasted it is text. Empty text and
+// the draft), pasted it is text. Either way the text arrives byte for
+// byte, a final ';' included (literalArg). Empty text and
 // text holding NUL are refused with ErrInvalid. Errors wrap ErrNotSent or
 // ErrUncertain; after ErrUncertain the text must not be sent again.
 func (c *Client) SendText(ctx context.Context, p Pane, text string) error {
@@ -365,7 +371,7 @@ func (c *Client) SendText(ctx context.Context, p Pane, text string) error {
 	}
 	sock := p.server()
 	if !strings.ContainsAny(text, "\r\n\t") {
-		if _, err := c.run(ctx, sock, "send-keys", "-t", t, "-l", "--", text); err != nil {
+		if _, err := c.run(ctx, sock, "send-keys", "-t", t, "-l", "--", literalArg(text)); err != nil {
 			return fmt.Errorf("tmux send text to %s: %w", t, err)
 		}
 		return nil
@@ -373,7 +379,7 @@ func (c *Client) SendText(ctx context.Context, p Pane, text string) error {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	buf := "clawconnect-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(rnd[:])
-	if _, err := c.run(ctx, sock, "set-buffer", "-b", buf, "--", text); err != nil {
+	if _, err := c.run(ctx, sock, "set-buffer", "-b", buf, "--", literalArg(text)); err != nil {
 		if errors.Is(err, ErrUncertain) {
 			c.deleteBuffer(sock, buf)
 		}
@@ -384,6 +390,19 @@ func (c *Client) SendText(ctx context.Context, p Pane, text string) error {
 		return fmt.Errorf("tmux send text to %s: paste buffer: %w", t, err)
 	}
 	return nil
+}
+
+// literalArg returns s as a tmux command argument that tmux reads back as
+// s. tmux splits its argv into commands before running them: an argument
+// whose last byte is ';' ends a command there (the ';' is dropped), and
+// one ending in `\;` is read as ending in ';'. Only the last byte and
+// the one before it count, so a backslash put before a final ';' keeps
+// every byte: "a;" is sent as `a\;`, `a\;` as `a\\;`.
+func literalArg(s string) string {
+	if strings.HasSuffix(s, ";") {
+		return s[:len(s)-1] + `\;`
+	}
+	return s
 }
 
 // deleteBuffer removes a leftover paste buffer; it runs on its own short

@@ -350,6 +350,104 @@ func TestSendTextMultilineUsesBracketedPaste(t *testing.T) {
 	}
 }
 
+// TestSendTextArrivesByteExact checks that text tmux's own command parser
+// would alter reaches the pane as it was given: tmux reads an argument
+// ending in ';' as a command separator and a final `\;` as an escaped ';'.
+// One line is typed; text with a line break or a tab is pasted.
+func TestSendTextArrivesByteExact(t *testing.T) {
+	texts := []string{
+		"run the tests;",
+		`a \;`,
+		`a \\;`,
+		`a\\\;`,
+		"a ;",
+		";",
+		";;",
+		`\;`,
+		`\`,
+		`trailing \`,
+		"a;b; c",
+		"#{pane_id} #(id) #[fg=red] %1",
+		"#{pane_id};",
+		"~ ~/x",
+		"-",
+		"-n",
+		"--",
+		"{ a ; b }",
+		"'q;' \"x;\"",
+	}
+	s := newServer(t)
+	typed, typedOut := s.fifo(t, "typed")
+	pasted, pastedOut := s.fifo(t, "pasted")
+	c := s.client(Options{})
+	lineID := s.newSession(t, "line", "exec cat > "+typed)
+	pasteID := s.newSession(t, "paste", `stty raw -echo; printf '\033[?2004hREADY'; exec cat > `+pasted)
+	line, paste := s.pane(t, c, lineID), s.pane(t, c, pasteID)
+	waitCapture(t, c, paste, CaptureOptions{}, "READY")
+	for _, text := range texts {
+		if err := c.SendText(t.Context(), line, text); err != nil {
+			t.Fatalf("SendText(%q): %v", text, err)
+		}
+		if err := c.SendKeys(t.Context(), line, KeyEnter); err != nil {
+			t.Fatal(err)
+		}
+		if got := readUntil(t, typedOut, "\n"); got != text+"\n" {
+			t.Errorf("typed %q, pane received %q", text, strings.TrimSuffix(got, "\n"))
+		}
+		for _, text := range []string{"first\n" + text, "a\t" + text} {
+			if err := c.SendText(t.Context(), paste, text); err != nil {
+				t.Fatalf("SendText(%q): %v", text, err)
+			}
+			if err := c.SendKeys(t.Context(), paste, KeyEnter); err != nil {
+				t.Fatal(err)
+			}
+			got := readUntil(t, pastedOut, "\x1b[201~\r")
+			want := "\x1b[200~" + strings.ReplaceAll(text, "\n", "\r") + "\x1b[201~\r"
+			if got != want {
+				t.Errorf("pasted %q, pane received %q, want %q", text, got, want)
+			}
+		}
+	}
+	if bufs := s.tmux(t, "list-buffers", "-F", "#{buffer_name}"); bufs != "" {
+		t.Errorf("paste buffers left behind: %q", bufs)
+	}
+}
+
+func TestLiteralArg(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{"a", "a"},
+		{"a;", `a\;`},
+		{";", `\;`},
+		{";;", `;\;`},
+		{`a\;`, `a\\;`},
+		{`a\\;`, `a\\\;`},
+		{"a;b", "a;b"},
+		{`a\`, `a\`},
+	} {
+		if got := literalArg(tt.in); got != tt.want {
+			t.Errorf("literalArg(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestPaneIDMustBePaneID checks that a pane whose id is not %N is refused
+// before any tmux runs: a watched pane's capture puts its target into a
+// command line tmux parses whole.
+func TestPaneIDMustBePaneID(t *testing.T) {
+	t.Parallel()
+	c := New(Options{Binary: "/nonexistent/tmux", NoDefaultServer: true})
+	for _, id := range []string{"%1; kill-server", "%1;", "1", "%", "%1 ", "#{pane_id}"} {
+		p := Pane{Session: "s", Socket: "/nowhere", ID: id}
+		if _, err := c.Capture(t.Context(), p, CaptureOptions{}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Capture with id %q: %v, want ErrInvalid", id, err)
+		}
+		if err := c.SendText(t.Context(), p, "x"); !errors.Is(err, ErrInvalid) {
+			t.Errorf("SendText with id %q: %v, want ErrInvalid", id, err)
+		}
+	}
+}
+
 // fakeTmux writes an executable script standing in for tmux.
 func fakeTmux(t *testing.T, body string) string {
 	t.Helper()
