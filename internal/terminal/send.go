@@ -24,7 +24,7 @@ func submissionPayload(text string) (string, string, error) {
 	case errors.Is(err, request.ErrEmpty):
 		return "", "", fmt.Errorf("%w: the request is empty; say what the agent should do", termapi.ErrBadInput)
 	case errors.Is(err, request.ErrSlashCommand):
-		return "", "", fmt.Errorf("%w: the request starts with a slash command; terminal sends never run native commands — rephrase it as plain text", termapi.ErrBadInput)
+		return "", "", fmt.Errorf("%w: %w; terminal sends never run native commands, so nothing was typed", termapi.ErrBadInput, err)
 	case err != nil:
 		return "", "", fmt.Errorf("%w: %w; nothing was typed", termapi.ErrBadInput, err)
 	}
