@@ -301,13 +301,22 @@ func (b *Book) Apply(ctx context.Context, sessionKey, turnID string, d *Directiv
 		return b.Current(ctx, sessionKey)
 	}
 	var fire []func(context.Context)
+	var refused error
 	s, err := b.update(ctx, sessionKey, func(s *session) bool {
-		fire = nil
+		fire, refused = nil, nil
 		now := b.now().UnixMilli()
 		cur := s.current()
 		switch d.Op {
 		case DirectiveAttach, DirectiveReplace:
 			if d.Op == DirectiveAttach && cur != nil && cur.Runtime == d.Runtime && cur.Handle == d.Handle {
+				// Refreshes merge metadata, so repeated attaches could grow
+				// it like a runtime's replies could.
+				if len(d.Metadata) > 0 {
+					if p := metadataProblem(mergeMetadata(cur.Metadata, d.Metadata)); p != "" {
+						refused = fmt.Errorf("%w: %s; nothing was applied and the stored metadata is kept", ErrMalformedHandoff, p)
+						return false
+					}
+				}
 				b.refresh(cur, turnID, d, now)
 				s.touch(cur.ID)
 				return true
@@ -404,6 +413,9 @@ func (b *Book) Apply(ctx context.Context, sessionKey, turnID string, d *Directiv
 		}
 		return false
 	})
+	if err == nil {
+		err = refused
+	}
 	if err != nil {
 		return nil, fmt.Errorf("apply %s: %w", d.Op, err)
 	}
@@ -520,7 +532,10 @@ func (b *Book) Observe(ctx context.Context, sessionKey string, req Request) (*St
 // reported state (unless unavailable or unknown) becomes the status — a bare
 // alive:true may only promote starting to running — and the fields present
 // on st are written, with text capped at [ResultTextMax] and a final answer
-// recorded as LastResult. The error is a store failure only.
+// recorded as LastResult. Metadata over [MetadataMaxKeys] or
+// [MetadataMaxBytes] that differs from the stored metadata is never stored:
+// such a status (which [Registry.Dispatch] never returns) writes only an
+// error saying so. The error is a store failure only.
 func (b *Book) WriteBack(ctx context.Context, sessionKey string, g Guard, st Status) (bool, error) {
 	accepted := false
 	_, err := b.update(ctx, sessionKey, func(s *session) bool {
@@ -533,8 +548,16 @@ func (b *Book) WriteBack(ctx context.Context, sessionKey string, g Guard, st Sta
 		now := b.now().UnixMilli()
 		cur.ObservationToken = g.Token
 		cur.LastObservedAt = now
-		if st.Error != nil {
-			cur.Error = &Error{Code: st.Error.Code, Message: CapText(st.Error.Message)}
+		stErr := st.Error
+		if stErr == nil {
+			// Metadata stored before it was bounded may be echoed back
+			// unchanged; only growth past the bounds is refused.
+			if p := metadataProblem(st.Metadata); p != "" && !maps.Equal(st.Metadata, cur.Metadata) {
+				stErr = &Error{Code: CodeRuntimeError, Message: fmt.Sprintf("%v: runtime %s: %s; the stored metadata is kept", ErrInvalidReply, st.Runtime, p)}
+			}
+		}
+		if stErr != nil {
+			cur.Error = &Error{Code: stErr.Code, Message: CapText(stErr.Message)}
 		} else {
 			cur.Error = nil
 			reported := st.State

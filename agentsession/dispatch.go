@@ -70,6 +70,8 @@ const notFoundMessage = "The runtime has no state for this session."
 //   - The callback returned an error or panicked: code <op>_failed.
 //   - The callback did not answer within the deadline: code <op>_timeout.
 //   - A nil observation: code session_not_found.
+//   - A reply [CheckObservation] refuses (or a callback error wrapping
+//     [ErrInvalidReply]): code <op>_failed, and nothing of the reply kept.
 //
 // The callback runs under a context merging ctx with the deadline
 // (opts.Timeout). A callback that ignores its context is abandoned when the
@@ -148,6 +150,8 @@ func (r *Registry) Dispatch(ctx context.Context, ref Ref, req Request, opts Call
 				fmt.Sprintf("Runtime \"%s\" did not answer the %s in time and was abandoned — the session itself may be fine.", ref.Runtime, op))
 		case errors.Is(res.err, ErrUnsupportedOperation):
 			return unsupportedStatus(ref, now, op)
+		case errors.Is(res.err, ErrInvalidReply):
+			return refusedStatus(ref, now, op, res.err)
 		}
 		return unavailableStatus(ref, now, FailedCode(op), res.err.Error(),
 			fmt.Sprintf("Runtime \"%s\" could not %s this session.", ref.Runtime, op))
@@ -156,7 +160,20 @@ func (r *Registry) Dispatch(ctx context.Context, ref Ref, req Request, opts Call
 		res.obs = &Observation{State: string(StateUnavailable),
 			Error: &ObservationError{Code: string(CodeSessionNotFound), Message: notFoundMessage}}
 	}
+	// A reply is untrusted input whichever way it arrived: one that would
+	// write an unsafe value or grow the record past its bounds is refused
+	// whole, so the record keeps what it had and carries the reason.
+	if err := CheckObservation(ref, res.obs); err != nil {
+		return refusedStatus(ref, now, op, fmt.Errorf("runtime %s: %w", ref.Runtime, err))
+	}
 	return Normalize(ref, res.obs, now)
+}
+
+// refusedStatus is the status of a reply that [CheckObservation] refused:
+// the runtime answered, but nothing it said is taken.
+func refusedStatus(ref Ref, now time.Time, op Op, err error) Status {
+	return unavailableStatus(ref, now, FailedCode(op), err.Error(),
+		fmt.Sprintf("Runtime \"%s\" answered the %s with a reply that was refused; nothing in it was recorded. Fix the runtime so that it answers within the protocol's bounds.", ref.Runtime, op))
 }
 
 func call(ctx context.Context, rt Runtime, ref Ref, req Request) (*Observation, error) {

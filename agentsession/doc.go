@@ -10,7 +10,9 @@
 //     [Runtime]: an id, a provider and an inspect callback, with optional
 //     continue and detach callbacks, capabilities derived from which exist;
 //   - [Registry.Dispatch], which sends exactly one operation to one known
-//     session under a wall-clock deadline and never returns an error;
+//     session under a wall-clock deadline and never returns an error, and
+//     refuses a reply that [CheckObservation] refuses (unsafe identity
+//     fields, metadata over [MetadataMaxKeys] or [MetadataMaxBytes]);
 //   - [ParseHandoff], the grammar of the <agent-session> marker and the
 //     [[clawconnect:agent-session]] directive carried in run_task's context;
 //   - the [Book] of attachments per OpenClaw session key (one current record,

@@ -237,12 +237,16 @@ func asLiveStatus(raw json.RawMessage) AttachmentStatus {
 	return s
 }
 
-func asMetadata(raw json.RawMessage) map[string]string {
+func asMetadata(raw json.RawMessage) (map[string]string, error) {
 	var m map[string]any
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
-		return nil
+		return nil, nil
 	}
-	return coerceMetadata(m)
+	md := coerceMetadata(m)
+	if p := metadataProblem(md); p != "" {
+		return nil, malformed("%s", p)
+	}
+	return md, nil
 }
 
 func malformed(format string, args ...any) error {
@@ -276,7 +280,9 @@ func parseDirectiveBody(body string) (*Directive, error) {
 		d.Provider = asString(m["provider"])
 		d.Worktree = asString(m["worktree"])
 		d.RemoteURL = asString(m["remoteUrl"])
-		d.Metadata = asMetadata(m["metadata"])
+		if d.Metadata, err = asMetadata(m["metadata"]); err != nil {
+			return nil, err
+		}
 		d.Status = asLiveStatus(m["status"])
 		d.Reason = asString(m["reason"])
 		if d.Op == DirectiveReplace && d.Reason == "" {
@@ -321,7 +327,9 @@ func parseMarkerBody(body string) (*Directive, error) {
 	d.Host = asString(m["host"])
 	d.RemoteURL = firstNonEmpty(asString(m["remoteUrl"]), asString(m["remoteControlUrl"]))
 	d.Status = asLiveStatus(m["state"])
-	d.Metadata = asMetadata(m["metadata"])
+	if d.Metadata, err = asMetadata(m["metadata"]); err != nil {
+		return nil, err
+	}
 	d.Worktree = strings.TrimFunc(d.Metadata["worktreePath"], isJSSpace)
 	return d, nil
 }

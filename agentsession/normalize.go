@@ -1,7 +1,6 @@
 package agentsession
 
 import (
-	"maps"
 	"math"
 	"strconv"
 	"time"
@@ -19,6 +18,8 @@ import (
 //   - timestamps become epoch milliseconds; unreadable ones are dropped;
 //   - metadata is strings only: ref's metadata overlaid by the reply's.
 //
+// Normalize does not bound or validate what it copies: [Registry.Dispatch]
+// refuses a reply that [CheckObservation] refuses before it normalizes it.
 // A nil obs normalizes like an empty reply. Normalize is pure and safe for
 // concurrent use.
 func Normalize(ref Ref, obs *Observation, now time.Time) Status {
@@ -52,13 +53,7 @@ func Normalize(ref Ref, obs *Observation, now time.Time) Status {
 	if st.State.IsCompletedTurn() {
 		st.FinalResponse = firstNonEmpty(obs.FinalResponse, st.LatestResponse)
 	}
-	md := coerceMetadata(obs.Metadata)
-	if len(ref.Metadata) > 0 || len(md) > 0 {
-		merged := make(map[string]string, len(ref.Metadata)+len(md))
-		maps.Copy(merged, ref.Metadata)
-		maps.Copy(merged, md)
-		st.Metadata = merged
-	}
+	st.Metadata = mergeMetadata(ref.Metadata, coerceMetadata(obs.Metadata))
 	if e := obs.Error; e != nil && (e.Code != "" || e.Message != "") {
 		code := ErrorCode(e.Code)
 		if code == "" {

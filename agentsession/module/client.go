@@ -293,6 +293,11 @@ func (c *moduleClient) invoke(ctx context.Context, runtime string, op agentsessi
 	if err := json.Unmarshal(res, &obs); err != nil {
 		return nil, fmt.Errorf("module %s answered an invalid result: %w", c.name, err)
 	}
+	// Checked here as well as by dispatch so that the refusal names the
+	// module the operator configured, not only the runtime it serves.
+	if err := agentsession.CheckObservation(ref, &obs); err != nil {
+		return nil, fmt.Errorf("module %s (runtime %s): %w", c.name, runtime, err)
+	}
 	return &obs, nil
 }
 

@@ -3,6 +3,7 @@ package module
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -461,4 +462,95 @@ func TestStdoutFloodRateLimited(t *testing.T) {
 	if logged+suppressed != 3000 {
 		t.Errorf("logged %d + suppressed %d != 3000 noise lines", logged, suppressed)
 	}
+}
+
+// TestModuleReplyBounds runs a module's replies through an attachment book:
+// a module adding metadata keys with each reply is stopped at the bound with
+// the stored metadata intact, a reply with unsafe identity fields is refused
+// naming the module, and a good one is taken.
+func TestModuleReplyBounds(t *testing.T) {
+	reg, l, rec := loadHelper(t, "basic", LoadOptions{})
+	if len(l.Runtimes()) == 0 {
+		t.Fatalf("helper module not loaded; log:\n%s", rec.all())
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	module := "module " + filepath.Base(exe) + " (runtime go-rt): reply refused: "
+	book, err := agentsession.NewBook(t.Context(), agentsession.NewMemoryStore(), agentsession.BookOptions{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(book.Close)
+	attach := func(t *testing.T, key, session string) {
+		t.Helper()
+		h := agentsession.ParseHandoff(`<agent-session>{"runtime":"go-rt","sessionId":"` + session + `","state":"running","remoteUrl":"https://h.example/first"}</agent-session>`)
+		if _, err := book.Apply(t.Context(), key, "job1", h.Directive); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inspect := func(t *testing.T, key string) (*agentsession.Status, agentsession.Attachment) {
+		t.Helper()
+		st, err := book.Observe(t.Context(), key, agentsession.Request{Op: agentsession.OpInspect})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur, err := book.Current(t.Context(), key)
+		if err != nil || cur == nil {
+			t.Fatalf("current: %v, %v", cur, err)
+		}
+		return st, *cur
+	}
+
+	t.Run("growing metadata", func(t *testing.T) {
+		attach(t, "grow", "grow")
+		var kept map[string]string
+		for i := range 20 {
+			st, cur := inspect(t, "grow")
+			if i < 2 {
+				if st.Error != nil {
+					t.Fatalf("reply %d: %+v", i+1, st.Error)
+				}
+				kept = cur.Metadata
+				continue
+			}
+			want := module + "metadata would hold 300 keys, over the limit of 256; the stored metadata is kept"
+			if st.Error == nil || st.Error.Code != "inspect_failed" || !strings.HasPrefix(st.Error.Message, want) {
+				t.Fatalf("reply %d: error %+v, want inspect_failed %q", i+1, st.Error, want)
+			}
+			if len(cur.Metadata) != 200 || !maps.Equal(cur.Metadata, kept) || cur.Error == nil || cur.Status != "running" {
+				t.Fatalf("reply %d: record has %d metadata keys, status %q, error %+v; want the 200 kept", i+1, len(cur.Metadata), cur.Status, cur.Error)
+			}
+		}
+	})
+	t.Run("unsafe fields refused", func(t *testing.T) {
+		attach(t, "bad", "badfields")
+		st, cur := inspect(t, "bad")
+		if st.Error == nil || st.Error.Code != "inspect_failed" || !strings.HasPrefix(st.Error.Message, module+"providerSessionId is not a safe handle") ||
+			!strings.Contains(st.Error.Message, "host may hold only") || !strings.Contains(st.Error.Message, "remoteUrl carries user information") {
+			t.Fatalf("status %+v", st)
+		}
+		if strings.Contains(st.Error.Message, "hunter2") || strings.Contains(st.Error.Message, "\x1b") {
+			t.Errorf("the error quotes a refused value: %q", st.Error.Message)
+		}
+		if cur.Status != "running" || cur.RemoteURL != "https://h.example/first" || cur.Host != "" || cur.ProviderSessionID != "" {
+			t.Errorf("a refused reply changed the record: %+v", cur)
+		}
+	})
+	t.Run("good fields taken", func(t *testing.T) {
+		attach(t, "good", "goodfields")
+		st, cur := inspect(t, "good")
+		if st.Error != nil {
+			t.Fatalf("status %+v", st)
+		}
+		if cur.Status != "needs_input" || cur.RemoteURL != "https://h.example/s/1?tab=log#L10" || cur.Host != "box-1.example:8443" ||
+			cur.ProviderSessionID != "0199a6c2-7b1e-7c4d-9a3f-2b8e4f1d6c0a" {
+			t.Errorf("record %+v", cur)
+		}
+		b, ok := agentsession.BlockedDelegationFor("job1", true, &cur)
+		if !ok || !strings.Contains(b.Notice, "Open it at https://h.example/s/1?tab=log#L10.") {
+			t.Errorf("blocked delegation %+v", b)
+		}
+	})
 }

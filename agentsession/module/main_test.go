@@ -51,6 +51,18 @@ func helperModule(mode string) int {
 			<-ctx.Done()
 			fmt.Fprintf(os.Stderr, "hang %s cancelled: %v\n", ref.SessionID, ctx.Err())
 			return nil, ctx.Err()
+		case "grow": // adds 100 new metadata keys with every reply
+			md := map[string]any{}
+			for i := range 100 {
+				md[fmt.Sprintf("k%05d", len(ref.Metadata)+i)] = strings.Repeat("v", 100)
+			}
+			return &agentsession.Observation{State: "running", Metadata: md}, nil
+		case "badfields":
+			return &agentsession.Observation{State: "needs_input", ProviderSessionID: "../x", Host: "box\x1b[31m",
+				RemoteURL: "https://user:hunter2@h.example/s?token=hunter2"}, nil
+		case "goodfields":
+			return &agentsession.Observation{State: "needs_input", ProviderSessionID: "0199a6c2-7b1e-7c4d-9a3f-2b8e4f1d6c0a",
+				Host: "box-1.example:8443", RemoteURL: "https://h.example/s/1?tab=log#L10"}, nil
 		case "deadline":
 			dl, ok := ctx.Deadline()
 			return &agentsession.Observation{State: "running", Detail: fmt.Sprintf("deadline=%v in=%v", ok, time.Until(dl) > 0)}, nil
