@@ -1,12 +1,12 @@
 package agentsession
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 )
 
 // The bounds of what a runtime's reply may write on an attachment record.
@@ -105,49 +105,10 @@ func metadataProblem(md map[string]string) string {
 	return ""
 }
 
-// metadataSize returns the length of md's JSON encoding as json.Marshal
-// writes it, without encoding it.
+// metadataSize returns the length of md's JSON encoding.
 func metadataSize(md map[string]string) int {
-	if md == nil {
-		return len("null")
-	}
-	n := len("{}")
-	for k, v := range md {
-		n += jsonStringSize(k) + len(":") + jsonStringSize(v)
-	}
-	if len(md) > 1 {
-		n += len(md) - 1 // commas
-	}
-	return n
-}
-
-// jsonStringSize returns the length of s encoded as a JSON string by
-// json.Marshal: quoted, with HTML characters, control characters, invalid
-// UTF-8 and U+2028/U+2029 escaped.
-func jsonStringSize(s string) int {
-	n := 2
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-				n += 2
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				n += 6 // \u00XX
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-			n += 6 // \ufffd, \u2028, \u2029
-		} else {
-			n += size
-		}
-		i += size
-	}
-	return n
+	b, _ := json.Marshal(md) // a map of strings always encodes
+	return len(b)
 }
 
 // hostProblem says what is wrong with a reported host, or "" when nothing

@@ -2,7 +2,6 @@ package agentsession
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -274,38 +273,6 @@ func TestHandoffMetadataBounds(t *testing.T) {
 		}
 		break
 	}
-}
-
-// TestMetadataSizeIsTheJSONEncoding keeps metadataSize equal to what
-// json.Marshal writes, escapes included.
-func TestMetadataSizeIsTheJSONEncoding(t *testing.T) {
-	for _, md := range []map[string]string{
-		nil, {}, {"a": ""}, {"a": "b", "c": "d"},
-		{"q\"\\/": "\b\f\n\r\t\x00\x1f\x7f", "<html>&": "\u2028\u2029", "bad": "\xff\xfe\xc3", "ünï": "日本語 🙂"},
-	} {
-		b, err := json.Marshal(md)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := metadataSize(md); got != len(b) {
-			t.Errorf("metadataSize(%q) = %d, json.Marshal writes %d bytes", md, got, len(b))
-		}
-	}
-}
-
-func FuzzMetadataSize(f *testing.F) {
-	f.Add("k", "v")
-	f.Add("\u2028<", "\xff\x00\"")
-	f.Fuzz(func(t *testing.T, k, v string) {
-		md := map[string]string{k: v, v + "2": k}
-		b, err := json.Marshal(md)
-		if err != nil {
-			t.Skip()
-		}
-		if got := metadataSize(md); got != len(b) {
-			t.Fatalf("metadataSize(%q) = %d, json.Marshal writes %d bytes", md, got, len(b))
-		}
-	})
 }
 
 // TestMetadataStoredOverTheBoundsIsNotAWedge: a record that holds metadata
