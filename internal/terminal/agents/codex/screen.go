@@ -54,12 +54,14 @@ var Placeholders = []string{
 //     like to …?" markers or "… needs your approval.", with a block of
 //     options starting at "1." and the "Press enter to confirm" footer
 //     under it, no composer below and no activity of an answered prompt
-//     (a reply that quotes a title is not a prompt). It is approvable only
-//     when it is the only one, its options are exactly "1. Yes… (y)" …
-//     "N. No…/Cancel…" numbered without gaps, the footer is whole and only
-//     decoration follows it, and, asking to run a command, the command
-//     reads exactly (see command); the fingerprint covers marker to
-//     footer, the highlight aside; the command is redacted;
+//     (a reply that quotes a title is not a prompt; a title with only part
+//     of the rest blocks, not approvable; a title alone is Unknown). It is
+//     approvable only when it is the only one, its options are exactly
+//     "1. Yes… (y)" … "N. No…/Cancel…" numbered without gaps, the footer
+//     is whole and only decoration follows it, and, asking to run a
+//     command, the command reads exactly (see command); the fingerprint
+//     covers marker to footer, the highlight aside; the command is
+//     redacted;
 //   - a user-input dialog (see parseQuestion) makes it AwaitingAnswer;
 //   - otherwise the composer ("› …" near the bottom, followed only by
 //     indented footer lines) must be visible, or the screen is Unknown;
@@ -170,9 +172,10 @@ func composer(lines, raw []string) (int, string) {
 // parseApproval finds an approval prompt; nil when none is visible. The
 // prompt is Codex's bottom pane in place of the composer: its title, the
 // title's details, a block of numbered options and the footer. A title
-// with the composer under it is text (a reply quoting it), not a prompt;
-// drawn reports one without the composer under it, whose prompt is not
-// read (nil) because the rest of its structure is missing.
+// with the composer under it is text (a reply quoting it), not a prompt.
+// drawn reports a title without the composer under it: with options or
+// the footer under it, but not both as the prompt draws them, it is a
+// prompt not approvable; with neither, no prompt is read (nil).
 func parseApproval(lines []string) (ap *screen.Approval, drawn bool) {
 	var markers []int
 	kind := screen.OtherApproval
@@ -212,11 +215,13 @@ func parseApproval(lines []string) (ap *screen.Approval, drawn bool) {
 	ap = &screen.Approval{Kind: kind, Profile: ApprovalProfile}
 	// The options: the block of non-blank lines right above the footer,
 	// the first of them option 1.
-	optStart, optEnd := footer, footer
+	optEnd := footer
 	for optEnd > start+1 && strings.TrimSpace(lines[optEnd-1]) == "" {
 		optEnd--
 	}
-	for optStart = optEnd; optStart > start+1 && strings.TrimSpace(lines[optStart-1]) != ""; optStart-- {
+	optStart := optEnd
+	for optStart > start+1 && strings.TrimSpace(lines[optStart-1]) != "" {
+		optStart--
 	}
 	if footer < 0 || optStart == optEnd || !firstOptionRE().MatchString(lines[optStart]) {
 		// Part of a prompt under its title, not its whole structure (a
