@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,7 +55,19 @@ func dialogRegion(t *testing.T, text string) []string {
 	if start < 0 || end < 0 || !strings.HasPrefix(strings.TrimSpace(lines[start]), "───") {
 		t.Fatalf("no permission dialog in\n%s", text)
 	}
-	return lines[start:end]
+	return unmarkRows(lines[start:end])
+}
+
+var rowMark = regexp.MustCompile(`^(\s*)❯(\s*\d+\.)`)
+
+// unmarkRows draws the highlighted row's marker of lines as a blank, as a
+// fingerprint covers them.
+func unmarkRows(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = rowMark.ReplaceAllString(l, "$1 $2")
+	}
+	return out
 }
 
 // setup copies a golden transcript to where Claude Code keeps it under a

@@ -109,7 +109,9 @@ func parseQuestion(lines []string) *screen.Question {
 	case highlighted != 1:
 		q.Refuse("not exactly one row is highlighted")
 	}
-	q.Fingerprint = screen.Fingerprint(lines[start : last+1])
+	// The fingerprint leaves the highlight out: moving it with the arrow
+	// keys is the same question, which a respond may still answer.
+	q.Fingerprint = screen.Fingerprint(unmarked(lines[start : last+1]))
 	q.Answerable = q.Reason == ""
 	if q.FreeText > 0 {
 		q.FreeTextKeys = []string{strconv.Itoa(q.FreeText)}

@@ -24,7 +24,7 @@ func questionRegion(t *testing.T, text string) []string {
 	lines := screen.Lines(text)
 	for i, l := range lines {
 		if strings.HasPrefix(strings.TrimSpace(l), "☐ ") {
-			return lines[i-1:]
+			return unmarkRows(lines[i-1:])
 		}
 	}
 	t.Fatalf("no question dialog in\n%s", text)

@@ -19,9 +19,13 @@ var (
 	spinnerRE    = lazyRE(`^\s*[✻✽✢✣✤✥✦✧✶✳·*]\s+\S[^…]*(?:…|\.\.\.)(?:\s*\(.*\))?\s*$`)
 	optionRE     = lazyRE(`^\s*(❯\s*)?(\d+)\.\s+(.+?)\s*$`)
 	footerRE     = lazyRE(`^\s*Esc to cancel(?: · Tab to amend(?: · ctrl\+e to explain)?)?\s*$`)
-	ruleRE       = lazyRE(`^\s*[─━╌]{3,}\s*$`)
-	dashedRE     = lazyRE(`^\s*╌{3,}\s*$`)
-	turnEndRE    = lazyRE(`^\s*(?:[✻✽✢✣✤✥✦✧✶✳]\s+\S.* for \S+ · done\b|⎿\s+Interrupted\b|● API Error\b)`)
+	// footerStartRE is the dialog's footer in any of its variants.
+	footerStartRE = lazyRE(`^\s*Esc to cancel\b`)
+	// rowMarkRE is a numbered row with the highlight marker (group 1).
+	rowMarkRE = lazyRE(`^\s*(❯)\s*\d+\.\s`)
+	ruleRE    = lazyRE(`^\s*[─━╌]{3,}\s*$`)
+	dashedRE  = lazyRE(`^\s*╌{3,}\s*$`)
+	turnEndRE = lazyRE(`^\s*(?:[✻✽✢✣✤✥✦✧✶✳]\s+\S.* for \S+ · done\b|⎿\s+Interrupted\b|● API Error\b)`)
 )
 
 // lazyRE returns expr compiled once, at the first call.
@@ -31,15 +35,18 @@ func lazyRE(expr string) func() *regexp.Regexp {
 
 // ParseScreen reads a capture of a Claude Code pane (ANSI escapes allowed),
 // looking at its last 48 lines:
-//   - a "Do you want to proceed?" line makes it AwaitingApproval; the dialog
+//   - a "Do you want to proceed?" line makes it AwaitingApproval when the
+//     dialog is under it (option 1 right below, or the "Esc to cancel"
+//     footer after it) and the composer is not (a reply saying it is no
+//     dialog); the dialog
 //     is approvable only as the exact Bash permission grammar of 2.1.332:
 //     one "Bash command" header within 16 lines above with detail lines,
 //     the question in the last 12 lines, options "1. Yes", "2. …", …,
 //     "N. No" (three or more) with only blank lines between them, option 1
 //     the one highlighted, the "Esc to cancel" footer and nothing but
 //     decoration after it. The approval carries the fingerprint of the
-//     dialog (from the rule above the header to the footer) and its kind,
-//     never the command;
+//     dialog (from the rule above the header to the footer, the highlight
+//     aside) and its kind, never the command;
 //   - a question dialog (see parseQuestion) makes it AwaitingAnswer;
 //   - otherwise the composer ("❯" right under a "────" rule) must be
 //     visible, or the screen is Unknown (a spinner alone still means
@@ -125,8 +132,11 @@ func parseApproval(lines []string) *screen.Approval {
 	if len(markers) == 0 {
 		return nil
 	}
-	ap := &screen.Approval{Kind: screen.OtherApproval, Profile: ApprovalProfile}
 	m := markers[len(markers)-1]
+	if !dialogUnder(lines, m) {
+		return nil
+	}
+	ap := &screen.Approval{Kind: screen.OtherApproval, Profile: ApprovalProfile}
 	if len(markers) > 1 {
 		setReason(ap, "more than one \"Do you want to proceed?\" is visible")
 	}
@@ -212,9 +222,49 @@ func parseApproval(lines []string) *screen.Approval {
 			}
 		}
 	}
-	ap.Fingerprint = screen.Fingerprint(lines[start:end])
+	ap.Fingerprint = screen.Fingerprint(unmarked(lines[start:end]))
 	ap.Approvable = ap.Reason == ""
 	return ap
+}
+
+// dialogUnder reports that the "Do you want to proceed?" line m heads a
+// dialog: option 1 is the next line drawn, or the footer follows, and the
+// composer is not below it (in a reply, the line is text).
+func dialogUnder(lines []string, m int) bool {
+	for i := m + 1; i < len(lines); i++ {
+		if promptLineRE().MatchString(lines[i]) && ruleRE().MatchString(lines[i-1]) {
+			return false
+		}
+	}
+	for i := m + 1; i < len(lines); i++ {
+		if o := optionRE().FindStringSubmatch(lines[i]); o != nil && o[2] == "1" {
+			return true
+		}
+		if strings.TrimSpace(lines[i]) != "" {
+			break
+		}
+	}
+	for _, l := range lines[m+1:] {
+		if footerStartRE().MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// unmarked returns lines with the highlight marker of each numbered row
+// drawn as a blank: a fingerprint names a dialog, not where its cursor is,
+// so moving the highlight does not make it another dialog (whether a
+// highlighted row may be pressed is the parser's to say).
+func unmarked(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if m := rowMarkRE().FindStringSubmatchIndex(l); m != nil {
+			l = l[:m[2]] + " " + l[m[3]:]
+		}
+		out[i] = l
+	}
+	return out
 }
 
 // DialogCommand returns the command an approvable Bash permission dialog

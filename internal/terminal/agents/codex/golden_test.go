@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +23,8 @@ func TestGoldens(t *testing.T) {
 	checkGoldens(t, "testdata")
 }
 
+var rowMark = regexp.MustCompile(`^(\s*)›(\s*\d+\.)`)
+
 func readGolden(t *testing.T, dir, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, name))
@@ -32,13 +35,14 @@ func readGolden(t *testing.T, dir, name string) string {
 }
 
 // promptRegion returns the lines of an approval prompt as the fingerprint
-// covers them: marker to footer, trailing spaces trimmed.
+// covers them: marker to footer, trailing spaces trimmed, the highlighted
+// option's marker drawn as a blank.
 func promptRegion(t *testing.T, text, marker, footer string) []string {
 	t.Helper()
 	var out []string
 	in := false
 	for _, l := range strings.Split(text, "\n") {
-		l = strings.TrimRight(l, " ")
+		l = rowMark.ReplaceAllString(strings.TrimRight(l, " "), "$1 $2")
 		if strings.TrimSpace(l) == marker {
 			in, out = true, nil
 		}
@@ -205,4 +209,14 @@ func anchorAt(t *testing.T, path, thread string, offset int64) codex.Anchor {
 	}
 	return codex.Anchor{Mode: mode, ThreadID: thread, Path: path, Dev: uint64(st.Dev), Ino: st.Ino, Offset: offset,
 		FileExisted: offset > 0, CapturedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+// unmarkRows draws the highlighted row's marker of lines as a blank, as a
+// fingerprint covers them.
+func unmarkRows(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = rowMark.ReplaceAllString(l, "$1 $2")
+	}
+	return out
 }

@@ -129,7 +129,9 @@ func parseQuestion(lines []string) *screen.Question {
 		q.FreeText = other
 		q.FreeTextKeys = freeTextKeys(q.Selected, other)
 	}
-	q.Fingerprint = screen.Fingerprint(lines[max(header, 0) : last+1])
+	// The fingerprint leaves the highlight out: moving it with the arrow
+	// keys is the same question, which a respond may still answer.
+	q.Fingerprint = screen.Fingerprint(unmarked(lines[max(header, 0) : last+1]))
 	q.Answerable = q.Reason == ""
 	return q
 }

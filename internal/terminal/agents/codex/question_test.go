@@ -35,7 +35,7 @@ func checkQuestionGoldens(t *testing.T, dir string) {
 		t.Fatalf("no question dialog in\n%s", asked)
 	}
 	want := screen.Screen{Activity: screen.AwaitingAnswer, Question: &screen.Question{
-		Profile: codex.QuestionProfile, Fingerprint: screen.Fingerprint(lines[start:]),
+		Profile: codex.QuestionProfile, Fingerprint: screen.Fingerprint(unmarkRows(lines[start:])),
 		Text:     "Which color should the widget be",
 		Options:  []screen.Option{{Number: 1, Label: "Red", Description: "Choose Red"}, {Number: 2, Label: "Blue", Description: "Choose Blue"}},
 		FreeText: 3, FreeTextKeys: []string{"Down", "Down", "Tab"}, Position: 1, Count: 1, Unanswered: 1,
@@ -123,7 +123,7 @@ func checkSeveralGoldens(t *testing.T, dir string) {
 			t.Fatalf("%s: no question dialog in\n%s", c.file, shown)
 		}
 		want := c.want
-		want.Profile, want.Fingerprint = codex.QuestionProfile, screen.Fingerprint(lines[start:])
+		want.Profile, want.Fingerprint = codex.QuestionProfile, screen.Fingerprint(unmarkRows(lines[start:]))
 		got := codex.ParseScreen(shown)
 		if diff := cmp.Diff(screen.Screen{Activity: screen.AwaitingAnswer, Question: &want}, got); diff != "" {
 			t.Errorf("ParseScreen(%s) (-want +got):\n%s", c.file, diff)

@@ -24,6 +24,13 @@ var (
 	needsApproval = lazyRE(`^.+ needs your approval\.$`)
 	optionRE      = lazyRE(`^\s*(?:[›»]\s*)?(\d+)\.\s+(.+?)\s+\(([^()\r\n]+)\)\s*$`)
 	footerRE      = lazyRE(`^\s*Press enter to confirm or esc to cancel(?: or o to open thread)?\s*$`)
+	// footerStartRE is the footer as a narrow pane cuts it.
+	footerStartRE = lazyRE(`^\s*Press enter to confirm\b`)
+	firstOptionRE = lazyRE(`^\s*(?:[›»]\s*)?1\.\s+\S`)
+	// elidedRE is the line Codex draws for details it leaves out.
+	elidedRE = lazyRE(`^\[…\s*\d+ lines?\]`)
+	// rowMarkRE is a numbered row with the highlight marker (group 1).
+	rowMarkRE     = lazyRE(`^\s*([›»])\s*\d+\.\s`)
 	afterPromptRE = lazyRE(`^\s*(?:✔ You approved|✗ You (?:denied|canceled)|• (?:Working|Ran|Explored|Edited|Read|Searched|Updated|Added|Deleted)\b|─* ?Worked for)`)
 	workingRE     = lazyRE(`^\s*[•◦·]\s+Working\b`)
 	backgroundRE  = lazyRE(`^\s*(?:• Waiting for background terminal|\d+ background terminals? running)`)
@@ -43,14 +50,18 @@ var Placeholders = []string{
 // ParseScreen reads a capture of a Codex pane (plain, or with ANSI
 // attributes from capture-pane -e, which tells the dim placeholder from a
 // draft for sure):
-//   - an approval prompt (one of the "Would you like to …?" markers or
-//     "… needs your approval.") makes it AwaitingApproval; the prompt is
-//     approvable only when it is the only one, is not followed by activity
-//     of an answered prompt, and its numbered options are exactly
-//     "1. Yes… (y)" … "N. No…/Cancel…" with consecutive numbers, followed by
-//     the "Press enter to confirm or esc to cancel" footer and nothing but
-//     decoration; the fingerprint covers marker to footer; the command
-//     after "$ " is redacted;
+//   - an approval prompt makes it AwaitingApproval: one of the "Would you
+//     like to …?" markers or "… needs your approval.", with a block of
+//     options starting at "1." and the "Press enter to confirm" footer
+//     under it, no composer below and no activity of an answered prompt
+//     (a reply that quotes a title is not a prompt; a title with only part
+//     of the rest blocks, not approvable; a title alone is Unknown). It is
+//     approvable only when it is the only one, its options are exactly
+//     "1. Yes… (y)" … "N. No…/Cancel…" numbered without gaps, the footer
+//     is whole and only decoration follows it, and, asking to run a
+//     command, the command reads exactly (see command); the fingerprint
+//     covers marker to footer, the highlight aside; the command is
+//     redacted;
 //   - a user-input dialog (see parseQuestion) makes it AwaitingAnswer;
 //   - otherwise the composer ("› …" near the bottom, followed only by
 //     indented footer lines) must be visible, or the screen is Unknown;
@@ -62,11 +73,17 @@ var Placeholders = []string{
 //     Draft in both cases.
 func ParseScreen(text string) screen.Screen {
 	lines := screen.Lines(text)
-	if ap := parseApproval(lines); ap != nil {
+	ap, drawn := parseApproval(lines)
+	if ap != nil {
 		return screen.Screen{Activity: screen.AwaitingApproval, Approval: ap}
 	}
 	if q := parseQuestion(lines); q != nil {
 		return screen.Screen{Activity: screen.AwaitingAnswer, Question: q}
+	}
+	if drawn {
+		// A prompt's title with no composer under it, but not the rest of
+		// the prompt: a frame half drawn, or a shape not known.
+		return screen.Screen{Activity: screen.Unknown}
 	}
 	at, draft := composer(lines, rawLines(text))
 	if at < 0 {
@@ -125,7 +142,9 @@ func composer(lines, raw []string) (int, string) {
 			if strings.TrimSpace(f) == "" {
 				continue
 			}
-			if !strings.HasPrefix(f, " ") {
+			if !strings.HasPrefix(f, " ") || footerStartRE().MatchString(f) {
+				// Not the composer's footer; under the approval prompt's,
+				// its highlighted option.
 				return -1, ""
 			}
 			footer++
@@ -150,8 +169,14 @@ func composer(lines, raw []string) (int, string) {
 	return -1, ""
 }
 
-// parseApproval finds an approval prompt; nil when none is visible.
-func parseApproval(lines []string) *screen.Approval {
+// parseApproval finds an approval prompt; nil when none is visible. The
+// prompt is Codex's bottom pane in place of the composer: its title, the
+// title's details, a block of numbered options and the footer. A title
+// with the composer under it is text (a reply quoting it), not a prompt.
+// drawn reports a title without the composer under it: with options or
+// the footer under it, but not both as the prompt draws them, it is a
+// prompt not approvable; with neither, no prompt is read (nil).
+func parseApproval(lines []string) (ap *screen.Approval, drawn bool) {
 	var markers []int
 	kind := screen.OtherApproval
 	for i, l := range lines {
@@ -165,73 +190,94 @@ func parseApproval(lines []string) *screen.Approval {
 		}
 	}
 	if len(markers) == 0 {
-		return nil
+		return nil, false
 	}
 	start := markers[len(markers)-1]
-	for _, l := range lines[start+1:] {
-		if afterPromptRE().MatchString(l) {
-			return nil // the prompt was answered; what remains is history
+	footer, option := -1, false
+	for i := start + 1; i < len(lines); i++ {
+		if afterPromptRE().MatchString(lines[i]) {
+			return nil, false // the prompt was answered; what remains is history
 		}
+		if footer < 0 && footerStartRE().MatchString(lines[i]) {
+			footer = i
+		}
+		option = option || firstOptionRE().MatchString(lines[i])
 	}
-	ap := &screen.Approval{Kind: kind, Profile: ApprovalProfile}
+	if at, _ := composer(lines, nil); at > start && !rowMarkRE().MatchString(lines[at]) {
+		// A composer under it (not the prompt's highlighted option, which
+		// reads like one while the footer is not drawn yet): the title is
+		// history or quoted text.
+		return nil, false
+	}
+	if footer < 0 && !option {
+		return nil, true // the title alone: nothing says it is a prompt
+	}
+	ap = &screen.Approval{Kind: kind, Profile: ApprovalProfile}
+	// The options: the block of non-blank lines right above the footer,
+	// the first of them option 1.
+	optEnd := footer
+	for optEnd > start+1 && strings.TrimSpace(lines[optEnd-1]) == "" {
+		optEnd--
+	}
+	optStart := optEnd
+	for optStart > start+1 && strings.TrimSpace(lines[optStart-1]) != "" {
+		optStart--
+	}
+	if footer < 0 || optStart == optEnd || !firstOptionRE().MatchString(lines[optStart]) {
+		// Part of a prompt under its title, not its whole structure (a
+		// frame half drawn, a shape not known): it blocks, unanswered,
+		// and names no command.
+		ap.Reason = "the prompt is not drawn whole: no block of options right above its footer"
+		ap.Fingerprint = screen.Fingerprint(unmarked(lines[start:]))
+		return ap, true
+	}
 	if len(markers) > 1 {
 		ap.Reason = "more than one approval prompt is visible"
 	}
-	// Options and footer.
-	end := len(lines)
-	var opts []int
-	firstOpt, footer := -1, -1
-	for i := start + 1; i < len(lines); i++ {
-		l := lines[i]
-		if footerRE().MatchString(l) {
-			footer = i
-			break
-		}
-		if m := optionRE().FindStringSubmatch(l); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			if firstOpt < 0 {
-				firstOpt = i
-			}
-			opts = append(opts, n)
-			label, key := strings.TrimSpace(m[2]), strings.TrimSpace(m[3])
-			switch {
-			case n == 1 && !(strings.HasPrefix(label, "Yes") && key == "y"):
-				setReason(ap, "option 1 is not \"Yes … (y)\"")
-			case n != len(opts):
-				setReason(ap, "the options are not numbered 1, 2, …")
-			}
+	var last []string
+	for i, l := range lines[optStart:optEnd] {
+		m := optionRE().FindStringSubmatch(l)
+		if m == nil {
+			setReason(ap, "a line among the options is not an option")
 			continue
 		}
-		if firstOpt >= 0 && strings.TrimSpace(l) != "" {
-			// A line that is neither option nor footer after the options.
-			end = i
+		n, _ := strconv.Atoi(m[1])
+		label, key := strings.TrimSpace(m[2]), strings.TrimSpace(m[3])
+		switch {
+		case n != i+1:
+			setReason(ap, "the options are not numbered 1, 2, …")
+		case n == 1 && !(strings.HasPrefix(label, "Yes") && key == "y"):
+			setReason(ap, "option 1 is not \"Yes … (y)\"")
+		}
+		last = m
+	}
+	switch {
+	case optEnd-optStart < 2:
+		setReason(ap, "fewer than two options")
+	case last == nil || !(strings.HasPrefix(strings.TrimSpace(last[2]), "No") || strings.HasPrefix(strings.TrimSpace(last[2]), "Cancel")) || strings.TrimSpace(last[3]) == "y":
+		setReason(ap, "the last option is not \"No …\" or \"Cancel …\"")
+	}
+	if !footerRE().MatchString(lines[footer]) {
+		setReason(ap, "the footer is not \"Press enter to confirm or esc to cancel\"")
+	}
+	for _, l := range lines[footer+1:] {
+		if !isDecoration(l) {
+			setReason(ap, "text follows the approval prompt's footer")
 			break
 		}
 	}
-	if footer >= 0 {
-		end = footer + 1
-		for _, l := range lines[end:] {
-			if !isDecoration(l) {
-				setReason(ap, "text follows the approval prompt's footer")
-				break
-			}
-		}
-	}
-	if len(opts) < 2 {
-		setReason(ap, "fewer than two options")
-	} else {
-		m := optionRE().FindStringSubmatch(lastOption(lines, start, end))
-		if m == nil || !(strings.HasPrefix(strings.TrimSpace(m[2]), "No") || strings.HasPrefix(strings.TrimSpace(m[2]), "Cancel")) || strings.TrimSpace(m[3]) == "y" {
-			setReason(ap, "the last option is not \"No …\" or \"Cancel …\"")
-		}
-	}
-	region := lines[start:end]
-	ap.Fingerprint = screen.Fingerprint(region)
+	ap.Fingerprint = screen.Fingerprint(unmarked(lines[start : footer+1]))
 	if kind == screen.RunCommand {
-		ap.Command = redact.Redact(command(lines[start+1 : end]))
+		cmd, why := command(lines[start], lines[start+1:optStart])
+		if why != "" {
+			// What was read may be a part of the command, or not the
+			// command at all: show none, and answer none.
+			setReason(ap, "the command cannot be read exactly: "+why)
+		}
+		ap.Command = redact.Redact(cmd)
 	}
 	ap.Approvable = ap.Reason == ""
-	return ap
+	return ap, true
 }
 
 func setReason(ap *screen.Approval, reason string) {
@@ -240,34 +286,81 @@ func setReason(ap *screen.Approval, reason string) {
 	}
 }
 
-func lastOption(lines []string, start, end int) string {
-	for i := end - 1; i > start; i-- {
-		if optionRE().MatchString(lines[i]) {
-			return lines[i]
+// command reads the command of a "run the following command?" prompt from
+// its details, the lines between its title and its options. Codex draws
+// them as paragraphs: "Environment: …" and "Reason: …" (wrapped, and
+// written by the model, so any text), then "$ " and the command, the
+// last of them, up to the options (its own blank lines included). It
+// returns "" and why when the details are not exactly that: no "$ " line
+// or more than one (the reason can hold one), text above it that is not
+// one of those paragraphs, a "$ " line that continues a paragraph, or a
+// command Codex shortened ("[… N lines]").
+func command(title string, details []string) (string, string) {
+	indent := title[:len(title)-len(strings.TrimLeft(title, " "))]
+	at := -1
+	for i, l := range details {
+		t := strings.TrimSpace(l)
+		if elidedRE().MatchString(t) {
+			return "", "the prompt shortens its details"
+		}
+		if t == "$" || strings.HasPrefix(t, "$ ") {
+			if at >= 0 {
+				return "", "more than one line starts with \"$ \""
+			}
+			at = i
 		}
 	}
-	return ""
-}
-
-// command is the text after "$ " up to a blank line, an option or the
-// footer.
-func command(lines []string) string {
-	var out []string
-	in := false
-	for _, l := range lines {
+	if at < 0 {
+		return "", "no line starts with \"$ \""
+	}
+	para := ""
+	for _, l := range details[:at] {
 		t := strings.TrimSpace(l)
-		if !in {
-			if c, ok := strings.CutPrefix(t, "$ "); ok {
-				out, in = append(out, c), true
-			}
+		switch {
+		case t == "":
+			para = ""
+		case para == "" && (strings.HasPrefix(t, "Environment: ") || strings.HasPrefix(t, "Reason: ")):
+			para = t[:strings.IndexByte(t, ':')]
+		case para == "Reason":
+			// The reason's next wrapped line.
+		default:
+			return "", "a line above the command is neither its environment nor its reason"
+		}
+	}
+	if para != "" {
+		return "", "the \"$ \" line continues the " + strings.ToLower(para) + " above it"
+	}
+	block := details[at:]
+	for len(block) > 0 && strings.TrimSpace(block[len(block)-1]) == "" {
+		block = block[:len(block)-1]
+	}
+	out := make([]string, len(block))
+	for i, l := range block {
+		if i == 0 {
+			l = strings.TrimPrefix(strings.TrimSpace(l), "$")
+			out[i] = strings.TrimPrefix(l, " ")
 			continue
 		}
-		if t == "" || optionRE().MatchString(l) || footerRE().MatchString(l) {
-			break
+		if !strings.HasPrefix(l, indent) && strings.TrimSpace(l) != "" {
+			return "", "a line of the command is not indented as the prompt"
 		}
-		out = append(out, t)
+		out[i] = strings.TrimPrefix(l, indent)
 	}
-	return strings.Join(out, "\n")
+	return strings.Join(out, "\n"), ""
+}
+
+// unmarked returns lines with the highlight marker of each numbered row
+// drawn as a blank: a fingerprint names a dialog, not where its cursor is,
+// so moving the highlight does not make it another dialog.
+func unmarked(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if m := rowMarkRE().FindStringSubmatchIndex(l); m != nil {
+			l = l[:m[2]] + " " + l[m[3]:]
+		}
+		out[i] = l
+	}
+	return out
 }
 
 // isDecoration reports a line of box drawing, blanks or a status footer.
