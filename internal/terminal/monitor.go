@@ -311,7 +311,7 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 			event(now.UnixMilli(), "terminal_bridge_approval_detected", detected),
 			event(now.UnixMilli(), "message", msg)},
 			Also: prepareCallback(t, msg, msg.ID, KindApproval, meta)})
-	case sc.Approval == nil && t.Status == termapi.TurnWaitingForOpenClaw && t.Approval != nil:
+	case sc.Approval == nil && sc.Activity != string(screen.Unknown) && t.Status == termapi.TurnWaitingForOpenClaw && t.Approval != nil:
 		data := map[string]any{"decision": "answered_in_terminal"}
 		if t.Takeover.ApprovingFingerprint == t.Approval.Fingerprint {
 			// An approve claimed this prompt: it records the resolution,
@@ -324,7 +324,8 @@ func (m *monitor) screen(ctx context.Context, t *store.Turn, now time.Time) erro
 			t.Takeover.ApprovingFingerprint, t.Takeover.ApprovingAt = "", 0
 		}
 		// Answered in the terminal by a human (or by an approve whose
-		// process stopped before recording it).
+		// process stopped before recording it): a screen read without the
+		// prompt, as one not read (a frame half drawn) proves nothing.
 		approvalAnswered(t)
 		t.Takeover.ApprovalResolvedAt = now.UnixMilli()
 		t.Takeover.LastApprovalFingerprint = "" // off the screen already

@@ -144,10 +144,11 @@ func (m *monitor) question(ctx context.Context, t *store.Turn, sc agents.Screen,
 			event(now.UnixMilli(), "message", msg)},
 			Also: prepareCallback(t, msg, msg.ID, KindQuestion, map[string]any{"reason": "question", "question": t.Question,
 				"question_fingerprint": q.Fingerprint, "answerable": q.Answerable, "next_steps": nextSteps(t, now)})})
-	case q == nil && t.Question != nil:
+	case q == nil && t.Question != nil && sc.Activity != string(screen.Unknown):
 		// Closed without a respond of ours: answered (or dismissed) in
 		// the terminal, or by a respond whose process stopped after its
-		// keys.
+		// keys. A screen not read (a frame half drawn) proves nothing
+		// closed.
 		data := map[string]any{"fingerprint": t.Question.Fingerprint, "decision": "answered_in_terminal"}
 		questionAnswered(t)
 		t.Takeover.AnsweringFingerprint, t.Takeover.AnsweringAt = "", 0
