@@ -170,6 +170,22 @@ func Fingerprint(lines []string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// FingerprintUnmarked is Fingerprint of lines with the highlight marker of
+// each numbered row (group 1 of mark) drawn as a blank: a fingerprint names
+// a dialog, not where its cursor is, so moving the highlight does not make
+// it another dialog (whether a highlighted row may be pressed is the
+// parser's to say).
+func FingerprintUnmarked(lines []string, mark *regexp.Regexp) string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if m := mark.FindStringSubmatchIndex(l); m != nil {
+			l = l[:m[2]] + " " + l[m[3]:]
+		}
+		out[i] = l
+	}
+	return Fingerprint(out)
+}
+
 // DraftShows reports whether a composer draft read from the screen shows
 // payload: equal once all white space is removed, since a pane wraps long
 // lines and a parser cannot tell a wrap from a newline; or the placeholder

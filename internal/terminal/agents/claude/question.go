@@ -111,7 +111,7 @@ func parseQuestion(lines []string) *screen.Question {
 	}
 	// The fingerprint leaves the highlight out: moving it with the arrow
 	// keys is the same question, which a respond may still answer.
-	q.Fingerprint = screen.Fingerprint(unmarked(lines[start : last+1]))
+	q.Fingerprint = screen.FingerprintUnmarked(lines[start:last+1], rowMarkRE())
 	q.Answerable = q.Reason == ""
 	if q.FreeText > 0 {
 		q.FreeTextKeys = []string{strconv.Itoa(q.FreeText)}

@@ -222,7 +222,7 @@ func parseApproval(lines []string) *screen.Approval {
 			}
 		}
 	}
-	ap.Fingerprint = screen.Fingerprint(unmarked(lines[start:end]))
+	ap.Fingerprint = screen.FingerprintUnmarked(lines[start:end], rowMarkRE())
 	ap.Approvable = ap.Reason == ""
 	return ap
 }
@@ -250,21 +250,6 @@ func dialogUnder(lines []string, m int) bool {
 		}
 	}
 	return false
-}
-
-// unmarked returns lines with the highlight marker of each numbered row
-// drawn as a blank: a fingerprint names a dialog, not where its cursor is,
-// so moving the highlight does not make it another dialog (whether a
-// highlighted row may be pressed is the parser's to say).
-func unmarked(lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		if m := rowMarkRE().FindStringSubmatchIndex(l); m != nil {
-			l = l[:m[2]] + " " + l[m[3]:]
-		}
-		out[i] = l
-	}
-	return out
 }
 
 // DialogCommand returns the command an approvable Bash permission dialog

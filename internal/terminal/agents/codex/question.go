@@ -131,7 +131,7 @@ func parseQuestion(lines []string) *screen.Question {
 	}
 	// The fingerprint leaves the highlight out: moving it with the arrow
 	// keys is the same question, which a respond may still answer.
-	q.Fingerprint = screen.Fingerprint(unmarked(lines[max(header, 0) : last+1]))
+	q.Fingerprint = screen.FingerprintUnmarked(lines[max(header, 0):last+1], rowMarkRE())
 	q.Answerable = q.Reason == ""
 	return q
 }

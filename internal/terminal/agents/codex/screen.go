@@ -228,7 +228,7 @@ func parseApproval(lines []string) (ap *screen.Approval, drawn bool) {
 		// frame half drawn, a shape not known): it blocks, unanswered,
 		// and names no command.
 		ap.Reason = "the prompt is not drawn whole: no block of options right above its footer"
-		ap.Fingerprint = screen.Fingerprint(unmarked(lines[start:]))
+		ap.Fingerprint = screen.FingerprintUnmarked(lines[start:], rowMarkRE())
 		return ap, true
 	}
 	if len(markers) > 1 {
@@ -266,7 +266,7 @@ func parseApproval(lines []string) (ap *screen.Approval, drawn bool) {
 			break
 		}
 	}
-	ap.Fingerprint = screen.Fingerprint(unmarked(lines[start : footer+1]))
+	ap.Fingerprint = screen.FingerprintUnmarked(lines[start:footer+1], rowMarkRE())
 	if kind == screen.RunCommand {
 		cmd, why := command(lines[start], lines[start+1:optStart])
 		if why != "" {
@@ -347,20 +347,6 @@ func command(title string, details []string) (string, string) {
 		out[i] = strings.TrimPrefix(l, indent)
 	}
 	return strings.Join(out, "\n"), ""
-}
-
-// unmarked returns lines with the highlight marker of each numbered row
-// drawn as a blank: a fingerprint names a dialog, not where its cursor is,
-// so moving the highlight does not make it another dialog.
-func unmarked(lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		if m := rowMarkRE().FindStringSubmatchIndex(l); m != nil {
-			l = l[:m[2]] + " " + l[m[3]:]
-		}
-		out[i] = l
-	}
-	return out
 }
 
 // isDecoration reports a line of box drawing, blanks or a status footer.
