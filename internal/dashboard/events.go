@@ -122,9 +122,11 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, q request) {
 	first := true
 	for {
 		woke := d.hub.wait()
-		_ = rc.SetWriteDeadline(time.Now().Add(2 * d.o.Heartbeat))
 		var buf bytes.Buffer
 		running, err := d.streamOnce(ctx, &buf, q, pg, qs, st, first)
+		// The deadline bounds the write, not the read before it: a slow
+		// read is not a reader gone.
+		_ = rc.SetWriteDeadline(time.Now().Add(2 * d.o.Heartbeat))
 		if err != nil {
 			// The page's subject is gone or may not be shown (or the
 			// service failed): say so once and end the stream.
