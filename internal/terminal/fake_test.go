@@ -346,30 +346,38 @@ func (r fakeReader) Accepted(_ context.Context, p agents.Pane, anchor json.RawMe
 	return nil, nil
 }
 
-func (r fakeReader) Completion(_ context.Context, p agents.Pane, anchor json.RawMessage, acc agents.Acceptance) (*agents.Completion, error) {
+// Completion resumes at acc.Resume, a fakeAnchor at the record count the
+// last pending check saw, as the real readers resume at a byte offset.
+func (r fakeReader) Completion(_ context.Context, p agents.Pane, anchor json.RawMessage, acc agents.Acceptance) (*agents.Completion, json.RawMessage, error) {
 	var an fakeAnchor
 	if err := json.Unmarshal(anchor, &an); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a := r.agentOf(p)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.scanErr != nil {
-		return nil, a.scanErr
+		return nil, nil, a.scanErr
 	}
-	for _, rec := range a.records[an.Offset:] {
+	from := an.Offset
+	var res fakeAnchor
+	if len(acc.Resume) > 0 && json.Unmarshal(acc.Resume, &res) == nil && res.Thread == an.Thread && res.Offset >= from && res.Offset <= len(a.records) {
+		from = res.Offset
+	}
+	for _, rec := range a.records[from:] {
 		if rec.kind == "complete" && rec.turn == acc.NativeTurnID {
 			if rec.interrupted {
-				return &agents.Completion{Outcome: agents.OutcomeCancelled, Match: "fake_interrupted", ID: rec.turn}, nil
+				return &agents.Completion{Outcome: agents.OutcomeCancelled, Match: "fake_interrupted", ID: rec.turn}, nil, nil
 			}
 			out := "completed"
 			if rec.failed {
 				out = "failed"
 			}
-			return &agents.Completion{Outcome: out, Text: rec.text, Match: "fake_complete", ID: rec.turn}, nil
+			return &agents.Completion{Outcome: out, Text: rec.text, Match: "fake_complete", ID: rec.turn}, nil, nil
 		}
 	}
-	return nil, nil
+	resume, _ := json.Marshal(fakeAnchor{Offset: len(a.records), Thread: an.Thread})
+	return nil, resume, nil
 }
 
 func (r fakeReader) UserInputSince(_ context.Context, p agents.Pane, checkpoint json.RawMessage) (bool, error) {

@@ -52,7 +52,7 @@ func (r realInput) Anchor(ctx context.Context, p agents.Pane, id agents.Identity
 func (r realInput) Accepted(ctx context.Context, p agents.Pane, a json.RawMessage, text string) (*agents.Acceptance, error) {
 	return r.fakeReader.Accepted(ctx, p, a, text)
 }
-func (r realInput) Completion(ctx context.Context, p agents.Pane, a json.RawMessage, acc agents.Acceptance) (*agents.Completion, error) {
+func (r realInput) Completion(ctx context.Context, p agents.Pane, a json.RawMessage, acc agents.Acceptance) (*agents.Completion, json.RawMessage, error) {
 	return r.fakeReader.Completion(ctx, p, a, acc)
 }
 func (r realInput) WatchPaths(p agents.Pane, a json.RawMessage) []string {

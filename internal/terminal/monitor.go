@@ -39,6 +39,12 @@ type monitor struct {
 	turn    *store.Turn
 	sess    *store.TermSession
 	spoiled bool
+	// resume is where the last pending completion check stopped, valid
+	// only for the submission resumeKey names (message, anchor, acceptance
+	// evidence, native turn): the next check of it reads only what was
+	// appended since, instead of everything after the anchor.
+	resume    json.RawMessage
+	resumeKey string
 	// evidenceWait is the approval prompt whose auto-approval waits for
 	// the session file to record its call, and since when (autoapprove.go).
 	evidenceWait struct {
@@ -174,7 +180,16 @@ func (m *monitor) check(ctx context.Context, w hostpkg.Wake) (bool, time.Time, e
 		}
 	}
 	if sub.Status == termapi.DispatchAgentAccepted {
-		c, err := m.agent.Completion(ctx, m.pane, sub.Anchor, agents.Acceptance{NativeTurnID: sub.NativeTurnID, ThreadID: t.NativeThreadID, Evidence: sub.AcceptanceEvidence})
+		key := sub.MessageID + "\x00" + sub.NativeTurnID + "\x00" + string(sub.Anchor) + "\x00" + string(sub.AcceptanceEvidence)
+		if key != m.resumeKey {
+			m.resume, m.resumeKey = nil, key
+		}
+		c, resume, err := m.agent.Completion(ctx, m.pane, sub.Anchor, agents.Acceptance{NativeTurnID: sub.NativeTurnID, ThreadID: t.NativeThreadID, Evidence: sub.AcceptanceEvidence, Resume: m.resume})
+		if err == nil && c == nil {
+			// A failed check keeps the last point: what it read may hold
+			// the failure, which the next check must meet again.
+			m.resume = resume
+		}
 		if err != nil {
 			m.diagnose(ctx, t, "completion: "+err.Error())
 			errors.As(err, &scanErr)

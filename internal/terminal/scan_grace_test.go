@@ -27,8 +27,8 @@ type fileCompletion struct {
 	anchor json.RawMessage
 }
 
-func (r fileCompletion) Completion(ctx context.Context, p agents.Pane, _ json.RawMessage, acc agents.Acceptance) (*agents.Completion, error) {
-	return codex.Agent{}.Completion(ctx, p, r.anchor, agents.Acceptance{NativeTurnID: acc.NativeTurnID})
+func (r fileCompletion) Completion(ctx context.Context, p agents.Pane, _ json.RawMessage, acc agents.Acceptance) (*agents.Completion, json.RawMessage, error) {
+	return codex.Agent{}.Completion(ctx, p, r.anchor, agents.Acceptance{NativeTurnID: acc.NativeTurnID, Resume: acc.Resume})
 }
 
 func completeRecord(turn, text string) string {

@@ -315,7 +315,7 @@ func interruptOutcome(t *testing.T, a agents.Agent, anchor any) *agents.Completi
 	if err != nil || acc == nil {
 		t.Fatalf("accepted = %+v, %v", acc, err)
 	}
-	c, err := a.Completion(t.Context(), agents.Pane{}, raw, *acc)
+	c, _, err := a.Completion(t.Context(), agents.Pane{}, raw, *acc)
 	if err != nil || c == nil {
 		t.Fatalf("completion = %+v, %v", c, err)
 	}

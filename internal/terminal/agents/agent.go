@@ -50,6 +50,10 @@ type Acceptance struct {
 	NativeTurnID string          `json:"native_turn_id"`
 	ThreadID     string          `json:"thread_id,omitempty"`
 	Evidence     json.RawMessage `json:"evidence,omitempty"`
+	// Resume is, for Completion only, the resume point an earlier pending
+	// Completion of the same anchor and turn returned; empty means from
+	// the anchor. It is never persisted.
+	Resume json.RawMessage `json:"-"`
 }
 
 // OutcomeCancelled is a Completion's Outcome when the agent's session files
@@ -118,7 +122,17 @@ type Agent interface {
 	// means still running. An error is a malformed or inconsistent record.
 	// acc.Evidence is what Accepted returned (it may carry a refined
 	// anchor, e.g. a virgin Codex anchor bound to its new rollout).
-	Completion(ctx context.Context, p Pane, anchor json.RawMessage, acc Acceptance) (*Completion, error)
+	//
+	// With a nil result, resume is where a later check of the same anchor
+	// and turn may go on (passed back as acc.Resume), so that each check
+	// reads only what was appended since; its answer is the one a scan
+	// from the anchor would give. It is an anchor of the same session file
+	// that only the agent reads; nil means the next check starts from the
+	// anchor again (an agent whose completion depends on earlier records
+	// returns none). A resume point that no longer fits the anchor, turn or
+	// file is ignored or reported as the file replaced or truncated, never
+	// trusted.
+	Completion(ctx context.Context, p Pane, anchor json.RawMessage, acc Acceptance) (c *Completion, resume json.RawMessage, err error)
 	// UserInputSince reports a user prompt after the checkpoint anchor (a
 	// human typed in the pane).
 	UserInputSince(ctx context.Context, p Pane, checkpoint json.RawMessage) (bool, error)

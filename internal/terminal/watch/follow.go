@@ -199,7 +199,7 @@ func (m *watcher) check(ctx context.Context, recheck bool) (bool, time.Time, err
 		}
 	}
 	if w.NativeTurnID != "" {
-		c, err := m.agent.Completion(ctx, m.pane, anchor, agents.Acceptance{NativeTurnID: w.NativeTurnID, ThreadID: w.NativeThreadID, Evidence: w.Acceptance})
+		c, _, err := m.agent.Completion(ctx, m.pane, anchor, agents.Acceptance{NativeTurnID: w.NativeTurnID, ThreadID: w.NativeThreadID, Evidence: w.Acceptance})
 		if err != nil {
 			m.diagnose(ctx, w, "completion: "+err.Error())
 		} else if c != nil {

@@ -107,33 +107,37 @@ func (Agent) Accepted(_ context.Context, _ agents.Pane, raw json.RawMessage, tex
 }
 
 // Completion implements agents.Agent: the turn_duration + end_turn chain
-// under the prompt, an API error, or an interrupt.
-func (Agent) Completion(_ context.Context, _ agents.Pane, raw json.RawMessage, acc agents.Acceptance) (*agents.Completion, error) {
+// under the prompt, an API error, or an interrupt. It returns no resume
+// point: whether the turn ended depends on the records before the last one
+// (the chain from the prompt, tool calls still unanswered, the reply's
+// text blocks, a second turn_duration), so each check reads from the
+// anchor.
+func (Agent) Completion(_ context.Context, _ agents.Pane, raw json.RawMessage, acc agents.Acceptance) (*agents.Completion, json.RawMessage, error) {
 	if len(acc.Evidence) > 0 {
 		raw = acc.Evidence
 	}
 	a, err := storedAnchor(raw)
 	if errors.Is(err, errNotYet) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res, err := ScanCompletion(a, acc.NativeTurnID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch res.State {
 	case native.Completed:
-		return &agents.Completion{Outcome: "completed", Text: res.Text, Match: "claude_transcript_turn_duration", ID: acc.NativeTurnID}, nil
+		return &agents.Completion{Outcome: "completed", Text: res.Text, Match: "claude_transcript_turn_duration", ID: acc.NativeTurnID}, nil, nil
 	case native.Aborted:
 		// "[Request interrupted by user]": Esc in the terminal, not an
 		// error of the model.
-		return &agents.Completion{Outcome: agents.OutcomeCancelled, Match: "claude_transcript_interrupted", ID: acc.NativeTurnID}, nil
+		return &agents.Completion{Outcome: agents.OutcomeCancelled, Match: "claude_transcript_interrupted", ID: acc.NativeTurnID}, nil, nil
 	case native.Failed:
-		return &agents.Completion{Outcome: "failed", Text: res.Text, Match: "claude_transcript_api_error", ID: acc.NativeTurnID}, nil
+		return &agents.Completion{Outcome: "failed", Text: res.Text, Match: "claude_transcript_api_error", ID: acc.NativeTurnID}, nil, nil
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // UserInputSince implements agents.Agent: a human prompt record after the

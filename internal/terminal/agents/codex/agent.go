@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/clawconnect/clawconnect/internal/terminal/agents"
@@ -204,32 +205,64 @@ func (c Agent) Accepted(_ context.Context, p agents.Pane, raw json.RawMessage, t
 }
 
 // Completion implements agents.Agent: task_complete (or turn_aborted) of
-// the accepted turn in the exact rollout.
-func (Agent) Completion(_ context.Context, _ agents.Pane, raw json.RawMessage, acc agents.Acceptance) (*agents.Completion, error) {
+// the accepted turn in the exact rollout. A pending check returns where the
+// next may resume (ScanCompletionFrom); acc.Resume is used only when it
+// names the same rollout, anchor and turn.
+func (Agent) Completion(_ context.Context, _ agents.Pane, raw json.RawMessage, acc agents.Acceptance) (*agents.Completion, json.RawMessage, error) {
 	if len(acc.Evidence) > 0 {
 		raw = acc.Evidence
 	}
 	var a Anchor
 	if err := json.Unmarshal(agents.AnchorOf(raw), &a); err != nil {
-		return nil, fmt.Errorf("codex anchor: %w", err)
+		return nil, nil, fmt.Errorf("codex anchor: %w", err)
 	}
 	if !a.Bound() {
-		return nil, nil
+		return nil, nil, nil
 	}
-	res, err := ScanCompletion(a, acc.NativeTurnID)
+	from := a.Offset
+	if r, ok := resumeOf(acc.Resume, a, acc.NativeTurnID); ok {
+		from = r.Offset
+	}
+	res, err := ScanCompletionFrom(a, acc.NativeTurnID, from)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch res.State {
 	case native.Completed:
-		return &agents.Completion{Outcome: "completed", Text: res.Text, Match: "codex_task_complete", ID: acc.NativeTurnID}, nil
+		return &agents.Completion{Outcome: "completed", Text: res.Text, Match: "codex_task_complete", ID: acc.NativeTurnID}, nil, nil
 	case native.Aborted, native.Failed:
 		if res.State == native.Aborted && res.Reason == "interrupted" {
-			return &agents.Completion{Outcome: agents.OutcomeCancelled, Match: "codex_turn_interrupted", ID: acc.NativeTurnID}, nil
+			return &agents.Completion{Outcome: agents.OutcomeCancelled, Match: "codex_turn_interrupted", ID: acc.NativeTurnID}, nil, nil
 		}
-		return &agents.Completion{Outcome: "failed", Text: "the agent's turn ended without a reply (" + res.Reason + ")", Match: "codex_turn_aborted", ID: acc.NativeTurnID}, nil
+		return &agents.Completion{Outcome: "failed", Text: "the agent's turn ended without a reply (" + res.Reason + ")", Match: "codex_turn_aborted", ID: acc.NativeTurnID}, nil, nil
 	}
-	return nil, nil
+	next := a
+	next.Offset = res.EndOffset
+	out, _ := json.Marshal(resumePoint{Anchor: next, From: a.Offset, TurnID: strings.ToLower(acc.NativeTurnID)})
+	return nil, out, nil
+}
+
+// resumePoint is where a pending completion check stopped: the Turn's
+// anchor with Offset at the end of the last complete line read, the
+// anchor's own offset and the turn scanned for, which it must match to be
+// used.
+type resumePoint struct {
+	Anchor
+	From   int64  `json:"from_offset_bytes"`
+	TurnID string `json:"native_turn_id"`
+}
+
+// resumeOf decodes raw and reports whether it resumes a scan of anchor a
+// for turnID: the same rollout (path, device, inode), mode and thread, the
+// same start and turn, and an offset not before the start.
+func resumeOf(raw json.RawMessage, a Anchor, turnID string) (resumePoint, bool) {
+	var r resumePoint
+	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
+		return r, false
+	}
+	ok := r.Mode == a.Mode && r.ThreadID == a.ThreadID && r.Path == a.Path && r.Dev == a.Dev && r.Ino == a.Ino &&
+		r.From == a.Offset && r.Offset >= a.Offset && r.TurnID == strings.ToLower(turnID)
+	return r, ok
 }
 
 // UserInputSince implements agents.Agent: a native turn started after the

@@ -143,6 +143,18 @@ type window struct {
 // readWindow opens the anchored rollout, checks its identity, and reads
 // [a.Offset, size) up to limit bytes.
 func readWindow(a Anchor, limit int64) (window, error) {
+	return readWindowFrom(a, a.Offset, limit)
+}
+
+// readAt reads the window's bytes; tests count them through it.
+var readAt = (*os.File).ReadAt
+
+// readWindowFrom is readWindow resumed at from (at or after a.Offset, a
+// complete-line boundary an earlier read reached): it reads only
+// [from, size), but the limit still counts from a.Offset, as a read from
+// the anchor would. A file shorter than from lost bytes already read, and
+// is truncated even when it still reaches a.Offset.
+func readWindowFrom(a Anchor, from, limit int64) (window, error) {
 	if a.Path == "" || a.Offset < 0 || (a.Mode != Existing && a.Mode != PreMaterialization) {
 		return window{}, native.Failf(native.CodeInvalidAnchor, a.Path, "anchor mode %q path %q offset %d is malformed", a.Mode, a.Path, a.Offset)
 	}
@@ -165,15 +177,17 @@ func readWindow(a Anchor, limit int64) (window, error) {
 	if size < a.Offset {
 		return window{}, native.Failf(native.CodeTruncated, a.Path, "the file is %d bytes, shorter than the anchor offset %d", size, a.Offset)
 	}
-	n := size - a.Offset
-	if n > limit {
+	if size < from {
+		return window{}, native.Failf(native.CodeTruncated, a.Path, "the file is %d bytes, shorter than the %d already read", size, from)
+	}
+	if n := size - a.Offset; n > limit {
 		return window{}, native.Failf(native.CodeScanLimit, a.Path, "%d bytes after the anchor, more than the %d a scan reads", n, limit)
 	}
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, a.Offset); err != nil && err != io.EOF {
+	buf := make([]byte, size-from)
+	if _, err := readAt(f, buf, from); err != nil && err != io.EOF {
 		return window{}, native.Failf(native.CodeUnreadable, a.Path, "%v", err)
 	}
-	return windowOf(buf, a.Offset), nil
+	return windowOf(buf, from), nil
 }
 
 // windowOf cuts buf, the bytes from offset on, to its complete lines.

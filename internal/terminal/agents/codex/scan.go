@@ -169,6 +169,19 @@ func onlyInputText(r record) (string, bool) {
 // the rollout's earlier history; only lines naming an ending record are
 // decoded.
 func ScanCompletion(a Anchor, turnID string) (native.Completion, error) {
+	return ScanCompletionFrom(a, turnID, a.Offset)
+}
+
+// ScanCompletionFrom is ScanCompletion resumed at from, the EndOffset of a
+// pending ScanCompletion (or ScanCompletionFrom) of the same anchor and
+// turn: it reads only the bytes after from. Its answer is ScanCompletion's,
+// because an ending record is found line by line and the lines before from
+// held none of turnID's and no malformed one: a record appended since is
+// the turn's first (a second one after it is still a duplicate), and the
+// limit still counts from the anchor. A rollout shorter than from is
+// truncated (CodeTruncated) even when it still reaches the anchor: bytes
+// already read are gone. A from before the anchor is CodeInvalidAnchor.
+func ScanCompletionFrom(a Anchor, turnID string, from int64) (native.Completion, error) {
 	turnID = strings.ToLower(turnID)
 	if turnID == "" {
 		return native.Completion{}, native.Failf(native.CodeInvalidAnchor, a.Path, "no native turn id to scan for")
@@ -176,11 +189,16 @@ func ScanCompletion(a Anchor, turnID string) (native.Completion, error) {
 	if !a.Bound() {
 		return native.Completion{}, native.Failf(native.CodeInvalidAnchor, a.Path, "the anchor is not bound to a rollout")
 	}
-	w, err := readWindow(a, MaxCompletionScan)
+	if from < a.Offset {
+		return native.Completion{}, native.Failf(native.CodeInvalidAnchor, a.Path, "resume offset %d is before the anchor offset %d", from, a.Offset)
+	}
+	w, err := readWindowFrom(a, from, MaxCompletionScan)
 	if err != nil {
 		return native.Completion{}, err
 	}
-	return completion(a, w, turnID)
+	r := a
+	r.Offset = from
+	return completion(r, w, turnID)
 }
 
 // completion is ScanCompletion on the bytes after the anchor.
